@@ -1,0 +1,1 @@
+"""trustlab: trustworthy machine learning with one audit command."""

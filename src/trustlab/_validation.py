@@ -1,0 +1,246 @@
+"""Shared input checks: one place that validates arrays, frames, privacy parameters and seeds.
+
+Each check raises a :class:`~trustlab.errors.TrustlabError` subclass whose message
+names the argument and the fix, so that no user sees a bare traceback from deep
+inside NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from trustlab.errors import DataError, ParameterError
+
+__all__ = [
+    "check_array",
+    "check_binary_target",
+    "check_bounds",
+    "check_columns",
+    "check_delta",
+    "check_epsilon",
+    "check_fraction",
+    "check_frame",
+    "check_positive_int",
+    "check_random_state",
+]
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = False) -> float:
+    """Return ``epsilon`` as a float after checking it is a finite number > 0.
+
+    Examples
+    --------
+    >>> check_epsilon(1)
+    1.0
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise ParameterError(
+            f"{name} must be a positive number, got {type(epsilon).__name__} {epsilon!r}.",
+            argument=name,
+        )
+    value = float(epsilon)
+    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
+        raise ParameterError(
+            f"{name} must be a finite number > 0 (the privacy budget), got {epsilon!r}; "
+            "pass e.g. 1.0.",
+            argument=name,
+        )
+    return value
+
+
+def check_delta(delta: Any, name: str = "delta") -> float:
+    """Return ``delta`` as a float after checking ``0 <= delta < 1``."""
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise ParameterError(
+            f"{name} must be a number in [0, 1), got {type(delta).__name__} {delta!r}.",
+            argument=name,
+        )
+    value = float(delta)
+    if not (0.0 <= value < 1.0):
+        raise ParameterError(
+            f"{name} must lie in [0, 1) (typically much smaller than 1/n), got {delta!r}.",
+            argument=name,
+        )
+    return value
+
+
+def check_fraction(value: Any, name: str, *, low: float = 0.0, high: float = 1.0) -> float:
+    """Return ``value`` as a float after checking ``low < value < high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        low < float(value) < high
+    ):
+        raise ParameterError(
+            f"{name} must be a number strictly between {low} and {high}, got {value!r}.",
+            argument=name,
+        )
+    return float(value)
+
+
+def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    """Return ``value`` as an int after checking it is an integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ParameterError(
+            f"{name} must be an integer >= {minimum}, got {value!r}.", argument=name
+        )
+    return int(value)
+
+
+def check_bounds(bounds: Any, name: str = "bounds") -> tuple[float, float]:
+    """Return public ``(lower, upper)`` bounds after checking they are finite and ordered."""
+    try:
+        lower, upper = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"{name} must be a pair (lower, upper) of numbers, got {bounds!r}.", argument=name
+        ) from None
+    if not (math.isfinite(lower) and math.isfinite(upper)):
+        raise ParameterError(f"{name} must be finite, got {bounds!r}.", argument=name)
+    if lower >= upper:
+        raise ParameterError(
+            f"{name} must satisfy lower < upper, got lower={lower}, upper={upper}.",
+            argument=name,
+        )
+    return lower, upper
+
+
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
+    """Turn ``None``, an int or a Generator into a :class:`numpy.random.Generator`.
+
+    The same integer always gives the same stream.
+    """
+    if random_state is None or isinstance(random_state, numbers.Integral) and not isinstance(
+        random_state, bool
+    ):
+        if random_state is not None and random_state < 0:
+            raise ParameterError(
+                f"{name} must be a non-negative integer, got {random_state}.", argument=name
+            )
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    raise ParameterError(
+        f"{name} must be None, a non-negative int or a numpy Generator, got "
+        f"{type(random_state).__name__}.",
+        argument=name,
+    )
+
+
+def check_array(
+    x: Any,
+    name: str = "X",
+    *,
+    ndim: int | None = None,
+    allow_nan: bool = False,
+    min_rows: int = 1,
+    dtype: Any = float,
+) -> np.ndarray:
+    """Return ``x`` as a NumPy array after checking shape, emptiness and finiteness."""
+    if isinstance(x, str | bytes) or x is None:
+        raise DataError(
+            f"{name} must be array-like of numbers, got {type(x).__name__}.", argument=name
+        )
+    try:
+        arr = np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise DataError(
+            f"{name} must be array-like of numbers; converting it failed ({exc}).",
+            argument=name,
+        ) from None
+    if ndim is not None and arr.ndim != ndim:
+        raise DataError(
+            f"{name} must be {ndim}-dimensional, got shape {arr.shape}.", argument=name
+        )
+    n_rows = arr.shape[0] if arr.ndim else 0
+    if n_rows < min_rows:
+        raise DataError(
+            f"{name} must have at least {min_rows} row(s), got {n_rows}.", argument=name
+        )
+    if not allow_nan and np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+        raise DataError(
+            f"{name} contains NaN or infinite values; drop or impute them first.",
+            argument=name,
+        )
+    return arr
+
+
+def check_frame(data: Any, name: str = "data", *, min_rows: int = 1) -> pd.DataFrame:
+    """Check ``data`` is a non-empty pandas DataFrame with unique string-able column names."""
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(
+            f"{name} must be a pandas DataFrame, got {type(data).__name__}; "
+            "wrap arrays with pandas.DataFrame(...).",
+            argument=name,
+        )
+    if data.shape[1] == 0:
+        raise DataError(f"{name} has no columns.", argument=name)
+    if len(data) < min_rows:
+        raise DataError(
+            f"{name} has {len(data)} row(s); at least {min_rows} are needed.", argument=name
+        )
+    if data.columns.duplicated().any():
+        dup = sorted(map(str, data.columns[data.columns.duplicated()]))
+        raise DataError(f"{name} has duplicated column names {dup}.", argument=name)
+    return data
+
+
+def check_columns(
+    data: pd.DataFrame, columns: str | Iterable[str] | None, name: str
+) -> list[str]:
+    """Check every named column exists in ``data``; return them as a list."""
+    if columns is None:
+        return []
+    cols = [columns] if isinstance(columns, str) else list(columns)
+    missing = [c for c in cols if c not in data.columns]
+    if missing:
+        available = ", ".join(map(str, data.columns[:30]))
+        raise DataError(
+            f"{name}: unknown column(s) {missing}; the data has: {available}.", argument=name
+        )
+    return cols
+
+
+def check_binary_target(
+    y: pd.Series, name: str = "target", positive: Any = None
+) -> tuple[np.ndarray, Any, Any]:
+    """Encode a binary target as 0/1.
+
+    Returns ``(y01, negative_label, positive_label)``. Without ``positive`` the
+    positive label is chosen as: ``1``/``True``/``"yes"``/``"true"``/``"1"`` when
+    present, else the larger of the two sorted labels.
+    """
+    if y.isna().any():
+        raise DataError(
+            f"{name} has {int(y.isna().sum())} missing value(s); drop those rows first.",
+            argument=name,
+        )
+    labels = pd.unique(y)
+    if len(labels) != 2:
+        shown = list(labels[:10])
+        raise DataError(
+            f"{name} must be binary (exactly two distinct values), got {len(labels)}: {shown}; "
+            "pick a binary outcome column or recode it.",
+            argument=name,
+        )
+    ordered: Sequence[Any] = sorted(labels, key=lambda v: str(v))
+    if positive is None:
+        preferred = {"1", "true", "yes", "y", "positive", "pos"}
+        hits = [v for v in ordered if str(v).strip().lower() in preferred]
+        positive = hits[0] if len(hits) == 1 else ordered[1]
+    elif positive not in set(labels):
+        matches = [v for v in labels if str(v) == str(positive)]
+        if not matches:
+            raise DataError(
+                f"positive label {positive!r} is not a value of {name} ({list(ordered)}).",
+                argument="positive",
+            )
+        positive = matches[0]
+    negative = next(v for v in ordered if v != positive)
+    return (y.to_numpy() == positive).astype(np.int64), negative, positive

@@ -1,0 +1,68 @@
+"""Run a mergeable statistic on a pandas DataFrame (in process) or a Dask DataFrame."""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from trustlab.compute.statistics import MergeableStatistic
+from trustlab.errors import DataError, ParameterError
+
+__all__ = ["compute"]
+
+S = TypeVar("S")
+R = TypeVar("R")
+
+
+def _is_dask(data: Any) -> bool:
+    return type(data).__module__.startswith("dask")
+
+
+def compute(
+    stat: MergeableStatistic[S, R],
+    data: Any,
+    *,
+    chunksize: int | None = None,
+    client: Any = None,
+) -> R:
+    """Compute ``stat`` on ``data``.
+
+    Parameters
+    ----------
+    stat : MergeableStatistic
+        The statistic.
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        A pandas frame is processed in process, in chunks of ``chunksize`` rows
+        (all at once by default). A Dask frame is processed partition by
+        partition on its scheduler, or on ``client`` when one is given.
+    chunksize : int, optional
+        Rows per chunk for pandas input.
+    client : dask.distributed.Client, optional
+        Where to run a Dask computation.
+    """
+    if _is_dask(data):
+        import dask
+
+        parts = data.to_delayed()
+        states = [dask.delayed(stat.partial)(p) for p in parts]
+        while len(states) > 1:  # a balanced tree of merges
+            states = [
+                dask.delayed(stat.merge)(states[i], states[i + 1]) if i + 1 < len(states)
+                else states[i]
+                for i in range(0, len(states), 2)
+            ]
+        state = client.compute(states[0]).result() if client is not None else states[0].compute()
+        return stat.finalize(state)
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(
+            f"data must be a pandas or Dask DataFrame, got {type(data).__name__}.",
+            argument="data",
+        )
+    if chunksize is None or chunksize >= len(data):
+        return stat.finalize(stat.partial(data))
+    if chunksize < 1:
+        raise ParameterError(f"chunksize must be >= 1, got {chunksize}.", argument="chunksize")
+    chunks = (data.iloc[i : i + chunksize] for i in range(0, len(data), chunksize))
+    return stat.finalize(reduce(stat.merge, map(stat.partial, chunks)))

@@ -1,0 +1,145 @@
+"""Mergeable statistics: compute per partition, merge partial states, finalise.
+
+A :class:`MergeableStatistic` has three pure methods: ``partial(chunk)`` maps one
+partition (a pandas DataFrame) to a small state, ``merge(a, b)`` combines two
+states (associative and commutative), and ``finalize(state)`` turns the merged
+state into the result. Any backend that can map over partitions and reduce runs
+them, with the same result whatever the partitioning.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "CodeHistogram",
+    "MergeableStatistic",
+    "Moments",
+    "MomentsState",
+    "ValueCounts",
+]
+
+S = TypeVar("S")
+R = TypeVar("R")
+
+
+class MergeableStatistic(ABC, Generic[S, R]):
+    """A statistic computed as partial states merged together."""
+
+    @abstractmethod
+    def partial(self, chunk: pd.DataFrame) -> S:
+        """The state of one partition."""
+
+    @abstractmethod
+    def merge(self, a: S, b: S) -> S:
+        """Combine two partial states."""
+
+    @abstractmethod
+    def finalize(self, state: S) -> R:
+        """Turn the merged state into the result."""
+
+
+@dataclass(frozen=True)
+class MomentsState:
+    """Counts and power sums of one numeric column (mergeable by addition, min and max)."""
+
+    rows: int
+    missing: int
+    total: float
+    total_sq: float
+    minimum: float
+    maximum: float
+
+
+class Moments(MergeableStatistic[MomentsState, dict[str, float]]):
+    """Rows, missing count, mean, standard deviation, min and max of a numeric column.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> df = pd.DataFrame({"x": [1.0, 2.0, None, 4.0]})
+    >>> r = compute(Moments("x"), df, chunksize=2)
+    >>> r["missing"], r["mean"]
+    (1, 2.3333333333333335)
+    """
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def partial(self, chunk: pd.DataFrame) -> MomentsState:
+        x = pd.to_numeric(chunk[self.column], errors="coerce").to_numpy(dtype=float)
+        ok = x[~np.isnan(x)]
+        return MomentsState(
+            rows=int(x.size),
+            missing=int(x.size - ok.size),
+            total=float(ok.sum()),
+            total_sq=float(np.square(ok).sum()),
+            minimum=float(ok.min()) if ok.size else np.inf,
+            maximum=float(ok.max()) if ok.size else -np.inf,
+        )
+
+    def merge(self, a: MomentsState, b: MomentsState) -> MomentsState:
+        return MomentsState(
+            a.rows + b.rows,
+            a.missing + b.missing,
+            a.total + b.total,
+            a.total_sq + b.total_sq,
+            min(a.minimum, b.minimum),
+            max(a.maximum, b.maximum),
+        )
+
+    def finalize(self, state: MomentsState) -> dict[str, float]:
+        n = state.rows - state.missing
+        mean = state.total / n if n else float("nan")
+        var = max(0.0, state.total_sq / n - mean**2) * n / (n - 1) if n > 1 else float("nan")
+        return {
+            "rows": state.rows,
+            "missing": state.missing,
+            "mean": mean,
+            "std": float(np.sqrt(var)),
+            "min": state.minimum if n else float("nan"),
+            "max": state.maximum if n else float("nan"),
+        }
+
+
+class ValueCounts(MergeableStatistic[dict[Any, int], dict[Any, int]]):
+    """Counts of each value of a column, missing values under the key ``None``."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def partial(self, chunk: pd.DataFrame) -> dict[Any, int]:
+        counts = chunk[self.column].value_counts(dropna=False, sort=False)
+        return {(None if pd.isna(k) else k): int(v) for k, v in counts.items() if v}
+
+    def merge(self, a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + v
+        return out
+
+    def finalize(self, state: dict[Any, int]) -> dict[Any, int]:
+        return dict(sorted(state.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+
+class CodeHistogram(MergeableStatistic[np.ndarray, np.ndarray]):
+    """Counts of integer codes ``0..n_bins-1`` held in one column (e.g. a cell index)."""
+
+    def __init__(self, column: str, n_bins: int) -> None:
+        self.column = column
+        self.n_bins = n_bins
+
+    def partial(self, chunk: pd.DataFrame) -> np.ndarray:
+        codes = chunk[self.column].to_numpy(dtype=np.int64)
+        return np.bincount(codes, minlength=self.n_bins)
+
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+    def finalize(self, state: np.ndarray) -> np.ndarray:
+        return state

@@ -1,0 +1,123 @@
+"""Public metadata about a table: column kinds, public bounds and category sets.
+
+Differentially private releases need bounds and category sets that do not come
+from the private data. A :class:`Schema` is where the data owner declares them
+(from domain knowledge or documentation). trustlab never fills one in from the
+private data on the user's behalf.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trustlab._validation import check_bounds
+from trustlab.errors import DataError
+
+__all__ = ["ColumnSpec", "Schema"]
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """Public facts about one column: numeric with ``bounds``, or categorical with ``categories``."""
+
+    name: str
+    bounds: tuple[float, float] | None = None
+    categories: tuple[Any, ...] | None = None
+    description: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "numeric" if self.bounds is not None else "categorical"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A mapping from column name to its public :class:`ColumnSpec`.
+
+    Examples
+    --------
+    >>> s = Schema.from_dict({"columns": {"age": {"bounds": [18, 99]},
+    ...                                   "sex": {"categories": ["f", "m"]}}})
+    >>> s.bounds("age"), s.categories("sex"), s.bounds("income")
+    ((18.0, 99.0), ('f', 'm'), None)
+    """
+
+    columns: Mapping[str, ColumnSpec] = field(default_factory=dict)
+    source: str = "declared by the user"
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.columns
+
+    def bounds(self, name: str) -> tuple[float, float] | None:
+        """The public bounds of a numeric column, or None when none were declared."""
+        spec = self.columns.get(name)
+        return spec.bounds if spec is not None else None
+
+    def categories(self, name: str) -> tuple[Any, ...] | None:
+        """The public category set of a categorical column, or None when none was declared."""
+        spec = self.columns.get(name)
+        return spec.categories if spec is not None else None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], *, source: str = "declared by the user") -> Schema:
+        """Build a schema from ``{"columns": {name: {"bounds": [lo, hi]} | {"categories": [...]}}}``."""
+        cols = raw.get("columns") if isinstance(raw, Mapping) else None
+        if not isinstance(cols, Mapping):
+            raise DataError(
+                'schema must be a mapping with a "columns" object, e.g. '
+                '{"columns": {"age": {"bounds": [0, 120]}, "sex": {"categories": ["f", "m"]}}}.',
+                argument="schema",
+            )
+        specs: dict[str, ColumnSpec] = {}
+        for name, spec in cols.items():
+            if not isinstance(spec, Mapping) or ("bounds" in spec) == ("categories" in spec):
+                raise DataError(
+                    f"schema column {name!r} must give exactly one of 'bounds' or 'categories'.",
+                    argument="schema",
+                )
+            if "bounds" in spec:
+                specs[name] = ColumnSpec(
+                    name,
+                    bounds=check_bounds(spec["bounds"], f"schema bounds of {name!r}"),
+                    description=str(spec.get("description", "")),
+                )
+            else:
+                cats = spec["categories"]
+                if not isinstance(cats, list | tuple) or not cats:
+                    raise DataError(
+                        f"schema categories of {name!r} must be a non-empty list.",
+                        argument="schema",
+                    )
+                specs[name] = ColumnSpec(
+                    name, categories=tuple(cats), description=str(spec.get("description", ""))
+                )
+        return cls(specs, source=str(raw.get("source", source)))
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> Schema:
+        """Read a schema from a JSON file (see :meth:`from_dict` for the format)."""
+        p = Path(path)
+        try:
+            raw = json.loads(p.read_text())
+        except FileNotFoundError:
+            raise DataError(f"schema file {p} does not exist.", argument="schema") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"schema file {p} is not valid JSON ({exc}).", argument="schema") from None
+        return cls.from_dict(raw, source=f"declared in {p.name}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, spec in self.columns.items():
+            entry: dict[str, Any] = (
+                {"bounds": list(spec.bounds)}
+                if spec.bounds is not None
+                else {"categories": list(spec.categories or ())}
+            )
+            if spec.description:
+                entry["description"] = spec.description
+            out[name] = entry
+        return {"source": self.source, "columns": out}

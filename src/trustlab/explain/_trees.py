@@ -1,0 +1,385 @@
+"""Read fitted tree ensembles into plain arrays: one :class:`TreeArrays` per tree.
+
+Supported: XGBoost (``XGBModel`` wrappers and ``Booster``, gbtree only), LightGBM
+(``LGBMModel`` and ``Booster``, numerical splits), and scikit-learn
+``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*`` and
+``HistGradientBoosting*`` models; regression and binary classification. Trees are
+read in the model's *raw* output space (the margin, i.e. log-odds for boosted
+classifiers; the class-1 probability for forests and single trees, which average
+leaf class shares).
+
+Split semantics differ between libraries and are kept exactly:
+
+* XGBoost goes left when ``x < threshold`` and compares in float32;
+* LightGBM, scikit-learn and HistGradientBoosting go left when ``x <= threshold``
+  (scikit-learn's trees compare float32 inputs, the others float64);
+* a missing value follows the node's stored default direction (LightGBM nodes
+  whose ``missing_type`` is ``None`` treat NaN as 0, as LightGBM does).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab.errors import ModelError
+
+__all__ = [
+    "SUPPORTED_MODELS",
+    "TreeArrays",
+    "TreeEnsemble",
+    "ensemble_from_model",
+    "trees_from_lightgbm",
+    "trees_from_sklearn",
+    "trees_from_xgboost",
+]
+
+SUPPORTED_MODELS = (
+    "xgboost (XGBRegressor, XGBClassifier for binary targets, Booster with gbtree), "
+    "lightgbm (LGBMRegressor, LGBMClassifier for binary targets, Booster), scikit-learn "
+    "(DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, HistGradientBoosting*)"
+)
+
+
+@dataclass(frozen=True)
+class TreeArrays:
+    """One tree as flat node arrays (node 0 is the root; leaves have ``left == -1``).
+
+    ``nan_left`` says where a missing value goes at each split; ``cover`` is the
+    training weight (hessian sum, sample count) reaching the node.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    cover: np.ndarray
+    nan_left: np.ndarray
+
+
+@dataclass(frozen=True)
+class TreeEnsemble:
+    """A tree ensemble ready for FastPD: trees, split rule and the raw prediction function.
+
+    ``prediction = offset + sum over trees of weight * leaf value``; ``offset`` is not
+    read from the model's parameters but measured (see :func:`ensemble_from_model`).
+    """
+
+    trees: tuple[TreeArrays, ...]
+    n_features: int
+    strict: bool  # True: go left when x < t (XGBoost); False: x <= t
+    input_dtype: Any  # inputs are cast to this dtype before comparing (float32 or float64)
+    tree_weight: float
+    predict_raw: Callable[[np.ndarray], np.ndarray]
+    library: str
+    feature_names: tuple[str, ...] | None = None
+
+
+def _classname(model: Any) -> str:
+    return type(model).__module__.split(".")[0] + "." + type(model).__name__
+
+
+def _reject_multiclass(n_classes: int | None, model: Any) -> None:
+    if n_classes is not None and n_classes > 2:
+        raise ModelError(
+            f"{type(model).__name__} has {n_classes} classes; FastPD supports regression and "
+            "binary classification. Explain one class at a time with a one-vs-rest model.",
+            argument="model",
+        )
+
+
+# --------------------------------------------------------------------------- XGBoost
+def trees_from_xgboost(model: Any) -> tuple[list[TreeArrays], float]:
+    """Read an XGBoost model (sklearn wrapper or ``Booster``) into node arrays.
+
+    Returns the trees and their weight (1.0: boosted trees add up). Split values
+    and leaf values are taken from the JSON model (``save_raw("json")``), which
+    stores them exactly.
+    """
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    cfg = json.loads(bytes(booster.save_raw(raw_format="json")))
+    learner = cfg["learner"]
+    gb = learner["gradient_booster"]
+    if gb.get("name") != "gbtree":
+        raise ModelError(
+            f"XGBoost booster {gb.get('name')!r} is not supported; FastPD needs "
+            "booster='gbtree' (dart re-weights trees, gblinear has none).",
+            argument="model",
+        )
+    params = learner.get("learner_model_param", {})
+    n_class = int(float(params.get("num_class", 0) or 0))
+    n_target = int(float(params.get("num_target", 1) or 1))
+    if n_class > 1 or n_target > 1:
+        raise ModelError(
+            f"the XGBoost model has {max(n_class, n_target)} outputs; FastPD supports "
+            "regression and binary classification (one output).",
+            argument="model",
+        )
+    trees = []
+    for t in gb["model"]["trees"]:
+        if any(int(s) != 0 for s in t.get("split_type", [])):
+            raise ModelError(
+                "the XGBoost model has categorical splits; FastPD supports numerical "
+                "splits only. One-hot encode categorical features before training.",
+                argument="model",
+            )
+        left = np.asarray(t["left_children"], dtype=np.int64)
+        right = np.asarray(t["right_children"], dtype=np.int64)
+        cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
+        is_leaf = left == -1
+        trees.append(
+            TreeArrays(
+                feature=np.where(is_leaf, -1, np.asarray(t["split_indices"], dtype=np.int64)),
+                threshold=np.where(is_leaf, np.nan, cond),
+                left=left,
+                right=right,
+                value=np.where(is_leaf, cond, 0.0),
+                cover=np.asarray(t["sum_hessian"], dtype=np.float64),
+                nan_left=np.asarray(t["default_left"], dtype=bool),
+            )
+        )
+    return trees, 1.0
+
+
+# --------------------------------------------------------------------------- LightGBM
+def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
+    """Read a LightGBM model (``LGBMModel`` or ``Booster``) from ``dump_model()``."""
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    dump = booster.dump_model()
+    if int(dump.get("num_tree_per_iteration", 1)) != 1:
+        raise ModelError(
+            f"the LightGBM model has {dump.get('num_tree_per_iteration')} trees per "
+            "iteration (multiclass); FastPD supports regression and binary classification.",
+            argument="model",
+        )
+    trees = []
+    for info in dump["tree_info"]:
+        if info.get("is_linear"):
+            raise ModelError(
+                "LightGBM linear trees are not supported by FastPD; train with "
+                "linear_tree=False.",
+                argument="model",
+            )
+        feature: list[int] = []
+        threshold: list[float] = []
+        left: list[int] = []
+        right: list[int] = []
+        value: list[float] = []
+        cover: list[float] = []
+        nan_left: list[bool] = []
+
+        def add(node: dict[str, Any]) -> int:
+            idx = len(feature)
+            for lst, v in (
+                (feature, -1),
+                (threshold, np.nan),
+                (left, -1),
+                (right, -1),
+                (value, 0.0),
+                (cover, 0.0),
+                (nan_left, True),
+            ):
+                lst.append(v)  # type: ignore[attr-defined]
+            if "split_feature" not in node:
+                value[idx] = float(node["leaf_value"])
+                cover[idx] = float(node.get("leaf_count", 0))
+                return idx
+            if node.get("decision_type", "<=") != "<=":
+                raise ModelError(
+                    "the LightGBM model has categorical splits; FastPD supports numerical "
+                    "splits only. One-hot encode categorical features before training.",
+                    argument="model",
+                )
+            missing = node.get("missing_type", "None")
+            if missing == "Zero":
+                raise ModelError(
+                    "the LightGBM model treats zeros as missing (zero_as_missing=True); "
+                    "FastPD does not support that routing. Retrain with zero_as_missing=False.",
+                    argument="model",
+                )
+            thr = float(node["threshold"])
+            feature[idx] = int(node["split_feature"])
+            threshold[idx] = thr
+            cover[idx] = float(node.get("internal_count", 0))
+            # missing_type "NaN": NaN follows default_left; "None": NaN is read as 0.
+            nan_left[idx] = bool(node["default_left"]) if missing == "NaN" else 0.0 <= thr
+            left[idx] = add(node["left_child"])
+            right[idx] = add(node["right_child"])
+            return idx
+
+        add(info["tree_structure"])
+        trees.append(
+            TreeArrays(
+                feature=np.asarray(feature, dtype=np.int64),
+                threshold=np.asarray(threshold, dtype=np.float64),
+                left=np.asarray(left, dtype=np.int64),
+                right=np.asarray(right, dtype=np.int64),
+                value=np.asarray(value, dtype=np.float64),
+                cover=np.asarray(cover, dtype=np.float64),
+                nan_left=np.asarray(nan_left, dtype=bool),
+            )
+        )
+    return trees, 1.0
+
+
+# --------------------------------------------------------------------------- scikit-learn
+def _from_sklearn_tree(tree: Any, scale: float, proba: bool) -> TreeArrays:
+    t = tree.tree_
+    left = np.asarray(t.children_left, dtype=np.int64)
+    is_leaf = left == -1
+    val = np.asarray(t.value)
+    if proba:
+        shares = val[:, 0, :] / np.maximum(val[:, 0, :].sum(axis=1, keepdims=True), 1e-300)
+        leaf_value = shares[:, 1]
+    else:
+        leaf_value = val[:, 0, 0]
+    nan_left = getattr(t, "missing_go_to_left", None)
+    return TreeArrays(
+        feature=np.where(is_leaf, -1, np.asarray(t.feature, dtype=np.int64)),
+        threshold=np.where(is_leaf, np.nan, np.asarray(t.threshold, dtype=np.float64)),
+        left=left,
+        right=np.asarray(t.children_right, dtype=np.int64),
+        value=np.where(is_leaf, leaf_value * scale, 0.0),
+        cover=np.asarray(t.weighted_n_node_samples, dtype=np.float64),
+        nan_left=(
+            np.ones(len(left), dtype=bool) if nan_left is None else np.asarray(nan_left, bool)
+        ),
+    )
+
+
+def _from_hist_predictor(predictor: Any) -> TreeArrays:
+    nodes = predictor.nodes
+    if np.any(nodes["is_categorical"]):
+        raise ModelError(
+            "the HistGradientBoosting model has categorical splits; FastPD supports "
+            "numerical splits only. One-hot encode categorical features first.",
+            argument="model",
+        )
+    is_leaf = nodes["is_leaf"].astype(bool)
+    return TreeArrays(
+        feature=np.where(is_leaf, -1, nodes["feature_idx"].astype(np.int64)),
+        threshold=np.where(is_leaf, np.nan, nodes["num_threshold"].astype(np.float64)),
+        left=np.where(is_leaf, -1, nodes["left"].astype(np.int64)),
+        right=np.where(is_leaf, -1, nodes["right"].astype(np.int64)),
+        value=np.where(is_leaf, nodes["value"].astype(np.float64), 0.0),
+        cover=nodes["count"].astype(np.float64),
+        nan_left=nodes["missing_go_to_left"].astype(bool),
+    )
+
+
+def trees_from_sklearn(model: Any) -> tuple[list[TreeArrays], float]:
+    """Read a fitted scikit-learn tree model into node arrays (and the tree weight)."""
+    name = type(model).__name__
+    _reject_multiclass(len(getattr(model, "classes_", [])) or None, model)
+    if name.startswith("HistGradientBoosting"):
+        if getattr(model, "_preprocessor", None) is not None:
+            raise ModelError(
+                "the HistGradientBoosting model uses native categorical features; FastPD "
+                "supports numerical splits only. One-hot encode them first.",
+                argument="model",
+            )
+        if getattr(model, "n_trees_per_iteration_", 1) != 1:
+            raise ModelError(
+                "the HistGradientBoosting model is multiclass; FastPD supports regression "
+                "and binary classification.",
+                argument="model",
+            )
+        return [_from_hist_predictor(p[0]) for p in model._predictors], 1.0
+    is_clf = hasattr(model, "classes_")
+    if name.startswith("GradientBoosting"):
+        lr = float(model.learning_rate)
+        return [_from_sklearn_tree(est[0], lr, proba=False) for est in model.estimators_], 1.0
+    if name.startswith(("RandomForest", "ExtraTrees")):
+        ests = list(model.estimators_)
+        return [_from_sklearn_tree(e, 1.0, proba=is_clf) for e in ests], 1.0 / len(ests)
+    if name.startswith(("DecisionTree", "ExtraTree")):
+        return [_from_sklearn_tree(model, 1.0, proba=is_clf)], 1.0
+    raise ModelError(f"unsupported model {name}; supported: {SUPPORTED_MODELS}.", argument="model")
+
+
+def _sklearn_raw(model: Any) -> Callable[[np.ndarray], np.ndarray]:
+    name = type(model).__name__
+    if name.startswith("HistGradientBoosting"):
+        return lambda X: np.asarray(model._raw_predict(X), dtype=np.float64).ravel()
+    if hasattr(model, "classes_"):
+        if name.startswith("GradientBoosting"):
+            return lambda X: np.asarray(model.decision_function(X), dtype=np.float64).ravel()
+        return lambda X: np.asarray(model.predict_proba(X), dtype=np.float64)[:, 1]
+    return lambda X: np.asarray(model.predict(X), dtype=np.float64).ravel()
+
+
+def ensemble_from_model(model: Any) -> TreeEnsemble:
+    """Identify the library of ``model`` and read its trees (raises :class:`ModelError`).
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import GradientBoostingRegressor
+    >>> import numpy as np
+    >>> X = np.arange(20.0).reshape(10, 2); y = X[:, 0]
+    >>> ens = ensemble_from_model(GradientBoostingRegressor(n_estimators=3).fit(X, y))
+    >>> len(ens.trees), ens.strict
+    (3, False)
+    """
+    module = type(model).__module__.split(".")[0]
+    name = type(model).__name__
+    if name == "Pipeline":
+        raise ModelError(
+            "model is a scikit-learn Pipeline; explain its final estimator on the "
+            "transformed features: FastPD(pipe[-1]).fit(pipe[:-1].transform(X)).",
+            argument="model",
+        )
+    if module == "xgboost":
+        if hasattr(model, "n_classes_"):
+            _reject_multiclass(int(model.n_classes_), model)
+        trees, w = trees_from_xgboost(model)
+        booster = model.get_booster() if hasattr(model, "get_booster") else model
+        names = booster.feature_names
+
+        def predict_xgb(X: np.ndarray) -> np.ndarray:
+            import xgboost
+
+            dm = xgboost.DMatrix(X, feature_names=names)
+            return np.asarray(booster.predict(dm, output_margin=True), dtype=np.float64)
+
+        n_features = int(booster.num_features())
+        return TreeEnsemble(
+            tuple(trees), n_features, True, np.float32, w, predict_xgb, "xgboost",
+            tuple(names) if names else None,
+        )
+    if module == "lightgbm":
+        if hasattr(model, "n_classes_") and getattr(model, "_n_classes", None):
+            _reject_multiclass(int(model.n_classes_), model)
+        trees, w = trees_from_lightgbm(model)
+        booster = model.booster_ if hasattr(model, "booster_") else model
+
+        def predict_lgb(X: np.ndarray) -> np.ndarray:
+            return np.asarray(booster.predict(X, raw_score=True), dtype=np.float64).ravel()
+
+        return TreeEnsemble(
+            tuple(trees), int(booster.num_feature()), False, np.float64, w, predict_lgb,
+            "lightgbm", tuple(booster.feature_name()),
+        )
+    if module == "sklearn" and hasattr(model, "n_features_in_"):
+        trees, w = trees_from_sklearn(model)
+        dtype = np.float64 if name.startswith("HistGradientBoosting") else np.float32
+        names = getattr(model, "feature_names_in_", None)
+        return TreeEnsemble(
+            tuple(trees), int(model.n_features_in_), False, dtype, w, _sklearn_raw(model),
+            "sklearn", tuple(map(str, names)) if names is not None else None,
+        )
+    if module == "sklearn":
+        raise ModelError(
+            f"{name} is not fitted (or not a tree model); fit it first. Supported: "
+            f"{SUPPORTED_MODELS}.",
+            argument="model",
+        )
+    raise ModelError(
+        f"unsupported model type {module}.{name}; FastPD explains tree ensembles: "
+        f"{SUPPORTED_MODELS}.",
+        argument="model",
+    )

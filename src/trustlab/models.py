@@ -1,0 +1,172 @@
+"""Default models for the audit, and loading of the user's own fitted model.
+
+Every default model is a scikit-learn :class:`~sklearn.pipeline.Pipeline` whose
+first step handles numeric, categorical (pandas ``category``/string) and missing
+values, so that the audit runs on any table without hand preprocessing.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder, StandardScaler
+
+from trustlab.errors import ModelError, ParameterError
+
+__all__ = ["MODEL_NAMES", "categorical_columns", "check_model", "load_model", "make_model"]
+
+MODEL_NAMES = ("hgb", "xgboost", "lightgbm", "logistic")
+
+
+def categorical_columns(X: pd.DataFrame) -> list[str]:  # noqa: N803
+    """Columns treated as categorical: anything not numeric (category, string, object, bool)."""
+    return [
+        c
+        for c in X.columns
+        if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])
+    ]
+
+
+def _as_text(X: Any) -> Any:  # noqa: N803
+    """Cast categorical columns to plain text with an explicit missing level (picklable)."""
+    frame = pd.DataFrame(X)
+    return frame.astype(object).where(frame.notna(), "(missing)").astype(str)
+
+
+def _ordinal(cats: list[str], nums: list[str]) -> ColumnTransformer:
+    return ColumnTransformer(
+        [
+            (
+                "cat",
+                OrdinalEncoder(
+                    handle_unknown="use_encoded_value",
+                    unknown_value=np.nan,
+                    encoded_missing_value=np.nan,
+                ),
+                cats,
+            ),
+            ("num", "passthrough", nums),
+        ],
+        verbose_feature_names_out=False,
+    )
+
+
+def make_model(name: str, X: pd.DataFrame, *, random_state: int = 0) -> Pipeline:  # noqa: N803
+    """Return an unfitted default classifier for ``X``'s column types.
+
+    Parameters
+    ----------
+    name : {"hgb", "xgboost", "lightgbm", "logistic"}
+        ``hgb``: scikit-learn's HistGradientBoostingClassifier with native
+        categorical support (the default). ``xgboost``/``lightgbm``: 200 trees on
+        ordinal-encoded categories (needs ``pip install "trustlab[boost]"``).
+        ``logistic``: one-hot + standardised logistic regression.
+    X : pandas.DataFrame
+        The feature table (used only for its column names and dtypes).
+    random_state : int
+        Seed for the model's own randomness.
+    """
+    cats = categorical_columns(X)
+    nums = [c for c in X.columns if c not in cats]
+    if name == "hgb":
+        mask = [True] * len(cats) + [False] * len(nums)
+        return make_pipeline(
+            _ordinal(cats, nums),
+            HistGradientBoostingClassifier(
+                categorical_features=mask if cats else None, random_state=random_state
+            ),
+        )
+    if name in ("xgboost", "lightgbm"):
+        try:
+            if name == "xgboost":
+                from xgboost import XGBClassifier
+
+                est: Any = XGBClassifier(
+                    n_estimators=200, max_depth=4, learning_rate=0.1,
+                    random_state=random_state, n_jobs=2,
+                )
+            else:
+                from lightgbm import LGBMClassifier
+
+                est = LGBMClassifier(
+                    n_estimators=200, learning_rate=0.05, random_state=random_state,
+                    n_jobs=2, verbose=-1,
+                )
+        except ImportError:
+            raise ModelError(
+                f"model '{name}' needs the {name} package: pip install \"trustlab[boost]\".",
+                argument="model",
+            ) from None
+        return make_pipeline(_ordinal(cats, nums), est)
+    if name == "logistic":
+        pre = ColumnTransformer(
+            [
+                (
+                    "cat",
+                    make_pipeline(
+                        FunctionTransformer(_as_text, feature_names_out="one-to-one"),
+                        OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+                    ),
+                    cats,
+                ),
+                ("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), nums),
+            ],
+            verbose_feature_names_out=False,
+        )
+        return make_pipeline(pre, LogisticRegression(max_iter=2000))
+    raise ParameterError(
+        f"model must be one of {', '.join(MODEL_NAMES)} or a path to a pickled fitted "
+        f"classifier, got {name!r}.",
+        argument="model",
+    )
+
+
+def check_model(model: Any) -> Any:
+    """Check ``model`` is a fitted binary classifier with ``predict_proba``; return it."""
+    if not hasattr(model, "predict_proba") or not callable(model.predict_proba):
+        raise ModelError(
+            f"model must be a fitted classifier with predict_proba (e.g. a scikit-learn "
+            f"Pipeline), got {type(model).__name__}.",
+            argument="model",
+        )
+    classes = getattr(model, "classes_", None)
+    if classes is not None and len(classes) != 2:
+        raise ModelError(
+            f"model must be a binary classifier; it has {len(classes)} classes.",
+            argument="model",
+        )
+    return model
+
+
+def load_model(path: str | Path) -> Any:
+    """Load a fitted classifier saved with :mod:`pickle` or :mod:`joblib`.
+
+    Warning: unpickling runs code from the file. Load only files you trust.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"model file {str(p)!r} does not exist.", argument="model")
+    try:
+        with p.open("rb") as fh:
+            model = pickle.load(fh)
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure means "not a model"
+        try:
+            import joblib
+
+            model = joblib.load(p)
+        except Exception:  # noqa: BLE001
+            raise ModelError(
+                f"model file {p.name!r} is not a pickled model ({type(exc).__name__}: {exc}); "
+                "save a fitted scikit-learn-compatible classifier with pickle.dump or joblib.dump.",
+                argument="model",
+            ) from None
+    return check_model(model)
