@@ -147,6 +147,72 @@ def trees_from_xgboost(model: Any) -> tuple[list[TreeArrays], float]:
 
 
 # --------------------------------------------------------------------------- LightGBM
+def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
+    """Flatten one tree of ``dump_model()`` into node arrays."""
+    if info.get("is_linear"):
+        raise ModelError(
+            "LightGBM linear trees are not supported by FastPD; train with linear_tree=False.",
+            argument="model",
+        )
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    value: list[float] = []
+    cover: list[float] = []
+    nan_left: list[bool] = []
+
+    def add(node: dict[str, Any]) -> int:
+        idx = len(feature)
+        for lst, v in (
+            (feature, -1),
+            (threshold, np.nan),
+            (left, -1),
+            (right, -1),
+            (value, 0.0),
+            (cover, 0.0),
+            (nan_left, True),
+        ):
+            lst.append(v)  # type: ignore[arg-type]
+        if "split_feature" not in node:
+            value[idx] = float(node["leaf_value"])
+            cover[idx] = float(node.get("leaf_count", 0))
+            return idx
+        if node.get("decision_type", "<=") != "<=":
+            raise ModelError(
+                "the LightGBM model has categorical splits; FastPD supports numerical "
+                "splits only. One-hot encode categorical features before training.",
+                argument="model",
+            )
+        missing = node.get("missing_type", "None")
+        if missing == "Zero":
+            raise ModelError(
+                "the LightGBM model treats zeros as missing (zero_as_missing=True); "
+                "FastPD does not support that routing. Retrain with zero_as_missing=False.",
+                argument="model",
+            )
+        thr = float(node["threshold"])
+        feature[idx] = int(node["split_feature"])
+        threshold[idx] = thr
+        cover[idx] = float(node.get("internal_count", 0))
+        # missing_type "NaN": NaN follows default_left; "None": NaN is read as 0.
+        nan_left[idx] = bool(node["default_left"]) if missing == "NaN" else 0.0 <= thr
+        left[idx] = add(node["left_child"])
+        right[idx] = add(node["right_child"])
+        return idx
+
+    add(info["tree_structure"])
+    return TreeArrays(
+        feature=np.asarray(feature, dtype=np.int64),
+        threshold=np.asarray(threshold, dtype=np.float64),
+        left=np.asarray(left, dtype=np.int64),
+        right=np.asarray(right, dtype=np.int64),
+        value=np.asarray(value, dtype=np.float64),
+        cover=np.asarray(cover, dtype=np.float64),
+        nan_left=np.asarray(nan_left, dtype=bool),
+    )
+
+
 def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
     """Read a LightGBM model (``LGBMModel`` or ``Booster``) from ``dump_model()``."""
     booster = model.booster_ if hasattr(model, "booster_") else model
@@ -159,71 +225,7 @@ def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
         )
     trees = []
     for info in dump["tree_info"]:
-        if info.get("is_linear"):
-            raise ModelError(
-                "LightGBM linear trees are not supported by FastPD; train with "
-                "linear_tree=False.",
-                argument="model",
-            )
-        feature: list[int] = []
-        threshold: list[float] = []
-        left: list[int] = []
-        right: list[int] = []
-        value: list[float] = []
-        cover: list[float] = []
-        nan_left: list[bool] = []
-
-        def add(node: dict[str, Any]) -> int:
-            idx = len(feature)
-            for lst, v in (
-                (feature, -1),
-                (threshold, np.nan),
-                (left, -1),
-                (right, -1),
-                (value, 0.0),
-                (cover, 0.0),
-                (nan_left, True),
-            ):
-                lst.append(v)  # type: ignore[attr-defined]
-            if "split_feature" not in node:
-                value[idx] = float(node["leaf_value"])
-                cover[idx] = float(node.get("leaf_count", 0))
-                return idx
-            if node.get("decision_type", "<=") != "<=":
-                raise ModelError(
-                    "the LightGBM model has categorical splits; FastPD supports numerical "
-                    "splits only. One-hot encode categorical features before training.",
-                    argument="model",
-                )
-            missing = node.get("missing_type", "None")
-            if missing == "Zero":
-                raise ModelError(
-                    "the LightGBM model treats zeros as missing (zero_as_missing=True); "
-                    "FastPD does not support that routing. Retrain with zero_as_missing=False.",
-                    argument="model",
-                )
-            thr = float(node["threshold"])
-            feature[idx] = int(node["split_feature"])
-            threshold[idx] = thr
-            cover[idx] = float(node.get("internal_count", 0))
-            # missing_type "NaN": NaN follows default_left; "None": NaN is read as 0.
-            nan_left[idx] = bool(node["default_left"]) if missing == "NaN" else 0.0 <= thr
-            left[idx] = add(node["left_child"])
-            right[idx] = add(node["right_child"])
-            return idx
-
-        add(info["tree_structure"])
-        trees.append(
-            TreeArrays(
-                feature=np.asarray(feature, dtype=np.int64),
-                threshold=np.asarray(threshold, dtype=np.float64),
-                left=np.asarray(left, dtype=np.int64),
-                right=np.asarray(right, dtype=np.int64),
-                value=np.asarray(value, dtype=np.float64),
-                cover=np.asarray(cover, dtype=np.float64),
-                nan_left=np.asarray(nan_left, dtype=bool),
-            )
-        )
+        trees.append(_lightgbm_tree(info))
     return trees, 1.0
 
 
@@ -348,7 +350,13 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
 
         n_features = int(booster.num_features())
         return TreeEnsemble(
-            tuple(trees), n_features, True, np.float32, w, predict_xgb, "xgboost",
+            tuple(trees),
+            n_features,
+            True,
+            np.float32,
+            w,
+            predict_xgb,
+            "xgboost",
             tuple(names) if names else None,
         )
     if module == "lightgbm":
@@ -361,16 +369,28 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
             return np.asarray(booster.predict(X, raw_score=True), dtype=np.float64).ravel()
 
         return TreeEnsemble(
-            tuple(trees), int(booster.num_feature()), False, np.float64, w, predict_lgb,
-            "lightgbm", tuple(booster.feature_name()),
+            tuple(trees),
+            int(booster.num_feature()),
+            False,
+            np.float64,
+            w,
+            predict_lgb,
+            "lightgbm",
+            tuple(booster.feature_name()),
         )
     if module == "sklearn" and hasattr(model, "n_features_in_"):
         trees, w = trees_from_sklearn(model)
         dtype = np.float64 if name.startswith("HistGradientBoosting") else np.float32
         names = getattr(model, "feature_names_in_", None)
         return TreeEnsemble(
-            tuple(trees), int(model.n_features_in_), False, dtype, w, _sklearn_raw(model),
-            "sklearn", tuple(map(str, names)) if names is not None else None,
+            tuple(trees),
+            int(model.n_features_in_),
+            False,
+            dtype,
+            w,
+            _sklearn_raw(model),
+            "sklearn",
+            tuple(map(str, names)) if names is not None else None,
         )
     if module == "sklearn":
         raise ModelError(

@@ -14,7 +14,7 @@ Three ways to release quantiles of a sensitive numeric sample under pure
 
 The selection steps draw exactly from their distributions with OpenDP's
 Gumbel-max sampler (:func:`~trustlab.privacy.samplers.exponential_select`);
-threshold and query noise are OpenDP's floating-point-safe Laplace. The
+threshold and query noise are OpenDP's exact discrete Laplace. The
 uniform draw inside the chosen interval is not privacy noise and uses NumPy's
 generator (seeded by ``random_state``).
 
@@ -25,15 +25,21 @@ Neighbouring relations: ``"replace"`` (swap one record; ``n`` is public) and
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 from scipy.signal import fftconvolve
 
-from trustlab._validation import check_bounds, check_epsilon, check_random_state
+from trustlab._validation import (
+    check_bounds,
+    check_epsilon,
+    check_positive_int,
+    check_random_state,
+)
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import exponential_select, laplace
+from trustlab.privacy.samplers import discrete_laplace, exponential_select
 
 __all__ = [
     "check_neighbouring",
@@ -112,13 +118,40 @@ def jointexp_sensitivity(levels: Any, neighbouring: str = "replace") -> float:
     return float(2.0 * (1.0 - gaps.min()))
 
 
-def _log_lengths(edges: np.ndarray, lo: int, hi: int) -> np.ndarray:
+class _Edges:
+    """The interval edges ``[L, z_(1), ..., z_(n), U]`` without copying the sorted sample."""
+
+    def __init__(self, z_sorted: np.ndarray, lower: float, upper: float) -> None:
+        self.z, self.lower, self.upper = z_sorted, lower, upper
+        self.size = z_sorted.size + 2
+
+    def slice(self, start: int, stop: int) -> np.ndarray:
+        """Edges ``start .. stop - 1`` as a new small array."""
+        out = np.empty(stop - start)
+        lo_z, hi_z = max(start, 1), min(stop, self.size - 1)
+        if hi_z > lo_z:
+            out[lo_z - start : hi_z - start] = self.z[lo_z - 1 : hi_z - 1]
+        if start == 0:
+            out[0] = self.lower
+        if stop == self.size:
+            out[-1] = self.upper
+        return out
+
+    def at(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx)
+        padded = np.clip(idx - 1, 0, self.z.size - 1)
+        vals = self.z[padded] if self.z.size else np.zeros(idx.shape)
+        return np.where(idx == 0, self.lower, np.where(idx == self.size - 1, self.upper, vals))
+
+
+def _log_lengths(edges: _Edges, lo: int, hi: int) -> np.ndarray:
+    e = edges.slice(lo, hi + 2)
     with np.errstate(divide="ignore"):
-        return np.log(edges[lo + 1 : hi + 2] - edges[lo : hi + 1])
+        return np.log(e[1:] - e[:-1])
 
 
 def _joint_exp_ranks(
-    edges: np.ndarray, levels: np.ndarray, epsilon: float, sensitivity: float
+    edges: _Edges, levels: np.ndarray, epsilon: float, sensitivity: float
 ) -> list[int]:
     """Sample interval indices ``i_1 <= ... <= i_m`` from JointExp's distribution.
 
@@ -171,9 +204,7 @@ def _joint_exp_ranks(
                 rs = slice(s - lo[j], e - lo[j] + 1)
                 ps = slice(s - plo, e - plo + 1)
                 for r in range(1, j + 1):
-                    cur[r, rs] = (
-                        prev[r - 1, ps] - a * targets[j] + loglen[rs] - math.log(r + 1)
-                    )
+                    cur[r, rs] = prev[r - 1, ps] - a * targets[j] + loglen[rs] - math.log(r + 1)
         logalpha.append(cur)
     # Final gap to n, then sample backwards.
     last = m - 1
@@ -205,13 +236,6 @@ def _sorted_clipped(x: np.ndarray, lower: float, upper: float) -> np.ndarray:
     return z
 
 
-def _edges(z_sorted: np.ndarray, lower: float, upper: float) -> np.ndarray:
-    edges = np.empty(z_sorted.size + 2)
-    edges[0], edges[-1] = lower, upper
-    edges[1:-1] = z_sorted
-    return edges
-
-
 def _jointexp_values(
     z_sorted: np.ndarray,
     bounds: tuple[float, float],
@@ -220,11 +244,11 @@ def _jointexp_values(
     neighbouring: str,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    edges = _edges(z_sorted, *bounds)
+    edges = _Edges(z_sorted, *bounds)
     sens = jointexp_sensitivity(levels, neighbouring)
-    ranks = _joint_exp_ranks(edges, levels, epsilon, sens)
-    lows = edges[ranks]
-    highs = edges[np.asarray(ranks) + 1]
+    ranks = np.asarray(_joint_exp_ranks(edges, levels, epsilon, sens))
+    lows = edges.at(ranks)
+    highs = edges.at(ranks + 1)
     return np.sort(rng.uniform(lows, highs))
 
 
@@ -287,7 +311,7 @@ def dp_quantiles(
     Examples
     --------
     >>> import numpy as np
-    >>> x = np.random.default_rng(0).normal(size=2000)
+    >>> x = np.random.default_rng(0).standard_normal(2000)
     >>> r = dp_quantiles(x, [0.25, 0.5, 0.75], epsilon=1.0, bounds=(-10, 10))
     >>> r.value.shape, r.epsilon
     ((3,), 1.0)
@@ -312,14 +336,22 @@ def dp_quantiles(
         values = np.sort(
             np.concatenate(
                 [
-                    _jointexp_values(z, (lower, upper), levels[j : j + 1], eps_each,
-                                     neighbouring, rng)
+                    _jointexp_values(
+                        z, (lower, upper), levels[j : j + 1], eps_each, neighbouring, rng
+                    )
                     for j in range(levels.size)
                 ]
             )
         )
-        sens = 2.0 if neighbouring == "replace" else float(
-            max(jointexp_sensitivity(levels[j : j + 1], neighbouring) for j in range(levels.size))
+        sens = (
+            2.0
+            if neighbouring == "replace"
+            else float(
+                max(
+                    jointexp_sensitivity(levels[j : j + 1], neighbouring)
+                    for j in range(levels.size)
+                )
+            )
         )
         mechanism = "exponential mechanism per level (epsilon split equally)"
     return Release(
@@ -389,8 +421,40 @@ def dp_quantile(
     )
 
 
-def _laplace_one(scale: float) -> float:
-    return float(laplace(scale, 1)[0])
+def _unbounded_sorted(
+    z: np.ndarray,
+    level: float,
+    epsilon: float,
+    anchor: float,
+    base: float,
+    neighbouring: str,
+    n_public: float,
+    max_buckets: int,
+    mirrored: bool = False,
+) -> float:
+    """Above-threshold scan on sorted ``z`` (or on ``-z`` when ``mirrored``), no copies."""
+    e1 = e2 = epsilon / 2.0
+    query_scale = (2.0 if neighbouring == "replace" else 1.0) / e2
+    # Integer counts, integer threshold and exact discrete Laplace noise: the
+    # above-threshold argument holds verbatim on the integers.
+    threshold = math.ceil(level * n_public) + int(discrete_laplace(1.0 / e1, 1)[0])
+    log_base = math.log(base)
+    n = z.size
+    k, batch = 0, 256
+    while k < max_buckets:
+        ks = np.arange(k, min(k + batch, max_buckets))
+        edges = np.expm1((ks + 1) * log_base) + anchor
+        if mirrored:  # count of -z below the edge = count of z above -edge
+            counts = n - np.searchsorted(z, -edges, side="right")
+        else:
+            counts = np.searchsorted(z, edges, side="left")
+        noisy = counts + discrete_laplace(query_scale, ks.size)
+        hit = np.flatnonzero(noisy > threshold)
+        if hit.size:
+            return float(edges[hit[0]])
+        k += ks.size
+        batch = min(batch * 2, 8192)
+    return float(np.expm1(max_buckets * log_base) + anchor)
 
 
 def unbounded_quantile(
@@ -401,17 +465,19 @@ def unbounded_quantile(
     *,
     base: float = 1.001,
     neighbouring: str = "replace",
+    n: int | None = None,
     max_buckets: int = 10**6,
     description: str = "unbounded quantile",
-    _presorted: bool = False,
 ) -> Release:
     """Release a quantile with only a public lower anchor: Durfee's above-threshold scan.
 
-    Buckets grow geometrically from ``lower``: bucket ``k`` holds
-    ``floor(log_base(x - lower + 1)) = k``. A noisy threshold ``q n + Lap(1/e1)`` is
+    Buckets grow geometrically from ``lower``: bucket ``k`` holds the values with
+    ``floor(log_base(x - lower + 1)) = k``. A noisy threshold ``ceil(q n) + Lap(1/e1)`` is
     drawn, the cumulative bucket counts are scanned upward and the first ``k`` whose
     count plus fresh noise exceeds it gives ``base**(k+1) - 1 + lower``. Half of
-    ``epsilon`` (``e1``) goes to the threshold and half (``e2``) to the queries.
+    ``epsilon`` (``e1``) goes to the threshold and half (``e2``) to the queries. The
+    noise is the exact discrete Laplace on integer counts (the paper uses
+    continuous Laplace; the above-threshold proof holds for both).
 
     Parameters
     ----------
@@ -429,14 +495,17 @@ def unbounded_quantile(
         Under ``"add_remove"`` the cumulative counts are monotone and the query
         noise is ``Lap(1/e2)`` (Durfee's analysis); under ``"replace"`` they are not,
         and the standard above-threshold query noise ``Lap(2/e2)`` is used.
+    n : int, optional
+        Public (or previously released) sample size for the threshold ``q n``.
+        Required under ``"add_remove"``, where the true size is private; under
+        ``"replace"`` it defaults to ``len(x)``, which is public there.
     max_buckets : int, default 1e6
         The scan stops here (the last bucket's edge is returned).
 
     Returns
     -------
     Release
-        ``value`` is a float; ``parameters["buckets_scanned"]`` is not released
-        (it is implied by the value) and is omitted.
+        ``value`` is a float.
 
     References
     ----------
@@ -452,37 +521,16 @@ def unbounded_quantile(
     True
     """
     epsilon = check_epsilon(epsilon)
-    if not (isinstance(lower, int | float | np.floating | np.integer) and math.isfinite(lower)):
-        raise ParameterError(f"lower must be a finite number, got {lower!r}.", argument="lower")
-    lower = float(lower)
-    if not (isinstance(base, int | float) and base > 1 and math.isfinite(base)):
-        raise ParameterError(f"base must be a number > 1, got {base!r}.", argument="base")
+    lower = _check_anchor(lower, "lower")
+    base = _check_base(base)
     neighbouring = check_neighbouring(neighbouring)
     level = float(_check_levels(q)[0])
+    max_buckets = check_positive_int(max_buckets, "max_buckets")
     arr = _check_sample(x)
-    z = arr if _presorted else np.sort(np.maximum(arr, lower))
-    n = z.size
-    e1 = e2 = epsilon / 2.0
-    query_scale = (2.0 if neighbouring == "replace" else 1.0) / e2
-    threshold = level * n + _laplace_one(1.0 / e1)
-    log_base = math.log(base)
-    # Start the scan at the first bucket any value could occupy: bucket 0.
-    k = 0
-    batch = 256
-    value = None
-    while k < max_buckets:
-        ks = np.arange(k, min(k + batch, max_buckets))
-        edges = np.expm1((ks + 1) * log_base) + lower
-        counts = np.searchsorted(z, edges, side="left")
-        noisy = counts + laplace(query_scale, ks.size)
-        hit = np.flatnonzero(noisy > threshold)
-        if hit.size:
-            value = float(edges[hit[0]])
-            break
-        k += ks.size
-        batch = min(batch * 2, 8192)
-    if value is None:
-        value = float(np.expm1(max_buckets * log_base) + lower)
+    n_public = _public_n(n, arr.size, neighbouring)
+    z = np.maximum(arr, lower)
+    z.sort()
+    value = _unbounded_sorted(z, level, epsilon, lower, base, neighbouring, n_public, max_buckets)
     return Release(
         value=value,
         epsilon=epsilon,
@@ -490,11 +538,47 @@ def unbounded_quantile(
         parameters={
             "level": level,
             "lower_anchor": lower,
-            "base": float(base),
-            "threshold_scale": 1.0 / e1,
-            "query_scale": query_scale,
+            "base": base,
+            "threshold_scale": 2.0 / epsilon,
+            "query_scale": (2.0 if neighbouring == "replace" else 1.0) * 2.0 / epsilon,
             "neighbouring": NEIGHBOURING[neighbouring],
             "note": "inputs below the lower anchor clipped to it (always applied)",
         },
         description=description,
     )
+
+
+def _check_anchor(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
+        raise ParameterError(f"{name} must be a finite number, got {value!r}.", argument=name)
+    if not math.isfinite(float(value)):
+        raise ParameterError(f"{name} must be a finite number, got {value!r}.", argument=name)
+    return float(value)
+
+
+def _check_base(base: Any) -> float:
+    if (
+        isinstance(base, bool)
+        or not isinstance(base, int | float)
+        or not (math.isfinite(base) and base > 1)
+    ):
+        raise ParameterError(f"base must be a finite number > 1, got {base!r}.", argument="base")
+    return float(base)
+
+
+def _public_n(n: Any, size: int, neighbouring: str) -> float:
+    if n is None:
+        if neighbouring == "add_remove":
+            raise ParameterError(
+                "under neighbouring='add_remove' the sample size is private: pass n, a public "
+                "or previously released (noisy) count.",
+                argument="n",
+            )
+        return float(size)
+    if (
+        isinstance(n, bool)
+        or not isinstance(n, numbers.Real)
+        or not (math.isfinite(float(n)) and float(n) >= 1)
+    ):
+        raise ParameterError(f"n must be a number >= 1, got {n!r}.", argument="n")
+    return float(n)

@@ -73,7 +73,7 @@ def laplace(scale: float, size: int) -> np.ndarray:
 
 
 def gaussian(scale: float, size: int) -> np.ndarray:
-    """Draw ``size`` floating-point-safe Gaussian values of standard deviation ``scale`` (OpenDP)."""
+    """Draw ``size`` floating-point-safe Gaussian values of std ``scale`` (OpenDP)."""
     scale = _check_scale(scale)
     size = check_positive_int(size, "size", minimum=0)
     if size == 0:
@@ -140,9 +140,7 @@ def exponential_select(log_weights: Any) -> int:
     if logw.size == 0:
         raise ParameterError("log_weights must be non-empty.", argument="log_weights")
     if np.isnan(logw).any() or np.isposinf(logw).any():
-        raise ParameterError(
-            "log_weights must not contain NaN or +inf.", argument="log_weights"
-        )
+        raise ParameterError("log_weights must not contain NaN or +inf.", argument="log_weights")
     if logw.size <= 4 * _BLOCK:
         return _gumbel_argmax(logw)
     n_blocks = -(-logw.size // _BLOCK)
@@ -153,8 +151,6 @@ def exponential_select(log_weights: Any) -> int:
     ok = np.isfinite(peak)
     block_logw = np.full(n_blocks, -np.inf)
     with np.errstate(under="ignore"):
-        block_logw[ok] = peak[ok] + np.log(
-            np.exp(blocks[ok] - peak[ok, None]).sum(axis=1)
-        )
+        block_logw[ok] = peak[ok] + np.log(np.exp(blocks[ok] - peak[ok, None]).sum(axis=1))
     b = _gumbel_argmax(block_logw)
     return b * _BLOCK + _gumbel_argmax(blocks[b])

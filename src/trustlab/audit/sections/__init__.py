@@ -1,0 +1,1 @@
+"""The audit's built-in sections, one module per pillar."""

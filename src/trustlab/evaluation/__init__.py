@@ -1,0 +1,1 @@
+"""trustlab.evaluation (see docs/catalog.md for what is implemented)."""

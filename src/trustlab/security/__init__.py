@@ -1,0 +1,1 @@
+"""trustlab.security (see docs/catalog.md for what is implemented)."""

@@ -1,0 +1,1 @@
+"""trustlab.unlearning (see docs/catalog.md for what is implemented)."""

@@ -1,0 +1,94 @@
+"""Tests of the audit's Explain section on small synthetic contexts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from trustlab.audit.section import AuditContext
+from trustlab.audit.sections.explain import ExplainSection
+
+
+def _ctx(final, private=False):
+    rng = np.random.default_rng(0)
+    n = 600
+    data = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, n),
+            "income": rng.normal(3, 1, n),
+            "region": rng.choice(["a", "b", "c"], n),
+        }
+    )
+    logit = 0.1 * (data.age - 40) + data.income * (data.region == "a") - 1
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    data["y"] = y
+    pre = ColumnTransformer(
+        [("num", StandardScaler(), ["age", "income"]), ("cat", OneHotEncoder(), ["region"])]
+    )
+    model = Pipeline([("pre", pre), ("clf", final)]).fit(data[["age", "income", "region"]], y)
+    train, test = np.arange(300), np.arange(300, n)
+    return AuditContext(
+        data=data,
+        target="y",
+        sensitive=["region"],
+        features=["age", "income", "region"],
+        y=y,
+        positive_label=1,
+        negative_label=0,
+        train_index=train,
+        test_index=test,
+        model=model,
+        model_name="m",
+        proba_test=model.predict_proba(data.iloc[test][["age", "income", "region"]])[:, 1],
+        schema=None,
+        private=private,
+        random_state=0,  # type: ignore[arg-type]
+    )
+
+
+def test_tree_pipeline_section():
+    ctx = _ctx(HistGradientBoostingClassifier(max_iter=30, max_depth=3, random_state=0))
+    sec = ExplainSection()
+    assert sec.name == "explain" and sec.applies(ctx)
+    res = sec.compute(ctx, None)
+    f = res.figures
+    assert f["method"] == "fastpd"
+    assert f["importance"][0][0] in {"num__age", "num__income", "cat__region_a"}
+    assert "cat__region_c" not in [n for n, _ in f["importance"][:2]]
+    assert len(f["pd_curves"]) == 3 and f["interactions"]
+    assert 0 < f["interaction_strength"] < 1
+    assert all(c.passed for c in res.checks)
+    html = sec.render(res)
+    assert html.count("<svg") == 4 and "Interaction" in html
+    assert res.to_dict()["figures"] == f
+
+
+def test_linear_section_and_private_mode():
+    ctx = _ctx(LogisticRegression())
+    res = ExplainSection().compute(ctx, None)
+    assert res.figures["method"] == "linear"
+    assert res.figures["importance"][0][0] == "num__age"
+    assert "<svg" in ExplainSection().render(res)
+    assert not ExplainSection().applies(_ctx(LogisticRegression(), private=True))
+
+
+def test_unsupported_model_is_reported_not_raised():
+    from sklearn.svm import SVC
+
+    res = ExplainSection().compute(_ctx(SVC(probability=True)), None)
+    assert res.figures["method"] == "none"
+    assert res.checks[0].passed is None and "supported" in res.notes[0]
+
+
+@pytest.mark.parametrize("seed", [0])
+def test_deterministic(seed):
+    ctx = _ctx(HistGradientBoostingClassifier(max_iter=10, random_state=seed))
+    a = ExplainSection().compute(ctx, None).figures
+    b = ExplainSection().compute(ctx, None).figures
+    assert a == b
