@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from trustlab.audit.section import Section
 from trustlab.audit.sections.data import DataSection
+from trustlab.audit.sections.explain import ExplainSection
 from trustlab.audit.sections.fairness import FairnessSection
 from trustlab.audit.sections.performance import PerformanceSection
+from trustlab.audit.sections.privacy import PrivacySection
 
 __all__ = ["SECTIONS", "default_sections", "register_section"]
 
-SECTIONS: list[type[Section]] = [DataSection, PerformanceSection, FairnessSection]
+SECTIONS: list[type[Section]] = [
+    DataSection,
+    PerformanceSection,
+    FairnessSection,
+    PrivacySection,
+    ExplainSection,
+]
 
 
 def register_section(cls: type[Section], *, position: int | None = None) -> type[Section]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,8 @@ DIFFS = ("demographic_parity_difference", "equalized_odds_difference")
 
 def _interval(samples: np.ndarray) -> list[list[float]]:
     """2.5 and 97.5 percentiles along the replicate axis (NaN-aware)."""
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # groups empty in every replicate
         lo, hi = np.nanpercentile(samples, [2.5, 97.5], axis=0)
     return np.column_stack([np.atleast_1d(lo), np.atleast_1d(hi)]).tolist()
 
@@ -72,6 +74,10 @@ class FairnessSection(Section):
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
             conf = confusion_from_bins(tab.by_attribute(attr))
             conf_boot = confusion_from_bins(tab.by_attribute(attr, boot))
+            if budget is not None:  # noisy near-empty groups (e.g. 'missing') are pure noise
+                tiny = rates_from_counts(conf)["count"] < MIN_GROUP
+                conf[tiny] = 0
+                conf_boot[:, tiny] = 0
             rates_boot = rates_from_counts(conf_boot)
             diff_boot = fairness_differences(conf_boot)
             if budget is None:

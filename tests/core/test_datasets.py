@@ -1,0 +1,53 @@
+import pandas as pd
+import pytest
+
+from trustlab.datasets import Schema, load_benefits, load_default, load_table
+from trustlab.errors import DataError
+
+
+def test_benefits_shape_and_types():
+    df = load_benefits()
+    assert df.shape == (4877, 18)
+    assert isinstance(df["sex"].dtype, pd.CategoricalDtype)
+    assert df["ui"].value_counts().to_dict() == {"yes": 3335, "no": 1542}
+
+
+def test_default_schema_covers_every_column_and_holds_the_data():
+    df, info, schema = load_default()
+    assert set(schema.columns) == set(df.columns)
+    for col in df.columns:
+        if (b := schema.bounds(col)) is not None:
+            assert df[col].between(*b).all(), col
+        else:
+            assert set(df[col].astype(str)) <= set(schema.categories(col)), col
+
+
+def test_load_csv_and_parquet(tmp_path, small_frame):
+    small_frame.to_csv(tmp_path / "t.csv", index=False)
+    small_frame.to_parquet(tmp_path / "t.parquet")
+    a, b = load_table(tmp_path / "t.csv"), load_table(tmp_path / "t.parquet")
+    assert a.shape == b.shape == small_frame.shape
+    assert isinstance(a["group"].dtype, pd.CategoricalDtype)
+
+
+@pytest.mark.parametrize("content,match", [("", "empty"), ("a,b\n", "no rows")])
+def test_load_bad_files(tmp_path, content, match):
+    p = tmp_path / "bad.csv"
+    p.write_text(content)
+    with pytest.raises(DataError, match=match):
+        load_table(p)
+
+
+def test_load_missing_and_unknown_extension(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        load_table(tmp_path / "nope.csv")
+    (tmp_path / "x.xlsx").write_text("x")
+    with pytest.raises(DataError, match="unknown extension"):
+        load_table(tmp_path / "x.xlsx")
+
+
+def test_schema_rejects_bad_specs():
+    with pytest.raises(DataError, match="exactly one"):
+        Schema.from_dict({"columns": {"a": {}}})
+    with pytest.raises(DataError, match="columns"):
+        Schema.from_dict({"cols": {}})
