@@ -18,9 +18,7 @@ HERE = Path(__file__).parent
 
 
 def available() -> list[str]:
-    return sorted(
-        m.name for m in pkgutil.iter_modules([str(HERE)]) if not m.name.startswith("_")
-    )
+    return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if not m.name.startswith("_"))
 
 
 def main(argv: list[str] | None = None) -> int:

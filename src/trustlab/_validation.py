@@ -47,8 +47,7 @@ def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = Fals
     value = float(epsilon)
     if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
         raise ParameterError(
-            f"{name} must be a finite number > 0 (the privacy budget), got {epsilon!r}; "
-            "pass e.g. 1.0.",
+            f"{name} must be a finite number > 0 (the privacy budget), got {epsilon!r}; pass e.g. 1.0.",
             argument=name,
         )
     return value
@@ -72,9 +71,7 @@ def check_delta(delta: Any, name: str = "delta") -> float:
 
 def check_fraction(value: Any, name: str, *, low: float = 0.0, high: float = 1.0) -> float:
     """Return ``value`` as a float after checking ``low < value < high``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        low < float(value) < high
-    ):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (low < float(value) < high):
         raise ParameterError(
             f"{name} must be a number strictly between {low} and {high}, got {value!r}.",
             argument=name,
@@ -85,9 +82,7 @@ def check_fraction(value: Any, name: str, *, low: float = 0.0, high: float = 1.0
 def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
     """Return ``value`` as an int after checking it is an integer ``>= minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ParameterError(
-            f"{name} must be an integer >= {minimum}, got {value!r}.", argument=name
-        )
+        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}.", argument=name)
     return int(value)
 
 
@@ -114,21 +109,18 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
 
     The same integer always gives the same stream.
     """
-    if random_state is None or isinstance(random_state, numbers.Integral) and not isinstance(
-        random_state, bool
+    if random_state is None or (
+        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
     ):
         if random_state is not None and random_state < 0:
-            raise ParameterError(
-                f"{name} must be a non-negative integer, got {random_state}.", argument=name
-            )
-        return np.random.default_rng(random_state)
+            raise ParameterError(f"{name} must be a non-negative integer, got {random_state}.", argument=name)
+        return np.random.default_rng(None if random_state is None else int(random_state))
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise ParameterError(
-        f"{name} must be None, a non-negative int or a numpy Generator, got "
-        f"{type(random_state).__name__}.",
+        f"{name} must be None, a non-negative int or a numpy Generator, got {type(random_state).__name__}.",
         argument=name,
     )
 
@@ -144,9 +136,7 @@ def check_array(
 ) -> np.ndarray:
     """Return ``x`` as a NumPy array after checking shape, emptiness and finiteness."""
     if isinstance(x, str | bytes) or x is None:
-        raise DataError(
-            f"{name} must be array-like of numbers, got {type(x).__name__}.", argument=name
-        )
+        raise DataError(f"{name} must be array-like of numbers, got {type(x).__name__}.", argument=name)
     try:
         arr = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -155,14 +145,10 @@ def check_array(
             argument=name,
         ) from None
     if ndim is not None and arr.ndim != ndim:
-        raise DataError(
-            f"{name} must be {ndim}-dimensional, got shape {arr.shape}.", argument=name
-        )
+        raise DataError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}.", argument=name)
     n_rows = arr.shape[0] if arr.ndim else 0
     if n_rows < min_rows:
-        raise DataError(
-            f"{name} must have at least {min_rows} row(s), got {n_rows}.", argument=name
-        )
+        raise DataError(f"{name} must have at least {min_rows} row(s), got {n_rows}.", argument=name)
     if not allow_nan and np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         raise DataError(
             f"{name} contains NaN or infinite values; drop or impute them first.",
@@ -182,18 +168,14 @@ def check_frame(data: Any, name: str = "data", *, min_rows: int = 1) -> pd.DataF
     if data.shape[1] == 0:
         raise DataError(f"{name} has no columns.", argument=name)
     if len(data) < min_rows:
-        raise DataError(
-            f"{name} has {len(data)} row(s); at least {min_rows} are needed.", argument=name
-        )
+        raise DataError(f"{name} has {len(data)} row(s); at least {min_rows} are needed.", argument=name)
     if data.columns.duplicated().any():
         dup = sorted(map(str, data.columns[data.columns.duplicated()]))
         raise DataError(f"{name} has duplicated column names {dup}.", argument=name)
     return data
 
 
-def check_columns(
-    data: pd.DataFrame, columns: str | Iterable[str] | None, name: str
-) -> list[str]:
+def check_columns(data: pd.DataFrame, columns: str | Iterable[str] | None, name: str) -> list[str]:
     """Check every named column exists in ``data``; return them as a list."""
     if columns is None:
         return []
@@ -201,9 +183,7 @@ def check_columns(
     missing = [c for c in cols if c not in data.columns]
     if missing:
         available = ", ".join(map(str, data.columns[:30]))
-        raise DataError(
-            f"{name}: unknown column(s) {missing}; the data has: {available}.", argument=name
-        )
+        raise DataError(f"{name}: unknown column(s) {missing}; the data has: {available}.", argument=name)
     return cols
 
 

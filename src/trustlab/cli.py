@@ -17,8 +17,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from trustlab.errors import TrustlabError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="trustlab: audits of privacy, explanations, fairness and calibration.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="trustlab: audits of privacy, explanations, fairness and calibration.",
+)
 err = Console(stderr=True)
 
 
@@ -33,22 +36,32 @@ def _split(value: str | None) -> list[str]:
 
 @app.command()
 def audit(
-    data: Annotated[Path | None, typer.Argument(help="CSV or Parquet file; the embedded "
-                                                "Benefits data when omitted.")] = None,
+    data: Annotated[
+        Path | None,
+        typer.Argument(help="CSV or Parquet file; the embedded Benefits data when omitted."),
+    ] = None,
     target: Annotated[str | None, typer.Option(help="Binary outcome column.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column(s), comma-separated.")] = None,
     model: Annotated[str, typer.Option(help="hgb | xgboost | lightgbm | logistic | PATH.pkl")] = "hgb",
     out: Annotated[Path, typer.Option(help="Output folder for report.html and report.json.")] = Path(
-        "trustlab-report"),
-    private: Annotated[bool, typer.Option("--private", help="Release every figure with "
-                                          "differential privacy.")] = False,
+        "trustlab-report"
+    ),
+    private: Annotated[
+        bool, typer.Option("--private", help="Release every figure with differential privacy.")
+    ] = False,
     epsilon: Annotated[float | None, typer.Option(help="Total privacy budget (with --private).")] = None,
-    schema: Annotated[Path | None, typer.Option(help="JSON file of public bounds and categories "
-                                                "(needed with --private on your own data).")] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            help="JSON file of public bounds and categories (needed with --private on your own data)."
+        ),
+    ] = None,
     positive: Annotated[str | None, typer.Option(help="Positive label of the target.")] = None,
     ignore: Annotated[str | None, typer.Option(help="Columns to leave out, comma-separated.")] = None,
-    use_sensitive: Annotated[bool, typer.Option("--use-sensitive", help="Let the model use the "
-                                                "sensitive columns as features.")] = False,
+    use_sensitive: Annotated[
+        bool,
+        typer.Option("--use-sensitive", help="Let the model use the sensitive columns as features."),
+    ] = False,
     test_size: Annotated[float, typer.Option(help="Held-out share for evaluation.")] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the split, model and bootstrap.")] = 0,
 ) -> None:
@@ -62,39 +75,61 @@ def audit(
             name = f"{info.name} (embedded: Ecdat Benefits)"
             target = target or info.target
             sens = _split(sensitive) or list(info.sensitive)
-            the_schema = Schema.from_json(schema) if schema else default_schema
+            the_schema: Schema | None = Schema.from_json(schema) if schema else default_schema
         else:
             frame = load_table(data)
             name = data.name
             if not target:
-                raise TrustlabError("--target is required with your own DATA: name the binary "
-                                    "outcome column.", argument="--target")
+                raise TrustlabError(
+                    "--target is required with your own DATA: name the binary outcome column.",
+                    argument="--target",
+                )
             sens = _split(sensitive)
             if not sens:
-                raise TrustlabError("--sensitive is required with your own DATA: name one or "
-                                    "more columns, comma-separated.", argument="--sensitive")
+                raise TrustlabError(
+                    "--sensitive is required with your own DATA: name one or more columns, comma-separated.",
+                    argument="--sensitive",
+                )
             the_schema = Schema.from_json(schema) if schema else None
-        runner = Audit(model=model, private=private, epsilon=epsilon, schema=the_schema,
-                       positive=positive, ignore=_split(ignore), use_sensitive=use_sensitive,
-                       test_size=test_size, random_state=seed)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True) as progress:
+        runner = Audit(
+            model=model,
+            private=private,
+            epsilon=epsilon,
+            schema=the_schema,
+            positive=positive,
+            ignore=_split(ignore),
+            use_sensitive=use_sensitive,
+            test_size=test_size,
+            random_state=seed,
+        )
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
             task = progress.add_task("auditing", total=None)
-            report = runner.run(frame, target=target, sensitive=sens, dataset_name=name,
-                                progress=lambda msg: progress.update(task, description=msg))
+            report = runner.run(
+                frame,
+                target=target,
+                sensitive=sens,
+                dataset_name=name,
+                progress=lambda msg: progress.update(task, description=msg),
+            )
             progress.update(task, description="writing report")
             html_path, json_path = report.save(out)
     except TrustlabError as exc:
         flag = f" ({exc.argument})" if exc.argument else ""
-        err.print(f"[bold red]error{escape(flag)}:[/] {escape(str(exc))}", highlight=False,
-                  soft_wrap=True)
+        err.print(f"[bold red]error{escape(flag)}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     checks = [c for _, c in report.checks]
     passed = sum(c.passed is True for c in checks)
     failed = sum(c.passed is False for c in checks)
     mode = f"differentially private, epsilon={epsilon:g}" if private else "raw statistics"
-    typer.echo(f"report written: {html_path} and {json_path} ({mode}); "
-               f"checks: {passed} passed, {failed} failed")
+    typer.echo(
+        f"report written: {html_path} and {json_path} ({mode}); checks: {passed} passed, {failed} failed"
+    )
 
 
 def main() -> None:
@@ -103,7 +138,7 @@ def main() -> None:
         app()
     except SystemExit:
         raise
-    except Exception as exc:  # noqa: BLE001 - anything else is a bug: exit 1 with the trace
+    except Exception as exc:
         err.print_exception()
         err.print(f"[bold red]internal error:[/] {exc}. Please report it.")
         sys.exit(1)

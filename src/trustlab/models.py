@@ -27,16 +27,14 @@ __all__ = ["MODEL_NAMES", "categorical_columns", "check_model", "load_model", "m
 MODEL_NAMES = ("hgb", "xgboost", "lightgbm", "logistic")
 
 
-def categorical_columns(X: pd.DataFrame) -> list[str]:  # noqa: N803
+def categorical_columns(X: pd.DataFrame) -> list[str]:
     """Columns treated as categorical: anything not numeric (category, string, object, bool)."""
     return [
-        c
-        for c in X.columns
-        if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])
+        c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])
     ]
 
 
-def _as_text(X: Any) -> Any:  # noqa: N803
+def _as_text(X: Any) -> Any:
     """Cast categorical columns to plain text with an explicit missing level (picklable)."""
     frame = pd.DataFrame(X)
     return frame.astype(object).where(frame.notna(), "(missing)").astype(str)
@@ -60,7 +58,7 @@ def _ordinal(cats: list[str], nums: list[str]) -> ColumnTransformer:
     )
 
 
-def make_model(name: str, X: pd.DataFrame, *, random_state: int = 0) -> Pipeline:  # noqa: N803
+def make_model(name: str, X: pd.DataFrame, *, random_state: int = 0) -> Pipeline:
     """Return an unfitted default classifier for ``X``'s column types.
 
     Parameters
@@ -91,15 +89,21 @@ def make_model(name: str, X: pd.DataFrame, *, random_state: int = 0) -> Pipeline
                 from xgboost import XGBClassifier
 
                 est: Any = XGBClassifier(
-                    n_estimators=200, max_depth=4, learning_rate=0.1,
-                    random_state=random_state, n_jobs=2,
+                    n_estimators=200,
+                    max_depth=4,
+                    learning_rate=0.1,
+                    random_state=random_state,
+                    n_jobs=2,
                 )
             else:
                 from lightgbm import LGBMClassifier
 
                 est = LGBMClassifier(
-                    n_estimators=200, learning_rate=0.05, random_state=random_state,
-                    n_jobs=2, verbose=-1,
+                    n_estimators=200,
+                    learning_rate=0.05,
+                    random_state=random_state,
+                    n_jobs=2,
+                    verbose=-1,
                 )
         except ImportError:
             raise ModelError(
@@ -158,12 +162,12 @@ def load_model(path: str | Path) -> Any:
     try:
         with p.open("rb") as fh:
             model = pickle.load(fh)
-    except Exception as exc:  # noqa: BLE001 - any unpickling failure means "not a model"
+    except Exception as exc:
         try:
             import joblib
 
             model = joblib.load(p)
-        except Exception:  # noqa: BLE001
+        except Exception:
             raise ModelError(
                 f"model file {p.name!r} is not a pickled model ({type(exc).__name__}: {exc}); "
                 "save a fitted scikit-learn-compatible classifier with pickle.dump or joblib.dump.",

@@ -32,8 +32,9 @@ def test_fairness_matches_fairlearn_and_counts(raw_report):
 
 def test_same_seed_same_report(benefits, raw_report):
     df, info, _ = benefits
-    again = Audit(random_state=0).run(df, target=info.target, sensitive=list(info.sensitive),
-                                      dataset_name="benefits")
+    again = Audit(random_state=0).run(
+        df, target=info.target, sensitive=list(info.sensitive), dataset_name="benefits"
+    )
     a, b = raw_report.to_dict(), again.to_dict()
     a["meta"].pop("generated_at"), b["meta"].pop("generated_at")
     assert a == b
@@ -91,7 +92,8 @@ def test_private_report_leaks_no_raw_count_or_rate(benefits, raw_report, tmp_pat
         monkeypatch.setattr(mod, "discrete_laplace", shifted)
     df, info, schema = benefits
     report = Audit(private=True, epsilon=1.0, schema=schema, random_state=0).run(
-        df, target=info.target, sensitive=list(info.sensitive), dataset_name="benefits")
+        df, target=info.target, sensitive=list(info.sensitive), dataset_name="benefits"
+    )
     assert report.epsilon_spent == pytest.approx(1.0, abs=1e-9)
     counts, rates = _raw_numbers(df, info, raw_report)
     html_path, json_path = report.save(tmp_path)
@@ -108,7 +110,7 @@ def test_private_report_leaks_no_raw_count_or_rate(benefits, raw_report, tmp_pat
 
 
 def test_bad_inputs(benefits, small_frame):
-    df, info, schema = benefits
+    df, _info, schema = benefits
     with pytest.raises(DataError, match="unknown column"):
         Audit().run(df, target="nope", sensitive=["sex"])
     with pytest.raises(DataError, match="binary"):

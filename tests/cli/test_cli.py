@@ -48,10 +48,14 @@ def csv(tmp_path, small_frame):
         (["{csv}", "--target", "nope", "--sensitive", "group"], "unknown column"),
         (["{csv}", "--target", "label", "--sensitive", "nope"], "unknown column"),
         (["{csv}", "--target", "x", "--sensitive", "group"], "binary"),
-        (["{csv}", "--target", "label", "--sensitive", "group", "--private", "--epsilon", "0"],
-         "epsilon"),
-        (["{csv}", "--target", "label", "--sensitive", "group", "--private", "--epsilon", "-1"],
-         "epsilon"),
+        (
+            ["{csv}", "--target", "label", "--sensitive", "group", "--private", "--epsilon", "0"],
+            "epsilon",
+        ),
+        (
+            ["{csv}", "--target", "label", "--sensitive", "group", "--private", "--epsilon", "-1"],
+            "epsilon",
+        ),
         (["{csv}", "--target", "label", "--sensitive", "group", "--private"], "--epsilon"),
         (["{csv}", "--target", "label", "--sensitive", "group", "--model", "forest"], "hgb"),
         (["{csv}", "--sensitive", "group"], "--target"),
@@ -93,8 +97,7 @@ def test_user_model_file(tmp_path, csv, small_frame):
     m = LogisticRegression().fit(small_frame[["x", "z"]], small_frame["label"])
     p = tmp_path / "m.pkl"
     p.write_bytes(pickle.dumps(m))
-    res = _run(csv, "--target", "label", "--sensitive", "group", "--model", p, "--out",
-               tmp_path / "o")
+    res = _run(csv, "--target", "label", "--sensitive", "group", "--model", p, "--out", tmp_path / "o")
     assert res.exit_code == 0, res.output
 
 
@@ -107,19 +110,34 @@ def test_report_in_headless_chromium(tmp_path, raw_report):
     from PIL import Image
 
     html_path, _ = raw_report.save(tmp_path)
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([CHROMIUM, *flags, "--enable-logging=stderr", "--v=0", "--dump-dom",
-                          html_path.as_uri()], capture_output=True, text=True, timeout=120)
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [CHROMIUM, *flags, "--enable-logging=stderr", "--v=0", "--dump-dom", html_path.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     for title in ("Checks", "Data", "Performance", "Fairness", "Privacy", "Explain"):
         assert f"<h2>{title}</h2>" in dom.stdout, title
     console_errors = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln and "ERROR" in ln]
     assert not console_errors, console_errors
     shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, *flags, "--window-size=1200,1600", f"--screenshot={shot}",
-                    html_path.as_uri()], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [CHROMIUM, *flags, "--window-size=1200,1600", f"--screenshot={shot}", html_path.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100, "screenshot is blank"

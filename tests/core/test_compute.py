@@ -10,8 +10,7 @@ def frame():
     rng = np.random.default_rng(1)
     x = rng.normal(size=1000)
     x[::17] = np.nan
-    return pd.DataFrame({"x": x, "c": rng.choice(["a", "b", None], 1000),
-                         "k": rng.integers(0, 7, 1000)})
+    return pd.DataFrame({"x": x, "c": rng.choice(["a", "b", None], 1000), "k": rng.integers(0, 7, 1000)})
 
 
 @pytest.mark.parametrize("chunksize", [None, 1, 33, 999])

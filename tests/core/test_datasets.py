@@ -13,7 +13,7 @@ def test_benefits_shape_and_types():
 
 
 def test_default_schema_covers_every_column_and_holds_the_data():
-    df, info, schema = load_default()
+    df, _info, schema = load_default()
     assert set(schema.columns) == set(df.columns)
     for col in df.columns:
         if (b := schema.bounds(col)) is not None:

@@ -3,8 +3,14 @@ import pandas as pd
 import pytest
 
 from trustlab._validation import (
-    check_array, check_binary_target, check_bounds, check_columns, check_delta, check_epsilon,
-    check_frame, check_random_state,
+    check_array,
+    check_binary_target,
+    check_bounds,
+    check_columns,
+    check_delta,
+    check_epsilon,
+    check_frame,
+    check_random_state,
 )
 from trustlab.errors import DataError, ParameterError
 

@@ -38,16 +38,12 @@ YB = (Y > 0).astype(int)
 MODELS = {
     "xgb": lambda: xgb.XGBRegressor(n_estimators=20, max_depth=4, n_jobs=1).fit(X, Y),
     "xgb_clf": lambda: xgb.XGBClassifier(n_estimators=20, max_depth=4, n_jobs=1).fit(X, YB),
-    "lgb": lambda: lgb.LGBMRegressor(
-        n_estimators=20, max_depth=4, num_leaves=15, verbose=-1, n_jobs=1
-    ).fit(X, Y),
-    "gbr": lambda: GradientBoostingRegressor(n_estimators=20, max_depth=4, random_state=0).fit(
+    "lgb": lambda: lgb.LGBMRegressor(n_estimators=20, max_depth=4, num_leaves=15, verbose=-1, n_jobs=1).fit(
         X, Y
     ),
+    "gbr": lambda: GradientBoostingRegressor(n_estimators=20, max_depth=4, random_state=0).fit(X, Y),
     "rf": lambda: RandomForestRegressor(n_estimators=10, max_depth=4, random_state=0).fit(X, Y),
-    "rf_clf": lambda: RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(
-        X, YB
-    ),
+    "rf_clf": lambda: RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, YB),
     "hgb_clf": lambda: HistGradientBoostingClassifier(max_iter=20, max_depth=4).fit(X, YB),
 }
 
@@ -144,17 +140,13 @@ def test_path_weights_match_tree_path_dependent_and_recursion():
     shap = pytest.importorskip("shap")
     model = MODELS["xgb"]()
     fpd = FastPD(model, weights="path").fit(X[:80])
-    ref = shap.TreeExplainer(model, feature_perturbation="tree_path_dependent").shap_values(
-        X[100:130]
-    )
+    ref = shap.TreeExplainer(model, feature_perturbation="tree_path_dependent").shap_values(X[100:130])
     assert np.abs(ref - fpd.shap_values(X[100:130])).max() < 1e-5
     gbr = MODELS["gbr"]()
     res = partial_dependence(gbr, X, [0], method="recursion", grid_resolution=15)
     grid = res["grid_values"][0]
     _, v = FastPD(gbr, weights="path").fit(X).pd_curve(0, grid)
-    np.testing.assert_allclose(
-        v - v.mean(), res["average"][0] - res["average"][0].mean(), atol=1e-10
-    )
+    np.testing.assert_allclose(v - v.mean(), res["average"][0] - res["average"][0].mean(), atol=1e-10)
     brute = partial_dependence(gbr, X, [0], method="brute", grid_resolution=15)
     _, vb = FastPD(gbr).fit(X).pd_curve(0, brute["grid_values"][0])
     np.testing.assert_allclose(vb, brute["average"][0], atol=1e-10)

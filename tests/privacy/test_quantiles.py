@@ -83,9 +83,7 @@ def test_audit_unbounded_within_claim():
     x = np.linspace(0, 1, 100)
     x2 = x.copy()
     x2[-1] = 0.0
-    res = audit_epsilon(
-        lambda d: unbounded_quantile(d, 0.9, 1.0, 0.0, base=1.05).value, x, x2, n_trials=600
-    )
+    res = audit_epsilon(lambda d: unbounded_quantile(d, 0.9, 1.0, 0.0, base=1.05).value, x, x2, n_trials=600)
     assert res.epsilon_lower <= 1.0
 
 

@@ -117,8 +117,7 @@ class Audit:
         if not sens:
             raise DataError("name at least one sensitive column.", argument="sensitive")
         if target in sens or target in ignore or set(sens) & set(ignore):
-            raise DataError("target, sensitive and ignored columns must be distinct.",
-                            argument="sensitive")
+            raise DataError("target, sensitive and ignored columns must be distinct.", argument="sensitive")
         data = data.drop(columns=ignore)
         empty = [str(c) for c in data.columns if data[c].isna().all()]
         if empty:
@@ -130,8 +129,7 @@ class Audit:
         schema = self.schema or Schema()
         if self.private:
             if self.epsilon is None:
-                raise ParameterError("private mode needs a total --epsilon (e.g. 1.0).",
-                                     argument="epsilon")
+                raise ParameterError("private mode needs a total --epsilon (e.g. 1.0).", argument="epsilon")
             check_epsilon(self.epsilon)
             undeclared = [c for c in [target, *sens] if schema.categories(c) is None]
             if undeclared:
@@ -143,18 +141,22 @@ class Audit:
                 )
             cats = schema.categories(target) or ()
             if len(cats) != 2:
-                raise DataError(f"the schema must declare exactly two categories for the target "
-                                f"{target!r}, got {list(cats)}.", argument="schema")
+                raise DataError(
+                    f"the schema must declare exactly two categories for the target "
+                    f"{target!r}, got {list(cats)}.",
+                    argument="schema",
+                )
             outside = ~data[target].astype(object).isin(list(cats))
             if outside.any():
-                raise DataError(f"target {target!r} has values outside its declared categories "
-                                f"{list(cats)}.", argument="target")
+                raise DataError(
+                    f"target {target!r} has values outside its declared categories {list(cats)}.",
+                    argument="target",
+                )
         elif self.epsilon is not None:
-            raise ParameterError("--epsilon is only used with --private; add --private.",
-                                 argument="epsilon")
+            raise ParameterError("--epsilon is only used with --private; add --private.", argument="epsilon")
         return data, sens, schema
 
-    def _fit(self, X_train: pd.DataFrame, y_train: np.ndarray) -> tuple[Any, str]:  # noqa: N803
+    def _fit(self, X_train: pd.DataFrame, y_train: np.ndarray) -> tuple[Any, str]:
         model = self.model
         if isinstance(model, str | Path) and str(model) in MODEL_NAMES:
             fitted = make_model(str(model), X_train, random_state=self.random_state)
@@ -170,10 +172,10 @@ class Audit:
         return check_model(model), type(model).__name__
 
     @staticmethod
-    def _proba(model: Any, X: pd.DataFrame, positive: Any) -> np.ndarray:  # noqa: N803
+    def _proba(model: Any, X: pd.DataFrame, positive: Any) -> np.ndarray:
         try:
             proba = np.asarray(model.predict_proba(X), dtype=float)
-        except Exception as exc:  # noqa: BLE001 - a user model failing is a model error
+        except Exception as exc:
             raise ModelError(
                 f"the model's predict_proba failed on the audit's features ({type(exc).__name__}: "
                 f"{exc}); check it was trained on the same columns (target and --ignore'd "
@@ -181,8 +183,7 @@ class Audit:
                 argument="model",
             ) from None
         if proba.ndim != 2 or proba.shape[1] != 2:
-            raise ModelError(f"predict_proba must return shape (n, 2), got {proba.shape}.",
-                             argument="model")
+            raise ModelError(f"predict_proba must return shape (n, 2), got {proba.shape}.", argument="model")
         classes = list(getattr(model, "classes_", [0, 1]))
         col = 1
         for i, c in enumerate(classes):
@@ -223,19 +224,33 @@ class Audit:
                 idx, test_size=self.test_size, stratify=y, random_state=self.random_state
             )
         except ValueError as exc:
-            raise DataError(f"the held-out split failed ({exc}); the data needs more rows of "
-                            "each outcome.", argument="data") from None
+            raise DataError(
+                f"the held-out split failed ({exc}); the data needs more rows of each outcome.",
+                argument="data",
+            ) from None
         train_idx, test_idx = np.sort(train_idx), np.sort(test_idx)
-        step("fitting model" if isinstance(self.model, str) and self.model in MODEL_NAMES
-             else "loading model")
+        step(
+            "fitting model" if isinstance(self.model, str) and self.model in MODEL_NAMES else "loading model"
+        )
         model, model_name = self._fit(data.iloc[train_idx][features], y[train_idx])
         step("predicting")
         proba = self._proba(model, data.iloc[test_idx][features], positive)
         ctx = AuditContext(
-            data=data, target=target, sensitive=sens, features=features, y=y,
-            positive_label=positive, negative_label=negative, train_index=train_idx,
-            test_index=test_idx, model=model, model_name=model_name, proba_test=proba,
-            schema=schema, private=self.private, random_state=self.random_state,
+            data=data,
+            target=target,
+            sensitive=sens,
+            features=features,
+            y=y,
+            positive_label=positive,
+            negative_label=negative,
+            train_index=train_idx,
+            test_index=test_idx,
+            model=model,
+            model_name=model_name,
+            proba_test=proba,
+            schema=schema,
+            private=self.private,
+            random_state=self.random_state,
         )
         sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]
         budgets: dict[str, Accountant] = {}
@@ -253,13 +268,18 @@ class Audit:
             results.append(s.compute(ctx, budgets.get(s.key)))
         for key, acc in budgets.items():
             if acc.remaining_epsilon > 1e-9 * acc.total_epsilon:
-                raise RuntimeError(f"internal error: budget '{key}' left "
-                                   f"{acc.remaining_epsilon} unspent")
+                raise RuntimeError(f"internal error: budget '{key}' left {acc.remaining_epsilon} unspent")
         meta: dict[str, Any] = {
-            "dataset": dataset_name, "target": target, "positive_label": str(positive),
-            "sensitive": sens, "features": [str(f) for f in features], "model": model_name,
-            "test_size": self.test_size, "random_state": self.random_state,
-            "private": self.private, "epsilon": self.epsilon,
+            "dataset": dataset_name,
+            "target": target,
+            "positive_label": str(positive),
+            "sensitive": sens,
+            "features": [str(f) for f in features],
+            "model": model_name,
+            "test_size": self.test_size,
+            "random_state": self.random_state,
+            "private": self.private,
+            "epsilon": self.epsilon,
             "trustlab_version": version("trustlab"),
             "generated_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         }

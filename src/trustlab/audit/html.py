@@ -41,9 +41,7 @@ def checks_list(checks: Sequence[Check]) -> str:
         return ""
     items = []
     for c in checks:
-        cls, word = {True: ("pass", "PASS"), False: ("fail", "FAIL"), None: ("na", "N/A")}[
-            c.passed
-        ]
+        cls, word = {True: ("pass", "PASS"), False: ("fail", "FAIL"), None: ("na", "N/A")}[c.passed]
         items.append(
             f'<li class="check {cls}"><span class="badge">{word}</span> '
             f"<strong>{escape(c.name)}</strong>: {escape(c.detail)}</li>"

@@ -8,8 +8,8 @@ import re
 import matplotlib
 
 matplotlib.use("Agg")  # the audit renders off-screen; no display is needed
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 __all__ = ["figure_to_svg", "new_figure"]
 

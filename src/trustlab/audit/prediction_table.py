@@ -103,9 +103,7 @@ def binned_metrics(binned: np.ndarray) -> dict[str, float]:
     half = k // 2
     out["accuracy"] = float((neg[:half].sum() + pos[half:].sum()) / n)
     above = np.concatenate([np.cumsum(pos[::-1])[::-1][1:], [0.0]])  # positives in higher bins
-    out["roc_auc"] = (
-        float((neg * (above + 0.5 * pos)).sum() / (n_pos * n_neg)) if n_pos and n_neg else np.nan
-    )
+    out["roc_auc"] = float((neg * (above + 0.5 * pos)).sum() / (n_pos * n_neg)) if n_pos and n_neg else np.nan
     out["brier"] = float((pos * (1 - mid) ** 2 + neg * mid**2).sum() / n)
     pairs = c.reshape(10, k // 10, 2).sum(axis=1)
     pn = pairs.sum(axis=1)
@@ -138,8 +136,7 @@ def build_prediction_table(ctx: AuditContext, budget: Accountant | None) -> Pred
             n_codes,
             budget.remaining_epsilon,
             description=(
-                "evaluation rows counted by sensitive group x score bin (20) x label "
-                f"({n_codes} cells)"
+                f"evaluation rows counted by sensitive group x score bin (20) x label ({n_codes} cells)"
             ),
         )
         budget.record(release)
@@ -151,4 +148,3 @@ def build_prediction_table(ctx: AuditContext, budget: Accountant | None) -> Pred
         counts=np.asarray(counts).reshape(n_cells, N_SCORE_BINS, 2),
         noise_scale=scale,
     )
-

@@ -84,8 +84,13 @@ class AuditReport:
                 "total_epsilon": self.meta["epsilon"],
                 "spent_epsilon": self.epsilon_spent,
                 "releases": [
-                    {"section": e.section, "description": e.description,
-                     "mechanism": e.mechanism, "epsilon": e.epsilon, "delta": e.delta}
+                    {
+                        "section": e.section,
+                        "description": e.description,
+                        "mechanism": e.mechanism,
+                        "epsilon": e.epsilon,
+                        "delta": e.delta,
+                    }
                     for e in self.ledger
                 ],
             }
@@ -111,18 +116,23 @@ class AuditReport:
             "failed": sum(c.passed is False for c in all_checks),
             "na": sum(c.passed is None for c in all_checks),
         }
-        summary = "".join(
-            f"<h3>{r.title}</h3>" + checks_list(r.checks) for r in self.results if r.checks
-        )
+        summary = "".join(f"<h3>{r.title}</h3>" + checks_list(r.checks) for r in self.results if r.checks)
         ledger_html = table(
             ["#", "budget", "release", "mechanism", "epsilon"],
-            [[i + 1, e.section, e.description, e.mechanism, f"{e.epsilon:.6g}"]
-             for i, e in enumerate(self.ledger)],
+            [
+                [i + 1, e.section, e.description, e.mechanism, f"{e.epsilon:.6g}"]
+                for i, e in enumerate(self.ledger)
+            ],
         )
         return template.render(
-            meta=self.meta, sections=rendered, counts=counts, checks_html=Markup(summary),
-            css=Markup(files.joinpath("report.css").read_text()), ledger_html=Markup(ledger_html),
-            ledger_total=self.epsilon_spent, schema_version=SCHEMA_VERSION,
+            meta=self.meta,
+            sections=rendered,
+            counts=counts,
+            checks_html=Markup(summary),
+            css=Markup(files.joinpath("report.css").read_text()),
+            ledger_html=Markup(ledger_html),
+            ledger_total=self.epsilon_spent,
+            schema_version=SCHEMA_VERSION,
         )
 
     def save(self, out_dir: str | Path) -> tuple[Path, Path]:

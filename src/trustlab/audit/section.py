@@ -105,11 +105,11 @@ class AuditContext:
     _shared: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def X_train(self) -> pd.DataFrame:  # noqa: N802 - the conventional name
+    def X_train(self) -> pd.DataFrame:
         return self.data.iloc[self.train_index][self.features]
 
     @property
-    def X_test(self) -> pd.DataFrame:  # noqa: N802
+    def X_test(self) -> pd.DataFrame:
         return self.data.iloc[self.test_index][self.features]
 
     @property

@@ -49,8 +49,7 @@ def compute(
         states = [dask.delayed(stat.partial)(p) for p in parts]
         while len(states) > 1:  # a balanced tree of merges
             states = [
-                dask.delayed(stat.merge)(states[i], states[i + 1]) if i + 1 < len(states)
-                else states[i]
+                dask.delayed(stat.merge)(states[i], states[i + 1]) if i + 1 < len(states) else states[i]
                 for i in range(0, len(states), 2)
             ]
         state = client.compute(states[0]).result() if client is not None else states[0].compute()

@@ -115,7 +115,7 @@ class ValueCounts(MergeableStatistic[dict[Any, int], dict[Any, int]]):
 
     def partial(self, chunk: pd.DataFrame) -> dict[Any, int]:
         counts = chunk[self.column].value_counts(dropna=False, sort=False)
-        return {(None if pd.isna(k) else k): int(v) for k, v in counts.items() if v}
+        return {(None if pd.isna(k) else k): int(v) for k, v in counts.items() if v}  # type: ignore[call-overload]
 
     def merge(self, a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
         out = dict(a)

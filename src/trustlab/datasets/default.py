@@ -97,7 +97,5 @@ def load_benefits() -> pd.DataFrame:
 
 def load_default() -> tuple[pd.DataFrame, DatasetInfo, Schema]:
     """Return the default audit data, its description and its public schema."""
-    raw = json.loads(
-        resources.files("trustlab.datasets").joinpath("benefits_schema.json").read_text()
-    )
+    raw = json.loads(resources.files("trustlab.datasets").joinpath("benefits_schema.json").read_text())
     return load_benefits(), DEFAULT, Schema.from_dict(raw)

@@ -30,8 +30,7 @@ def load_table(path: str | Path) -> pd.DataFrame:
     if not p.exists():
         raise DataError(f"data file {str(p)!r} does not exist; check the path.", argument="data")
     if p.is_dir():
-        raise DataError(f"data path {str(p)!r} is a folder; give a CSV or Parquet file.",
-                        argument="data")
+        raise DataError(f"data path {str(p)!r} is a folder; give a CSV or Parquet file.", argument="data")
     suffix = p.suffix.lower()
     try:
         if suffix in _PARQUET:
@@ -41,8 +40,7 @@ def load_table(path: str | Path) -> pd.DataFrame:
             df = pd.read_csv(p, sep=sep)
         else:
             raise DataError(
-                f"data file {p.name!r} has an unknown extension {suffix!r}; "
-                "use .csv, .tsv or .parquet.",
+                f"data file {p.name!r} has an unknown extension {suffix!r}; use .csv, .tsv or .parquet.",
                 argument="data",
             )
     except pd.errors.EmptyDataError:

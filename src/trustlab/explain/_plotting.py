@@ -37,9 +37,7 @@ def plot_pd_curve(
     return ax
 
 
-def plot_importance(
-    importance: Any, *, ax: Any = None, top: int = 10, title: str = "Mean |SHAP|"
-) -> Any:
+def plot_importance(importance: Any, *, ax: Any = None, top: int = 10, title: str = "Mean |SHAP|") -> Any:
     """Horizontal bar chart of the ``top`` largest entries of a pandas Series."""
     ax = _axes(ax)
     s = importance.sort_values(ascending=False).iloc[:top][::-1]

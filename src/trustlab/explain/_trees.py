@@ -248,9 +248,7 @@ def _from_sklearn_tree(tree: Any, scale: float, proba: bool) -> TreeArrays:
         right=np.asarray(t.children_right, dtype=np.int64),
         value=np.where(is_leaf, leaf_value * scale, 0.0),
         cover=np.asarray(t.weighted_n_node_samples, dtype=np.float64),
-        nan_left=(
-            np.ones(len(left), dtype=bool) if nan_left is None else np.asarray(nan_left, bool)
-        ),
+        nan_left=(np.ones(len(left), dtype=bool) if nan_left is None else np.asarray(nan_left, bool)),
     )
 
 
@@ -394,12 +392,10 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
         )
     if module == "sklearn":
         raise ModelError(
-            f"{name} is not fitted (or not a tree model); fit it first. Supported: "
-            f"{SUPPORTED_MODELS}.",
+            f"{name} is not fitted (or not a tree model); fit it first. Supported: {SUPPORTED_MODELS}.",
             argument="model",
         )
     raise ModelError(
-        f"unsupported model type {module}.{name}; FastPD explains tree ensembles: "
-        f"{SUPPORTED_MODELS}.",
+        f"unsupported model type {module}.{name}; FastPD explains tree ensembles: {SUPPORTED_MODELS}.",
         argument="model",
     )

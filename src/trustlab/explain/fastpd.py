@@ -78,13 +78,9 @@ class _LeafGroup:
     shap_table: np.ndarray | None = None  # (L * 2^k, k) Shapley value of each slot per code
 
 
-def _extract_leaves(
-    trees: Sequence[TreeArrays], weight: float
-) -> tuple[dict[int, _LeafGroup], float]:
+def _extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[int, _LeafGroup], float]:
     """Walk every tree once; return leaves grouped by path-feature count, and constants."""
-    rows: dict[
-        int, list[tuple[float, list[int], list[float], list[float], list[bool], list[float]]]
-    ]
+    rows: dict[int, list[tuple[float, list[int], list[float], list[float], list[bool], list[float]]]]
     rows = {}
     constant = 0.0
     for tree in trees:
@@ -222,10 +218,7 @@ def _shap_table(g: _LeafGroup) -> np.ndarray:
     k, m = g.k, 1 << g.k
     pc = _popcount(k)
     w = np.array(
-        [
-            math.factorial(p) * math.factorial(k - p - 1) / math.factorial(k) if p < k else 0.0
-            for p in pc
-        ]
+        [math.factorial(p) * math.factorial(k - p - 1) / math.factorial(k) if p < k else 0.0 for p in pc]
     )
     P = g.P
     c = g.value[:, None]
@@ -385,9 +378,7 @@ class FastPD:
             Xb = Xb[idx]
         self._ens: TreeEnsemble = ens
         self.feature_names_in_ = np.asarray(
-            names
-            if names is not None
-            else (ens.feature_names or [f"x{j}" for j in range(ens.n_features)]),
+            names if names is not None else (ens.feature_names or [f"x{j}" for j in range(ens.n_features)]),
             dtype=object,
         )
         self.n_features_in_ = ens.n_features
@@ -444,9 +435,7 @@ class FastPD:
     # ------------------------------------------------------------------ helpers
     def _check_fitted(self) -> None:
         if not hasattr(self, "expected_value_"):
-            raise NotFittedError(
-                "this FastPD is not fitted yet; call fit(background) first.", argument="fit"
-            )
+            raise NotFittedError("this FastPD is not fitted yet; call fit(background) first.", argument="fit")
 
     def _cast(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(X, dtype=self._ens.input_dtype).astype(np.float64)
@@ -461,9 +450,7 @@ class FastPD:
                     X = X.rename(columns=str)[expected]
                 else:
                     missing = sorted(set(expected) - set(cols))
-                    raise DataError(
-                        f"{name} lacks the model's feature(s) {missing[:10]}.", argument=name
-                    )
+                    raise DataError(f"{name} lacks the model's feature(s) {missing[:10]}.", argument=name)
         arr = check_array(X, name, ndim=2, allow_nan=True)
         if arr.shape[1] != self.n_features_in_:
             raise DataError(
@@ -577,8 +564,7 @@ class FastPD:
         self._check_fitted()
         if not isinstance(feature, numbers.Integral | str):
             raise ParameterError(
-                f"pd_curve takes one feature (an index or a name), got {feature!r}; "
-                "use pd() for subsets.",
+                f"pd_curve takes one feature (an index or a name), got {feature!r}; use pd() for subsets.",
                 argument="feature",
             )
         (k,) = self._subset(feature)
@@ -612,8 +598,7 @@ class FastPD:
             # table by slot: (k, L * m), so that one flat index serves every slot
             by_slot = np.ascontiguousarray(g.shap_table.reshape(L * m, k).T)
             onehots = [
-                sparse.csr_matrix((np.ones(L), (g.feat[:, j], np.arange(L))), shape=(d, L))
-                for j in range(k)
+                sparse.csr_matrix((np.ones(L), (g.feat[:, j], np.arange(L))), shape=(d, L)) for j in range(k)
             ]
             offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
             step = self._row_step(L)

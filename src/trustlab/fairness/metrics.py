@@ -27,9 +27,7 @@ __all__ = [
 RATES = ("selection_rate", "true_positive_rate", "false_positive_rate", "accuracy")
 
 
-def confusion_by_group(
-    y_true: Any, y_pred: Any, *, sensitive_features: Any
-) -> tuple[list[Any], np.ndarray]:
+def confusion_by_group(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> tuple[list[Any], np.ndarray]:
     """Count (group, predicted, true) triples.
 
     Returns
@@ -130,7 +128,7 @@ def bootstrap_counts(
     n_boot = check_positive_int(n_boot, "n_boot")
     rng = check_random_state(random_state)
     c = np.clip(np.asarray(counts, dtype=float), 0, None)
-    total = int(round(c.sum()))
+    total = round(c.sum())
     if total <= 0:
         raise DataError("counts must have a positive total to bootstrap.", argument="counts")
     probs = (c / c.sum()).ravel()

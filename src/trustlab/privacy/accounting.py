@@ -145,9 +145,7 @@ class Accountant:
         The last child gets exactly what is left, so the shares sum to the total.
         """
         if not weights or any(not (w > 0 and math.isfinite(w)) for w in weights.values()):
-            raise BudgetExceededError(
-                f"split weights must be positive, got {weights}.", argument="weights"
-            )
+            raise BudgetExceededError(f"split weights must be positive, got {weights}.", argument="weights")
         total = sum(weights.values())
         remaining = self.remaining_epsilon
         names = list(weights)

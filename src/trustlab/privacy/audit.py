@@ -133,9 +133,7 @@ def audit_epsilon(
     n_thresholds = check_positive_int(n_thresholds, "n_thresholds")
     stat = statistic or _scalar
     half = n_trials // 2
-    runs = np.array(
-        [[stat(mechanism(d)) for _ in range(2 * half)] for d in (data, neighbour)], dtype=float
-    )
+    runs = np.array([[stat(mechanism(d)) for _ in range(2 * half)] for d in (data, neighbour)], dtype=float)
     if not np.isfinite(runs).all():
         raise ParameterError("the statistic returned NaN or inf.", argument="statistic")
     select, evaluate = runs[:, :half], runs[:, half:]

@@ -244,9 +244,7 @@ def dp_boxplot_stats(
         )
     neighbouring = check_neighbouring(neighbouring)
     if gap_rule not in ("fence", "iqr"):
-        raise ParameterError(
-            f"gap_rule must be 'fence' or 'iqr', got {gap_rule!r}.", argument="gap_rule"
-        )
+        raise ParameterError(f"gap_rule must be 'fence' or 'iqr', got {gap_rule!r}.", argument="gap_rule")
     rng = check_random_state(random_state)
     arr = _check_sample(x)
     z = np.clip(arr, lower, upper)
@@ -269,12 +267,8 @@ def dp_boxplot_stats(
 
     def extreme(level: float, eps: float, upper_side: bool) -> float:
         if upper_side:
-            return _unbounded_sorted(
-                z, level, eps, lower, base, neighbouring, n_pub, 10**6, mirrored=False
-            )
-        return -_unbounded_sorted(
-            z, level, eps, -upper, base, neighbouring, n_pub, 10**6, mirrored=True
-        )
+            return _unbounded_sorted(z, level, eps, lower, base, neighbouring, n_pub, 10**6, mirrored=False)
+        return -_unbounded_sorted(z, level, eps, -upper, base, neighbouring, n_pub, 10**6, mirrored=True)
 
     if method == "dpboxplot" and n_pub >= n_min:
         qmax = extreme(1 - q_n, eps_q / 5, True)
@@ -297,14 +291,10 @@ def dp_boxplot_stats(
                 params,
                 f"{description}: upper extreme (level {1 - q_n:.3g})",
             ),
-            Release(
-                (q1, med, q3), 3 * eps_q / 5, 0.0, "JointExp", params, f"{description}: quartiles"
-            ),
+            Release((q1, med, q3), 3 * eps_q / 5, 0.0, "JointExp", params, f"{description}: quartiles"),
         ]
     elif method in ("dpboxplot", "jointexp"):
-        qmin, q1, med, q3, qmax = _jointexp_values(
-            z, (lower, upper), levels5, eps_q, neighbouring, rng
-        )
+        qmin, q1, med, q3, qmax = _jointexp_values(z, (lower, upper), levels5, eps_q, neighbouring, rng)
         releases.append(
             Release(
                 (qmin, q1, med, q3, qmax),
@@ -454,8 +444,7 @@ def grouped_dp_boxplot(
     labels = np.asarray(groups, dtype=object)
     if labels.shape != arr.shape:
         raise DataError(
-            f"groups must have one label per value: got {labels.shape} labels for "
-            f"{arr.shape} values.",
+            f"groups must have one label per value: got {labels.shape} labels for {arr.shape} values.",
             argument="groups",
         )
     if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in labels):

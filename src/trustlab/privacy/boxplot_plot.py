@@ -55,11 +55,7 @@ def plot_dp_boxplot(
     """
     if isinstance(stats, BoxplotStats):
         items: dict[Any, BoxplotStats] = {"": stats}
-    elif (
-        isinstance(stats, Mapping)
-        and stats
-        and all(isinstance(v, BoxplotStats) for v in stats.values())
-    ):
+    elif isinstance(stats, Mapping) and stats and all(isinstance(v, BoxplotStats) for v in stats.values()):
         items = dict(stats)
     else:
         raise ParameterError(
@@ -69,9 +65,7 @@ def plot_dp_boxplot(
     if ax is None:
         from matplotlib.figure import Figure
 
-        ax = Figure(
-            figsize=(max(4.0, 1.2 * len(items) + 2), 3.6), layout="constrained"
-        ).add_subplot()
+        ax = Figure(figsize=(max(4.0, 1.2 * len(items) + 2), 3.6), layout="constrained").add_subplot()
     boxes = [
         {
             "label": str(label),

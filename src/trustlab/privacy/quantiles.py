@@ -80,9 +80,7 @@ def _check_sample(x: Any, name: str = "x") -> np.ndarray:
     if arr.size == 0:
         raise DataError(f"{name} is empty; a DP quantile needs at least one value.", argument=name)
     if not np.isfinite(arr).all():
-        raise DataError(
-            f"{name} contains NaN or infinite values; drop or impute them first.", argument=name
-        )
+        raise DataError(f"{name} contains NaN or infinite values; drop or impute them first.", argument=name)
     return arr
 
 
@@ -150,9 +148,7 @@ def _log_lengths(edges: _Edges, lo: int, hi: int) -> np.ndarray:
         return np.log(e[1:] - e[:-1])
 
 
-def _joint_exp_ranks(
-    edges: _Edges, levels: np.ndarray, epsilon: float, sensitivity: float
-) -> list[int]:
+def _joint_exp_ranks(edges: _Edges, levels: np.ndarray, epsilon: float, sensitivity: float) -> list[int]:
     """Sample interval indices ``i_1 <= ... <= i_m`` from JointExp's distribution.
 
     ``edges`` is ``[L, x_(1), ..., x_(n), U]``; interval ``i`` is
@@ -336,9 +332,7 @@ def dp_quantiles(
         values = np.sort(
             np.concatenate(
                 [
-                    _jointexp_values(
-                        z, (lower, upper), levels[j : j + 1], eps_each, neighbouring, rng
-                    )
+                    _jointexp_values(z, (lower, upper), levels[j : j + 1], eps_each, neighbouring, rng)
                     for j in range(levels.size)
                 ]
             )
@@ -346,12 +340,7 @@ def dp_quantiles(
         sens = (
             2.0
             if neighbouring == "replace"
-            else float(
-                max(
-                    jointexp_sensitivity(levels[j : j + 1], neighbouring)
-                    for j in range(levels.size)
-                )
-            )
+            else float(max(jointexp_sensitivity(levels[j : j + 1], neighbouring) for j in range(levels.size)))
         )
         mechanism = "exponential mechanism per level (epsilon split equally)"
     return Release(
@@ -557,11 +546,7 @@ def _check_anchor(value: Any, name: str) -> float:
 
 
 def _check_base(base: Any) -> float:
-    if (
-        isinstance(base, bool)
-        or not isinstance(base, int | float)
-        or not (math.isfinite(base) and base > 1)
-    ):
+    if isinstance(base, bool) or not isinstance(base, int | float) or not (math.isfinite(base) and base > 1):
         raise ParameterError(f"base must be a finite number > 1, got {base!r}.", argument="base")
     return float(base)
 

@@ -53,9 +53,7 @@ def discrete_laplace(scale: float, size: int) -> np.ndarray:
     if size == 0:
         return np.zeros(0, dtype=np.int64)
     dp = _dp()
-    meas = dp.m.make_laplace(
-        dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale
-    )
+    meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale)
     return np.asarray(meas([0] * size), dtype=np.int64)
 
 

@@ -43,9 +43,7 @@ def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
     )
 
 
-def dp_histogram(
-    codes: Any, n_bins: int, epsilon: float, *, description: str = "histogram"
-) -> Release:
+def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = "histogram") -> Release:
     """Release the counts of integer codes ``0..n_bins-1`` under ``epsilon``-DP.
 
     Each record falls in exactly one bin, so adding or removing a record changes
@@ -162,9 +160,7 @@ def dp_mean(
     epsilon = check_epsilon(epsilon)
     lower, upper = check_bounds(bounds)
     if not 0 < count_share < 1:
-        raise ParameterError(
-            f"count_share must be in (0, 1), got {count_share}.", argument="count_share"
-        )
+        raise ParameterError(f"count_share must be in (0, 1), got {count_share}.", argument="count_share")
     arr = np.asarray(x, dtype=float)
     count = dp_count(arr.size, epsilon * count_share, description=f"{description}: count")
     total = dp_sum(

@@ -61,9 +61,13 @@ class DataSection(Section):
             entry["missing_rate"] = missing / len(df)
             columns.append(entry)
         figures = {"rows": len(df), "columns": df.shape[1], "column_summaries": columns}
-        return SectionResult(self.name, self.title, figures, self._checks(ctx, columns), [
-            "Raw statistics of the whole table (not differentially private)."
-        ])
+        return SectionResult(
+            self.name,
+            self.title,
+            figures,
+            self._checks(ctx, columns),
+            ["Raw statistics of the whole table (not differentially private)."],
+        )
 
     def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
         df = ctx.data
@@ -83,13 +87,16 @@ class DataSection(Section):
             if bounds is not None:
                 eps = acc.remaining_epsilon / 2
                 miss = acc.record(
-                    dp_count(int(values.isna().sum()), eps,
-                             description=f"Data: missing values of {col}")
+                    dp_count(int(values.isna().sum()), eps, description=f"Data: missing values of {col}")
                 ).value
                 x = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
                 total = acc.record(
-                    dp_sum(x, bounds, acc.remaining_epsilon,
-                           description=f"Data: clipped sum of {col} (bounds {bounds[0]:g}..{bounds[1]:g})")
+                    dp_sum(
+                        x,
+                        bounds,
+                        acc.remaining_epsilon,
+                        description=f"Data: clipped sum of {col} (bounds {bounds[0]:g}..{bounds[1]:g})",
+                    )
                 ).value
                 present = max(1, n - max(0, miss))
                 mean = float(np.clip(bounds[0] + total / present, *bounds))
@@ -99,13 +106,17 @@ class DataSection(Section):
                 lookup = {v: i for i, v in enumerate(cats)}
                 codes = values.astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
                 hist = acc.record(
-                    dp_histogram(codes, len(cats) + 1, acc.remaining_epsilon,
-                                 description=f"Data: counts of {col} over its {len(cats)} public "
-                                 "categories + missing/other")
+                    dp_histogram(
+                        codes,
+                        len(cats) + 1,
+                        acc.remaining_epsilon,
+                        description=f"Data: counts of {col} over its {len(cats)} public "
+                        "categories + missing/other",
+                    )
                 ).value
                 h = np.clip(hist, 0, None).astype(float)
                 h = h / h.sum() if h.sum() > 0 else h
-                miss = int(round(h[-1] * n))
+                miss = round(h[-1] * n)
                 order = np.argsort(-h[:-1], kind="stable")[:TOP_LEVELS]
                 entry |= {
                     "kind": "categorical",
@@ -117,15 +128,16 @@ class DataSection(Section):
         notes = [
             f"Differentially private (add/remove one record): {budget.total_epsilon:.4g} of the "
             "audit's epsilon, split evenly over the row count and each declared column.",
-            "Means are of values clipped to the public bounds of the schema "
-            f"({ctx.schema.source}).",
+            f"Means are of values clipped to the public bounds of the schema ({ctx.schema.source}).",
         ]
         if skipped:
-            notes.append(
-                "Not released (no public bounds or categories declared): " + ", ".join(skipped)
-            )
-        figures = {"rows": int(n_release.value), "columns": df.shape[1],
-                   "column_summaries": columns, "not_released": skipped}
+            notes.append("Not released (no public bounds or categories declared): " + ", ".join(skipped))
+        figures = {
+            "rows": int(n_release.value),
+            "columns": df.shape[1],
+            "column_summaries": columns,
+            "not_released": skipped,
+        }
         return SectionResult(self.name, self.title, figures, self._checks(ctx, columns), notes)
 
     def _checks(self, ctx: AuditContext, columns: list[dict[str, Any]]) -> list[Check]:
@@ -135,18 +147,26 @@ class DataSection(Section):
                 "Missing values",
                 not high,
                 f"columns with more than {MAX_MISSING_RATE:.0%} missing: {', '.join(high)}"
-                if high else f"every column has at most {MAX_MISSING_RATE:.0%} missing",
+                if high
+                else f"every column has at most {MAX_MISSING_RATE:.0%} missing",
             )
         ]
         if not ctx.private:
-            const = [c["name"] for c in columns
-                     if (c["kind"] == "categorical" and c["levels"] <= 1)
-                     or (c["kind"] == "numeric" and c["std"] == 0)]
-            checks.append(Check(
-                "Constant columns", not const,
-                f"single-valued columns carry no information: {', '.join(const)}"
-                if const else "no column is constant",
-            ))
+            const = [
+                c["name"]
+                for c in columns
+                if (c["kind"] == "categorical" and c["levels"] <= 1)
+                or (c["kind"] == "numeric" and c["std"] == 0)
+            ]
+            checks.append(
+                Check(
+                    "Constant columns",
+                    not const,
+                    f"single-valued columns carry no information: {', '.join(const)}"
+                    if const
+                    else "no column is constant",
+                )
+            )
         return checks
 
     def render(self, result: SectionResult) -> str:
@@ -155,9 +175,11 @@ class DataSection(Section):
         rows = []
         for c in cols:
             if c["kind"] == "numeric":
-                detail = (f"mean {fmt(c.get('mean'))}" + (
+                detail = f"mean {fmt(c.get('mean'))}" + (
                     f", sd {fmt(c['std'])}, range {fmt(c['min'])}..{fmt(c['max'])}"
-                    if "std" in c else f" (bounds {c['bounds'][0]:g}..{c['bounds'][1]:g})"))
+                    if "std" in c
+                    else f" (bounds {c['bounds'][0]:g}..{c['bounds'][1]:g})"
+                )
             elif "top" in c:
                 detail = ", ".join(f"{k}: {v:,}" for k, v in c["top"])
             else:
@@ -167,14 +189,24 @@ class DataSection(Section):
         names = [c["name"] for c in cols][::-1]
         rates = [100 * c["missing_rate"] for c in cols][::-1]
         ax.barh(names, rates, color="#4C72B0")
-        ax.axvline(100 * MAX_MISSING_RATE, color="#C44E52", ls="--", lw=1,
-                   label=f"{MAX_MISSING_RATE:.0%} threshold")
+        ax.axvline(
+            100 * MAX_MISSING_RATE,
+            color="#C44E52",
+            ls="--",
+            lw=1,
+            label=f"{MAX_MISSING_RATE:.0%} threshold",
+        )
         ax.set_xlim(0, max(25.0, max(rates, default=0) * 1.1))
         ax.set_xlabel("missing values (% of rows)")
         ax.set_title("Missing values by column")
         ax.legend(loc="lower right", fontsize=8)
-        shape = (f"<p><strong>{fmt(f['rows'])}</strong> rows &times; "
-                 f"<strong>{f['columns']}</strong> columns.</p>")
-        return (shape + checks_list(result.checks) + figure_to_svg(fig)
-                + table(["column", "kind", "dtype", "missing rate", "summary"], rows)
-                + notes_list(result.notes))
+        shape = (
+            f"<p><strong>{fmt(f['rows'])}</strong> rows &times; <strong>{f['columns']}</strong> columns.</p>"
+        )
+        return (
+            shape
+            + checks_list(result.checks)
+            + figure_to_svg(fig)
+            + table(["column", "kind", "dtype", "missing rate", "summary"], rows)
+            + notes_list(result.notes)
+        )

@@ -67,8 +67,9 @@ class FairnessSection(Section):
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         key = "prediction_table" if budget is not None else "prediction_table_raw"
         tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
-        boot = bootstrap_counts(tab.counts, n_boot=N_BOOT, noise_scale=tab.noise_scale,
-                                random_state=ctx.random_state)
+        boot = bootstrap_counts(
+            tab.counts, n_boot=N_BOOT, noise_scale=tab.noise_scale, random_state=ctx.random_state
+        )
         per_attr: dict[str, dict[str, Any]] = {}
         y_pred = (ctx.proba_test >= 0.5).astype(int)
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
@@ -81,22 +82,33 @@ class FairnessSection(Section):
             rates_boot = rates_from_counts(conf_boot)
             diff_boot = fairness_differences(conf_boot)
             if budget is None:
-                sf = ctx.sensitive_test[attr].astype(object).where(
-                    ctx.sensitive_test[attr].notna(), OTHER).astype(str)
+                sf = (
+                    ctx.sensitive_test[attr]
+                    .astype(object)
+                    .where(ctx.sensitive_test[attr].notna(), OTHER)
+                    .astype(str)
+                )
                 mf = MetricFrame(
-                    metrics={"selection_rate": selection_rate,
-                             "true_positive_rate": true_positive_rate,
-                             "false_positive_rate": false_positive_rate,
-                             "accuracy": accuracy_score, "count": count},
-                    y_true=ctx.y_test, y_pred=y_pred, sensitive_features=sf,
+                    metrics={
+                        "selection_rate": selection_rate,
+                        "true_positive_rate": true_positive_rate,
+                        "false_positive_rate": false_positive_rate,
+                        "accuracy": accuracy_score,
+                        "count": count,
+                    },
+                    y_true=ctx.y_test,
+                    y_pred=y_pred,
+                    sensitive_features=sf,
                 )
                 by = mf.by_group.reindex([str(lv) for lv in levels])
                 rates = {m: by[m].to_numpy(dtype=float) for m in (*RATES, "count")}
                 diffs = {
                     "demographic_parity_difference": float(
-                        demographic_parity_difference(ctx.y_test, y_pred, sensitive_features=sf)),
+                        demographic_parity_difference(ctx.y_test, y_pred, sensitive_features=sf)
+                    ),
                     "equalized_odds_difference": float(
-                        equalized_odds_difference(ctx.y_test, y_pred, sensitive_features=sf)),
+                        equalized_odds_difference(ctx.y_test, y_pred, sensitive_features=sf)
+                    ),
                 }
             else:
                 rates = rates_from_counts(conf)
@@ -110,16 +122,18 @@ class FairnessSection(Section):
             }
         checks = []
         for attr, res in per_attr.items():
-            small = [g for g, n in zip(res["groups"], res["rates"]["count"], strict=True)
-                     if n < MIN_GROUP]
+            small = [g for g, n in zip(res["groups"], res["rates"]["count"], strict=True) if n < MIN_GROUP]
             for k, label in zip(DIFFS, ("Demographic parity", "Equalized odds"), strict=True):
                 v = res["differences"][k]
                 lo, hi = res["difference_intervals"][k]
-                checks.append(Check(
-                    f"{label} across {attr}", None if np.isnan(v) else bool(v <= MAX_DIFFERENCE),
-                    f"difference {v:.3f} (95% CI {lo:.3f}..{hi:.3f}; threshold {MAX_DIFFERENCE})"
-                    + (f"; groups under {MIN_GROUP} rows: {', '.join(small)}" if small else ""),
-                ))
+                checks.append(
+                    Check(
+                        f"{label} across {attr}",
+                        None if np.isnan(v) else bool(v <= MAX_DIFFERENCE),
+                        f"difference {v:.3f} (95% CI {lo:.3f}..{hi:.3f}; threshold {MAX_DIFFERENCE})"
+                        + (f"; groups under {MIN_GROUP} rows: {', '.join(small)}" if small else ""),
+                    )
+                )
         notes = [
             f"Decision threshold 0.5 on the predicted probability; intervals: {N_BOOT} bootstrap "
             "replicates (2.5 and 97.5 percentiles).",
@@ -129,12 +143,16 @@ class FairnessSection(Section):
         notes.append(
             "Differentially private: computed from the DP prediction histogram shared with "
             "Performance; the bootstrap is parametric and includes the privacy noise."
-            if budget is not None else
-            "Raw statistics on the held-out rows (not differentially private)."
+            if budget is not None
+            else "Raw statistics on the held-out rows (not differentially private)."
         )
-        return SectionResult(self.name, self.title,
-                             {"threshold": 0.5, "n_boot": N_BOOT, "by_attribute": per_attr},
-                             checks, notes)
+        return SectionResult(
+            self.name,
+            self.title,
+            {"threshold": 0.5, "n_boot": N_BOOT, "by_attribute": per_attr},
+            checks,
+            notes,
+        )
 
     def render(self, result: SectionResult) -> str:
         html = [checks_list(result.checks)]
@@ -148,8 +166,14 @@ class FairnessSection(Section):
                 vals = np.array([res["rates"][m][i] for m in RATES])
                 ci = np.array([res["rate_intervals"][m][i] for m in RATES])
                 err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
-                ax.bar(x + (i - (len(groups) - 1) / 2) * width, vals, width, label=g,
-                       yerr=np.nan_to_num(err), capsize=3)
+                ax.bar(
+                    x + (i - (len(groups) - 1) / 2) * width,
+                    vals,
+                    width,
+                    label=g,
+                    yerr=np.nan_to_num(err),
+                    capsize=3,
+                )
             ax.set_xticks(x, ["selection rate", "TPR", "FPR", "accuracy"])
             ax.set_ylim(0, 1.05)
             ax.set_ylabel("rate (fraction of rows)")
@@ -170,14 +194,18 @@ class FairnessSection(Section):
             html.append(figure_to_svg(fig))
             rows = []
             for i, g in enumerate(groups):
-                rows.append([g, int(round(res["rates"]["count"][i]))]
-                            + [res["rates"][m][i] for m in RATES])
+                rows.append([g, round(res["rates"]["count"][i])] + [res["rates"][m][i] for m in RATES])
             html.append(table(["group", "rows", "selection rate", "TPR", "FPR", "accuracy"], rows))
             d = res["differences"]
             di = res["difference_intervals"]
-            html.append(table(
-                ["measure", "difference", "95% CI low", "95% CI high"],
-                [["demographic parity", d[DIFFS[0]], *di[DIFFS[0]]],
-                 ["equalized odds", d[DIFFS[1]], *di[DIFFS[1]]]]))
+            html.append(
+                table(
+                    ["measure", "difference", "95% CI low", "95% CI high"],
+                    [
+                        ["demographic parity", d[DIFFS[0]], *di[DIFFS[0]]],
+                        ["equalized odds", d[DIFFS[1]], *di[DIFFS[1]]],
+                    ],
+                )
+            )
         html.append(notes_list(result.notes))
         return "".join(html)

@@ -70,16 +70,13 @@ class PerformanceSection(Section):
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         if budget is None:
             return self._raw(ctx)
-        tab: PredictionTable = ctx.shared("prediction_table",
-                                          lambda: build_prediction_table(ctx, budget))
+        tab: PredictionTable = ctx.shared("prediction_table", lambda: build_prediction_table(ctx, budget))
         overall = binned_metrics(tab.overall())
         groups: dict[str, list[dict[str, Any]]] = {}
         curves: dict[str, Any] = {"overall": _curve_binned(tab.overall())}
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
             marg = tab.by_attribute(attr)
-            groups[attr] = [
-                {"group": str(lv)} | binned_metrics(marg[i]) for i, lv in enumerate(levels)
-            ]
+            groups[attr] = [{"group": str(lv)} | binned_metrics(marg[i]) for i, lv in enumerate(levels)]
             curves[attr] = {str(lv): _curve_binned(marg[i]) for i, lv in enumerate(levels)}
         notes = [
             "Differentially private: every figure here is post-processing of one discrete-Laplace "
@@ -112,36 +109,57 @@ class PerformanceSection(Section):
         ]
         return self._result(ctx, overall, groups, curves, notes)
 
-    def _result(self, ctx: AuditContext, overall: dict[str, float],
-                groups: dict[str, list[dict[str, Any]]], curves: dict[str, Any],
-                notes: list[str]) -> SectionResult:
+    def _result(
+        self,
+        ctx: AuditContext,
+        overall: dict[str, float],
+        groups: dict[str, list[dict[str, Any]]],
+        curves: dict[str, Any],
+        notes: list[str],
+    ) -> SectionResult:
         checks = [
-            Check("Better than chance", None if np.isnan(overall["roc_auc"])
-                  else bool(overall["roc_auc"] > 0.5),
-                  f"ROC AUC {overall['roc_auc']:.3f} (chance is 0.5)"),
-            Check("Calibration", None if np.isnan(overall["ece"])
-                  else bool(overall["ece"] <= MAX_ECE),
-                  f"ECE {overall['ece']:.3f} (threshold {MAX_ECE})"),
+            Check(
+                "Better than chance",
+                None if np.isnan(overall["roc_auc"]) else bool(overall["roc_auc"] > 0.5),
+                f"ROC AUC {overall['roc_auc']:.3f} (chance is 0.5)",
+            ),
+            Check(
+                "Calibration",
+                None if np.isnan(overall["ece"]) else bool(overall["ece"] <= MAX_ECE),
+                f"ECE {overall['ece']:.3f} (threshold {MAX_ECE})",
+            ),
         ]
         for attr, rows in groups.items():
             aucs = [r["roc_auc"] for r in rows if r["count"] >= MIN_GROUP and not np.isnan(r["roc_auc"])]
             gap = max(aucs) - min(aucs) if len(aucs) >= 2 else np.nan
-            checks.append(Check(
-                f"AUC gap across {attr}", None if np.isnan(gap) else bool(gap <= MAX_AUC_GAP),
-                f"largest difference in ROC AUC between groups of at least {MIN_GROUP} rows: "
-                f"{gap:.3f} (threshold {MAX_AUC_GAP})" if not np.isnan(gap)
-                else f"fewer than two groups with at least {MIN_GROUP} rows",
-            ))
-        figures = {"threshold": 0.5, "overall": overall, "by_group": groups,
-                   "calibration_curves": curves}
+            checks.append(
+                Check(
+                    f"AUC gap across {attr}",
+                    None if np.isnan(gap) else bool(gap <= MAX_AUC_GAP),
+                    f"largest difference in ROC AUC between groups of at least {MIN_GROUP} rows: "
+                    f"{gap:.3f} (threshold {MAX_AUC_GAP})"
+                    if not np.isnan(gap)
+                    else f"fewer than two groups with at least {MIN_GROUP} rows",
+                )
+            )
+        figures = {
+            "threshold": 0.5,
+            "overall": overall,
+            "by_group": groups,
+            "calibration_curves": curves,
+        }
         return SectionResult(self.name, self.title, figures, checks, notes)
 
     def render(self, result: SectionResult) -> str:
         f = result.figures
         o = f["overall"]
         html = [checks_list(result.checks)]
-        html.append(table(["", "accuracy", "ROC AUC", "Brier", "ECE"],
-                          [["all held-out rows", o["accuracy"], o["roc_auc"], o["brier"], o["ece"]]]))
+        html.append(
+            table(
+                ["", "accuracy", "ROC AUC", "Brier", "ECE"],
+                [["all held-out rows", o["accuracy"], o["roc_auc"], o["brier"], o["ece"]]],
+            )
+        )
         curves = f["calibration_curves"]
         for attr, rows in f["by_group"].items():
             fig, ax = new_figure(5.0, 4.0)
@@ -161,8 +179,21 @@ class PerformanceSection(Section):
             ax.legend(fontsize=8, loc="upper left")
             html.append(f"<h3>By {attr}</h3>")
             html.append(figure_to_svg(fig))
-            html.append(table(["group", "rows", "accuracy", "ROC AUC", "Brier", "ECE"],
-                              [[r["group"], int(round(r["count"])), r["accuracy"], r["roc_auc"],
-                                r["brier"], r["ece"]] for r in rows]))
+            html.append(
+                table(
+                    ["group", "rows", "accuracy", "ROC AUC", "Brier", "ECE"],
+                    [
+                        [
+                            r["group"],
+                            round(r["count"]),
+                            r["accuracy"],
+                            r["roc_auc"],
+                            r["brier"],
+                            r["ece"],
+                        ]
+                        for r in rows
+                    ],
+                )
+            )
         html.append(notes_list(result.notes))
         return "".join(html)
