@@ -293,47 +293,21 @@ def dp_boxplot_stats(
             ),
             Release((q1, med, q3), 3 * eps_q / 5, 0.0, "JointExp", params, f"{description}: quartiles"),
         ]
-    elif method in ("dpboxplot", "jointexp"):
-        qmin, q1, med, q3, qmax = _jointexp_values(z, (lower, upper), levels5, eps_q, neighbouring, rng)
-        releases.append(
-            Release(
-                (qmin, q1, med, q3, qmax),
-                eps_q,
-                0.0,
-                "JointExp",
-                params,
-                f"{description}: five quantiles",
-            )
-        )
-    elif method == "expmech":
-        vals = [
-            _jointexp_values(z, (lower, upper), levels5[j : j + 1], eps_q / 5, neighbouring, rng)[0]
-            for j in range(5)
-        ]
+    else:  # five quantiles from one routine: a single release of eps_q
+        if method in ("dpboxplot", "jointexp"):
+            vals = list(_jointexp_values(z, (lower, upper), levels5, eps_q, neighbouring, rng))
+            mechanism = "JointExp"
+        elif method == "expmech":
+            vals = [
+                _jointexp_values(z, (lower, upper), levels5[j : j + 1], eps_q / 5, neighbouring, rng)[0]
+                for j in range(5)
+            ]
+            mechanism = "exponential mechanism per level"
+        else:  # unbounded per level
+            vals = [extreme(levels5[j], eps_q / 5, True) for j in range(5)]
+            mechanism = "unbounded quantile per level"
         qmin, q1, med, q3, qmax = np.sort(vals)
-        releases.append(
-            Release(
-                tuple(vals),
-                eps_q,
-                0.0,
-                "exponential mechanism per level",
-                params,
-                f"{description}: five quantiles",
-            )
-        )
-    else:  # unbounded per level
-        vals = [extreme(levels5[j], eps_q / 5, True) for j in range(5)]
-        qmin, q1, med, q3, qmax = np.sort(vals)
-        releases.append(
-            Release(
-                tuple(vals),
-                eps_q,
-                0.0,
-                "unbounded quantile per level",
-                params,
-                f"{description}: five quantiles",
-            )
-        )
+        releases.append(Release(tuple(vals), eps_q, 0.0, mechanism, params, f"{description}: five quantiles"))
 
     # Step 5: clip and order (post-processing).
     qmin, q1, med, q3, qmax = (float(v) for v in (qmin, q1, med, q3, qmax))
