@@ -493,7 +493,7 @@ class DSIAccountant:
     >>> round(DSIAccountant(method="rdp").noise_multiplier(1.0), 4)
     4.9006
     >>> round(DSIAccountant().noise_multiplier(1.0), 4)
-    3.7307
+    3.7306
     """
 
     def __init__(self, delta: float = 1e-5, *, method: str = "analytic") -> None:
