@@ -1,0 +1,1076 @@
+"""BRACE backtracking counterfactual explanations, with Wachter, deep-backtracking and recourse baselines.
+
+Given a classifier ``h``, an instance ``x`` and a structural causal model (SCM,
+:mod:`trustlab.explain.scm`) with noise ``u = F^{-1}(x)``, BRACE (Fatemi,
+Sharifian, Yassaee, ICML 2025) returns the counterfactual
+
+    x_cf = F(u_cf),  u_cf = argmin_{u'} d_X(x, F(u')) + lam * d_U(u, u')  s.t.  h(F(u')) = target,
+
+with ``d_X`` the l1 distance and ``d_U`` the l2 distance, both over the mutable
+features and divided by per-feature scales (the features' standard deviations by
+default). Immutable features are held at their factual values. ``lam = 0`` is
+Wachter's counterfactual (causal structure ignored), ``lam -> inf`` is deep
+backtracking (Kladny et al., 2024), and interventional causal recourse (Karimi et
+al., 2021; :func:`causal_recourse`) is one backtracking solution (Theorem 5.1) that
+BRACE dominates for a suitable ``lam`` (Theorem 6.1).
+
+Solvers
+-------
+``"exact"``
+    :class:`~trustlab.explain.scm.LinearSCM` and a linear classifier (scikit-learn
+    ``LinearClassifierMixin``: ``LogisticRegression``, ``LinearSVC``,
+    ``SGDClassifier``, ``RidgeClassifier``, ``Perceptron``; optionally in a
+    ``Pipeline`` after ``StandardScaler``). The problem is a convex program with
+    one half-space constraint, solved in closed form for ``lam = 0`` and
+    ``lam = inf`` and, in between, by SLSQP followed by an exact KKT polish on the
+    active face (the returned ``status`` is ``"optimal"`` when the KKT conditions
+    hold to 1e-9).
+``"search"``
+    Any binary classifier with ``predict`` and any fitted SCM: growing spheres
+    in the scaled noise space, then line search towards the factual,
+    sparsification and a shrinking local search, under a per-row ``time_limit``
+    (default 10 s) that returns the best counterfactual found so far. Approximate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import linprog, minimize
+
+from trustlab._validation import check_array, check_random_state
+from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
+
+__all__ = [
+    "CounterfactualResult",
+    "brace",
+    "brace_path",
+    "causal_recourse",
+    "counterfactual_metrics",
+    "counterfactuals",
+    "deep_backtracking",
+    "wachter",
+]
+
+_SOLVERS = ("auto", "exact", "search")
+_SUPPORTED = (
+    "any fitted binary classifier with predict (solver='search'); the exact solver needs a LinearSCM and a "
+    "linear scikit-learn classifier (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, "
+    "Perceptron), optionally in a Pipeline after StandardScaler"
+)
+_REFERENCE = (
+    "Fatemi, P., Sharifian, E., Yassaee, M. H. A New Approach to Backtracking Counterfactual "
+    "Explanations: A Unified Causal Framework for Efficient Model Interpretability. ICML 2025."
+)
+
+
+@dataclass(frozen=True, eq=False)
+class CounterfactualResult:
+    """One counterfactual explanation and how far it moved the features and the noise.
+
+    Attributes
+    ----------
+    x, x_cf : ndarray of shape (d,)
+        Factual and counterfactual features (the SCM's column order).
+    u, u_cf : ndarray of shape (d,)
+        Their exogenous noises; ``x_cf == scm.generate(u_cf)``.
+    d_x, d_u : float
+        Scaled l1 feature distance and scaled l2 noise distance (mutable features).
+    objective : float
+        ``d_x + lam * d_u`` (``d_u`` alone for ``lam = inf``).
+    valid : bool
+        Whether the model predicts ``target`` at ``x_cf``.
+    lam : float
+    method : str
+        ``"brace"``, ``"wachter"``, ``"deep_backtracking"`` or ``"causal_recourse"``.
+    solver : str
+        ``"exact"`` or ``"search"``.
+    status : str
+        ``"optimal"``, ``"approximate"`` (search finished), ``"time_limit"``
+        (search stopped by the time limit: best found so far), ``"already_target"``
+        or ``"not_found"``.
+    target : object
+        The desired class.
+    feature_names : tuple of str
+    intervened : tuple of str
+        Causal recourse only: the intervened feature set ``A``.
+    n_solver_calls : int
+        Optimisation problems solved (exact) or model evaluations (search).
+    """
+
+    x: np.ndarray
+    x_cf: np.ndarray
+    u: np.ndarray
+    u_cf: np.ndarray
+    d_x: float
+    d_u: float
+    objective: float
+    valid: bool
+    lam: float
+    method: str
+    solver: str
+    status: str
+    target: Any
+    feature_names: tuple[str, ...]
+    intervened: tuple[str, ...] = ()
+    n_solver_calls: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    def to_frame(self) -> pd.DataFrame:
+        """Factual and counterfactual side by side (rows ``x``, ``x_cf``, ``change``)."""
+        return pd.DataFrame(
+            [self.x, self.x_cf, self.x_cf - self.x],
+            index=["x", "x_cf", "change"],
+            columns=list(self.feature_names),
+        )
+
+
+# --------------------------------------------------------------------------- input checks
+def _check_scm(scm: Any) -> AdditiveNoiseSCM:
+    if not isinstance(scm, AdditiveNoiseSCM):
+        raise ParameterError(
+            f"scm must be a fitted LinearSCM or AdditiveNoiseSCM from trustlab.explain.scm, "
+            f"got {type(scm).__name__}.",
+            argument="scm",
+        )
+    if not hasattr(scm, "mechanisms_"):
+        raise NotFittedError("scm is not fitted; call scm.fit(X_train) first.", argument="scm")
+    return scm
+
+
+@dataclass
+class _Model:
+    """A binary classifier, how to call it on rows in the SCM's column order, and its linear form."""
+
+    model: Any
+    classes: np.ndarray
+    perm: np.ndarray | None  # SCM column order -> model column order
+    columns: list[str] | None
+
+    def frame(self, X: np.ndarray) -> Any:
+        Z = X if self.perm is None else X[:, self.perm]
+        return pd.DataFrame(Z, columns=self.columns) if self.columns is not None else Z
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.predict(self.frame(np.atleast_2d(X))))
+
+    def linear(self) -> tuple[np.ndarray, float] | None:
+        """``(w, b)`` in SCM column order with ``w . x + b > 0`` <=> class ``classes[1]``, or None."""
+        from sklearn.linear_model._base import LinearClassifierMixin
+        from sklearn.pipeline import Pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        steps = list(self.model.steps) if isinstance(self.model, Pipeline) else [(None, self.model)]
+        est = steps[-1][1]
+        if not isinstance(est, LinearClassifierMixin) or np.shape(est.coef_)[0] != 1:
+            return None
+        w = np.asarray(est.coef_, dtype=float).ravel()
+        b = float(np.ravel(est.intercept_)[0]) if np.ndim(est.intercept_) else float(est.intercept_)
+        for _, step in reversed(steps[:-1]):
+            if step is None or step == "passthrough":
+                continue
+            if not isinstance(step, StandardScaler):
+                return None
+            mean = step.mean_ if step.with_mean else np.zeros_like(w)
+            scale = step.scale_ if step.with_std and step.scale_ is not None else np.ones_like(w)
+            w = w / scale
+            b = b - float(w @ mean)
+        if self.perm is not None:
+            inv = np.empty_like(self.perm)
+            inv[self.perm] = np.arange(len(self.perm))
+            w = w[inv]
+        return w, b
+
+
+def _check_model(model: Any, scm: AdditiveNoiseSCM) -> _Model:
+    if not hasattr(model, "predict"):
+        raise ModelError(f"model has no predict method; supported: {_SUPPORTED}.", argument="model")
+    classes = getattr(model, "classes_", None)
+    if classes is None:
+        raise ModelError(
+            f"model must be a fitted classifier with classes_ ({type(model).__name__} has none); "
+            f"supported: {_SUPPORTED}.",
+            argument="model",
+        )
+    classes = np.asarray(classes)
+    if len(classes) != 2:
+        raise ModelError(
+            f"model must be a binary classifier, got {len(classes)} classes; supported: {_SUPPORTED}.",
+            argument="model",
+        )
+    names = [str(n) for n in scm.feature_names_in_]
+    model_names = getattr(model, "feature_names_in_", None)
+    if model_names is not None:
+        mn = [str(n) for n in model_names]
+        if sorted(mn) != sorted(names):
+            raise DataError(
+                f"the SCM's nodes {names} differ from the model's features {mn}; build the SCM's graph "
+                "over exactly the model's input columns.",
+                argument="scm",
+            )
+        perm = np.array([names.index(n) for n in mn])
+        return _Model(model, classes, None if np.all(perm == np.arange(len(perm))) else perm, mn)
+    n_in = getattr(model, "n_features_in_", len(names))
+    if n_in != len(names):
+        raise DataError(
+            f"the model takes {n_in} features but the SCM has {len(names)} nodes {names}; build the SCM "
+            "over exactly the model's input columns (in the model's order).",
+            argument="scm",
+        )
+    return _Model(model, classes, None, None)
+
+
+def _check_x(x: Any, scm: AdditiveNoiseSCM) -> np.ndarray:
+    names = [str(n) for n in scm.feature_names_in_]
+    if isinstance(x, pd.DataFrame):
+        if len(x) != 1:
+            raise DataError(f"x must be one row, got a DataFrame with {len(x)} rows.", argument="x")
+        x = x.iloc[0]
+    if isinstance(x, pd.Series):
+        idx = [str(i) for i in x.index]
+        missing = [n for n in names if n not in idx]
+        extra = [i for i in idx if i not in names]
+        if missing or extra:
+            raise DataError(
+                f"x does not match the SCM's features: missing {missing}, unknown {extra}.", argument="x"
+            )
+        x = x.set_axis(idx)[names].to_numpy()
+    arr = check_array(x, "x", ndim=1)
+    if arr.shape[0] != len(names):
+        raise DataError(
+            f"x must have {len(names)} values (one per SCM feature {names}), got {arr.shape[0]}.",
+            argument="x",
+        )
+    return arr
+
+
+def _mutable_mask(immutable: Any, scm: AdditiveNoiseSCM) -> np.ndarray:
+    d = scm.n_features_in_
+    mask = np.ones(d, dtype=bool)
+    if immutable is None:
+        return mask
+    items = [immutable] if isinstance(immutable, str) else immutable
+    if not isinstance(items, Iterable):
+        raise ParameterError(
+            f"immutable must be a list of feature names, got {immutable!r}.", argument="immutable"
+        )
+    for f in items:
+        if isinstance(f, numbers.Integral) and not isinstance(f, bool) and 0 <= int(f) < d:
+            mask[int(f)] = False
+        elif str(f) in scm._index:
+            mask[scm._index[str(f)]] = False
+        else:
+            raise DataError(
+                f"immutable: unknown feature {f!r}; the SCM's features are {list(scm.feature_names_in_)}.",
+                argument="immutable",
+            )
+    if not mask.any():
+        raise ParameterError(
+            "immutable lists every feature; leave at least one mutable.", argument="immutable"
+        )
+    return mask
+
+
+def _scales(scales: Any, default: np.ndarray, name: str) -> np.ndarray:
+    if scales is None:
+        return np.asarray(default, dtype=float)
+    try:
+        arr = np.asarray(scales, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be positive numbers, one per feature.", argument=name) from None
+    if arr.shape != default.shape or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ParameterError(
+            f"{name} must hold {default.shape[0]} finite numbers > 0 (one per feature, e.g. their standard "
+            f"deviations), got {scales!r}.",
+            argument=name,
+        )
+    return arr
+
+
+def _check_lam(lam: Any) -> float:
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or math.isnan(lam) or lam < 0:
+        raise ParameterError(
+            f"lam must be a number >= 0 (0: Wachter, inf: deep backtracking; the paper uses 1), got {lam!r}.",
+            argument="lam",
+        )
+    return float(lam)
+
+
+def _check_target(target: Any, m: _Model, x: np.ndarray) -> tuple[Any, int]:
+    if target is None:
+        current = m.predict(x)[0]
+        target = m.classes[0] if current == m.classes[1] else m.classes[1]
+    hits = [i for i, c in enumerate(m.classes) if c == target or str(c) == str(target)]
+    if not hits:
+        raise ParameterError(
+            f"target {target!r} is not a class of the model {list(m.classes)}; pass one of them or None "
+            "(the class the model does not predict at x).",
+            argument="target",
+        )
+    return m.classes[hits[0]], hits[0]
+
+
+@dataclass
+class _Problem:
+    model: _Model
+    scm: AdditiveNoiseSCM
+    x: np.ndarray
+    u: np.ndarray
+    target: Any
+    target_index: int
+    mutable: np.ndarray
+    sx: np.ndarray
+    su: np.ndarray
+    lam: float
+    tau: float
+
+    def d_x(self, X: np.ndarray) -> np.ndarray:
+        return np.abs((np.atleast_2d(X) - self.x)[:, self.mutable] / self.sx[self.mutable]).sum(axis=1)
+
+    def d_u(self, U: np.ndarray) -> np.ndarray:
+        return np.sqrt(
+            (((np.atleast_2d(U) - self.u)[:, self.mutable] / self.su[self.mutable]) ** 2).sum(axis=1)
+        )
+
+    def objective(self, dx: Any, du: Any) -> Any:
+        if math.isinf(self.lam):
+            return du
+        return dx + self.lam * du if self.lam > 0 else dx
+
+    def valid(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.predict(np.atleast_2d(X)) == self.target)
+
+
+def _setup(
+    model: Any,
+    scm: Any,
+    x: Any,
+    target: Any,
+    lam: Any,
+    immutable: Any,
+    scales: Any,
+    noise_scales: Any,
+    tau: Any,
+) -> _Problem:
+    scm = _check_scm(scm)
+    m = _check_model(model, scm)
+    xa = _check_x(x, scm)
+    lam_f = _check_lam(lam)
+    mutable = _mutable_mask(immutable, scm)
+    sx = _scales(scales, scm.feature_scale_, "scales")
+    if isinstance(noise_scales, str):
+        if noise_scales not in ("feature", "noise"):
+            raise ParameterError(
+                "noise_scales must be 'feature' (paper eq. 25, default), 'noise' or an array, "
+                f"got {noise_scales!r}.",
+                argument="noise_scales",
+            )
+        su = sx if noise_scales == "feature" else np.asarray(scm.noise_scale_, dtype=float)
+    else:
+        su = _scales(noise_scales, scm.noise_scale_, "noise_scales")
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (0 <= float(tau) < math.inf):
+        raise ParameterError(
+            f"tau must be a finite number >= 0 (decision margin), got {tau!r}.", argument="tau"
+        )
+    tgt, ti = _check_target(target, m, xa)
+    return _Problem(m, scm, xa, scm.abduct(xa), tgt, ti, mutable, sx, su, lam_f, float(tau))
+
+
+def _result(
+    p: _Problem, x_cf: np.ndarray, method: str, solver: str, status: str, calls: int, **kw: Any
+) -> CounterfactualResult:
+    u_cf = p.scm.abduct(x_cf)
+    dx = float(p.d_x(x_cf)[0])
+    du = float(p.d_u(u_cf)[0])
+    valid = bool(p.valid(x_cf)[0])
+    if not valid and status in ("optimal", "approximate", "time_limit"):
+        status = "not_found"
+    return CounterfactualResult(
+        x=p.x.copy(),
+        x_cf=x_cf,
+        u=p.u.copy(),
+        u_cf=u_cf,
+        d_x=dx,
+        d_u=du,
+        objective=float(p.objective(dx, du)),
+        valid=valid,
+        lam=p.lam,
+        method=method,
+        solver=solver,
+        status=status,
+        target=p.target,
+        feature_names=tuple(str(n) for n in p.scm.feature_names_in_),
+        n_solver_calls=calls,
+        **kw,
+    )
+
+
+# --------------------------------------------------------------------------- exact solver
+@dataclass
+class _Linear:
+    """The exact problem in scaled coordinates ``y = dx_m / sx_m``:
+
+    min ||y||_1 + lam ||G y||_2  s.t.  a . y >= r.
+    """
+
+    G: np.ndarray
+    a: np.ndarray
+    r: float
+
+
+def _linear_problem(p: _Problem) -> tuple[_Linear, np.ndarray] | None:
+    if not isinstance(p.scm, LinearSCM):
+        return None
+    lin = p.model.linear()
+    if lin is None:
+        return None
+    w, b = lin
+    sign = 1.0 if p.target_index == 1 else -1.0
+    m = p.mutable
+    K = (np.eye(len(p.x)) - p.scm.B_)[np.ix_(m, m)]
+    G = (K / p.su[m][:, None]) * p.sx[m][None, :]
+    a = sign * w[m] * p.sx[m]
+    r = p.tau - sign * (float(w @ p.x) + b)
+    return _Linear(G, a, r), m
+
+
+def _norm_obj(y: np.ndarray, G: np.ndarray, lam: float) -> float:
+    if math.isinf(lam):
+        return float(np.linalg.norm(G @ y))
+    return float(np.abs(y).sum() + lam * np.linalg.norm(G @ y))
+
+
+def _solve_wachter(L: _Linear) -> np.ndarray:
+    j = int(np.argmax(np.abs(L.a)))
+    y = np.zeros_like(L.a)
+    y[j] = L.r / L.a[j]
+    return y
+
+
+def _solve_min_du(L: _Linear) -> np.ndarray:
+    h = np.linalg.solve(L.G.T, L.a)
+    v = L.r * h / float(h @ h)
+    return np.linalg.solve(L.G, v)
+
+
+def _polish(L: _Linear, y: np.ndarray, lam: float) -> np.ndarray | None:
+    """Solve the KKT system on ``y``'s face exactly; None when it does not certify optimality."""
+    scale = np.abs(y).max()
+    J = np.abs(y) > 1e-7 * scale
+    s = np.sign(y[J])
+    GJ = L.G[:, J]
+    H = GJ.T @ GJ
+    try:
+        Ha = np.linalg.solve(H, L.a[J])
+        Hs = np.linalg.solve(H, s)
+    except np.linalg.LinAlgError:
+        return None
+    qa, qs, ss = float(L.a[J] @ Ha), float(L.a[J] @ Hs), float(s @ Hs)
+    disc = qs * qs - qa * (ss - lam * lam)
+    if qa <= 0 or disc < 0:
+        return None
+    for mu in ((qs + math.sqrt(disc)) / qa, (qs - math.sqrt(disc)) / qa):
+        v = mu * Ha - Hs  # H^{-1}(mu a - s)
+        av = float(L.a[J] @ v)
+        if av <= 0:
+            continue
+        rho = lam * L.r / av
+        yJ = rho * v / lam
+        if np.any(np.sign(yJ) != s):
+            continue
+        cand = np.zeros_like(y)
+        cand[J] = yJ
+        Gy = L.G @ cand
+        grad = mu * L.a - lam * (L.G.T @ Gy) / np.linalg.norm(Gy)
+        if np.all(np.abs(grad[~J]) <= 1 + 1e-9) and np.allclose(grad[J], s, atol=1e-7):
+            return cand
+    return None
+
+
+def _solve_linear(L: _Linear, lam: float) -> tuple[np.ndarray, str, int]:
+    if lam == 0:
+        return _solve_wachter(L), "optimal", 1
+    if math.isinf(lam):
+        return _solve_min_du(L), "optimal", 1
+    starts = [_solve_wachter(L), _solve_min_du(L)]
+    best = min(starts, key=lambda y: _norm_obj(y, L.G, lam))
+    n = len(L.a)
+
+    def f(z: np.ndarray) -> tuple[float, np.ndarray]:
+        y = z[:n] - z[n:]
+        Gy = L.G @ y
+        nrm = float(np.linalg.norm(Gy))
+        g = L.G.T @ Gy / max(nrm, 1e-300)
+        return float(z.sum() + lam * nrm), np.concatenate([1 + lam * g, 1 - lam * g])
+
+    z0 = np.concatenate([np.maximum(best, 0), np.maximum(-best, 0)])
+    cons = {
+        "type": "eq",
+        "fun": lambda z: float(L.a @ (z[:n] - z[n:]) - L.r),
+        "jac": lambda z: np.r_[L.a, -L.a],
+    }
+    res = minimize(
+        f,
+        z0,
+        jac=True,
+        method="SLSQP",
+        bounds=[(0, None)] * (2 * n),
+        constraints=[cons],
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
+    y = res.x[:n] - res.x[n:]
+    y = y * (L.r / float(L.a @ y)) if float(L.a @ y) > 0 else best
+    polished = _polish(L, y, lam)
+    if polished is not None:
+        return polished, "optimal", 2
+    cands = [y, *starts]
+    return min(cands, key=lambda c: _norm_obj(c, L.G, lam)), "approximate", 2
+
+
+def _exact_cf(p: _Problem, L: _Linear, mask: np.ndarray, lam: float) -> tuple[np.ndarray, str, int]:
+    y, status, calls = _solve_linear(L, lam)
+    x_cf = p.x.copy()
+    x_cf[mask] += y * p.sx[mask]
+    return x_cf, status, calls
+
+
+# --------------------------------------------------------------------------- search solver
+def _search(
+    gen: Callable[[np.ndarray], np.ndarray],
+    score: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    k: int,
+    rng: np.random.Generator,
+    deadline: float,
+    *,
+    batch: int = 256,
+    step: float = 0.1,
+    max_radius: float = 20.0,
+) -> tuple[np.ndarray | None, float, int, bool]:
+    """Growing spheres in a scaled k-dim parameter space, then polish.
+
+    ``gen(P)`` maps parameters (n, k) to feature rows; ``score(P, X)`` returns
+    (objective, valid). Returns (best parameters or None, objective, evaluations, timed_out).
+    """
+    evals = 0
+    best: np.ndarray | None = None
+    best_f = math.inf
+
+    def consider(P: np.ndarray) -> bool:
+        nonlocal best, best_f, evals
+        X = gen(P)
+        f, ok = score(P, X)
+        evals += len(P)
+        if not ok.any():
+            return False
+        f = np.where(ok, f, np.inf)
+        i = int(np.argmin(f))
+        if f[i] < best_f:
+            best, best_f = P[i].copy(), float(f[i])
+            return True
+        return False
+
+    # 1. growing spheres: uniform samples in shells [lo, hi] of the scaled space
+    lo = 0.0
+    while best is None and lo < max_radius:
+        if time.perf_counter() > deadline:
+            return best, best_f, evals, True
+        hi = lo + step
+        D = rng.standard_normal((batch, k))
+        D /= np.linalg.norm(D, axis=1, keepdims=True)
+        R = (lo**k + rng.random(batch) * (hi**k - lo**k)) ** (1.0 / k)
+        consider(D * R[:, None])
+        lo = hi
+        step *= 1.1
+    if best is None:
+        return None, math.inf, evals, False
+    # 2. polish: line search to the factual, sparsify, shrinking local search
+    radius = 0.5 * float(np.linalg.norm(best)) + 1e-12
+    stall = 0
+    while radius > 1e-5 * (1 + float(np.linalg.norm(best))) and stall < 40:
+        if time.perf_counter() > deadline:
+            return best, best_f, evals, True
+        t = np.linspace(0.0, 1.0, 33)[1:, None]
+        improved = consider(t * best[None, :])
+        Z = np.repeat(best[None, :], k, axis=0)
+        Z[np.arange(k), np.arange(k)] = 0.0
+        improved |= consider(Z)
+        E = rng.standard_normal((batch, k)) * radius / math.sqrt(k)
+        improved |= consider(best[None, :] + E)
+        if improved:
+            stall = 0
+        else:
+            radius *= 0.6
+            stall += 1
+    return best, best_f, evals, False
+
+
+def _search_cf(
+    p: _Problem, lam: float, rng: np.random.Generator, deadline: float
+) -> tuple[np.ndarray, str, int]:
+    m = p.mutable
+    imm = np.flatnonzero(~m)
+    scm = p.scm
+
+    def gen(P: np.ndarray) -> np.ndarray:
+        U = np.repeat(p.u[None, :], len(P), axis=0)
+        U[:, m] += P * p.su[m]
+        return scm.intervene(U, list(imm), np.repeat(p.x[None, imm], len(P), axis=0))
+
+    def score(P: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dx = p.d_x(X)
+        du = np.linalg.norm(P, axis=1)
+        return p.objective(dx, du), p.valid(X)
+
+    best, _, evals, timed_out = _search(gen, score, int(m.sum()), rng, deadline)
+    if best is None:
+        return p.x.copy(), ("time_limit" if timed_out else "not_found"), evals
+    return gen(best[None, :])[0], ("time_limit" if timed_out else "approximate"), evals
+
+
+# --------------------------------------------------------------------------- public API
+def _check_solver(solver: Any) -> str:
+    if solver not in _SOLVERS:
+        raise ParameterError(f"solver must be one of {_SOLVERS}, got {solver!r}.", argument="solver")
+    return str(solver)
+
+
+def _check_time(time_limit: Any) -> float:
+    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or not float(time_limit) > 0:
+        raise ParameterError(
+            f"time_limit must be a number of seconds > 0 (default 10), got {time_limit!r}.",
+            argument="time_limit",
+        )
+    return float(time_limit)
+
+
+def _method_name(lam: float) -> str:
+    return "wachter" if lam == 0 else "deep_backtracking" if math.isinf(lam) else "brace"
+
+
+def brace(
+    model: Any,
+    scm: AdditiveNoiseSCM,
+    x: Any,
+    target: Any = None,
+    *,
+    lam: float = 1.0,
+    immutable: Sequence[Any] = (),
+    scales: Any = None,
+    noise_scales: Any = "feature",
+    solver: str = "auto",
+    tau: float = 1e-6,
+    time_limit: float = 10.0,
+    random_state: Any = 0,
+) -> CounterfactualResult:
+    """BRACE backtracking counterfactual: trade feature distance against noise distance with ``lam``.
+
+    Solves ``min_{u'} d_X(x, F(u')) + lam * d_U(u, u')`` subject to
+    ``model(F(u')) = target`` and the immutable features fixed (paper eq. 8-10),
+    with ``d_X = sum_i |x_i - x'_i| / s_i`` and
+    ``d_U = sqrt(sum_i (u_i - u'_i)^2 / s_i^2)`` over the mutable features (paper
+    Section 7).
+
+    Parameters
+    ----------
+    model : fitted binary classifier
+        Anything with ``predict`` and ``classes_``; see the module docstring for
+        which models the exact solver takes.
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+        Over exactly the model's input features.
+    x : array of shape (d,), Series or one-row DataFrame
+        The factual instance (a Series/DataFrame is matched by name).
+    target : class label, optional
+        The desired class; default: the class the model does not predict at ``x``.
+    lam : float, default 1.0
+        Weight of the noise distance (the paper reports 1 and 1.2). 0 gives
+        Wachter's counterfactual, ``numpy.inf`` deep backtracking.
+    immutable : sequence of str or int
+        Features held at their factual values.
+    scales : array of shape (d,), optional
+        ``s_i`` of ``d_X``; default the features' standard deviations on the SCM's
+        fit data (``scm.feature_scale_``).
+    noise_scales : {"feature", "noise"} or array, default "feature"
+        ``s_i`` of ``d_U``: the same feature scales (paper eq. 25 as read by this
+        library), the SCM's noise standard deviations, or your own.
+    solver : {"auto", "exact", "search"}
+        ``"auto"`` takes the exact solver when it applies, else the search.
+    tau : float, default 1e-6
+        Decision margin of the exact solver (``w . x' + b >= tau``), avoiding ties.
+    time_limit : float, default 10
+        Seconds for the search solver; on expiry the best counterfactual found so
+        far is returned with ``status="time_limit"``.
+    random_state : int, Generator or None
+        Seeds the search solver.
+
+    Returns
+    -------
+    CounterfactualResult
+
+    References
+    ----------
+    Fatemi, P., Sharifian, E., Yassaee, M. H. "A New Approach to Backtracking
+    Counterfactual Explanations: A Unified Causal Framework for Efficient Model
+    Interpretability". ICML 2025, PMLR 267:16273-16285.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.scm import LinearSCM
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(size=1000)
+    >>> b = a + 0.5 * rng.normal(size=1000)
+    >>> X = pd.DataFrame({"a": a, "b": b})
+    >>> clf = LogisticRegression().fit(X, (a + b > 0).astype(int))
+    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
+    >>> x = pd.Series({"a": -1.0, "b": -1.0})
+    >>> cf = brace(clf, scm, x, target=1)
+    >>> cf.valid, cf.status, cf.solver
+    (True, 'optimal', 'exact')
+    >>> bool(np.allclose(scm.generate(cf.u_cf), cf.x_cf))
+    True
+    >>> w = wachter(clf, scm, x, target=1)
+    >>> bool(w.d_x <= cf.d_x and cf.d_u <= w.d_u)
+    True
+    """
+    p = _setup(model, scm, x, target, lam, immutable, scales, noise_scales, tau)
+    solver = _check_solver(solver)
+    limit = _check_time(time_limit)
+    rng = check_random_state(random_state)
+    method = _method_name(p.lam)
+    if p.valid(p.x)[0]:
+        return _result(p, p.x.copy(), method, "none", "already_target", 0)
+    lp = _linear_problem(p) if solver in ("auto", "exact") else None
+    if solver == "exact" and lp is None:
+        raise ModelError(
+            f"solver='exact' needs a LinearSCM and a linear classifier; got {type(p.scm).__name__} and "
+            f"{type(model).__name__}. Use solver='search' (supported: {_SUPPORTED}).",
+            argument="solver",
+        )
+    if lp is not None:
+        L, mask = lp
+        if not np.any(L.a != 0):
+            return _result(
+                p,
+                p.x.copy(),
+                method,
+                "exact",
+                "not_found",
+                0,
+                notes=("the model does not depend on any mutable feature",),
+            )
+        x_cf, status, calls = _exact_cf(p, L, mask, p.lam)
+        return _result(p, x_cf, method, "exact", status, calls)
+    x_cf, status, calls = _search_cf(p, p.lam, rng, time.perf_counter() + limit)
+    return _result(p, x_cf, method, "search", status, calls)
+
+
+def wachter(
+    model: Any, scm: AdditiveNoiseSCM, x: Any, target: Any = None, **kwargs: Any
+) -> CounterfactualResult:
+    """Wachter et al.'s counterfactual: :func:`brace` with ``lam = 0`` (minimum ``d_X``, no causal term).
+
+    Examples
+    --------
+    See :func:`brace`.
+    """
+    if "lam" in kwargs:
+        raise ParameterError("wachter fixes lam = 0; call brace(..., lam=...) instead.", argument="lam")
+    return brace(model, scm, x, target, lam=0.0, **kwargs)
+
+
+def deep_backtracking(
+    model: Any, scm: AdditiveNoiseSCM, x: Any, target: Any = None, **kwargs: Any
+) -> CounterfactualResult:
+    """Deep backtracking (Kladny et al., 2024): :func:`brace` with ``lam = inf`` (minimum ``d_U``).
+
+    Examples
+    --------
+    See :func:`brace`.
+    """
+    if "lam" in kwargs:
+        raise ParameterError(
+            "deep_backtracking fixes lam = inf; call brace(..., lam=...) instead.", argument="lam"
+        )
+    return brace(model, scm, x, target, lam=math.inf, **kwargs)
+
+
+def brace_path(
+    model: Any, scm: AdditiveNoiseSCM, x: Any, lams: Iterable[float], target: Any = None, **kwargs: Any
+) -> list[CounterfactualResult]:
+    """BRACE over a grid of ``lam`` values (the feature/noise distance trade-off curve).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.scm import LinearSCM
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
+    >>> X = pd.DataFrame({"a": a, "b": b})
+    >>> clf = LogisticRegression().fit(X, (a + b > 0).astype(int))
+    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
+    >>> path = brace_path(clf, scm, [-1.0, -1.0], [0, 1, 10, np.inf], target=1)
+    >>> d_u = [r.d_u for r in path]
+    >>> bool(all(np.diff(d_u) <= 1e-9))
+    True
+    """
+    lam_list = list(lams)
+    if not lam_list:
+        raise ParameterError("lams must hold at least one value of lam.", argument="lams")
+    return [brace(model, scm, x, target, lam=lam, **kwargs) for lam in lam_list]
+
+
+def causal_recourse(
+    model: Any,
+    scm: AdditiveNoiseSCM,
+    x: Any,
+    target: Any = None,
+    *,
+    immutable: Sequence[Any] = (),
+    scales: Any = None,
+    noise_scales: Any = "feature",
+    max_subset_size: int | None = None,
+    solver: str = "auto",
+    tau: float = 1e-6,
+    time_limit: float = 10.0,
+    random_state: Any = 0,
+) -> CounterfactualResult:
+    """Interventional causal recourse (Karimi et al., 2021) as BRACE's paper states it.
+
+    For every non-empty subset ``A`` of the mutable features (up to
+    ``max_subset_size``), intervene ``do(X_A = x_A + theta)``, recompute the
+    descendants with the factual noise, and minimise ``d_X(x_cf, x)`` subject to
+    validity and the immutable features unchanged; keep the best subset. The
+    returned ``u_cf = F^{-1}(F_A(u))`` makes it a backtracking counterfactual
+    (the paper's Theorem 5.1). Exact (one LP per subset) for a LinearSCM and a
+    linear classifier; otherwise a search per subset sharing ``time_limit``.
+
+    Returns
+    -------
+    CounterfactualResult
+        With ``method="causal_recourse"``, ``intervened`` the chosen set and
+        ``n_solver_calls`` the number of subsets tried.
+
+    References
+    ----------
+    Karimi, A.-H., Schölkopf, B., Valera, I. "Algorithmic recourse: from
+    counterfactual explanations to interventions". FAccT 2021.
+    Fatemi, P., Sharifian, E., Yassaee, M. H. ICML 2025 (Section 5).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.scm import LinearSCM
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
+    >>> X = pd.DataFrame({"a": a, "b": b})
+    >>> clf = LogisticRegression().fit(X, (a + b > 0).astype(int))
+    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
+    >>> r = causal_recourse(clf, scm, [-1.0, -1.0], target=1)
+    >>> r.valid, r.intervened, r.n_solver_calls
+    (True, ('a', 'b'), 3)
+    """
+    p = _setup(model, scm, x, target, 0.0, immutable, scales, noise_scales, tau)
+    solver = _check_solver(solver)
+    limit = _check_time(time_limit)
+    rng = check_random_state(random_state)
+    if max_subset_size is not None and (
+        isinstance(max_subset_size, bool)
+        or not isinstance(max_subset_size, numbers.Integral)
+        or max_subset_size < 1
+    ):
+        raise ParameterError(
+            f"max_subset_size must be None or an integer >= 1, got {max_subset_size!r}.",
+            argument="max_subset_size",
+        )
+    if p.valid(p.x)[0]:
+        return _result(p, p.x.copy(), "causal_recourse", "none", "already_target", 0)
+    names = [str(n) for n in p.scm.feature_names_in_]
+    mut = [int(j) for j in np.flatnonzero(p.mutable)]
+    top = len(mut) if max_subset_size is None else min(int(max_subset_size), len(mut))
+    subsets = [s for k in range(1, top + 1) for s in itertools.combinations(mut, k)]
+    lin = p.model.linear() if isinstance(p.scm, LinearSCM) and solver in ("auto", "exact") else None
+    if solver == "exact" and lin is None:
+        raise ModelError(
+            f"solver='exact' needs a LinearSCM and a linear classifier; use solver='search' "
+            f"(supported: {_SUPPORTED}).",
+            argument="solver",
+        )
+    best: tuple[float, np.ndarray, tuple[int, ...]] | None = None
+    deadline = time.perf_counter() + limit
+    timed_out = False
+    d = len(p.x)
+    if lin is not None:
+        assert isinstance(p.scm, LinearSCM)
+        w, b = lin
+        sign = 1.0 if p.target_index == 1 else -1.0
+        r = p.tau - sign * (float(w @ p.x) + b)
+        imm = np.flatnonzero(~p.mutable)
+        for A in subsets:
+            Bt = p.scm.B_.copy()
+            Bt[list(A), :] = 0.0
+            T = np.linalg.inv(np.eye(d) - Bt)[:, list(A)]  # dx = T theta
+            k = len(A)
+            Tm = T[p.mutable] / p.sx[p.mutable][:, None]
+            nm = Tm.shape[0]
+            c = np.r_[np.zeros(k), np.ones(nm)]
+            A_ub = np.block(
+                [[Tm, -np.eye(nm)], [-Tm, -np.eye(nm)], [-(sign * w @ T)[None, :], np.zeros((1, nm))]]
+            )
+            b_ub = np.r_[np.zeros(2 * nm), -r]
+            A_eq = np.c_[T[imm], np.zeros((len(imm), nm))] if len(imm) else None
+            b_eq = np.zeros(len(imm)) if len(imm) else None
+            res = linprog(
+                c,
+                A_ub=A_ub,
+                b_ub=b_ub,
+                A_eq=A_eq,
+                b_eq=b_eq,
+                bounds=[(None, None)] * (k + nm),
+                method="highs",
+            )
+            if res.status != 0:
+                continue
+            x_cf = p.x + T @ res.x[:k]
+            cost = float(p.d_x(x_cf)[0])
+            if best is None or cost < best[0] - 1e-12:
+                best = (cost, x_cf, A)
+        solver_used = "exact"
+    else:
+        for A in subsets:
+            Ai = list(A)
+
+            def gen(P: np.ndarray, Ai: list[int] = Ai) -> np.ndarray:
+                U = np.repeat(p.u[None, :], len(P), axis=0)
+                return p.scm.intervene(U, Ai, p.x[Ai] + P * p.sx[Ai])
+
+            def score(P: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                keep = np.all(
+                    np.abs(X[:, ~p.mutable] - p.x[~p.mutable]) <= 1e-9 * (1 + np.abs(p.x[~p.mutable])), axis=1
+                )
+                return p.d_x(X), p.valid(X) & keep
+
+            P, f, _, to = _search(gen, score, len(Ai), rng, deadline)
+            timed_out |= to
+            if P is not None and (best is None or f < best[0]):
+                best = (f, gen(P[None, :])[0], A)
+            if to:
+                break
+        solver_used = "search"
+    status = "time_limit" if timed_out else ("optimal" if solver_used == "exact" else "approximate")
+    if best is None:
+        return _result(p, p.x.copy(), "causal_recourse", solver_used, "not_found", len(subsets))
+    return _result(
+        p,
+        best[1],
+        "causal_recourse",
+        solver_used,
+        status,
+        len(subsets),
+        intervened=tuple(names[j] for j in best[2]),
+    )
+
+
+def counterfactuals(
+    model: Any, scm: AdditiveNoiseSCM, X: Any, *, method: str = "brace", target: Any = None, **kwargs: Any
+) -> list[CounterfactualResult]:
+    """One counterfactual per row of ``X`` (``method``: brace, wachter, deep_backtracking, causal_recourse).
+
+    ``time_limit`` applies per row. Examples: see the docs page
+    ``docs/explain/counterfactuals.md``.
+    """
+    funcs: dict[str, Callable[..., CounterfactualResult]] = {
+        "brace": brace,
+        "wachter": wachter,
+        "deep_backtracking": deep_backtracking,
+        "causal_recourse": causal_recourse,
+    }
+    if method not in funcs:
+        raise ParameterError(f"method must be one of {sorted(funcs)}, got {method!r}.", argument="method")
+    scm = _check_scm(scm)
+    if isinstance(X, pd.DataFrame):
+        rows: list[Any] = [X.iloc[[i]] for i in range(len(X))]
+    else:
+        arr = check_array(X, "X", ndim=2)
+        rows = list(arr)
+    if not rows:
+        raise DataError("X has no rows.", argument="X")
+    return [funcs[method](model, scm, row, target, **kwargs) for row in rows]
+
+
+def counterfactual_metrics(
+    model: Any, scm: AdditiveNoiseSCM, results: Sequence[CounterfactualResult]
+) -> pd.DataFrame:
+    """Validity, proximity, plausibility and causal consistency of counterfactuals.
+
+    Columns, one row per result:
+
+    - ``validity``: the model predicts the target at ``x_cf`` (re-evaluated).
+    - ``proximity``: ``d_X`` (scaled l1 distance over the mutable features; lower is closer).
+    - ``noise_distance``: ``d_U`` (how much the world must differ).
+    - ``plausibility``: root-mean-square z-score of the counterfactual's noise
+      under the SCM, ``sqrt(mean(((u_cf - mean_U) / sd_U)^2))``; about 1 for a
+      typical individual, larger is less plausible.
+    - ``causal_residual``: with ``C`` the changed features, the scaled l1 distance
+      between ``x_cf`` and ``F_{do(X_C = x_cf_C)}(u)``, i.e. how far the unchanged
+      features sit from what the SCM says they become once ``C`` changes;
+      ``causally_consistent`` is ``causal_residual <= 1e-6``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.scm import LinearSCM
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
+    >>> X = pd.DataFrame({"a": a, "b": b})
+    >>> clf = LogisticRegression().fit(X, (a + 3 * b > 0).astype(int))
+    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
+    >>> res = [brace(clf, scm, [-1.0, -1.0], target=1, lam=lam) for lam in (0.0, 1.0)]
+    >>> counterfactual_metrics(clf, scm, res)[["method", "validity", "causally_consistent"]]
+        method  validity  causally_consistent
+    0  wachter      True                 True
+    1    brace      True                 True
+    """
+    scm = _check_scm(scm)
+    results = list(results)
+    if not results or not all(isinstance(r, CounterfactualResult) for r in results):
+        raise ParameterError("results must be a non-empty list of CounterfactualResult.", argument="results")
+    m = _check_model(model, scm)
+    rows = []
+    for r in results:
+        if len(r.x) != scm.n_features_in_:
+            raise DataError(
+                "results were computed with a different SCM (feature count differs).", argument="results"
+            )
+        pred = m.predict(r.x_cf)[0]
+        u_cf = scm.abduct(r.x_cf)
+        z = (u_cf - scm.noise_mean_) / scm.noise_scale_
+        changed = np.flatnonzero(np.abs(r.x_cf - r.x) > 1e-9 * (1 + np.abs(r.x)))
+        x_do = scm.intervene(scm.abduct(r.x), list(changed), r.x_cf[changed])
+        resid = float(np.abs((x_do - r.x_cf) / scm.feature_scale_).sum())
+        rows.append(
+            {
+                "method": r.method,
+                "lam": r.lam,
+                "validity": bool(pred == r.target),
+                "proximity": r.d_x,
+                "noise_distance": r.d_u,
+                "plausibility": float(np.sqrt(np.mean(z * z))),
+                "causal_residual": resid,
+                "causally_consistent": resid <= 1e-6,
+                "status": r.status,
+            }
+        )
+    return pd.DataFrame(rows)
