@@ -1,19 +1,39 @@
 """Privacy budget accounting: one object that holds the total and refuses to exceed it.
 
-This module implements basic (sequential) composition of pure and approximate
-differential privacy, the composition every release in the audit uses.
+Four ways to add up the releases made on the same data:
+
+- ``"basic"`` (default): sequential composition of pure and approximate DP, the
+  composition every release in the audit uses. Epsilons and deltas add up.
+- ``"rdp"``: Renyi-DP composition with Google's ``dp-accounting``
+  (:class:`dp_accounting.rdp.RdpAccountant`): the Renyi curves of the releases add
+  up and the total is converted to ``(epsilon, delta)`` at the accountant's delta.
+- ``"zcdp"``: zero-concentrated DP (Bun and Steinke): the ``rho`` of the releases add
+  up and the total is converted to ``(epsilon, delta)`` by ``dp-accounting``.
+- ``"pld"``: privacy-loss-distribution composition with ``dp-accounting``'s PLD
+  library (the tightest numerical accountant it offers).
+
+Whatever the composition, an accountant never reports more than basic composition
+would when basic composition applies (both bounds hold, the smaller is kept), so
+pure-DP releases cost exactly what they cost before.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
-from trustlab._validation import check_delta, check_epsilon
-from trustlab.errors import BudgetExceededError
+import numpy as np
+
+from trustlab._validation import check_delta, check_epsilon, check_positive_int
+from trustlab.errors import BudgetExceededError, ParameterError
 from trustlab.privacy.release import Release
 
-__all__ = ["Accountant", "LedgerEntry"]
+__all__ = ["COMPOSITIONS", "Accountant", "LedgerEntry"]
+
+COMPOSITIONS = ("basic", "rdp", "zcdp", "pld")
 
 # Relative slack for floating-point sums of budget shares (e.g. 0.1 + 0.2).
 _SLACK = 1e-9
@@ -21,7 +41,13 @@ _SLACK = 1e-9
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One line of a privacy ledger: what was released, how, and what it cost."""
+    """One line of a privacy ledger: what was released, how, and what it cost.
+
+    Under ``"rdp"``, ``"zcdp"`` and ``"pld"`` composition ``epsilon`` is the increase of
+    the accountant's total epsilon that the release caused (the entries add up to
+    :attr:`Accountant.spent_epsilon`), and ``delta`` is the release's own delta (0 for
+    Gaussian and zCDP releases, which share the accountant's delta).
+    """
 
     section: str
     description: str
@@ -30,8 +56,114 @@ class LedgerEntry:
     delta: float
 
 
+@dataclass(frozen=True)
+class _Item:
+    """One charge of a non-basic accountant.
+
+    ``kind`` is ``"pure"`` (epsilon-DP), ``"approx"`` ((epsilon, delta)-DP of unknown
+    shape), ``"reserve"`` (a child's share, composed basically), ``"gaussian"``
+    (``noise_multiplier = sigma / l2_sensitivity``, ``count`` runs), ``"laplace"``
+    (``noise_multiplier = scale / l1_sensitivity``), ``"zcdp"`` (``rho``) or ``"event"``
+    (a dp-accounting ``DpEvent``).
+    """
+
+    kind: str
+    epsilon: float = 0.0
+    delta: float = 0.0
+    noise_multiplier: float = 0.0
+    rho: float = 0.0
+    count: int = 1
+    event: Any = None
+
+
+def _rr_noise(epsilon: float) -> float:
+    """Noise parameter of binary randomized response that is exactly ``epsilon``-DP."""
+    return 2.0 * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
+
+
+@lru_cache(maxsize=256)
+def _rdp_curve(kind: str, value: float, count: int) -> tuple[float, ...]:
+    """Renyi-DP curve (dp-accounting's default orders) of one kind of release, cached."""
+    from dp_accounting import NeighboringRelation, dp_event
+    from dp_accounting.rdp import RdpAccountant
+
+    if kind == "pure":
+        # A pure epsilon-DP release is a post-processing of binary randomized response
+        # with the same epsilon (Kairouz, Oh, Viswanath 2015), so RR's Renyi curve
+        # bounds its Renyi divergence at every order; dp-accounting states RR for
+        # replace-one neighbours (for add/remove it has no RR event).
+        acc = RdpAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
+        acc.compose(dp_event.RandomizedResponseDpEvent(_rr_noise(value), 2), count)
+    else:
+        acc = RdpAccountant()
+        event = {
+            "gaussian": dp_event.GaussianDpEvent,
+            "laplace": dp_event.LaplaceDpEvent,
+            "zcdp": dp_event.ZCDpEvent,
+        }[kind](value)
+        acc.compose(event, count)
+    return tuple(float(v) for v in acc.rdp)
+
+
+def _rdp_epsilon(items: Sequence[_Item], delta: float) -> float:
+    """Total epsilon at ``delta`` of the items under Renyi-DP composition (dp-accounting)."""
+    from dp_accounting.rdp import RdpAccountant
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+    acc = RdpAccountant()
+    total = np.zeros_like(acc.orders, dtype=float)
+    for it in items:
+        if it.kind == "event":
+            acc.compose(it.event)
+            continue
+        value = {"pure": it.epsilon, "zcdp": it.rho}.get(it.kind, it.noise_multiplier)
+        total += np.asarray(_rdp_curve(it.kind, value, it.count))
+    eps, _ = compute_epsilon(acc.orders, acc.rdp + total, delta)
+    return float(eps)
+
+
+def _zcdp_rho(items: Sequence[_Item]) -> float:
+    rho = 0.0
+    for it in items:
+        if it.kind == "gaussian":
+            rho += it.count / (2.0 * it.noise_multiplier**2)
+        elif it.kind in ("pure", "laplace"):
+            # epsilon-DP implies epsilon^2/2-zCDP (Bun, Steinke 2016, Prop. 1.4).
+            eps = it.epsilon if it.kind == "pure" else 1.0 / it.noise_multiplier
+            rho += it.count * eps**2 / 2.0
+        else:
+            rho += it.rho
+    return rho
+
+
+def _zcdp_epsilon(items: Sequence[_Item], delta: float) -> float:
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import RdpAccountant
+
+    acc = RdpAccountant()
+    acc.compose(dp_event.ZCDpEvent(_zcdp_rho(items)))
+    return float(acc.get_epsilon(delta))
+
+
+def _pld_compose(items: Sequence[_Item], total: Any = None) -> Any:
+    """Compose the items' privacy-loss distributions onto ``total`` (dp-accounting)."""
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    for it in items:
+        if it.kind == "gaussian":
+            # k runs of a Gaussian with multiplier s are one Gaussian with s / sqrt(k).
+            pld = pld_lib.from_gaussian_mechanism(it.noise_multiplier / math.sqrt(it.count))
+        elif it.kind == "laplace":
+            pld = pld_lib.from_laplace_mechanism(it.noise_multiplier).self_compose(it.count)
+        else:  # pure or approx: the exact worst case of (epsilon, delta)-DP
+            pld = pld_lib.from_privacy_parameters(common.DifferentialPrivacyParameters(it.epsilon, it.delta))
+        total = pld if total is None else total.compose(pld)
+    return total
+
+
 class Accountant:
-    """Tracks differential-privacy spending against a fixed total under basic composition.
+    """Tracks differential-privacy spending against a fixed total and refuses to exceed it.
 
     Parameters
     ----------
@@ -41,13 +173,37 @@ class Accountant:
         Total delta available.
     name : str, default "total"
         A label used in ledger entries and error messages.
+    composition : {"basic", "rdp", "zcdp", "pld"}, default "basic"
+        How releases add up. ``"basic"``: epsilons and deltas add (the audit's
+        accountant). ``"rdp"``: Renyi-DP curves add, converted to ``(epsilon, delta)``
+        by ``dp-accounting``'s :class:`~dp_accounting.rdp.RdpAccountant`. ``"zcdp"``: the
+        ``rho`` add (a pure ``epsilon`` release counts as ``epsilon**2 / 2``), converted
+        by ``dp-accounting``. ``"pld"``: privacy-loss distributions compose
+        (``dp-accounting``'s PLD library). The three tight compositions need
+        ``delta > 0`` to help; they pay off for Gaussian and zCDP releases and for
+        many small pure-DP releases.
 
     Notes
     -----
     Basic composition: the epsilons (and deltas) of releases on the same data add
     up. Sub-budgets made with :meth:`child` reserve their share from this
     accountant at once, so that the parent's ledger always sums to what was
-    promised, whether or not a child spends all of its share.
+    promised, whether or not a child spends all of its share. A child's share is
+    composed with its siblings by basic composition whatever the parent's
+    composition; inside, a child uses its parent's composition.
+
+    Under a tight composition, :attr:`spent_epsilon` is the smaller of the basic
+    bound (when every release has an ``(epsilon, delta)`` of its own) and the tight
+    bound at the part of ``delta`` that releases composed basically (children's
+    shares, approximate-DP releases of unknown shape) leave free. A pure
+    ``epsilon``-DP release enters Renyi and PLD accounting as binary randomized
+    response with that ``epsilon``, the worst case of every ``epsilon``-DP mechanism.
+
+    References
+    ----------
+    Mironov. "Renyi Differential Privacy". CSF 2017. Bun, Steinke. "Concentrated
+    Differential Privacy: Simplifications, Extensions, and Lower Bounds". TCC 2016.
+    Google's dp-accounting library (github.com/google/differential-privacy).
 
     Examples
     --------
@@ -56,21 +212,51 @@ class Accountant:
     >>> data.spend(0.4, description="row count")
     >>> round(acc.remaining_epsilon, 6)
     0.6
+    >>> tight = Accountant(2.0, 1e-6, composition="rdp")
+    >>> for _ in range(10):
+    ...     tight.spend_gaussian(12.0, description="noisy sum")
+    >>> round(tight.spent_epsilon, 2)
+    1.21
     """
 
-    def __init__(self, epsilon: float, delta: float = 0.0, *, name: str = "total") -> None:
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        name: str = "total",
+        composition: str = "basic",
+    ) -> None:
         self.total_epsilon = check_epsilon(epsilon)
         self.total_delta = check_delta(delta)
         self.name = name
+        if composition not in COMPOSITIONS:
+            raise ParameterError(
+                f"composition must be one of {', '.join(COMPOSITIONS)}; got {composition!r}.",
+                argument="composition",
+            )
+        self.composition = composition
         self._spent_epsilon = 0.0
         self._spent_delta = 0.0
         self._entries: list[LedgerEntry] = []
         self._children: list[Accountant] = []
+        self._items: list[_Item] = []
+        self._pld_cache: tuple[int, Any] = (0, None)
+        self._pld_pending: tuple[int, Any] = (0, None)
 
     @property
     def spent_epsilon(self) -> float:
         """Epsilon spent so far, including shares reserved by children."""
         return self._spent_epsilon
+
+    @property
+    def spent_delta(self) -> float:
+        """Delta of the current guarantee ``(spent_epsilon, spent_delta)``.
+
+        Under a tight composition this is the whole ``delta`` once a release needs
+        it (a Gaussian, zCDP, or the tight bound beating the basic one).
+        """
+        return self._spent_delta
 
     @property
     def remaining_epsilon(self) -> float:
@@ -79,8 +265,13 @@ class Accountant:
 
     @property
     def remaining_delta(self) -> float:
-        """Delta still available."""
-        return max(0.0, self.total_delta - self._spent_delta)
+        """Delta still available (under a tight composition: not yet fixed by basic parts)."""
+        if self.composition == "basic":
+            return max(0.0, self.total_delta - self._spent_delta)
+        fixed = sum(it.delta for it in self._items if self._is_fixed(it))
+        return max(0.0, self.total_delta - fixed)
+
+    # -- basic composition (unchanged) ---------------------------------------------
 
     def _charge(self, epsilon: float, delta: float, what: str) -> None:
         tol = _SLACK * max(1.0, self.total_epsilon)
@@ -100,6 +291,82 @@ class Accountant:
         self._spent_epsilon += epsilon
         self._spent_delta += delta
 
+    # -- tight compositions ------------------------------------------------------------
+
+    def _is_fixed(self, it: _Item) -> bool:
+        """Whether an item is composed basically, outside the tight accountant."""
+        if it.kind == "reserve":
+            return True
+        return it.kind == "approx" and self.composition != "pld"
+
+    def _guarantee(self, items: Sequence[_Item]) -> tuple[float, float]:
+        """The ``(epsilon, delta)`` the items compose to: the smaller of basic and tight."""
+        best = (math.inf, self.total_delta)
+        if all(it.kind in ("pure", "approx", "reserve") for it in items):
+            best = (sum(it.epsilon for it in items), sum(it.delta for it in items))
+        fixed = [it for it in items if self._is_fixed(it)]
+        tight = [it for it in items if not self._is_fixed(it)]
+        fixed_eps = sum(it.epsilon for it in fixed)
+        delta_left = self.total_delta - sum(it.delta for it in fixed)
+        if tight and delta_left > 0:
+            if self.composition == "pld":
+                eps = fixed_eps + self._pld_epsilon(tight, delta_left)
+            else:
+                convert = _rdp_epsilon if self.composition == "rdp" else _zcdp_epsilon
+                eps = fixed_eps + convert(tight, delta_left)
+            if eps < best[0]:
+                best = (eps, self.total_delta)
+        return best
+
+    def _pld_epsilon(self, tight: Sequence[_Item], delta: float) -> float:
+        # Items are only ever appended, so the committed ones are a prefix: compose the
+        # new ones onto the cached distribution instead of starting over.
+        n_done, done = self._pld_cache
+        if n_done > len(tight):
+            n_done, done = 0, None
+        total = _pld_compose(tight[n_done:], done)
+        self._pld_pending = (len(tight), total)
+        return float(total.get_epsilon_for_delta(delta))
+
+    def _charge_item(self, item: _Item, what: str) -> float:
+        """Charge one item or raise; returns the increase of the total epsilon."""
+        self._pld_pending = (0, None)
+        items = [*self._items, item]
+        fixed_delta = sum(it.delta for it in items if self._is_fixed(it))
+        if fixed_delta > self.total_delta + _SLACK * max(1e-12, self.total_delta):
+            raise BudgetExceededError(
+                f"{what} needs delta={item.delta:.3g} but only {self.remaining_delta:.3g} of "
+                f"budget '{self.name}' remains.",
+                argument="delta",
+            )
+        eps, delta = self._guarantee(items)
+        tol = _SLACK * max(1.0, self.total_epsilon)
+        if math.isinf(eps):
+            raise BudgetExceededError(
+                f"{what} needs a delta > 0 to be accounted ({self.composition} composition); "
+                f"budget '{self.name}' has delta={self.total_delta:.3g} free of basic parts: "
+                "create the accountant with delta > 0 (e.g. 1e-6).",
+                argument="delta",
+            )
+        if eps > self.total_epsilon + tol:
+            raise BudgetExceededError(
+                f"{what} would bring epsilon to {eps:.6g} ({self.composition} composition at "
+                f"delta={delta:.3g}) but budget '{self.name}' has only {self.total_epsilon:.6g} in "
+                f"total ({self.remaining_epsilon:.6g} remains); raise the total epsilon or release less.",
+                argument="epsilon",
+            )
+        increase = max(0.0, eps - self._spent_epsilon)
+        self._items.append(item)
+        if self._pld_pending[0] == sum(not self._is_fixed(it) for it in self._items):
+            self._pld_cache = self._pld_pending
+        self._spent_epsilon, self._spent_delta = eps, delta
+        return increase
+
+    def _log(self, increase: float, delta: float, description: str, mechanism: str) -> None:
+        self._entries.append(LedgerEntry(self.name, description, mechanism, increase, delta))
+
+    # -- public spending ------------------------------------------------------------
+
     def spend(
         self,
         epsilon: float,
@@ -108,14 +375,175 @@ class Accountant:
         description: str,
         mechanism: str = "",
     ) -> None:
-        """Charge one release to this budget, or raise :class:`BudgetExceededError`."""
+        """Charge one ``(epsilon, delta)`` release to this budget, or raise :class:`BudgetExceededError`.
+
+        Under a tight composition a release with ``delta == 0`` is composed as pure
+        ``epsilon``-DP; one with ``delta > 0`` of unknown shape is composed basically
+        (``"rdp"``, ``"zcdp"``) or as the worst case of ``(epsilon, delta)``-DP (``"pld"``).
+        """
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta)
-        self._charge(epsilon, delta, description)
-        self._entries.append(LedgerEntry(self.name, description, mechanism, epsilon, delta))
+        if self.composition == "basic":
+            self._charge(epsilon, delta, description)
+            self._entries.append(LedgerEntry(self.name, description, mechanism, epsilon, delta))
+            return
+        kind = "pure" if delta == 0 else "approx"
+        inc = self._charge_item(_Item(kind, epsilon=epsilon, delta=delta), description)
+        self._log(inc, delta, description, mechanism)
+
+    def spend_gaussian(
+        self,
+        sigma: float,
+        *,
+        sensitivity: float = 1.0,
+        count: int = 1,
+        description: str,
+        mechanism: str = "Gaussian",
+        delta: float | None = None,
+    ) -> None:
+        """Charge ``count`` runs of the Gaussian mechanism (noise std ``sigma``, L2 ``sensitivity``).
+
+        Under a tight composition the release is accounted exactly by its noise
+        multiplier ``sigma / sensitivity``. Under ``"basic"`` composition pass the
+        ``delta`` to spend on it: it is charged as ``(epsilon, delta)`` with the tight
+        epsilon of the Gaussian (``dp_accounting.get_epsilon_gaussian``; ``count`` runs
+        are one Gaussian with multiplier ``sigma / (sensitivity sqrt(count))``).
+        """
+        sigma = _check_positive(sigma, "sigma")
+        sensitivity = _check_positive(sensitivity, "sensitivity")
+        count = check_positive_int(count, "count")
+        multiplier = sigma / sensitivity
+        what = f"{mechanism} (sigma/sensitivity={multiplier:.4g}, {count} run(s))"
+        if self.composition == "basic":
+            if delta is None:
+                raise ParameterError(
+                    "a Gaussian release under basic composition needs delta=...: pass the delta "
+                    "to spend on it, or create the accountant with composition='rdp', 'zcdp' or 'pld'.",
+                    argument="delta",
+                )
+            from dp_accounting import get_epsilon_gaussian
+
+            delta = check_delta(delta)
+            if delta == 0:
+                raise ParameterError("delta must be > 0 for a Gaussian release.", argument="delta")
+            epsilon = float(get_epsilon_gaussian(multiplier / math.sqrt(count), delta))
+            self.spend(epsilon, delta, description=description, mechanism=what)
+            return
+        if delta is not None:
+            raise ParameterError(
+                f"delta is set by the accountant under {self.composition} composition; leave it out.",
+                argument="delta",
+            )
+        inc = self._charge_item(_Item("gaussian", noise_multiplier=multiplier, count=count), description)
+        self._log(inc, 0.0, description, what)
+
+    def spend_zcdp(
+        self,
+        rho: float,
+        *,
+        description: str,
+        mechanism: str = "zCDP",
+        delta: float | None = None,
+    ) -> None:
+        """Charge a ``rho``-zCDP release (e.g. a Gaussian: ``rho = sensitivity**2 / (2 sigma**2)``).
+
+        Accepted under ``"zcdp"`` and ``"rdp"`` (zCDP is Renyi-DP ``rho * alpha`` at every
+        order). Under ``"basic"`` pass the ``delta`` to spend: it is charged as the
+        ``(epsilon, delta)`` that ``dp-accounting`` converts ``rho`` to. ``"pld"`` has no
+        zCDP event: use ``"rdp"`` or ``"zcdp"``.
+        """
+        rho = _check_positive(rho, "rho")
+        what = f"{mechanism} (rho={rho:.4g})"
+        if self.composition == "pld":
+            raise ParameterError(
+                "PLD accounting has no zCDP event; use composition='zcdp' or 'rdp', or spend_gaussian.",
+                argument="composition",
+            )
+        if self.composition == "basic":
+            if delta is None:
+                raise ParameterError(
+                    "a zCDP release under basic composition needs delta=...: pass the delta to "
+                    "spend on it, or create the accountant with composition='zcdp'.",
+                    argument="delta",
+                )
+            delta = check_delta(delta)
+            if delta == 0:
+                raise ParameterError("delta must be > 0 for a zCDP release.", argument="delta")
+            epsilon = _zcdp_epsilon([_Item("zcdp", rho=rho)], delta)
+            self.spend(epsilon, delta, description=description, mechanism=what)
+            return
+        if delta is not None:
+            raise ParameterError(
+                f"delta is set by the accountant under {self.composition} composition; leave it out.",
+                argument="delta",
+            )
+        inc = self._charge_item(_Item("zcdp", rho=rho), description)
+        self._log(inc, 0.0, description, what)
+
+    def spend_event(self, event: Any, *, description: str, mechanism: str = "") -> None:
+        """Charge a ``dp_accounting`` ``DpEvent`` (e.g. ``PoissonSampledDpEvent`` for DP-SGD).
+
+        ``"rdp"`` takes any event dp-accounting's RdpAccountant supports under
+        add/remove-one neighbours; ``"zcdp"`` takes ``ZCDpEvent`` and ``GaussianDpEvent``;
+        ``"pld"`` takes ``GaussianDpEvent`` and ``LaplaceDpEvent``. ``"basic"`` takes none.
+        """
+        from dp_accounting import dp_event
+        from dp_accounting.rdp import RdpAccountant
+
+        if not isinstance(event, dp_event.DpEvent):
+            raise ParameterError(
+                f"event must be a dp_accounting DpEvent, got {type(event).__name__}.", argument="event"
+            )
+        what = mechanism or type(event).__name__
+        item: _Item | None = None
+        if isinstance(event, dp_event.GaussianDpEvent) and event.noise_multiplier > 0:
+            item = _Item("gaussian", noise_multiplier=float(event.noise_multiplier))
+        elif isinstance(event, dp_event.LaplaceDpEvent) and event.noise_multiplier > 0:
+            item = _Item(
+                "laplace", epsilon=1.0 / event.noise_multiplier, noise_multiplier=event.noise_multiplier
+            )
+        elif isinstance(event, dp_event.ZCDpEvent) and event.xi == 0 and event.rho > 0:
+            item = _Item("zcdp", rho=float(event.rho))
+        elif self.composition == "rdp" and RdpAccountant().supports(event):
+            item = _Item("event", event=event)
+        if (
+            item is None
+            or self.composition == "basic"
+            or (self.composition == "pld" and item.kind not in ("gaussian", "laplace"))
+            or (self.composition == "zcdp" and item.kind not in ("gaussian", "zcdp", "laplace"))
+        ):
+            raise ParameterError(
+                f"{type(event).__name__} cannot be accounted under {self.composition} composition; "
+                "use composition='rdp' (most events) or spend the event's (epsilon, delta) with spend().",
+                argument="event",
+            )
+        inc = self._charge_item(item, description)
+        self._log(inc, 0.0, description, what)
 
     def record(self, release: Release) -> Release:
-        """Charge a :class:`Release` that was computed with this budget's share, and return it."""
+        """Charge a :class:`Release` that was computed with this budget's share, and return it.
+
+        Under a tight composition a release whose parameters hold ``rho`` is charged
+        as zCDP, and a Gaussian release whose parameters hold ``noise_multiplier`` (or
+        ``sigma`` and ``sensitivity``) is charged by its noise; every other release by
+        its ``(epsilon, delta)``.
+        """
+        params = release.parameters
+        if self.composition != "basic":
+            if "rho" in params and self.composition != "pld":
+                self.spend_zcdp(
+                    float(params["rho"]), description=release.description, mechanism=release.mechanism
+                )
+                return release
+            if "gaussian" in release.mechanism.lower():
+                mult = params.get("noise_multiplier")
+                if mult is None and "sigma" in params and "sensitivity" in params:
+                    mult = float(params["sigma"]) / float(params["sensitivity"])
+                if mult is not None:
+                    self.spend_gaussian(
+                        float(mult), description=release.description, mechanism=release.mechanism
+                    )
+                    return release
         self.spend(
             release.epsilon,
             release.delta,
@@ -125,10 +553,17 @@ class Accountant:
         return release
 
     def child(self, epsilon: float, name: str, delta: float = 0.0) -> Accountant:
-        """Reserve ``epsilon`` (and ``delta``) from this budget for a named sub-budget."""
+        """Reserve ``epsilon`` (and ``delta``) from this budget for a named sub-budget.
+
+        The child uses this accountant's composition inside its share.
+        """
         epsilon = check_epsilon(epsilon)
-        self._charge(epsilon, delta, f"sub-budget '{name}'")
-        sub = Accountant(epsilon, delta, name=name)
+        delta = check_delta(delta)
+        if self.composition == "basic":
+            self._charge(epsilon, delta, f"sub-budget '{name}'")
+        else:
+            self._charge_item(_Item("reserve", epsilon=epsilon, delta=delta), f"sub-budget '{name}'")
+        sub = Accountant(epsilon, delta, name=name, composition=self.composition)
         self._children.append(sub)
         return sub
 
@@ -150,7 +585,25 @@ class Accountant:
         remaining = self.remaining_epsilon
         names = list(weights)
         out: dict[str, Accountant] = {}
+        if self.composition == "basic":
+            for name in names[:-1]:
+                out[name] = self.child(remaining * weights[name] / total, name)
+            out[names[-1]] = self.child(self.remaining_epsilon, names[-1])
+            return out
+        # Tight compositions: the children need delta too; it is split like epsilon.
+        remaining_delta = self.remaining_delta
         for name in names[:-1]:
-            out[name] = self.child(remaining * weights[name] / total, name)
-        out[names[-1]] = self.child(self.remaining_epsilon, names[-1])
+            share = weights[name] / total
+            out[name] = self.child(remaining * share, name, remaining_delta * share)
+        out[names[-1]] = self.child(self.remaining_epsilon, names[-1], self.remaining_delta)
         return out
+
+
+def _check_positive(value: Any, name: str) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (math.isfinite(float(value)) and float(value) > 0)
+    ):
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}.", argument=name)
+    return float(value)
