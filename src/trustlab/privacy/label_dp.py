@@ -412,7 +412,9 @@ def _fisher_scoring(
     n_iter = 0
     eye = np.eye(d)
     for n_iter in range(1, max_iter + 1):  # noqa: B007
-        act = np.flatnonzero(~done)
+        act: Any = np.flatnonzero(~done)
+        if act.size == B:
+            act = slice(None)  # views, no copies, while every fit is still running
         Xa, ya, a0, a1, ba = X[act], y[act], p0[act], p1[act], beta[act]
         score = np.einsum("bnd,bn->bd", Xa, s_w[act])
         info = np.matmul(np.swapaxes(Xa * i_w[act][..., None], 1, 2), Xa)
