@@ -242,8 +242,13 @@ def test_bad_input():
         FastPD(RandomForestClassifier(n_estimators=2).fit(X, np.arange(len(X)) % 3)).fit(X)
     bad = X[:50].copy()
     bad[3, 2] = np.nan
-    with pytest.raises(DataError, match="NaN"):
+    with pytest.raises(DataError, match="missing values") as err:
+        FastPD(model).fit(bad)  # GradientBoostingRegressor cannot take NaN
+    assert err.value.argument == "background"
+    bad[3, 2] = np.inf
+    with pytest.raises(DataError, match="infinite") as err:
         FastPD(model).fit(bad)
+    assert err.value.argument == "background"
     with pytest.raises(DataError, match="columns"):
         FastPD(model).fit(X[:, :3])
     with pytest.raises(DataError):

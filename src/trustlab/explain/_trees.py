@@ -1,9 +1,11 @@
 """Read fitted tree ensembles into plain arrays: one :class:`TreeArrays` per tree.
 
 Supported: XGBoost (``XGBModel`` wrappers and ``Booster``, gbtree only), LightGBM
-(``LGBMModel`` and ``Booster``, numerical splits), and scikit-learn
-``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*`` and
-``HistGradientBoosting*`` models; regression and binary classification. Trees are
+(``LGBMModel`` and ``Booster``), and scikit-learn ``DecisionTree*``,
+``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*`` and
+``HistGradientBoosting*`` models; regression and binary classification; numerical
+splits everywhere and the native categorical splits of HistGradientBoosting,
+LightGBM and XGBoost. Trees are
 read in the model's *raw* output space (the margin, i.e. log-odds for boosted
 classifiers; the class-1 probability for forests and single trees, which average
 leaf class shares).
@@ -15,13 +17,27 @@ Split semantics differ between libraries and are kept exactly:
   (scikit-learn's trees compare float32 inputs, the others float64);
 * a missing value follows the node's stored default direction (LightGBM nodes
   whose ``missing_type`` is ``None`` treat NaN as 0, as LightGBM does).
+
+A categorical split sends a row left iff its category is in the node's set. The
+raw value is mapped to a *category bin* per feature (:attr:`TreeEnsemble.encode`)
+exactly as each library does before its set lookup:
+
+* HistGradientBoosting: NaN, negative values and categories unseen in training
+  follow ``missing_go_to_left``; other values are truncated to an integer (values
+  of 256 and above, never valid HGB categories, are treated as unseen);
+* LightGBM: the value is truncated to an integer; NaN, negative values and
+  categories not in the node's set go right (whatever the ``missing_type``);
+* XGBoost: the value is cast to float32 and truncated; the node's category list
+  goes *right*, everything else (including negative and out-of-range values)
+  left; NaN follows ``default_left``.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,7 +57,9 @@ __all__ = [
 SUPPORTED_MODELS = (
     "xgboost (XGBRegressor, XGBClassifier for binary targets, Booster with gbtree), "
     "lightgbm (LGBMRegressor, LGBMClassifier for binary targets, Booster), scikit-learn "
-    "(DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, HistGradientBoosting*)"
+    "(DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, HistGradientBoosting*); "
+    "numerical splits and the native categorical splits of HistGradientBoosting, "
+    "LightGBM and XGBoost"
 )
 
 
@@ -50,7 +68,9 @@ class TreeArrays:
     """One tree as flat node arrays (node 0 is the root; leaves have ``left == -1``).
 
     ``nan_left`` says where a missing value goes at each split; ``cover`` is the
-    training weight (hessian sum, sample count) reaching the node.
+    training weight (hessian sum, sample count) reaching the node. ``cat_left``
+    maps each categorical split's node to a boolean array over the feature's
+    category bins (see :attr:`TreeEnsemble.encode`): True where the bin goes left.
     """
 
     feature: np.ndarray
@@ -60,6 +80,7 @@ class TreeArrays:
     value: np.ndarray
     cover: np.ndarray
     nan_left: np.ndarray
+    cat_left: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,6 +99,11 @@ class TreeEnsemble:
     predict_raw: Callable[[np.ndarray], np.ndarray]
     library: str
     feature_names: tuple[str, ...] | None = None
+    # categorical feature -> number of category bins; ``encode(f, column)`` maps raw
+    # values of such a feature to bins in [0, n_bins), or -1 where the value takes
+    # the node's missing-value direction.
+    categorical: dict[int, int] = field(default_factory=dict)
+    encode: Callable[[int, np.ndarray], np.ndarray] | None = None
 
 
 def _classname(model: Any) -> str:
@@ -122,16 +148,28 @@ def trees_from_xgboost(model: Any) -> tuple[list[TreeArrays], float]:
         )
     trees = []
     for t in gb["model"]["trees"]:
-        if any(int(s) != 0 for s in t.get("split_type", [])):
-            raise ModelError(
-                "the XGBoost model has categorical splits; FastPD supports numerical "
-                "splits only. One-hot encode categorical features before training.",
-                argument="model",
-            )
         left = np.asarray(t["left_children"], dtype=np.int64)
         right = np.asarray(t["right_children"], dtype=np.int64)
         cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
         is_leaf = left == -1
+        cat_left: dict[int, np.ndarray] = {}
+        split_type = np.asarray(t.get("split_type", []), dtype=np.int64)
+        if np.any(split_type != 0):
+            # XGBoost sends the listed categories right and every other value left.
+            cats = np.asarray(t.get("categories", []), dtype=np.int64)
+            segs = t.get("categories_segments", [])
+            sizes = t.get("categories_sizes", [])
+            for node, seg, size in zip(t.get("categories_nodes", []), segs, sizes, strict=True):
+                right_cats = cats[int(seg) : int(seg) + int(size)]
+                mask = np.ones(int(right_cats.max(initial=-1)) + 1, dtype=bool)
+                mask[right_cats] = False
+                cat_left[int(node)] = mask
+            if set(np.nonzero(split_type != 0)[0].tolist()) != set(cat_left):
+                raise ModelError(
+                    "the XGBoost model has categorical splits without category lists; "
+                    "FastPD cannot read them. Please report this model.",
+                    argument="model",
+                )
         trees.append(
             TreeArrays(
                 feature=np.where(is_leaf, -1, np.asarray(t["split_indices"], dtype=np.int64)),
@@ -141,9 +179,10 @@ def trees_from_xgboost(model: Any) -> tuple[list[TreeArrays], float]:
                 value=np.where(is_leaf, cond, 0.0),
                 cover=np.asarray(t["sum_hessian"], dtype=np.float64),
                 nan_left=np.asarray(t["default_left"], dtype=bool),
+                cat_left=cat_left,
             )
         )
-    return trees, 1.0
+    return _pad_categories(trees, other_left=True), 1.0
 
 
 # --------------------------------------------------------------------------- LightGBM
@@ -161,6 +200,7 @@ def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
     value: list[float] = []
     cover: list[float] = []
     nan_left: list[bool] = []
+    cat_left: dict[int, np.ndarray] = {}
 
     def add(node: dict[str, Any]) -> int:
         idx = len(feature)
@@ -178,10 +218,11 @@ def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
             value[idx] = float(node["leaf_value"])
             cover[idx] = float(node.get("leaf_count", 0))
             return idx
-        if node.get("decision_type", "<=") != "<=":
+        decision = node.get("decision_type", "<=")
+        if decision not in ("<=", "=="):
             raise ModelError(
-                "the LightGBM model has categorical splits; FastPD supports numerical "
-                "splits only. One-hot encode categorical features before training.",
+                f"the LightGBM model has a split of type {decision!r}; FastPD supports "
+                "numerical ('<=') and categorical ('==') splits.",
                 argument="model",
             )
         missing = node.get("missing_type", "None")
@@ -191,12 +232,21 @@ def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
                 "FastPD does not support that routing. Retrain with zero_as_missing=False.",
                 argument="model",
             )
-        thr = float(node["threshold"])
         feature[idx] = int(node["split_feature"])
-        threshold[idx] = thr
         cover[idx] = float(node.get("internal_count", 0))
-        # missing_type "NaN": NaN follows default_left; "None": NaN is read as 0.
-        nan_left[idx] = bool(node["default_left"]) if missing == "NaN" else 0.0 <= thr
+        if decision == "==":
+            # The listed categories go left; NaN, negative and unlisted values go
+            # right, whatever the missing_type (LightGBM's CategoricalDecision).
+            left_cats = np.asarray([int(c) for c in str(node["threshold"]).split("||")], dtype=np.int64)
+            mask = np.zeros(int(left_cats.max(initial=-1)) + 1, dtype=bool)
+            mask[left_cats[left_cats >= 0]] = True
+            cat_left[idx] = mask
+            nan_left[idx] = False
+        else:
+            thr = float(node["threshold"])
+            threshold[idx] = thr
+            # missing_type "NaN": NaN follows default_left; "None": NaN is read as 0.
+            nan_left[idx] = bool(node["default_left"]) if missing == "NaN" else 0.0 <= thr
         left[idx] = add(node["left_child"])
         right[idx] = add(node["right_child"])
         return idx
@@ -210,6 +260,7 @@ def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
         value=np.asarray(value, dtype=np.float64),
         cover=np.asarray(cover, dtype=np.float64),
         nan_left=np.asarray(nan_left, dtype=bool),
+        cat_left=cat_left,
     )
 
 
@@ -223,10 +274,8 @@ def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
             "iteration (multiclass); FastPD supports regression and binary classification.",
             argument="model",
         )
-    trees = []
-    for info in dump["tree_info"]:
-        trees.append(_lightgbm_tree(info))
-    return trees, 1.0
+    trees = [_lightgbm_tree(info) for info in dump["tree_info"]]
+    return _pad_categories(trees, other_left=False), 1.0
 
 
 # --------------------------------------------------------------------------- scikit-learn
@@ -252,15 +301,19 @@ def _from_sklearn_tree(tree: Any, scale: float, proba: bool) -> TreeArrays:
     )
 
 
+def _unpack_bitset(words: np.ndarray) -> np.ndarray:
+    """scikit-learn's 8 x uint32 bitset as 256 booleans (bit ``v`` = category ``v``)."""
+    v = np.arange(256)
+    return ((np.asarray(words, dtype=np.uint32)[v // 32] >> (v % 32).astype(np.uint32)) & 1).astype(bool)
+
+
 def _from_hist_predictor(predictor: Any) -> TreeArrays:
     nodes = predictor.nodes
-    if np.any(nodes["is_categorical"]):
-        raise ModelError(
-            "the HistGradientBoosting model has categorical splits; FastPD supports "
-            "numerical splits only. One-hot encode categorical features first.",
-            argument="model",
-        )
     is_leaf = nodes["is_leaf"].astype(bool)
+    cat_left = {
+        int(i): _unpack_bitset(predictor.raw_left_cat_bitsets[int(nodes["bitset_idx"][i])])
+        for i in np.nonzero(nodes["is_categorical"].astype(bool) & ~is_leaf)[0]
+    }
     return TreeArrays(
         feature=np.where(is_leaf, -1, nodes["feature_idx"].astype(np.int64)),
         threshold=np.where(is_leaf, np.nan, nodes["num_threshold"].astype(np.float64)),
@@ -269,6 +322,7 @@ def _from_hist_predictor(predictor: Any) -> TreeArrays:
         value=np.where(is_leaf, nodes["value"].astype(np.float64), 0.0),
         cover=nodes["count"].astype(np.float64),
         nan_left=nodes["missing_go_to_left"].astype(bool),
+        cat_left=cat_left,
     )
 
 
@@ -277,19 +331,16 @@ def trees_from_sklearn(model: Any) -> tuple[list[TreeArrays], float]:
     name = type(model).__name__
     _reject_multiclass(len(getattr(model, "classes_", [])) or None, model)
     if name.startswith("HistGradientBoosting"):
-        if getattr(model, "_preprocessor", None) is not None:
-            raise ModelError(
-                "the HistGradientBoosting model uses native categorical features; FastPD "
-                "supports numerical splits only. One-hot encode them first.",
-                argument="model",
-            )
         if getattr(model, "n_trees_per_iteration_", 1) != 1:
             raise ModelError(
                 "the HistGradientBoosting model is multiclass; FastPD supports regression "
                 "and binary classification.",
                 argument="model",
             )
-        return [_from_hist_predictor(p[0]) for p in model._predictors], 1.0
+        to_input, _ = _hist_layout(model)
+        trees = [_from_hist_predictor(p[0]) for p in model._predictors]
+        # the trees index the model's internal columns; renumber to the input's
+        return [replace(t, feature=np.where(t.left == -1, -1, to_input[t.feature])) for t in trees], 1.0
     is_clf = hasattr(model, "classes_")
     if name.startswith("GradientBoosting"):
         lr = float(model.learning_rate)
@@ -302,10 +353,148 @@ def trees_from_sklearn(model: Any) -> tuple[list[TreeArrays], float]:
     raise ModelError(f"unsupported model {name}; supported: {SUPPORTED_MODELS}.", argument="model")
 
 
+def _pad_categories(trees: list[TreeArrays], *, other_left: bool) -> list[TreeArrays]:
+    """Give every categorical split of a feature the same bins: ``0..C-1`` plus OTHER.
+
+    ``C`` is one more than the largest category any split of the feature lists; the
+    last bin (OTHER) holds negative and larger values, which go left when
+    ``other_left`` (XGBoost: unlisted values go left) and right otherwise
+    (LightGBM: unlisted values go right).
+    """
+    width: dict[int, int] = {}
+    for t in trees:
+        for node, mask in t.cat_left.items():
+            f = int(t.feature[node])
+            width[f] = max(width.get(f, 0), len(mask) + 1)
+    for t in trees:
+        for node, mask in list(t.cat_left.items()):
+            w = width[int(t.feature[node])]
+            full = np.full(w, other_left, dtype=bool)
+            full[: len(mask)] = mask
+            t.cat_left[node] = full
+    return trees
+
+
+def _categorical_widths(trees: tuple[TreeArrays, ...] | list[TreeArrays]) -> dict[int, int]:
+    """Feature -> number of category bins; reject features split both ways."""
+    width: dict[int, int] = {}
+    numeric: set[int] = set()
+    for t in trees:
+        internal = np.nonzero(t.left != -1)[0]
+        for node in internal:
+            f = int(t.feature[node])
+            if int(node) in t.cat_left:
+                width[f] = max(width.get(f, 0), len(t.cat_left[int(node)]))
+            else:
+                numeric.add(f)
+    both = sorted(set(width) & numeric)
+    if both:
+        raise ModelError(
+            f"feature(s) {both[:10]} have both numerical and categorical splits; FastPD "
+            "supports a feature being one or the other.",
+            argument="model",
+        )
+    return width
+
+
+def _trunc_bins(col: np.ndarray, width: int, valid: np.ndarray) -> np.ndarray:
+    """Truncate ``valid`` values to integer categories; NaN -> -1; the rest -> OTHER."""
+    out = np.full(len(col), width - 1, dtype=np.int32)
+    with np.errstate(invalid="ignore"):
+        ok = valid & (col < width - 1)
+    out[ok] = np.trunc(col[ok]).astype(np.int32)
+    out[np.isnan(col)] = -1
+    return out
+
+
+def _encoder_xgboost(widths: dict[int, int]) -> Callable[[int, np.ndarray], np.ndarray]:
+    def encode(f: int, col: np.ndarray) -> np.ndarray:
+        # float32 value; a negative value is an invalid category and goes left
+        col = np.asarray(col, dtype=np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            return _trunc_bins(col, widths[f], col >= 0)
+
+    return encode
+
+
+def _encoder_lightgbm(widths: dict[int, int]) -> Callable[[int, np.ndarray], np.ndarray]:
+    def encode(f: int, col: np.ndarray) -> np.ndarray:
+        # cast to int first (-0.5 -> 0), so only values <= -1 are negative (go right)
+        col = np.asarray(col, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            return _trunc_bins(col, widths[f], col > -1)
+
+    return encode
+
+
+def _hist_layout(model: Any) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Internal column -> input column of a HistGradientBoosting model, and categories.
+
+    With categorical features, scikit-learn (>= 1.4) puts an internal
+    ``OrdinalEncoder`` in front of the trees: categorical columns first (coded
+    0..K-1 in sorted order of their values, unseen or missing values as NaN), then
+    the numerical ones. Returns the input column of each internal column and, per
+    categorical input column, its sorted known values (empty without an encoder:
+    the raw values are the codes).
+    """
+    n = int(model.n_features_in_)
+    pre = getattr(model, "_preprocessor", None)
+    if pre is None:
+        is_cat = getattr(model, "is_categorical_", None)
+        cats = {} if is_cat is None else {int(f): np.empty(0) for f in np.nonzero(is_cat)[0]}
+        return np.arange(n), cats
+    is_cat = np.asarray(model.is_categorical_, dtype=bool)
+    order = np.concatenate([np.nonzero(is_cat)[0], np.nonzero(~is_cat)[0]])
+    encoder = pre.named_transformers_["encoder"]
+    cats = {}
+    for f, values in zip(np.nonzero(is_cat)[0], encoder.categories_, strict=True):
+        values = np.asarray(values)
+        if values.dtype.kind not in "biuf":
+            raise ModelError(
+                f"the HistGradientBoosting model's categorical feature {int(f)} has non-numeric "
+                f"categories (e.g. {values[:3].tolist()}); FastPD takes numeric arrays. "
+                "Ordinal-encode the categories before fitting the model (e.g. a Pipeline "
+                "with OrdinalEncoder) and explain the final estimator on the codes.",
+                argument="model",
+            )
+        cats[int(f)] = values.astype(np.float64)
+    return order.astype(np.int64), cats
+
+
+def _encoder_hist(model: Any) -> Callable[[int, np.ndarray], np.ndarray]:
+    known_words, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
+    to_input, cats = _hist_layout(model)
+    internal = np.empty(len(to_input), dtype=np.int64)
+    internal[to_input] = np.arange(len(to_input))
+
+    def encode(f: int, col: np.ndarray) -> np.ndarray:
+        col = np.asarray(col, dtype=np.float64)
+        values = cats.get(f)
+        if values is not None and len(values):
+            # the model's own OrdinalEncoder: exact match to a known value, else NaN
+            pos = np.clip(np.searchsorted(values, col), 0, len(values) - 1)
+            col = np.where(values[pos] == col, pos.astype(np.float64), np.nan)
+        known = _unpack_bitset(known_words[int(f_idx_map[internal[f]])])
+        out = np.full(len(col), -1, dtype=np.int32)
+        with np.errstate(invalid="ignore"):
+            ok = (col >= 0) & (col < 256)
+        v = np.trunc(col[ok]).astype(np.int32)
+        out[ok] = np.where(known[v], v, -1)  # unseen categories take the missing route
+        return out
+
+    return encode
+
+
 def _sklearn_raw(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     name = type(model).__name__
     if name.startswith("HistGradientBoosting"):
-        return lambda X: np.asarray(model._raw_predict(X), dtype=np.float64).ravel()
+
+        def raw_hist(X: np.ndarray) -> np.ndarray:
+            with warnings.catch_warnings():  # fitted on a DataFrame; FastPD passes arrays
+                warnings.filterwarnings("ignore", message="X does not have valid feature names")
+                return np.asarray(model._raw_predict(X), dtype=np.float64).ravel()
+
+        return raw_hist
     if hasattr(model, "classes_"):
         if name.startswith("GradientBoosting"):
             return lambda X: np.asarray(model.decision_function(X), dtype=np.float64).ravel()
@@ -339,11 +528,13 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
         trees, w = trees_from_xgboost(model)
         booster = model.get_booster() if hasattr(model, "get_booster") else model
         names = booster.feature_names
+        types = booster.feature_types
+        widths = _categorical_widths(trees)
 
         def predict_xgb(X: np.ndarray) -> np.ndarray:
             import xgboost
 
-            dm = xgboost.DMatrix(X, feature_names=names)
+            dm = xgboost.DMatrix(X, feature_names=names, feature_types=types, enable_categorical=True)
             return np.asarray(booster.predict(dm, output_margin=True), dtype=np.float64)
 
         n_features = int(booster.num_features())
@@ -356,6 +547,8 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
             predict_xgb,
             "xgboost",
             tuple(names) if names else None,
+            widths,
+            _encoder_xgboost(widths) if widths else None,
         )
     if module == "lightgbm":
         if hasattr(model, "n_classes_") and getattr(model, "_n_classes", None):
@@ -366,6 +559,7 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
         def predict_lgb(X: np.ndarray) -> np.ndarray:
             return np.asarray(booster.predict(X, raw_score=True), dtype=np.float64).ravel()
 
+        widths = _categorical_widths(trees)
         return TreeEnsemble(
             tuple(trees),
             int(booster.num_feature()),
@@ -375,11 +569,14 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
             predict_lgb,
             "lightgbm",
             tuple(booster.feature_name()),
+            widths,
+            _encoder_lightgbm(widths) if widths else None,
         )
     if module == "sklearn" and hasattr(model, "n_features_in_"):
         trees, w = trees_from_sklearn(model)
         dtype = np.float64 if name.startswith("HistGradientBoosting") else np.float32
         names = getattr(model, "feature_names_in_", None)
+        widths = _categorical_widths(trees)
         return TreeEnsemble(
             tuple(trees),
             int(model.n_features_in_),
@@ -389,6 +586,8 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
             _sklearn_raw(model),
             "sklearn",
             tuple(map(str, names)) if names is not None else None,
+            widths,
+            _encoder_hist(model) if widths else None,
         )
     if module == "sklearn":
         raise ModelError(

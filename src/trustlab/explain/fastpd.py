@@ -76,11 +76,18 @@ class _LeafGroup:
     width: np.ndarray | None = None  # (L, k) rank(hi) - rank(lo): bins inside the interval
     P: np.ndarray | None = None  # (L, 2^k) p_l(K), K indexed by slot bitmask
     shap_table: np.ndarray | None = None  # (L * 2^k, k) Shapley value of each slot per code
+    cat: np.ndarray | None = None  # (L, k) row of ``catsets`` of a categorical slot, else -1
+    catsets: np.ndarray | None = None  # (n_sets, n_bins) allowed category bins of a slot
 
 
 def _extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[int, _LeafGroup], float]:
-    """Walk every tree once; return leaves grouped by path-feature count, and constants."""
-    rows: dict[int, list[tuple[float, list[int], list[float], list[float], list[bool], list[float]]]]
+    """Walk every tree once; return leaves grouped by path-feature count, and constants.
+
+    A leaf's constraint on a numerical feature is an interval; on a categorical
+    feature it is the set of category bins that every categorical split of the path
+    sends the leaf's way (the intersection of the left sets or their complements).
+    """
+    rows: dict[int, list[tuple[float, list[int], list[Any], list[Any], list[Any], list[Any], list[Any]]]]
     rows = {}
     constant = 0.0
     for tree in trees:
@@ -94,33 +101,30 @@ def _extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[in
                     continue
                 feats = sorted(cons)
                 rows.setdefault(len(feats), []).append(
-                    (
-                        val,
-                        feats,
-                        [cons[f][0] for f in feats],
-                        [cons[f][1] for f in feats],
-                        [cons[f][2] for f in feats],
-                        [cons[f][3] for f in feats],
-                    )
+                    (val, feats, *([cons[f][i] for f in feats] for i in range(5)))  # type: ignore[arg-type]
                 )
                 continue
             f = int(tree.feature[node])
             t = float(tree.threshold[node])
             cover = float(tree.cover[node])
+            cat_left = tree.cat_left.get(node)
             for child, go_left in ((int(tree.left[node]), True), (int(tree.right[node]), False)):
                 new = {key: list(v) for key, v in cons.items()}
-                lo, hi, nan_ok, ratio = new.get(f, [-np.inf, np.inf, True, 1.0])
-                if go_left:
+                lo, hi, nan_ok, ratio, allowed = new.get(f, [-np.inf, np.inf, True, 1.0, None])
+                if cat_left is not None:
+                    side = cat_left if go_left else ~cat_left
+                    allowed = side if allowed is None else allowed & side
+                elif go_left:
                     hi = min(hi, t)
                 else:
                     lo = max(lo, t)
                 nan_ok = nan_ok and (bool(tree.nan_left[node]) == go_left)
                 r = float(tree.cover[child]) / cover if cover > 0 else 0.0
-                new[f] = [lo, hi, nan_ok, ratio * r]
+                new[f] = [lo, hi, nan_ok, ratio * r, allowed]
                 stack.append((child, new))
     groups = {}
     for k, items in rows.items():
-        groups[k] = _LeafGroup(
+        g = _LeafGroup(
             k=k,
             value=np.array([it[0] for it in items], dtype=np.float64),
             feat=np.array([it[1] for it in items], dtype=np.int64),
@@ -129,6 +133,20 @@ def _extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[in
             nan_ok=np.array([it[4] for it in items], dtype=bool),
             ratio=np.array([it[5] for it in items], dtype=np.float64),
         )
+        sets = [a for it in items for a in it[6] if a is not None]
+        if sets:
+            width = max(len(a) for a in sets)
+            catsets = np.zeros((len(sets), width), dtype=bool)
+            cat = np.full((len(items), k), -1, dtype=np.int64)
+            i = 0
+            for li, it in enumerate(items):
+                for j, a in enumerate(it[6]):
+                    if a is not None:
+                        catsets[i, : len(a)] = a
+                        cat[li, j] = i
+                        i += 1
+            g.cat, g.catsets = cat, catsets
+        groups[k] = g
     return groups, constant
 
 
@@ -159,12 +177,19 @@ def _rank_intervals(groups: dict[int, _LeafGroup], n_features: int) -> list[np.n
     return cuts
 
 
-def _bins(X: np.ndarray, cuts: list[np.ndarray], strict: bool) -> np.ndarray:
-    """Transposed bin matrix ``(n_features, n)``: cut points below each value; NaN is -1."""
+def _bins(X: np.ndarray, cuts: list[np.ndarray], ens: TreeEnsemble) -> np.ndarray:
+    """Transposed bin matrix ``(n_features, n)``: cut points below each value; NaN is -1.
+
+    A categorical feature's bin is its category bin (``ens.encode``); -1 marks a
+    value that takes the missing-value direction.
+    """
     B = np.empty((X.shape[1], X.shape[0]), dtype=np.int32)
     for f, u in enumerate(cuts):
         col = X[:, f]
-        B[f] = np.searchsorted(u, col, side="right" if strict else "left")
+        if f in ens.categorical and ens.encode is not None:
+            B[f] = ens.encode(f, col)
+            continue
+        B[f] = np.searchsorted(u, col, side="right" if ens.strict else "left")
         nan = np.isnan(col)
         if nan.any():
             B[f, nan] = -1
@@ -172,7 +197,10 @@ def _bins(X: np.ndarray, cuts: list[np.ndarray], strict: bool) -> np.ndarray:
 
 
 def _codes(BT: np.ndarray, g: _LeafGroup, has_nan: bool) -> np.ndarray:
-    """Codes of shape (L, n): bit ``j`` says the row lies in leaf ``l``'s slot-``j`` interval."""
+    """Codes of shape (L, n): bit ``j`` says the row meets leaf ``l``'s slot-``j`` constraint.
+
+    ``has_nan`` says whether ``BT`` holds -1 (values taking the missing direction).
+    """
     assert g.lo_r is not None and g.width is not None
     dt = np.uint8 if g.k <= 8 else np.uint16 if g.k <= 16 else np.uint32
     codes = np.zeros((len(g.value), BT.shape[1]), dtype=dt)
@@ -180,6 +208,11 @@ def _codes(BT: np.ndarray, g: _LeafGroup, has_nan: bool) -> np.ndarray:
         rows = np.take(BT, g.feat[:, j], axis=0)  # (L, n)
         diff = (rows - g.lo_r[:, j, None]).view(np.uint32)  # negative -> huge
         sat = diff < g.width[:, j, None]
+        if g.cat is not None and g.catsets is not None:
+            sel = np.nonzero(g.cat[:, j] >= 0)[0]
+            if len(sel):
+                r = rows[sel]
+                sat[sel] = g.catsets[g.cat[sel, j, None], np.maximum(r, 0)] & (r >= 0)
         if has_nan:
             sat |= (rows == -1) & g.nan_ok[:, j, None]
         codes |= sat.astype(dt) << dt(j)
@@ -287,12 +320,19 @@ class FastPD:
     -----
     Divergences from the paper's R package ``glex``: SHAP values are always
     computed from all interaction orders (``glex`` truncates them at
-    ``max_interaction``, which makes them approximate); background rows with
-    missing values are rejected (queries may contain NaN, which follows each
-    split's default direction); the background is given to :meth:`fit` rather
-    than to the constructor, following the scikit-learn contract. There is no
-    limit on the number of features (the paper's code uses 64-bit masks); the
-    cost is exponential only in the number of distinct features on one path.
+    ``max_interaction``, which makes them approximate); the background is given
+    to :meth:`fit` rather than to the constructor, following the scikit-learn
+    contract. There is no limit on the number of features (the paper's code uses
+    64-bit masks); the cost is exponential only in the number of distinct
+    features on one path.
+
+    Extensions beyond the paper (which treats numerical splits): native
+    categorical splits (HistGradientBoosting, LightGBM, XGBoost) constrain a leaf
+    to a *set* of categories instead of an interval, and missing values (in the
+    background and the queries) follow each split's missing-value direction.
+    Both only change which background rows satisfy a leaf's path, so the
+    algorithm and its guarantees are unchanged. :meth:`pd_curve` evaluates a
+    categorical feature at its categories.
 
     References
     ----------
@@ -334,8 +374,9 @@ class FastPD:
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_background, n_features)
-            Background rows (no missing values). The paper's default is the data
-            being explained, or the training data.
+            Background rows. Missing values (NaN) are allowed and follow each
+            split's missing-value direction, as in the model. The paper's default is
+            the data being explained, or the training data.
         y : ignored
 
         Returns
@@ -353,7 +394,13 @@ class FastPD:
             check_positive_int(self.max_background, "max_background")
         ens = ensemble_from_model(self.model)
         names = list(X.columns.map(str)) if isinstance(X, pd.DataFrame) else None
-        Xb = check_array(X, "background", ndim=2)
+        Xb = check_array(X, "background", ndim=2, allow_nan=True)
+        if np.isinf(Xb).any():
+            raise DataError(
+                "background contains infinite values; replace them (NaN is allowed and "
+                "follows each split's missing-value direction).",
+                argument="background",
+            )
         if Xb.shape[1] != ens.n_features:
             raise DataError(
                 f"background has {Xb.shape[1]} columns but the model was trained on "
@@ -388,7 +435,8 @@ class FastPD:
         self._groups = groups
         self._constant = constant
         self._cuts = _rank_intervals(groups, ens.n_features)
-        BTb = _bins(Xc, self._cuts, ens.strict)
+        BTb = _bins(Xc, self._cuts, ens)
+        nan_b = bool((BTb < 0).any())
         self.n_leaves_ = int(sum(len(g.value) for g in groups.values())) + 0
         n_b = len(Xc)
         for g in groups.values():
@@ -399,7 +447,7 @@ class FastPD:
                 step = max(1, _BLOCK // max(L, 1))
                 offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
                 for s in range(0, n_b, step):
-                    codes = _codes(BTb[:, s : s + step], g, has_nan=False)
+                    codes = _codes(BTb[:, s : s + step], g, nan_b)
                     counts += np.bincount((codes + offsets).ravel(), minlength=L * m)
                 sup = _transform(counts.reshape(L, m), g.k, "sup")
                 g.P = sup[:, ::-1] / n_b  # p_l(K) = share satisfying the slots outside K
@@ -413,8 +461,19 @@ class FastPD:
             g.shap_table = _shap_table(g)
         # The offset (base score, init estimator) is measured, not read from the
         # model's parameters: prediction minus the sum of the parsed trees.
-        probe = Xb[: min(len(Xb), 64)]
-        raw = ens.predict_raw(probe)
+        # The probe includes rows with missing values, which checks their routing.
+        nan_rows = np.nonzero(np.isnan(Xb).any(axis=1))[0][:64]
+        probe = Xb[np.union1d(np.arange(min(len(Xb), 64)), nan_rows)]
+        try:
+            raw = ens.predict_raw(probe)
+        except ValueError as exc:
+            if not len(nan_rows):
+                raise  # pragma: no cover - the model rejects its own kind of input
+            raise DataError(
+                f"background contains NaN but the model does not accept missing values "
+                f"({type(self.model).__name__}: {str(exc)[:120]}); impute them first.",
+                argument="background",
+            ) from None
         diff = raw - self._tree_sum(self._cast(probe))
         self._offset = float(np.mean(diff))
         scale = 1.0 + float(np.max(np.abs(raw)))
@@ -464,8 +523,8 @@ class FastPD:
 
     def _tree_sum(self, X: np.ndarray) -> np.ndarray:
         out = np.full(len(X), self._constant)
-        has_nan = bool(np.isnan(X).any())
-        BT = _bins(X, self._cuts, self._ens.strict)
+        BT = _bins(X, self._cuts, self._ens)
+        has_nan = bool((BT < 0).any())
         for g in self._groups.values():
             full = (1 << g.k) - 1
             step = self._row_step(len(g.value))
@@ -527,10 +586,10 @@ class FastPD:
         """
         Xc = self._prepare(X)
         wanted = [self._subset(s) for s in subsets]
-        has_nan = bool(np.isnan(Xc).any())
         out: dict[tuple[int, ...], np.ndarray] = {}
         code_cache: dict[int, list[np.ndarray]] = {}
-        BT = _bins(Xc, self._cuts, self._ens.strict)
+        BT = _bins(Xc, self._cuts, self._ens)
+        has_nan = bool((BT < 0).any())
         for S in wanted:
             res = np.full(len(Xc), self._offset + self._constant)
             for k, g in self._groups.items():
@@ -559,7 +618,9 @@ class FastPD:
 
         The default grid is ``grid_resolution`` points evenly spaced between the
         5th and 95th percentiles of the background (the unique values when there
-        are fewer), as in scikit-learn's ``partial_dependence``.
+        are fewer), as in scikit-learn's ``partial_dependence``; for a feature with
+        native categorical splits, its ``grid_resolution`` most frequent background
+        values. Missing background values are ignored for the grid.
         """
         self._check_fitted()
         if not isinstance(feature, numbers.Integral | str):
@@ -571,8 +632,17 @@ class FastPD:
         if grid is None:
             check_positive_int(grid_resolution, "grid_resolution", minimum=2)
             col = self.background_[:, k]
-            uniq = np.unique(col)
-            if len(uniq) <= grid_resolution:
+            col = col[~np.isnan(col)]
+            uniq, counts = np.unique(col, return_counts=True)
+            if len(uniq) == 0:
+                raise DataError(
+                    f"feature {k} is missing in every background row; pass a grid.",
+                    argument="grid",
+                )
+            if k in self._ens.categorical:
+                # categories, not a range: the most frequent ones, in value order
+                grid = np.sort(uniq[np.argsort(-counts, kind="stable")[:grid_resolution]])
+            elif len(uniq) <= grid_resolution:
                 grid = uniq
             else:
                 lo, hi = np.percentile(col, [5, 95])
@@ -590,8 +660,8 @@ class FastPD:
         Xc = self._prepare(X)
         d = self.n_features_in_
         out = np.zeros((d, len(Xc)))
-        has_nan = bool(np.isnan(Xc).any())
-        BT = _bins(Xc, self._cuts, self._ens.strict)
+        BT = _bins(Xc, self._cuts, self._ens)
+        has_nan = bool((BT < 0).any())
         for g in self._groups.values():
             assert g.shap_table is not None
             L, k, m = len(g.value), g.k, 1 << g.k
@@ -650,8 +720,8 @@ class FastPD:
         uniq, inverse = np.unique(np.concatenate(keys), axis=0, return_inverse=True)
         inverse = inverse.ravel()
         out = np.zeros((len(Xc), len(uniq)))
-        has_nan = bool(np.isnan(Xc).any())
-        BT = _bins(Xc, self._cuts, self._ens.strict)
+        BT = _bins(Xc, self._cuts, self._ens)
+        has_nan = bool((BT < 0).any())
         start = 0
         for g, masks in plans:
             assert g.P is not None
@@ -685,6 +755,8 @@ class FastPD:
                     g.ratio[sl],
                     lo_r=g.lo_r[sl],
                     width=g.width[sl],
+                    cat=None if g.cat is None else g.cat[sl],
+                    catsets=g.catsets,
                 )
                 offsets = (np.arange(Lc, dtype=np.int64) * m)[:, None]
                 step = self._row_step(Lc * n_sel)
