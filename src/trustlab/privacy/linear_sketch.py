@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
+from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 
 from trustlab._validation import (
     check_array,
@@ -446,7 +447,7 @@ def _release(
             agg = _secure_sum(msgs, row_ptr, m, n_servers, rng)
         else:
             agg = _secure_sum(msgs, row_ptr, m, n_servers, rng)
-            agg = agg + _gaussian_grouped(np.sqrt(share_var * h_j), d)
+            agg = agg + _gaussian_grouped(sigma_c * np.sqrt(h_j / (gamma * np.maximum(n_j, 1.0) ** p)), d)
         params.update(
             sensitivity_l2=sens,
             sigma_c=sigma_c,
@@ -806,10 +807,11 @@ def low_rank_excess(A: Any, components: Any) -> float:
             f"components must have {A.shape[1]} columns, got {V.shape[1]}.", argument="components"
         )
     Q, _ = np.linalg.qr(V.T)
-    resid = float(np.sum(A**2) - np.sum((A @ Q) ** 2))
-    sv = np.linalg.svd(A, compute_uv=False)
-    best = float(np.sum(sv[V.shape[0] :] ** 2))
-    return resid - best
+    gram = A.T @ A  # d x d: both terms from it, so tall A costs one pass
+    eig = np.linalg.eigvalsh(gram)[::-1]
+    captured_best = float(np.sum(eig[: V.shape[0]]))
+    captured = float(np.trace(Q.T @ gram @ Q))
+    return captured_best - captured
 
 
 def ridge_cost_ratio(X: Any, y: Any, coef: Any, alpha: float) -> float:
@@ -854,7 +856,7 @@ class _LTMBase:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first.", argument="fit")
 
 
-class LTMLowRank(_LTMBase):
+class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
     """Private rank-``k`` approximation from an LTM sketch (top right singular vectors of ``S A + E``).
 
     Parameters
@@ -976,7 +978,7 @@ class LTMLowRank(_LTMBase):
         return A @ self.components_.T
 
 
-class LTMRidge(_LTMBase):
+class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
     """Private ridge regression from an LTM sketch of ``[X | y]``.
 
     Solves ``coef = (A~^T A~ + alpha I)^-1 A~^T b~`` on the noisy sketch
