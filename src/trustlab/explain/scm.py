@@ -95,7 +95,12 @@ class AdditiveNoiseSCM:
         are fitted from data by ``estimator``; roots get their mean.
     estimator : scikit-learn regressor, optional
         Cloned and fitted once per non-root node without a supplied mechanism.
-        Default: ``HistGradientBoostingRegressor(early_stopping=False)``.
+        Default: cubic splines (8 knots, linear extrapolation) + ``Ridge(alpha=1e-6)``,
+        i.e. a smooth additive model in the parents; pass e.g. an ``MLPRegressor``
+        pipeline for interactions. Prefer smooth regressors: tree mechanisms are
+        piecewise constant, and a parent value lying exactly on a split threshold
+        can then flip under floating-point round-off, so that
+        ``generate(abduct(X))`` differs from ``X``.
 
     Attributes
     ----------
@@ -194,9 +199,11 @@ class AdditiveNoiseSCM:
         if not parents:
             return float(xi.mean())
         if self.estimator is None:
-            from sklearn.ensemble import HistGradientBoostingRegressor
+            from sklearn.linear_model import Ridge
+            from sklearn.pipeline import make_pipeline
+            from sklearn.preprocessing import SplineTransformer
 
-            est = HistGradientBoostingRegressor(early_stopping=False)
+            est = make_pipeline(SplineTransformer(n_knots=8, extrapolation="linear"), Ridge(alpha=1e-6))
         else:
             est = clone(self.estimator)
         return est.fit(Xp, xi)
@@ -313,7 +320,8 @@ class AdditiveNoiseSCM:
         arr, one = self._rows(U, "U")
         idx = [self._feature_index(f, "features") for f in features]
         vals = check_array(np.atleast_1d(values), "values", min_rows=0)
-        vals = np.broadcast_to(vals, (arr.shape[0], len(idx))) if vals.ndim == 1 else vals
+        if vals.ndim == 1 and vals.shape[0] == len(idx):
+            vals = np.broadcast_to(vals, (arr.shape[0], len(idx)))
         if vals.shape != (arr.shape[0], len(idx)):
             raise DataError(
                 f"values must have shape ({arr.shape[0]}, {len(idx)}) (one per intervened feature), "
