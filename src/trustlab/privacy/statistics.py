@@ -4,6 +4,10 @@ Neighbouring relation: add or remove one record (so the number of records is
 itself private and is released with noise). All noise is integer discrete
 Laplace noise from :mod:`trustlab.privacy.samplers`; real-valued sums are taken on
 a public fixed-point grid so that no floating-point arithmetic touches the noise.
+
+:func:`dp_sum` and :func:`dp_mean` take public ``bounds``; with ``bounds=None`` they
+estimate them privately with :func:`trustlab.privacy.bounds.dp_bounds`, spending a
+share ``bounds_share`` of ``epsilon`` on it (never reading them off the data).
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_bounds, check_epsilon
+from trustlab._validation import check_bounds, check_epsilon, check_fraction
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy.bounds import DEFAULT_BOUNDS_LEVELS, check_bounds_levels, dp_bounds
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import discrete_laplace
 
@@ -88,13 +93,24 @@ def _grid(bounds: tuple[float, float], resolution: int) -> float:
 
 def dp_sum(
     x: Any,
-    bounds: tuple[float, float],
+    bounds: tuple[float, float] | None,
     epsilon: float,
     *,
     resolution: int = 2**12,
     description: str = "sum",
+    n: float | None = None,
+    bounds_share: float = 0.25,
+    anchor: float = 0.0,
+    bounds_levels: tuple[float, float] = DEFAULT_BOUNDS_LEVELS,
 ) -> Release:
     """Release the sum of ``x`` clipped to public ``bounds`` under ``epsilon``-DP.
+
+    With ``bounds=None`` the bounds are first estimated privately by
+    :func:`~trustlab.privacy.bounds.dp_bounds` (levels ``bounds_levels``, scans from the
+    public ``anchor``) with ``bounds_share * epsilon``; the sum gets the rest. Under this
+    module's add/remove relation the scans need a public or released count ``n``
+    (e.g. ``dp_count(...).value``). The release's ``epsilon`` is the total and its
+    parameters name the estimated bounds and what they cost.
 
     Each value is clipped to ``[lower, upper]``, shifted by ``-lower`` and rounded to
     the public grid of step ``(upper - lower) / resolution``; the integer sum of
@@ -108,8 +124,38 @@ def dp_sum(
     Rounding to the grid moves each value by at most half a step, a bias of at
     most ``(upper - lower) / (2 * resolution)`` in a mean. Values outside the
     bounds are always clipped; the release says so whether or not any were.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(100.0, 15.0, size=5000)
+    >>> r = dp_sum(x, None, epsilon=1.0, n=5000, anchor=100.0)
+    >>> r.epsilon, r.parameters["bounds_epsilon"]
+    (1.0, 0.25)
     """
     epsilon = check_epsilon(epsilon)
+    if bounds is None:
+        bounds_share = check_fraction(bounds_share, "bounds_share")
+        bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
+        if n is None:
+            raise ParameterError(
+                "dp_sum with bounds=None needs n, a public or released count (e.g. "
+                "dp_count(len(x), eps).value), for the private bounds estimate; or pass bounds.",
+                argument="n",
+            )
+        est = dp_bounds(
+            x,
+            epsilon * bounds_share,
+            anchor=anchor,
+            levels=bounds_levels,
+            neighbouring="add_remove",
+            n=max(float(n), 1.0),
+            description=f"{description}: clipping bounds",
+        )
+        rel = dp_sum(
+            x, est.value, epsilon * (1 - bounds_share), resolution=resolution, description=description
+        )
+        return _with_estimated_bounds(rel, est, epsilon)
     lower, upper = check_bounds(bounds)
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1:
@@ -138,29 +184,72 @@ def dp_sum(
 
 def dp_mean(
     x: Any,
-    bounds: tuple[float, float],
+    bounds: tuple[float, float] | None,
     epsilon: float,
     *,
     count_share: float = 0.5,
     resolution: int = 2**12,
     description: str = "mean",
+    bounds_share: float = 0.25,
+    anchor: float = 0.0,
+    bounds_levels: tuple[float, float] = DEFAULT_BOUNDS_LEVELS,
 ) -> tuple[float, list[Release]]:
-    """Release the mean of ``x`` clipped to public ``bounds``: a noisy sum over a noisy count.
+    """Release the mean of ``x`` clipped to ``bounds``: a noisy sum over a noisy count.
 
     ``count_share`` of ``epsilon`` goes to the count, the rest to the shifted sum.
     The result is clamped to the bounds (post-processing).
+
+    With ``bounds=None`` the bounds are estimated privately: ``bounds_share`` of
+    ``epsilon`` goes to :func:`~trustlab.privacy.bounds.dp_bounds` (levels
+    ``bounds_levels``, scans outward from the public ``anchor``, threshold from the
+    released count), and ``count_share`` splits the rest between count and sum.
 
     Returns
     -------
     mean : float
         The DP mean, or NaN when the noisy count is below 1.
     releases : list of Release
-        The count and the sum releases, whose epsilons add up to ``epsilon``.
+        The count, (the estimated bounds,) and the sum releases, whose epsilons add
+        up to ``epsilon``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(100.0, 15.0, size=10_000)
+    >>> m, rels = dp_mean(x, None, epsilon=1.0, anchor=100.0)
+    >>> bool(abs(m - 100.0) < 2.0), [r.epsilon for r in rels]
+    (True, [0.375, 0.25, 0.375])
     """
     epsilon = check_epsilon(epsilon)
-    lower, upper = check_bounds(bounds)
-    if not 0 < count_share < 1:
+    if not (isinstance(count_share, int | float) and 0 < count_share < 1):
         raise ParameterError(f"count_share must be in (0, 1), got {count_share}.", argument="count_share")
+    if bounds is None:
+        bounds_share = check_fraction(bounds_share, "bounds_share")
+        bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
+        arr = _check_values(x)
+        rest = epsilon * (1 - bounds_share)
+        count = dp_count(arr.size, rest * count_share, description=f"{description}: count")
+        est = dp_bounds(
+            arr,
+            epsilon * bounds_share,
+            anchor=anchor,
+            levels=bounds_levels,
+            neighbouring="add_remove",
+            n=max(float(count.value), 1.0),
+            description=f"{description}: clipping bounds",
+        )
+        lower, upper = est.value
+        total = dp_sum(
+            arr,
+            (lower, upper),
+            rest * (1 - count_share),
+            resolution=resolution,
+            description=f"{description}: clipped sum",
+        )
+        n = count.value
+        mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
+        return mean, [count, est, total]
+    lower, upper = check_bounds(bounds)
     arr = np.asarray(x, dtype=float)
     count = dp_count(arr.size, epsilon * count_share, description=f"{description}: count")
     total = dp_sum(
@@ -173,3 +262,41 @@ def dp_mean(
     n = count.value
     mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
     return mean, [count, total]
+
+
+def _check_values(x: Any) -> np.ndarray:
+    if isinstance(x, str | bytes) or x is None:
+        raise DataError("x must be a 1-d array of numbers.", argument="x")
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError("x must be a 1-d array of numbers.", argument="x") from None
+    if arr.ndim != 1:
+        raise DataError(f"x must be 1-dimensional, got shape {arr.shape}.", argument="x")
+    if arr.size == 0:
+        raise DataError("x is empty; there is nothing to release.", argument="x")
+    if not np.isfinite(arr).all():
+        raise DataError("x contains NaN or infinite values; drop or impute them first.", argument="x")
+    return arr
+
+
+def _with_estimated_bounds(rel: Release, est: Release, epsilon: float) -> Release:
+    """The sum release on estimated bounds, charged with the bounds' epsilon too."""
+    lower, upper = est.value
+    return Release(
+        value=rel.value,
+        epsilon=epsilon,
+        mechanism=f"{rel.mechanism}, bounds by {est.mechanism}",
+        parameters={
+            **rel.parameters,
+            "bounds_epsilon": est.epsilon,
+            "sum_epsilon": rel.epsilon,
+            "bounds_levels": est.parameters["levels"],
+            "anchor": est.parameters["anchor"],
+            "note": (
+                f"bounds ({lower:.6g}, {upper:.6g}) estimated privately with epsilon={est.epsilon:.6g} "
+                "(included in this release's epsilon); inputs clipped to them and shifted by -lower"
+            ),
+        },
+        description=rel.description,
+    )
