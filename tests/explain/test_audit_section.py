@@ -92,3 +92,43 @@ def test_deterministic(seed):
     a = ExplainSection().compute(ctx, None).figures
     b = ExplainSection().compute(ctx, None).figures
     assert a == b
+
+
+def test_linear_section_recourse_check_certifies_or_finds_regions():
+    ctx = _ctx(LogisticRegression())
+    res = ExplainSection().compute(ctx, None)
+    rec = res.figures["recourse"]
+    # age and income may move over their whole range: every negative can be flipped
+    assert rec["status"] == "certified" and rec["n_fixed"] == 0
+    assert rec["immutable"] == ["region"] and set(rec["actionable"]) == {"age", "income"}
+    assert [c.passed for c in res.checks] == [True, True]
+    assert "recourse is certified" in ExplainSection().render(res)
+    # with income immutable and age only allowed to decrease, some people are fixed
+    sec = ExplainSection(recourse_immutable=("income",), recourse_decrease_only=("age",))
+    res2 = sec.compute(ctx, None)
+    rec2 = res2.figures["recourse"]
+    assert rec2["n_fixed"] > 0 and rec2["regions"] and rec2["consistent"]
+    assert rec2["n_negative"] >= rec2["n_fixed"] >= rec2["n_fixed_covered"] > 0
+    assert all(r["verified"] for r in rec2["regions"])
+    by_name = {c.name: c.passed for c in res2.checks}
+    assert by_name["recourse for every test individual"] is False
+    assert by_name["confined regions agree with the pointwise check"] is True
+    page = sec.render(res2)
+    assert "Confined region" in page and rec2["regions"][0]["description"].split(" ")[0] in page
+    assert res2.to_dict()["figures"]["recourse"] == rec2
+    assert "recourse" not in ExplainSection(recourse=False).compute(ctx, None).figures
+
+
+def test_recourse_check_skipped_for_nonlinear_pipelines_and_trees():
+    from sklearn.preprocessing import PolynomialFeatures
+
+    ctx = _ctx(LogisticRegression())
+    poly = Pipeline([("pre", ctx.model[0]), ("poly", PolynomialFeatures(2)), ("clf", LogisticRegression())])
+    poly.fit(ctx.X_train, ctx.y[ctx.train_index])
+    ctx.model = poly
+    res = ExplainSection().compute(ctx, None)
+    assert res.figures["method"] == "linear"
+    assert res.figures["recourse"]["status"] == "skipped"
+    assert res.checks[-1].passed is None and "not linear" in res.checks[-1].detail
+    tree = ExplainSection().compute(_ctx(HistGradientBoostingClassifier(max_iter=10)), None)
+    assert "recourse" not in tree.figures

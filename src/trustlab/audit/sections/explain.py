@@ -4,8 +4,14 @@ For tree models (HistGradientBoosting, XGBoost, LightGBM, scikit-learn forests a
 boosting, alone or as the last step of a Pipeline) it runs FastPD on a subsample of
 the test rows (which are also the background): global importance (mean |SHAP|),
 PD curves of the top features and the strongest pairwise interactions. For linear
-models it reports standardised coefficients. In private mode the section is left
-out (``applies`` is False): explanations are not released under DP yet.
+models it reports standardised coefficients and a *recourse check* (confined
+regions, Lawless et al., ICML 2025): the share of test individuals whose negative
+prediction no allowed action can flip, and up to five confined regions (boxes of
+the raw feature space where everyone is fixed), or a certificate that none exists.
+The default action set: numeric non-sensitive columns may move anywhere in their
+range (the schema's public bounds when declared), categorical and sensitive
+columns are immutable. In private mode the section is left out (``applies`` is
+False): explanations are not released under DP yet.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit.section import AuditContext, Check, Section, SectionResult
-from trustlab.errors import ModelError
+from trustlab.errors import DataError, ModelError
 
 __all__ = ["ExplainSection"]
 
@@ -47,11 +53,110 @@ class ExplainSection(Section):
     ----------
     .. [1] Liu, J., Steensgaard, T., Wright, M. N., Pfister, N., Hiabu, M. "Fast
        Estimation of Partial Dependence Functions using Trees". ICML 2025.
+    .. [2] Lawless, C., Weng, T., Ustun, B., Udell, M. "Understanding Fixed
+       Predictions via Confined Regions". ICML 2025.
+
+    Parameters
+    ----------
+    recourse : bool, default True
+        Run the recourse check for linear models.
+    recourse_time_limit : float, default 5.0
+        Seconds for the confined-region search (all regions together).
+    recourse_max_regions : int, default 5
+    recourse_immutable, recourse_increase_only, recourse_decrease_only : sequence of str
+        Columns to treat as immutable or one-directional, on top of the defaults
+        (categorical and sensitive columns immutable).
     """
 
     name = "explain"
     title = "Explain"
     budget_weight = 0.5
+
+    def __init__(
+        self,
+        *,
+        recourse: bool = True,
+        recourse_time_limit: float = 5.0,
+        recourse_max_regions: int = 5,
+        recourse_immutable: tuple[str, ...] = (),
+        recourse_increase_only: tuple[str, ...] = (),
+        recourse_decrease_only: tuple[str, ...] = (),
+    ) -> None:
+        self.recourse = recourse
+        self.recourse_time_limit = recourse_time_limit
+        self.recourse_max_regions = recourse_max_regions
+        self.recourse_immutable = recourse_immutable
+        self.recourse_increase_only = recourse_increase_only
+        self.recourse_decrease_only = recourse_decrease_only
+
+    def _recourse(self, ctx: AuditContext) -> tuple[dict[str, Any], list[Check], list[str]]:
+        """The recourse check's figures, checks and notes (confined regions)."""
+        from trustlab.explain.recourse_audit import recourse_check
+
+        name = "recourse for every test individual"
+        schema = ctx.schema
+        bounds = {}
+        for c in ctx.features:
+            bd = schema.bounds(c) if schema is not None else None
+            if bd is not None:
+                bounds[c] = bd
+        try:
+            res = recourse_check(
+                ctx.model,
+                ctx.X_train,
+                ctx.X_test,
+                sensitive=ctx.sensitive,
+                immutable=self.recourse_immutable,
+                increase_only=self.recourse_increase_only,
+                decrease_only=self.recourse_decrease_only,
+                bounds=bounds,
+                max_regions=self.recourse_max_regions,
+                time_limit=self.recourse_time_limit,
+            )
+        except (ModelError, DataError) as exc:
+            return (
+                {"status": "skipped", "reason": str(exc)},
+                [Check(name, None, f"recourse check skipped: {exc}")],
+                [f"Recourse check skipped: {exc}"],
+            )
+        f = res.to_dict()
+        k = len(f["regions"])
+        if f["certified"]:
+            region_text = "no confined region exists in the population region (recourse certified)"
+        else:
+            region_text = f"{k} confined region(s) found (search status: {f['status']})"
+        detail = (
+            f"{f['n_fixed']} of {f['n_checked']} test individuals ({f['share_fixed']:.1%}) have a "
+            f"fixed negative prediction; {region_text}"
+        )
+        checks = [Check(name, f["n_fixed"] == 0 if f["n_checked"] else None, detail)]
+        if k:
+            ok = f["consistent"] and all(r["verified"] for r in f["regions"])
+            checks.append(
+                Check(
+                    "confined regions agree with the pointwise check",
+                    ok,
+                    f"{sum(r['n_rows'] for r in f['regions'])} test rows inside the regions, all fixed"
+                    if ok
+                    else "a test row inside a region has recourse (solver tolerance?)",
+                )
+            )
+        immutable = ", ".join(f["immutable"]) or "none"
+        notes = [
+            "Recourse check (confined regions): numeric columns other than the sensitive ones "
+            "may change anywhere in their range (schema bounds where declared); immutable: "
+            f"{immutable}. A fixed prediction is one that no such change can flip; a confined "
+            "region is a box of the feature space in which every individual is fixed, found "
+            "from the model alone, so it also covers people not in the data.",
+        ]
+        if f["status"] == "time_limit":
+            notes.append(
+                f"The confined-region search stopped at its {self.recourse_time_limit:g} s limit; "
+                "the regions listed are confined, but the list may be incomplete."
+            )
+        if f["n_skipped"]:
+            notes.append(f"{f['n_skipped']} test rows with missing values were left out of the check.")
+        return f, checks, notes
 
     def applies(self, ctx: AuditContext) -> bool:
         """Not in private mode: explanations are not released under DP yet."""
@@ -81,11 +186,13 @@ class ExplainSection(Section):
                 "importance": [[names[j], float(imp[j])] for j in lin_order],
                 "coefficients": [[names[j], float(coef[j])] for j in lin_order],
             }
-            notes.append(
-                "Linear model: importance is |coefficient| x feature standard deviation. "
-                "A recourse certification (confined regions) is not part of the report yet."
-            )
+            notes.append("Linear model: importance is |coefficient| x feature standard deviation.")
             checks = [Check("explanation computed", True, "standardised coefficients")]
+            if self.recourse:
+                rec, rec_checks, rec_notes = self._recourse(ctx)
+                figures["recourse"] = rec
+                checks += rec_checks
+                notes += rec_notes
             return SectionResult(self.name, self.title, figures, checks, notes)
         try:
             fpd = FastPD(est).fit(Z)
@@ -161,5 +268,31 @@ class ExplainSection(Section):
                 "<table><thead><tr><th>Interaction</th><th>mean |component|</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>"
             )
+        rec = f.get("recourse")
+        if rec and rec.get("status") != "skipped":
+            parts.append(_render_recourse(rec))
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
         return "".join(parts) + (f"<ul>{notes}</ul>" if notes else "")
+
+
+def _render_recourse(rec: dict[str, Any]) -> str:
+    """The recourse check as a summary line and a table of confined regions."""
+    from trustlab.audit.html import table
+
+    head = (
+        f"<h4>Recourse (confined regions)</h4><p>{rec['n_fixed']:,} of {rec['n_checked']:,} test "
+        f"individuals ({rec['share_fixed']:.1%}) have a fixed negative prediction "
+        f"({rec['n_negative']:,} are predicted negative). "
+    )
+    if rec["certified"]:
+        head += "No confined region exists: recourse is certified for the whole population region.</p>"
+        return head
+    head += f"Search status: {html.escape(str(rec['status']))}, {rec['solve_time']:.2f} s.</p>"
+    if not rec["regions"]:
+        return head
+    rows = [[r["description"], r["n_rows"], r["verified"]] for r in rec["regions"]]
+    return head + table(
+        ["Confined region (everyone inside is fixed)", "test rows inside", "verified"],
+        rows,
+        caption="Confined regions, largest first",
+    )
