@@ -31,6 +31,7 @@ import numpy as np
 from scipy.linalg import eigh, solve_triangular
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
+from threadpoolctl import threadpool_limits
 
 from trustlab._validation import check_array, check_delta, check_epsilon, check_positive_int
 from trustlab.errors import DataError, ParameterError
@@ -426,7 +427,10 @@ def dsi_gaussian_covariance(
         floor_basis = np.zeros((d, 0))
         b_main = b_nz
 
-    mu, w, v, f, n_iter, converged = _mirror_ascent(c, b_main, max_iter, tol)
+    # The ascent works on r x r matrices (r <= m): single-threaded BLAS, as scikit-learn's
+    # KMeans does for its small inner loops; threaded OpenBLAS was 100x slower on a busy machine.
+    with threadpool_limits(limits=1, user_api="blas"):
+        mu, w, v, f, n_iter, converged = _mirror_ascent(c, b_main, max_iter, tol)
     sqrt_w = np.sqrt(w)
     cons = _constraints(c, w, v)
     repair = max(1.0, float(np.max(cons / b_main)))
@@ -523,7 +527,7 @@ class DSIAccountant:
         hi = 1.0
         while _gaussian_delta(hi, mu) > self.delta:
             hi *= 2
-        return float(brentq(lambda e: _gaussian_delta(e, mu) - self.delta, 0.0, hi, xtol=1e-12))
+        return float(brentq(lambda e: _gaussian_delta(e, mu) - self.delta, 0.0, hi, xtol=1e-14))
 
     def noise_multiplier(self, epsilon: float, compositions: int = 1) -> float:
         """Return the smallest ``sigma_m`` that gives ``(epsilon, delta)`` after ``compositions`` steps."""
@@ -537,6 +541,8 @@ class DSIAccountant:
         lo, hi = 1e-6, 1.0
         while _gaussian_delta(eps, hi) < self.delta:
             hi *= 2
+        while _gaussian_delta(eps, lo) > self.delta:
+            lo /= 2
         mu = float(brentq(lambda u: _gaussian_delta(eps, u) - self.delta, lo, hi, xtol=1e-14, rtol=1e-13))
         return math.sqrt(k) / mu
 
