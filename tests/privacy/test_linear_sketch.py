@@ -255,6 +255,7 @@ GOOD = {"A": np.full((10, 2), 0.1), "epsilon": 1.0, "delta": 1e-5, "row_bound": 
         ({"A": np.zeros((0, 2))}, "A"),
         ({"A": np.zeros(10)}, "A"),
         ({"A": "abc"}, "A"),
+        ({"A": sp.csr_matrix(np.ones((10, 2)))}, "A"),
         ({"S": np.ones((3, 9))}, "S"),
         ({"S": "osnap"}, "S"),
         ({"S": np.full((3, 10), np.nan)}, "S"),

@@ -126,6 +126,11 @@ def _privacy(epsilon: Any, delta: Any, mechanism: str) -> tuple[float, float]:
 
 
 def _matrix(A: Any, name: str) -> np.ndarray:
+    if sp.issparse(A):
+        raise DataError(
+            f"{name} is a sparse matrix; sparse input is not supported, pass {name}.toarray().",
+            argument=name,
+        )
     arr = check_array(A, name, ndim=2)
     if arr.shape[1] == 0:
         raise DataError(f"{name} has no columns; pass an (n_clients, n_features) array.", argument=name)
@@ -454,10 +459,13 @@ def _release(
             calibration="analytic Gaussian mechanism (Balle & Wang 2018)",
             share_std_range=(float(np.sqrt(share_var[has].min())), float(np.sqrt(share_var[has].max()))),
         )
-        notes.append(
-            "(epsilon, delta)-DP holds when at least honest_fraction of each sketch row's "
-            "contributors add their noise share and the servers do not all collude"
-        )
+        if p == 0.0:
+            notes.append("local model: each client's messages are (epsilon, delta)-DP on their own")
+        else:
+            notes.append(
+                "(epsilon, delta)-DP holds when at least honest_fraction of each sketch row's "
+                "contributors add their noise share and the servers do not all collude"
+            )
         mech = "LTM Gaussian" if p == 1.0 else f"LTM-interpolated Gaussian (p={p:g})"
     else:
         sens1 = factor * bound * math.sqrt(d) * float(col_l1.max())
