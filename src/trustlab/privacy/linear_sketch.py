@@ -902,8 +902,7 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> A = np.outer(rng.normal(size=2000), [0.6, 0.8, 0.0]) / 3
+    >>> A = np.outer(np.linspace(-1, 1, 2000), [0.6, 0.8, 0.0])
     >>> est = LTMLowRank(n_components=1, random_state=0).fit(A)
     >>> est.components_.shape, est.release_.epsilon
     ((1, 3), 1.0)
@@ -1017,8 +1016,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(5000, 2)) / 4
+    >>> X = np.random.default_rng(0).uniform(-0.5, 0.5, size=(5000, 2))
     >>> est = LTMRidge(alpha=1.0, random_state=0).fit(X, X @ [0.5, -0.5])
     >>> est.coef_.shape, est.predict(X[:3]).shape
     ((2,), (3,))
