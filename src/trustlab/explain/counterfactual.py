@@ -392,7 +392,7 @@ def _result(
     dx = float(p.d_x(x_cf)[0])
     du = float(p.d_u(u_cf)[0])
     valid = bool(p.valid(x_cf)[0])
-    if not valid and status in ("optimal", "approximate", "time_limit"):
+    if not valid and status in ("optimal", "approximate"):
         status = "not_found"
     return CounterfactualResult(
         x=p.x.copy(),
