@@ -142,6 +142,10 @@ def test_aggregated_noise_variance_is_sigma_c_squared():
     sigma = rel.parameters["sigma_c"]
     assert sigma == pytest.approx(2 * 3.7306, rel=1e-4)  # replacement: sensitivity 2
     assert abs(np.mean(rel.value**2) / sigma**2 - 1) < 0.05
+    # honest_fraction 0.5 with every client honest doubles the variance: 10,000 entries,
+    # SE of the ratio 2 * sqrt(2/10000) = 0.028, so +-0.15 is 5 SE.
+    rel = ltm_release(np.zeros((400, 200)), S, 1.0, 1e-5, 1.0, honest_fraction=0.5)
+    assert abs(np.mean(rel.value**2) / sigma**2 - 2) < 0.15
 
 
 def test_per_client_shares_with_withholding_keep_variance():
