@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, ndtr
 from scipy.stats import norm
+from sklearn.base import BaseEstimator
 
 from trustlab._validation import (
     check_array,
@@ -441,7 +442,7 @@ def _fisher_scoring(
 # ----------------------------------------------------------------------------- estimator
 
 
-class LabelDPBinaryRegression:
+class LabelDPBinaryRegression(BaseEstimator):
     """Bias-corrected binary regression on labels released by randomized response.
 
     Maximises the likelihood of the released labels ``y~`` under
@@ -750,7 +751,7 @@ class PrivatizedLabels:
         return self.release.delta
 
 
-class RandomizedResponseLabelDP:
+class RandomizedResponseLabelDP(BaseEstimator):
     """Release binary labels by Fisher-information-optimal randomized response under LabelDP.
 
     Each label is randomized once: kept with probability ``p0`` (if 0) or ``p1`` (if 1),
