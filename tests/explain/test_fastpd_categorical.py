@@ -4,10 +4,11 @@ Oracles: brute-force PD (set the columns of S to the query's values in every
 background row, average the model's raw prediction), exact Shapley values of those
 brute-force PD functions, the libraries' own path-dependent TreeSHAP
 (``pred_contrib``) for ``weights="path"``, and scikit-learn's
-``partial_dependence(method="brute")``. ``shap``'s interventional TreeExplainer
-does not support categorical splits (it raises for XGBoost and silently reads
-LightGBM's and HistGradientBoosting's category sets as thresholds), so it cannot be
-the oracle here.
+``partial_dependence(method="brute")``, and ``shap``'s model-agnostic exact
+explainer with an independent masker. ``shap``'s interventional TreeExplainer does
+not support categorical splits (it raises for XGBoost and silently reads
+LightGBM's and HistGradientBoosting's category sets as thresholds; shap issues
+#2899, #5132), so it cannot be the oracle here.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ for i, (col, val) in enumerate(
     XQ[i, col] = val
 
 MODELS = {
-    "hgb": lambda: HistGradientBoostingRegressor(max_iter=15, max_depth=4, categorical_features=CAT).fit(XM, Y),
+    "hgb": lambda: HistGradientBoostingRegressor(max_iter=15, max_depth=4, categorical_features=CAT).fit(
+        XM, Y
+    ),
     "hgb_clf": lambda: HistGradientBoostingClassifier(max_iter=15, max_depth=4, categorical_features=CAT).fit(
         XM, YB
     ),
@@ -117,7 +120,7 @@ ALL_SUBSETS = [s for r in range(D + 1) for s in itertools.combinations(range(D),
 
 
 def test_model_has_categorical_splits(fitted):
-    name, model, fpd = fitted
+    _, model, _ = fitted
     ens = ensemble_from_model(model)
     assert set(ens.categorical) and set(ens.categorical) <= set(CAT)
     assert sum(len(t.cat_left) for t in ens.trees) > 0
@@ -168,6 +171,18 @@ def test_claim_shap_is_exact_shapley_of_the_interventional_pd(fitted):
     assert np.abs(fpd.shap_values(Xq) - exact).max() < 10 * _tol(name)
 
 
+def test_shap_equals_shap_exact_interventional(fitted):
+    """shap's model-agnostic exact explainer with an independent masker over the same
+    background computes the same interventional SHAP values by enumeration."""
+    shap = pytest.importorskip("shap")
+    _, _, fpd = fitted
+    Xq = XQ[:10]
+    masker = shap.maskers.Independent(XB, max_samples=len(XB))
+    ref = shap.explainers.Exact(fpd._ens.predict_raw, masker)(Xq, silent=True)
+    assert np.abs(ref.values - fpd.shap_values(Xq)).max() < 1e-6
+    assert np.abs(ref.base_values - fpd.expected_value_).max() < 1e-6
+
+
 def test_path_weights_match_native_tree_shap():
     """weights="path" = the library's own path-dependent TreeSHAP on categorical splits."""
     Xq = XQ[:30]
@@ -208,7 +223,9 @@ def test_unseen_categories_in_background_and_string_categories():
         rep[:, :, list(S)] = XQ[:10, None, list(S)]
         brute = model.predict(rep.reshape(-1, D)).reshape(10, -1).mean(axis=1)
         np.testing.assert_allclose(fpd.pd(XQ[:10], [S])[S], brute, atol=1e-10)
-    frame = pd.DataFrame({"a": X[:200, 0], "b": pd.Categorical(np.array(list("pqrs"))[X[:200, 3].astype(int) % 4])})
+    frame = pd.DataFrame(
+        {"a": X[:200, 0], "b": pd.Categorical(np.array(list("pqrs"))[X[:200, 3].astype(int) % 4])}
+    )
     hgb = HistGradientBoostingRegressor(max_iter=5, categorical_features="from_dtype").fit(frame, Y[:200])
     with pytest.raises(ModelError, match="non-numeric categories") as err:
         FastPD(hgb).fit(X[:50, :2])
@@ -234,7 +251,9 @@ def test_unsupported_split_kinds_name_what_is_supported():
     with pytest.raises(ModelError, match="zero_as_missing") as err:
         FastPD(lgb_zero).fit(X[:20])
     assert err.value.argument == "model"
-    multi = HistGradientBoostingClassifier(max_iter=3, categorical_features=CAT).fit(XM, np.arange(len(XM)) % 3)
+    multi = HistGradientBoostingClassifier(max_iter=3, categorical_features=CAT).fit(
+        XM, np.arange(len(XM)) % 3
+    )
     with pytest.raises(ModelError, match="binary") as err:
         FastPD(multi).fit(XB)
     assert err.value.argument == "model"

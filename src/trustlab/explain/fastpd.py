@@ -350,6 +350,18 @@ class FastPD:
     >>> phi = fpd.shap_values(X[:5])
     >>> bool(np.allclose(fpd.expected_value_ + phi.sum(axis=1), model.predict(X[:5])))
     True
+
+    Native categorical splits (here HistGradientBoosting's on column 0, coded 0..3):
+
+    >>> from sklearn.ensemble import HistGradientBoostingRegressor
+    >>> Xc = np.c_[rng.integers(0, 4, 200), rng.normal(size=200)]
+    >>> yc = np.array([0.0, 2.0, -1.0, 1.0])[Xc[:, 0].astype(int)] + Xc[:, 1]
+    >>> hgb = HistGradientBoostingRegressor(max_iter=20, categorical_features=[0]).fit(Xc, yc)
+    >>> grid, curve = FastPD(hgb).fit(Xc).pd_curve(0)
+    >>> grid.tolist()  # the categories
+    [0.0, 1.0, 2.0, 3.0]
+    >>> [int(i) for i in np.argsort(curve)]  # categories from lowest to highest PD
+    [2, 0, 3, 1]
     """
 
     def __init__(
