@@ -46,9 +46,9 @@ def _ctx(final, private=False):
         model=model,
         model_name="m",
         proba_test=model.predict_proba(data.iloc[test][["age", "income", "region"]])[:, 1],
-        schema=None,
+        schema=None,  # type: ignore[arg-type]
         private=private,
-        random_state=0,  # type: ignore[arg-type]
+        random_state=0,
     )
 
 

@@ -167,7 +167,9 @@ def _check_points(X: Any, A: ActionSet, name: str = "X") -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # pointwise verification (the baseline)
 # --------------------------------------------------------------------------------------
-def max_reachable_score(X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None) -> np.ndarray:
+def max_reachable_score(
+    X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None, method: str = "auto"
+) -> np.ndarray:
     """Highest score ``w^T (x + a) + b`` each individual can reach with allowed actions.
 
     Integer and boolean features take integer actions. Without joint constraints on
@@ -183,12 +185,16 @@ def max_reachable_score(X: Any, model: Any, action_set: ActionSet, *, intercept:
     action_set : ActionSet
     intercept : float, optional
         Needed when ``model`` is a coefficient vector.
+    method : {"auto", "ilp"}, default "auto"
+        ``"ilp"`` solves one integer program per row even when the closed form applies.
 
     Returns
     -------
     numpy.ndarray of shape (n,)
         ``> 0``: recourse exists; ``<= 0``: the prediction is fixed.
     """
+    if method not in ("auto", "ilp"):
+        raise ParameterError(f"method must be 'auto' or 'ilp', got {method!r}.", argument="method")
     w, b = linear_model_params(model, intercept)
     A = _check_action_set(action_set, len(w))
     Xa = _check_points(X, A)
@@ -197,7 +203,7 @@ def max_reachable_score(X: Any, model: Any, action_set: ActionSet, *, intercept:
     integral = np.array([t != "float" for t in A.dtype])
     lo = np.where(integral, np.ceil(lo - 1e-9), lo)
     hi = np.where(integral, np.floor(hi + 1e-9), hi)
-    if A.separable:
+    if A.separable and method == "auto":
         a = np.where(w > 0, hi, np.where(w < 0, lo, 0.0))
         return (Xa + a) @ w + b
     G, H, g = A.constraint_rows()
@@ -219,12 +225,15 @@ def max_reachable_score(X: Any, model: Any, action_set: ActionSet, *, intercept:
     return out
 
 
-def has_recourse(X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None) -> np.ndarray:
+def has_recourse(
+    X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None, method: str = "auto"
+) -> np.ndarray:
     """Pointwise recourse verification: can each individual reach a positive prediction?
 
     ``True`` where some allowed action ``a`` gives ``w^T (x + a) + b > 0`` (individuals
     already predicted positive have recourse with ``a = 0``); ``False`` marks a fixed
     prediction. This is the pointwise audit the paper compares confined regions with.
+    See :func:`max_reachable_score` for the parameters.
 
     Examples
     --------
@@ -240,7 +249,7 @@ def has_recourse(X: Any, model: Any, action_set: ActionSet, *, intercept: Any = 
     .. [1] Lawless, C., Weng, T., Ustun, B., Udell, M. "Understanding Fixed Predictions
        via Confined Regions". ICML 2025.
     """
-    return max_reachable_score(X, model, action_set, intercept=intercept) > 0
+    return max_reachable_score(X, model, action_set, intercept=intercept, method=method) > 0
 
 
 # --------------------------------------------------------------------------------------
