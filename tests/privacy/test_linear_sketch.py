@@ -207,9 +207,18 @@ def _audit_setup():
 
 
 def test_audit_gaussian_within_claim():
+    # The statistic is the sketch projected on the direction in which the neighbour moves
+    # it (the most informative scalar). alpha = 0.001: a correct mechanism fails with
+    # probability <= 0.1% (OpenDP's noise cannot be seeded); 300 evaluation runs per input
+    # can certify up to about log(300 / 7) ~ 3.8, see the negative control below.
     A, A2, S, u = _audit_setup()
     res = audit_epsilon(
-        lambda d: ltm_release(d, S, 1.0, 1e-5, 1.0).value.ravel() @ u, A, A2, n_trials=600, delta=1e-5
+        lambda d: ltm_release(d, S, 1.0, 1e-5, 1.0).value.ravel() @ u,
+        A,
+        A2,
+        n_trials=600,
+        delta=1e-5,
+        alpha=0.001,
     )
     assert res.epsilon_lower <= 1.0
 
@@ -221,13 +230,15 @@ def test_audit_laplace_within_claim():
         A,
         A2,
         n_trials=600,
+        alpha=0.001,
     )
     assert res.epsilon_lower <= 1.0
 
 
 def test_audit_catches_clients_withholding_noise():
     # Negative control: if every client withholds its share the sketch is exact and the
-    # audit's lower bound exceeds the claimed epsilon by far.
+    # audit's lower bound exceeds the claimed epsilon by far (200 runs at alpha = 0.001
+    # certify up to log(200 / 7) ~ 3.3).
     A, A2, S, u = _audit_setup()
     res = audit_epsilon(
         lambda d: ltm_release(d, S, 1.0, 1e-5, 1.0, withholding=np.ones(20, bool)).value.ravel() @ u,
@@ -235,6 +246,7 @@ def test_audit_catches_clients_withholding_noise():
         A2,
         n_trials=400,
         delta=1e-5,
+        alpha=0.001,
     )
     assert res.epsilon_lower > 2.0
 
