@@ -131,6 +131,20 @@ def test_exact_ridge_with_identity_sketch():
     assert clone(est).get_params()["alpha"] == 0.7
 
 
+def test_estimator_options_run_and_report_privacy():
+    A = _low_rank_data(500, 3, d=4)
+    est = LTMLowRank(1, epsilon=2.0, delta=0.0, sketch="dense", mechanism="laplace", random_state=0).fit(A)
+    assert est.release_.delta == 0.0 and est.release_.epsilon == 2.0
+    assert est.release_.value.shape == (20, 4)
+    assert np.allclose(est.components_ @ est.components_.T, np.eye(1))
+    X, y = _ridge_data(200, 1, d=2)
+    est2 = LTMRidge(sketch_rows=10, noise="per_client", n_servers=3, random_state=0).fit(X, y)
+    rel = est2.release_
+    assert rel.parameters["noise_simulation"] == "per_client" and rel.parameters["n_servers"] == 3
+    assert any("clipped" in note for note in rel.parameters["notes"])
+    assert np.isfinite(est2.coef_).all() and est2.coef_.shape == (2,)
+
+
 # ----------------------------------------------------------------------------- noise
 
 
