@@ -208,3 +208,18 @@ def test_bad_input(make, arg):
     with pytest.raises((ParameterError, BudgetExceededError)) as info:
         make()
     assert info.value.argument == arg
+
+
+def test_pld_approximate_releases_respect_total_delta():
+    acc = Accountant(10.0, 1e-6, composition="pld")
+    acc.spend(0.5, 6e-7, description="a")
+    with pytest.raises(BudgetExceededError) as info:
+        acc.spend(0.5, 6e-7, description="b")  # deltas alone exceed the total
+    assert info.value.argument == "delta"
+    assert acc.spent_delta <= 1e-6
+
+
+def test_laplace_event_counts_like_pure_dp():
+    acc = Accountant(1.0, composition="rdp")
+    acc.spend_event(dp_event.LaplaceDpEvent(2.0), description="Laplace, eps 0.5")
+    assert acc.spent_epsilon == pytest.approx(0.5)

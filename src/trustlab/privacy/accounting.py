@@ -302,8 +302,10 @@ class Accountant:
     def _guarantee(self, items: Sequence[_Item]) -> tuple[float, float]:
         """The ``(epsilon, delta)`` the items compose to: the smaller of basic and tight."""
         best = (math.inf, self.total_delta)
-        if all(it.kind in ("pure", "approx", "reserve") for it in items):
-            best = (sum(it.epsilon for it in items), sum(it.delta for it in items))
+        if all(it.kind in ("pure", "approx", "reserve", "laplace") for it in items):
+            basic_delta = sum(it.delta for it in items)
+            if basic_delta <= self.total_delta + _SLACK * max(1e-12, self.total_delta):
+                best = (sum(it.epsilon * it.count for it in items), basic_delta)
         fixed = [it for it in items if self._is_fixed(it)]
         tight = [it for it in items if not self._is_fixed(it)]
         fixed_eps = sum(it.epsilon for it in fixed)
@@ -343,9 +345,9 @@ class Accountant:
         tol = _SLACK * max(1.0, self.total_epsilon)
         if math.isinf(eps):
             raise BudgetExceededError(
-                f"{what} needs a delta > 0 to be accounted ({self.composition} composition); "
-                f"budget '{self.name}' has delta={self.total_delta:.3g} free of basic parts: "
-                "create the accountant with delta > 0 (e.g. 1e-6).",
+                f"{what} needs more delta than budget '{self.name}' has ({self.composition} "
+                f"composition, delta={self.total_delta:.3g} in total): Gaussian and zCDP releases "
+                "need delta > 0; create the accountant with a larger delta (e.g. 1e-6) or release less.",
                 argument="delta",
             )
         if eps > self.total_epsilon + tol:
