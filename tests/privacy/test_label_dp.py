@@ -123,6 +123,15 @@ def test_chosen_mechanism_maximises_fisher_trace():
     assert rr_fisher_trace(cand[idx, 0], cand[idx, 1], X, beta) <= best
 
 
+def test_information_grows_with_epsilon_toward_nonprivate():
+    rng = np.random.default_rng(8)
+    X = np.column_stack([np.ones(2000), rng.normal(size=(2000, 2))])
+    beta = np.array([0.5, 1.0, -1.0])
+    traces = [rr_fisher_trace(*rr_vertices(eps)[0], X, beta) for eps in (0.25, 0.5, 1, 2, 4, 8, 30)]
+    assert np.all(np.diff(traces) > 0)
+    assert traces[-1] == pytest.approx(rr_fisher_trace(1.0, 1.0, X, beta), rel=1e-9)
+
+
 # ----------------------------------------------------------------------------- the mechanism
 
 
