@@ -608,6 +608,8 @@ class LabelDPBinaryRegression(BaseEstimator):
         self.n_features_in_ = Xd.shape[1] - int(self.fit_intercept)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         return self
 
     def _check_fitted(self) -> None:
