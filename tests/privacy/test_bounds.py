@@ -170,3 +170,10 @@ def test_bad_input_dp_mean_without_bounds(kwargs, arg):
     with pytest.raises((ParameterError, DataError)) as info:
         dp_mean(x, None, eps, **args)
     assert info.value.argument == arg
+
+
+def test_scan_that_never_fires_returns_finite_bounds():
+    # A public n far above the sample size puts the threshold (~1e6) out of reach of
+    # counts <= 2 plus Lap(4) noise: both scans run past 2**1024 and would return inf.
+    lo, hi = dp_bounds([0.5, 1.5], 1.0, base=2.0, max_buckets=2000, neighbouring="add_remove", n=10**6).value
+    assert (lo, hi) == (-1e300, 1e300)

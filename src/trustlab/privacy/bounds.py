@@ -31,6 +31,8 @@ from trustlab.privacy.release import Release
 __all__ = ["DEFAULT_BOUNDS_LEVELS", "check_bounds_levels", "dp_bounds"]
 
 DEFAULT_BOUNDS_LEVELS = (0.01, 0.99)
+# Largest bound returned: finite, and (upper - lower) stays finite too.
+_HUGE = 1e300
 
 
 def check_bounds_levels(levels: Any, name: str = "levels") -> tuple[float, float]:
@@ -103,7 +105,9 @@ def dp_bounds(
     -------
     Release
         ``value`` is the tuple ``(lower, upper)`` with ``lower < anchor < upper``;
-        ``epsilon`` is what the estimate spent.
+        ``epsilon`` is what the estimate spent. A scan that never fires (a very small
+        sample, whose noisy threshold stays above its size) ends at ``+-1e300``: a
+        useless but still private range; check the value before clipping with it.
 
     Notes
     -----
@@ -176,6 +180,11 @@ def _bounds_sorted(
     that lie above the anchor, the lower one values above edges below it.
     """
     half = epsilon / 2.0
-    upper = _unbounded_sorted(z, q_hi, half, anchor, base, neighbouring, n_public, max_buckets)
-    lower = -_unbounded_sorted(z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, max_buckets, True)
-    return float(lower), float(upper)
+    with np.errstate(over="ignore"):
+        upper = _unbounded_sorted(z, q_hi, half, anchor, base, neighbouring, n_public, max_buckets)
+        lower = -_unbounded_sorted(
+            z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, max_buckets, True
+        )
+    # A scan that never fires (tiny n, threshold above n) runs past base**k ~ 1e308 and
+    # returns an infinite edge; clamp to finite numbers (post-processing).
+    return float(np.clip(lower, -_HUGE, _HUGE)), float(np.clip(upper, -_HUGE, _HUGE))
