@@ -357,3 +357,19 @@ def test_time_limit_is_a_status_not_an_error():
     assert res.status in {"time_limit", "max_regions", "exhausted", "certified"}
     assert all(b.verified for b in res.boxes)
     assert sum(res.solve_times) < 5
+
+
+def test_unseen_levels_and_missing_values_are_skipped():
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"income": rng.integers(0, 10, 200).astype(float), "job": rng.choice(["a", "b"], 200)})
+    y = ((X.income > 5) & (X.job == "a")).astype(int)
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    pre = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["job"]), remainder="passthrough")
+    model = make_pipeline(pre, LogisticRegression(C=100, max_iter=2000)).fit(X, y)
+    new = pd.DataFrame({"income": [1.0, np.nan, 9.0], "job": ["c", "a", "b"]})
+    res = recourse_check(model, X, new)
+    assert (res.n_checked, res.n_skipped) == (1, 2)
+    assert res.n_fixed == 1 and res.descriptions == ("job in {b}",)

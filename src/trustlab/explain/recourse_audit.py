@@ -55,12 +55,16 @@ class RawLinearModel:
     max_error: float
 
     def encode(self, data: pd.DataFrame) -> np.ndarray:
-        """Rows of ``data`` as the feature matrix the coefficients apply to (NaN stays NaN)."""
+        """Rows of ``data`` as the feature matrix the coefficients apply to.
+
+        Missing values, and category levels not seen when linearising, give NaN rows.
+        """
         parts = [data[list(self.numeric)].to_numpy(dtype=float)] if self.numeric else []
         for col, levels in self.categorical:
             values = data[col].astype(object).to_numpy()
             ind = np.stack([values == lev for lev in levels], axis=1).astype(float)
-            ind[pd.isna(values)] = np.nan
+            # missing values and levels not seen in the reference rows have no coefficient
+            ind[pd.isna(values) | (ind.sum(axis=1) == 0)] = np.nan
             parts.append(ind)
         return np.hstack(parts) if parts else np.zeros((len(data), 0))
 
