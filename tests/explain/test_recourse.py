@@ -84,6 +84,11 @@ def test_soundness_and_completeness_on_integer_grids(solver, seed):
             assert sep.max() >= 1
     assert np.array_equal(covered, fixed)
     np.testing.assert_allclose(max_reachable_score(grid, w, A, intercept=b), _brute_max(grid, w, b, A))
+    if solver == "highs" and seed == 0:  # the per-row ILP path agrees with the closed form
+        sub = grid[::7]
+        np.testing.assert_allclose(
+            max_reachable_score(sub, w, A, intercept=b, method="ilp"), _brute_max(sub, w, b, A), atol=1e-9
+        )
 
 
 def _closed_form_confined(lo, hi, w, b, A):
@@ -260,6 +265,7 @@ def _small():
         ({"time_limit": float("nan")}, "time_limit"),
         ({"gap": 0}, "gap"),
         ({"dual_bound": -1.0}, "dual_bound"),
+        ({"mip_gap": True}, "mip_gap"),
     ],
 )
 def test_bad_parameters(kwargs, argument):
@@ -373,3 +379,9 @@ def test_unseen_levels_and_missing_values_are_skipped():
     res = recourse_check(model, X, new)
     assert (res.n_checked, res.n_skipped) == (1, 2)
     assert res.n_fixed == 1 and res.descriptions == ("job in {b}",)
+
+
+def test_pointwise_method_must_be_known():
+    with pytest.raises(ParameterError) as info:
+        has_recourse([[1.0, 1.0]], np.ones(2), _small(), intercept=0.0, method="lp")
+    assert info.value.argument == "method"
