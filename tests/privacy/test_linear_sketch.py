@@ -18,11 +18,11 @@ from sklearn.linear_model import Ridge
 
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy.audit import audit_epsilon
+from trustlab.privacy.calibration import analytic_gaussian_sigma
 from trustlab.privacy.linear_sketch import (
     LTMLowRank,
     LTMRidge,
     additive_shares,
-    analytic_gaussian_sigma,
     central_mod_sulq,
     central_ssp_ridge,
     local_variant,

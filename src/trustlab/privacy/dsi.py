@@ -29,12 +29,11 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import eigh, solve_triangular
-from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
 from threadpoolctl import threadpool_limits
 
 from trustlab._validation import check_array, check_delta, check_epsilon, check_positive_int
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import gaussian
 
@@ -457,14 +456,6 @@ def dsi_gaussian_covariance(
     )
 
 
-def _gaussian_delta(epsilon: float, mu: float) -> float:
-    """Exact delta(epsilon) of a Gaussian mechanism with ``mu = sensitivity / std``."""
-    a = epsilon / mu
-    first = float(ndtr(mu / 2 - a))
-    second = math.exp(epsilon + float(log_ndtr(-mu / 2 - a)))
-    return max(0.0, first - second)
-
-
 class DSIAccountant:
     """Converts between ``(epsilon, delta)`` and the DSI noise multiplier ``sigma_m``.
 
@@ -521,13 +512,7 @@ class DSIAccountant:
         if self.method == "rdp":
             m = sigma / math.sqrt(k)
             return 1.0 / (2 * m * m) + math.sqrt(2 * math.log(1 / self.delta)) / m
-        mu = math.sqrt(k) / sigma
-        if _gaussian_delta(0.0, mu) <= self.delta:
-            return 0.0
-        hi = 1.0
-        while _gaussian_delta(hi, mu) > self.delta:
-            hi *= 2
-        return float(brentq(lambda e: _gaussian_delta(e, mu) - self.delta, 0.0, hi, xtol=1e-14))
+        return analytic_gaussian_epsilon(sigma, self.delta, math.sqrt(k))
 
     def noise_multiplier(self, epsilon: float, compositions: int = 1) -> float:
         """Return the smallest ``sigma_m`` that gives ``(epsilon, delta)`` after ``compositions`` steps."""
@@ -537,14 +522,7 @@ class DSIAccountant:
             two_log = 2 * math.log(1 / self.delta)
             inv_m = math.sqrt(two_log + 2 * eps) - math.sqrt(two_log)
             return math.sqrt(k) / inv_m
-        # delta(eps) decreases as mu = 1/sigma decreases; bracket mu then solve.
-        lo, hi = 1e-6, 1.0
-        while _gaussian_delta(eps, hi) < self.delta:
-            hi *= 2
-        while _gaussian_delta(eps, lo) > self.delta:
-            lo /= 2
-        mu = float(brentq(lambda u: _gaussian_delta(eps, u) - self.delta, lo, hi, xtol=1e-14, rtol=1e-13))
-        return math.sqrt(k) / mu
+        return analytic_gaussian_sigma(eps, self.delta, math.sqrt(k))
 
 
 def dsi_release(

@@ -32,8 +32,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 
 from trustlab._validation import (
@@ -44,6 +42,7 @@ from trustlab._validation import (
     check_random_state,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.privacy.calibration import analytic_gaussian_sigma
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import gaussian, laplace
 
@@ -52,7 +51,6 @@ __all__ = [
     "LTMLowRank",
     "LTMRidge",
     "additive_shares",
-    "analytic_gaussian_sigma",
     "central_mod_sulq",
     "central_ssp_ridge",
     "local_variant",
@@ -230,40 +228,6 @@ def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: A
     vals = rng.choice(np.array([-1.0, 1.0]), size=(n, s)) / math.sqrt(s)
     cols = np.repeat(np.arange(n), s)
     return sp.csc_matrix((vals.ravel(), (rows.ravel(), cols)), shape=(m, n))
-
-
-# ----------------------------------------------------------------------------- calibration
-
-
-def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Smallest Gaussian noise std giving ``(epsilon, delta)``-DP at an L2 ``sensitivity``.
-
-    Solves Balle and Wang's exact condition
-    ``Phi(D/(2s) - eps s/D) - exp(eps) Phi(-D/(2s) - eps s/D) <= delta`` for ``s``.
-
-    References
-    ----------
-    Balle, Wang. "Improving the Gaussian Mechanism for Differential Privacy:
-    Analytical Calibration and Optimal Denoising". ICML 2018.
-
-    Examples
-    --------
-    >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 4)
-    3.7306
-    """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    if dlt == 0.0:
-        raise ParameterError("delta must be > 0 for the Gaussian mechanism.", argument="delta")
-    sens = _positive(sensitivity, "sensitivity")
-
-    def excess(log_sigma: float) -> float:
-        sigma = math.exp(log_sigma)
-        a, b = sens / (2 * sigma), eps * sigma / sens
-        return math.exp(float(log_ndtr(a - b))) - math.exp(eps + float(log_ndtr(-a - b))) - dlt
-
-    lo, hi = math.log(sens) - 20.0, math.log(sens) + 20.0
-    return math.exp(brentq(excess, lo, hi, xtol=1e-12, rtol=1e-12)) * (1 + 1e-9)
 
 
 # ----------------------------------------------------------------------------- secure aggregation
