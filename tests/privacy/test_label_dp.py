@@ -16,7 +16,6 @@ from trustlab.privacy.label_dp import (
     LabelDPBinaryRegression,
     PrivatizedLabels,
     RandomizedResponseLabelDP,
-    _bernoulli_constant,
     _fisher_scoring,
     _info_ratio,
     _randomize,
@@ -26,6 +25,7 @@ from trustlab.privacy.label_dp import (
     rr_is_feasible,
     rr_vertices,
 )
+from trustlab.privacy.samplers import bernoulli
 
 BUDGETS = [(0.1, 0.0), (1.0, 0.0), (3.0, 0.0), (1.0, 1e-5), (1.0, 0.01), (1.0, 0.1), (2.0, 0.05)]
 
@@ -137,9 +137,9 @@ def test_information_grows_with_epsilon_toward_nonprivate():
 
 def test_opendp_bernoulli_engine_rates():
     n = 200_000
-    assert not _bernoulli_constant(0.0, 10).any() and _bernoulli_constant(1.0, 10).all()
+    assert not bernoulli(0.0, 10).any() and bernoulli(1.0, 10).all()
     for p in (0.001, 0.3, 0.5, 0.7311, 0.99):
-        rate = _bernoulli_constant(p, n).mean()
+        rate = bernoulli(p, n).mean()
         # OpenDP is unseedable: 5 binomial standard errors (false alarm ~6e-7)
         assert abs(rate - p) <= 5 * math.sqrt(p * (1 - p) / n) + 1 / n
 

@@ -52,6 +52,7 @@ from trustlab._validation import (
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy.release import Release
+from trustlab.privacy.samplers import _dp, bernoulli
 
 __all__ = [
     "LabelDPBinaryRegression",
@@ -322,40 +323,12 @@ def rr_fisher_trace(p0: Any, p1: Any, X: Any, beta: Any, link: str = "logit") ->
 # ----------------------------------------------------------------------------- coins
 
 
-@lru_cache(maxsize=1)
-def _dp() -> Any:
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
-
-
-def _bernoulli_constant(prob: float, size: int) -> np.ndarray:
-    """``size`` exact Bernoulli(prob) draws from OpenDP (bit-vector randomized response)."""
-    if prob <= 0.0:
-        return np.zeros(size, dtype=bool)
-    if prob >= 1.0:
-        return np.ones(size, dtype=bool)
-    dp = _dp()
-    # make_randomized_response_bitvec replaces each bit by a fair coin with probability
-    # f, so flips it with probability f/2. Start from ones and flip with probability
-    # 1 - prob (exact for prob >= 1/2, Sterbenz), or from zeros and flip with prob.
-    start_ones = prob >= 0.5
-    flip = (1.0 - prob) if start_ones else prob
-    meas = dp.m.make_randomized_response_bitvec(
-        dp.bitvector_domain(max_weight=size), dp.discrete_distance(), f=2.0 * flip
-    )
-    bits = np.packbits(np.full(size, 1 if start_ones else 0, dtype=np.uint8))
-    out = np.unpackbits(np.frombuffer(meas(bits.tobytes()), dtype=np.uint8))[:size]
-    return out.astype(bool)
-
-
 def _bernoulli(prob: np.ndarray) -> np.ndarray:
     """Independent exact Bernoulli draws with per-entry probabilities (few distinct values)."""
     out = np.zeros(prob.shape[0], dtype=bool)
     for value in np.unique(prob):
         idx = np.flatnonzero(prob == value)
-        out[idx] = _bernoulli_constant(float(value), idx.size)
+        out[idx] = bernoulli(float(value), idx.size)
     return out
 
 

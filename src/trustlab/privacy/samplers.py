@@ -19,7 +19,7 @@ import numpy as np
 from trustlab._validation import check_positive_int
 from trustlab.errors import ParameterError
 
-__all__ = ["discrete_laplace", "exponential_select", "gaussian", "laplace"]
+__all__ = ["bernoulli", "discrete_laplace", "exponential_select", "gaussian", "laplace"]
 
 
 @lru_cache(maxsize=1)
@@ -81,6 +81,39 @@ def gaussian(scale: float, size: int) -> np.ndarray:
         dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale=scale
     )
     return np.asarray(meas([0.0] * size), dtype=float)
+
+
+def bernoulli(prob: float, size: int) -> np.ndarray:
+    """Draw ``size`` independent exact Bernoulli(``prob``) coins (OpenDP), as booleans.
+
+    OpenDP's bit-vector randomized response replaces each bit by a fair coin with
+    probability ``f``, so it flips the bit with probability ``f / 2``: starting from
+    ones and flipping with probability ``1 - prob`` (exact in floating point for
+    ``prob >= 1/2``, Sterbenz), or from zeros and flipping with probability ``prob``,
+    gives exact Bernoulli draws. This is the coin of randomized response.
+
+    Examples
+    --------
+    >>> bernoulli(1.0, 3).tolist()
+    [True, True, True]
+    """
+    prob = float(prob)
+    if not (0.0 <= prob <= 1.0):
+        raise ParameterError(f"prob must lie in [0, 1], got {prob}.", argument="prob")
+    size = check_positive_int(size, "size", minimum=0)
+    if prob <= 0.0 or size == 0:
+        return np.zeros(size, dtype=bool)
+    if prob >= 1.0:
+        return np.ones(size, dtype=bool)
+    dp = _dp()
+    start_ones = prob >= 0.5
+    flip = (1.0 - prob) if start_ones else prob
+    meas = dp.m.make_randomized_response_bitvec(
+        dp.bitvector_domain(max_weight=size), dp.discrete_distance(), f=2.0 * flip
+    )
+    bits = np.packbits(np.full(size, 1 if start_ones else 0, dtype=np.uint8))
+    out = np.unpackbits(np.frombuffer(meas(bits.tobytes()), dtype=np.uint8))[:size]
+    return out.astype(bool)
 
 
 @lru_cache(maxsize=1)
