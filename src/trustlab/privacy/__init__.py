@@ -1,7 +1,12 @@
-"""Differential privacy: releases, accounting, safe samplers, DP statistics, quantiles, boxplots."""
+"""Differential privacy: releases, accounting, safe samplers, DP statistics, quantiles, boxplots,
+private bounds, label DP, data-specific indistinguishability and linear-transformation sketches.
 
-from trustlab.privacy.accounting import Accountant, LedgerEntry
+See ``docs/privacy/`` for one page per method.
+"""
+
+from trustlab.privacy.accounting import COMPOSITIONS, Accountant, LedgerEntry
 from trustlab.privacy.audit import AuditResult, audit_epsilon, clopper_pearson
+from trustlab.privacy.bounds import dp_bounds
 from trustlab.privacy.boxplot import (
     BoxplotStats,
     boxplot_distance,
@@ -9,21 +14,66 @@ from trustlab.privacy.boxplot import (
     grouped_dp_boxplot,
 )
 from trustlab.privacy.boxplot_plot import plot_dp_boxplot
+from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from trustlab.privacy.dsi import (
+    DSIAccountant,
+    DSINoise,
+    dsi_gaussian_covariance,
+    dsi_release,
+    leave_one_group_out_differences,
+)
+from trustlab.privacy.label_dp import (
+    LabelDPBinaryRegression,
+    PrivatizedLabels,
+    RandomizedResponseLabelDP,
+    rr_fisher_trace,
+    rr_hockey_stick,
+    rr_is_feasible,
+    rr_vertices,
+)
+from trustlab.privacy.linear_sketch import (
+    LTMLowRank,
+    LTMRidge,
+    additive_shares,
+    central_mod_sulq,
+    central_ssp_ridge,
+    local_variant,
+    low_rank_excess,
+    ltm_release,
+    make_sketch,
+    reconstruct,
+    ridge_cost_ratio,
+)
 from trustlab.privacy.quantiles import dp_quantile, dp_quantiles, unbounded_quantile
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import discrete_laplace, exponential_select, gaussian, laplace
+from trustlab.privacy.samplers import bernoulli, discrete_laplace, exponential_select, gaussian, laplace
 from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
 
 __all__ = [
+    "COMPOSITIONS",
     "Accountant",
     "AuditResult",
     "BoxplotStats",
+    "DSIAccountant",
+    "DSINoise",
+    "LTMLowRank",
+    "LTMRidge",
+    "LabelDPBinaryRegression",
     "LedgerEntry",
+    "PrivatizedLabels",
+    "RandomizedResponseLabelDP",
     "Release",
+    "additive_shares",
+    "analytic_gaussian_epsilon",
+    "analytic_gaussian_sigma",
     "audit_epsilon",
+    "bernoulli",
     "boxplot_distance",
+    "central_mod_sulq",
+    "central_ssp_ridge",
     "clopper_pearson",
     "discrete_laplace",
+    "dp_bounds",
     "dp_boxplot_stats",
     "dp_count",
     "dp_histogram",
@@ -31,10 +81,23 @@ __all__ = [
     "dp_quantile",
     "dp_quantiles",
     "dp_sum",
+    "dsi_gaussian_covariance",
+    "dsi_release",
     "exponential_select",
     "gaussian",
     "grouped_dp_boxplot",
     "laplace",
+    "leave_one_group_out_differences",
+    "local_variant",
+    "low_rank_excess",
+    "ltm_release",
+    "make_sketch",
     "plot_dp_boxplot",
+    "reconstruct",
+    "ridge_cost_ratio",
+    "rr_fisher_trace",
+    "rr_hockey_stick",
+    "rr_is_feasible",
+    "rr_vertices",
     "unbounded_quantile",
 ]
