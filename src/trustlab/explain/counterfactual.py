@@ -620,12 +620,22 @@ def _search_cf(
     imm = np.flatnonzero(~m)
     scm = p.scm
 
+    # lam = 0 (Wachter) searches the scaled feature space, where its l1 objective is sparse;
+    # otherwise the scaled noise space of the mutable features (immutables fixed by intervention).
+    in_x = lam == 0
+
     def gen(P: np.ndarray) -> np.ndarray:
+        if in_x:
+            X = np.repeat(p.x[None, :], len(P), axis=0)
+            X[:, m] += P * p.sx[m]
+            return X
         U = np.repeat(p.u[None, :], len(P), axis=0)
         U[:, m] += P * p.su[m]
         return scm.intervene(U, list(imm), np.repeat(p.x[None, imm], len(P), axis=0))
 
     def score(P: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if in_x:
+            return np.abs(P).sum(axis=1), p.valid(X)
         dx = p.d_x(X)
         du = np.linalg.norm(P, axis=1)
         return p.objective(dx, du), p.valid(X)
@@ -1022,7 +1032,8 @@ def counterfactual_metrics(
     - ``plausibility``: root-mean-square z-score of the counterfactual's noise
       under the SCM, ``sqrt(mean(((u_cf - mean_U) / sd_U)^2))``; about 1 for a
       typical individual, larger is less plausible.
-    - ``causal_residual``: with ``C`` the changed features, the scaled l1 distance
+    - ``causal_residual``: with ``C`` the changed features (plus a recourse result's
+      intervened set, which may hold some features fixed), the scaled l1 distance
       between ``x_cf`` and ``F_{do(X_C = x_cf_C)}(u)``, i.e. how far the unchanged
       features sit from what the SCM says they become once ``C`` changes;
       ``causally_consistent`` is ``causal_residual <= 1e-6``.
@@ -1057,7 +1068,9 @@ def counterfactual_metrics(
         pred = m.predict(r.x_cf)[0]
         u_cf = scm.abduct(r.x_cf)
         z = (u_cf - scm.noise_mean_) / scm.noise_scale_
-        changed = np.flatnonzero(np.abs(r.x_cf - r.x) > 1e-9 * (1 + np.abs(r.x)))
+        moved = np.abs(r.x_cf - r.x) > 1e-9 * (1 + np.abs(r.x))
+        moved |= np.isin(scm.feature_names_in_.astype(str), list(r.intervened))
+        changed = np.flatnonzero(moved)
         x_do = scm.intervene(scm.abduct(r.x), list(changed), r.x_cf[changed])
         resid = float(np.abs((x_do - r.x_cf) / scm.feature_scale_).sum())
         rows.append(
