@@ -185,6 +185,7 @@ def _bounds_sorted(
         lower = -_unbounded_sorted(
             z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, max_buckets, True
         )
-    # A scan that never fires (tiny n, threshold above n) runs past base**k ~ 1e308 and
-    # returns an infinite edge; clamp to finite numbers (post-processing).
+    # A scan that never fires (tiny n, threshold above n) ends at the last finite bucket
+    # edge (~1e307); clamp to +-1e300 so that the range stays usable in arithmetic
+    # (post-processing).
     return float(np.clip(lower, -_HUGE, _HUGE)), float(np.clip(upper, -_HUGE, _HUGE))

@@ -55,6 +55,7 @@ NEIGHBOURING = {"replace": "replace one record", "add_remove": "add/remove one r
 # the mode in float64 (exp(-745) underflows); intervals farther than this many nats
 # from a target rank are left out of the computation.
 _WINDOW_NATS = 1500.0
+_LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 _CLIP_NOTE = "inputs clipped to the public bounds (always applied; says nothing about the data)"
 
 
@@ -428,6 +429,9 @@ def _unbounded_sorted(
     # above-threshold argument holds verbatim on the integers.
     threshold = math.ceil(level * n_public) + int(discrete_laplace(1.0 / e1, 1)[0])
     log_base = math.log(base)
+    # Stop where the bucket edges would overflow float64 (a public, data-independent cap):
+    # a scan that never fires then returns the last finite edge, not inf.
+    max_buckets = min(max_buckets, int((_LOG_FLOAT_MAX - 1.0 - math.log1p(abs(anchor))) / log_base))
     n = z.size
     k, batch = 0, 256
     while k < max_buckets:
