@@ -234,6 +234,67 @@ def test_paper_gap_check_alone_is_weak_without_dual_binding():
     assert check_certificate(LIME, _explain(x)[1]).ok
 
 
+def test_ball_sampler_radii():
+    # Points uniform in a d-ball have P(||v|| <= t r) = t^d. n = 10^4 fixed-point points
+    # (d + 2 table Gaussians, integer normalisation): KS test against t^3 at the spec's
+    # level, p > 0.01 (measured p = 0.31; the integer rounding of the unit vectors moves
+    # radii by ~1/256, far below the KS resolution 1.63/sqrt(n) = 0.016).
+    from scipy import stats
+
+    lime = AmenableLime(border=True, n_ball=10_000)
+    xq, bq = lime.quantize(np.zeros(3)), lime.quantize(np.array([1.0, 0.0, 0.0]))
+    pts = lime.ball(xq, bq, b"0" * 32) / 256
+    r = np.linalg.norm(pts, axis=1)
+    assert r.max() <= 1 + 2 / 256
+    assert stats.kstest(r, lambda t: np.clip(t, 0, 1) ** 3).pvalue > 0.01
+    # directions are balanced: each coordinate's mean is 0 within 4 sd (sd ~ 0.45/100)
+    assert np.abs(pts.mean(axis=0)).max() < 0.02
+
+
+@pytest.mark.claims
+def test_border_lime():
+    # BorderLIME on a smooth logistic model, x far from the boundary (f(x) ~ 3e-5, where
+    # standard LIME is flat): x_b has the other label, the certificate (including the
+    # ball check) verifies, and under 1% of 1000 fresh points uniform in the ball of
+    # radius ||x - x_b|| around x have the other label (the spec's oracle; measured 0).
+    f = lambda Z: 1 / (1 + np.exp(-3 * (Z[:, 0] + 0.5 * Z[:, 1] - 1.0)))  # noqa: E731
+    lime = AmenableLime(border=True, top_k=3)
+    x = np.array([-2.0, -1.0, 0.5, 0.0])
+    seed = derive_seed("c", lime.quantize(x))
+    exp = lime.explain(f, x, seed)
+    xb = exp.certificate.border_q / 256
+    assert (f(xb[None])[0] >= 0.5) != (f(x[None])[0] >= 0.5)
+    rep = check_certificate(lime, exp, x_q=lime.quantize(x), seed=seed)
+    assert rep.ok and rep.checks["ball"] and rep.checks["border_label"]
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=(1000, 4))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    pts = x + v * np.linalg.norm(xb - x) * rng.uniform(size=(1000, 1)) ** (1 / 4)
+    assert np.mean(f(pts) >= 0.5) < 0.01
+    # the explanation at the border sees the model's slope: feature 0 first, 1 second
+    assert exp.topk_idx[:2] == (0, 1) and exp.coef[0] > exp.coef[1] > 0
+    # forged border point with x's own label, or ball labels flipped: rejected
+    lab = np.asarray(exp.certificate.labels_q).copy()
+    n = lime.n_samples
+    lab[n + 1] = lab[0]
+    assert not check_certificate(
+        lime, dataclasses.replace(exp, certificate=dataclasses.replace(exp.certificate, labels_q=lab))
+    ).checks["border_label"]
+    lab = np.asarray(exp.certificate.labels_q).copy()
+    lab[n + 5] = 255
+    assert not check_certificate(
+        lime, dataclasses.replace(exp, certificate=dataclasses.replace(exp.certificate, labels_q=lab))
+    ).checks["ball"]
+    # protocol with opening binds the ball and border labels too
+    proof = prove_explanation(f, x, commitment=COMMIT, lime=lime)
+    assert verify_explanation(proof, commitment=COMMIT, x=x, lime=lime, opening=(f, WEIGHTS, SALT)).checks[
+        "labels"
+    ]
+    with pytest.raises(DataError) as info:
+        lime.batch(lime.quantize(x), seed)
+    assert info.value.argument == "border_q"
+
+
 def test_protocol_light_mode():
     x = X_TEST[2]
     proof = prove_explanation(mlp, x, commitment=COMMIT, nonce="n1")
@@ -284,6 +345,8 @@ def test_commitment_binding_and_hiding_inputs():
         ({"sum_tol": -0.1}, "sum_tol"),
         ({"bind_dual": "yes"}, "bind_dual"),
         ({"kernel_width": 0}, "kernel_width"),
+        ({"border": 1}, "border"),
+        ({"n_ball": 0}, "n_ball"),
     ],
 )
 def test_bad_parameters(kwargs, arg):
@@ -432,6 +495,9 @@ def test_zk_bad_inputs(tmp_path):
     with pytest.raises(DataError) as info:
         zk_setup(torch.nn.Linear(3, 1), 3, tmp_path, calibration_X=np.zeros((4, 2)))
     assert info.value.argument == "calibration_X"
+    with pytest.raises(ParameterError) as info:
+        zk_setup(torch.nn.Linear(3, 1), 3, tmp_path, lime=AmenableLime(border=True))
+    assert info.value.argument == "lime"
     with pytest.raises(ParameterError) as info:
         zk_prove_explanation("setup", np.zeros(3))
     assert info.value.argument == "setup"

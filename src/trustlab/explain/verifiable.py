@@ -247,6 +247,8 @@ class LimeCertificate:
         Dual vector at scale ``2^(2f)``.
     seed : bytes
         The sampling seed.
+    border_q : numpy.ndarray or None
+        BorderLIME only: the centre ``x_b`` (nearest opposite-label point found) at scale ``2^f``.
     """
 
     x_q: np.ndarray
@@ -255,6 +257,7 @@ class LimeCertificate:
     b_q: int
     theta_q: np.ndarray
     seed: bytes
+    border_q: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,15 @@ class AmenableLime:
         check with any ``(w, b)`` whose primal objective is below ``eps_gap``.
     kernel_width : float, optional
         ``sigma``; default ``0.75 * sqrt(d)`` as in ``lime``.
+    border : bool, default False
+        BorderLIME: centre the neighbourhood at ``x_b``, the nearest opposite-label
+        point (growing spheres), for points far from the decision boundary where LIME
+        is flat. Needs a binary model whose explained output is a probability
+        (class = output >= 0.5). The certificate then also shows that ``f(x_b)`` has
+        the other label and that ``n_ball`` seed-derived points uniform in the ball of
+        radius ``||x - x_b||`` around ``x`` all share ``x``'s label.
+    n_ball : int, default 100
+        BorderLIME's number of ball points.
 
     Notes
     -----
@@ -407,6 +419,8 @@ class AmenableLime:
         sum_tol: float = 0.01,
         bind_dual: bool = True,
         kernel_width: float | None = None,
+        border: bool = False,
+        n_ball: int = 100,
     ) -> None:
         self.n_samples = n_samples
         self.sampler = sampler
@@ -418,6 +432,8 @@ class AmenableLime:
         self.sum_tol = sum_tol
         self.bind_dual = bind_dual
         self.kernel_width = kernel_width
+        self.border = border
+        self.n_ball = n_ball
 
     # -- parameters ----------------------------------------------------------------
     def _positive(self, name: str, *, allow_zero: bool = False) -> float:
@@ -439,6 +455,9 @@ class AmenableLime:
             raise ParameterError(f"frac_bits must be between 6 and 12, got {fb}.", argument="frac_bits")
         if not isinstance(self.bind_dual, bool):
             raise ParameterError("bind_dual must be True or False.", argument="bind_dual")
+        if not isinstance(self.border, bool):
+            raise ParameterError("border must be True or False.", argument="border")
+        n_ball = check_positive_int(self.n_ball, "n_ball")
         kw = self.kernel_width
         if kw is not None:
             kw = self._positive("kernel_width")
@@ -453,6 +472,9 @@ class AmenableLime:
             "feas_slack": self._positive("feas_slack", allow_zero=True),
             "sum_tol": self._positive("sum_tol", allow_zero=True),
             "kw": kw,
+            "border": self.border,
+            "n_ball": n_ball,
+            "n_labels": n + 1 + (1 + n_ball if self.border else 0),
         }
 
     def quantize(self, x: Any) -> np.ndarray:
@@ -483,15 +505,55 @@ class AmenableLime:
             delta = _gauss_table(p["s"])[u]
         return np.asarray(xq[None, :] + delta, dtype=np.int64)
 
-    def weighted_problem(self, x_q: Any, seed: bytes, labels_q: Any) -> tuple[np.ndarray, np.ndarray]:
+    def ball(self, x_q: Any, border_q: Any, seed: bytes) -> np.ndarray:
+        """BorderLIME's ``n_ball`` points uniform in the ball of radius ``||x - x_b||`` around ``x``.
+
+        Fixed point: ``d + 2`` table-Gaussian coordinates per point, normalised with an
+        integer reciprocal square root, the first ``d`` kept (uniform in the unit ball),
+        scaled by the integer radius ``isqrt(||x_q - x_b,q||^2)``.
+        """
+        p = self._params()
+        s = p["s"]
+        xq = np.asarray(x_q, dtype=np.int64).ravel()
+        bq = np.asarray(border_q, dtype=np.int64).ravel()
+        if bq.shape != xq.shape:
+            raise DataError(f"border_q must have {xq.size} values, got {bq.size}.", argument="border_q")
+        d = xq.size
+        u = _byte_stream(hashlib.sha256(b"ball" + seed).digest(), p["n_ball"] * (d + 2))
+        g = _gauss_table(s)[u].reshape(p["n_ball"], d + 2)
+        norm2 = (g * g).sum(axis=1)  # scale s^2
+        recip = np.array([math.isqrt((s**4 << 2) // max(int(v), 1)) for v in norm2.tolist()], dtype=np.int64)
+        unit = (g[:, :d] * recip[:, None]) // (2 * s)  # g / ||g|| at scale s
+        radius = math.isqrt(int(((xq - bq).astype(object) ** 2).sum()))  # scale s
+        return np.asarray(xq[None, :] + (unit * radius) // s, dtype=np.int64)
+
+    def batch(self, x_q: Any, seed: bytes, border_q: Any = None) -> np.ndarray:
+        """All rows the model labels: ``[x; z_1..z_n]``, plus ``[x_b; ball]`` for BorderLIME."""
+        p = self._params()
+        xq = np.asarray(x_q, dtype=np.int64).ravel()
+        if not p["border"]:
+            return np.vstack([xq[None, :], self.neighbourhood(xq, seed)])
+        if border_q is None:
+            raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
+        bq = np.asarray(border_q, dtype=np.int64).ravel()
+        parts = [xq[None, :], self.neighbourhood(bq, seed), bq[None, :], self.ball(xq, bq, seed)]
+        return np.vstack(parts)
+
+    def weighted_problem(
+        self, x_q: Any, seed: bytes, labels_q: Any, border_q: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(X_w, y_w)`` at scale ``2^f``: samples and labels times the fixed-point ``sqrt(pi)``."""
         p = self._params()
         xq = np.asarray(x_q, dtype=np.int64).ravel()
+        if p["border"]:
+            if border_q is None:
+                raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
+            xq = np.asarray(border_q, dtype=np.int64).ravel()
         Z = self.neighbourhood(xq, seed)
         yq = np.asarray(labels_q, dtype=np.int64).ravel()
-        if yq.size != p["n"] + 1:
+        if yq.size != p["n_labels"]:
             raise DataError(
-                f"labels_q must hold n_samples + 1 = {p['n'] + 1} values, got {yq.size}.",
+                f"labels_q must hold {p['n_labels']} values (the labelled batch), got {yq.size}.",
                 argument="labels_q",
             )
         d = xq.size
@@ -503,7 +565,7 @@ class AmenableLime:
         pi = _exp_table(dist2, d, s, sigma2)
         root = _sqrt_fixed(pi, s)
         Xw = np.asarray(_exact(root)[:, None] * _exact(Z) // s)
-        yw = np.asarray(_exact(root) * _exact(yq[1:]) // s)
+        yw = np.asarray(_exact(root) * _exact(yq[1 : p["n"] + 1]) // s)
         return Xw, yw
 
     # -- prover ----------------------------------------------------------------------
@@ -529,12 +591,19 @@ class AmenableLime:
         p = self._params()
         fn = _check_predict_fn(predict_fn)
         xq = self.quantize(x)
-        Z = self.neighbourhood(xq, seed)
-        batch = np.vstack([xq[None, :], Z]).astype(float) / p["s"]
+        bq = None
+        if p["border"]:
+            if not isinstance(seed, bytes) or len(seed) < 16:
+                raise ParameterError("seed must be bytes of length >= 16 (use derive_seed).", argument="seed")
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(b"spheres" + seed).digest()[:8], "big"))
+            bq = find_border_point(fn, xq, p["s"], label=int(label), rng=rng)
+        batch = self.batch(xq, seed, bq).astype(float) / p["s"]
         y = _model_column(fn(batch), batch.shape[0], int(label))
-        return self.explain_labels(xq, seed, _quantize(y, p["s"]))
+        return self.explain_labels(xq, seed, _quantize(y, p["s"]), border_q=bq)
 
-    def explain_labels(self, x_q: Any, seed: bytes, labels_q: Any) -> VerifiableExplanation:
+    def explain_labels(
+        self, x_q: Any, seed: bytes, labels_q: Any, border_q: Any = None
+    ) -> VerifiableExplanation:
         """Fit the surrogate and build the certificate from given fixed-point labels.
 
         Used by the zero-knowledge backend, whose labels are the circuit's outputs.
@@ -544,7 +613,7 @@ class AmenableLime:
         p = self._params()
         xq = np.asarray(x_q, dtype=np.int64).ravel()
         yq = np.asarray(labels_q, dtype=np.int64).ravel()
-        Xw, yw = self.weighted_problem(xq, seed, yq)
+        Xw, yw = self.weighted_problem(xq, seed, yq, border_q)
         s, S, n = p["s"], p["S"], p["n"]
         model = Lasso(alpha=p["alpha"], fit_intercept=True, tol=1e-10, max_iter=100_000)
         model.fit(Xw.astype(float) / s, yw.astype(float) / s)
@@ -554,7 +623,8 @@ class AmenableLime:
         theta = np.array([_div_round(int(r), n) for r in r_S.tolist()], dtype=np.int64)
         k = min(p["k"], xq.size)
         order = _topk_order(w_q)[:k]
-        cert = LimeCertificate(x_q=xq, labels_q=yq, w_q=w_q, b_q=b_q, theta_q=theta, seed=seed)
+        bq = None if border_q is None else np.asarray(border_q, dtype=np.int64).ravel()
+        cert = LimeCertificate(x_q=xq, labels_q=yq, w_q=w_q, b_q=b_q, theta_q=theta, seed=seed, border_q=bq)
         gap, corr = self._gap_and_corr(Xw, yw, w_q, b_q, theta)
         return VerifiableExplanation(
             coef=w_q / s,
@@ -609,6 +679,73 @@ def _topk_order(w_q: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(w_q.size), -np.abs(w_q)))
 
 
+def find_border_point(
+    predict_fn: Callable[[np.ndarray], Any],
+    x_q: np.ndarray,
+    s: int,
+    *,
+    label: int = 1,
+    rng: np.random.Generator,
+    radius: float = 5.0,
+    n_layer: int = 1000,
+    max_layers: int = 200,
+) -> np.ndarray:
+    """Growing spheres (BorderLIME's search, prover side): the nearest opposite-label point to ``x``.
+
+    Halve ``radius`` while the ball around ``x`` holds opposite-label points (``n_layer``
+    uniform draws per layer), then grow rings of width ``r / 2`` until one appears; the
+    closest is refined by bisection on the segment to ``x`` and returned at fixed point
+    (moved outwards on the grid until its quantised value keeps the other label).
+    """
+    x = np.asarray(x_q, dtype=float) / s
+    d = x.size
+
+    def cls(Z: np.ndarray) -> np.ndarray:
+        return _model_column(predict_fn(np.atleast_2d(Z)), len(np.atleast_2d(Z)), label) >= 0.5
+
+    def shell(lo: float, hi: float) -> np.ndarray:
+        v = rng.standard_normal((n_layer, d))
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        r = (rng.uniform(size=n_layer) * (hi**d - lo**d) + lo**d) ** (1 / d)
+        return x + v * r[:, None]
+
+    c0 = bool(cls(x)[0])
+    r = radius
+    for _ in range(max_layers):
+        if not np.any(cls(shell(0.0, r)) != c0) or r < 1e-6:
+            break
+        r /= 2
+    lo, found = r, None
+    for _ in range(max_layers):
+        pts = shell(lo, lo + r / 2)
+        opp = pts[cls(pts) != c0]
+        if len(opp):
+            found = opp[np.argmin(np.linalg.norm(opp - x, axis=1))]
+            break
+        lo += r / 2
+    if found is None:
+        raise ModelError(
+            f"BorderLIME found no point with the other label within radius {lo:.3g} of x; "
+            "use border=False for this query.",
+            argument="predict_fn",
+        )
+    inner, outer = 0.0, 1.0  # bisection on x + t (found - x)
+    for _ in range(30):
+        mid = (inner + outer) / 2
+        if bool(cls(x + mid * (found - x))[0]) != c0:
+            outer = mid
+        else:
+            inner = mid
+    step = (found - x) / max(np.linalg.norm(found - x), 1e-12)
+    for k in range(4 * s):
+        bq = _quantize(x + outer * (found - x) + k * step / s, s)
+        if bool(cls(bq.astype(float) / s)[0]) != c0:
+            return bq
+    raise ModelError(
+        "BorderLIME could not place x_b on the fixed-point grid.", argument="predict_fn"
+    )  # pragma: no cover
+
+
 def check_certificate(
     lime: AmenableLime, explanation: VerifiableExplanation, *, x_q: Any = None, seed: Any = None
 ) -> VerificationReport:
@@ -628,7 +765,8 @@ def check_certificate(
     -------
     VerificationReport
         Checks ``instance``, ``seed``, ``shapes``, ``gap``, ``feasibility``, ``dual_sum``,
-        ``dual_binding`` (when ``bind_dual``) and ``top_k``.
+        ``dual_binding`` (when ``bind_dual``), ``top_k`` and, for BorderLIME,
+        ``border_label`` and ``ball``.
 
     Examples
     --------
@@ -661,11 +799,18 @@ def check_certificate(
     d = xq.size
     w_q = np.asarray(cert.w_q, dtype=np.int64)
     theta = np.asarray(cert.theta_q, dtype=np.int64)
-    shapes_ok = w_q.shape == (d,) and theta.shape == (n,) and np.asarray(cert.labels_q).size == n + 1
-    record("shapes", shapes_ok, f"expected w of size {d}, theta of size {n}, {n + 1} labels")
+    shapes_ok = w_q.shape == (d,) and theta.shape == (n,) and np.asarray(cert.labels_q).size == p["n_labels"]
+    if p["border"]:
+        shapes_ok = shapes_ok and cert.border_q is not None and np.asarray(cert.border_q).shape == (d,)
+    record("shapes", shapes_ok, f"expected w of size {d}, theta of size {n}, {p['n_labels']} labels")
     if not shapes_ok:
         return VerificationReport(False, checks, tuple(reasons))
-    Xw, yw = lime.weighted_problem(xq, sd, cert.labels_q)
+    if p["border"]:
+        lab = np.asarray(cert.labels_q, dtype=np.int64)
+        cls = 2 * lab >= s  # class 1 when the output is >= 0.5
+        record("border_label", cls[n + 1] != cls[0], "f(x_b) has the same label as f(x)")
+        record("ball", bool(np.all(cls[n + 2 :] == cls[0])), "a ball point around x has the other label")
+    Xw, yw = lime.weighted_problem(xq, sd, cert.labels_q, cert.border_q)
     gap, corr = lime._gap_and_corr(Xw, yw, w_q, int(cert.b_q), theta)
     record("gap", abs(gap) <= _round_int(p["eps_gap"] * S), f"|P - D| = {abs(gap) / S:.4g} > {p['eps_gap']}")
     feas = math.ceil((1 + p["feas_slack"]) * p["alpha"] * S)
@@ -808,8 +953,7 @@ def verify_explanation(
         checks["opening"] = commit_model(weights, salt) == commitment
         if not checks["opening"]:
             reasons.append("opening: weights and salt do not open the commitment")
-        Z = lime.neighbourhood(xq, seed)
-        batch = np.vstack([xq[None, :], Z]).astype(float) / p["s"]
+        batch = lime.batch(xq, seed, exp.certificate.border_q).astype(float) / p["s"]
         y = _quantize(_model_column(_check_predict_fn(fn)(batch), batch.shape[0], int(label)), p["s"])
         checks["labels"] = np.array_equal(y, np.asarray(exp.certificate.labels_q, dtype=np.int64))
         if not checks["labels"]:

@@ -212,6 +212,11 @@ def zk_setup(
 
     lime = _check_lime(lime)
     p = lime._params()
+    if p["border"]:
+        raise ParameterError(
+            "the ezkl backend supports standard LIME only; use border=False (BorderLIME runs in light mode).",
+            argument="lime",
+        )
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"model must be a torch.nn.Module, got {type(model).__name__}.", argument="model")
     if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
