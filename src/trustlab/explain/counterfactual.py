@@ -25,6 +25,12 @@ Solvers
     ``lam = inf`` and, in between, by SLSQP followed by an exact KKT polish on the
     active face (the returned ``status`` is ``"optimal"`` when the KKT conditions
     hold to 1e-9).
+``"penalty"``
+    The paper's method for differentiable models: Adam on
+    ``d_X + lam d_U + beta * cross-entropy`` with ``beta = 1, 10, 100, ...`` (at most 8
+    rounds of 500 steps) until a valid iterate appears, for a LinearSCM and a linear
+    classifier or a binary ``MLPClassifier`` (optionally after ``StandardScaler``).
+    Approximate; used only when asked for.
 ``"search"``
     Any binary classifier with ``predict`` and any fitted SCM: growing spheres
     in the scaled noise space, then line search towards the factual,
@@ -61,7 +67,7 @@ __all__ = [
     "wachter",
 ]
 
-_SOLVERS = ("auto", "exact", "search")
+_SOLVERS = ("auto", "exact", "penalty", "search")
 _SUPPORTED = (
     "any fitted binary classifier with predict (solver='search'); the exact solver needs a LinearSCM and a "
     "linear scikit-learn classifier (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, "
@@ -93,7 +99,7 @@ class CounterfactualResult:
     method : str
         ``"brace"``, ``"wachter"``, ``"deep_backtracking"`` or ``"causal_recourse"``.
     solver : str
-        ``"exact"`` or ``"search"``.
+        ``"exact"``, ``"penalty"``, ``"search"`` (or ``"none"`` when ``x`` already has the target).
     status : str
         ``"optimal"``, ``"approximate"`` (search finished), ``"time_limit"``
         (search stopped by the time limit: best found so far), ``"already_target"``
@@ -162,6 +168,70 @@ class _Model:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(self.model.predict(self.frame(np.atleast_2d(X))))
+
+    def differentiable(self) -> Callable[[np.ndarray], tuple[float, np.ndarray]] | None:
+        """``x -> (logit of classes[1], its gradient)`` in SCM column order, or None.
+
+        Linear classifiers and binary ``MLPClassifier`` s, optionally after a
+        ``StandardScaler`` in a ``Pipeline``.
+        """
+        lin = self.linear()
+        if lin is not None:
+            w, b = lin
+            return lambda x: (float(w @ x + b), w)
+        from sklearn.neural_network import MLPClassifier
+        from sklearn.pipeline import Pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        steps = list(self.model.steps) if isinstance(self.model, Pipeline) else [(None, self.model)]
+        est = steps[-1][1]
+        if not isinstance(est, MLPClassifier) or est.n_outputs_ != 1 or est.out_activation_ != "logistic":
+            return None
+        d = len(est.coefs_[0])
+        mean, scale = np.zeros(d), np.ones(d)
+        for _, step in steps[:-1]:
+            if step is None or step == "passthrough":
+                continue
+            if not isinstance(step, StandardScaler):
+                return None
+            m = step.mean_ if step.with_mean else np.zeros(d)
+            sc = step.scale_ if step.with_std and step.scale_ is not None else np.ones(d)
+            mean, scale = mean + m * scale, scale * sc  # composed: z = (x - mean) / scale
+        perm = self.perm
+        acts: dict[
+            str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray, np.ndarray], np.ndarray]]
+        ]
+        acts = {
+            "relu": (lambda z: np.maximum(z, 0), lambda z, a: (z > 0).astype(float)),
+            "tanh": (np.tanh, lambda z, a: 1 - a * a),
+            "logistic": (lambda z: 1 / (1 + np.exp(-z)), lambda z, a: a * (1 - a)),
+            "identity": (lambda z: z, lambda z, a: np.ones_like(z)),
+        }
+        if est.activation not in acts:
+            return None
+        act, dact = acts[est.activation]
+        W, B = est.coefs_, est.intercepts_
+
+        def f(x: np.ndarray) -> tuple[float, np.ndarray]:
+            xm = x if perm is None else x[perm]
+            a = (xm - mean) / scale
+            derivs = []
+            for Wi, bi in zip(W[:-1], B[:-1], strict=True):
+                z = a @ Wi + bi
+                a = act(z)
+                derivs.append(dact(z, a))
+            logit = float(a @ W[-1][:, 0] + B[-1][0])
+            g = W[-1][:, 0]
+            for Wi, di in zip(reversed(W[:-1]), reversed(derivs), strict=True):
+                g = Wi @ (g * di)
+            g = g / scale
+            if perm is not None:
+                out = np.empty_like(g)
+                out[perm] = g
+                g = out
+            return logit, g
+
+        return f
 
     def linear(self) -> tuple[np.ndarray, float] | None:
         """``(w, b)`` in SCM column order with ``w . x + b > 0`` <=> class ``classes[1]``, or None."""
@@ -543,6 +613,61 @@ def _exact_cf(p: _Problem, L: _Linear, mask: np.ndarray, lam: float) -> tuple[np
     return x_cf, status, calls
 
 
+# --------------------------------------------------------------------------- penalty solver
+def _penalty_cf(
+    p: _Problem, f: Callable[[np.ndarray], tuple[float, np.ndarray]], deadline: float
+) -> tuple[np.ndarray, str, int]:
+    """The paper's penalty method: Adam on ``d_X + lam d_U + beta CE(h(x'), target)``.
+
+    Over the scaled mutable feature change ``y`` of a LinearSCM (``u'`` follows linearly), from
+    ``y = 0`` (``u' = u``); ``|.|`` smoothed by ``sqrt(z^2 + 1e-8)``; ``beta = 1, 10, 100, ...``
+    (at most 8 rounds of 500 steps) until a valid iterate appears; returns the valid iterate
+    with the lowest objective.
+    """
+    assert isinstance(p.scm, LinearSCM)
+    m = p.mutable
+    K = (np.eye(len(p.x)) - p.scm.B_)[np.ix_(m, m)]
+    G = (K / p.su[m][:, None]) * p.sx[m][None, :]
+    sign = 1.0 if p.target_index == 1 else -1.0
+    lam = p.lam
+    y = np.zeros(int(m.sum()))
+    mom, vel = np.zeros_like(y), np.zeros_like(y)
+    lr, b1, b2 = 0.01, 0.9, 0.999
+    best, best_f, steps, t = None, math.inf, 0, 0
+    x = p.x.copy()
+    for round_ in range(8):
+        beta = 10.0**round_
+        for _ in range(500):
+            x[m] = p.x[m] + y * p.sx[m]
+            logit, gx = f(x)
+            steps += 1
+            Gy = G @ y
+            nl1 = float(np.abs(y).sum())
+            nl2 = float(np.linalg.norm(Gy))
+            if sign * logit > 0:
+                obj = nl2 if math.isinf(lam) else nl1 + lam * nl2
+                if obj < best_f:
+                    best, best_f = x.copy(), obj
+            margin = -sign * logit
+            g_ce = -sign / (1 + math.exp(-margin)) * gx[m] * p.sx[m] if margin > -700 else 0.0 * y
+            g_l2 = G.T @ Gy / math.sqrt(nl2 * nl2 + 1e-8)
+            if math.isinf(lam):
+                g = g_l2 + beta * g_ce
+            else:
+                g = y / np.sqrt(y * y + 1e-8) + lam * g_l2 + beta * g_ce
+            t += 1
+            mom = b1 * mom + (1 - b1) * g
+            vel = b2 * vel + (1 - b2) * g * g
+            y = y - lr * (mom / (1 - b1**t)) / (np.sqrt(vel / (1 - b2**t)) + 1e-8)
+            if time.perf_counter() > deadline:
+                return (best if best is not None else p.x.copy()), "time_limit", steps
+        if best is not None:
+            break
+    if best is None:
+        return p.x.copy(), "not_found", steps
+    return best, "approximate", steps
+
+
 # --------------------------------------------------------------------------- search solver
 def _search(
     gen: Callable[[np.ndarray], np.ndarray],
@@ -711,12 +836,13 @@ def brace(
     noise_scales : {"feature", "noise"} or array, default "feature"
         ``s_i`` of ``d_U``: the same feature scales (paper eq. 25 as read by this
         library), the SCM's noise standard deviations, or your own.
-    solver : {"auto", "exact", "search"}
-        ``"auto"`` takes the exact solver when it applies, else the search.
+    solver : {"auto", "exact", "penalty", "search"}
+        ``"auto"`` takes the exact solver when it applies, else the search;
+        ``"penalty"`` is the paper's gradient penalty method (see the module docstring).
     tau : float, default 1e-6
         Decision margin of the exact solver (``w . x' + b >= tau``), avoiding ties.
     time_limit : float, default 10
-        Seconds for the search solver; on expiry the best counterfactual found so
+        Seconds for the search and penalty solvers; on expiry the best counterfactual found so
         far is returned with ``status="time_limit"``.
     random_state : int, Generator or None
         Seeds the search solver.
@@ -780,6 +906,17 @@ def brace(
             )
         x_cf, status, calls = _exact_cf(p, L, mask, p.lam)
         return _result(p, x_cf, method, "exact", status, calls)
+    if solver == "penalty":
+        f = p.model.differentiable() if isinstance(p.scm, LinearSCM) else None
+        if f is None:
+            raise ModelError(
+                "solver='penalty' needs a LinearSCM and a differentiable model (a linear classifier or a "
+                f"binary MLPClassifier, optionally after StandardScaler); got {type(p.scm).__name__} and "
+                f"{type(model).__name__}. Use solver='search'.",
+                argument="solver",
+            )
+        x_cf, status, calls = _penalty_cf(p, f, time.perf_counter() + limit)
+        return _result(p, x_cf, method, "penalty", status, calls)
     x_cf, status, calls = _search_cf(p, p.lam, rng, time.perf_counter() + limit)
     return _result(p, x_cf, method, "search", status, calls)
 
