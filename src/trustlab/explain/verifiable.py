@@ -28,6 +28,10 @@ arithmetic the verifier can redo (the "light" mode of the spec):
    <= sum_tol`` (the intercept's optimality condition) and, with ``bind_dual=True``,
    ``theta`` must be the residual of ``(w, b)`` over ``n`` up to rounding.
 7. Top-k: the published ``k`` indices must hold the ``k`` largest ``|w|`` and their values.
+8. BorderLIME (``border=True``): LIME centred at ``x_b``, the nearest opposite-label point
+   found by growing spheres, certified by ``f(x_b)`` having the other label and
+   ``n_ball`` seed-derived points in the ball of radius ``||x - x_b||`` around ``x``
+   sharing ``x``'s label.
 
 The protocol functions :func:`commit_model`, :func:`prove_explanation` and
 :func:`verify_explanation` wrap it. In this light mode the verifier sees the labels
@@ -70,6 +74,7 @@ __all__ = [
     "check_certificate",
     "commit_model",
     "derive_seed",
+    "find_border_point",
     "prove_explanation",
     "verify_explanation",
 ]
