@@ -248,7 +248,13 @@ def zk_setup(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            model, (dummy,), str(onnx_path), input_names=["input"], output_names=["output"], dynamo=False
+            model,
+            (dummy,),
+            str(onnx_path),
+            input_names=["input"],
+            output_names=["output"],
+            dynamo=False,
+            opset_version=18,  # the newest opset ezkl's ONNX runtime (tract) is tested with
         )
     run_args = ezkl.PyRunArgs()
     run_args.input_visibility = "public"
