@@ -1,6 +1,7 @@
-"""Explanations: FastPD (partial dependence, interventional SHAP, interactions) and more.
+"""Explanations: FastPD, LIME and verifiable LIME, BRACE counterfactuals, confined regions.
 
-See ``docs/explain/`` for one page per method.
+See ``docs/explain/`` for one page per method. The zero-knowledge backend
+(``zk_*``) imports ezkl, onnx and torch only when called (``pip install "trustlab[zk]"``).
 """
 
 from trustlab.explain._trees import (
@@ -11,14 +12,106 @@ from trustlab.explain._trees import (
     trees_from_sklearn,
     trees_from_xgboost,
 )
+from trustlab.explain.counterfactual import (
+    CounterfactualResult,
+    brace,
+    brace_path,
+    causal_recourse,
+    counterfactual_metrics,
+    counterfactuals,
+    deep_backtracking,
+    wachter,
+)
 from trustlab.explain.fastpd import FastPD
+from trustlab.explain.lime import LimeExplanation, LimeStability, LimeTabular
+from trustlab.explain.recourse import (
+    Box,
+    ConfinedRegionFinder,
+    ConfinedRegions,
+    has_recourse,
+    max_reachable_score,
+)
+from trustlab.explain.recourse_actions import ActionSet, DirectionalLinkage, OneHot, Thermometer
+from trustlab.explain.recourse_audit import (
+    RawLinearModel,
+    RecourseCheck,
+    default_action_set,
+    linearize,
+    recourse_check,
+)
+from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
+from trustlab.explain.verifiable import (
+    AmenableLime,
+    ExplanationProof,
+    LimeCertificate,
+    VerifiableExplanation,
+    VerificationReport,
+    check_certificate,
+    commit_model,
+    derive_seed,
+    find_border_point,
+    prove_explanation,
+    verify_explanation,
+)
+from trustlab.explain.verifiable_zk import (
+    ZKExplanationProof,
+    ZKPublic,
+    ZKSetup,
+    zk_prove_explanation,
+    zk_setup,
+    zk_verify_explanation,
+)
 
 __all__ = [
+    "ActionSet",
+    "AdditiveNoiseSCM",
+    "AmenableLime",
+    "Box",
+    "ConfinedRegionFinder",
+    "ConfinedRegions",
+    "CounterfactualResult",
+    "DirectionalLinkage",
+    "ExplanationProof",
     "FastPD",
+    "LimeCertificate",
+    "LimeExplanation",
+    "LimeStability",
+    "LimeTabular",
+    "LinearSCM",
+    "OneHot",
+    "RawLinearModel",
+    "RecourseCheck",
+    "Thermometer",
     "TreeArrays",
     "TreeEnsemble",
+    "VerifiableExplanation",
+    "VerificationReport",
+    "ZKExplanationProof",
+    "ZKPublic",
+    "ZKSetup",
+    "brace",
+    "brace_path",
+    "causal_recourse",
+    "check_certificate",
+    "commit_model",
+    "counterfactual_metrics",
+    "counterfactuals",
+    "deep_backtracking",
+    "default_action_set",
+    "derive_seed",
     "ensemble_from_model",
+    "find_border_point",
+    "has_recourse",
+    "linearize",
+    "max_reachable_score",
+    "prove_explanation",
+    "recourse_check",
     "trees_from_lightgbm",
     "trees_from_sklearn",
     "trees_from_xgboost",
+    "verify_explanation",
+    "wachter",
+    "zk_prove_explanation",
+    "zk_setup",
+    "zk_verify_explanation",
 ]
