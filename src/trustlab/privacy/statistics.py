@@ -227,8 +227,8 @@ def dp_mean(
         bounds_share = check_fraction(bounds_share, "bounds_share")
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         arr = _check_values(x)
-        rest = epsilon * (1 - bounds_share)
-        count = dp_count(arr.size, rest * count_share, description=f"{description}: count")
+        sum_epsilon = epsilon * (1 - bounds_share)
+        count = dp_count(arr.size, sum_epsilon * count_share, description=f"{description}: count")
         est = dp_bounds(
             arr,
             epsilon * bounds_share,
@@ -239,29 +239,23 @@ def dp_mean(
             description=f"{description}: clipping bounds",
         )
         lower, upper = est.value
-        total = dp_sum(
-            arr,
-            (lower, upper),
-            rest * (1 - count_share),
-            resolution=resolution,
-            description=f"{description}: clipped sum",
-        )
-        n = count.value
-        mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
-        return mean, [count, est, total]
-    lower, upper = check_bounds(bounds)
-    arr = np.asarray(x, dtype=float)
-    count = dp_count(arr.size, epsilon * count_share, description=f"{description}: count")
+        releases = [count, est]
+    else:
+        lower, upper = check_bounds(bounds)
+        arr = np.asarray(x, dtype=float)
+        sum_epsilon = epsilon
+        count = dp_count(arr.size, epsilon * count_share, description=f"{description}: count")
+        releases = [count]
     total = dp_sum(
         arr,
         (lower, upper),
-        epsilon * (1 - count_share),
+        sum_epsilon * (1 - count_share),
         resolution=resolution,
         description=f"{description}: clipped sum",
     )
     n = count.value
     mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
-    return mean, [count, total]
+    return mean, [*releases, total]
 
 
 def _check_values(x: Any) -> np.ndarray:
