@@ -1,12 +1,15 @@
-"""Tests of the exponential-mechanism selection sampler."""
+"""Tests of the samplers: exponential-mechanism selection, discrete Gaussian, Bernoulli."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
 from trustlab.errors import ParameterError
-from trustlab.privacy.samplers import exponential_select
+from trustlab.privacy.audit import audit_epsilon
+from trustlab.privacy.samplers import bernoulli, discrete_gaussian, exponential_select
 
 
 @pytest.mark.parametrize("size", [3, 20000])
@@ -23,3 +26,39 @@ def test_bad_input():
     for bad in ([], [np.nan], [np.inf], [-np.inf]):
         with pytest.raises(ParameterError):
             exponential_select(bad)
+
+
+def test_discrete_gaussian_pmf():
+    scale, n = 1.5, 40_000
+    draws = discrete_gaussian(scale, n)
+    assert draws.dtype == np.int64
+    ks = np.arange(-12, 13)
+    pmf = np.exp(-(ks**2) / (2 * scale**2))
+    pmf /= pmf.sum()
+    freq = np.array([np.mean(draws == k) for k in ks])
+    # each frequency within 5 binomial standard errors of the exact pmf
+    assert np.all(np.abs(freq - pmf) <= 5 * np.sqrt(pmf * (1 - pmf) / n) + 1e-12)
+
+
+def test_discrete_gaussian_count_audit_within_claim():
+    # A count with discrete Gaussian noise of scale 2 is rho = 1/8 zCDP, hence
+    # (rho + 2 sqrt(rho log(1/delta)), delta)-DP with delta = 1e-5: epsilon ~ 1.84.
+    rho, delta = 1 / 8, 1e-5
+    eps = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    res = audit_epsilon(lambda c: c + discrete_gaussian(2.0, 1)[0], 100, 101, n_trials=3000, delta=delta)
+    assert res.epsilon_lower <= eps
+    # the auditor has power against a mechanism with a tenth of the noise
+    bad = audit_epsilon(lambda c: c + discrete_gaussian(0.2, 1)[0], 100, 101, n_trials=3000, delta=delta)
+    assert bad.epsilon_lower > eps
+
+
+def test_bernoulli_rates_and_bad_input():
+    n = 20_000
+    for p in (0.1, 0.5, 0.73):
+        rate = bernoulli(p, n).mean()
+        assert abs(rate - p) < 5 * math.sqrt(p * (1 - p) / n)
+    with pytest.raises(ParameterError) as info:
+        bernoulli(1.5, 3)
+    assert info.value.argument == "prob"
+    with pytest.raises(ParameterError):
+        discrete_gaussian(-1.0, 3)

@@ -46,7 +46,14 @@ from trustlab.privacy.linear_sketch import (
 )
 from trustlab.privacy.quantiles import dp_quantile, dp_quantiles, unbounded_quantile
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import bernoulli, discrete_laplace, exponential_select, gaussian, laplace
+from trustlab.privacy.samplers import (
+    bernoulli,
+    discrete_gaussian,
+    discrete_laplace,
+    exponential_select,
+    gaussian,
+    laplace,
+)
 from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
 
 __all__ = [
@@ -72,6 +79,7 @@ __all__ = [
     "central_mod_sulq",
     "central_ssp_ridge",
     "clopper_pearson",
+    "discrete_gaussian",
     "discrete_laplace",
     "dp_bounds",
     "dp_boxplot_stats",

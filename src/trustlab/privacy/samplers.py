@@ -19,7 +19,7 @@ import numpy as np
 from trustlab._validation import check_positive_int
 from trustlab.errors import ParameterError
 
-__all__ = ["bernoulli", "discrete_laplace", "exponential_select", "gaussian", "laplace"]
+__all__ = ["bernoulli", "discrete_gaussian", "discrete_laplace", "exponential_select", "gaussian", "laplace"]
 
 
 @lru_cache(maxsize=1)
@@ -54,6 +54,33 @@ def discrete_laplace(scale: float, size: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     dp = _dp()
     meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale)
+    return np.asarray(meas([0] * size), dtype=np.int64)
+
+
+def discrete_gaussian(scale: float, size: int) -> np.ndarray:
+    """Draw ``size`` independent discrete Gaussian integers (OpenDP's exact sampler).
+
+    The probability of ``k`` is proportional to ``exp(-k**2 / (2 scale**2))``. Adding it
+    to an integer query of L2 sensitivity ``s`` gives ``rho``-zCDP with
+    ``rho = s**2 / (2 scale**2)`` (convert with
+    :class:`~trustlab.privacy.accounting.Accountant` ``spend_zcdp``).
+
+    References
+    ----------
+    Canonne, Kamath, Steinke. "The Discrete Gaussian for Differential Privacy".
+    NeurIPS 2020.
+
+    Examples
+    --------
+    >>> discrete_gaussian(0.0, 3).tolist()
+    [0, 0, 0]
+    """
+    scale = _check_scale(scale)
+    size = check_positive_int(size, "size", minimum=0)
+    if size == 0 or scale == 0.0:
+        return np.zeros(size, dtype=np.int64)
+    dp = _dp()
+    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=scale)
     return np.asarray(meas([0] * size), dtype=np.int64)
 
 
