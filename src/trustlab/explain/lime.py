@@ -115,6 +115,16 @@ class LimeStability:
     n_seeds: int
 
 
+def _default_kernel_width(d: int) -> float:
+    """``lime``'s default kernel width ``0.75 * sqrt(d)`` for ``d`` features."""
+    return 0.75 * math.sqrt(d)
+
+
+def _topk_order(coef: np.ndarray) -> np.ndarray:
+    """Feature indices by decreasing ``|coef|``, ties broken by the lower index."""
+    return np.lexsort((np.arange(coef.size), -np.abs(coef)))
+
+
 def _weighted_ridge(X: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
     """Minimise ``sum_i w_i (y_i - b - x_i beta)^2 + alpha ||beta||^2`` (scikit-learn's Ridge)."""
     sw = w.sum()
@@ -127,8 +137,9 @@ def _weighted_ridge(X: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float) -
 
 
 def _weighted_lasso(
-    X: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float, seed: int
+    X: np.ndarray, y: np.ndarray, w: np.ndarray | None, alpha: float, seed: int | None = None
 ) -> tuple[np.ndarray, float]:
+    """Lasso with an intercept, solved tightly (``w=None``: unweighted, as ExpProof's prover)."""
     from sklearn.linear_model import Lasso
 
     model = Lasso(alpha=alpha, fit_intercept=True, tol=1e-10, max_iter=100_000, random_state=seed)
@@ -255,7 +266,7 @@ class LimeTabular:
             raise ParameterError(f"alpha must be a finite number >= 0, got {alpha!r}.", argument="alpha")
         if alpha < 0 or (self.surrogate == "lasso" and alpha == 0):
             raise ParameterError(f"alpha must be >= 0 (> 0 for the Lasso), got {alpha!r}.", argument="alpha")
-        kw = 0.75 * math.sqrt(d) if self.kernel_width is None else self.kernel_width
+        kw = _default_kernel_width(d) if self.kernel_width is None else self.kernel_width
         if isinstance(kw, bool) or not isinstance(kw, numbers.Real) or not (0 < kw < math.inf):
             raise ParameterError(
                 f"kernel_width must be a finite number > 0 (or None for 0.75*sqrt(d)), got {kw!r}.",
@@ -292,14 +303,14 @@ class LimeTabular:
                 )
             names = np.asarray([str(c) for c in X.columns], dtype=object)
         arr = check_array(X, "X", ndim=2)
-        self._check_params(arr.shape[1])
+        kernel_width = self._check_params(arr.shape[1])[1]
         self.mean_ = arr.mean(axis=0)
         scale = arr.std(axis=0)
         self.scale_ = np.where(scale > 0, scale, 1.0)
         self.n_features_in_ = arr.shape[1]
         if names is not None:
             self.feature_names_in_ = names
-        self.kernel_width_ = self._check_params(arr.shape[1])[1]
+        self.kernel_width_ = kernel_width
         return self
 
     def _check_fitted(self) -> None:
@@ -374,7 +385,7 @@ class LimeTabular:
         ybar = float(weights @ y / weights.sum())
         ss_tot = float(weights @ (y - ybar) ** 2)
         score = 1.0 - float(weights @ (y - pred) ** 2) / ss_tot if ss_tot > 0 else 1.0
-        order = np.lexsort((np.arange(d), -np.abs(coef)))
+        order = _topk_order(coef)
         names = (
             tuple(self.feature_names_in_)
             if hasattr(self, "feature_names_in_")

@@ -63,7 +63,7 @@ import numpy as np
 
 from trustlab._validation import check_array, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.explain.lime import _check_predict_fn, _model_column
+from trustlab.explain.lime import _check_predict_fn, _model_column, _topk_order, _weighted_lasso
 
 __all__ = [
     "AmenableLime",
@@ -197,7 +197,7 @@ def _round_half_up(value: decimal.Decimal) -> int:
     return int(value.to_integral_value(rounding=decimal.ROUND_HALF_UP))
 
 
-def _exp_table(dist2: np.ndarray, d: int, s: int, sigma2: decimal.Decimal) -> np.ndarray:
+def _exp_table(dist2: np.ndarray, s: int, sigma2: decimal.Decimal) -> np.ndarray:
     """``round(exp(-(dist2 / s) / sigma^2) * s)`` for each fixed-point squared distance, exactly."""
     uniq = np.unique(dist2)
     vals = {}
@@ -500,8 +500,7 @@ class AmenableLime:
         xq = np.asarray(x_q, dtype=np.int64).ravel()
         if xq.size == 0:
             raise DataError("x must have at least one feature.", argument="x")
-        if not isinstance(seed, bytes) or len(seed) < 16:
-            raise ParameterError("seed must be bytes of length >= 16 (use derive_seed).", argument="seed")
+        _check_seed(seed)
         d = xq.size
         u = _byte_stream(seed, p["n"] * d).reshape(p["n"], d)
         if self.sampler == "uniform":
@@ -538,9 +537,7 @@ class AmenableLime:
         xq = np.asarray(x_q, dtype=np.int64).ravel()
         if not p["border"]:
             return np.vstack([xq[None, :], self.neighbourhood(xq, seed)])
-        if border_q is None:
-            raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
-        bq = np.asarray(border_q, dtype=np.int64).ravel()
+        bq = _border_point(border_q)
         parts = [xq[None, :], self.neighbourhood(bq, seed), bq[None, :], self.ball(xq, bq, seed)]
         return np.vstack(parts)
 
@@ -551,9 +548,7 @@ class AmenableLime:
         p = self._params()
         xq = np.asarray(x_q, dtype=np.int64).ravel()
         if p["border"]:
-            if border_q is None:
-                raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
-            xq = np.asarray(border_q, dtype=np.int64).ravel()
+            xq = _border_point(border_q)
         Z = self.neighbourhood(xq, seed)
         yq = np.asarray(labels_q, dtype=np.int64).ravel()
         if yq.size != p["n_labels"]:
@@ -565,9 +560,9 @@ class AmenableLime:
         s = p["s"]
         diff = _exact(Z - xq[None, :])
         dist2 = np.asarray((diff * diff).sum(axis=1) // s, dtype=np.int64)
-        kw = 0.75 * math.sqrt(d) if p["kw"] is None else p["kw"]
-        sigma2 = decimal.Decimal(9 * d) / 16 if p["kw"] is None else decimal.Decimal(repr(float(kw))) ** 2
-        pi = _exp_table(dist2, d, s, sigma2)
+        # sigma^2 exactly: (0.75 sqrt(d))^2 = 9d/16 by default
+        sigma2 = decimal.Decimal(9 * d) / 16 if p["kw"] is None else decimal.Decimal(repr(p["kw"])) ** 2
+        pi = _exp_table(dist2, s, sigma2)
         root = _sqrt_fixed(pi, s)
         Xw = np.asarray(_exact(root)[:, None] * _exact(Z) // s)
         yw = np.asarray(_exact(root) * _exact(yq[1 : p["n"] + 1]) // s)
@@ -598,8 +593,7 @@ class AmenableLime:
         xq = self.quantize(x)
         bq = None
         if p["border"]:
-            if not isinstance(seed, bytes) or len(seed) < 16:
-                raise ParameterError("seed must be bytes of length >= 16 (use derive_seed).", argument="seed")
+            _check_seed(seed)
             rng = np.random.default_rng(int.from_bytes(hashlib.sha256(b"spheres" + seed).digest()[:8], "big"))
             bq = find_border_point(fn, xq, p["s"], label=int(label), rng=rng)
         batch = self.batch(xq, seed, bq).astype(float) / p["s"]
@@ -613,17 +607,14 @@ class AmenableLime:
 
         Used by the zero-knowledge backend, whose labels are the circuit's outputs.
         """
-        from sklearn.linear_model import Lasso
-
         p = self._params()
         xq = np.asarray(x_q, dtype=np.int64).ravel()
         yq = np.asarray(labels_q, dtype=np.int64).ravel()
         Xw, yw = self.weighted_problem(xq, seed, yq, border_q)
         s, S, n = p["s"], p["S"], p["n"]
-        model = Lasso(alpha=p["alpha"], fit_intercept=True, tol=1e-10, max_iter=100_000)
-        model.fit(Xw.astype(float) / s, yw.astype(float) / s)
-        w_q = _quantize(model.coef_, s)
-        b_q = int(_quantize(np.array([model.intercept_]), s)[0])
+        coef, intercept = _weighted_lasso(Xw.astype(float) / s, yw.astype(float) / s, None, p["alpha"])
+        w_q = _quantize(coef, s)
+        b_q = _round_int(intercept * s)
         r_S = self._residual(Xw, yw, w_q, b_q, s)
         theta = np.array([_div_round(int(r), n) for r in r_S.tolist()], dtype=np.int64)
         k = min(p["k"], xq.size)
@@ -671,6 +662,30 @@ class AmenableLime:
         return check_certificate(self, explanation, x_q=x_q, seed=seed)
 
 
+def _check_lime(lime: Any) -> AmenableLime:
+    """``lime`` (default ``AmenableLime()``) after checking its type and parameters."""
+    lime = AmenableLime() if lime is None else lime
+    if not isinstance(lime, AmenableLime):
+        raise ParameterError(
+            f"lime must be an AmenableLime (the public parameters), got {type(lime).__name__}.",
+            argument="lime",
+        )
+    lime._params()
+    return lime
+
+
+def _check_seed(seed: Any) -> bytes:
+    if not isinstance(seed, bytes) or len(seed) < 16:
+        raise ParameterError("seed must be bytes of length >= 16 (use derive_seed).", argument="seed")
+    return seed
+
+
+def _border_point(border_q: Any) -> np.ndarray:
+    if border_q is None:
+        raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
+    return np.asarray(border_q, dtype=np.int64).ravel()
+
+
 def _round_int(v: float) -> int:
     return math.floor(v + 0.5)
 
@@ -678,10 +693,6 @@ def _round_int(v: float) -> int:
 def _div_round(a: int, n: int) -> int:
     """``round(a / n)`` for Python ints, halves up."""
     return (2 * a + n) // (2 * n)
-
-
-def _topk_order(w_q: np.ndarray) -> np.ndarray:
-    return np.lexsort((np.arange(w_q.size), -np.abs(w_q)))
 
 
 def find_border_point(
@@ -886,9 +897,7 @@ def prove_explanation(
     >>> bool(verify_explanation(proof, commitment=c, x=x, nonce="query-2"))
     False
     """
-    lime = AmenableLime() if lime is None else lime
-    if not isinstance(lime, AmenableLime):
-        raise ParameterError("lime must be an AmenableLime.", argument="lime")
+    lime = _check_lime(lime)
     nonce_b = _as_bytes(nonce)
     xq = lime.quantize(x)
     seed = derive_seed(commitment, xq, nonce_b)
@@ -934,7 +943,7 @@ def verify_explanation(
         The checks of :func:`check_certificate` plus ``commitment``, ``prediction`` and,
         with ``opening``, ``opening`` and ``labels``.
     """
-    lime = AmenableLime() if lime is None else lime
+    lime = _check_lime(lime)
     if not isinstance(proof, ExplanationProof):
         raise ParameterError(
             f"proof must be an ExplanationProof, got {type(proof).__name__}.", argument="proof"

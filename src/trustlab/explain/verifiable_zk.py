@@ -49,13 +49,16 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_array
+from trustlab._validation import check_array, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain.verifiable import (
     AmenableLime,
     VerifiableExplanation,
     VerificationReport,
     _as_bytes,
+    _check_lime,
+    _quantize,
+    _round_int,
     check_certificate,
     derive_seed,
 )
@@ -158,11 +161,13 @@ class ZKExplanationProof:
     proof_bytes: int
 
 
-def _check_lime(lime: Any) -> AmenableLime:
-    lime = AmenableLime() if lime is None else lime
-    if not isinstance(lime, AmenableLime):
-        raise ParameterError("lime must be an AmenableLime.", argument="lime")
-    lime._params()
+def _check_zk_lime(lime: Any) -> AmenableLime:
+    lime = _check_lime(lime)
+    if lime.border:
+        raise ParameterError(
+            "the ezkl backend supports standard LIME only; use border=False (BorderLIME runs in light mode).",
+            argument="lime",
+        )
     return lime
 
 
@@ -210,17 +215,11 @@ def zk_setup(
     ezkl = _ezkl()
     import torch
 
-    lime = _check_lime(lime)
+    lime = _check_zk_lime(lime)
     p = lime._params()
-    if p["border"]:
-        raise ParameterError(
-            "the ezkl backend supports standard LIME only; use border=False (BorderLIME runs in light mode).",
-            argument="lime",
-        )
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"model must be a torch.nn.Module, got {type(model).__name__}.", argument="model")
-    if isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1:
-        raise ParameterError(f"n_features must be a positive int, got {n_features!r}.", argument="n_features")
+    n_features = check_positive_int(n_features, "n_features")
     wd = Path(workdir)
     wd.mkdir(parents=True, exist_ok=True)
     m = p["n"] + 1
@@ -234,7 +233,7 @@ def zk_setup(
             raise DataError(
                 f"calibration_X has {cal.shape[1]} columns, expected {n_features}.", argument="calibration_X"
             )
-        cal_q = np.floor(cal * p["s"] + 0.5).astype(np.int64)
+        cal_q = _quantize(cal, p["s"])
         cal_q = cal_q[np.arange(m) % len(cal_q)]
     onnx_path, settings, compiled = wd / "model.onnx", wd / "settings.json", wd / "model.compiled"
     dummy = torch.zeros((m, n_features), dtype=torch.float32)
@@ -304,10 +303,6 @@ def zk_setup(
     )
 
 
-def _batch(lime: AmenableLime, x_q: np.ndarray, seed: bytes) -> np.ndarray:
-    return np.vstack([x_q[None, :], lime.neighbourhood(x_q, seed)])
-
-
 def _to_frac(values: list[int], out_scale: int, fb: int) -> np.ndarray:
     """Fixed-point ints at ``2^out_scale`` -> ``2^fb`` (round half up)."""
     if out_scale >= fb:
@@ -350,7 +345,7 @@ def zk_prove_explanation(
         )
     nonce_b = _as_bytes(nonce)
     seed = derive_seed(setup.public.commitment, xq, nonce_b)
-    batch = _batch(lime, xq, seed)
+    batch = lime.batch(xq, seed)
     start = time.perf_counter()
     data, witness, proof = (
         setup.workdir / f"{name}{ext}" for ext in (".input.json", ".witness.json", ".proof.json")
@@ -418,7 +413,7 @@ def zk_verify_explanation(
         raise ParameterError("proof must be a ZKExplanationProof.", argument="proof")
     if not isinstance(public, ZKPublic):
         raise ParameterError("public must be the ZKPublic published at setup.", argument="public")
-    lime = _check_lime(AmenableLime(n_samples=public.n_samples) if lime is None else lime)
+    lime = _check_zk_lime(AmenableLime(n_samples=public.n_samples) if lime is None else lime)
     p = lime._params()
     if p["n"] != public.n_samples:
         raise ParameterError(
@@ -452,7 +447,7 @@ def zk_verify_explanation(
     conf = json.loads(Path(public.settings_path).read_text())
     out_scale = int(conf["model_output_scales"][0])
     instances = json.loads(Path(proof.proof_path).read_text())["instances"][0]
-    batch = _batch(lime, xq, seed)
+    batch = lime.batch(xq, seed)
     m = batch.shape[0]
     if len(instances) != 1 + batch.size + m:
         record("instances", False, f"expected {1 + batch.size + m} public values, got {len(instances)}")
@@ -467,7 +462,7 @@ def zk_verify_explanation(
     )
     record(
         "prediction",
-        int(labels[0]) == int(np.floor(proof.prediction * p["s"] + 0.5)),
+        int(labels[0]) == _round_int(proof.prediction * p["s"]),
         "the stated prediction is not the proven output at x",
     )
     rep = check_certificate(lime, proof.explanation, x_q=xq, seed=seed)
