@@ -169,6 +169,30 @@ class _Model:
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(self.model.predict(self.frame(np.atleast_2d(X))))
 
+    def _final_estimator(self) -> Any:
+        from sklearn.pipeline import Pipeline
+
+        return self.model[-1] if isinstance(self.model, Pipeline) else self.model
+
+    def _standardisation(self, d: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(mean, scale)`` of the ``StandardScaler`` steps before the final estimator, composed
+        (``z = (x - mean) / scale`` in the model's column order), or None when another step precedes it.
+        """
+        from sklearn.pipeline import Pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        mean, scale = np.zeros(d), np.ones(d)
+        steps = [step for _, step in self.model.steps[:-1]] if isinstance(self.model, Pipeline) else []
+        for step in steps:
+            if step is None or step == "passthrough":
+                continue
+            if not isinstance(step, StandardScaler):
+                return None
+            m = step.mean_ if step.with_mean else np.zeros(d)
+            sc = step.scale_ if step.with_std and step.scale_ is not None else np.ones(d)
+            mean, scale = mean + m * scale, scale * sc
+        return mean, scale
+
     def differentiable(self) -> Callable[[np.ndarray], tuple[float, np.ndarray]] | None:
         """``x -> (logit of classes[1], its gradient)`` in SCM column order, or None.
 
@@ -180,23 +204,14 @@ class _Model:
             w, b = lin
             return lambda x: (float(w @ x + b), w)
         from sklearn.neural_network import MLPClassifier
-        from sklearn.pipeline import Pipeline
-        from sklearn.preprocessing import StandardScaler
 
-        steps = list(self.model.steps) if isinstance(self.model, Pipeline) else [(None, self.model)]
-        est = steps[-1][1]
+        est = self._final_estimator()
         if not isinstance(est, MLPClassifier) or est.n_outputs_ != 1 or est.out_activation_ != "logistic":
             return None
-        d = len(est.coefs_[0])
-        mean, scale = np.zeros(d), np.ones(d)
-        for _, step in steps[:-1]:
-            if step is None or step == "passthrough":
-                continue
-            if not isinstance(step, StandardScaler):
-                return None
-            m = step.mean_ if step.with_mean else np.zeros(d)
-            sc = step.scale_ if step.with_std and step.scale_ is not None else np.ones(d)
-            mean, scale = mean + m * scale, scale * sc  # composed: z = (x - mean) / scale
+        standardise = self._standardisation(len(est.coefs_[0]))
+        if standardise is None:
+            return None
+        mean, scale = standardise
         perm = self.perm
         acts: dict[
             str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray, np.ndarray], np.ndarray]]
@@ -236,24 +251,18 @@ class _Model:
     def linear(self) -> tuple[np.ndarray, float] | None:
         """``(w, b)`` in SCM column order with ``w . x + b > 0`` <=> class ``classes[1]``, or None."""
         from sklearn.linear_model._base import LinearClassifierMixin
-        from sklearn.pipeline import Pipeline
-        from sklearn.preprocessing import StandardScaler
 
-        steps = list(self.model.steps) if isinstance(self.model, Pipeline) else [(None, self.model)]
-        est = steps[-1][1]
+        est = self._final_estimator()
         if not isinstance(est, LinearClassifierMixin) or np.shape(est.coef_)[0] != 1:
             return None
         w = np.asarray(est.coef_, dtype=float).ravel()
         b = float(np.ravel(est.intercept_)[0]) if np.ndim(est.intercept_) else float(est.intercept_)
-        for _, step in reversed(steps[:-1]):
-            if step is None or step == "passthrough":
-                continue
-            if not isinstance(step, StandardScaler):
-                return None
-            mean = step.mean_ if step.with_mean else np.zeros_like(w)
-            scale = step.scale_ if step.with_std and step.scale_ is not None else np.ones_like(w)
-            w = w / scale
-            b = b - float(w @ mean)
+        standardise = self._standardisation(w.size)
+        if standardise is None:
+            return None
+        mean, scale = standardise
+        w = w / scale  # w . (x - mean) / scale + b
+        b = b - float(w @ mean)
         if self.perm is not None:
             inv = np.empty_like(self.perm)
             inv[self.perm] = np.arange(len(self.perm))
