@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,11 +21,13 @@ __all__ = [
     "check_array",
     "check_binary_target",
     "check_bounds",
+    "check_choice",
     "check_columns",
     "check_delta",
     "check_epsilon",
     "check_fraction",
     "check_frame",
+    "check_positive",
     "check_positive_int",
     "check_random_state",
 ]
@@ -77,6 +79,58 @@ def check_fraction(value: Any, name: str, *, low: float = 0.0, high: float = 1.0
             argument=name,
         )
     return float(value)
+
+
+def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float after checking it is a finite real number > 0 (>= 0 with ``allow_zero``).
+
+    Booleans are rejected: ``True`` is not a scale or a tolerance.
+
+    Examples
+    --------
+    >>> check_positive(2, "sigma")
+    2.0
+    >>> check_positive(0, "alpha", allow_zero=True)
+    0.0
+    >>> check_positive(0, "sigma")
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: sigma must be a finite number > 0, got 0.
+    """
+    bound = ">= 0" if allow_zero else "> 0"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+        or (float(value) < 0 if allow_zero else float(value) <= 0)
+    ):
+        raise ParameterError(f"{name} must be a finite number {bound}, got {value!r}.", argument=name)
+    return float(value)
+
+
+def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
+    """Return the entry of ``choices`` equal to ``value``, or raise naming the options.
+
+    Unhashable values (lists, arrays) never match, so an array passed by mistake
+    gets this message rather than NumPy's "truth value is ambiguous".
+
+    Examples
+    --------
+    >>> check_choice("dense", "kind", ("osnap", "dense"))
+    'dense'
+    >>> check_choice("sparse", "kind", ("osnap", "dense"))
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: kind must be one of 'osnap', 'dense'; got 'sparse'.
+    """
+    options = tuple(choices)
+    if isinstance(value, Hashable):
+        for option in options:
+            if option == value:
+                return option
+    raise ParameterError(
+        f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}.", argument=name
+    )
 
 
 def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:

@@ -6,10 +6,12 @@ from trustlab._validation import (
     check_array,
     check_binary_target,
     check_bounds,
+    check_choice,
     check_columns,
     check_delta,
     check_epsilon,
     check_frame,
+    check_positive,
     check_random_state,
 )
 from trustlab.errors import DataError, ParameterError
@@ -69,3 +71,28 @@ def test_random_state_same_seed_same_stream():
     assert check_random_state(3).random() == check_random_state(3).random()
     with pytest.raises(ParameterError):
         check_random_state("seed")
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "1", True, None])
+def test_positive_rejected(value):
+    with pytest.raises(ParameterError, match="sigma must be a finite number > 0") as info:
+        check_positive(value, "sigma")
+    assert info.value.argument == "sigma"
+
+
+def test_positive_allow_zero():
+    assert check_positive(0, "alpha", allow_zero=True) == 0.0
+    assert check_positive(np.float64(2.5), "alpha", allow_zero=True) == 2.5
+    assert check_positive(np.int64(3), "sigma") == 3.0
+    for bad in (-1e-9, float("inf"), False):
+        with pytest.raises(ParameterError, match=">= 0"):
+            check_positive(bad, "alpha", allow_zero=True)
+
+
+def test_choice():
+    assert check_choice("b", "kind", ("a", "b")) == "b"
+    assert type(check_choice(np.str_("a"), "kind", ["a", "b"])) is str
+    for bad in ("c", None, ["a"], np.array(["a", "b"]), 1):
+        with pytest.raises(ParameterError, match="kind must be one of 'a', 'b'") as info:
+            check_choice(bad, "kind", ("a", "b"))
+        assert info.value.argument == "kind"

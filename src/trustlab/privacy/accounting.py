@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_delta, check_epsilon, check_positive_int
+from trustlab._validation import check_choice, check_delta, check_epsilon, check_positive, check_positive_int
 from trustlab.errors import BudgetExceededError, ParameterError
 from trustlab.privacy.release import Release
 
@@ -230,12 +230,7 @@ class Accountant:
         self.total_epsilon = check_epsilon(epsilon)
         self.total_delta = check_delta(delta)
         self.name = name
-        if composition not in COMPOSITIONS:
-            raise ParameterError(
-                f"composition must be one of {', '.join(COMPOSITIONS)}; got {composition!r}.",
-                argument="composition",
-            )
-        self.composition = composition
+        self.composition = check_choice(composition, "composition", COMPOSITIONS)
         self._spent_epsilon = 0.0
         self._spent_delta = 0.0
         self._entries: list[LedgerEntry] = []
@@ -411,8 +406,8 @@ class Accountant:
         epsilon of the Gaussian (``dp_accounting.get_epsilon_gaussian``; ``count`` runs
         are one Gaussian with multiplier ``sigma / (sensitivity sqrt(count))``).
         """
-        sigma = _check_positive(sigma, "sigma")
-        sensitivity = _check_positive(sensitivity, "sensitivity")
+        sigma = check_positive(sigma, "sigma")
+        sensitivity = check_positive(sensitivity, "sensitivity")
         count = check_positive_int(count, "count")
         multiplier = sigma / sensitivity
         what = f"{mechanism} (sigma/sensitivity={multiplier:.4g}, {count} run(s))"
@@ -454,7 +449,7 @@ class Accountant:
         ``(epsilon, delta)`` that ``dp-accounting`` converts ``rho`` to. ``"pld"`` has no
         zCDP event: use ``"rdp"`` or ``"zcdp"``.
         """
-        rho = _check_positive(rho, "rho")
+        rho = check_positive(rho, "rho")
         what = f"{mechanism} (rho={rho:.4g})"
         if self.composition == "pld":
             raise ParameterError(
@@ -599,13 +594,3 @@ class Accountant:
             out[name] = self.child(remaining * share, name, remaining_delta * share)
         out[names[-1]] = self.child(self.remaining_epsilon, names[-1], self.remaining_delta)
         return out
-
-
-def _check_positive(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (math.isfinite(float(value)) and float(value) > 0)
-    ):
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}.", argument=name)
-    return float(value)

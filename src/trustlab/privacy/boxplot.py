@@ -17,8 +17,10 @@ import numpy as np
 
 from trustlab._validation import (
     check_bounds,
+    check_choice,
     check_epsilon,
     check_fraction,
+    check_positive,
     check_positive_int,
     check_random_state,
 )
@@ -232,19 +234,14 @@ def dp_boxplot_stats(
     epsilon = check_epsilon(epsilon, allow_inf=True)
     lower, upper = check_bounds(bounds)
     w = check_fraction(quantile_weight, "quantile_weight")
-    if isinstance(c, bool) or not isinstance(c, int | float) or not (math.isfinite(c) and c > 0):
-        raise ParameterError(f"c must be a number > 0, got {c!r}.", argument="c")
+    c = check_positive(c, "c")
     if isinstance(lam, bool) or not isinstance(lam, int | float) or not (0 <= lam <= 0.5):
         raise ParameterError(f"lam must be a number in [0, 0.5], got {lam!r}.", argument="lam")
     base = _check_base(base)
     n_min = check_positive_int(n_min, "n_min")
-    if method not in METHODS:
-        raise ParameterError(
-            f"method must be one of {', '.join(METHODS)}; got {method!r}.", argument="method"
-        )
+    check_choice(method, "method", METHODS)
     neighbouring = check_neighbouring(neighbouring)
-    if gap_rule not in ("fence", "iqr"):
-        raise ParameterError(f"gap_rule must be 'fence' or 'iqr', got {gap_rule!r}.", argument="gap_rule")
+    check_choice(gap_rule, "gap_rule", ("fence", "iqr"))
     rng = check_random_state(random_state)
     arr = _check_sample(x)
     z = np.clip(arr, lower, upper)

@@ -15,7 +15,7 @@ import math
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from trustlab._validation import check_delta, check_epsilon
+from trustlab._validation import check_delta, check_epsilon, check_positive
 from trustlab.errors import ParameterError
 
 __all__ = ["analytic_gaussian_epsilon", "analytic_gaussian_sigma", "gaussian_delta"]
@@ -66,7 +66,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     """
     eps = check_epsilon(epsilon)
     dlt = _check_gaussian_delta(delta)
-    sens = check_epsilon(sensitivity, "sensitivity")
+    sens = check_positive(sensitivity, "sensitivity")
     # delta(eps) increases with mu = sens / sigma: bracket mu, then solve.
     lo, hi = 1e-6, 1.0
     while gaussian_delta(eps, hi) < dlt:
@@ -85,9 +85,9 @@ def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1
     >>> round(analytic_gaussian_epsilon(3.7306, 1e-5, 1.0), 3)
     1.0
     """
-    sigma = check_epsilon(sigma, "sigma")
+    sigma = check_positive(sigma, "sigma")
     dlt = _check_gaussian_delta(delta)
-    mu = check_epsilon(sensitivity, "sensitivity") / sigma
+    mu = check_positive(sensitivity, "sensitivity") / sigma
     if gaussian_delta(0.0, mu) <= dlt:
         return 0.0
     hi = 1.0

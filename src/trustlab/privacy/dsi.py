@@ -31,7 +31,14 @@ import numpy as np
 from scipy.linalg import eigh, solve_triangular
 from threadpoolctl import threadpool_limits
 
-from trustlab._validation import check_array, check_delta, check_epsilon, check_positive_int
+from trustlab._validation import (
+    check_array,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+)
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from trustlab.privacy.release import Release
@@ -58,6 +65,7 @@ _DECAY = 0.1
 _ETA_MIN = 1e-100
 _MU0 = 10.0
 _VIOLATION_TOL = 1e-3
+_ACCOUNTING = ("analytic", "rdp")
 
 MECHANISM = "DSI Gaussian (optimal anisotropic)"
 GUARANTEE = "data-specific indistinguishability against the listed references only; not differential privacy"
@@ -181,7 +189,7 @@ class DSINoise:
         -------
         ndarray of shape (d,) or (size, d)
         """
-        sigma = _check_nonneg(noise_multiplier, "noise_multiplier")
+        sigma = check_positive(noise_multiplier, "noise_multiplier", allow_zero=True)
         n = 1 if size is None else check_positive_int(size, "size")
         r = self.basis.shape[1]
         k = self.floor_basis.shape[1]
@@ -193,16 +201,6 @@ class DSINoise:
             if k:
                 out += (self.floor_std * z[:, r:]) @ self.floor_basis.T
         return out[0] if size is None else out
-
-
-def _check_nonneg(value: Any, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (math.isfinite(float(value)) and float(value) >= 0)
-    ):
-        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}.", argument=name)
-    return float(value)
 
 
 def _check_budgets(budgets: Any, m: int) -> np.ndarray:
@@ -386,8 +384,7 @@ def dsi_gaussian_covariance(
             f"rank_tol must lie in (0, 1), got {rank_tol!r}; the paper uses 1e-3.", argument="rank_tol"
         )
     max_iter = check_positive_int(max_iter, "max_iter")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 < tol < math.inf):
-        raise ParameterError(f"tol must be a finite number > 0, got {tol!r}.", argument="tol")
+    check_positive(tol, "tol")
 
     norms2 = np.sum(diffs**2, axis=1)
     scale2 = float(np.max(norms2 / b))
@@ -500,14 +497,12 @@ class DSIAccountant:
                 "delta must be > 0: a Gaussian mechanism cannot give delta = 0; pass e.g. 1e-5.",
                 argument="delta",
             )
-        if method not in ("analytic", "rdp"):
-            raise ParameterError(f"method must be 'analytic' or 'rdp', got {method!r}.", argument="method")
         self.delta = delta
-        self.method = method
+        self.method = check_choice(method, "method", _ACCOUNTING)
 
     def epsilon(self, noise_multiplier: float, compositions: int = 1) -> float:
         """Return the epsilon of ``compositions`` releases at ``noise_multiplier``."""
-        sigma = check_epsilon(noise_multiplier, "noise_multiplier")
+        sigma = check_positive(noise_multiplier, "noise_multiplier")
         k = check_positive_int(compositions, "compositions")
         if self.method == "rdp":
             m = sigma / math.sqrt(k)
@@ -607,11 +602,7 @@ def dsi_release(
     ((3,), 1.0, 1e-05, 2)
     """
     eps = check_epsilon(epsilon)
-    if accounting not in ("analytic", "rdp"):
-        raise ParameterError(
-            f"accounting must be 'analytic' or 'rdp', got {accounting!r}.", argument="accounting"
-        )
-    accountant = DSIAccountant(delta, method=accounting)
+    accountant = DSIAccountant(delta, method=check_choice(accounting, "accounting", _ACCOUNTING))
     k = check_positive_int(compositions, "compositions")
     tgt = check_array(target, "target", ndim=1)
     refs = check_array(references, "references", ndim=2)
@@ -705,7 +696,7 @@ def leave_one_group_out_differences(
     """
     x = check_array(values, "values", ndim=2, min_rows=2)
     if clip_norm is not None:
-        clip = check_epsilon(clip_norm, "clip_norm")
+        clip = check_positive(clip_norm, "clip_norm")
         norms = np.linalg.norm(x, axis=1)
         x = x * np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))[:, None]
     n = x.shape[0]

@@ -44,6 +44,7 @@ from sklearn.base import BaseEstimator
 
 from trustlab._validation import (
     check_array,
+    check_choice,
     check_delta,
     check_epsilon,
     check_fraction,
@@ -72,14 +73,6 @@ _MECHANISM = "randomized response (label DP)"
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ParameterError(
-            f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}.", argument=name
-        )
-    return str(value)
 
 
 def _check_labels(y: Any, name: str = "y") -> np.ndarray:
@@ -308,7 +301,7 @@ def rr_fisher_trace(p0: Any, p1: Any, X: Any, beta: Any, link: str = "logit") ->
     >>> round(rr_fisher_trace(1.0, 1.0, X, [0.0, 0.0]), 4)  # non-private: sum f^2 |x|^2 / (F(1-F))
     0.75
     """
-    link = _check_choice(link, "link", LINKS)
+    link = check_choice(link, "link", LINKS)
     Xa, _ = _check_design(X)
     b = check_array(beta, "beta", ndim=1)
     if b.shape[0] != Xa.shape[1]:
@@ -524,8 +517,8 @@ class LabelDPBinaryRegression(BaseEstimator):
         -------
         self
         """
-        link = _check_choice(self.link, "link", LINKS)
-        cov_type = _check_choice(self.cov_type, "cov_type", COV_TYPES)
+        link = check_choice(self.link, "link", LINKS)
+        cov_type = check_choice(self.cov_type, "cov_type", COV_TYPES)
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ParameterError("fit_intercept must be True or False.", argument="fit_intercept")
         max_iter = check_positive_int(self.max_iter, "max_iter")
@@ -628,7 +621,7 @@ class LabelDPBinaryRegression(BaseEstimator):
                 f"{self.n_features_in_}.",
                 argument="X",
             )
-        F, _ = _link(Xd @ self.params_, _check_choice(self.link, "link", LINKS))
+        F, _ = _link(Xd @ self.params_, check_choice(self.link, "link", LINKS))
         return np.column_stack([1 - F, F])
 
     def predict(self, X: Any) -> np.ndarray:
@@ -822,8 +815,8 @@ class RandomizedResponseLabelDP(BaseEstimator):
         """
         epsilon = check_epsilon(self.epsilon)
         delta = check_delta(self.delta)
-        mode = _check_choice(self.mode, "mode", MODES)
-        link = _check_choice(self.link, "link", LINKS)
+        mode = check_choice(self.mode, "mode", MODES)
+        link = check_choice(self.link, "link", LINKS)
         rho = check_fraction(self.pilot_fraction, "pilot_fraction")
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ParameterError("fit_intercept must be True or False.", argument="fit_intercept")

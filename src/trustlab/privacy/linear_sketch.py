@@ -36,8 +36,10 @@ from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 
 from trustlab._validation import (
     check_array,
+    check_choice,
     check_delta,
     check_epsilon,
+    check_positive,
     check_positive_int,
     check_random_state,
 )
@@ -77,28 +79,6 @@ _PAPER = (
 
 
 # ----------------------------------------------------------------------------- checks
-
-
-def _choice(value: Any, options: tuple[str, ...], name: str) -> str:
-    if not isinstance(value, str) or value not in options:
-        raise ParameterError(f"{name} must be one of {list(options)}, got {value!r}.", argument=name)
-    return value
-
-
-def _positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}.", argument=name)
-    if float(value) <= 0:
-        raise ParameterError(f"{name} must be > 0, got {value!r}.", argument=name)
-    return float(value)
-
-
-def _nonneg(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
-        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}.", argument=name)
-    if float(value) < 0:
-        raise ParameterError(f"{name} must be >= 0, got {value!r}.", argument=name)
-    return float(value)
 
 
 def _honest(value: Any) -> float:
@@ -207,7 +187,7 @@ def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: A
     """
     m = check_positive_int(m, "m")
     n = check_positive_int(n, "n")
-    kind = _choice(kind, _KINDS, "kind")
+    kind = check_choice(kind, "kind", _KINDS)
     rng = check_random_state(random_state)
     if kind == "dense":
         signs = rng.choice(np.array([-1.0, 1.0]), size=(m, n)) / math.sqrt(m)
@@ -323,13 +303,13 @@ def _release(
     random_state: Any,
     name: str = "A",
 ) -> Release:
-    mechanism = _choice(mechanism, _MECHANISMS, "mechanism")
-    neighbouring = _choice(neighbouring, _NEIGHBOURING, "neighbouring")
-    noise = _choice(noise, _NOISE, "noise")
+    mechanism = check_choice(mechanism, "mechanism", _MECHANISMS)
+    neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
+    noise = check_choice(noise, "noise", _NOISE)
     eps, dlt = _privacy(epsilon, delta, mechanism)
     A = _matrix(A, name)
     n, d = A.shape
-    bound = _positive(row_bound, "row_bound")
+    bound = check_positive(row_bound, "row_bound")
     gamma = _honest(honest_fraction)
     n_servers = check_positive_int(n_servers, "n_servers", minimum=2)
     S = _check_sketch(S, n)
@@ -664,8 +644,8 @@ def central_mod_sulq(
     if k > A.shape[1]:
         raise ParameterError(f"n_components must be <= d={A.shape[1]}, got {k}.", argument="n_components")
     eps, dlt = _privacy(epsilon, delta, "gaussian")
-    neighbouring = _choice(neighbouring, _NEIGHBOURING, "neighbouring")
-    bound = _positive(row_bound, "row_bound")
+    neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
+    bound = check_positive(row_bound, "row_bound")
     gram, sigma, sens = _noisy_gram(_clip_rows(A, bound), eps, dlt, bound, neighbouring)
     _, vecs = np.linalg.eigh(gram)
     comps = vecs[:, ::-1][:, :k].T
@@ -719,10 +699,10 @@ def central_ssp_ridge(
     [0.5, -0.5]
     """
     Z = _joint(X, y)
-    lam = _nonneg(alpha, "alpha")
+    lam = check_positive(alpha, "alpha", allow_zero=True)
     eps, dlt = _privacy(epsilon, delta, "gaussian")
-    neighbouring = _choice(neighbouring, _NEIGHBOURING, "neighbouring")
-    bound = _positive(row_bound, "row_bound")
+    neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
+    bound = check_positive(row_bound, "row_bound")
     gram, sigma, sens = _noisy_gram(_clip_rows(Z, bound), eps, dlt, bound, neighbouring)
     d = Z.shape[1] - 1
     coef = _solve(gram[:d, :d] + lam * np.eye(d), gram[:d, d])
@@ -797,7 +777,7 @@ def ridge_cost_ratio(X: Any, y: Any, coef: Any, alpha: float) -> float:
     """
     Z = _joint(X, y)
     X, yv = Z[:, :-1], Z[:, -1]
-    lam = _nonneg(alpha, "alpha")
+    lam = check_positive(alpha, "alpha", allow_zero=True)
     w = check_array(coef, "coef", ndim=1)
     if w.shape[0] != X.shape[1]:
         raise DataError(f"coef must have {X.shape[1]} entries, got {w.shape[0]}.", argument="coef")
@@ -816,7 +796,7 @@ def _estimator_sketch(
     sketch: Any, sketch_rows: Any, sparsity: Any, rng: np.random.Generator, n: int, default_rows: int
 ) -> sp.csr_matrix:
     if isinstance(sketch, str):
-        kind = _choice(sketch, _KINDS, "sketch")
+        kind = check_choice(sketch, "sketch", _KINDS)
         m = default_rows if sketch_rows is None else check_positive_int(sketch_rows, "sketch_rows")
         return _check_sketch(make_sketch(m, n, kind, sparsity, rng), n)
     return _check_sketch(sketch, n)
@@ -1021,7 +1001,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
     def fit(self, X: Any, y: Any) -> LTMRidge:
         """Release the sketch of ``[X | y]`` and solve the ridge problem on it."""
         Z = _joint(X, y)
-        lam = _nonneg(self.alpha, "alpha")
+        lam = check_positive(self.alpha, "alpha", allow_zero=True)
         if not isinstance(self.debias, bool | np.bool_):
             raise ParameterError(f"debias must be True or False, got {self.debias!r}.", argument="debias")
         d = Z.shape[1] - 1

@@ -33,6 +33,7 @@ from scipy.signal import fftconvolve
 
 from trustlab._validation import (
     check_bounds,
+    check_choice,
     check_epsilon,
     check_positive_int,
     check_random_state,
@@ -61,12 +62,7 @@ _CLIP_NOTE = "inputs clipped to the public bounds (always applied; says nothing 
 
 def check_neighbouring(neighbouring: Any) -> str:
     """Return ``neighbouring`` after checking it is ``"replace"`` or ``"add_remove"``."""
-    if neighbouring not in NEIGHBOURING:
-        raise ParameterError(
-            f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}.",
-            argument="neighbouring",
-        )
-    return str(neighbouring)
+    return str(check_choice(neighbouring, "neighbouring", NEIGHBOURING))
 
 
 def _check_sample(x: Any, name: str = "x") -> np.ndarray:
@@ -317,10 +313,7 @@ def dp_quantiles(
     lower, upper = check_bounds(bounds)
     levels = _check_levels(q)
     neighbouring = check_neighbouring(neighbouring)
-    if method not in ("jointexp", "independent"):
-        raise ParameterError(
-            f"method must be 'jointexp' or 'independent', got {method!r}.", argument="method"
-        )
+    check_choice(method, "method", ("jointexp", "independent"))
     rng = check_random_state(random_state)
     arr = _check_sample(x)
     z = arr if _presorted else _sorted_clipped(arr, lower, upper)
