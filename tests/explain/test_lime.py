@@ -178,3 +178,7 @@ def test_bad_model():
     with pytest.raises(ParameterError) as info:
         lime.stability(_proba, X[0], k=9)
     assert info.value.argument == "k"
+    for seeds in (5, "ab", [1, "a"], [0.5, 1.5], [-1, 2]):
+        with pytest.raises(ParameterError) as info:
+            lime.stability(_proba, X[0], seeds=seeds)
+        assert info.value.argument == "seeds"

@@ -409,8 +409,35 @@ def test_bad_inputs():
     with pytest.raises(ParameterError) as info:
         prove_explanation(mlp, X_TEST[0], commitment=COMMIT, lime="default")
     assert info.value.argument == "lime"
+    with pytest.raises(ParameterError) as info:
+        verify_explanation(
+            prove_explanation(mlp, X_TEST[0], commitment=COMMIT), commitment=COMMIT, x=X_TEST[0], lime="x"
+        )
+    assert info.value.argument == "lime"
+    with pytest.raises(DataError) as info:
+        commit_model([np.array(["a", "b"])], SALT)
+    assert info.value.argument == "weights"
+    # fixed-point vectors: strings and NaN are named, not a NumPy conversion error
+    for bad in ("abc", [np.nan, 1.0], np.array([np.inf, 1.0]), [None, 1]):
+        with pytest.raises(DataError) as info:
+            derive_seed("c", bad)
+        assert info.value.argument == "x_q"
+        with pytest.raises(DataError) as info:
+            LIME.neighbourhood(bad, seed)
+        assert info.value.argument == "x_q"
+    with pytest.raises(DataError) as info:
+        LIME.explain_labels(LIME.quantize(X_TEST[0]), seed, ["a"] * 5)
+    assert info.value.argument == "labels_q"
     _, exp = _explain(X_TEST[0])
     assert isinstance(exp, VerifiableExplanation)
+    with pytest.raises(DataError) as info:
+        check_certificate(LIME, exp, x_q="abc")
+    assert info.value.argument == "x_q"
+    proof = prove_explanation(mlp, X_TEST[0], commitment=COMMIT)
+    for opening in ((mlp,), "model"):
+        with pytest.raises(ParameterError) as info:
+            verify_explanation(proof, commitment=COMMIT, x=X_TEST[0], opening=opening)
+        assert info.value.argument == "opening"
     bad_shape = _with(exp, theta_q=np.zeros(3, np.int64))
     rep = check_certificate(LIME, bad_shape)
     assert not rep.ok and not rep.checks["shapes"]

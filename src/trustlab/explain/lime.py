@@ -26,6 +26,7 @@ References
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import numbers
@@ -422,29 +423,24 @@ class LimeTabular:
         LimeStability
         """
         self._check_fitted()
-        seed_list = list(seeds)
-        if len(seed_list) < 2:
-            raise ParameterError("seeds must hold at least 2 seeds.", argument="seeds")
+        seed_list = list(seeds) if isinstance(seeds, Iterable) and not isinstance(seeds, str | bytes) else []
+        if len(seed_list) < 2 or not all(
+            isinstance(sd, numbers.Integral) and not isinstance(sd, bool) and sd >= 0 for sd in seed_list
+        ):
+            raise ParameterError(
+                f"seeds must hold at least 2 non-negative int seeds (e.g. range(10)), got {seeds!r}.",
+                argument="seeds",
+            )
         k = check_positive_int(k, "k")
         d = self.n_features_in_
         if k > d:
             raise ParameterError(f"k={k} exceeds the number of features ({d}).", argument="k")
-        params: dict[str, Any] = {
-            "n_samples": self.n_samples,
-            "kernel_width": self.kernel_width,
-            "surrogate": self.surrogate,
-            "alpha": self.alpha,
-            "top_k": k,
-            "sample_around_instance": self.sample_around_instance,
-        }
+        other = copy.copy(self)  # shares the fitted statistics
+        other.top_k = k
         sets: list[frozenset[int]] = []
         coefs = []
         for s in seed_list:
-            other = LimeTabular(random_state=s, **params)
-            other.mean_, other.scale_, other.n_features_in_ = self.mean_, self.scale_, d
-            other.kernel_width_ = self.kernel_width_
-            if hasattr(self, "feature_names_in_"):
-                other.feature_names_in_ = self.feature_names_in_
+            other.random_state = s
             e = other.explain(predict_fn, x, label=label)
             sets.append(frozenset(e.top_k))
             coefs.append(e.coef)

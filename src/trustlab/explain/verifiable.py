@@ -122,12 +122,27 @@ def derive_seed(commitment: str, x_q: Any, nonce: str | bytes = b"") -> bytes:
     """
     if not isinstance(commitment, str) or not commitment:
         raise ParameterError("commitment must be a non-empty string.", argument="commitment")
-    xq = np.asarray(x_q, dtype=np.int64).ravel()
+    xq = _int_vector(x_q, "x_q")
     h = hashlib.sha256()
     for part in (_DOMAIN, commitment.encode(), _int_bytes(xq), _as_bytes(nonce)):
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
     return h.digest()
+
+
+def _int_vector(values: Any, name: str) -> np.ndarray:
+    """``values`` as a flat int64 vector (fixed-point integers), or a :class:`DataError` naming ``name``."""
+    try:
+        arr = np.asarray(values)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            raise ValueError(name)
+        return arr.astype(np.int64).ravel()
+    except (TypeError, ValueError, OverflowError):
+        raise DataError(
+            f"{name} must be finite integers at the fixed-point scale (e.g. AmenableLime.quantize(x)), "
+            f"got {type(values).__name__} {str(values)[:60]}.",
+            argument=name,
+        ) from None
 
 
 def _byte_stream(seed: bytes, count: int) -> np.ndarray:
@@ -183,7 +198,7 @@ def commit_model(weights: Any, salt: str | bytes) -> str:
     h.update(_DOMAIN + b"/model")
     h.update(salt_b)
     for name, w in items:
-        arr = check_array(np.asarray(w, dtype=np.float64).reshape(-1), "weights", ndim=1, min_rows=0)
+        arr = check_array(w, "weights", min_rows=0).reshape(-1)
         h.update(name.encode() + b"|" + repr(np.shape(w)).encode() + b"|")
         h.update(arr.astype("<f8").tobytes())
     return h.hexdigest()
@@ -497,7 +512,7 @@ class AmenableLime:
     def neighbourhood(self, x_q: Any, seed: bytes) -> np.ndarray:
         """The ``n`` samples at fixed point, derived from ``seed`` (shape ``(n, d)``, int64)."""
         p = self._params()
-        xq = np.asarray(x_q, dtype=np.int64).ravel()
+        xq = _int_vector(x_q, "x_q")
         if xq.size == 0:
             raise DataError("x must have at least one feature.", argument="x")
         _check_seed(seed)
@@ -518,8 +533,8 @@ class AmenableLime:
         """
         p = self._params()
         s = p["s"]
-        xq = np.asarray(x_q, dtype=np.int64).ravel()
-        bq = np.asarray(border_q, dtype=np.int64).ravel()
+        xq = _int_vector(x_q, "x_q")
+        bq = _int_vector(border_q, "border_q")
         if bq.shape != xq.shape:
             raise DataError(f"border_q must have {xq.size} values, got {bq.size}.", argument="border_q")
         d = xq.size
@@ -534,7 +549,7 @@ class AmenableLime:
     def batch(self, x_q: Any, seed: bytes, border_q: Any = None) -> np.ndarray:
         """All rows the model labels: ``[x; z_1..z_n]``, plus ``[x_b; ball]`` for BorderLIME."""
         p = self._params()
-        xq = np.asarray(x_q, dtype=np.int64).ravel()
+        xq = _int_vector(x_q, "x_q")
         if not p["border"]:
             return np.vstack([xq[None, :], self.neighbourhood(xq, seed)])
         bq = _border_point(border_q)
@@ -546,11 +561,11 @@ class AmenableLime:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(X_w, y_w)`` at scale ``2^f``: samples and labels times the fixed-point ``sqrt(pi)``."""
         p = self._params()
-        xq = np.asarray(x_q, dtype=np.int64).ravel()
+        xq = _int_vector(x_q, "x_q")
         if p["border"]:
             xq = _border_point(border_q)
         Z = self.neighbourhood(xq, seed)
-        yq = np.asarray(labels_q, dtype=np.int64).ravel()
+        yq = _int_vector(labels_q, "labels_q")
         if yq.size != p["n_labels"]:
             raise DataError(
                 f"labels_q must hold {p['n_labels']} values (the labelled batch), got {yq.size}.",
@@ -608,8 +623,8 @@ class AmenableLime:
         Used by the zero-knowledge backend, whose labels are the circuit's outputs.
         """
         p = self._params()
-        xq = np.asarray(x_q, dtype=np.int64).ravel()
-        yq = np.asarray(labels_q, dtype=np.int64).ravel()
+        xq = _int_vector(x_q, "x_q")
+        yq = _int_vector(labels_q, "labels_q")
         Xw, yw = self.weighted_problem(xq, seed, yq, border_q)
         s, S, n = p["s"], p["S"], p["n"]
         coef, intercept = _weighted_lasso(Xw.astype(float) / s, yw.astype(float) / s, None, p["alpha"])
@@ -619,7 +634,7 @@ class AmenableLime:
         theta = np.array([_div_round(int(r), n) for r in r_S.tolist()], dtype=np.int64)
         k = min(p["k"], xq.size)
         order = _topk_order(w_q)[:k]
-        bq = None if border_q is None else np.asarray(border_q, dtype=np.int64).ravel()
+        bq = None if border_q is None else _int_vector(border_q, "border_q")
         cert = LimeCertificate(x_q=xq, labels_q=yq, w_q=w_q, b_q=b_q, theta_q=theta, seed=seed, border_q=bq)
         gap, corr = self._gap_and_corr(Xw, yw, w_q, b_q, theta)
         return VerifiableExplanation(
@@ -683,7 +698,7 @@ def _check_seed(seed: Any) -> bytes:
 def _border_point(border_q: Any) -> np.ndarray:
     if border_q is None:
         raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
-    return np.asarray(border_q, dtype=np.int64).ravel()
+    return _int_vector(border_q, "border_q")
 
 
 def _round_int(v: float) -> int:
@@ -808,7 +823,7 @@ def check_certificate(
 
     xq = np.asarray(cert.x_q, dtype=np.int64)
     if x_q is not None:
-        record("instance", np.array_equal(np.asarray(x_q, dtype=np.int64).ravel(), xq), "x differs")
+        record("instance", np.array_equal(_int_vector(x_q, "x_q"), xq), "x differs")
     sd = cert.seed if seed is None else seed
     if seed is not None:
         record("seed", sd == cert.seed, "seed differs from the expected one")
@@ -963,6 +978,10 @@ def verify_explanation(
     if not pred_ok:
         reasons.append("prediction: differs from the certified label of x")
     if opening is not None:
+        if not isinstance(opening, tuple | list) or len(opening) != 3:
+            raise ParameterError(
+                "opening must be a tuple (predict_fn, weights, salt) or None.", argument="opening"
+            )
         fn, weights, salt = opening
         checks["opening"] = commit_model(weights, salt) == commitment
         if not checks["opening"]:

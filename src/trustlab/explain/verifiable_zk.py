@@ -208,6 +208,12 @@ def zk_setup(
     -------
     ZKSetup
 
+    Notes
+    -----
+    trustlab prints nothing, but ezkl does: its calibration prints a numerical-fidelity
+    table to stdout and its Rust code logs to the terminal (``RUST_LOG=error`` keeps only
+    errors). Files are written only under ``workdir`` (and ``srs_path`` is only read).
+
     Examples
     --------
     See ``docs/explain/verifiable-lime.md`` (a setup takes tens of seconds).
