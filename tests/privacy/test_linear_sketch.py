@@ -18,7 +18,7 @@ from sklearn.linear_model import Ridge
 
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy.audit import audit_epsilon
-from trustlab.privacy.calibration import analytic_gaussian_sigma
+from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from trustlab.privacy.linear_sketch import (
     LTMLowRank,
     LTMRidge,
@@ -408,3 +408,22 @@ def test_claim_ridge_improves_with_n_and_beats_local():
     assert (
         ridge_cost_ratio(X, y, central_ssp_ridge(X, y, 1.0, 1.0, 1e-5, 1.0, "add_remove").value, 1.0) < 1.01
     )
+
+
+def test_withholding_beyond_honest_fraction_reports_the_epsilon_actually_met():
+    # The Release must not claim the requested epsilon when withholding clients leave
+    # rows under-noised: all withhold -> the sketch is exact (epsilon inf); half of each
+    # row withholding with honest_fraction=1 halves the variance (sensitivity * sqrt(2)).
+    S = sp.csr_matrix((np.ones(60), (np.repeat(np.arange(3), 20), np.arange(60))), shape=(3, 60))
+    A = np.full((60, 2), 0.1)
+    for noise in ("aggregated", "per_client"):
+        none_honest = ltm_release(A, S, 1.0, 1e-5, 1.0, noise=noise, withholding=np.ones(60, bool))
+        assert none_honest.epsilon == math.inf
+        half = ltm_release(A, S, 1.0, 1e-5, 1.0, noise=noise, withholding=np.tile(np.arange(20) < 10, 3))
+        sigma = half.parameters["sigma_c"]
+        expected = analytic_gaussian_epsilon(sigma, 1e-5, half.parameters["sensitivity_l2"] * math.sqrt(2))
+        assert half.epsilon == pytest.approx(expected) and half.epsilon > 1.4
+        assert half.parameters["requested_epsilon"] == 1.0
+    # Within the honest-fraction assumption the requested epsilon holds and is reported.
+    ok = ltm_release(A, S, 1.0, 1e-5, 1.0, honest_fraction=0.5, withholding=np.tile(np.arange(20) < 10, 3))
+    assert ok.epsilon == 1.0 and "requested_epsilon" not in ok.parameters

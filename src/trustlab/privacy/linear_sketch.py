@@ -44,7 +44,7 @@ from trustlab._validation import (
     check_random_state,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
-from trustlab.privacy.calibration import analytic_gaussian_sigma
+from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import gaussian, laplace
 
@@ -286,6 +286,26 @@ def _gaussian_grouped(std: np.ndarray, d: int) -> np.ndarray:
     return out
 
 
+def _realised_epsilon(
+    S: sp.csr_matrix, ratio: np.ndarray, row_sens: float, sigma_c: float, sens: float, delta: float
+) -> float:
+    """Epsilon at ``delta`` of the Gaussian sketch whose row ``j`` has noise variance ``ratio[j] sigma_c**2``.
+
+    Whitening each row (post-processing) leaves noise ``sigma_c`` on every entry and
+    a client's L2 sensitivity ``row_sens * sqrt(sum_j S_ji**2 / ratio_j)``; a row with
+    no noise and a non-zero ``S_ji`` makes the release exact (``inf``).
+    """
+    rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
+    inv = np.divide(1.0, ratio, out=np.full(ratio.shape, math.inf), where=ratio > 0)
+    per_client = np.bincount(S.indices, weights=S.data**2 * inv[rows], minlength=S.shape[1])
+    eff = row_sens * math.sqrt(float(per_client.max()))
+    if eff <= sens * (1 + 1e-12):
+        return 0.0  # no row below sigma_c**2: the requested epsilon holds
+    if not math.isfinite(eff):
+        return math.inf
+    return analytic_gaussian_epsilon(sigma_c, delta, eff)
+
+
 def _release(
     A: Any,
     S: Any,
@@ -411,6 +431,18 @@ def _release(
                 "contributors add their noise share and the servers do not all collude"
             )
         mech = "LTM Gaussian" if p == 1.0 else f"LTM-interpolated Gaussian (p={p:g})"
+        if withheld.any():
+            # Rows where withholding clients leave less than sigma_c**2 of noise: the
+            # release meets only the epsilon of its realised noise, and must say so.
+            ratio = h_j / (gamma * np.maximum(n_j, 1.0) ** p)  # realised variance / sigma_c**2
+            met = _realised_epsilon(S, ratio, factor * bound, sigma_c, sens, dlt)
+            if met > eps:
+                params["requested_epsilon"] = eps
+                notes.append(
+                    f"withholding clients exceed the honest_fraction assumption: the realised noise "
+                    f"gives epsilon={met:.6g}, not the requested {eps:.6g}"
+                )
+                eps = met
     else:
         sens1 = factor * bound * math.sqrt(d) * float(col_l1.max())
         b = sens1 / eps
@@ -491,7 +523,10 @@ def ltm_release(
     n_servers : int, keyword, default 2
         Servers in the simulated aggregation (>= 2).
     withholding : bool mask or indices, keyword, optional
-        Clients that (dishonestly) add no noise share, to test the guarantee.
+        Clients that (dishonestly) add no noise share, to test the guarantee. When they
+        leave some row with less than ``sigma_c**2`` of noise, the release's
+        ``epsilon`` is the one its realised noise meets (``inf`` if a row has none)
+        and ``parameters["requested_epsilon"]`` keeps the one asked for.
     random_state : None, int or numpy Generator, keyword
         Seeds the secret-sharing masks only; DP noise comes from OpenDP and cannot be seeded.
 
