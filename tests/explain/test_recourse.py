@@ -20,7 +20,7 @@ from trustlab.explain.recourse import (
     has_recourse,
     max_reachable_score,
 )
-from trustlab.explain.recourse_audit import linearize, recourse_check
+from trustlab.explain.recourse_audit import default_action_set, linearize, recourse_check
 
 SOLVERS = ["scip", "highs"]
 
@@ -385,3 +385,26 @@ def test_pointwise_method_must_be_known():
     with pytest.raises(ParameterError) as info:
         has_recourse([[1.0, 1.0]], np.ones(2), _small(), intercept=0.0, method="lp")
     assert info.value.argument == "method"
+
+
+def test_recourse_check_bad_tables_and_columns():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"income": rng.integers(0, 10, 100).astype(float), "group": rng.integers(0, 2, 100)})
+    y = (X.income + 8 * X.group > 11).astype(int)
+    model = LogisticRegression(C=100).fit(X, y)
+    for evaluate in (X.to_numpy(), X.iloc[:0], X.rename(columns={"income": "salary"})):
+        with pytest.raises(DataError) as info:
+            recourse_check(model, X, evaluate)
+        assert info.value.argument == "evaluate"
+    for arg in ("immutable", "increase_only", "decrease_only"):
+        with pytest.raises(DataError) as info:
+            recourse_check(model, X, X, **{arg: ["incom"]})
+        assert info.value.argument == arg
+    with pytest.raises(ParameterError) as info:
+        recourse_check(model, X, X, bounds={"income": "wide"})
+    assert info.value.argument == "bounds['income']"
+    with pytest.raises(DataError) as info:
+        default_action_set(linearize(model, X), X[["income"]])
+    assert info.value.argument == "data"
+    # sensitive columns need not be model inputs (the audit drops them from the features)
+    assert recourse_check(model, X, X, sensitive=["sex"], max_regions=1).n_checked == 100

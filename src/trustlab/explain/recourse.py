@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,19 +140,26 @@ def _check_action_set(action_set: Any, d: int | None = None) -> ActionSet:
     return action_set
 
 
-def _check_points(X: Any, A: ActionSet, name: str = "X") -> np.ndarray:
+def _rows(X: Any, names: Sequence[str], name: str, *, allow_nan: bool = False) -> np.ndarray:
+    """``X`` (rows, one row, or a DataFrame holding the named columns) as an ``(n, len(names))`` array."""
     if isinstance(X, pd.DataFrame):
-        missing = [n for n in A.names if n not in X.columns]
+        missing = [n for n in names if n not in X.columns]
         if missing:
             raise DataError(f"{name}: unknown column(s) {missing} missing from the data.", argument=name)
-        X = X[list(A.names)]
-    arr = check_array(X, name)
+        X = X[list(names)]
+    arr = check_array(X, name, allow_nan=allow_nan)
     if arr.ndim == 1:
         arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] != len(A):
+    if arr.ndim != 2 or arr.shape[1] != len(names):
         raise DataError(
-            f"{name} must have shape (n, {len(A)}) (one column per feature), got {arr.shape}.", argument=name
+            f"{name} must have shape (n, {len(names)}) (one column per feature), got {arr.shape}.",
+            argument=name,
         )
+    return arr
+
+
+def _check_points(X: Any, A: ActionSet, name: str = "X") -> np.ndarray:
+    arr = _rows(X, A.names, name)
     tol = 1e-9 * (1 + np.abs(A.ub - A.lb))
     out = (arr < A.lb - tol) | (arr > A.ub + tol)
     if out.any():
@@ -301,16 +309,7 @@ class Box:
 
     def contains(self, X: Any) -> np.ndarray:
         """Boolean mask of the rows of ``X`` (shape (n, d) or a DataFrame) inside the box."""
-        if isinstance(X, pd.DataFrame):
-            missing = [n for n in self.names if n not in X.columns]
-            if missing:
-                raise DataError(f"X: unknown column(s) {missing}.", argument="X")
-            X = X[list(self.names)]
-        arr = check_array(X, "X", allow_nan=True)
-        if arr.ndim == 1:
-            arr = arr[None, :]
-        if arr.ndim != 2 or arr.shape[1] != len(self.names):
-            raise DataError(f"X must have {len(self.names)} columns, got shape {arr.shape}.", argument="X")
+        arr = _rows(X, self.names, "X", allow_nan=True)
         tol = 1e-9 * (1 + np.abs(self.population_upper - self.population_lower))
         return np.all((arr >= self.lower - tol) & (arr <= self.upper + tol), axis=1)
 

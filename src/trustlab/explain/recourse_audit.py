@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._validation import check_bounds, check_columns, check_frame
 from trustlab.errors import DataError, ModelError
 from trustlab.explain.recourse import Box, ConfinedRegionFinder, ConfinedRegions, max_reachable_score
 from trustlab.explain.recourse_actions import ActionSet, OneHot
@@ -204,7 +205,13 @@ def default_action_set(
     Fixed predictions found under it are therefore those that *no* change of the
     numeric, non-sensitive columns can flip.
     """
-    sens, imm = set(map(str, sensitive)), set(map(str, immutable))
+    data = check_frame(data, "data")
+    check_columns(data, list(raw.numeric) + [c for c, _ in raw.categorical], "data")
+    # sensitive columns need not be model inputs; the others must name columns of the data
+    imm = set(map(str, check_columns(data, immutable, "immutable")))
+    inc = set(map(str, check_columns(data, increase_only, "increase_only")))
+    dec = set(map(str, check_columns(data, decrease_only, "decrease_only")))
+    sens = {sensitive} if isinstance(sensitive, str) else set(map(str, sensitive))
     names = list(raw.names)
     d = len(names)
     lb, ub = np.zeros(d), np.ones(d)
@@ -212,14 +219,13 @@ def default_action_set(
     dtype = ["bool"] * d
     actionable = np.zeros(d, dtype=bool)
     step_lb, step_ub = np.full(d, -np.inf), np.full(d, np.inf)
-    inc, dec = set(map(str, increase_only)), set(map(str, decrease_only))
     for j, c in enumerate(raw.numeric):
         col = data[c].to_numpy(dtype=float)
         col = col[np.isfinite(col)]
         dmin, dmax = float(col.min()), float(col.max())
         lo, hi = dmin, dmax
         if bounds and c in bounds and bounds[c] is not None:
-            lo, hi = (float(v) for v in bounds[c])
+            lo, hi = check_bounds(bounds[c], f"bounds[{c!r}]")
             lo, hi = min(lo, dmin), max(hi, dmax)
         integral = bool(np.all(col == np.round(col)))
         dtype[j] = "int" if integral else "float"
@@ -381,6 +387,8 @@ def recourse_check(
     (141, 141, True, ('group in [0, 0]',))
     """
     raw = linearize(model, reference)
+    evaluate = check_frame(evaluate, "evaluate")
+    check_columns(evaluate, list(reference.columns), "evaluate")
     table = pd.concat([reference, evaluate])
     A = default_action_set(
         raw,
