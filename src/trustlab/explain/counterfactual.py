@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linprog, minimize
 
-from trustlab._validation import check_array, check_random_state
+from trustlab._validation import check_array, check_choice, check_positive, check_random_state
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
 
@@ -447,21 +447,13 @@ def _setup(
     mutable = _mutable_mask(immutable, scm)
     sx = _scales(scales, scm.feature_scale_, "scales")
     if isinstance(noise_scales, str):
-        if noise_scales not in ("feature", "noise"):
-            raise ParameterError(
-                "noise_scales must be 'feature' (paper eq. 25, default), 'noise' or an array, "
-                f"got {noise_scales!r}.",
-                argument="noise_scales",
-            )
+        check_choice(noise_scales, "noise_scales", ("feature", "noise"))  # or an array
         su = sx if noise_scales == "feature" else np.asarray(scm.noise_scale_, dtype=float)
     else:
         su = _scales(noise_scales, scm.noise_scale_, "noise_scales")
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (0 <= float(tau) < math.inf):
-        raise ParameterError(
-            f"tau must be a finite number >= 0 (decision margin), got {tau!r}.", argument="tau"
-        )
+    tau_f = check_positive(tau, "tau", allow_zero=True)  # the decision margin
     tgt, ti = _check_target(target, m, xa)
-    return _Problem(m, scm, xa, scm.abduct(xa), tgt, ti, mutable, sx, su, lam_f, float(tau))
+    return _Problem(m, scm, xa, scm.abduct(xa), tgt, ti, mutable, sx, su, lam_f, tau_f)
 
 
 def _result(
@@ -781,12 +773,6 @@ def _search_cf(
 
 
 # --------------------------------------------------------------------------- public API
-def _check_solver(solver: Any) -> str:
-    if solver not in _SOLVERS:
-        raise ParameterError(f"solver must be one of {_SOLVERS}, got {solver!r}.", argument="solver")
-    return str(solver)
-
-
 def _check_time(time_limit: Any) -> float:
     if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or not float(time_limit) > 0:
         raise ParameterError(
@@ -888,7 +874,7 @@ def brace(
     True
     """
     p = _setup(model, scm, x, target, lam, immutable, scales, noise_scales, tau)
-    solver = _check_solver(solver)
+    solver = check_choice(solver, "solver", _SOLVERS)
     limit = _check_time(time_limit)
     rng = check_random_state(random_state)
     method = _method_name(p.lam)
@@ -1070,7 +1056,7 @@ def causal_recourse(
     (True, ('a', 'b'), 3)
     """
     p = _setup(model, scm, x, target, 0.0, immutable, scales, noise_scales, tau)
-    solver = _check_solver(solver)
+    solver = check_choice(solver, "solver", _SOLVERS)
     limit = _check_time(time_limit)
     rng = check_random_state(random_state)
     if max_subset_size is not None and (
@@ -1204,8 +1190,7 @@ def counterfactuals(
         "deep_backtracking": deep_backtracking,
         "causal_recourse": causal_recourse,
     }
-    if method not in funcs:
-        raise ParameterError(f"method must be one of {sorted(funcs)}, got {method!r}.", argument="method")
+    method = check_choice(method, "method", sorted(funcs))
     scm = _check_scm(scm)
     if isinstance(X, pd.DataFrame):
         rows: list[Any] = [X.iloc[[i]] for i in range(len(X))]

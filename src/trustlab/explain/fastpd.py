@@ -51,7 +51,7 @@ import pandas
 import pandas as pd
 from scipy import sparse
 
-from trustlab._validation import check_array, check_positive_int, check_random_state
+from trustlab._validation import check_array, check_choice, check_positive_int, check_random_state
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._trees import TreeArrays, TreeEnsemble, ensemble_from_model
 
@@ -395,11 +395,7 @@ class FastPD:
         -------
         self : FastPD
         """
-        if self.weights not in ("empirical", "path"):
-            raise ParameterError(
-                f"weights must be 'empirical' or 'path', got {self.weights!r}.",
-                argument="weights",
-            )
+        check_choice(self.weights, "weights", ("empirical", "path"))
         if self.max_interaction is not None:
             check_positive_int(self.max_interaction, "max_interaction")
         if self.max_background is not None:

@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array, check_positive_int, check_random_state
+from trustlab._validation import (
+    check_array,
+    check_choice,
+    check_positive,
+    check_positive_int,
+    check_random_state,
+)
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 
 __all__ = ["LimeExplanation", "LimeStability", "LimeTabular"]
@@ -258,21 +264,14 @@ class LimeTabular:
     # -- parameters --------------------------------------------------------------
     def _check_params(self, d: int) -> tuple[int, float, str, float, int]:
         n = check_positive_int(self.n_samples, "n_samples", minimum=2)
-        if self.surrogate not in _SURROGATES:
-            raise ParameterError(
-                f"surrogate must be one of {_SURROGATES}, got {self.surrogate!r}.", argument="surrogate"
-            )
+        check_choice(self.surrogate, "surrogate", _SURROGATES)
         alpha = _DEFAULT_ALPHA[self.surrogate] if self.alpha is None else self.alpha
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(alpha):
-            raise ParameterError(f"alpha must be a finite number >= 0, got {alpha!r}.", argument="alpha")
-        if alpha < 0 or (self.surrogate == "lasso" and alpha == 0):
-            raise ParameterError(f"alpha must be >= 0 (> 0 for the Lasso), got {alpha!r}.", argument="alpha")
-        kw = _default_kernel_width(d) if self.kernel_width is None else self.kernel_width
-        if isinstance(kw, bool) or not isinstance(kw, numbers.Real) or not (0 < kw < math.inf):
-            raise ParameterError(
-                f"kernel_width must be a finite number > 0 (or None for 0.75*sqrt(d)), got {kw!r}.",
-                argument="kernel_width",
-            )
+        alpha = check_positive(alpha, "alpha", allow_zero=self.surrogate == "ridge")  # > 0 for the Lasso
+        kw = (
+            _default_kernel_width(d)
+            if self.kernel_width is None
+            else check_positive(self.kernel_width, "kernel_width")
+        )
         k = d if self.top_k is None else check_positive_int(self.top_k, "top_k")
         if k > d:
             raise ParameterError(

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from trustlab._validation import check_array, check_positive_int
+from trustlab._validation import check_array, check_choice, check_positive, check_positive_int
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 from trustlab.explain.recourse_actions import ActionSet, DirectionalLinkage, OneHot, Thermometer
 
@@ -201,8 +201,7 @@ def max_reachable_score(
     numpy.ndarray of shape (n,)
         ``> 0``: recourse exists; ``<= 0``: the prediction is fixed.
     """
-    if method not in ("auto", "ilp"):
-        raise ParameterError(f"method must be 'auto' or 'ilp', got {method!r}.", argument="method")
+    check_choice(method, "method", ("auto", "ilp"))
     w, b = linear_model_params(model, intercept)
     A = _check_action_set(action_set, len(w))
     Xa = _check_points(X, A)
@@ -503,32 +502,18 @@ class ConfinedRegionFinder:
     # -- fitting ---------------------------------------------------------------------------
     def _check_params(self) -> None:
         _check_action_set(self.action_set)
-        if self.solver not in ("auto", "scip", "highs"):
-            raise ParameterError(
-                f"solver must be 'auto', 'scip' or 'highs', got {self.solver!r}.", argument="solver"
-            )
+        check_choice(self.solver, "solver", ("auto", "scip", "highs"))
         if self.solver == "highs" and not _milp_applies(self.action_set):
             raise ParameterError(
                 "solver='highs' needs a separable action set (joint constraints only on "
                 "immutable one-hot groups); use solver='scip' (the MIQCP) for this one.",
                 argument="solver",
             )
-        for name, value, allow_none in (
-            ("mip_gap", self.mip_gap, False),
-            ("time_limit", self.time_limit, True),
-            ("gap", self.gap, False),
-            ("dual_bound", self.dual_bound, True),
-        ):
-            if value is None and allow_none:
-                continue
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-            positive = name in ("time_limit", "gap", "dual_bound")
-            if not ok or float(value) < 0 or (positive and float(value) <= 0):  # type: ignore[arg-type]
-                sign = "> 0" if positive else ">= 0"
-                raise ParameterError(
-                    f"{name} must be a finite number {sign}, got {value!r}.",
-                    argument=name,
-                )
+        check_positive(self.mip_gap, "mip_gap", allow_zero=True)
+        check_positive(self.gap, "gap")
+        for name in ("time_limit", "dual_bound"):  # None: no limit, no bound
+            if getattr(self, name) is not None:
+                check_positive(getattr(self, name), name)
 
     def fit(self, model: Any, intercept: Any = None) -> ConfinedRegionFinder:
         """Load the linear classifier: a fitted model, or ``coef`` and ``intercept``.

@@ -53,7 +53,6 @@ from __future__ import annotations
 import decimal
 import hashlib
 import math
-import numbers
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_array, check_positive_int
+from trustlab._validation import check_array, check_choice, check_positive, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain.lime import _check_predict_fn, _model_column, _topk_order, _weighted_lasso
 
@@ -456,20 +455,9 @@ class AmenableLime:
         self.n_ball = n_ball
 
     # -- parameters ----------------------------------------------------------------
-    def _positive(self, name: str, *, allow_zero: bool = False) -> float:
-        v = getattr(self, name)
-        ok = not isinstance(v, bool) and isinstance(v, numbers.Real) and math.isfinite(v)
-        if not ok or v < 0 or (v == 0 and not allow_zero):
-            bound = ">= 0" if allow_zero else "> 0"
-            raise ParameterError(f"{name} must be a finite number {bound}, got {v!r}.", argument=name)
-        return float(v)
-
     def _params(self) -> dict[str, Any]:
         n = check_positive_int(self.n_samples, "n_samples", minimum=2)
-        if self.sampler not in _SAMPLERS:
-            raise ParameterError(
-                f"sampler must be one of {_SAMPLERS}, got {self.sampler!r}.", argument="sampler"
-            )
+        check_choice(self.sampler, "sampler", _SAMPLERS)
         fb = check_positive_int(self.frac_bits, "frac_bits", minimum=6)
         if fb > 12:
             raise ParameterError(f"frac_bits must be between 6 and 12, got {fb}.", argument="frac_bits")
@@ -478,19 +466,17 @@ class AmenableLime:
         if not isinstance(self.border, bool):
             raise ParameterError("border must be True or False.", argument="border")
         n_ball = check_positive_int(self.n_ball, "n_ball")
-        kw = self.kernel_width
-        if kw is not None:
-            kw = self._positive("kernel_width")
+        kw = None if self.kernel_width is None else check_positive(self.kernel_width, "kernel_width")
         return {
             "n": n,
             "fb": fb,
             "s": 1 << fb,
             "S": 1 << (2 * fb),
-            "alpha": self._positive("alpha"),
+            "alpha": check_positive(self.alpha, "alpha"),
             "k": check_positive_int(self.top_k, "top_k"),
-            "eps_gap": self._positive("eps_gap"),
-            "feas_slack": self._positive("feas_slack", allow_zero=True),
-            "sum_tol": self._positive("sum_tol", allow_zero=True),
+            "eps_gap": check_positive(self.eps_gap, "eps_gap"),
+            "feas_slack": check_positive(self.feas_slack, "feas_slack", allow_zero=True),
+            "sum_tol": check_positive(self.sum_tol, "sum_tol", allow_zero=True),
             "kw": kw,
             "border": self.border,
             "n_ball": n_ball,
