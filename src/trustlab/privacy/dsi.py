@@ -34,13 +34,16 @@ from threadpoolctl import threadpool_limits
 from trustlab._validation import (
     check_array,
     check_choice,
-    check_delta,
     check_epsilon,
     check_positive,
     check_positive_int,
 )
 from trustlab.errors import DataError, ParameterError
-from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from trustlab.privacy.calibration import (
+    _check_gaussian_delta,
+    analytic_gaussian_epsilon,
+    analytic_gaussian_sigma,
+)
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import gaussian
 
@@ -51,11 +54,6 @@ __all__ = [
     "dsi_release",
     "leave_one_group_out_differences",
 ]
-
-_PAPER = (
-    "Hanshen Xiao, Zhen Yang, G. Edward Suh. 'Trustworthy Machine Learning through "
-    "Data-Specific Indistinguishability'. ICML 2025"
-)
 
 # Share of each reference's budget given to the isotropic floor that covers the
 # directions dropped by the rank truncation (see ``dsi_gaussian_covariance``).
@@ -491,13 +489,7 @@ class DSIAccountant:
     """
 
     def __init__(self, delta: float = 1e-5, *, method: str = "analytic") -> None:
-        delta = check_delta(delta)
-        if delta == 0:
-            raise ParameterError(
-                "delta must be > 0: a Gaussian mechanism cannot give delta = 0; pass e.g. 1e-5.",
-                argument="delta",
-            )
-        self.delta = delta
+        self.delta = _check_gaussian_delta(delta)
         self.method = check_choice(method, "method", _ACCOUNTING)
 
     def epsilon(self, noise_multiplier: float, compositions: int = 1) -> float:

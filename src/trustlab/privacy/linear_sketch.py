@@ -72,10 +72,6 @@ _KINDS = ("osnap", "dense")
 _MECHANISMS = ("gaussian", "laplace")
 _NEIGHBOURING = ("replace", "add_remove")
 _NOISE = ("aggregated", "per_client")
-_PAPER = (
-    'Burkhardt, Keller, Orlandi, Schwiegelshohn. "Distributed Differentially Private '
-    'Data Analytics via Secure Sketching". ICML 2025.'
-)
 
 
 # ----------------------------------------------------------------------------- checks

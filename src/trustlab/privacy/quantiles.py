@@ -75,7 +75,7 @@ def _check_sample(x: Any, name: str = "x") -> np.ndarray:
     if arr.ndim != 1:
         raise DataError(f"{name} must be 1-dimensional, got shape {arr.shape}.", argument=name)
     if arr.size == 0:
-        raise DataError(f"{name} is empty; a DP quantile needs at least one value.", argument=name)
+        raise DataError(f"{name} is empty; a DP release needs at least one value.", argument=name)
     if not np.isfinite(arr).all():
         raise DataError(f"{name} contains NaN or infinite values; drop or impute them first.", argument=name)
     return arr

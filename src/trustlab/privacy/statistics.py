@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_bounds, check_epsilon, check_fraction
+from trustlab._validation import check_bounds, check_epsilon, check_fraction, check_positive_int
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.bounds import DEFAULT_BOUNDS_LEVELS, check_bounds_levels, dp_bounds
+from trustlab.privacy.quantiles import _check_sample
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import discrete_laplace
 
@@ -64,8 +65,7 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
     codes = np.asarray(codes)
     if codes.ndim != 1:
         raise DataError(f"codes must be 1-dimensional, got shape {codes.shape}.", argument="codes")
-    if n_bins < 1:
-        raise ParameterError(f"n_bins must be >= 1, got {n_bins}.", argument="n_bins")
+    n_bins = check_positive_int(n_bins, "n_bins")
     if codes.size and (codes.min() < 0 or codes.max() >= n_bins):
         raise DataError(
             f"codes must lie in 0..{n_bins - 1}; map unknown values to a public 'other' bin.",
@@ -221,12 +221,11 @@ def dp_mean(
     (True, [0.375, 0.25, 0.375])
     """
     epsilon = check_epsilon(epsilon)
-    if not (isinstance(count_share, int | float) and 0 < count_share < 1):
-        raise ParameterError(f"count_share must be in (0, 1), got {count_share}.", argument="count_share")
+    count_share = check_fraction(count_share, "count_share")
     if bounds is None:
         bounds_share = check_fraction(bounds_share, "bounds_share")
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
-        arr = _check_values(x)
+        arr = _check_sample(x)
         sum_epsilon = epsilon * (1 - bounds_share)
         count = dp_count(arr.size, sum_epsilon * count_share, description=f"{description}: count")
         est = dp_bounds(
@@ -256,22 +255,6 @@ def dp_mean(
     n = count.value
     mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
     return mean, [*releases, total]
-
-
-def _check_values(x: Any) -> np.ndarray:
-    if isinstance(x, str | bytes) or x is None:
-        raise DataError("x must be a 1-d array of numbers.", argument="x")
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise DataError("x must be a 1-d array of numbers.", argument="x") from None
-    if arr.ndim != 1:
-        raise DataError(f"x must be 1-dimensional, got shape {arr.shape}.", argument="x")
-    if arr.size == 0:
-        raise DataError("x is empty; there is nothing to release.", argument="x")
-    if not np.isfinite(arr).all():
-        raise DataError("x contains NaN or infinite values; drop or impute them first.", argument="x")
-    return arr
 
 
 def _with_estimated_bounds(rel: Release, est: Release, epsilon: float) -> Release:
