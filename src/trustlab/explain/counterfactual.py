@@ -54,6 +54,7 @@ from scipy.optimize import linprog, minimize
 
 from trustlab._validation import check_array, check_choice, check_positive, check_random_state
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.explain._inputs import check_instance
 from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
 
 __all__ = [
@@ -310,26 +311,7 @@ def _check_model(model: Any, scm: AdditiveNoiseSCM) -> _Model:
 
 def _check_x(x: Any, scm: AdditiveNoiseSCM) -> np.ndarray:
     names = [str(n) for n in scm.feature_names_in_]
-    if isinstance(x, pd.DataFrame):
-        if len(x) != 1:
-            raise DataError(f"x must be one row, got a DataFrame with {len(x)} rows.", argument="x")
-        x = x.iloc[0]
-    if isinstance(x, pd.Series):
-        idx = [str(i) for i in x.index]
-        missing = [n for n in names if n not in idx]
-        extra = [i for i in idx if i not in names]
-        if missing or extra:
-            raise DataError(
-                f"x does not match the SCM's features: missing {missing}, unknown {extra}.", argument="x"
-            )
-        x = x.set_axis(idx)[names].to_numpy()
-    arr = check_array(x, "x", ndim=1)
-    if arr.shape[0] != len(names):
-        raise DataError(
-            f"x must have {len(names)} values (one per SCM feature {names}), got {arr.shape[0]}.",
-            argument="x",
-        )
-    return arr
+    return check_instance(x, len(names), names, exact=True)
 
 
 def _mutable_mask(immutable: Any, scm: AdditiveNoiseSCM) -> np.ndarray:

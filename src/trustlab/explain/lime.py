@@ -45,6 +45,7 @@ from trustlab._validation import (
     check_random_state,
 )
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.explain._inputs import check_instance
 
 __all__ = ["LimeExplanation", "LimeStability", "LimeTabular"]
 
@@ -317,21 +318,6 @@ class LimeTabular:
         if not hasattr(self, "scale_"):
             raise NotFittedError("This LimeTabular is not fitted; call fit(X_train) first.", argument="fit")
 
-    def _row(self, x: Any) -> np.ndarray:
-        if isinstance(x, pd.DataFrame):
-            if len(x) != 1:
-                raise DataError(f"x must be one row, got a DataFrame with {len(x)} rows.", argument="x")
-            x = x.iloc[0]
-        if isinstance(x, pd.Series) and hasattr(self, "feature_names_in_"):
-            missing = [c for c in self.feature_names_in_ if c not in x.index.astype(str)]
-            if missing:
-                raise DataError(f"x lacks feature(s) {missing[:5]} seen in fit.", argument="x")
-            x = x.set_axis(x.index.astype(str))[list(self.feature_names_in_)]
-        row = check_array(x, "x", ndim=1)
-        if row.shape[0] != self.n_features_in_:
-            raise DataError(f"x has {row.shape[0]} features but fit saw {self.n_features_in_}.", argument="x")
-        return row
-
     # -- explain -----------------------------------------------------------------
     def explain(self, predict_fn: Any, x: Any, *, label: int = 1, samples: Any = None) -> LimeExplanation:
         """Explain the model's output at one instance.
@@ -354,7 +340,7 @@ class LimeTabular:
         """
         self._check_fitted()
         fn = _check_predict_fn(predict_fn)
-        row = self._row(x)
+        row = check_instance(x, self.n_features_in_, getattr(self, "feature_names_in_", None))
         d = row.shape[0]
         n, kw, surrogate, alpha, k = self._check_params(d)
         if isinstance(label, bool) or not isinstance(label, numbers.Integral):
