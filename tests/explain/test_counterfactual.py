@@ -425,9 +425,10 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ParameterError) as info:
         deep_backtracking(CLF_GC, SCM_GC, x, lam=1.0)
     assert info.value.argument == "lam"
-    with pytest.raises(ParameterError) as info:
-        brace_path(CLF_GC, SCM_GC, x, [])
-    assert info.value.argument == "lams"
+    for lams in ([], None, 1.0, "inf"):
+        with pytest.raises(ParameterError) as info:
+            brace_path(CLF_GC, SCM_GC, x, lams)
+        assert info.value.argument == "lams"
     with pytest.raises(ParameterError) as info:
         causal_recourse(CLF_GC, SCM_GC, x, max_subset_size=0)
     assert info.value.argument == "max_subset_size"

@@ -406,5 +406,9 @@ def test_recourse_check_bad_tables_and_columns():
     with pytest.raises(DataError) as info:
         default_action_set(linearize(model, X), X[["income"]])
     assert info.value.argument == "data"
+    for atol in (-1.0, "tight"):
+        with pytest.raises(ParameterError) as info:
+            linearize(model, X, atol=atol)
+        assert info.value.argument == "atol"
     # sensitive columns need not be model inputs (the audit drops them from the features)
     assert recourse_check(model, X, X, sensitive=["sex"], max_regions=1).n_checked == 100

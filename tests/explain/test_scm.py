@@ -172,6 +172,14 @@ def test_bad_values_and_parameters():
     with pytest.raises(ParameterError) as info:
         LinearSCM(GRAPH, intercept={"q": 1.0}).fit(X)
     assert info.value.argument == "intercept"
+    for coef in ({"b": [1.0]}, "b", [("b", 1.0)]):
+        with pytest.raises(ParameterError) as info:
+            LinearSCM(GRAPH, coef=coef).fit(X)
+        assert info.value.argument == "coef"
+    for intercept in ("b", {"b": "one"}):
+        with pytest.raises(ParameterError) as info:
+            LinearSCM(GRAPH, intercept=intercept).fit(X)
+        assert info.value.argument == "intercept"
     with pytest.raises(ParameterError) as info:
         AdditiveNoiseSCM(GRAPH, mechanisms={"q": np.sin}).fit(X)
     assert info.value.argument == "mechanisms"

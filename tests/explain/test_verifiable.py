@@ -17,6 +17,7 @@ from trustlab.explain.verifiable import (
     check_certificate,
     commit_model,
     derive_seed,
+    find_border_point,
     prove_explanation,
     verify_explanation,
 )
@@ -438,6 +439,22 @@ def test_bad_inputs():
         with pytest.raises(ParameterError) as info:
             verify_explanation(proof, commitment=COMMIT, x=X_TEST[0], opening=opening)
         assert info.value.argument == "opening"
+    for label in ("1", 1.5, -1, True):
+        with pytest.raises(ParameterError) as info:
+            LIME.explain(mlp, X_TEST[0], seed, label=label)
+        assert info.value.argument == "label"
+    rng = np.random.default_rng(0)
+    for kwargs, arg in (
+        ({"predict_fn": None}, "predict_fn"),
+        ({"x_q": "abc"}, "x_q"),
+        ({"s": 0}, "s"),
+        ({"rng": 0}, "rng"),
+        ({"label": "a"}, "label"),
+    ):
+        args = {"predict_fn": mlp, "x_q": LIME.quantize(X_TEST[0]), "s": 256, "rng": rng} | kwargs
+        with pytest.raises((ParameterError, DataError, ModelError)) as info:
+            find_border_point(args.pop("predict_fn"), args.pop("x_q"), args.pop("s"), **args)
+        assert info.value.argument == arg
     bad_shape = _with(exp, theta_q=np.zeros(3, np.int64))
     rep = check_certificate(LIME, bad_shape)
     assert not rep.ok and not rep.checks["shapes"]

@@ -980,9 +980,11 @@ def brace_path(
     >>> bool(all(np.diff(d_u) <= 1e-9))
     True
     """
-    lam_list = list(lams)
+    lam_list = list(lams) if isinstance(lams, Iterable) and not isinstance(lams, str) else []
     if not lam_list:
-        raise ParameterError("lams must hold at least one value of lam.", argument="lams")
+        raise ParameterError(
+            f"lams must hold at least one value of lam (e.g. [0, 1, np.inf]), got {lams!r}.", argument="lams"
+        )
     return [brace(model, scm, x, target, lam=lam, **kwargs) for lam in lam_list]
 
 

@@ -164,6 +164,14 @@ def _check_predict_fn(predict_fn: Any) -> Callable[[np.ndarray], Any]:
     return predict_fn
 
 
+def _check_label(label: Any) -> int:
+    if isinstance(label, bool) or not isinstance(label, numbers.Integral) or label < 0:
+        raise ParameterError(
+            f"label must be a non-negative int column index, got {label!r}.", argument="label"
+        )
+    return int(label)
+
+
 def _model_column(out: Any, n: int, label: int) -> np.ndarray:
     """Turn the model's output on ``n`` rows into one float column (probabilities: column ``label``)."""
     try:
@@ -343,8 +351,7 @@ class LimeTabular:
         row = check_instance(x, self.n_features_in_, getattr(self, "feature_names_in_", None))
         d = row.shape[0]
         n, kw, surrogate, alpha, k = self._check_params(d)
-        if isinstance(label, bool) or not isinstance(label, numbers.Integral):
-            raise ParameterError(f"label must be an int column index, got {label!r}.", argument="label")
+        label = _check_label(label)
         if samples is None:
             rng = check_random_state(self.random_state)
             centre = row if self.sample_around_instance else self.mean_

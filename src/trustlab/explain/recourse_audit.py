@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_bounds, check_columns, check_frame
+from trustlab._validation import check_bounds, check_columns, check_frame, check_positive
 from trustlab.errors import DataError, ModelError
 from trustlab.explain.recourse import Box, ConfinedRegionFinder, ConfinedRegions, max_reachable_score
 from trustlab.explain.recourse_actions import ActionSet, OneHot
@@ -127,6 +127,7 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
             f"{type(model).__name__}.",
             argument="model",
         )
+    atol = check_positive(atol, "atol", allow_zero=True)
     complete = X.dropna()
     if complete.empty:
         raise DataError("X has no row without missing values.", argument="X")

@@ -427,7 +427,21 @@ class LinearSCM(AdditiveNoiseSCM):
         """
         graph = _check_graph(self.graph)
         order = _topological_order(graph)
-        coef = {str(k): dict(v) for k, v in (self.coef or {}).items()}
+        for name, given in (("coef", self.coef), ("intercept", self.intercept)):
+            if given is not None and not isinstance(given, Mapping):
+                raise ParameterError(
+                    f"{name} must be a mapping node -> "
+                    + ("{parent: weight}" if name == "coef" else "number")
+                    + f", got {type(given).__name__}.",
+                    argument=name,
+                )
+        coef: dict[str, dict[str, float]] = {}
+        for key, weights in (self.coef or {}).items():
+            if not isinstance(weights, Mapping):
+                raise ParameterError(
+                    f"coef[{key!r}] must be a mapping parent -> weight, got {weights!r}.", argument="coef"
+                )
+            coef[str(key)] = dict(weights)
         inter = {str(k): v for k, v in (self.intercept or {}).items()}
         for name, given in (("coef", coef), ("intercept", inter)):
             unknown = sorted(set(given) - set(graph))

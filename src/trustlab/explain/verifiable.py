@@ -62,7 +62,13 @@ import numpy as np
 
 from trustlab._validation import check_array, check_choice, check_positive, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.explain.lime import _check_predict_fn, _model_column, _topk_order, _weighted_lasso
+from trustlab.explain.lime import (
+    _check_label,
+    _check_predict_fn,
+    _model_column,
+    _topk_order,
+    _weighted_lasso,
+)
 
 __all__ = [
     "AmenableLime",
@@ -591,14 +597,15 @@ class AmenableLime:
         """
         p = self._params()
         fn = _check_predict_fn(predict_fn)
+        label = _check_label(label)
         xq = self.quantize(x)
         bq = None
         if p["border"]:
             _check_seed(seed)
             rng = np.random.default_rng(int.from_bytes(hashlib.sha256(b"spheres" + seed).digest()[:8], "big"))
-            bq = find_border_point(fn, xq, p["s"], label=int(label), rng=rng)
+            bq = find_border_point(fn, xq, p["s"], label=label, rng=rng)
         batch = self.batch(xq, seed, bq).astype(float) / p["s"]
-        y = _model_column(fn(batch), batch.shape[0], int(label))
+        y = _model_column(fn(batch), batch.shape[0], label)
         return self.explain_labels(xq, seed, _quantize(y, p["s"]), border_q=bq)
 
     def explain_labels(
@@ -714,7 +721,12 @@ def find_border_point(
     closest is refined by bisection on the segment to ``x`` and returned at fixed point
     (moved outwards on the grid until its quantised value keeps the other label).
     """
-    x = np.asarray(x_q, dtype=float) / s
+    predict_fn = _check_predict_fn(predict_fn)
+    label = _check_label(label)
+    s = check_positive_int(s, "s")
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("rng must be a numpy Generator.", argument="rng")
+    x = _int_vector(x_q, "x_q").astype(float) / s
     d = x.size
 
     def cls(Z: np.ndarray) -> np.ndarray:
@@ -945,6 +957,7 @@ def verify_explanation(
         with ``opening``, ``opening`` and ``labels``.
     """
     lime = _check_lime(lime)
+    label = _check_label(label)
     if not isinstance(proof, ExplanationProof):
         raise ParameterError(
             f"proof must be an ExplanationProof, got {type(proof).__name__}.", argument="proof"
@@ -973,7 +986,9 @@ def verify_explanation(
         if not checks["opening"]:
             reasons.append("opening: weights and salt do not open the commitment")
         batch = lime.batch(xq, seed, exp.certificate.border_q).astype(float) / p["s"]
-        y = _quantize(_model_column(_check_predict_fn(fn)(batch), batch.shape[0], int(label)), p["s"])
+        y = _quantize(
+            _model_column(_check_predict_fn(fn)(batch), batch.shape[0], _check_label(label)), p["s"]
+        )
         checks["labels"] = np.array_equal(y, np.asarray(exp.certificate.labels_q, dtype=np.int64))
         if not checks["labels"]:
             reasons.append("labels: the opened model gives other labels")
