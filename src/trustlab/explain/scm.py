@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from trustlab._validation import check_array
 from trustlab.errors import DataError, NotFittedError, ParameterError
@@ -205,6 +204,8 @@ class AdditiveNoiseSCM:
 
             est = make_pipeline(SplineTransformer(n_knots=8, extrapolation="linear"), Ridge(alpha=1e-6))
         else:
+            from sklearn.base import clone
+
             est = clone(self.estimator)
         return est.fit(Xp, xi)
 

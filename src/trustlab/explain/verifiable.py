@@ -51,6 +51,7 @@ References
 from __future__ import annotations
 
 import decimal
+import functools
 import hashlib
 import math
 import statistics
@@ -232,9 +233,13 @@ def _sqrt_fixed(v: np.ndarray, s: int) -> np.ndarray:
     return np.array([(math.isqrt(4 * int(a) * s) + 1) // 2 for a in v.tolist()], dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=8)
 def _gauss_table(s: int) -> np.ndarray:
+    """``round(Phi^-1((u + 1/2) / 256) * s)`` for each byte ``u`` (cached, read-only)."""
     nd = statistics.NormalDist()
-    return np.array([math.floor(nd.inv_cdf((u + 0.5) / 256) * s + 0.5) for u in range(256)], dtype=np.int64)
+    table = np.array([math.floor(nd.inv_cdf((u + 0.5) / 256) * s + 0.5) for u in range(256)], dtype=np.int64)
+    table.flags.writeable = False
+    return table
 
 
 def _quantize(x: np.ndarray, s: int) -> np.ndarray:
