@@ -368,6 +368,26 @@ class ExplanationProof:
     explanation: VerifiableExplanation
 
 
+class _Checks:
+    """Named pass/fail checks with a reason per failure, turned into a :class:`VerificationReport`."""
+
+    def __init__(self, start: VerificationReport | None = None) -> None:
+        self.checks: dict[str, bool] = {} if start is None else dict(start.checks)
+        self.reasons: list[str] = [] if start is None else list(start.reasons)
+
+    def record(self, name: str, ok: Any, why: str) -> None:
+        self.checks[name] = bool(ok)
+        if not ok:
+            self.reasons.append(f"{name}: {why}")
+
+    def extend(self, report: VerificationReport) -> None:
+        self.checks.update(report.checks)
+        self.reasons.extend(report.reasons)
+
+    def report(self) -> VerificationReport:
+        return VerificationReport(all(self.checks.values()), self.checks, tuple(self.reasons))
+
+
 # ----------------------------------------------------------------------------- the method
 class AmenableLime:
     """ZKP-amenable LIME: seed-derived fixed-point samples, Lasso surrogate, duality-gap certificate.
@@ -816,14 +836,8 @@ def check_certificate(
     p = lime._params()
     s, S, n = p["s"], p["S"], p["n"]
     cert = explanation.certificate
-    checks: dict[str, bool] = {}
-    reasons: list[str] = []
-
-    def record(name: str, ok: bool, why: str) -> None:
-        checks[name] = bool(ok)
-        if not ok:
-            reasons.append(f"{name}: {why}")
-
+    checks = _Checks()
+    record = checks.record
     xq = np.asarray(cert.x_q, dtype=np.int64)
     if x_q is not None:
         record("instance", np.array_equal(_int_vector(x_q, "x_q"), xq), "x differs")
@@ -838,7 +852,7 @@ def check_certificate(
         shapes_ok = shapes_ok and cert.border_q is not None and np.asarray(cert.border_q).shape == (d,)
     record("shapes", shapes_ok, f"expected w of size {d}, theta of size {n}, {p['n_labels']} labels")
     if not shapes_ok:
-        return VerificationReport(False, checks, tuple(reasons))
+        return checks.report()
     if p["border"]:
         lab = np.asarray(cert.labels_q, dtype=np.int64)
         cls = 2 * lab >= s  # class 1 when the output is >= 0.5
@@ -867,7 +881,7 @@ def check_certificate(
             and np.abs(vals).tolist() == sorted(np.abs(vals).tolist(), reverse=True)
         )
     record("top_k", top_ok, "the published indices/values are not the k largest |w|")
-    return VerificationReport(all(checks.values()), checks, tuple(reasons))
+    return checks.report()
 
 
 # ----------------------------------------------------------------------------- protocol
@@ -971,30 +985,29 @@ def verify_explanation(
     xq = lime.quantize(x)
     seed = derive_seed(commitment, xq, _as_bytes(nonce))
     exp = proof.explanation
-    rep = check_certificate(lime, exp, x_q=xq, seed=seed)
-    checks = dict(rep.checks)
-    reasons = list(rep.reasons)
-    checks["commitment"] = proof.commitment == commitment
-    if not checks["commitment"]:
-        reasons.append("commitment: the proof names another commitment")
-    pred_ok = int(exp.certificate.labels_q[0]) == _round_int(proof.prediction * p["s"])
-    checks["prediction"] = pred_ok
-    if not pred_ok:
-        reasons.append("prediction: differs from the certified label of x")
+    checks = _Checks(check_certificate(lime, exp, x_q=xq, seed=seed))
+    checks.record("commitment", proof.commitment == commitment, "the proof names another commitment")
+    checks.record(
+        "prediction",
+        int(exp.certificate.labels_q[0]) == _round_int(proof.prediction * p["s"]),
+        "differs from the certified label of x",
+    )
     if opening is not None:
         if not isinstance(opening, tuple | list) or len(opening) != 3:
             raise ParameterError(
                 "opening must be a tuple (predict_fn, weights, salt) or None.", argument="opening"
             )
         fn, weights, salt = opening
-        checks["opening"] = commit_model(weights, salt) == commitment
-        if not checks["opening"]:
-            reasons.append("opening: weights and salt do not open the commitment")
-        batch = lime.batch(xq, seed, exp.certificate.border_q).astype(float) / p["s"]
-        y = _quantize(
-            _model_column(_check_predict_fn(fn)(batch), batch.shape[0], _check_label(label)), p["s"]
+        checks.record(
+            "opening",
+            commit_model(weights, salt) == commitment,
+            "weights and salt do not open the commitment",
         )
-        checks["labels"] = np.array_equal(y, np.asarray(exp.certificate.labels_q, dtype=np.int64))
-        if not checks["labels"]:
-            reasons.append("labels: the opened model gives other labels")
-    return VerificationReport(all(checks.values()), checks, tuple(reasons))
+        batch = lime.batch(xq, seed, exp.certificate.border_q).astype(float) / p["s"]
+        y = _quantize(_model_column(_check_predict_fn(fn)(batch), batch.shape[0], label), p["s"])
+        checks.record(
+            "labels",
+            np.array_equal(y, np.asarray(exp.certificate.labels_q, dtype=np.int64)),
+            "the opened model gives other labels",
+        )
+    return checks.report()

@@ -57,6 +57,7 @@ from trustlab.explain.verifiable import (
     VerificationReport,
     _as_bytes,
     _check_lime,
+    _Checks,
     _quantize,
     _round_int,
     check_certificate,
@@ -429,14 +430,8 @@ def zk_verify_explanation(
     if xq.size != public.n_features:
         raise DataError(f"x has {xq.size} features; the circuit takes {public.n_features}.", argument="x")
     seed = derive_seed(public.commitment, xq, _as_bytes(nonce))
-    checks: dict[str, bool] = {}
-    reasons: list[str] = []
-
-    def record(key: str, ok: bool, why: str) -> None:
-        checks[key] = bool(ok)
-        if not ok:
-            reasons.append(f"{key}: {why}")
-
+    checks = _Checks()
+    record = checks.record
     try:
         ok = bool(
             ezkl.verify(
@@ -457,7 +452,7 @@ def zk_verify_explanation(
     m = batch.shape[0]
     if len(instances) != 1 + batch.size + m:
         record("instances", False, f"expected {1 + batch.size + m} public values, got {len(instances)}")
-        return VerificationReport(False, checks, tuple(reasons))
+        return checks.report()
     record("commitment", instances[0] == public.commitment, "the proof's weight hash is not the commitment")
     rows = np.array([int(ezkl.felt_to_int(v)) for v in instances[1 : 1 + batch.size]], dtype=np.int64)
     record("inputs", np.array_equal(rows, batch.ravel()), "the proven rows are not the seed-derived ones")
@@ -471,7 +466,5 @@ def zk_verify_explanation(
         int(labels[0]) == _round_int(proof.prediction * p["s"]),
         "the stated prediction is not the proven output at x",
     )
-    rep = check_certificate(lime, proof.explanation, x_q=xq, seed=seed)
-    checks.update(rep.checks)
-    reasons.extend(rep.reasons)
-    return VerificationReport(all(checks.values()), checks, tuple(reasons))
+    checks.extend(check_certificate(lime, proof.explanation, x_q=xq, seed=seed))
+    return checks.report()
