@@ -443,16 +443,15 @@ class FastPD:
         self._groups = groups
         self._constant = constant
         self._cuts = _rank_intervals(groups, ens.n_features)
-        BTb = _bins(Xc, self._cuts, ens)
-        nan_b = bool((BTb < 0).any())
-        self.n_leaves_ = int(sum(len(g.value) for g in groups.values())) + 0
+        BTb, nan_b = self._bin(Xc)
+        self.n_leaves_ = int(sum(len(g.value) for g in groups.values()))
         n_b = len(Xc)
         for g in groups.values():
             m = 1 << g.k
             L = len(g.value)
             if self.weights == "empirical":
                 counts = np.zeros(L * m, dtype=np.float64)
-                step = max(1, _BLOCK // max(L, 1))
+                step = self._row_step(L)
                 offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
                 for s in range(0, n_b, step):
                     codes = _codes(BTb[:, s : s + step], g, nan_b)
@@ -529,10 +528,14 @@ class FastPD:
     def _row_step(self, width: int) -> int:
         return max(1, _BLOCK // max(width, 1))
 
+    def _bin(self, Xc: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Rows' bin codes per split feature, and whether any value is missing (code < 0)."""
+        BT = _bins(Xc, self._cuts, self._ens)
+        return BT, bool((BT < 0).any())
+
     def _tree_sum(self, X: np.ndarray) -> np.ndarray:
         out = np.full(len(X), self._constant)
-        BT = _bins(X, self._cuts, self._ens)
-        has_nan = bool((BT < 0).any())
+        BT, has_nan = self._bin(X)
         for g in self._groups.values():
             full = (1 << g.k) - 1
             step = self._row_step(len(g.value))
@@ -596,8 +599,7 @@ class FastPD:
         wanted = [self._subset(s) for s in subsets]
         out: dict[tuple[int, ...], np.ndarray] = {}
         code_cache: dict[int, list[np.ndarray]] = {}
-        BT = _bins(Xc, self._cuts, self._ens)
-        has_nan = bool((BT < 0).any())
+        BT, has_nan = self._bin(Xc)
         for S in wanted:
             res = np.full(len(Xc), self._offset + self._constant)
             for k, g in self._groups.items():
@@ -668,8 +670,7 @@ class FastPD:
         Xc = self._prepare(X)
         d = self.n_features_in_
         out = np.zeros((d, len(Xc)))
-        BT = _bins(Xc, self._cuts, self._ens)
-        has_nan = bool((BT < 0).any())
+        BT, has_nan = self._bin(Xc)
         for g in self._groups.values():
             assert g.shap_table is not None
             L, k, m = len(g.value), g.k, 1 << g.k
@@ -728,8 +729,7 @@ class FastPD:
         uniq, inverse = np.unique(np.concatenate(keys), axis=0, return_inverse=True)
         inverse = inverse.ravel()
         out = np.zeros((len(Xc), len(uniq)))
-        BT = _bins(Xc, self._cuts, self._ens)
-        has_nan = bool((BT < 0).any())
+        BT, has_nan = self._bin(Xc)
         start = 0
         for g, masks in plans:
             assert g.P is not None
