@@ -106,10 +106,6 @@ class TreeEnsemble:
     encode: Callable[[int, np.ndarray], np.ndarray] | None = None
 
 
-def _classname(model: Any) -> str:
-    return type(model).__module__.split(".")[0] + "." + type(model).__name__
-
-
 def _reject_multiclass(n_classes: int | None, model: Any) -> None:
     if n_classes is not None and n_classes > 2:
         raise ModelError(
