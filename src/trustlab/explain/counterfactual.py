@@ -74,10 +74,6 @@ _SUPPORTED = (
     "linear scikit-learn classifier (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, "
     "Perceptron), optionally in a Pipeline after StandardScaler"
 )
-_REFERENCE = (
-    "Fatemi, P., Sharifian, E., Yassaee, M. H. A New Approach to Backtracking Counterfactual "
-    "Explanations: A Unified Causal Framework for Efficient Model Interpretability. ICML 2025."
-)
 
 
 @dataclass(frozen=True, eq=False)

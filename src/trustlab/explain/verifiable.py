@@ -87,7 +87,6 @@ __all__ = [
 
 _DOMAIN = b"trustlab/expproof/v1"
 _SAMPLERS = ("uniform", "gaussian")
-_MAX_ABS_INT64 = 2**62
 
 
 # ----------------------------------------------------------------------------- hashing
