@@ -321,15 +321,7 @@ def _mutable_mask(immutable: Any, scm: AdditiveNoiseSCM) -> np.ndarray:
             f"immutable must be a list of feature names, got {immutable!r}.", argument="immutable"
         )
     for f in items:
-        if isinstance(f, numbers.Integral) and not isinstance(f, bool) and 0 <= int(f) < d:
-            mask[int(f)] = False
-        elif str(f) in scm._index:
-            mask[scm._index[str(f)]] = False
-        else:
-            raise DataError(
-                f"immutable: unknown feature {f!r}; the SCM's features are {list(scm.feature_names_in_)}.",
-                argument="immutable",
-            )
+        mask[scm._feature_index(f, "immutable")] = False
     if not mask.any():
         raise ParameterError(
             "immutable lists every feature; leave at least one mutable.", argument="immutable"
