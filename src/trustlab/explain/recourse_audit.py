@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_bounds, check_columns, check_frame, check_positive
-from trustlab.errors import DataError, ModelError
+from trustlab._validation import check_columns, check_frame, check_positive
+from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain.recourse import Box, ConfinedRegionFinder, ConfinedRegions, max_reachable_score
 from trustlab.explain.recourse_actions import ActionSet, OneHot
 
@@ -226,7 +226,13 @@ def default_action_set(
         dmin, dmax = float(col.min()), float(col.max())
         lo, hi = dmin, dmax
         if bounds and c in bounds and bounds[c] is not None:
-            lo, hi = check_bounds(bounds[c], f"bounds[{c!r}]")
+            try:
+                lo, hi = (float(v) for v in bounds[c])
+            except (TypeError, ValueError):
+                raise ParameterError(
+                    f"bounds[{c!r}] must be a pair (lower, upper) of numbers, got {bounds[c]!r}.",
+                    argument=f"bounds[{c!r}]",
+                ) from None
             lo, hi = min(lo, dmin), max(hi, dmax)
         integral = bool(np.all(col == np.round(col)))
         dtype[j] = "int" if integral else "float"
