@@ -43,6 +43,15 @@ def test_bad_inputs():
         dp_count(3, 0)
     with pytest.raises(DataError, match="codes"):
         dp_histogram(np.array([0, 5]), 3, 1.0)
+    for bad_codes in ([0.0, np.nan], [0.5, 1.0], ["a", "b"]):
+        with pytest.raises(DataError) as info:
+            dp_histogram(np.array(bad_codes), 3, 1.0)
+        assert info.value.argument == "codes"
+    assert dp_histogram(np.array([0.0, 2.0]), 3, 1.0).value.shape == (3,)
+    for bad_n in (-1, 2.5, "3"):
+        with pytest.raises(ParameterError) as info:
+            dp_count(bad_n, 1.0)
+        assert info.value.argument == "n"
     with pytest.raises(DataError, match="NaN"):
         dp_sum([np.nan], (0, 1), 1.0)
     with pytest.raises(ParameterError, match="bounds"):

@@ -39,7 +39,8 @@ def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
     (1.0, 'discrete Laplace')
     """
     epsilon = check_epsilon(epsilon)
-    noisy = int(n) + int(discrete_laplace(1.0 / epsilon, 1)[0])
+    n = check_positive_int(n, "n", minimum=0)
+    noisy = n + int(discrete_laplace(1.0 / epsilon, 1)[0])
     return Release(
         value=noisy,
         epsilon=epsilon,
@@ -66,6 +67,14 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
     if codes.ndim != 1:
         raise DataError(f"codes must be 1-dimensional, got shape {codes.shape}.", argument="codes")
     n_bins = check_positive_int(n_bins, "n_bins")
+    if codes.dtype.kind not in "iub" and not (
+        codes.dtype.kind == "f" and np.isfinite(codes).all() and (codes == np.floor(codes)).all()
+    ):
+        raise DataError(
+            f"codes must be integer bin indices, got dtype {codes.dtype} with non-integer or missing "
+            "values; map each record to a public bin (e.g. a 'missing' bin) first.",
+            argument="codes",
+        )
     if codes.size and (codes.min() < 0 or codes.max() >= n_bins):
         raise DataError(
             f"codes must lie in 0..{n_bins - 1}; map unknown values to a public 'other' bin.",
