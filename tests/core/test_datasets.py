@@ -51,3 +51,17 @@ def test_schema_rejects_bad_specs():
         Schema.from_dict({"columns": {"a": {}}})
     with pytest.raises(DataError, match="columns"):
         Schema.from_dict({"cols": {}})
+    with pytest.raises(DataError, match="actionable") as info:
+        Schema.from_dict({"columns": {"a": {"bounds": [0, 1], "actionable": "sometimes"}}})
+    assert info.value.argument == "schema"
+
+
+def test_schema_actionable_round_trip():
+    raw = {
+        "columns": {"age": {"bounds": [0, 99], "actionable": "increase"}, "sex": {"categories": ["f", "m"]}}
+    }
+    s = Schema.from_dict(raw)
+    assert s.actionable("age") == "increase" and s.actionable("sex") is None and s.actionable("x") is None
+    assert Schema.from_dict(s.to_dict()).actionable("age") == "increase"
+    _, _, default = load_default()
+    assert default.actionable("state") == "no" and default.actionable("age") == "increase"

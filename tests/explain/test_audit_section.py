@@ -13,6 +13,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from trustlab.audit.section import AuditContext
 from trustlab.audit.sections.explain import ExplainSection
+from trustlab.datasets import Schema
 
 
 def _ctx(final, private=False):
@@ -117,6 +118,28 @@ def test_linear_section_recourse_check_certifies_or_finds_regions():
     assert "Confined region" in page and rec2["regions"][0]["description"].split(" ")[0] in page
     assert res2.to_dict()["figures"]["recourse"] == rec2
     assert "recourse" not in ExplainSection(recourse=False).compute(ctx, None).figures
+
+
+def test_schema_actionable_field_drives_the_recourse_check():
+    ctx = _ctx(LogisticRegression())
+    ctx.schema = Schema.from_dict(
+        {
+            "columns": {
+                "age": {"bounds": [0, 120], "actionable": "decrease"},
+                "income": {"bounds": [-10, 10], "actionable": "no"},
+            }
+        }
+    )
+    schema_res = ExplainSection().compute(ctx, None)
+    ctx.schema = None  # type: ignore[assignment]
+    option_res = ExplainSection(recourse_immutable=("income",), recourse_decrease_only=("age",)).compute(
+        ctx, None
+    )
+    by_schema, by_option = schema_res.figures["recourse"], option_res.figures["recourse"]
+    # the schema's declarations act exactly like the section's options
+    assert "income" in by_schema["immutable"] and by_schema["actionable"] == ["age"]
+    assert by_schema["n_fixed"] == by_option["n_fixed"] > 0
+    assert "decrease only: age" in schema_res.notes[-1]
 
 
 def test_recourse_check_skipped_for_nonlinear_pipelines_and_trees():

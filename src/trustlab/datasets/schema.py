@@ -17,17 +17,27 @@ from typing import Any
 from trustlab._validation import check_bounds
 from trustlab.errors import DataError
 
-__all__ = ["ColumnSpec", "Schema"]
+__all__ = ["ACTIONABLE", "ColumnSpec", "Schema"]
+
+#: How a person may change a column, for recourse checks: ``"any"`` direction,
+#: ``"increase"`` only, ``"decrease"`` only, or ``"no"`` (immutable: a code, a past
+#: event, a fact about the place rather than the person).
+ACTIONABLE = ("any", "increase", "decrease", "no")
 
 
 @dataclass(frozen=True)
 class ColumnSpec:
-    """Public facts about one column: numeric with ``bounds``, or categorical with ``categories``."""
+    """Public facts about one column: numeric with ``bounds``, or categorical with ``categories``.
+
+    ``actionable`` (optional, one of :data:`ACTIONABLE`) says how a person may change the
+    column; the audit's recourse check uses it (None: the check's default).
+    """
 
     name: str
     bounds: tuple[float, float] | None = None
     categories: tuple[Any, ...] | None = None
     description: str = ""
+    actionable: str | None = None
 
     @property
     def kind(self) -> str:
@@ -62,6 +72,11 @@ class Schema:
         spec = self.columns.get(name)
         return spec.categories if spec is not None else None
 
+    def actionable(self, name: str) -> str | None:
+        """How a person may change the column (one of :data:`ACTIONABLE`), or None if undeclared."""
+        spec = self.columns.get(name)
+        return spec.actionable if spec is not None else None
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], *, source: str = "declared by the user") -> Schema:
         """Build a schema from ``{"columns": {name: {"bounds": [lo, hi]} | {"categories": [...]}}}``."""
@@ -79,11 +94,19 @@ class Schema:
                     f"schema column {name!r} must give exactly one of 'bounds' or 'categories'.",
                     argument="schema",
                 )
+            actionable = spec.get("actionable")
+            if actionable is not None and actionable not in ACTIONABLE:
+                raise DataError(
+                    f"schema 'actionable' of {name!r} must be one of {list(ACTIONABLE)}, got {actionable!r}.",
+                    argument="schema",
+                )
+            description = str(spec.get("description", ""))
             if "bounds" in spec:
                 specs[name] = ColumnSpec(
                     name,
                     bounds=check_bounds(spec["bounds"], f"schema bounds of {name!r}"),
-                    description=str(spec.get("description", "")),
+                    description=description,
+                    actionable=actionable,
                 )
             else:
                 cats = spec["categories"]
@@ -93,7 +116,7 @@ class Schema:
                         argument="schema",
                     )
                 specs[name] = ColumnSpec(
-                    name, categories=tuple(cats), description=str(spec.get("description", ""))
+                    name, categories=tuple(cats), description=description, actionable=actionable
                 )
         return cls(specs, source=str(raw.get("source", source)))
 
@@ -119,5 +142,7 @@ class Schema:
             )
             if spec.description:
                 entry["description"] = spec.description
+            if spec.actionable is not None:
+                entry["actionable"] = spec.actionable
             out[name] = entry
         return {"source": self.source, "columns": out}

@@ -96,19 +96,23 @@ class ExplainSection(Section):
         name = "recourse for every test individual"
         schema = ctx.schema
         bounds = {}
+        declared: dict[str, list[str]] = {"no": [], "increase": [], "decrease": []}
         for c in ctx.features:
             bd = schema.bounds(c) if schema is not None else None
             if bd is not None:
                 bounds[c] = bd
+            how = schema.actionable(c) if schema is not None else None
+            if how in declared:
+                declared[how].append(c)
         try:
             res = recourse_check(
                 ctx.model,
                 ctx.X_train,
                 ctx.X_test,
                 sensitive=ctx.sensitive,
-                immutable=self.recourse_immutable,
-                increase_only=self.recourse_increase_only,
-                decrease_only=self.recourse_decrease_only,
+                immutable=(*self.recourse_immutable, *declared["no"]),
+                increase_only=(*self.recourse_increase_only, *declared["increase"]),
+                decrease_only=(*self.recourse_decrease_only, *declared["decrease"]),
                 bounds=bounds,
                 max_regions=self.recourse_max_regions,
                 time_limit=self.recourse_time_limit,
@@ -142,12 +146,21 @@ class ExplainSection(Section):
                 )
             )
         immutable = ", ".join(f["immutable"]) or "none"
+        one_way = "".join(
+            f"; {label} only: {', '.join(cols)}"
+            for label, cols in (
+                ("increase", (*self.recourse_increase_only, *declared["increase"])),
+                ("decrease", (*self.recourse_decrease_only, *declared["decrease"])),
+            )
+            if cols
+        )
         notes = [
             "Recourse check (confined regions): numeric columns other than the sensitive ones "
-            "may change anywhere in their range (schema bounds where declared); immutable: "
-            f"{immutable}. A fixed prediction is one that no such change can flip; a confined "
-            "region is a box of the feature space in which every individual is fixed, found "
-            "from the model alone, so it also covers people not in the data.",
+            "may change within their range (schema bounds where declared), as the schema's "
+            f"'actionable' field allows; immutable: {immutable}{one_way}. A fixed prediction is "
+            "one that no such change can flip; a confined region is a box of the feature space "
+            "in which every individual is fixed, found from the model alone, so it also covers "
+            "people not in the data.",
         ]
         if f["status"] == "time_limit":
             notes.append(
