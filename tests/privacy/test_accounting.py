@@ -223,3 +223,16 @@ def test_laplace_event_counts_like_pure_dp():
     acc = Accountant(1.0, composition="rdp")
     acc.spend_event(dp_event.LaplaceDpEvent(2.0), description="Laplace, eps 0.5")
     assert acc.spent_epsilon == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("composition", ["basic", "rdp"])
+def test_record_refuses_releases_that_are_not_dp(composition):
+    acc = Accountant(5.0, 1e-5, composition=composition)
+    dsi_like = Release(
+        0.0, 1.0, 1e-5, "DSI Gaussian", {"noise_multiplier": 3.7}, "vector", guarantee="DSI (not DP)"
+    )
+    assert not dsi_like.is_dp and Release(0.0, 1.0).is_dp
+    with pytest.raises(ParameterError) as info:
+        acc.record(dsi_like)
+    assert info.value.argument == "release"
+    assert acc.spent_epsilon == 0.0 and acc.ledger() == []

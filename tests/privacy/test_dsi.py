@@ -269,6 +269,7 @@ def test_release_end_to_end():
     target = rng.normal(size=6)
     refs = target - 0.1 * _random_differences(6, 4, 6)
     rel = dsi_release(target, refs, epsilon=2.0, delta=1e-6, compositions=4)
+    assert not rel.is_dp and "not differential privacy" in rel.to_dict()["guarantee"]
     assert rel.value.shape == (6,)
     assert rel.epsilon == 2.0 and rel.delta == 1e-6
     assert rel.mechanism.startswith("DSI Gaussian")

@@ -520,11 +520,19 @@ class Accountant:
     def record(self, release: Release) -> Release:
         """Charge a :class:`Release` that was computed with this budget's share, and return it.
 
+        Releases that are not differentially private (``release.is_dp`` False, e.g.
+        DSI) are refused with :class:`~trustlab.errors.ParameterError`.
         Under a tight composition a release whose parameters hold ``rho`` is charged
         as zCDP, and a Gaussian release whose parameters hold ``noise_multiplier`` (or
         ``sigma`` and ``sensitivity``) is charged by its noise; every other release by
         its ``(epsilon, delta)``.
         """
+        if not release.is_dp:
+            raise ParameterError(
+                f"release '{release.description}' is under {release.guarantee}, not differential "
+                "privacy; a DP accountant cannot compose it. Keep it out of the DP budget.",
+                argument="release",
+            )
         params = release.parameters
         if self.composition != "basic":
             if "rho" in params and self.composition != "pld":

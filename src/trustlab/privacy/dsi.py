@@ -643,6 +643,7 @@ def dsi_release(
             "notes": tuple(notes),
         },
         description=f"vector of length {tgt.shape[0]} under DSI against {refs.shape[0]} references",
+        guarantee="data-specific indistinguishability (not differential privacy)",
     )
 
 

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Release"]
+__all__ = ["DIFFERENTIAL_PRIVACY", "Release"]
+
+DIFFERENTIAL_PRIVACY = "differential privacy"
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,11 @@ class Release:
         bounds, neighbouring relation, and notes such as "inputs clipped to bounds".
     description : str
         What was released, in words a report reader understands.
+    guarantee : str, default "differential privacy"
+        The privacy notion the ``(epsilon, delta)`` refer to. Only releases under
+        differential privacy can be charged to an
+        :class:`~trustlab.privacy.accounting.Accountant`; data-specific
+        indistinguishability (DSI) releases say so here.
     """
 
     value: Any
@@ -36,6 +43,12 @@ class Release:
     mechanism: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    guarantee: str = DIFFERENTIAL_PRIVACY
+
+    @property
+    def is_dp(self) -> bool:
+        """Whether ``(epsilon, delta)`` is a differential-privacy guarantee."""
+        return self.guarantee == DIFFERENTIAL_PRIVACY
 
     def to_dict(self) -> dict[str, Any]:
         """Return the public metadata of the release (not its value) as plain types."""
@@ -44,6 +57,7 @@ class Release:
             "mechanism": self.mechanism,
             "epsilon": float(self.epsilon),
             "delta": float(self.delta),
+            "guarantee": self.guarantee,
             "parameters": {k: _plain(v) for k, v in self.parameters.items()},
         }
 
