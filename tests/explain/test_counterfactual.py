@@ -523,3 +523,243 @@ def test_penalty_solver_linear_and_mlp():
     with pytest.raises(ModelError) as info:
         brace(forest, anm, X.iloc[0], 1, solver="penalty")
     assert info.value.argument == "solver" and "differentiable" in str(info.value)
+
+
+# ----------------------------------------------------------------------------------- bounds
+def _binding_bounds(clf, scm, x, seed, immutable=()):
+    """Box bounds around x's mutable features that the unbounded solutions violate but that stay feasible."""
+    sx = scm.feature_scale_
+    w, b = clf.coef_[0], clf.intercept_[0]
+    gap = -(float(w @ x.to_numpy()) + b) + 1e-6
+    names = list(scm.feature_names_in_)
+    mut = np.array([n not in immutable for n in names])
+    c = 1.2 * gap / float(np.abs(w * sx)[mut].sum())  # half-width (in sds) that can just reach the boundary
+    rng = np.random.default_rng(seed)
+    bounds = {}
+    for j, name in enumerate(names):
+        if not mut[j]:
+            continue
+        lo, hi = float(x.iloc[j] - c * sx[j]), float(x.iloc[j] + c * sx[j])
+        open_side = rng.random() < 0.5  # the side the feature moves away from is sometimes left open
+        bounds[name] = (None if open_side and w[j] > 0 else lo, None if open_side and w[j] < 0 else hi)
+    return bounds
+
+
+def _box(scm, bounds):
+    names = list(scm.feature_names_in_)
+    lo, hi = np.full(len(names), -np.inf), np.full(len(names), np.inf)
+    for name, (low, high) in bounds.items():
+        j = names.index(name)
+        lo[j] = -np.inf if low is None else low
+        hi[j] = np.inf if high is None else high
+    return lo, hi
+
+
+def _inside(r, scm, bounds, tol=1e-9):
+    lo, hi = _box(scm, bounds)
+    assert np.all(r.x_cf >= lo - tol * (1 + np.abs(np.nan_to_num(lo, posinf=0, neginf=0)))), (r.x_cf, lo)
+    assert np.all(r.x_cf <= hi + tol * (1 + np.abs(np.nan_to_num(hi, posinf=0, neginf=0)))), (r.x_cf, hi)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_respected_by_every_method_exact(seed):
+    clf, scm, x = _random_linear(seed)
+    imm = ["x0"] if seed % 2 else []
+    bounds = _binding_bounds(clf, scm, x, seed, imm)
+    results = [brace(clf, scm, x, 1, lam=lam, immutable=imm, bounds=bounds) for lam in (0.0, 0.5, 1.0, 3.0)]
+    results += [
+        wachter(clf, scm, x, 1, immutable=imm, bounds=bounds),
+        deep_backtracking(clf, scm, x, 1, immutable=imm, bounds=bounds),
+        causal_recourse(clf, scm, x, 1, immutable=imm, bounds=bounds),
+        *brace_path(clf, scm, x, [0, 1, np.inf], target=1, immutable=imm, bounds=bounds),
+        *counterfactuals(clf, scm, x.to_frame().T, method="brace", target=1, immutable=imm, bounds=bounds),
+    ]
+    for r in results:
+        assert r.solver == "exact" and r.status == "optimal", (r.method, r.lam, r.status)
+        _consistent(r, scm, imm)
+        _inside(r, scm, bounds)
+    # bounds cost something: never below the unbounded optimum, and the box does bind
+    ratios = []
+    for lam in (0.0, 1.0, math.inf):
+        free = brace(clf, scm, x, 1, lam=lam, immutable=imm)
+        boxed = brace(clf, scm, x, 1, lam=lam, immutable=imm, bounds=bounds)
+        assert boxed.objective >= free.objective - 1e-9
+        ratios.append(boxed.objective / free.objective)
+    assert max(ratios) > 1.01
+
+
+def _qp_by_active_sets(G, a, r, ly, hy):
+    """Independent exact QP: min ||G y||^2 s.t. a.y >= r, ly <= y <= hy, by enumerating every face
+    (each coordinate free / at its low / at its high bound; the constraint active or not)."""
+    n = len(a)
+    best, best_f = None, math.inf
+    H = G.T @ G
+    choices = [[0] + [1] * bool(np.isfinite(ly[j])) + [2] * bool(np.isfinite(hy[j])) for j in range(n)]
+    for state in itertools.product(*choices):
+        st = np.array(state)
+        y = np.where(st == 1, ly, np.where(st == 2, hy, 0.0))
+        F = np.flatnonzero(st == 0)
+        Fx = np.flatnonzero(st != 0)
+        for active in (False, True):
+            k = len(F)
+            if k == 0:
+                cand = y.copy()
+            else:
+                rhs = -H[np.ix_(F, Fx)] @ y[Fx]
+                if active:
+                    M = np.block([[H[np.ix_(F, F)], -a[F][:, None]], [a[F][None, :], np.zeros((1, 1))]])
+                    rhs = np.r_[rhs, r - a[Fx] @ y[Fx]]
+                else:
+                    M = H[np.ix_(F, F)]
+                try:
+                    sol = np.linalg.solve(M, rhs)
+                except np.linalg.LinAlgError:
+                    continue
+                cand = y.copy()
+                cand[F] = sol[:k]
+            if a @ cand < r - 1e-12 or np.any(cand < ly - 1e-12) or np.any(cand > hy + 1e-12):
+                continue
+            f = float(np.sum((G @ cand) ** 2))
+            if f < best_f:
+                best, best_f = cand, f
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounded_exact_equals_independent_lp_and_qp(seed):
+    clf, scm, x = _random_linear(seed)
+    bounds = _binding_bounds(clf, scm, x, seed)
+    lo, hi = _box(scm, bounds)
+    sx = scm.feature_scale_
+    w, b = clf.coef_[0], clf.intercept_[0]
+    xv = x.to_numpy()
+    d = len(w)
+    # lam = 0: independent LP in feature space, min sum |x'_j - x_j| / s_j, w . x' + b >= tau, lo <= x' <= hi
+    res = linprog(
+        np.r_[np.zeros(d), 1 / sx],
+        A_ub=np.block([[np.eye(d), -np.eye(d)], [-np.eye(d), -np.eye(d)], [-w, np.zeros(d)]]),
+        b_ub=np.r_[xv, -xv, b - 1e-6],
+        bounds=[(None if np.isinf(lo[j]) else lo[j], None if np.isinf(hi[j]) else hi[j]) for j in range(d)]
+        + [(None, None)] * d,
+        method="highs",
+    )
+    assert res.status == 0
+    w0 = wachter(clf, scm, x, 1, bounds=bounds)
+    assert w0.status == "optimal" and abs(w0.objective - res.fun) < 1e-6
+    # lam = inf: independent QP over faces, min sum_j ((I - B) dx)_j^2 / s_j^2
+    G = (np.eye(d) - scm.B_) / sx[:, None]
+    a = w
+    y = _qp_by_active_sets(G, a, 1e-6 - (float(w @ xv) + b), lo - xv, hi - xv)
+    db = deep_backtracking(clf, scm, x, 1, bounds=bounds)
+    assert db.status == "optimal"
+    assert np.max(np.abs((db.x_cf - xv - y) / sx)) < 1e-6
+    assert abs(db.d_u - float(np.linalg.norm(G @ y))) < 1e-6
+    # lam = 1: no feasible point in the box does better (dense sampling around the optimum and x)
+    r = brace(clf, scm, x, 1, lam=1.0, bounds=bounds)
+    assert r.status == "optimal"
+    y_opt = (r.x_cf - xv) / sx
+    ly, hy = (lo - xv) / sx, (hi - xv) / sx
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(100_000, d)) * np.repeat([0.01, 0.1, 1.0, 3.0], 25_000)[:, None]
+    Z += np.where(rng.random((100_000, 1)) < 0.5, y_opt, 0.0)
+    aa = w * sx
+    Z -= np.outer((Z @ aa - aa @ y_opt) / (aa @ aa), aa)
+    Z = np.clip(Z, ly, hy)
+    Z = Z[Z @ aa >= aa @ y_opt - 1e-12]
+    Gs = ((np.eye(d) - scm.B_) / sx[:, None]) * sx[None, :]
+    assert r.objective <= _objective_np(Z, Gs, 1.0).min() + 1e-9
+
+
+def test_bounds_search_and_penalty_solvers():
+    # the search (forest + non-linear SCM): the known gap was age 24 -> 18.5, below the data's range
+    forest = RandomForestClassifier(n_estimators=100, max_depth=6, random_state=0).fit(X_GC, Y_GC)
+    anm = AdditiveNoiseSCM(GC_GRAPH).fit(X_GC)
+    x2 = pd.Series({"gender": 0.0, "age": 24.0, "loan": 9000.0, "duration": 60.0})
+    bounds = {"age": (19, 75), "loan": (250, 18500), "duration": (4, 72)}
+    free = brace(forest, anm, x2, 1, immutable=["gender"], time_limit=5.0)
+    assert free.x_cf[1] < 19  # without bounds the search leaves the range
+    for lam in (0.0, 1.0, math.inf):
+        r = brace(forest, anm, x2, 1, lam=lam, immutable=["gender"], bounds=bounds, time_limit=5.0)
+        assert r.solver == "search" and r.status == "approximate"
+        _consistent(r, anm, ["gender"])
+        _inside(r, anm, bounds)
+    rec = causal_recourse(forest, anm, x2, 1, immutable=["gender"], bounds=bounds, max_subset_size=2)
+    _consistent(rec, anm, ["gender"])
+    _inside(rec, anm, bounds)
+    # the penalty solver projects its steps onto the box; close to the bounded exact optimum
+    bounds = {"duration": (40, None)}
+    for x in (FEMALE, MALE):
+        for lam in (0.5, 1.0):
+            ex = brace(CLF_GC, SCM_GC, x, 1, lam=lam, immutable=["gender"], bounds=bounds)
+            pe = brace(CLF_GC, SCM_GC, x, 1, lam=lam, immutable=["gender"], bounds=bounds, solver="penalty")
+            assert ex.status == "optimal" and pe.solver == "penalty" and pe.status == "approximate"
+            _consistent(pe, SCM_GC, ["gender"])
+            _inside(pe, SCM_GC, bounds)
+            _inside(ex, SCM_GC, bounds)
+            assert ex.objective <= pe.objective * (1 + 1e-6) and pe.objective <= 1.06 * ex.objective
+
+
+def test_bounds_infeasible_reports_itself():
+    tight = {"age": (None, 25), "loan": (4000, None), "duration": (45, None)}
+    for r in (
+        brace(CLF_GC, SCM_GC, FEMALE, 1, immutable=["gender"], bounds=tight),
+        wachter(CLF_GC, SCM_GC, FEMALE, 1, immutable=["gender"], bounds=tight),
+        deep_backtracking(CLF_GC, SCM_GC, FEMALE, 1, immutable=["gender"], bounds=tight),
+        causal_recourse(CLF_GC, SCM_GC, FEMALE, 1, immutable=["gender"], bounds=tight),
+    ):
+        assert r.status == "infeasible" and not r.valid and r.solver == "exact", r.method
+        assert "bounds" in r.notes[0]
+        assert np.array_equal(r.x_cf, r.x)
+    # an immutable feature outside its bounds: no counterfactual can exist, whatever the solver
+    X, forest, anm = _nonlinear()
+    x = X[forest.predict(X) == 0].iloc[0]
+    for solver in ("search", "penalty"):
+        model, scm = (forest, anm) if solver == "search" else (CLF_GC, SCM_GC)
+        row = x if solver == "search" else FEMALE
+        name = "a" if solver == "search" else "gender"
+        val = float(row[name])
+        r = brace(model, scm, row, 1, immutable=[name], bounds={name: (val + 1, None)}, solver=solver)
+        assert r.status == "infeasible" and not r.valid and "immutable" in r.notes[0]
+    # the search cannot prove infeasibility: no point found inside a box pinned at x
+    pinned = {name: (float(x[name]), float(x[name])) for name in ("b", "c")}
+    r = brace(forest, anm, x, 1, immutable=["a"], bounds=pinned, time_limit=2.0)
+    assert r.status == "not_found" and not r.valid and "bounds" in r.notes[0]
+
+
+def test_open_bounds_change_nothing():
+    for x in (FEMALE, MALE):
+        for lam in (0.0, 1.0, math.inf):
+            ref = brace(CLF_GC, SCM_GC, x, 1, lam=lam, immutable=["gender"])
+            for bounds in (None, {}, {"age": (None, None)}):
+                r = brace(CLF_GC, SCM_GC, x, 1, lam=lam, immutable=["gender"], bounds=bounds)
+                assert np.array_equal(r.x_cf, ref.x_cf) and r.status == ref.status
+    loose = {"age": (0, 200), "loan": (0, 1e6), "duration": (0, 500)}
+    for lam in (0.0, 1.0, math.inf):
+        ref = brace(CLF_GC, SCM_GC, FEMALE, 1, lam=lam, immutable=["gender"])
+        r = brace(CLF_GC, SCM_GC, FEMALE, 1, lam=lam, immutable=["gender"], bounds=loose)
+        assert r.status == "optimal" and r.objective == pytest.approx(ref.objective, rel=1e-9, abs=1e-12)
+
+
+def test_bad_bounds_name_the_argument():
+    cases = [
+        ({"salary": (0, 1)}, DataError),
+        ({"age": (75, 18)}, ParameterError),
+        ({"age": (float("nan"), 75)}, ParameterError),
+        ({"age": (18, float("inf"))}, ParameterError),
+        ({"age": ("18", 75)}, ParameterError),
+        ({"age": (True, 75)}, ParameterError),
+        ({"age": (18,)}, ParameterError),
+        ({"age": 18}, ParameterError),
+        ({"age": "18-75"}, ParameterError),
+        ([("age", (18, 75))], ParameterError),
+        ({7: (0, 1)}, ParameterError),
+    ]
+    for bounds, err in cases:
+        for func in (brace, causal_recourse):
+            with pytest.raises(err) as info:
+                func(CLF_GC, SCM_GC, FEMALE, 1, bounds=bounds)
+            assert info.value.argument == "bounds", (bounds, info.value)
+            assert "bounds" in str(info.value)
+    with pytest.raises(ParameterError) as info:
+        counterfactuals(CLF_GC, SCM_GC, X_GC.iloc[:2], bounds={"age": (75, 18)})
+    assert info.value.argument == "bounds"

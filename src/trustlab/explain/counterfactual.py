@@ -36,6 +36,18 @@ Solvers
     in the scaled noise space, then line search towards the factual,
     sparsification and a shrinking local search, under a per-row ``time_limit``
     (default 10 s) that returns the best counterfactual found so far. Approximate.
+
+Bounds
+------
+Every method takes ``bounds={"age": (18, 75), "loan": (None, 20000)}``: per-feature
+box constraints ``low <= x_cf_j <= high`` (None leaves a side open) that the
+counterfactual must satisfy. The exact solver stays exact (an LP for ``lam = 0``;
+otherwise SLSQP with the box, then the stationarity equations solved on the optimal
+face and the KKT conditions checked), the penalty solver projects its steps onto the
+box and the search rejects points outside it. When no point in the box reaches the
+target (proved by the exact solver, or an immutable feature lies outside its bounds)
+the result has ``status="infeasible"`` and ``valid=False``; a search that finds
+nothing inside the box reports ``status="not_found"``.
 """
 
 from __future__ import annotations
@@ -44,7 +56,7 @@ import itertools
 import math
 import numbers
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,8 +111,8 @@ class CounterfactualResult:
         ``"exact"``, ``"penalty"``, ``"search"`` (or ``"none"`` when ``x`` already has the target).
     status : str
         ``"optimal"``, ``"approximate"`` (search finished), ``"time_limit"``
-        (search stopped by the time limit: best found so far), ``"already_target"``
-        or ``"not_found"``.
+        (search stopped by the time limit: best found so far), ``"already_target"``,
+        ``"not_found"`` or ``"infeasible"`` (proved: no counterfactual within ``bounds``).
     target : object
         The desired class.
     feature_names : tuple of str
@@ -354,6 +366,45 @@ def _check_lam(lam: Any) -> float:
     return float(lam)
 
 
+def _check_bounds(bounds: Any, scm: AdditiveNoiseSCM) -> tuple[np.ndarray, np.ndarray]:
+    """``bounds = {feature: (low, high)}`` (None for an open side) -> full-length ``(lo, hi)`` arrays."""
+    d = scm.n_features_in_
+    lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
+    if bounds is None:
+        return lo, hi
+    if not isinstance(bounds, Mapping):
+        raise ParameterError(
+            f"bounds must be a mapping from feature name to (low, high), e.g. {{'age': (18, 75)}} "
+            f"(None for an open side), got {type(bounds).__name__}.",
+            argument="bounds",
+        )
+    for f, pair in bounds.items():
+        j = scm._feature_index(f, "bounds")
+        if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ParameterError(
+                f"bounds[{f!r}] must be a pair (low, high) with None for an open side, got {pair!r}.",
+                argument="bounds",
+            )
+        vals = []
+        for side, v in zip(("low", "high"), pair, strict=True):
+            if v is None:
+                vals.append(-np.inf if side == "low" else np.inf)
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
+                raise ParameterError(
+                    f"bounds[{f!r}]: {side} must be a finite number or None (open), got {v!r}.",
+                    argument="bounds",
+                )
+            vals.append(float(v))
+        if vals[0] > vals[1]:
+            raise ParameterError(
+                f"bounds[{f!r}]: low {vals[0]} is above high {vals[1]}; pass (low, high) with low <= high.",
+                argument="bounds",
+            )
+        lo[j], hi[j] = vals
+    return lo, hi
+
+
 def _check_target(target: Any, m: _Model, x: np.ndarray) -> tuple[Any, int]:
     if target is None:
         current = m.predict(x)[0]
@@ -381,6 +432,28 @@ class _Problem:
     su: np.ndarray
     lam: float
     tau: float
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @property
+    def bounded(self) -> bool:
+        return bool(np.any(np.isfinite(self.lo)) or np.any(np.isfinite(self.hi)))
+
+    def inside(self, X: np.ndarray) -> np.ndarray:
+        """Rows within the bounds (to a relative 1e-9)."""
+        X = np.atleast_2d(X)
+        tol_lo = 1e-9 * (1 + np.abs(np.where(np.isfinite(self.lo), self.lo, 0.0)))
+        tol_hi = 1e-9 * (1 + np.abs(np.where(np.isfinite(self.hi), self.hi, 0.0)))
+        return np.all((X >= self.lo - tol_lo) & (X <= self.hi + tol_hi), axis=1)
+
+    def immutable_outside(self) -> list[str]:
+        """Immutable features whose factual value lies outside their bounds (no counterfactual can exist)."""
+        names = [str(n) for n in self.scm.feature_names_in_]
+        bad = ~self.mutable & ~self.inside_each(self.x)
+        return [names[j] for j in np.flatnonzero(bad)]
+
+    def inside_each(self, x: np.ndarray) -> np.ndarray:
+        return (x >= self.lo) & (x <= self.hi)
 
     def d_x(self, X: np.ndarray) -> np.ndarray:
         return np.abs((np.atleast_2d(X) - self.x)[:, self.mutable] / self.sx[self.mutable]).sum(axis=1)
@@ -409,6 +482,7 @@ def _setup(
     scales: Any,
     noise_scales: Any,
     tau: Any,
+    bounds: Any = None,
 ) -> _Problem:
     scm = _check_scm(scm)
     m = _check_model(model, scm)
@@ -422,8 +496,9 @@ def _setup(
     else:
         su = _scales(noise_scales, scm.noise_scale_, "noise_scales")
     tau_f = check_positive(tau, "tau", allow_zero=True)  # the decision margin
+    lo, hi = _check_bounds(bounds, scm)
     tgt, ti = _check_target(target, m, xa)
-    return _Problem(m, scm, xa, scm.abduct(xa), tgt, ti, mutable, sx, su, lam_f, tau_f)
+    return _Problem(m, scm, xa, scm.abduct(xa), tgt, ti, mutable, sx, su, lam_f, tau_f, lo, hi)
 
 
 def _result(
@@ -433,6 +508,8 @@ def _result(
     dx = float(p.d_x(x_cf)[0])
     du = float(p.d_u(u_cf)[0])
     valid = bool(p.valid(x_cf)[0])
+    if status != "already_target" and not bool(p.inside(x_cf)[0]):
+        valid = False
     if not valid and status in ("optimal", "approximate"):
         status = "not_found"
     return CounterfactualResult(
@@ -577,10 +654,224 @@ def _solve_linear(L: _Linear, lam: float) -> tuple[np.ndarray, str, int]:
     return min(cands, key=lambda c: _norm_obj(c, L.G, lam)), "approximate", 2
 
 
-def _exact_cf(p: _Problem, L: _Linear, mask: np.ndarray, lam: float) -> tuple[np.ndarray, str, int]:
-    y, status, calls = _solve_linear(L, lam)
+def _box_max(a: np.ndarray, ly: np.ndarray, hy: np.ndarray) -> float:
+    """``max a . y`` over the box ``ly <= y <= hy`` (may be inf)."""
+    with np.errstate(invalid="ignore"):
+        top = np.where(a > 0, a * hy, np.where(a < 0, a * ly, 0.0))
+    return float(np.sum(top))
+
+
+def _kkt_bounded(
+    L: _Linear, y: np.ndarray, lam: float, ly: np.ndarray, hy: np.ndarray, tol: float = 1e-8
+) -> bool:
+    """KKT conditions of ``min ||y||_1 + lam ||G y||_2`` (``||G y||^2`` for ``lam = inf``) subject to
+    ``a . y >= r`` and ``ly <= y <= hy`` at ``y``: is there a multiplier ``mu >= 0`` that certifies it?"""
+    scale = 1.0 + float(np.abs(y).max())
+    if np.any(y < ly - 1e-9 * scale) or np.any(y > hy + 1e-9 * scale):
+        return False
+    slack = float(L.a @ y) - L.r
+    if slack < -1e-9 * (1 + abs(L.r)):
+        return False
+    Gy = L.G @ y
+    nrm = float(np.linalg.norm(Gy))
+    if nrm == 0:
+        return False
+    l1 = not math.isinf(lam)
+    grad = lam * (L.G.T @ Gy) / nrm if l1 else L.G.T @ Gy
+    at_lo = np.abs(y - ly) <= 1e-9 * scale
+    at_hi = np.abs(y - hy) <= 1e-9 * scale
+    zero = np.abs(y) <= 1e-9 * scale
+    mlo, mhi = 0.0, (0.0 if slack > 1e-9 * (1 + abs(L.r)) else math.inf)
+    for j in range(len(y)):
+        if at_lo[j] and at_hi[j]:
+            continue
+        if not l1:
+            smin = smax = 0.0
+        elif zero[j]:
+            smin, smax = -1.0, 1.0
+        else:
+            smin = smax = float(np.sign(y[j]))
+        # c_j = grad_j - mu a_j must lie in [cl, cu]
+        if at_hi[j]:
+            cl, cu = -math.inf, -smin
+        elif at_lo[j]:
+            cl, cu = -smax, math.inf
+        else:
+            cl, cu = -smax, -smin
+        g, aj = float(grad[j]), float(L.a[j])
+        t = tol * (1 + abs(g))
+        if abs(aj) <= 1e-300:
+            if not cl - t <= g <= cu + t:
+                return False
+            continue
+        # cl <= g - mu aj <= cu  <=>  mu in [(g - cu)/aj, (g - cl)/aj] (aj > 0), reversed for aj < 0
+        lo_m, hi_m = (g - cu - t) / aj, (g - cl + t) / aj
+        if aj < 0:
+            lo_m, hi_m = hi_m, lo_m
+        mlo, mhi = max(mlo, lo_m), min(mhi, hi_m)
+    return mlo <= mhi + tol * (1 + abs(mlo))
+
+
+def _newton_face(L: _Linear, y: np.ndarray, lam: float, ly: np.ndarray, hy: np.ndarray) -> np.ndarray | None:
+    """Solve the stationarity equations on ``y``'s face (coordinates at a bound or zero held fixed)."""
+    scale = 1.0 + float(np.abs(y).max())
+    y = y.copy()
+    at_lo = np.abs(y - ly) <= 1e-7 * scale
+    at_hi = np.abs(y - hy) <= 1e-7 * scale
+    y[at_lo] = ly[at_lo]
+    y[at_hi] = hy[at_hi]
+    l1 = not math.isinf(lam)
+    fixed = at_lo | at_hi
+    if l1:
+        zero = (np.abs(y) <= 1e-7 * scale) & ~fixed
+        y[zero] = 0.0
+        fixed |= zero
+    J = np.flatnonzero(~fixed)
+    active = float(L.a @ y) - L.r <= 1e-7 * (1 + abs(L.r))
+    if len(J) == 0:
+        return y
+    s = np.sign(y[J]) if l1 else np.zeros(len(J))
+    GJ, aJ = L.G[:, J], L.a[J]
+    H = GJ.T @ GJ
+    if not l1:  # min ||G y||^2: linear KKT system on the face
+        k = len(J)
+        rhs = -(GJ.T @ (L.G[:, fixed] @ y[fixed]))
+        if active:
+            M = np.block([[H, -aJ[:, None]], [aJ[None, :], np.zeros((1, 1))]])
+            rhs = np.r_[rhs, L.r - float(L.a[fixed] @ y[fixed])]
+        else:
+            M = H
+        try:
+            sol = np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError:
+            return None
+        y[J] = sol[:k]
+        return y
+    mu = 0.0
+    for _ in range(60):
+        Gy = L.G @ y
+        n = float(np.linalg.norm(Gy))
+        if n == 0:
+            return None
+        gJ = GJ.T @ Gy
+        F1 = s + lam * gJ / n - mu * aJ
+        D = lam * (H / n - np.outer(gJ, gJ) / n**3)
+        if active:
+            F = np.r_[F1, float(L.a @ y) - L.r]
+            M = np.block([[D, -aJ[:, None]], [aJ[None, :], np.zeros((1, 1))]])
+        else:
+            F, M = F1, D
+        if float(np.abs(F).max()) < 1e-14 * scale:
+            break
+        try:
+            step = np.linalg.solve(M, -F)
+        except np.linalg.LinAlgError:
+            return None
+        y[J] += step[: len(J)]
+        if active:
+            mu += float(step[-1])
+    return y
+
+
+def _solve_linear_bounded(
+    L: _Linear, lam: float, ly: np.ndarray, hy: np.ndarray
+) -> tuple[np.ndarray | None, str, int]:
+    """The exact problem with the box ``ly <= y <= hy`` (scaled feature changes); None when infeasible.
+
+    ``lam = 0``: one LP (HiGHS). Otherwise SLSQP with the box, then the stationarity equations solved
+    on the optimal face (Newton; a linear system for ``lam = inf``) and the KKT conditions checked.
+    """
+    n = len(L.a)
+    if _box_max(L.a, ly, hy) < L.r - 1e-12 * (1 + abs(L.r)):
+        return None, "infeasible", 0
+    box: list[tuple[float | None, float | None]] = [
+        (float(lo) if math.isfinite(lo) else None, float(hi) if math.isfinite(hi) else None)
+        for lo, hi in zip(ly, hy, strict=True)
+    ]
+    c = np.r_[np.zeros(n), np.ones(n)]
+    eye = np.eye(n)
+    A_ub = np.block([[eye, -eye], [-eye, -eye], [-L.a[None, :], np.zeros((1, n))]])
+    b_ub = np.r_[np.zeros(2 * n), -L.r]
+    lp = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=box + [(0, None)] * n, method="highs")
+    if lp.status == 2:
+        return None, "infeasible", 1
+    if lp.status != 0:
+        return None, "not_found", 1
+    y0 = np.clip(lp.x[:n], ly, hy)
+    if lam == 0:
+        return y0, "optimal", 1
+    cons = [{"type": "ineq", "fun": lambda y: float(L.a @ y - L.r), "jac": lambda y: L.a}]
+    if math.isinf(lam):
+        res = minimize(
+            lambda y: (float((L.G @ y) @ (L.G @ y)), 2 * L.G.T @ (L.G @ y)),
+            y0,
+            jac=True,
+            method="SLSQP",
+            bounds=box,
+            constraints=cons,
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
+        y1 = np.clip(res.x, ly, hy)
+    else:
+
+        def f(z: np.ndarray) -> tuple[float, np.ndarray]:
+            Gy = L.G @ z[:n]
+            nrm = float(np.linalg.norm(Gy))
+            g = L.G.T @ Gy / max(nrm, 1e-300)
+            return float(z[n:].sum() + lam * nrm), np.r_[lam * g, np.ones(n)]
+
+        cons += [
+            {"type": "ineq", "fun": lambda z: z[n:] - z[:n], "jac": lambda z: np.c_[-eye, eye]},
+            {"type": "ineq", "fun": lambda z: z[n:] + z[:n], "jac": lambda z: np.c_[eye, eye]},
+        ]
+        cons[0] = {
+            "type": "ineq",
+            "fun": lambda z: float(L.a @ z[:n] - L.r),
+            "jac": lambda z: np.r_[L.a, 0 * L.a],
+        }
+        res = minimize(
+            f,
+            np.r_[y0, np.abs(y0)],
+            jac=True,
+            method="SLSQP",
+            bounds=box + [(0, None)] * n,
+            constraints=cons,
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
+        y1 = np.clip(res.x[:n], ly, hy)
+
+    def obj(y: np.ndarray) -> float:
+        return float((L.G @ y) @ (L.G @ y)) if math.isinf(lam) else _norm_obj(y, L.G, lam)
+
+    cands = [y for y in (y1, y0) if float(L.a @ y) >= L.r - 1e-12 * (1 + abs(L.r))]
+    for y in list(cands):
+        polished = _newton_face(L, y, lam, ly, hy)
+        if polished is not None and _kkt_bounded(L, polished, lam, ly, hy):
+            return np.clip(polished, ly, hy), "optimal", 2
+    if not cands:
+        return y0, "approximate", 2
+    return min(cands, key=obj), "approximate", 2
+
+
+def _scaled_box(p: _Problem) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds as limits on the scaled change ``y = (x'_m - x_m) / sx_m`` of the mutable features."""
+    m = p.mutable
+    return (p.lo[m] - p.x[m]) / p.sx[m], (p.hi[m] - p.x[m]) / p.sx[m]
+
+
+def _exact_cf(p: _Problem, L: _Linear, mask: np.ndarray, lam: float) -> tuple[np.ndarray | None, str, int]:
+    if p.bounded:
+        ly, hy = _scaled_box(p)
+        yb, status, calls = _solve_linear_bounded(L, lam, ly, hy)
+        if yb is None:
+            return None, status, calls
+        y = yb
+    else:
+        y, status, calls = _solve_linear(L, lam)
     x_cf = p.x.copy()
     x_cf[mask] += y * p.sx[mask]
+    if p.bounded:
+        x_cf[mask] = np.clip(x_cf[mask], p.lo[mask], p.hi[mask])
     return x_cf, status, calls
 
 
@@ -601,7 +892,8 @@ def _penalty_cf(
     G = (K / p.su[m][:, None]) * p.sx[m][None, :]
     sign = 1.0 if p.target_index == 1 else -1.0
     lam = p.lam
-    y = np.zeros(int(m.sum()))
+    ly, hy = _scaled_box(p)
+    y = np.clip(np.zeros(int(m.sum())), ly, hy)  # projected onto the bounds
     mom, vel = np.zeros_like(y), np.zeros_like(y)
     lr, b1, b2 = 0.01, 0.9, 0.999
     best, best_f, steps, t = None, math.inf, 0, 0
@@ -629,7 +921,7 @@ def _penalty_cf(
             t += 1
             mom = b1 * mom + (1 - b1) * g
             vel = b2 * vel + (1 - b2) * g * g
-            y = y - lr * (mom / (1 - b1**t)) / (np.sqrt(vel / (1 - b2**t)) + 1e-8)
+            y = np.clip(y - lr * (mom / (1 - b1**t)) / (np.sqrt(vel / (1 - b2**t)) + 1e-8), ly, hy)
             if time.perf_counter() > deadline:
                 return (best if best is not None else p.x.copy()), "time_limit", steps
         if best is not None:
@@ -730,16 +1022,28 @@ def _search_cf(
         return scm.intervene(U, list(imm), np.repeat(p.x[None, imm], len(P), axis=0))
 
     def score(P: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ok = p.valid(X) & p.inside(X) if p.bounded else p.valid(X)
         if in_x:
-            return np.abs(P).sum(axis=1), p.valid(X)
+            return np.abs(P).sum(axis=1), ok
         dx = p.d_x(X)
         du = np.linalg.norm(P, axis=1)
-        return p.objective(dx, du), p.valid(X)
+        return p.objective(dx, du), ok
 
     best, _, evals, timed_out = _search(gen, score, int(m.sum()), rng, deadline)
     if best is None:
         return p.x.copy(), ("time_limit" if timed_out else "not_found"), evals
     return gen(best[None, :])[0], ("time_limit" if timed_out else "approximate"), evals
+
+
+def _infeasible(p: _Problem, method: str, solver: str, calls: int, **kw: Any) -> CounterfactualResult:
+    """No counterfactual within the bounds (proved): the factual, ``valid=False``, ``status="infeasible"``."""
+    outside = p.immutable_outside()
+    note = (
+        f"immutable features outside their bounds: {outside}"
+        if outside
+        else "no point within the bounds reaches the target class"
+    )
+    return _result(p, p.x.copy(), method, solver, "infeasible", calls, notes=(note,), **kw)
 
 
 # --------------------------------------------------------------------------- public API
@@ -770,6 +1074,7 @@ def brace(
     tau: float = 1e-6,
     time_limit: float = 10.0,
     random_state: Any = 0,
+    bounds: Mapping[Any, tuple[float | None, float | None]] | None = None,
 ) -> CounterfactualResult:
     """BRACE backtracking counterfactual: trade feature distance against noise distance with ``lam``.
 
@@ -811,6 +1116,11 @@ def brace(
         far is returned with ``status="time_limit"``.
     random_state : int, Generator or None
         Seeds the search solver.
+    bounds : mapping of feature name to (low, high), optional
+        Box constraints ``low <= x_cf[name] <= high`` the counterfactual must satisfy, e.g.
+        ``{"age": (18, 75)}``; None leaves a side open. Honoured by every solver; when no
+        counterfactual exists within them the result has ``status="infeasible"`` and
+        ``valid=False`` (the factual ``x`` itself is not checked when it already has the target).
 
     Returns
     -------
@@ -842,14 +1152,21 @@ def brace(
     >>> w = wachter(clf, scm, x, target=1)
     >>> bool(w.d_x <= cf.d_x and cf.d_u <= w.d_u)
     True
+    >>> boxed = brace(clf, scm, x, target=1, bounds={"a": (None, -0.5)})
+    >>> boxed.status, bool(boxed.x_cf[0] <= -0.5)
+    ('optimal', True)
+    >>> brace(clf, scm, x, target=1, bounds={"a": (None, -1.0), "b": (None, -1.0)}).status
+    'infeasible'
     """
-    p = _setup(model, scm, x, target, lam, immutable, scales, noise_scales, tau)
+    p = _setup(model, scm, x, target, lam, immutable, scales, noise_scales, tau, bounds)
     solver = check_choice(solver, "solver", _SOLVERS)
     limit = _check_time(time_limit)
     rng = check_random_state(random_state)
     method = _method_name(p.lam)
     if p.valid(p.x)[0]:
         return _result(p, p.x.copy(), method, "none", "already_target", 0)
+    if p.immutable_outside():
+        return _infeasible(p, method, "none", 0)
     lp = _linear_problem(p) if solver in ("auto", "exact") else None
     if solver == "exact" and lp is None:
         raise ModelError(
@@ -869,8 +1186,10 @@ def brace(
                 0,
                 notes=("the model does not depend on any mutable feature",),
             )
-        x_cf, status, calls = _exact_cf(p, L, mask, p.lam)
-        return _result(p, x_cf, method, "exact", status, calls)
+        x_opt, status, calls = _exact_cf(p, L, mask, p.lam)
+        if x_opt is None:
+            return _infeasible(p, method, "exact", calls)
+        return _result(p, x_opt, method, "exact", status, calls)
     if solver == "penalty":
         f = p.model.differentiable() if isinstance(p.scm, LinearSCM) else None
         if f is None:
@@ -883,13 +1202,18 @@ def brace(
         x_cf, status, calls = _penalty_cf(p, f, time.perf_counter() + limit)
         return _result(p, x_cf, method, "penalty", status, calls)
     x_cf, status, calls = _search_cf(p, p.lam, rng, time.perf_counter() + limit)
-    return _result(p, x_cf, method, "search", status, calls)
+    notes = (
+        ("no valid counterfactual found within the bounds",) if p.bounded and status == "not_found" else ()
+    )
+    return _result(p, x_cf, method, "search", status, calls, notes=notes)
 
 
 def wachter(
     model: Any, scm: AdditiveNoiseSCM, x: Any, target: Any = None, **kwargs: Any
 ) -> CounterfactualResult:
     """Wachter et al.'s counterfactual: :func:`brace` with ``lam = 0`` (minimum ``d_X``, no causal term).
+
+    Keyword arguments (``immutable``, ``bounds``, ``solver``, ...) go to :func:`brace`.
 
     References
     ----------
@@ -920,6 +1244,8 @@ def deep_backtracking(
     model: Any, scm: AdditiveNoiseSCM, x: Any, target: Any = None, **kwargs: Any
 ) -> CounterfactualResult:
     """Deep backtracking (Kladny et al., 2024): :func:`brace` with ``lam = inf`` (minimum ``d_U``).
+
+    Keyword arguments (``immutable``, ``bounds``, ``solver``, ...) go to :func:`brace`.
 
     References
     ----------
@@ -952,6 +1278,8 @@ def brace_path(
     model: Any, scm: AdditiveNoiseSCM, x: Any, lams: Iterable[float], target: Any = None, **kwargs: Any
 ) -> list[CounterfactualResult]:
     """BRACE over a grid of ``lam`` values (the feature/noise distance trade-off curve).
+
+    Keyword arguments (``immutable``, ``bounds``, ``solver``, ...) go to :func:`brace`.
 
     Examples
     --------
@@ -990,6 +1318,7 @@ def causal_recourse(
     tau: float = 1e-6,
     time_limit: float = 10.0,
     random_state: Any = 0,
+    bounds: Mapping[Any, tuple[float | None, float | None]] | None = None,
 ) -> CounterfactualResult:
     """Interventional causal recourse (Karimi et al., 2021) as BRACE's paper states it.
 
@@ -1000,6 +1329,9 @@ def causal_recourse(
     returned ``u_cf = F^{-1}(F_A(u))`` makes it a backtracking counterfactual
     (the paper's Theorem 5.1). Exact (one LP per subset) for a LinearSCM and a
     linear classifier; otherwise a search per subset sharing ``time_limit``.
+    ``bounds`` (as in :func:`brace`) constrain the counterfactual ``x + T theta`` (LP rows
+    in the exact case, rejection in the search); ``status="infeasible"`` when every
+    subset's LP is infeasible.
 
     Returns
     -------
@@ -1027,7 +1359,7 @@ def causal_recourse(
     >>> r.valid, r.intervened, r.n_solver_calls
     (True, ('a', 'b'), 3)
     """
-    p = _setup(model, scm, x, target, 0.0, immutable, scales, noise_scales, tau)
+    p = _setup(model, scm, x, target, 0.0, immutable, scales, noise_scales, tau, bounds)
     solver = check_choice(solver, "solver", _SOLVERS)
     limit = _check_time(time_limit)
     rng = check_random_state(random_state)
@@ -1042,6 +1374,8 @@ def causal_recourse(
         )
     if p.valid(p.x)[0]:
         return _result(p, p.x.copy(), "causal_recourse", "none", "already_target", 0)
+    if p.immutable_outside():
+        return _infeasible(p, "causal_recourse", "none", 0)
     names = [str(n) for n in p.scm.feature_names_in_]
     mut = [int(j) for j in np.flatnonzero(p.mutable)]
     top = len(mut) if max_subset_size is None else min(int(max_subset_size), len(mut))
@@ -1054,6 +1388,7 @@ def causal_recourse(
             argument="solver",
         )
     best: tuple[float, np.ndarray, tuple[int, ...]] | None = None
+    n_infeasible = 0
     deadline = time.perf_counter() + limit
     timed_out = False
     d = len(p.x)
@@ -1075,6 +1410,16 @@ def causal_recourse(
                 [[Tm, -np.eye(nm)], [-Tm, -np.eye(nm)], [-(sign * w @ T)[None, :], np.zeros((1, nm))]]
             )
             b_ub = np.r_[np.zeros(2 * nm), -r]
+            fin_hi, fin_lo = np.isfinite(p.hi), np.isfinite(p.lo)
+            if fin_hi.any() or fin_lo.any():  # lo <= x + T theta <= hi
+                A_ub = np.vstack(
+                    [
+                        A_ub,
+                        np.c_[T[fin_hi], np.zeros((int(fin_hi.sum()), nm))],
+                        np.c_[-T[fin_lo], np.zeros((int(fin_lo.sum()), nm))],
+                    ]
+                )
+                b_ub = np.r_[b_ub, (p.hi - p.x)[fin_hi], (p.x - p.lo)[fin_lo]]
             A_eq = np.c_[T[imm], np.zeros((len(imm), nm))] if len(imm) else None
             b_eq = np.zeros(len(imm)) if len(imm) else None
             res = linprog(
@@ -1087,6 +1432,7 @@ def causal_recourse(
                 method="highs",
             )
             if res.status != 0:
+                n_infeasible += res.status == 2
                 continue
             x_cf = p.x + T @ res.x[:k]
             cost = float(p.d_x(x_cf)[0])
@@ -1105,7 +1451,7 @@ def causal_recourse(
                 keep = np.all(
                     np.abs(X[:, ~p.mutable] - p.x[~p.mutable]) <= 1e-9 * (1 + np.abs(p.x[~p.mutable])), axis=1
                 )
-                return p.d_x(X), p.valid(X) & keep
+                return p.d_x(X), p.valid(X) & keep & p.inside(X)
 
             P, f, _, to = _search(gen, score, len(Ai), rng, deadline)
             timed_out |= to
@@ -1116,7 +1462,10 @@ def causal_recourse(
         solver_used = "search"
     status = "time_limit" if timed_out else ("optimal" if solver_used == "exact" else "approximate")
     if best is None:
-        return _result(p, p.x.copy(), "causal_recourse", solver_used, "not_found", len(subsets))
+        if solver_used == "exact" and p.bounded and n_infeasible == len(subsets):
+            return _infeasible(p, "causal_recourse", solver_used, len(subsets))
+        notes = ("no valid counterfactual found within the bounds",) if p.bounded else ()
+        return _result(p, p.x.copy(), "causal_recourse", solver_used, "not_found", len(subsets), notes=notes)
     return _result(
         p,
         best[1],
@@ -1133,7 +1482,8 @@ def counterfactuals(
 ) -> list[CounterfactualResult]:
     """One counterfactual per row of ``X`` (``method``: brace, wachter, deep_backtracking, causal_recourse).
 
-    Keyword arguments go to the method; ``time_limit`` applies per row.
+    Keyword arguments go to the method (e.g. ``immutable``, ``bounds``, ``lam``); ``time_limit``
+    applies per row.
 
     References
     ----------
