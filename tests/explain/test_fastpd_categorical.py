@@ -213,7 +213,7 @@ def test_pd_curve_on_categories_matches_sklearn_brute():
     assert set(grid3) == set(counts.index[:3])
 
 
-def test_unseen_categories_in_background_and_string_categories():
+def test_unseen_categories_in_background():
     model = MODELS["hgb"]()
     Xb = XB.copy()
     Xb[:5, 1] = 42.0  # a category the model never saw: takes the missing-value route
@@ -223,13 +223,6 @@ def test_unseen_categories_in_background_and_string_categories():
         rep[:, :, list(S)] = XQ[:10, None, list(S)]
         brute = model.predict(rep.reshape(-1, D)).reshape(10, -1).mean(axis=1)
         np.testing.assert_allclose(fpd.pd(XQ[:10], [S])[S], brute, atol=1e-10)
-    frame = pd.DataFrame(
-        {"a": X[:200, 0], "b": pd.Categorical(np.array(list("pqrs"))[X[:200, 3].astype(int) % 4])}
-    )
-    hgb = HistGradientBoostingRegressor(max_iter=5, categorical_features="from_dtype").fit(frame, Y[:200])
-    with pytest.raises(ModelError, match="non-numeric categories") as err:
-        FastPD(hgb).fit(X[:50, :2])
-    assert err.value.argument == "model"
 
 
 def test_numeric_dataframe_categories_are_matched_exactly():
@@ -243,6 +236,182 @@ def test_numeric_dataframe_categories_are_matched_exactly():
     ref = model._raw_predict(pd.DataFrame({"a": Xq[:, 0], "c": Xq[:, 1]})).ravel()
     np.testing.assert_allclose(fpd.predict(Xq), ref, atol=1e-12)
     np.testing.assert_allclose(fpd.expected_value_ + fpd.shap_values(Xq).sum(1), ref, atol=1e-10)
+
+
+# --------------------------------------------------------------------------- string categories
+# HistGradientBoosting fitted on a DataFrame whose categorical columns hold strings:
+# pandas ``category`` columns with categorical_features="from_dtype", or object
+# columns named in categorical_features. The model's own OrdinalEncoder codes them
+# (sorted values; missing and unseen values -> NaN, the missing-value side).
+SCOLS = ["x", "c", "z", "o"]  # categorical columns not leading: HGB moves them first
+SCAT = ["c", "o"]
+LEVELS = np.array(["lo", "mid", "hi", "top", "x9", "Zed"], dtype=object)
+
+
+def _string_frame(n=400, seed=1):
+    rng = np.random.default_rng(seed)
+    c = rng.integers(0, 6, n)
+    o = rng.integers(0, 3, n)
+    x = rng.normal(size=n) + 0.3 * c  # correlated with c
+    z = rng.normal(size=n)
+    y = np.array([0.0, 1.0, -1.0, 0.5, 2.0, -0.5])[c] + x * (o == 1) + z * (c % 2) + 0.1 * rng.normal(size=n)
+    cs = LEVELS[c].copy()
+    cs[::11] = None  # missing category in training
+    frame = pd.DataFrame({"x": x, "c": cs, "z": z, "o": np.array(["u", "v", "w"], dtype=object)[o]})
+    frame.loc[::13, "x"] = np.nan
+    return frame, y
+
+
+SFRAME, SY = _string_frame()
+S_MODELS = {
+    # pandas category dtype, categorical_features="from_dtype"
+    "hgb_from_dtype": lambda: HistGradientBoostingRegressor(max_iter=15, max_depth=4, random_state=0).fit(
+        SFRAME.iloc[:300].astype({"c": "category", "o": "category"}), SY[:300]
+    ),
+    # object (str) columns named in categorical_features; a classifier (log-odds)
+    "hgb_object_clf": lambda: HistGradientBoostingClassifier(
+        max_iter=15, max_depth=4, categorical_features=SCAT, random_state=0
+    ).fit(SFRAME.iloc[:300], (SY[:300] > np.median(SY)).astype(int)),
+}
+
+
+def _s_frames(name):
+    """Background (missing and unseen categories) and queries (every edge case)."""
+    bg = SFRAME.iloc[:60].copy()
+    bg.iloc[:3, 1] = "never-seen"  # unseen in training: the missing-value side
+    q = SFRAME.iloc[300:330].copy()
+    for i, (col, val) in enumerate([("c", None), ("c", np.nan), ("c", "unseen"), ("o", "zz"), ("x", np.nan)]):
+        q.iloc[i, SCOLS.index(col)] = val
+    if name == "hgb_from_dtype":  # keep the user's dtype: category, with the extra values
+        bg = bg.astype({"c": "category", "o": "category"})
+        q = q.astype({"c": "category", "o": "category"})
+    return bg, q
+
+
+@pytest.fixture(scope="module", params=list(S_MODELS))
+def s_fitted(request):
+    model = S_MODELS[request.param]()
+    bg, q = _s_frames(request.param)
+    return model, FastPD(model).fit(bg), bg, q
+
+
+def _raw(model, frame):
+    f = model.decision_function if hasattr(model, "classes_") else model.predict
+    return np.asarray(f(frame), dtype=float).ravel()
+
+
+def _s_brute_pd(model, bg, q, S):
+    """Set the columns of S to the query's value in every background row; average."""
+    nb, nq = len(bg), len(q)
+    rep = bg.iloc[np.tile(np.arange(nb), nq)].reset_index(drop=True)
+    for j in S:
+        col = SCOLS[j]
+        vals = np.repeat(q[col].to_numpy(dtype=object), nb)
+        rep[col] = vals.astype(float) if col in ("x", "z") else vals
+    return _raw(model, rep).reshape(nq, nb).mean(axis=1)
+
+
+def test_string_categories_are_coded_as_the_models_encoder(s_fitted):
+    model, fpd, _, q = s_fitted
+    ens = fpd._ens
+    assert set(ens.categories) == {1, 3} and set(ens.categorical) <= {1, 3} and ens.categorical
+    internal = model._preprocessor.transform(q)  # categorical columns first: c, o, x, z
+    codes = fpd._prepare(q)
+    np.testing.assert_array_equal(codes[:, [1, 3, 0, 2]], internal)
+    assert np.isnan(codes[:3, 1]).all() and np.isnan(codes[3, 3])  # missing and unseen
+
+
+def test_string_categories_pd_equals_brute_force(s_fitted):
+    model, fpd, bg, q = s_fitted
+    got = fpd.pd(q, ALL_SUBSETS)
+    for S in ALL_SUBSETS:
+        assert np.abs(got[S] - _s_brute_pd(model, bg, q, S)).max() < 1e-10, S
+
+
+def test_string_categories_additivity_and_predict(s_fitted):
+    model, fpd, bg, q = s_fitted
+    raw = _raw(model, q)
+    np.testing.assert_allclose(fpd.predict(q), raw, atol=1e-10)
+    assert np.abs(fpd.expected_value_ + fpd.shap_values(q).sum(axis=1) - raw).max() < 1e-10
+    intercept, comp = fpd.components(q)
+    assert np.abs(intercept + comp.to_numpy().sum(axis=1) - raw).max() < 1e-10
+    assert fpd.expected_value_ == pytest.approx(_raw(model, bg).mean(), abs=1e-10)
+    assert isinstance(fpd.background_, pd.DataFrame) and list(fpd.feature_names_in_) == SCOLS
+
+
+def test_string_categories_shap_equals_shap_exact_interventional(s_fitted):
+    """shap's exact explainer, model-agnostic: its Tabular masker needs numbers, so
+    each string column goes to shap as an index into a lookup of the values seen
+    here (not the model's codes), and the function maps the indices back to the
+    user's values before calling the model's own prediction."""
+    shap = pytest.importorskip("shap")
+    model, fpd, bg, q = s_fitted
+    both = pd.concat([bg.astype(object), q.astype(object)])
+    lookup = {c: list(dict.fromkeys(both[c].tolist())) for c in SCAT}
+
+    def numeric(frame):
+        out = frame.astype(object).copy()
+        for c in SCAT:
+            out[c] = [lookup[c].index(v) for v in frame[c].astype(object)]
+        return out.to_numpy(dtype=float)
+
+    def f(A):
+        frame = pd.DataFrame(A, columns=SCOLS)
+        for c in SCAT:
+            frame[c] = np.array(lookup[c], dtype=object)[A[:, SCOLS.index(c)].astype(int)]
+        return _raw(model, frame)
+
+    masker = shap.maskers.Independent(numeric(bg), max_samples=len(bg))
+    ref = shap.explainers.Exact(f, masker)(numeric(q.iloc[:10]), silent=True)
+    assert np.abs(ref.values - fpd.shap_values(q.iloc[:10])).max() < 1e-10
+    assert np.abs(ref.base_values - fpd.expected_value_).max() < 1e-10
+
+
+def test_string_categories_pd_curve_is_keyed_by_category(s_fitted):
+    model, fpd, bg, _ = s_fitted
+    grid, v = fpd.pd_curve("c")
+    seen = sorted(set(bg["c"].dropna().astype(str)) - {"never-seen"})
+    assert grid.tolist() == seen  # the user's values, in the model's (sorted) code order
+    ref = _s_brute_pd(model, bg, pd.DataFrame({"c": grid.astype(object)}).reindex(columns=SCOLS), (1,))
+    np.testing.assert_allclose(v, ref, atol=1e-10)
+    # a grid of the user's values: unseen and missing take the missing-value side
+    grid2, v2 = fpd.pd_curve(1, grid=["hi", "unseen", None])
+    assert grid2.tolist() == ["hi", "unseen", None]
+    assert v2[0] == pytest.approx(v[seen.index("hi")], abs=1e-12)
+    assert v2[1] == pytest.approx(v2[2], abs=1e-12)
+    # the most frequent categories; a numeric feature keeps its percentile grid
+    counts = bg["c"].astype(object).value_counts()
+    assert set(fpd.pd_curve("c", grid_resolution=2)[0]) == set(counts.index[:2])
+    assert len(fpd.pd_curve("x")[0]) == 50
+
+
+def test_string_categories_bad_input_names_the_argument():
+    model = S_MODELS["hgb_object_clf"]()
+    bg, q = _s_frames("hgb_object_clf")
+    with pytest.raises(DataError, match="DataFrame") as err:
+        FastPD(model).fit(bg.to_numpy())
+    assert err.value.argument == "background"
+    with pytest.raises(DataError, match="'z'") as err:
+        FastPD(model).fit(bg.drop(columns="z"))
+    assert err.value.argument == "background"
+    fpd = FastPD(model).fit(bg[SCOLS[::-1]])  # columns are matched by name
+    np.testing.assert_allclose(fpd.predict(q), _raw(model, q), atol=1e-10)
+    with pytest.raises(DataError, match="lacks the model's feature") as err:
+        fpd.shap_values(q.drop(columns="o"))
+    assert err.value.argument == "X"
+    codes = q.assign(c=np.arange(len(q)) % 3)  # category codes instead of values
+    with pytest.raises(DataError, match="dtype") as err:
+        fpd.pd(codes, [1])
+    assert err.value.argument == "X"
+    with pytest.raises(DataError, match="'c'") as err:
+        fpd.shap_values(q.assign(c=pd.Categorical(np.arange(len(q)) % 3)))
+    assert err.value.argument == "X"
+    with pytest.raises(DataError, match="numeric") as err:
+        fpd.predict(q.assign(x="a"))
+    assert err.value.argument == "X"
+    with pytest.raises(DataError, match="dtype") as err:
+        fpd.pd_curve("c", grid=[0, 1])
+    assert err.value.argument == "grid"
 
 
 # --------------------------------------------------------------------------- bad input

@@ -24,7 +24,10 @@ exactly as each library does before its set lookup:
 
 * HistGradientBoosting: NaN, negative values and categories unseen in training
   follow ``missing_go_to_left``; other values are truncated to an integer (values
-  of 256 and above, never valid HGB categories, are treated as unseen);
+  of 256 and above, never valid HGB categories, are treated as unseen). A model
+  fitted on string categories takes each such column as the position of its value
+  among the model's categories (:attr:`TreeEnsemble.categories`; NaN when missing
+  or unseen), which is what its internal ``OrdinalEncoder`` produces;
 * LightGBM: the value is truncated to an integer; NaN, negative values and
   categories not in the node's set go right (whatever the ``missing_type``);
 * XGBoost: the value is cast to float32 and truncated; the node's category list
@@ -104,6 +107,11 @@ class TreeEnsemble:
     # the node's missing-value direction.
     categorical: dict[int, int] = field(default_factory=dict)
     encode: Callable[[int, np.ndarray], np.ndarray] | None = None
+    # input column -> its non-numeric category values (HistGradientBoosting fitted on
+    # string or ``category`` columns), in the model's code order: the trees (and
+    # ``encode``) then take such a column as the position of its value in this
+    # array (NaN for a missing or unseen value), as the model's OrdinalEncoder does.
+    categories: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 def _reject_multiclass(n_classes: int | None, model: Any) -> None:
@@ -333,7 +341,7 @@ def trees_from_sklearn(model: Any) -> tuple[list[TreeArrays], float]:
                 "and binary classification.",
                 argument="model",
             )
-        to_input, _ = _hist_layout(model)
+        to_input, _, _ = _hist_layout(model)
         trees = [_from_hist_predictor(p[0]) for p in model._predictors]
         # the trees index the model's internal columns; renumber to the input's
         return [replace(t, feature=np.where(t.left == -1, -1, to_input[t.feature])) for t in trees], 1.0
@@ -423,43 +431,50 @@ def _encoder_lightgbm(widths: dict[int, int]) -> Callable[[int, np.ndarray], np.
     return encode
 
 
-def _hist_layout(model: Any) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+def _hist_layout(model: Any) -> tuple[np.ndarray, dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Internal column -> input column of a HistGradientBoosting model, and categories.
 
     With categorical features, scikit-learn (>= 1.4) puts an internal
     ``OrdinalEncoder`` in front of the trees: categorical columns first (coded
     0..K-1 in sorted order of their values, unseen or missing values as NaN), then
-    the numerical ones. Returns the input column of each internal column and, per
-    categorical input column, its sorted known values (empty without an encoder:
-    the raw values are the codes).
+    the numerical ones. Returns the input column of each internal column; per
+    numeric categorical input column, its sorted known values (empty without an
+    encoder, or for non-numeric categories: the input is then the code itself);
+    and per non-numeric categorical input column (strings, pandas ``category``
+    columns of strings), its known values in code order (missing value excluded).
     """
     n = int(model.n_features_in_)
     pre = getattr(model, "_preprocessor", None)
     if pre is None:
         is_cat = getattr(model, "is_categorical_", None)
-        cats = {} if is_cat is None else {int(f): np.empty(0) for f in np.nonzero(is_cat)[0]}
-        return np.arange(n), cats
+        cats: dict[int, np.ndarray] = (
+            {} if is_cat is None else {int(f): np.empty(0) for f in np.nonzero(is_cat)[0]}
+        )
+        return np.arange(n), cats, {}
     is_cat = np.asarray(model.is_categorical_, dtype=bool)
     order = np.concatenate([np.nonzero(is_cat)[0], np.nonzero(~is_cat)[0]])
     encoder = pre.named_transformers_["encoder"]
     cats = {}
+    strings: dict[int, np.ndarray] = {}
     for f, values in zip(np.nonzero(is_cat)[0], encoder.categories_, strict=True):
         values = np.asarray(values)
         if values.dtype.kind not in "biuf":
-            raise ModelError(
-                f"the HistGradientBoosting model's categorical feature {int(f)} has non-numeric "
-                f"categories (e.g. {values[:3].tolist()}); FastPD takes numeric arrays. "
-                "Ordinal-encode the categories before fitting the model (e.g. a Pipeline "
-                "with OrdinalEncoder) and explain the final estimator on the codes.",
-                argument="model",
-            )
+            # OrdinalEncoder puts a missing value (NaN / None) last; it is encoded as NaN
+            known = [v for v in values.tolist() if not _is_missing(v)]
+            strings[int(f)] = np.asarray(known, dtype=object)
+            cats[int(f)] = np.empty(0)
+            continue
         cats[int(f)] = values.astype(np.float64)
-    return order.astype(np.int64), cats
+    return order.astype(np.int64), cats, strings
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in ("NAType", "NaTType")
 
 
 def _encoder_hist(model: Any) -> Callable[[int, np.ndarray], np.ndarray]:
     known_words, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
-    to_input, cats = _hist_layout(model)
+    to_input, cats, _ = _hist_layout(model)
     internal = np.empty(len(to_input), dtype=np.int64)
     internal[to_input] = np.arange(len(to_input))
 
@@ -584,6 +599,7 @@ def ensemble_from_model(model: Any) -> TreeEnsemble:
             tuple(map(str, names)) if names is not None else None,
             widths,
             _encoder_hist(model) if widths else None,
+            _hist_layout(model)[2] if name.startswith("HistGradientBoosting") else {},
         )
     if module == "sklearn":
         raise ModelError(

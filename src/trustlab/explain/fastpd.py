@@ -268,6 +268,91 @@ def _shap_table(g: _LeafGroup) -> np.ndarray:
     return table.reshape(len(g.value) * m, k)
 
 
+def _model_frame(X: Any, ens: TreeEnsemble, name: str) -> pd.DataFrame:
+    """``X`` as a DataFrame with the model's columns, in the model's order."""
+    if not isinstance(X, pd.DataFrame):
+        if ens.feature_names is not None:
+            raise DataError(
+                f"{name} must be a pandas DataFrame: the model was fitted on a DataFrame with "
+                f"categorical columns of strings ({_string_columns(ens)}); pass rows with its "
+                f"columns {list(ens.feature_names)[:20]}.",
+                argument=name,
+            )
+        X = pd.DataFrame(np.asarray(X, dtype=object))
+    if X.ndim != 2 or len(X) == 0:
+        raise DataError(f"{name} must be a non-empty 2-D table, got shape {X.shape}.", argument=name)
+    if ens.feature_names is None:
+        if X.shape[1] != ens.n_features:
+            raise DataError(
+                f"{name} has {X.shape[1]} columns; the model has {ens.n_features} features.",
+                argument=name,
+            )
+        return X
+    cols = list(X.columns.map(str))
+    expected = list(ens.feature_names)
+    if cols == expected:
+        return X
+    missing = [c for c in expected if c not in cols]
+    if missing:
+        raise DataError(
+            f"{name} lacks the model's feature(s) {missing[:10]}; pass a DataFrame with the "
+            f"columns the model was fitted on.",
+            argument=name,
+        )
+    return X.set_axis(cols, axis=1)[expected]
+
+
+def _string_columns(ens: TreeEnsemble) -> list[str]:
+    names = ens.feature_names
+    return [names[f] if names is not None else str(f) for f in sorted(ens.categories)][:10]
+
+
+def _category_codes(col: pd.Series, values: np.ndarray, feature: str, name: str) -> np.ndarray:
+    """Codes of a column of category values, as the model's ``OrdinalEncoder`` makes them.
+
+    The position of each value among the model's known ``values`` (exact match, as
+    scikit-learn's hash-table lookup); NaN for a missing value (NaN, None, pd.NA)
+    and for a value unseen in training, both of which the model sends down each
+    split's missing-value side.
+    """
+    dtype = col.dtype
+    inner = dtype.categories.dtype if isinstance(dtype, pd.CategoricalDtype) else dtype
+    if pd.api.types.is_numeric_dtype(inner) or pd.api.types.is_bool_dtype(inner):
+        raise DataError(
+            f"{name} column {feature!r} has dtype {dtype}, but the model's categories for it are "
+            f"strings (e.g. {values[:3].tolist()}); pass the category values, not numbers or codes.",
+            argument=name,
+        )
+    obj = np.array(col, dtype=object)  # a copy: the user's column is not touched
+    missing = pd.isna(obj)
+    obj[missing] = None
+    codes = pd.Index(values, dtype=object).get_indexer(obj)
+    out = codes.astype(np.float64)
+    out[codes < 0] = np.nan
+    return out
+
+
+def _frame_codes(frame: pd.DataFrame, ens: TreeEnsemble, name: str) -> np.ndarray:
+    """Float matrix of a DataFrame: category codes for string columns, numbers elsewhere."""
+    out = np.empty(frame.shape, dtype=np.float64)
+    for f in range(frame.shape[1]):
+        col = frame.iloc[:, f]
+        label = str(frame.columns[f])
+        values = ens.categories.get(f)
+        if values is not None:
+            out[:, f] = _category_codes(col, values, label, name)
+            continue
+        try:
+            out[:, f] = np.asarray(col, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"{name} column {label!r} must be numeric (the model treats it as a number), "
+                f"got dtype {col.dtype}.",
+                argument=name,
+            ) from None
+    return out
+
+
 class FastPD:
     """Partial dependence functions, interventional SHAP and interactions of a tree ensemble.
 
@@ -307,8 +392,9 @@ class FastPD:
     expected_value_ : float
         Mean raw prediction over the background, ``v_∅`` (the SHAP base value and
         the decomposition's intercept).
-    background_ : ndarray of shape (n_background, n_features)
-        The background rows used.
+    background_ : ndarray or DataFrame of shape (n_background, n_features)
+        The background rows used (a DataFrame of the given values for a
+        HistGradientBoosting model fitted on string categories).
     feature_names_in_ : ndarray of str
         Feature names (from the DataFrame given to ``fit`` or the model).
     n_features_in_ : int
@@ -332,7 +418,11 @@ class FastPD:
     background and the queries) follow each split's missing-value direction.
     Both only change which background rows satisfy a leaf's path, so the
     algorithm and its guarantees are unchanged. :meth:`pd_curve` evaluates a
-    categorical feature at its categories.
+    categorical feature at its categories. A HistGradientBoosting model fitted on
+    string (or ``category``) columns is explained on DataFrames of the user's
+    values, coded as the model's own ``OrdinalEncoder`` codes them (missing and
+    unseen values take the missing-value side); ``pd_curve`` then returns the
+    user's category values as its grid.
 
     References
     ----------
@@ -387,7 +477,9 @@ class FastPD:
         ----------
         X : array-like or DataFrame of shape (n_background, n_features)
             Background rows. Missing values (NaN) are allowed and follow each
-            split's missing-value direction, as in the model. The paper's default is
+            split's missing-value direction, as in the model. A DataFrame with the
+            model's columns (matched by name) when the model was fitted on string
+            categories; the same then holds for every ``X`` of the other methods. The paper's default is
             the data being explained, or the training data.
         y : ignored
 
@@ -401,8 +493,16 @@ class FastPD:
         if self.max_background is not None:
             check_positive_int(self.max_background, "max_background")
         ens = ensemble_from_model(self.model)
-        names = list(X.columns.map(str)) if isinstance(X, pd.DataFrame) else None
-        Xb = check_array(X, "background", ndim=2, allow_nan=True)
+        frame: pd.DataFrame | None = None
+        names: list[Any] | None
+        if ens.categories:
+            # string categories: the trees take each such column as its category code
+            frame = _model_frame(X, ens, "background")
+            names = list(frame.columns.map(str))
+            Xb = _frame_codes(frame, ens, "background")
+        else:
+            names = list(X.columns.map(str)) if isinstance(X, pd.DataFrame) else None
+            Xb = check_array(X, "background", ndim=2, allow_nan=True)
         if np.isinf(Xb).any():
             raise DataError(
                 "background contains infinite values; replace them (NaN is allowed and "
@@ -431,13 +531,17 @@ class FastPD:
         if self.max_background is not None and len(Xb) > self.max_background:
             idx = np.sort(rng.choice(len(Xb), size=self.max_background, replace=False))
             Xb = Xb[idx]
+            if frame is not None:
+                frame = frame.iloc[idx]
         self._ens: TreeEnsemble = ens
         self.feature_names_in_ = np.asarray(
             names if names is not None else (ens.feature_names or [f"x{j}" for j in range(ens.n_features)]),
             dtype=object,
         )
         self.n_features_in_ = ens.n_features
-        self.background_ = Xb
+        # with string categories, the background as given (the user's values)
+        self.background_ = Xb if frame is None else frame
+        self._background_codes = Xb
         Xc = self._cast(Xb)
         groups, constant = _extract_leaves(ens.trees, ens.tree_weight)
         self._groups = groups
@@ -470,9 +574,14 @@ class FastPD:
         # model's parameters: prediction minus the sum of the parsed trees.
         # The probe includes rows with missing values, which checks their routing.
         nan_rows = np.nonzero(np.isnan(Xb).any(axis=1))[0][:64]
-        probe = Xb[np.union1d(np.arange(min(len(Xb), 64)), nan_rows)]
+        probe_idx = np.union1d(np.arange(min(len(Xb), 64)), nan_rows)
+        probe = Xb[probe_idx]
         try:
-            raw = ens.predict_raw(probe)
+            if frame is None:
+                raw = ens.predict_raw(probe)
+            else:  # the model's own encoder reads the user's values
+                sub = frame.iloc[probe_idx]
+                raw = ens.predict_raw(sub if ens.feature_names is not None else sub.to_numpy())  # type: ignore[arg-type]
         except ValueError as exc:
             if not len(nan_rows):
                 raise  # pragma: no cover - the model rejects its own kind of input
@@ -508,6 +617,8 @@ class FastPD:
 
     def _prepare(self, X: Any, name: str = "X") -> np.ndarray:
         self._check_fitted()
+        if self._ens.categories:
+            return self._cast(_frame_codes(_model_frame(X, self._ens, name), self._ens, name))
         if isinstance(X, pd.DataFrame):
             cols = list(X.columns.map(str))
             expected = list(self.feature_names_in_)
@@ -596,7 +707,9 @@ class FastPD:
             Not centred: ``v_S`` includes the intercept, as in the paper.
         """
         Xc = self._prepare(X)
-        wanted = [self._subset(s) for s in subsets]
+        return self._pd(Xc, [self._subset(s) for s in subsets])
+
+    def _pd(self, Xc: np.ndarray, wanted: list[tuple[int, ...]]) -> dict[tuple[int, ...], np.ndarray]:
         out: dict[tuple[int, ...], np.ndarray] = {}
         code_cache: dict[int, list[np.ndarray]] = {}
         BT, has_nan = self._bin(Xc)
@@ -639,9 +752,34 @@ class FastPD:
                 argument="feature",
             )
         (k,) = self._subset(feature)
+        values = self._ens.categories.get(k)
+        if values is not None:
+            # string categories: the grid holds the user's values, evaluated by code
+            if grid is None:
+                check_positive_int(grid_resolution, "grid_resolution", minimum=2)
+                col = self._background_codes[:, k]
+                uniq, counts = np.unique(col[~np.isnan(col)], return_counts=True)
+                if len(uniq) == 0:
+                    raise DataError(
+                        f"feature {k} is missing or unseen in every background row; pass a grid.",
+                        argument="grid",
+                    )
+                codes = np.sort(uniq[np.argsort(-counts, kind="stable")[:grid_resolution]])
+                grid = values[codes.astype(np.int64)]
+            else:
+                grid = np.asarray(grid, dtype=object)
+                if grid.ndim != 1 or len(grid) == 0:
+                    raise DataError(
+                        f"grid must be a non-empty 1-D sequence of categories, got shape {grid.shape}.",
+                        argument="grid",
+                    )
+                codes = _category_codes(pd.Series(list(grid)), values, str(self.feature_names_in_[k]), "grid")
+            Xq = np.zeros((len(grid), self.n_features_in_))
+            Xq[:, k] = codes
+            return grid, self._pd(Xq, [(k,)])[(k,)]
         if grid is None:
             check_positive_int(grid_resolution, "grid_resolution", minimum=2)
-            col = self.background_[:, k]
+            col = self._background_codes[:, k]
             col = col[~np.isnan(col)]
             uniq, counts = np.unique(col, return_counts=True)
             if len(uniq) == 0:
@@ -660,7 +798,7 @@ class FastPD:
         grid = check_array(grid, "grid", ndim=1)
         Xq = np.zeros((len(grid), self.n_features_in_))
         Xq[:, k] = grid
-        return grid, self.pd(Xq, [(k,)])[(k,)]
+        return grid, self._pd(self._cast(Xq), [(k,)])[(k,)]
 
     def shap_values(self, X: Any) -> np.ndarray:
         """Interventional SHAP values (raw output space), shape (n, n_features).
