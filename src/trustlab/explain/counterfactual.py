@@ -751,11 +751,11 @@ def _newton_face(L: _Linear, y: np.ndarray, lam: float, ly: np.ndarray, hy: np.n
     for _ in range(60):
         Gy = L.G @ y
         n = float(np.linalg.norm(Gy))
-        if n == 0:
-            return None
+        if not 0 < n < 1e150 or not math.isfinite(mu):
+            return None  # Newton diverged from this start
         gJ = GJ.T @ Gy
         F1 = s + lam * gJ / n - mu * aJ
-        D = lam * (H / n - np.outer(gJ, gJ) / n**3)
+        D = lam * (H / n - np.outer(gJ, gJ) / (n * n * n))
         if active:
             F = np.r_[F1, float(L.a @ y) - L.r]
             M = np.block([[D, -aJ[:, None]], [aJ[None, :], np.zeros((1, 1))]])
@@ -766,6 +766,8 @@ def _newton_face(L: _Linear, y: np.ndarray, lam: float, ly: np.ndarray, hy: np.n
         try:
             step = np.linalg.solve(M, -F)
         except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(step)):
             return None
         y[J] += step[: len(J)]
         if active:
@@ -845,9 +847,19 @@ def _solve_linear_bounded(
 
     cands = [y for y in (y1, y0) if float(L.a @ y) >= L.r - 1e-12 * (1 + abs(L.r))]
     for y in list(cands):
-        polished = _newton_face(L, y, lam, ly, hy)
-        if polished is not None and _kkt_bounded(L, polished, lam, ly, hy):
-            return np.clip(polished, ly, hy), "optimal", 2
+        # the face SLSQP found, then its neighbours (one coordinate moved to zero, a bound or either sign)
+        eps = 1e-5 * (1.0 + float(np.abs(y).max()))
+        starts = [y]
+        for j in range(n):
+            for v in (0.0, ly[j], hy[j], eps, -eps):
+                if math.isfinite(v) and ly[j] <= v <= hy[j] and v != y[j]:
+                    z = y.copy()
+                    z[j] = v
+                    starts.append(z)
+        for z in starts:
+            polished = _newton_face(L, z, lam, ly, hy)
+            if polished is not None and _kkt_bounded(L, polished, lam, ly, hy):
+                return np.clip(polished, ly, hy), "optimal", 2
     if not cands:
         return y0, "approximate", 2
     return min(cands, key=obj), "approximate", 2
