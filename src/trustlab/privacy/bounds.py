@@ -125,7 +125,8 @@ def dp_bounds(
     Examples
     --------
     >>> import numpy as np
-    >>> x = np.random.default_rng(0).normal(50.0, 10.0, size=10_000)
+    >>> data_rng = np.random.default_rng(0)  # example data, not privacy noise
+    >>> x = data_rng.normal(50.0, 10.0, size=10_000)
     >>> r = dp_bounds(x, epsilon=1.0, anchor=40.0)
     >>> lo, hi = r.value
     >>> bool(15 < lo < 35 and 65 < hi < 85), r.epsilon

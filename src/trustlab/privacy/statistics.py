@@ -137,7 +137,8 @@ def dp_sum(
     Examples
     --------
     >>> import numpy as np
-    >>> x = np.random.default_rng(0).normal(100.0, 15.0, size=5000)
+    >>> data_rng = np.random.default_rng(0)  # example data, not privacy noise
+    >>> x = data_rng.normal(100.0, 15.0, size=5000)
     >>> r = dp_sum(x, None, epsilon=1.0, n=5000, anchor=100.0)
     >>> r.epsilon, r.parameters["bounds_epsilon"]
     (1.0, 0.25)
@@ -224,7 +225,8 @@ def dp_mean(
     Examples
     --------
     >>> import numpy as np
-    >>> x = np.random.default_rng(0).normal(100.0, 15.0, size=10_000)
+    >>> data_rng = np.random.default_rng(0)  # example data, not privacy noise
+    >>> x = data_rng.normal(100.0, 15.0, size=10_000)
     >>> m, rels = dp_mean(x, None, epsilon=1.0, anchor=100.0)
     >>> bool(abs(m - 100.0) < 2.0), [r.epsilon for r in rels]
     (True, [0.375, 0.25, 0.375])
