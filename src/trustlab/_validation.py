@@ -18,6 +18,8 @@ import pandas as pd
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
+    "MAX_EPSILON",
+    "MIN_EPSILON",
     "check_array",
     "check_binary_target",
     "check_bounds",
@@ -33,13 +35,25 @@ __all__ = [
 ]
 
 
+MIN_EPSILON = 1e-12
+"""Smallest epsilon trustlab accepts: below it the noise of any useful query exceeds 64-bit range."""
+MAX_EPSILON = 1e6
+"""Largest finite epsilon trustlab accepts: above it a release is a non-private answer in disguise."""
+
+
 def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = False) -> float:
-    """Return ``epsilon`` as a float after checking it is a finite number > 0.
+    """Return ``epsilon`` as a float after checking ``MIN_EPSILON <= epsilon <= MAX_EPSILON``.
+
+    ``allow_inf`` also accepts ``math.inf`` where a function documents it as "no privacy".
 
     Examples
     --------
     >>> check_epsilon(1)
     1.0
+    >>> check_epsilon(5e-324)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: epsilon must be at least 1e-12 ...
     """
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise ParameterError(
@@ -47,9 +61,23 @@ def check_epsilon(epsilon: Any, name: str = "epsilon", *, allow_inf: bool = Fals
             argument=name,
         )
     value = float(epsilon)
-    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
+    if math.isinf(value) and value > 0 and allow_inf:
+        return value
+    if math.isnan(value) or value <= 0 or math.isinf(value):
         raise ParameterError(
             f"{name} must be a finite number > 0 (the privacy budget), got {epsilon!r}; pass e.g. 1.0.",
+            argument=name,
+        )
+    if value < MIN_EPSILON:
+        raise ParameterError(
+            f"{name} must be at least {MIN_EPSILON:g} (a smaller budget makes every release pure noise), "
+            f"got {epsilon!r}.",
+            argument=name,
+        )
+    if value > MAX_EPSILON:
+        raise ParameterError(
+            f"{name} must be at most {MAX_EPSILON:g} (a larger one protects nothing), got {epsilon!r}"
+            + ("; pass math.inf for the non-private answer." if allow_inf else "."),
             argument=name,
         )
     return value

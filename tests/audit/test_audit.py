@@ -85,11 +85,11 @@ def test_private_report_leaks_no_raw_count_or_rate(benefits, raw_report, tmp_pat
     import trustlab.privacy.quantiles as qu
     import trustlab.privacy.statistics as st
 
-    def shifted(scale, size):
-        return np.full(size, 7, dtype=np.int64)
+    def shifted(values, scale):
+        return np.asarray(values, dtype=np.int64) + 7
 
     for mod in (st, bx, qu):
-        monkeypatch.setattr(mod, "discrete_laplace", shifted)
+        monkeypatch.setattr(mod, "add_discrete_laplace", shifted)
     df, info, schema = benefits
     report = Audit(private=True, epsilon=1.0, schema=schema, random_state=0).run(
         df, target=info.target, sensitive=list(info.sensitive), dataset_name="benefits"

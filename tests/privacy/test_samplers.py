@@ -66,3 +66,94 @@ def test_bernoulli_rates_and_bad_input():
     assert info.value.argument == "prob"
     with pytest.raises(ParameterError):
         discrete_gaussian(-1.0, 3)
+
+
+# -- the add_* samplers: exact sums, no clamp at 32 bits, a public float grid ----------------
+
+
+def test_integer_noise_has_no_32_bit_clamp():
+    """At scale 1e9 the noise exceeds 2**31 often; it must never stop exactly there."""
+    from trustlab.privacy.samplers import add_discrete_laplace
+
+    out = add_discrete_laplace(np.full(400, 1000, dtype=np.int64), 1e9)
+    assert out.dtype == np.int64
+    assert not np.isin(out - 1000, [2**31, -(2**31), 2**31 - 1, -(2**31) + 1]).any()
+    assert (np.abs(out - 1000) > 2**31).mean() > 0.05  # P(|Z| > 2**31) = exp(-2.15) ~ 0.12
+
+
+def test_integer_noise_saturates_after_the_sum():
+    """Near the 64-bit limit the exact noisy value is clamped (post-processing), never the noise."""
+    from trustlab.privacy.samplers import add_discrete_laplace
+
+    top = np.iinfo(np.int64).max
+    out = add_discrete_laplace(np.full(200, top - 3, dtype=np.int64), 5.0)
+    assert out.max() <= top and (out == top).mean() > 0.2
+
+
+def test_integer_scale_limits():
+    from trustlab.privacy.samplers import MAX_INTEGER_SCALE, add_discrete_laplace, discrete_laplace
+
+    assert discrete_laplace(MAX_INTEGER_SCALE, 2).dtype == np.int64
+    for bad in (MAX_INTEGER_SCALE * 2, np.inf, np.nan, -1.0, "1"):
+        with pytest.raises(ParameterError) as info:
+            add_discrete_laplace([1], bad)
+        assert info.value.argument == "scale"
+    from trustlab.errors import DataError
+
+    with pytest.raises(DataError):
+        add_discrete_laplace([1.5], 1.0)
+    with pytest.raises(DataError):
+        add_discrete_laplace([np.nan], 1.0)
+
+
+def test_float_noise_lies_on_its_grid_whatever_the_input_bits():
+    from trustlab.privacy.samplers import add_gaussian, add_laplace
+
+    for add in (add_laplace, add_gaussian):
+        out = add(np.array([1.0, 1.0 + 2**-52, 0.1, 1e-300]), 1.0, k=-12)
+        assert np.all(out * 2**12 == np.round(out * 2**12))
+
+
+def test_float_noise_low_bits_audit():
+    """Mironov's attack needs the low bits of x + Z to depend on x; on the grid they cannot."""
+    from trustlab.privacy.samplers import add_laplace
+
+    res = audit_epsilon(
+        lambda d: float(add_laplace(d, 1.0, k=-20)),
+        1.0,
+        1.0 + 2**-52,
+        n_trials=2000,
+        events=("threshold", "value", "low_bits"),
+    )
+    assert res.epsilon_lower <= 1.0 + 2**-20 * 2
+
+
+def test_uniform_int_is_uniform_and_exact_range():
+    from trustlab.privacy.samplers import uniform_int
+
+    draws = uniform_int(7, 70_000)
+    assert draws.min() >= 0 and draws.max() <= 6
+    freq = np.bincount(draws, minlength=7) / draws.size
+    assert np.all(np.abs(freq - 1 / 7) < 5 * math.sqrt((1 / 7) * (6 / 7) / draws.size))
+    big = uniform_int(2**62, 1000)
+    assert big.min() >= 0 and big.max() < 2**62 and big.max() > 2**61
+    for bad in (0, 2**63, 1.5, True):
+        with pytest.raises(ParameterError):
+            uniform_int(bad, 3)
+
+
+def test_auditor_value_event_catches_a_clamp():
+    """A count whose noise is clamped at +-2**31 releases n +- 2**31 exactly: caught by 'value'."""
+    from trustlab.privacy.samplers import discrete_laplace
+
+    def clamped(n):
+        return n + int(np.clip(discrete_laplace(1e9, 1)[0], -(2**31), 2**31))
+
+    res = audit_epsilon(clamped, 1000, 1001, n_trials=600, events=("value",))
+    assert res.epsilon_lower > 0.5  # claimed 1e-9
+
+
+def test_auditor_rejects_unknown_events():
+    with pytest.raises(ParameterError) as info:
+        audit_epsilon(lambda d: d, 0.0, 1.0, n_trials=40, events=("bogus",))
+    assert info.value.argument == "events"

@@ -47,12 +47,17 @@ from trustlab.privacy.linear_sketch import (
 from trustlab.privacy.quantiles import dp_quantile, dp_quantiles, unbounded_quantile
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import (
+    add_discrete_gaussian,
+    add_discrete_laplace,
+    add_gaussian,
+    add_laplace,
     bernoulli,
     discrete_gaussian,
     discrete_laplace,
     exponential_select,
     gaussian,
     laplace,
+    uniform_int,
 )
 from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
 
@@ -70,6 +75,10 @@ __all__ = [
     "PrivatizedLabels",
     "RandomizedResponseLabelDP",
     "Release",
+    "add_discrete_gaussian",
+    "add_discrete_laplace",
+    "add_gaussian",
+    "add_laplace",
     "additive_shares",
     "analytic_gaussian_epsilon",
     "analytic_gaussian_sigma",
@@ -108,4 +117,5 @@ __all__ = [
     "rr_is_feasible",
     "rr_vertices",
     "unbounded_quantile",
+    "uniform_int",
 ]

@@ -21,7 +21,7 @@ from scipy.stats import beta
 from trustlab._validation import check_delta, check_fraction, check_positive_int
 from trustlab.errors import ParameterError
 
-__all__ = ["AuditResult", "audit_epsilon", "clopper_pearson"]
+__all__ = ["EVENT_KINDS", "AuditResult", "audit_epsilon", "clopper_pearson"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,39 @@ def _scalar(out: Any) -> float:
     return float(arr[0])
 
 
+EVENT_KINDS = ("threshold", "value", "low_bits")
+
+
+def _candidate_events(select: np.ndarray, kinds: tuple[Any, ...], n_thresholds: int) -> list[tuple[str, Any]]:
+    """Events chosen from the selection half: (description, outputs -> bool mask)."""
+    pooled = np.concatenate(select)
+    events: list[tuple[str, Any]] = []
+    for kind in kinds:
+        if callable(kind):
+            events.append((getattr(kind, "__name__", "custom event"), kind))
+        elif kind == "threshold":
+            for t in np.unique(np.quantile(pooled, np.linspace(0.01, 0.99, n_thresholds))):
+                events.append((f"output > {t:.6g}", lambda o, t=t: o > t))
+                events.append((f"output < {t:.6g}", lambda o, t=t: o < t))
+        elif kind == "value":
+            values, counts = np.unique(pooled, return_counts=True)
+            for v in values[np.argsort(-counts, kind="stable")][:n_thresholds]:
+                events.append((f"output == {float(v)!r}", lambda o, v=v: o == v))
+        else:  # low bits of the float64 representation
+            bits = pooled.view(np.uint64)
+            for b in (1, 2, 4, 8, 12):
+                mask = np.uint64((1 << b) - 1)
+                vals, counts = np.unique(bits & mask, return_counts=True)
+                for c in vals[np.argsort(-counts, kind="stable")][:4]:
+                    events.append(
+                        (
+                            f"lowest {b} bits of the output == {int(c)}",
+                            lambda o, m=mask, c=c: (np.ascontiguousarray(o).view(np.uint64) & m) == c,
+                        )
+                    )
+    return events
+
+
 def audit_epsilon(
     mechanism: Callable[[Any], Any],
     data: Any,
@@ -87,6 +120,7 @@ def audit_epsilon(
     alpha: float = 0.05,
     delta: float = 0.0,
     n_thresholds: int = 50,
+    events: Any = ("threshold",),
 ) -> AuditResult:
     """Estimate a lower bound on epsilon from runs on two neighbouring inputs.
 
@@ -106,7 +140,15 @@ def audit_epsilon(
     delta : float, default 0
         The mechanism's claimed delta.
     n_thresholds : int, default 50
-        Candidate thresholds (quantiles of the pooled selection outputs).
+        Candidate thresholds (quantiles of the pooled selection outputs), and the
+        number of most frequent values tried by ``"value"`` events.
+    events : sequence, default ("threshold",)
+        The families of events searched on the selection half: ``"threshold"``
+        (output above or below a value), ``"value"`` (output exactly equal to one of
+        the most frequent values: catches releases that return a data point or a
+        clamp), ``"low_bits"`` (the lowest 1-12 bits of the float64 output equal a
+        value: catches floating-point leaks, Mironov 2012), or callables mapping an
+        array of statistics to a boolean mask (a mechanism-specific event).
 
     Returns
     -------
@@ -116,12 +158,13 @@ def audit_epsilon(
     ----------
     Jagielski, Ullman, Oprea. "Auditing Differentially Private Machine Learning:
     How Private is Private SGD?". NeurIPS 2020. Ding, Wang, Wang, Zhang, Kifer.
-    "Detecting Violations of Differential Privacy". CCS 2018.
+    "Detecting Violations of Differential Privacy". CCS 2018. Mironov. "On
+    Significance of the Least Significant Bits for Differential Privacy". CCS 2012.
 
     Examples
     --------
-    >>> from trustlab.privacy.samplers import laplace
-    >>> res = audit_epsilon(lambda d: d + laplace(1.0, 1)[0], 0.0, 1.0, n_trials=400)
+    >>> from trustlab.privacy.samplers import add_laplace
+    >>> res = audit_epsilon(lambda d: add_laplace(d, 1.0, k=-20)[()], 0.0, 1.0, n_trials=400)
     >>> res.epsilon_lower <= 1.0
     True
     """
@@ -131,30 +174,31 @@ def audit_epsilon(
     alpha = check_fraction(alpha, "alpha")
     delta = check_delta(delta)
     n_thresholds = check_positive_int(n_thresholds, "n_thresholds")
+    kinds = (events,) if isinstance(events, str) or callable(events) else tuple(events)
+    if not kinds or any(not callable(k) and k not in EVENT_KINDS for k in kinds):
+        raise ParameterError(
+            f"events must name families among {EVENT_KINDS} or be callables, got {events!r}.",
+            argument="events",
+        )
     stat = statistic or _scalar
     half = n_trials // 2
     runs = np.array([[stat(mechanism(d)) for _ in range(2 * half)] for d in (data, neighbour)], dtype=float)
     if not np.isfinite(runs).all():
         raise ParameterError("the statistic returned NaN or inf.", argument="statistic")
     select, evaluate = runs[:, :half], runs[:, half:]
-    pooled = np.concatenate(select)
-    cands = np.unique(np.quantile(pooled, np.linspace(0.01, 0.99, n_thresholds)))
-    best = (-1.0, "", (0, 0), 0.0, ">", 0)
-    for t in cands:
-        for op in (">", "<"):
-            hit = select > t if op == ">" else select < t
-            k = hit.sum(axis=1)
-            for first in (0, 1):
-                score = _bound(int(k[first]), int(k[1 - first]), half, alpha, delta)
-                if score > best[0]:
-                    best = (score, f"output {op} {t:.6g}", (0, 0), float(t), op, first)
-    _, event, _, t, op, first = best
-    hit = evaluate > t if op == ">" else evaluate < t
-    k = hit.sum(axis=1)
+    best: tuple[float, str, Any, int] = (-1.0, "", None, 0)
+    for name, event in _candidate_events(select, kinds, n_thresholds):
+        k = np.asarray(event(select), dtype=bool).sum(axis=1)
+        for first in (0, 1):
+            score = _bound(int(k[first]), int(k[1 - first]), half, alpha, delta)
+            if score > best[0]:
+                best = (score, name, event, first)
+    _, name, event, first = best
+    k = np.asarray(event(evaluate), dtype=bool).sum(axis=1)
     eps = _bound(int(k[first]), int(k[1 - first]), half, alpha, delta)
     return AuditResult(
         epsilon_lower=eps,
-        event=event + (" (data vs neighbour)" if first == 0 else " (neighbour vs data)"),
+        event=name + (" (data vs neighbour)" if first == 0 else " (neighbour vs data)"),
         hits=(int(k[first]), int(k[1 - first])),
         n_trials=half,
         alpha=alpha,

@@ -35,7 +35,7 @@ from trustlab.privacy.quantiles import (
     check_neighbouring,
 )
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import discrete_laplace, laplace
+from trustlab.privacy.samplers import add_discrete_laplace, laplace
 
 __all__ = ["METHODS", "BoxplotStats", "boxplot_distance", "dp_boxplot_stats", "grouped_dp_boxplot"]
 
@@ -323,7 +323,7 @@ def dp_boxplot_stats(
     def share(mask_count: int) -> float:
         if neighbouring == "replace":
             return mask_count / n_pub + float(laplace(2.0 / (n_pub * eps_o), 1)[0])
-        return (mask_count + int(discrete_laplace(2.0 / eps_o, 1)[0])) / n_pub
+        return int(add_discrete_laplace(mask_count, 2.0 / eps_o)) / n_pub
 
     if qmin > f_lo and _far(qmin, f_lo, iqr, tau, gap_rule):
         whisker_lo, share_lo = min(qmin, q1), 0.0

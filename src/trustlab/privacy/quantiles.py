@@ -40,7 +40,7 @@ from trustlab._validation import (
 )
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import discrete_laplace, exponential_select
+from trustlab.privacy.samplers import add_discrete_laplace, exponential_select
 
 __all__ = [
     "check_neighbouring",
@@ -420,7 +420,7 @@ def _unbounded_sorted(
     query_scale = (2.0 if neighbouring == "replace" else 1.0) / e2
     # Integer counts, integer threshold and exact discrete Laplace noise: the
     # above-threshold argument holds verbatim on the integers.
-    threshold = math.ceil(level * n_public) + int(discrete_laplace(1.0 / e1, 1)[0])
+    threshold = int(add_discrete_laplace(math.ceil(level * n_public), 1.0 / e1))
     log_base = math.log(base)
     # Stop where the bucket edges would overflow float64 (a public, data-independent cap):
     # a scan that never fires then returns the last finite edge, not inf.
@@ -434,7 +434,7 @@ def _unbounded_sorted(
             counts = n - np.searchsorted(z, -edges, side="right")
         else:
             counts = np.searchsorted(z, edges, side="left")
-        noisy = counts + discrete_laplace(query_scale, ks.size)
+        noisy = add_discrete_laplace(counts, query_scale)
         hit = np.flatnonzero(noisy > threshold)
         if hit.size:
             return float(edges[hit[0]])

@@ -1,25 +1,66 @@
 """Noise samplers that are safe against floating-point attacks.
 
 All noise comes from OpenDP's samplers (Rust, cryptographically secure
-randomness, exact sampling): the discrete Laplace on integers and OpenDP's
-floating-point-safe continuous Laplace and Gaussian. NumPy's samplers are never
-used for privacy noise (Mironov, CCS 2012, shows how their rounding leaks).
+randomness, exact sampling): the discrete Laplace and discrete Gaussian on
+integers and OpenDP's floating-point-safe continuous Laplace and Gaussian.
+NumPy's samplers are never used for privacy noise (Mironov, CCS 2012, shows how
+their rounding leaks). Uniform integers (:func:`uniform_int`), used inside
+mechanisms to break ties and to pick a grid point, are exact draws from the
+operating system's cryptographically secure generator.
+
+**Add noise to the data, not the other way round.** The ``add_*`` functions pass
+the values themselves to OpenDP, which adds the noise in arbitrary precision and
+only then converts back: an integer sum that exceeds the 64-bit range saturates
+(post-processing of the exact noisy value, so it stays private), and a float
+value is first rounded to the public grid ``2**k`` and the noise is drawn exactly
+on that grid, so every float output lies on the grid and its low bits say nothing.
+Drawing noise around 0 and adding it yourself is what the ``add_*`` functions
+exist to avoid: a clamped noise sample (``x + clamp(Z)``) reveals ``x`` at the
+clamp, and ``x + Z`` rounded in floating point reveals low bits of ``x``.
 
 OpenDP's randomness cannot be seeded, by design: DP noise is not reproducible
-run to run, while everything else in trustlab is.
+run to run, while everything else in trustlab is. A ``random_state`` in trustlab
+never drives noise.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from trustlab._validation import check_positive_int
-from trustlab.errors import ParameterError
+from trustlab.errors import DataError, ParameterError
 
-__all__ = ["bernoulli", "discrete_gaussian", "discrete_laplace", "exponential_select", "gaussian", "laplace"]
+__all__ = [
+    "MAX_INTEGER_SCALE",
+    "add_discrete_gaussian",
+    "add_discrete_laplace",
+    "add_gaussian",
+    "add_laplace",
+    "bernoulli",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "exponential_select",
+    "gaussian",
+    "grid_slack",
+    "laplace",
+    "uniform_int",
+]
+
+MAX_INTEGER_SCALE = 2.0**52
+"""Largest scale of integer noise trustlab draws.
+
+At this scale a 64-bit result saturates with probability below ``exp(-1000)``; a
+larger scale (an epsilon so small that the noise would swamp any 64-bit count)
+is refused with a :class:`~trustlab.errors.ParameterError` rather than served
+inexactly.
+"""
+
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 @lru_cache(maxsize=1)
@@ -30,40 +71,140 @@ def _dp() -> Any:
     return dp
 
 
-def _check_scale(scale: float) -> float:
+def _check_scale(scale: Any, *, integer: bool = False) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
+        raise ParameterError(f"noise scale must be a number, got {scale!r}.", argument="scale")
     scale = float(scale)
-    if not np.isfinite(scale) or scale < 0:
-        raise ParameterError(f"noise scale must be finite and >= 0, got {scale}.", argument="scale")
+    if not math.isfinite(scale) or scale < 0:
+        raise ParameterError(
+            f"noise scale must be finite and >= 0, got {scale}; epsilon is too small (or not a "
+            "positive number) for this release.",
+            argument="scale",
+        )
+    if integer and scale > MAX_INTEGER_SCALE:
+        raise ParameterError(
+            f"noise scale {scale:.3g} exceeds {MAX_INTEGER_SCALE:.3g}, beyond what 64-bit integer "
+            "noise can serve exactly; increase epsilon (or reduce the sensitivity/resolution).",
+            argument="scale",
+        )
     return scale
 
 
-def discrete_laplace(scale: float, size: int) -> np.ndarray:
-    """Draw ``size`` independent discrete Laplace (two-sided geometric) integers.
+def _int_values(values: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+    arr = np.asarray(values)
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.floor(arr)).all():
+            arr = arr.astype(np.float64)
+            if arr.size and np.abs(arr).max() >= 2.0**63:
+                raise DataError("values exceed the 64-bit integer range.", argument="values")
+            arr = arr.astype(np.int64)
+        else:
+            raise DataError(
+                f"values must be integers (got dtype {arr.dtype}); integer noise is added to integer "
+                "queries only.",
+                argument="values",
+            )
+    if arr.dtype.kind == "u" and arr.size and arr.max() > _INT64_MAX:
+        raise DataError("values exceed the 64-bit integer range.", argument="values")
+    return arr.astype(np.int64).ravel(), arr.shape
 
-    The probability of ``k`` is proportional to ``exp(-|k| / scale)``. Adding it to
-    an integer query of L1 sensitivity ``s`` gives ``s / scale``-DP.
+
+def _add_integer_noise(values: Any, scale: Any, kind: str) -> np.ndarray:
+    scale = _check_scale(scale, integer=True)
+    flat, shape = _int_values(values)
+    if flat.size == 0 or scale == 0.0:
+        return flat.reshape(shape)
+    dp = _dp()
+    space = (
+        dp.vector_domain(dp.atom_domain(T="i64")),
+        *((dp.l1_distance(T="i64"),) if kind == "laplace" else (dp.l2_distance(T="i64"),)),
+    )
+    maker = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
+    meas = maker(*space, scale=scale)
+    return np.asarray(meas(flat.tolist()), dtype=np.int64).reshape(shape)
+
+
+def add_discrete_laplace(values: Any, scale: float) -> np.ndarray:
+    """Add independent discrete Laplace noise of scale ``scale`` to integer ``values`` (OpenDP).
+
+    The noise ``k`` has probability proportional to ``exp(-|k| / scale)``; adding it to
+    an integer query of L1 sensitivity ``s`` gives ``s / scale``-DP. The sum is formed
+    in arbitrary precision inside OpenDP and saturates at the 64-bit limits
+    (post-processing of the exact noisy value; with ``scale <= MAX_INTEGER_SCALE`` a
+    saturation has probability below ``exp(-1000)``).
+
+    Parameters
+    ----------
+    values : int or array-like of int
+        The exact integer query answers (counts, sums of grid units).
+    scale : float
+        Noise scale, ``0 <= scale <= MAX_INTEGER_SCALE``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``values`` plus noise, in ``values``' shape.
 
     References
     ----------
     Canonne, Kamath, Steinke. "The Discrete Gaussian for Differential Privacy".
     NeurIPS 2020 (the exact sampler OpenDP implements).
+
+    Examples
+    --------
+    >>> add_discrete_laplace([5, 7], 0.0).tolist()
+    [5, 7]
     """
-    scale = _check_scale(scale)
+    return _add_integer_noise(values, scale, "laplace")
+
+
+def add_discrete_gaussian(values: Any, scale: float) -> np.ndarray:
+    """Add independent discrete Gaussian noise of scale ``scale`` to integer ``values`` (OpenDP).
+
+    The noise ``k`` has probability proportional to ``exp(-k**2 / (2 scale**2))``; for an
+    integer query of L2 sensitivity ``s`` the release is ``rho``-zCDP with
+    ``rho = s**2 / (2 scale**2)``. Arithmetic as in :func:`add_discrete_laplace`.
+
+    References
+    ----------
+    Canonne, Kamath, Steinke. "The Discrete Gaussian for Differential Privacy".
+    NeurIPS 2020.
+
+    Examples
+    --------
+    >>> add_discrete_gaussian(3, 0.0).tolist()
+    3
+    """
+    return _add_integer_noise(values, scale, "gaussian")
+
+
+def discrete_laplace(scale: float, size: int) -> np.ndarray:
+    """Draw ``size`` independent discrete Laplace (two-sided geometric) integers.
+
+    Noise alone, for tests and simulations. To release a query, pass its value to
+    :func:`add_discrete_laplace` instead, so that the sum is formed exactly.
+
+    References
+    ----------
+    Canonne, Kamath, Steinke. "The Discrete Gaussian for Differential Privacy".
+    NeurIPS 2020.
+
+    Examples
+    --------
+    >>> discrete_laplace(0.0, 2).tolist()
+    [0, 0]
+    """
     size = check_positive_int(size, "size", minimum=0)
-    if size == 0:
-        return np.zeros(0, dtype=np.int64)
-    dp = _dp()
-    meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale)
-    return np.asarray(meas([0] * size), dtype=np.int64)
+    return add_discrete_laplace(np.zeros(size, dtype=np.int64), scale)
 
 
 def discrete_gaussian(scale: float, size: int) -> np.ndarray:
     """Draw ``size`` independent discrete Gaussian integers (OpenDP's exact sampler).
 
-    The probability of ``k`` is proportional to ``exp(-k**2 / (2 scale**2))``. Adding it
-    to an integer query of L2 sensitivity ``s`` gives ``rho``-zCDP with
-    ``rho = s**2 / (2 scale**2)`` (convert with
-    :class:`~trustlab.privacy.accounting.Accountant` ``spend_zcdp``).
+    Noise alone, for tests and simulations; release queries with
+    :func:`add_discrete_gaussian`.
 
     References
     ----------
@@ -75,17 +216,120 @@ def discrete_gaussian(scale: float, size: int) -> np.ndarray:
     >>> discrete_gaussian(0.0, 3).tolist()
     [0, 0, 0]
     """
-    scale = _check_scale(scale)
     size = check_positive_int(size, "size", minimum=0)
-    if size == 0 or scale == 0.0:
-        return np.zeros(size, dtype=np.int64)
+    return add_discrete_gaussian(np.zeros(size, dtype=np.int64), scale)
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not (-1074 <= int(k) <= 1023):
+        raise ParameterError(
+            f"k must be an integer in [-1074, 1023] (the output grid is 2**k), got {k!r}.", argument="k"
+        )
+    return int(k)
+
+
+def _float_values(values: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError("values must be real numbers.", argument="values") from None
+    if not np.isfinite(arr).all():
+        raise DataError("values contain NaN or infinite entries.", argument="values")
+    return arr.ravel(), arr.shape
+
+
+def _add_float_noise(values: Any, scale: Any, k: Any, kind: str) -> np.ndarray:
+    scale = _check_scale(scale)
+    k = _check_k(k)
+    flat, shape = _float_values(values)
+    if flat.size == 0:
+        return flat.reshape(shape)
     dp = _dp()
-    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=scale)
-    return np.asarray(meas([0] * size), dtype=np.int64)
+    grid = 2.0**k
+    if scale == 0.0:
+        return (np.round(flat / grid) * grid).reshape(shape)
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(flat.size))
+    metric = dp.l1_distance(T=float) if kind == "laplace" else dp.l2_distance(T=float)
+    maker = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
+    meas = maker(domain, metric, scale=scale, k=k)
+    return np.asarray(meas(flat.tolist()), dtype=float).reshape(shape)
+
+
+def add_laplace(values: Any, scale: float, *, k: int) -> np.ndarray:
+    """Add continuous Laplace noise to float ``values`` with outputs on the public grid ``2**k`` (OpenDP).
+
+    OpenDP rounds each value to the nearest multiple of ``2**k`` and adds noise
+    sampled exactly on that grid, so every output is a multiple of ``2**k`` whatever
+    the input's low bits (the snapping defence of Mironov 2012). The rounding moves
+    each value by at most ``2**(k-1)``, so a query of L1 sensitivity ``s`` over
+    ``size`` values has sensitivity at most ``s + grid_slack(k, size, "l1")`` after it;
+    the release is ``that / scale``-DP.
+
+    Parameters
+    ----------
+    values : float or array-like of float
+        Finite query answers.
+    scale : float
+        Laplace scale ``b >= 0``.
+    k : int
+        Output grid exponent: outputs are multiples of ``2**k``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    References
+    ----------
+    Mironov. "On Significance of the Least Significant Bits for Differential
+    Privacy". CCS 2012.
+
+    Examples
+    --------
+    >>> float(add_laplace(0.3, 0.0, k=-2))
+    0.25
+    """
+    return _add_float_noise(values, scale, k, "laplace")
+
+
+def add_gaussian(values: Any, scale: float, *, k: int) -> np.ndarray:
+    """Add Gaussian noise of std ``scale`` to float ``values``, outputs on the grid ``2**k`` (OpenDP).
+
+    As :func:`add_laplace`: L2 sensitivity ``s`` becomes ``s + grid_slack(k, size, "l2")``.
+
+    Examples
+    --------
+    >>> add_gaussian([1.0, 2.6], 0.0, k=0).tolist()
+    [1.0, 3.0]
+    """
+    return _add_float_noise(values, scale, k, "gaussian")
+
+
+def grid_slack(k: int, size: int, norm: str) -> float:
+    """Largest change in a query's sensitivity from rounding ``size`` values to the grid ``2**k``.
+
+    Each value moves by at most ``2**k / 2``; two neighbouring inputs can move in
+    opposite directions, so a coordinate's difference grows by at most ``2**k``: the
+    L1 slack is ``size * 2**k`` and the L2 slack ``sqrt(size) * 2**k`` (OpenDP's own
+    privacy map adds the same).
+
+    Examples
+    --------
+    >>> grid_slack(-10, 4, "l2")
+    0.001953125
+    """
+    k = _check_k(k)
+    size = check_positive_int(size, "size", minimum=0)
+    if norm not in ("l1", "l2"):
+        raise ParameterError(f"norm must be 'l1' or 'l2', got {norm!r}.", argument="norm")
+    return float(size if norm == "l1" else math.sqrt(size)) * 2.0**k
 
 
 def laplace(scale: float, size: int) -> np.ndarray:
-    """Draw ``size`` floating-point-safe continuous Laplace values (OpenDP)."""
+    """Draw ``size`` floating-point-safe continuous Laplace values (OpenDP), noise alone.
+
+    For tests and simulations. Adding these to data in floating point yourself
+    brings back the low-bit leak; release values with :func:`add_laplace`.
+    """
     scale = _check_scale(scale)
     size = check_positive_int(size, "size", minimum=0)
     if size == 0:
@@ -98,7 +342,11 @@ def laplace(scale: float, size: int) -> np.ndarray:
 
 
 def gaussian(scale: float, size: int) -> np.ndarray:
-    """Draw ``size`` floating-point-safe Gaussian values of std ``scale`` (OpenDP)."""
+    """Draw ``size`` floating-point-safe Gaussian values of std ``scale`` (OpenDP), noise alone.
+
+    For tests, simulations and non-DP randomisation (e.g. DSI noise); release values
+    under DP with :func:`add_gaussian`.
+    """
     scale = _check_scale(scale)
     size = check_positive_int(size, "size", minimum=0)
     if size == 0:
@@ -108,6 +356,51 @@ def gaussian(scale: float, size: int) -> np.ndarray:
         dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale=scale
     )
     return np.asarray(meas([0.0] * size), dtype=float)
+
+
+def uniform_int(high: int, size: int) -> np.ndarray:
+    """Draw ``size`` exact uniform integers in ``0 .. high - 1`` from the OS's secure generator.
+
+    Rejection sampling on 64-bit words from :func:`os.urandom` (the same source
+    OpenDP's samplers use): every value has probability exactly ``1 / high``, with no
+    floating point involved. Mechanisms use it for the randomness that is part of the
+    mechanism but is not additive noise (breaking ties, a grid point inside a chosen
+    interval); it cannot be seeded.
+
+    Parameters
+    ----------
+    high : int
+        Number of values, ``1 <= high <= 2**62``.
+    size : int
+        Number of draws.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Examples
+    --------
+    >>> uniform_int(1, 3).tolist()
+    [0, 0, 0]
+    """
+    if isinstance(high, bool) or not isinstance(high, int | np.integer) or not (1 <= int(high) <= 2**62):
+        raise ParameterError(f"high must be an integer in [1, 2**62], got {high!r}.", argument="high")
+    high = int(high)
+    size = check_positive_int(size, "size", minimum=0)
+    if high == 1 or size == 0:
+        return np.zeros(size, dtype=np.int64)
+    bits = (high - 1).bit_length()
+    mask = np.uint64((1 << bits) - 1)
+    out = np.empty(size, dtype=np.int64)
+    filled = 0
+    while filled < size:
+        need = size - filled
+        # acceptance probability > 1/2: draw twice what is missing (plus a little)
+        words = np.frombuffer(os.urandom(8 * (2 * need + 16)), dtype=np.uint64) & mask
+        ok = words[words < np.uint64(high)][:need]
+        out[filled : filled + ok.size] = ok.astype(np.int64)
+        filled += ok.size
+    return out
 
 
 def bernoulli(prob: float, size: int) -> np.ndarray:

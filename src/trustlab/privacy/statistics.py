@@ -22,7 +22,7 @@ from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.bounds import DEFAULT_BOUNDS_LEVELS, check_bounds_levels, dp_bounds
 from trustlab.privacy.quantiles import _check_sample
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import discrete_laplace
+from trustlab.privacy.samplers import add_discrete_laplace
 
 __all__ = ["dp_count", "dp_histogram", "dp_mean", "dp_sum"]
 
@@ -40,7 +40,7 @@ def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
     """
     epsilon = check_epsilon(epsilon)
     n = check_positive_int(n, "n", minimum=0)
-    noisy = n + int(discrete_laplace(1.0 / epsilon, 1)[0])
+    noisy = int(add_discrete_laplace(n, 1.0 / epsilon))
     return Release(
         value=noisy,
         epsilon=epsilon,
@@ -81,7 +81,7 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
             argument="codes",
         )
     counts = np.bincount(codes.astype(np.int64), minlength=n_bins)
-    noisy = counts + discrete_laplace(1.0 / epsilon, n_bins)
+    noisy = add_discrete_laplace(counts, 1.0 / epsilon)
     return Release(
         value=noisy,
         epsilon=epsilon,
@@ -174,7 +174,7 @@ def dp_sum(
         raise DataError("x contains NaN; drop missing values first.", argument="x")
     step = _grid((lower, upper), resolution)
     units = np.rint((np.clip(arr, lower, upper) - lower) / step).astype(np.int64)
-    noisy_units = int(units.sum()) + int(discrete_laplace(resolution / epsilon, 1)[0])
+    noisy_units = int(add_discrete_laplace(int(units.sum()), resolution / epsilon))
     return Release(
         value=noisy_units * step,
         epsilon=epsilon,
