@@ -8,6 +8,8 @@ Subclasses also derive from the built-in exception that fits, so that
 
 from __future__ import annotations
 
+from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
 __all__ = [
     "BudgetExceededError",
     "DataError",
@@ -34,8 +36,13 @@ class TrustlabError(Exception):
         self.argument = argument
 
 
-class ParameterError(TrustlabError, ValueError):
-    """A parameter has an invalid value (e.g. ``epsilon <= 0``)."""
+class ParameterError(TrustlabError, ValueError, TypeError):
+    """A parameter has an invalid value or type (e.g. ``epsilon <= 0``, ``epsilon="1"``).
+
+    Like scikit-learn's ``InvalidParameterError``, it is both a :class:`ValueError`
+    and a :class:`TypeError`, so callers catching either keep working whichever
+    way the parameter was wrong.
+    """
 
 
 class DataError(TrustlabError, ValueError):
@@ -46,8 +53,13 @@ class ModelError(TrustlabError, TypeError):
     """A model is of an unsupported type or lacks a required method."""
 
 
-class NotFittedError(TrustlabError, AttributeError):
-    """An estimator was used before ``fit``."""
+class NotFittedError(TrustlabError, _SklearnNotFittedError):
+    """An estimator was used before ``fit``.
+
+    It is also scikit-learn's :class:`sklearn.exceptions.NotFittedError` (hence a
+    :class:`ValueError` and an :class:`AttributeError`), so scikit-learn's tools and
+    users' ``except`` clauses recognise it.
+    """
 
 
 class BudgetExceededError(TrustlabError, RuntimeError):

@@ -96,3 +96,17 @@ def test_choice():
         with pytest.raises(ParameterError, match="kind must be one of 'a', 'b'") as info:
             check_choice(bad, "kind", ("a", "b"))
         assert info.value.argument == "kind"
+
+
+def test_error_hierarchy_matches_scikit_learn():
+    """ParameterError is a ValueError and a TypeError; NotFittedError is scikit-learn's too."""
+    from sklearn.exceptions import NotFittedError as SkNotFitted
+
+    from trustlab.errors import NotFittedError, ParameterError, TrustlabError
+
+    err = ParameterError("epsilon must be a number", argument="epsilon")
+    assert isinstance(err, ValueError) and isinstance(err, TypeError) and isinstance(err, TrustlabError)
+    assert err.argument == "epsilon"
+    nf = NotFittedError("call fit first", argument="estimator")
+    assert isinstance(nf, SkNotFitted) and isinstance(nf, AttributeError) and isinstance(nf, ValueError)
+    assert nf.argument == "estimator"
