@@ -493,7 +493,7 @@ def test_penalty_solver_linear_and_mlp():
     """Spec solver 2 (the paper's penalty method): valid, consistent, close to exact / search."""
     from sklearn.neural_network import MLPClassifier
 
-    from trustlab.explain.counterfactual import _check_model
+    from trustlab.explain._cf_model import check_model
 
     for x in (FEMALE, MALE):
         ex = brace(CLF_GC, SCM_GC, x, 1, immutable=["gender"])
@@ -506,7 +506,7 @@ def test_penalty_solver_linear_and_mlp():
         StandardScaler(), MLPClassifier(hidden_layer_sizes=(16,), max_iter=2000, random_state=0)
     )
     mlp.fit(X_GC, Y_GC)
-    f = _check_model(mlp, SCM_GC).differentiable()
+    f = check_model(mlp, SCM_GC).differentiable()
     x0 = MALE.to_numpy()
     logit, grad = f(x0)
     p1 = mlp.predict_proba(MALE.to_frame().T)[0, 1]
