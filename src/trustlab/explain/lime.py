@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +43,17 @@ from trustlab._validation import (
     check_positive_int,
     check_random_state,
 )
-from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._inputs import check_instance
+from trustlab.explain._lime_core import (
+    check_label,
+    check_predict_fn,
+    default_kernel_width,
+    model_column,
+    topk_order,
+    weighted_lasso,
+    weighted_ridge,
+)
 
 __all__ = ["LimeExplanation", "LimeStability", "LimeTabular"]
 
@@ -121,80 +129,6 @@ class LimeStability:
     selection_frequency: np.ndarray
     coef_std: np.ndarray
     n_seeds: int
-
-
-def _default_kernel_width(d: int) -> float:
-    """``lime``'s default kernel width ``0.75 * sqrt(d)`` for ``d`` features."""
-    return 0.75 * math.sqrt(d)
-
-
-def _topk_order(coef: np.ndarray) -> np.ndarray:
-    """Feature indices by decreasing ``|coef|``, ties broken by the lower index."""
-    return np.lexsort((np.arange(coef.size), -np.abs(coef)))
-
-
-def _weighted_ridge(X: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
-    """Minimise ``sum_i w_i (y_i - b - x_i beta)^2 + alpha ||beta||^2`` (scikit-learn's Ridge)."""
-    sw = w.sum()
-    xm = w @ X / sw
-    ym = float(w @ y / sw)
-    Xc = X - xm
-    A = Xc.T @ (Xc * w[:, None]) + alpha * np.eye(X.shape[1])
-    beta = np.linalg.solve(A, Xc.T @ (w * (y - ym)))
-    return beta, ym - float(xm @ beta)
-
-
-def _weighted_lasso(
-    X: np.ndarray, y: np.ndarray, w: np.ndarray | None, alpha: float, seed: int | None = None
-) -> tuple[np.ndarray, float]:
-    """Lasso with an intercept, solved tightly (``w=None``: unweighted, as ExpProof's prover)."""
-    from sklearn.linear_model import Lasso
-
-    model = Lasso(alpha=alpha, fit_intercept=True, tol=1e-10, max_iter=100_000, random_state=seed)
-    model.fit(X, y, sample_weight=w)
-    return np.asarray(model.coef_, dtype=float), float(model.intercept_)
-
-
-def _check_predict_fn(predict_fn: Any) -> Callable[[np.ndarray], Any]:
-    if not callable(predict_fn):
-        raise ModelError(
-            f"predict_fn must be callable (e.g. model.predict_proba), got {type(predict_fn).__name__}.",
-            argument="predict_fn",
-        )
-    return predict_fn
-
-
-def _check_label(label: Any) -> int:
-    if isinstance(label, bool) or not isinstance(label, numbers.Integral) or label < 0:
-        raise ParameterError(
-            f"label must be a non-negative int column index, got {label!r}.", argument="label"
-        )
-    return int(label)
-
-
-def _model_column(out: Any, n: int, label: int) -> np.ndarray:
-    """Turn the model's output on ``n`` rows into one float column (probabilities: column ``label``)."""
-    try:
-        arr = np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(
-            "predict_fn must return numbers (probabilities or scores).", argument="predict_fn"
-        ) from None
-    if arr.ndim == 2 and arr.shape[0] == n:
-        if not 0 <= label < arr.shape[1]:
-            raise ParameterError(
-                f"label={label} is out of range: predict_fn returns {arr.shape[1]} column(s).",
-                argument="label",
-            )
-        arr = arr[:, label]
-    elif not (arr.ndim == 1 and arr.shape[0] == n):
-        raise ModelError(
-            f"predict_fn must return shape ({n},) or ({n}, n_classes) for {n} rows, got {arr.shape}.",
-            argument="predict_fn",
-        )
-    if not np.all(np.isfinite(arr)):
-        raise ModelError("predict_fn returned NaN or infinite values.", argument="predict_fn")
-    return arr
 
 
 class LimeTabular:
@@ -277,7 +211,7 @@ class LimeTabular:
         alpha = _DEFAULT_ALPHA[self.surrogate] if self.alpha is None else self.alpha
         alpha = check_positive(alpha, "alpha", allow_zero=self.surrogate == "ridge")  # > 0 for the Lasso
         kw = (
-            _default_kernel_width(d)
+            default_kernel_width(d)
             if self.kernel_width is None
             else check_positive(self.kernel_width, "kernel_width")
         )
@@ -347,11 +281,11 @@ class LimeTabular:
         LimeExplanation
         """
         self._check_fitted()
-        fn = _check_predict_fn(predict_fn)
+        fn = check_predict_fn(predict_fn)
         row = check_instance(x, self.n_features_in_, getattr(self, "feature_names_in_", None))
         d = row.shape[0]
         n, kw, surrogate, alpha, k = self._check_params(d)
-        label = _check_label(label)
+        label = check_label(label)
         if samples is None:
             rng = check_random_state(self.random_state)
             centre = row if self.sample_around_instance else self.mean_
@@ -368,17 +302,17 @@ class LimeTabular:
             raise ParameterError(
                 "All kernel weights underflowed to 0; increase kernel_width.", argument="kernel_width"
             )
-        y = _model_column(fn(data), data.shape[0], int(label))
+        y = model_column(fn(data), data.shape[0], int(label))
         if surrogate == "ridge":
-            coef, intercept = _weighted_ridge(scaled, y, weights, alpha)
+            coef, intercept = weighted_ridge(scaled, y, weights, alpha)
         else:
             seed = self.random_state if isinstance(self.random_state, numbers.Integral) else 0
-            coef, intercept = _weighted_lasso(scaled, y, weights, alpha, int(seed))
+            coef, intercept = weighted_lasso(scaled, y, weights, alpha, int(seed))
         pred = scaled @ coef + intercept
         ybar = float(weights @ y / weights.sum())
         ss_tot = float(weights @ (y - ybar) ** 2)
         score = 1.0 - float(weights @ (y - pred) ** 2) / ss_tot if ss_tot > 0 else 1.0
-        order = _topk_order(coef)
+        order = topk_order(coef)
         names = (
             tuple(self.feature_names_in_)
             if hasattr(self, "feature_names_in_")

@@ -51,18 +51,11 @@ import numpy as np
 
 from trustlab._validation import check_array, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.explain.verifiable import (
-    AmenableLime,
-    VerifiableExplanation,
-    VerificationReport,
-    _as_bytes,
-    _check_lime,
-    _Checks,
-    _quantize,
-    _round_int,
-    check_certificate,
-    derive_seed,
-)
+from trustlab.explain._vl_certificate import check_certificate
+from trustlab.explain._vl_commitment import as_bytes, derive_seed
+from trustlab.explain._vl_fixed_point import quantize, round_int
+from trustlab.explain._vl_lime import AmenableLime, check_lime
+from trustlab.explain._vl_results import Checks, VerifiableExplanation, VerificationReport
 
 __all__ = [
     "ZKExplanationProof",
@@ -163,7 +156,7 @@ class ZKExplanationProof:
 
 
 def _check_zk_lime(lime: Any) -> AmenableLime:
-    lime = _check_lime(lime)
+    lime = check_lime(lime)
     if lime.border:
         raise ParameterError(
             "the ezkl backend supports standard LIME only; use border=False (BorderLIME runs in light mode).",
@@ -240,7 +233,7 @@ def zk_setup(
             raise DataError(
                 f"calibration_X has {cal.shape[1]} columns, expected {n_features}.", argument="calibration_X"
             )
-        cal_q = _quantize(cal, p["s"])
+        cal_q = quantize(cal, p["s"])
         cal_q = cal_q[np.arange(m) % len(cal_q)]
     onnx_path, settings, compiled = wd / "model.onnx", wd / "settings.json", wd / "model.compiled"
     dummy = torch.zeros((m, n_features), dtype=torch.float32)
@@ -350,7 +343,7 @@ def zk_prove_explanation(
         raise DataError(
             f"x has {xq.size} features; the circuit takes {setup.public.n_features}.", argument="x"
         )
-    nonce_b = _as_bytes(nonce)
+    nonce_b = as_bytes(nonce)
     seed = derive_seed(setup.public.commitment, xq, nonce_b)
     batch = lime.batch(xq, seed)
     start = time.perf_counter()
@@ -429,8 +422,8 @@ def zk_verify_explanation(
     xq = lime.quantize(x)
     if xq.size != public.n_features:
         raise DataError(f"x has {xq.size} features; the circuit takes {public.n_features}.", argument="x")
-    seed = derive_seed(public.commitment, xq, _as_bytes(nonce))
-    checks = _Checks()
+    seed = derive_seed(public.commitment, xq, as_bytes(nonce))
+    checks = Checks()
     record = checks.record
     try:
         ok = bool(
@@ -463,7 +456,7 @@ def zk_verify_explanation(
     )
     record(
         "prediction",
-        int(labels[0]) == _round_int(proof.prediction * p["s"]),
+        int(labels[0]) == round_int(proof.prediction * p["s"]),
         "the stated prediction is not the proven output at x",
     )
     checks.extend(check_certificate(lime, proof.explanation, x_q=xq, seed=seed))
