@@ -41,19 +41,23 @@ def test_mean_close_and_within_bounds():
 def test_bad_inputs():
     with pytest.raises(ParameterError):
         dp_count(3, 0)
-    with pytest.raises(DataError, match="codes"):
-        dp_histogram(np.array([0, 5]), 3, 1.0)
-    for bad_codes in ([0.0, np.nan], [0.5, 1.0], ["a", "b"]):
-        with pytest.raises(DataError) as info:
-            dp_histogram(np.array(bad_codes), 3, 1.0)
-        assert info.value.argument == "codes"
+    # the type and shape of codes are public: a non-numeric dtype raises
+    with pytest.raises(DataError) as info:
+        dp_histogram(np.array(["a", "b"]), 3, 1.0)
+    assert info.value.argument == "codes"
+    with pytest.raises(DataError) as info:
+        dp_histogram(np.zeros((2, 2), int), 3, 1.0)
+    assert info.value.argument == "codes"
+    # a code that names no bin is a fact about one private record: left out, no error
+    for codes in ([0, 5], [0.0, np.nan], [0.5, 1.0], [-1, 2]):
+        assert dp_histogram(np.array(codes), 3, 1.0).value.shape == (3,)
     assert dp_histogram(np.array([0.0, 2.0]), 3, 1.0).value.shape == (3,)
     for bad_n in (-1, 2.5, "3"):
         with pytest.raises(ParameterError) as info:
             dp_count(bad_n, 1.0)
         assert info.value.argument == "n"
-    with pytest.raises(DataError, match="NaN"):
-        dp_sum([np.nan], (0, 1), 1.0)
+    # NaN in x is private: it counts as an absent record
+    assert dp_sum([np.nan], (0, 1), 1.0).value >= 0
     with pytest.raises(ParameterError, match="bounds"):
         dp_sum([1.0], (1, 0), 1.0)
 

@@ -10,7 +10,7 @@ import pytest
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.audit import audit_epsilon
-from trustlab.privacy.bounds import dp_bounds
+from trustlab.privacy.bounds import MAX_ABS_BOUND, dp_bounds
 from trustlab.privacy.statistics import dp_mean, dp_sum
 
 N = 10_000
@@ -122,25 +122,32 @@ def test_privacy_audit_dp_mean_estimated_bounds():
 @pytest.mark.parametrize(
     ("kwargs", "arg"),
     [
-        ({"x": []}, "x"),
-        ({"x": [1.0, np.nan]}, "x"),
-        ({"x": [1.0, np.inf]}, "x"),
         ({"x": np.ones((3, 2))}, "x"),
         ({"x": "abc"}, "x"),
+        ({"x": None}, "x"),
         ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 5e-324}, "epsilon"),
+        ({"epsilon": float("inf")}, "epsilon"),
         ({"epsilon": -1.0}, "epsilon"),
         ({"epsilon": float("nan")}, "epsilon"),
         ({"epsilon": "1"}, "epsilon"),
         ({"anchor": float("inf")}, "anchor"),
         ({"anchor": "0"}, "anchor"),
+        ({"anchor": 1e308}, "anchor"),
+        ({"anchor": -1e300}, "anchor"),
+        ({"anchor": True}, "anchor"),
         ({"levels": (0.9, 0.1)}, "levels"),
         ({"levels": (0.0, 0.9)}, "levels"),
         ({"levels": 0.5}, "levels"),
         ({"base": 1.0}, "base"),
+        ({"base": float("inf")}, "base"),
+        ({"base": 1.0 + 1e-17}, "base"),
         ({"neighbouring": "swap"}, "neighbouring"),
         ({"neighbouring": "add_remove"}, "n"),
         ({"n": 0}, "n"),
+        ({"n": float("nan")}, "n"),
         ({"max_buckets": 0}, "max_buckets"),
+        ({"max_buckets": 10**9}, "max_buckets"),
     ],
 )
 def test_bad_input_dp_bounds(kwargs, arg):
@@ -159,9 +166,9 @@ def test_bad_input_dp_bounds(kwargs, arg):
         ({"count_share": 1.5}, "count_share"),
         ({"bounds_levels": (0.5, 0.5)}, "bounds_levels"),
         ({"anchor": float("nan")}, "anchor"),
-        ({"x": [np.nan, 1.0]}, "x"),
-        ({"x": []}, "x"),
+        ({"x": np.ones((2, 2))}, "x"),
         ({"epsilon": 0}, "epsilon"),
+        ({"resolution": 0}, "resolution"),
     ],
 )
 def test_bad_input_dp_mean_without_bounds(kwargs, arg):
@@ -174,6 +181,31 @@ def test_bad_input_dp_mean_without_bounds(kwargs, arg):
 
 def test_scan_that_never_fires_returns_finite_bounds():
     # A public n far above the sample size puts the threshold (~1e6) out of reach of
-    # counts <= 2 plus Lap(4) noise: both scans run past 2**1024 and would return inf.
+    # counts <= 2 plus Lap(4) noise: both scans run to the public cap and stop there.
     lo, hi = dp_bounds([0.5, 1.5], 1.0, base=2.0, max_buckets=2000, neighbouring="add_remove", n=10**6).value
-    assert (lo, hi) == (-1e300, 1e300)
+    assert (lo, hi) == (-MAX_ABS_BOUND, MAX_ABS_BOUND)
+    # ... and such a range is always accepted as bounds by the sum (no data-dependent error)
+    assert math.isfinite(dp_sum([0.5, 1.5], (lo, hi), 1.0).value)
+
+
+def test_bounds_next_to_a_large_anchor_stay_strictly_around_it():
+    # anchor + (base - 1) rounds onto the anchor in float64: the release is still a
+    # valid, strictly ordered range (post-processing), usable by dp_sum.
+    for _ in range(5):
+        lo, hi = dp_bounds(np.full(50, 1e200), 1.0, anchor=1e200, base=1.0000001).value
+        assert lo < 1e200 < hi
+        assert dp_sum(np.full(50, 1e200), (lo, hi), 1.0).value >= 0
+
+
+def test_private_facts_never_raise():
+    # Emptiness, NaN, +-inf and stray non-numbers are facts about the private data:
+    # each call releases the same structure as on clean data.
+    clean = dp_bounds(np.arange(10.0), 1.0)
+    for x in ([], [np.nan, 1.0], [1.0, np.inf, -np.inf], np.array([1.0, "a", None], dtype=object)):
+        r = dp_bounds(x, 1.0, n=5, neighbouring="add_remove")
+        assert set(r.parameters) == set(clean.parameters) and len(r.value) == 2
+        lo, hi = r.value
+        assert -MAX_ABS_BOUND <= lo < 0.0 < hi <= MAX_ABS_BOUND
+        m, rels = dp_mean(x, None, 1.0)
+        assert len(rels) == 3 and (math.isnan(m) or rels[1].value[0] <= m <= rels[1].value[1])
+        assert dp_sum(x, None, 1.0, n=1).value >= 0

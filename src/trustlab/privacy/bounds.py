@@ -7,32 +7,149 @@ Durfee's unbounded quantile method, which needs only a public anchor, and charge
 the epsilon it uses; the result is a :class:`~trustlab.privacy.release.Release`
 that can be recorded in an :class:`~trustlab.privacy.accounting.Accountant` and
 whose value can then serve as the bounds of later releases (post-processing).
+
+Released values lie on a public grid: each bound is a bucket edge
+``anchor +- (base**k - 1)`` (the float evaluation of that public formula), clamped to
+``+-MAX_ABS_BOUND`` and kept strictly on either side of the anchor.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from trustlab._validation import check_epsilon, check_positive_int
-from trustlab.errors import ParameterError
-from trustlab.privacy.quantiles import (
-    NEIGHBOURING,
-    _check_anchor,
-    _check_base,
-    _check_sample,
-    _public_n,
-    _unbounded_sorted,
-    check_neighbouring,
-)
+from trustlab._validation import check_bounds, check_epsilon, check_positive_int
+from trustlab.errors import DataError, ParameterError
+from trustlab.privacy.quantiles import NEIGHBOURING, check_neighbouring
 from trustlab.privacy.release import Release
+from trustlab.privacy.samplers import add_discrete_laplace
 
-__all__ = ["DEFAULT_BOUNDS_LEVELS", "check_bounds_levels", "dp_bounds"]
+__all__ = [
+    "DEFAULT_BOUNDS_LEVELS",
+    "MAX_ABS_BOUND",
+    "check_bounds_levels",
+    "check_public_bounds",
+    "dp_bounds",
+]
 
 DEFAULT_BOUNDS_LEVELS = (0.01, 0.99)
-# Largest bound returned: finite, and (upper - lower) stays finite too.
-_HUGE = 1e300
+_MAX_BUCKETS = 10**8
+
+MAX_ABS_BOUND = 1e270
+"""Largest magnitude of a bound (public or released) the DP statistics work with.
+
+A released bound is clamped to ``+-MAX_ABS_BOUND``; a public anchor must lie within
+half of it. At this cap ``upper - lower`` and every sum of at most ``2**63`` grid
+steps stay finite in float64, so no later release overflows to ``inf``.
+"""
+
+
+def check_public_bounds(
+    bounds: Any, name: str = "bounds", *, resolution: int | None = None
+) -> tuple[float, float]:
+    """Return public ``(lower, upper)`` after checking they are finite, ordered and not absurd.
+
+    Besides :func:`trustlab._validation.check_bounds` (finite, ``lower < upper``),
+    both ends must have magnitude at most :data:`MAX_ABS_BOUND`, and with a
+    ``resolution`` the grid step ``(upper - lower) / resolution`` must be a normal
+    positive float.
+
+    Examples
+    --------
+    >>> check_public_bounds((0, 1))
+    (0.0, 1.0)
+    >>> check_public_bounds((-1e308, 1e308))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: bounds must lie within +-1e+270 ...
+    """
+    if isinstance(bounds, str | bytes):
+        raise ParameterError(
+            f"{name} must be a pair (lower, upper) of numbers, got {bounds!r}.", argument=name
+        )
+    lower, upper = check_bounds(bounds, name)
+    if max(abs(lower), abs(upper)) > MAX_ABS_BOUND:
+        raise ParameterError(
+            f"{name} must lie within +-{MAX_ABS_BOUND:g} (beyond it sums and spans overflow float64), "
+            f"got {bounds!r}; rescale the data.",
+            argument=name,
+        )
+    if resolution is not None and not (upper - lower) / resolution >= np.finfo(float).tiny:
+        raise ParameterError(
+            f"{name} are too close together for resolution={resolution}: the grid step "
+            f"{(upper - lower) / resolution!r} is not a normal float; widen them or lower resolution.",
+            argument=name,
+        )
+    return lower, upper
+
+
+def _check_sample(x: Any, name: str = "x") -> np.ndarray:
+    """A 1-d float array of the private values; public facts (shape, type) only are checked.
+
+    May be empty and may hold NaN (an absent record) or +-inf (clipped later):
+    those are facts about the private data and raise nothing. Entries that are not
+    numbers at all (e.g. a stray string in an object array) are read as NaN.
+    """
+    if isinstance(x, str | bytes) or x is None:
+        raise DataError(f"{name} must be a 1-d array of numbers, got {type(x).__name__}.", argument=name)
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raw = np.asarray(x, dtype=object)
+        if raw.ndim != 1:
+            raise DataError(f"{name} must be 1-dimensional, got shape {raw.shape}.", argument=name) from None
+        arr = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=float)
+    if arr.ndim != 1:
+        raise DataError(f"{name} must be 1-dimensional, got shape {arr.shape}.", argument=name)
+    return arr
+
+
+def _check_anchor(value: Any, name: str = "anchor") -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+        or abs(float(value)) > MAX_ABS_BOUND / 2
+    ):
+        raise ParameterError(
+            f"{name} must be a finite number within +-{MAX_ABS_BOUND / 2:g} (a public guess of the "
+            f"data's centre), got {value!r}.",
+            argument=name,
+        )
+    return float(value)
+
+
+def _check_base(base: Any) -> float:
+    if (
+        isinstance(base, bool)
+        or not isinstance(base, numbers.Real)
+        or not (math.isfinite(float(base)) and float(base) > 1.0)
+        or math.log(float(base)) <= 0.0
+    ):
+        raise ParameterError(f"base must be a finite number > 1, got {base!r}; e.g. 1.001.", argument="base")
+    return float(base)
+
+
+def _public_n(n: Any, size: int, neighbouring: str) -> float:
+    if n is None:
+        if neighbouring == "add_remove":
+            raise ParameterError(
+                "under neighbouring='add_remove' the sample size is private: pass n, a public "
+                "or previously released (noisy) count.",
+                argument="n",
+            )
+        return float(size)
+    if (
+        isinstance(n, bool)
+        or not isinstance(n, numbers.Real)
+        or not (math.isfinite(float(n)) and float(n) >= 1)
+    ):
+        raise ParameterError(f"n must be a finite number >= 1, got {n!r}.", argument="n")
+    return float(n)
 
 
 def check_bounds_levels(levels: Any, name: str = "levels") -> tuple[float, float]:
@@ -76,14 +193,15 @@ def dp_bounds(
     Parameters
     ----------
     x : array-like of shape (n,)
-        The sensitive sample (finite values).
+        The sensitive sample. It may be empty, NaN counts as an absent record and
+        ``+-inf`` lies beyond every bucket: no fact about the values raises.
     epsilon : float
         Privacy budget of the whole estimate (both sides), charged in full.
     anchor : float, default 0.0
         Public starting point of both scans: a guess of the data's centre that does
         not come from the data (0 for signed data, the smallest possible value for
         non-negative data). Its distance to the quantiles costs only a logarithmic
-        number of buckets.
+        number of buckets. ``|anchor| <= MAX_ABS_BOUND / 2``.
     levels : (float, float), default (0.01, 0.99)
         Quantile levels of the lower and upper bound: with the defaults about 98% of
         the data lies inside the released range (a little more: the scan tends to
@@ -97,7 +215,7 @@ def dp_bounds(
     n : float, optional
         Public or previously released sample size (required under ``"add_remove"``).
     max_buckets : int, default 1e6
-        Each scan stops here and returns the last bucket's edge.
+        Each scan stops here and returns the last bucket's edge (at most 1e8).
     description : str
         What the release is, for the ledger.
 
@@ -105,9 +223,11 @@ def dp_bounds(
     -------
     Release
         ``value`` is the tuple ``(lower, upper)`` with ``lower < anchor < upper``;
-        ``epsilon`` is what the estimate spent. A scan that never fires (a very small
-        sample, whose noisy threshold stays above its size) ends at ``+-1e300``: a
-        useless but still private range; check the value before clipping with it.
+        ``epsilon`` is what the estimate spent. Both ends lie within
+        ``+-MAX_ABS_BOUND``, so they are always valid bounds for :func:`dp_sum`. A scan
+        that never fires (a very small sample, whose noisy threshold stays above its
+        size) ends at ``+-MAX_ABS_BOUND``: a useless but still private range; check
+        the value before clipping with it.
 
     Notes
     -----
@@ -138,9 +258,15 @@ def dp_bounds(
     base = _check_base(base)
     neighbouring = check_neighbouring(neighbouring)
     max_buckets = check_positive_int(max_buckets, "max_buckets")
+    if max_buckets > _MAX_BUCKETS:
+        raise ParameterError(
+            f"max_buckets must be at most {_MAX_BUCKETS:.0e} (each scan may visit every bucket), "
+            f"got {max_buckets}; raise base instead.",
+            argument="max_buckets",
+        )
     arr = _check_sample(x)
     n_public = _public_n(n, arr.size, neighbouring)
-    z = np.sort(arr)
+    z = np.sort(arr[~np.isnan(arr)])
     lower, upper = _bounds_sorted(z, epsilon, anchor, q_lo, q_hi, base, neighbouring, n_public, max_buckets)
     per_side = epsilon / 2.0
     return Release(
@@ -155,6 +281,7 @@ def dp_bounds(
             "threshold_scale": 2.0 / per_side,
             "query_scale": (2.0 if neighbouring == "replace" else 1.0) * 2.0 / per_side,
             "neighbouring": NEIGHBOURING[neighbouring],
+            "grid": "bucket edges anchor +- (base**k - 1), clamped to +-MAX_ABS_BOUND",
             "note": (
                 f"bounds estimated privately from the data; epsilon={epsilon:.6g} charged for them "
                 "(nothing read off the data for free)"
@@ -162,6 +289,48 @@ def dp_bounds(
         },
         description=description,
     )
+
+
+def _scan(
+    z: np.ndarray,
+    level: float,
+    epsilon: float,
+    anchor: float,
+    base: float,
+    neighbouring: str,
+    n_public: float,
+    max_buckets: int,
+    mirrored: bool = False,
+) -> float:
+    """Durfee's above-threshold scan upward from ``anchor`` on sorted ``z`` (on ``-z`` if ``mirrored``).
+
+    Half of ``epsilon`` goes to the threshold noise (scale ``1 / e1``), half to the
+    query noise (scale ``1 / e2``, or ``2 / e2`` under replace-one). Counts, the
+    threshold and the noise are integers (exact discrete Laplace inside OpenDP).
+    The scan stops, at the latest, at the first bucket edge beyond
+    ``2 * MAX_ABS_BOUND`` from the anchor (a public, data-independent cap).
+    """
+    e1 = e2 = epsilon / 2.0
+    query_scale = (2.0 if neighbouring == "replace" else 1.0) / e2
+    threshold = int(add_discrete_laplace(math.ceil(level * n_public), 1.0 / e1))
+    log_base = math.log(base)
+    max_buckets = min(max_buckets, math.ceil(math.log1p(2.0 * MAX_ABS_BOUND) / log_base))
+    n = z.size
+    k, batch = 0, 256
+    while k < max_buckets:
+        ks = np.arange(k, min(k + batch, max_buckets))
+        edges = np.expm1((ks + 1) * log_base) + anchor
+        if mirrored:  # count of -z below the edge = count of z above -edge
+            counts = n - np.searchsorted(z, -edges, side="right")
+        else:
+            counts = np.searchsorted(z, edges, side="left")
+        noisy = add_discrete_laplace(counts, query_scale)
+        hit = np.flatnonzero(noisy > threshold)
+        if hit.size:
+            return float(edges[hit[0]])
+        k += ks.size
+        batch = min(batch * 2, 8192)
+    return float(np.expm1(max_buckets * log_base) + anchor)
 
 
 def _bounds_sorted(
@@ -178,15 +347,15 @@ def _bounds_sorted(
     """Both scans on the sorted sample ``z``; ``epsilon / 2`` each.
 
     Clipping to the anchor is not needed: the upper scan counts values below edges
-    that lie above the anchor, the lower one values above edges below it.
+    that lie above the anchor, the lower one values above edges below it. The
+    result is post-processed into ``[-MAX_ABS_BOUND, MAX_ABS_BOUND]`` with
+    ``lower < anchor < upper`` strictly (an edge next to a large anchor can round
+    onto it in float64), so later releases can always use it as bounds.
     """
     half = epsilon / 2.0
     with np.errstate(over="ignore"):
-        upper = _unbounded_sorted(z, q_hi, half, anchor, base, neighbouring, n_public, max_buckets)
-        lower = -_unbounded_sorted(
-            z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, max_buckets, True
-        )
-    # A scan that never fires (tiny n, threshold above n) ends at the last finite bucket
-    # edge (~1e307); clamp to +-1e300 so that the range stays usable in arithmetic
-    # (post-processing).
-    return float(np.clip(lower, -_HUGE, _HUGE)), float(np.clip(upper, -_HUGE, _HUGE))
+        upper = _scan(z, q_hi, half, anchor, base, neighbouring, n_public, max_buckets)
+        lower = -_scan(z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, max_buckets, True)
+    lower = min(float(np.clip(lower, -MAX_ABS_BOUND, MAX_ABS_BOUND)), math.nextafter(anchor, -math.inf))
+    upper = max(float(np.clip(upper, -MAX_ABS_BOUND, MAX_ABS_BOUND)), math.nextafter(anchor, math.inf))
+    return lower, upper

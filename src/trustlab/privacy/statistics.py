@@ -2,8 +2,17 @@
 
 Neighbouring relation: add or remove one record (so the number of records is
 itself private and is released with noise). All noise is integer discrete
-Laplace noise from :mod:`trustlab.privacy.samplers`; real-valued sums are taken on
-a public fixed-point grid so that no floating-point arithmetic touches the noise.
+Laplace noise added inside OpenDP (:func:`~trustlab.privacy.samplers.add_discrete_laplace`);
+real-valued sums are taken on a public fixed-point grid so that no floating-point
+arithmetic touches the noise, and every float output is a fixed public function
+of noisy integers.
+
+**What may raise.** Only public facts raise: a bad ``epsilon``, ``resolution``,
+``bounds``, ``n_bins``, a wrong shape or a non-numeric type. Facts about the private
+values never do: an empty input is a legal table (its sum is noise on 0), a
+missing value (NaN) counts as an absent record, ``+-inf`` is clipped to the bounds,
+and a histogram code that names no bin is left out, exactly as if that record
+were not in the table (a neighbouring table under add/remove).
 
 :func:`dp_sum` and :func:`dp_mean` take public ``bounds``; with ``bounds=None`` they
 estimate them privately with :func:`trustlab.privacy.bounds.dp_bounds`, spending a
@@ -13,74 +22,198 @@ share ``bounds_share`` of ``epsilon`` on it (never reading them off the data).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_bounds, check_epsilon, check_fraction, check_positive_int
+from trustlab._validation import check_epsilon, check_fraction, check_positive_int
 from trustlab.errors import DataError, ParameterError
-from trustlab.privacy.bounds import DEFAULT_BOUNDS_LEVELS, check_bounds_levels, dp_bounds
-from trustlab.privacy.quantiles import _check_sample
+from trustlab.privacy.bounds import (
+    DEFAULT_BOUNDS_LEVELS,
+    _check_sample,
+    check_bounds_levels,
+    check_public_bounds,
+    dp_bounds,
+)
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import add_discrete_laplace
+from trustlab.privacy.samplers import MAX_INTEGER_SCALE, add_discrete_laplace
 
-__all__ = ["dp_count", "dp_histogram", "dp_mean", "dp_sum"]
+__all__ = ["MAX_BINS", "MAX_RESOLUTION", "dp_count", "dp_histogram", "dp_mean", "dp_sum"]
 
 NEIGHBOURING = "add/remove one record"
+
+MAX_RESOLUTION = 2**32
+"""Largest ``resolution`` (grid steps between the bounds) of :func:`dp_sum` and :func:`dp_mean`.
+
+Each value becomes at most ``resolution`` grid units; the exact sum is formed in
+arbitrary precision and saturated at ``2**62`` units before the noise (a
+1-Lipschitz clamp, so the sensitivity stays ``resolution``), which no table of
+fewer than ``2**30`` records reaches at this cap.
+"""
+
+MAX_BINS = 10**7
+"""Largest number of bins :func:`dp_histogram` releases (one noisy count each)."""
+
+_SUM_CAP = 2**62
+
+
+def _check_resolution(resolution: Any, epsilon: float) -> int:
+    if (
+        isinstance(resolution, bool)
+        or not isinstance(resolution, numbers.Integral)
+        or not (1 <= int(resolution) <= MAX_RESOLUTION)
+    ):
+        raise ParameterError(
+            f"resolution must be an integer in [1, 2**32] (the number of grid steps between the "
+            f"bounds), got {resolution!r}; the default 2**12 suits most uses.",
+            argument="resolution",
+        )
+    resolution = int(resolution)
+    if resolution / epsilon > MAX_INTEGER_SCALE:
+        raise ParameterError(
+            f"resolution / epsilon = {resolution / epsilon:.3g} exceeds {MAX_INTEGER_SCALE:.3g}, the "
+            "largest integer noise scale served exactly; lower resolution or raise epsilon.",
+            argument="resolution",
+        )
+    return resolution
+
+
+def _step(lower: float, upper: float, resolution: int) -> float:
+    return (upper - lower) / resolution
+
+
+def _grid_units(arr: np.ndarray, lower: float, upper: float, resolution: int) -> int:
+    """Exact integer sum of the grid units ``rint((clip(x) - lower) / step)``, saturated at ``2**62``.
+
+    NaN entries contribute nothing (an absent record); ``+-inf`` is clipped. Every
+    unit lies in ``0 .. resolution`` whatever the float rounding, and the sum is
+    accumulated in chunks small enough for int64, then in Python integers.
+    """
+    present = arr[~np.isnan(arr)]
+    step = _step(lower, upper, resolution)
+    with np.errstate(over="ignore", invalid="ignore"):
+        units = np.rint((np.clip(present, lower, upper) - lower) / step)
+    units = np.clip(units, 0, resolution).astype(np.int64)
+    chunk = max(1, (2**62) // resolution)
+    total = sum(int(units[i : i + chunk].sum()) for i in range(0, units.size, chunk))
+    return min(total, _SUM_CAP)
 
 
 def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
     """Release a count (sensitivity 1) with discrete Laplace noise of scale ``1/epsilon``.
 
+    The noisy count is post-processed to be at least 0 (a count cannot be
+    negative); it is an integer, so it lies on the public grid of the integers.
+
+    Parameters
+    ----------
+    n : int
+        The exact count (``>= 0``).
+    epsilon : float
+        Privacy budget.
+    description : str
+        What is counted, for the ledger.
+
+    Returns
+    -------
+    Release
+        ``value`` is a non-negative ``int``.
+
+    References
+    ----------
+    Dwork, McSherry, Nissim, Smith. "Calibrating Noise to Sensitivity in Private
+    Data Analysis". TCC 2006. Canonne, Kamath, Steinke. "The Discrete Gaussian for
+    Differential Privacy". NeurIPS 2020 (the exact discrete Laplace sampler).
+
     Examples
     --------
     >>> r = dp_count(1000, epsilon=1.0)
-    >>> r.epsilon, r.mechanism
-    (1.0, 'discrete Laplace')
+    >>> r.epsilon, r.mechanism, r.value >= 0
+    (1.0, 'discrete Laplace', True)
     """
     epsilon = check_epsilon(epsilon)
     n = check_positive_int(n, "n", minimum=0)
-    noisy = int(add_discrete_laplace(n, 1.0 / epsilon))
+    noisy = max(0, int(add_discrete_laplace(n, 1.0 / epsilon)))
     return Release(
         value=noisy,
         epsilon=epsilon,
         mechanism="discrete Laplace",
-        parameters={"sensitivity": 1, "scale": 1.0 / epsilon, "neighbouring": NEIGHBOURING},
+        parameters={
+            "sensitivity": 1,
+            "scale": 1.0 / epsilon,
+            "neighbouring": NEIGHBOURING,
+            "note": "noisy count clipped at 0 (post-processing)",
+        },
         description=description,
     )
+
+
+def _check_codes(codes: Any) -> np.ndarray:
+    if isinstance(codes, str | bytes) or codes is None:
+        raise DataError("codes must be a 1-d array of integer bin indices.", argument="codes")
+    arr = np.asarray(codes)
+    if arr.ndim != 1:
+        raise DataError(f"codes must be 1-dimensional, got shape {arr.shape}.", argument="codes")
+    if arr.dtype.kind not in "iubf":
+        raise DataError(
+            f"codes must be integer bin indices, got dtype {arr.dtype}; map each record to a public "
+            "bin index (e.g. with a public category list) first.",
+            argument="codes",
+        )
+    return arr
 
 
 def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = "histogram") -> Release:
     """Release the counts of integer codes ``0..n_bins-1`` under ``epsilon``-DP.
 
-    Each record falls in exactly one bin, so adding or removing a record changes
+    Each record falls in at most one bin, so adding or removing a record changes
     one count by one: L1 sensitivity 1, discrete Laplace of scale ``1/epsilon`` per bin
     (parallel composition). The bin set is public (``n_bins``), never read off the data.
+
+    A record whose code names no bin (out of range, not an integer, NaN) is left out
+    of every count, exactly as if it were absent (its neighbouring table); no error
+    depends on the private values. Map values to a public "missing/other" bin first
+    if they should be counted.
+
+    Parameters
+    ----------
+    codes : array-like of shape (n,)
+        Integer (or integral float) bin index of each record.
+    n_bins : int
+        Public number of bins, ``1 <= n_bins <= MAX_BINS``.
+    epsilon : float
+        Privacy budget (every bin gets the full budget: parallel composition).
+    description : str
+        What is counted, for the ledger.
 
     Returns
     -------
     Release
-        ``value`` is an ``int64`` array of length ``n_bins`` (noisy counts, may be negative).
+        ``value`` is an ``int64`` array of length ``n_bins``: unbiased noisy counts,
+        which may be negative. Sums of bins stay unbiased only on these raw values;
+        clip at 0 for display (post-processing) after any sums.
+
+    Examples
+    --------
+    >>> r = dp_histogram([0, 1, 1, 2], 3, epsilon=1.0)
+    >>> r.value.shape, r.parameters["scale"]
+    ((3,), 1.0)
     """
     epsilon = check_epsilon(epsilon)
-    codes = np.asarray(codes)
-    if codes.ndim != 1:
-        raise DataError(f"codes must be 1-dimensional, got shape {codes.shape}.", argument="codes")
+    arr = _check_codes(codes)
+    if isinstance(n_bins, numbers.Integral) and not isinstance(n_bins, bool) and n_bins > MAX_BINS:
+        raise ParameterError(
+            f"n_bins must be at most {MAX_BINS:,} (one noisy count is drawn per bin), got {n_bins}; "
+            "coarsen the bins.",
+            argument="n_bins",
+        )
     n_bins = check_positive_int(n_bins, "n_bins")
-    if codes.dtype.kind not in "iub" and not (
-        codes.dtype.kind == "f" and np.isfinite(codes).all() and (codes == np.floor(codes)).all()
-    ):
-        raise DataError(
-            f"codes must be integer bin indices, got dtype {codes.dtype} with non-integer or missing "
-            "values; map each record to a public bin (e.g. a 'missing' bin) first.",
-            argument="codes",
-        )
-    if codes.size and (codes.min() < 0 or codes.max() >= n_bins):
-        raise DataError(
-            f"codes must lie in 0..{n_bins - 1}; map unknown values to a public 'other' bin.",
-            argument="codes",
-        )
-    counts = np.bincount(codes.astype(np.int64), minlength=n_bins)
+    if arr.dtype.kind == "f":
+        valid = np.isfinite(arr) & (arr == np.floor(arr)) & (arr >= 0) & (arr < n_bins)
+    else:
+        valid = (arr >= 0) & (arr < n_bins)
+    counts = np.bincount(arr[valid].astype(np.int64), minlength=n_bins)
     noisy = add_discrete_laplace(counts, 1.0 / epsilon)
     return Release(
         value=noisy,
@@ -91,13 +224,10 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
             "scale": 1.0 / epsilon,
             "bins": n_bins,
             "neighbouring": NEIGHBOURING,
+            "note": "records whose code names no bin are left out (as if absent)",
         },
         description=description,
     )
-
-
-def _grid(bounds: tuple[float, float], resolution: int) -> float:
-    return (bounds[1] - bounds[0]) / resolution
 
 
 def dp_sum(
@@ -114,6 +244,14 @@ def dp_sum(
 ) -> Release:
     """Release the sum of ``x`` clipped to public ``bounds`` under ``epsilon``-DP.
 
+    Each value is clipped to ``[lower, upper]``, shifted by ``-lower`` and rounded to
+    the public grid of step ``(upper - lower) / resolution``; the integer sum of
+    grid units (saturated at ``2**62``, a 1-Lipschitz clamp) has sensitivity
+    ``resolution`` and gets discrete Laplace noise of scale ``resolution / epsilon``.
+    ``value`` is the noisy *shifted* sum in data units, ``sum(clip(x) - lower)``,
+    post-processed to be at least 0: a multiple of the grid step (the float product
+    ``noisy_units * step``, a fixed function of the noisy integer).
+
     With ``bounds=None`` the bounds are first estimated privately by
     :func:`~trustlab.privacy.bounds.dp_bounds` (levels ``bounds_levels``, scans from the
     public ``anchor``) with ``bounds_share * epsilon``; the sum gets the rest. Under this
@@ -121,12 +259,20 @@ def dp_sum(
     (e.g. ``dp_count(...).value``). The release's ``epsilon`` is the total and its
     parameters name the estimated bounds and what they cost.
 
-    Each value is clipped to ``[lower, upper]``, shifted by ``-lower`` and rounded to
-    the public grid of step ``(upper - lower) / resolution``; the integer sum of
-    grid units has sensitivity ``resolution`` and gets discrete Laplace noise of
-    scale ``resolution / epsilon``. The released value is
-    ``lower * n_true + step * noisy_units`` only through :func:`dp_mean`; here
-    ``value`` is the noisy *shifted* sum in data units, ``sum(clip(x) - lower)``.
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        The private values; may be empty. NaN counts as an absent record, ``+-inf``
+        is clipped.
+    bounds : (float, float) or None
+        Public ``(lower, upper)``, ``|lower|, |upper| <= MAX_ABS_BOUND``; or None.
+    epsilon : float
+        Privacy budget (in total, bounds included).
+    resolution : int, default 2**12
+        Grid steps between the bounds, ``1 <= resolution <= MAX_RESOLUTION`` and
+        ``resolution / epsilon <= MAX_INTEGER_SCALE``.
+    n : float, optional
+        Public or released count, required with ``bounds=None``.
 
     Notes
     -----
@@ -142,39 +288,51 @@ def dp_sum(
     >>> r = dp_sum(x, None, epsilon=1.0, n=5000, anchor=100.0)
     >>> r.epsilon, r.parameters["bounds_epsilon"]
     (1.0, 0.25)
+    >>> dp_sum([], (0.0, 1.0), 1.0).value >= 0  # an empty table is legal: noise on 0
+    True
     """
     epsilon = check_epsilon(epsilon)
     if bounds is None:
         bounds_share = check_fraction(bounds_share, "bounds_share")
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
-        if n is None:
-            raise ParameterError(
-                "dp_sum with bounds=None needs n, a public or released count (e.g. "
-                "dp_count(len(x), eps).value), for the private bounds estimate; or pass bounds.",
-                argument="n",
-            )
+        n_public = _check_released_n(n)
+        resolution = _check_resolution(resolution, epsilon * (1 - bounds_share))
+        arr = _check_sample(x)
         est = dp_bounds(
-            x,
+            arr,
             epsilon * bounds_share,
             anchor=anchor,
             levels=bounds_levels,
             neighbouring="add_remove",
-            n=max(float(n), 1.0),
+            n=n_public,
             description=f"{description}: clipping bounds",
         )
-        rel = dp_sum(
-            x, est.value, epsilon * (1 - bounds_share), resolution=resolution, description=description
-        )
+        rel = _sum_release(arr, est.value, epsilon * (1 - bounds_share), resolution, description)
         return _with_estimated_bounds(rel, est, epsilon)
-    lower, upper = check_bounds(bounds)
-    arr = np.asarray(x, dtype=float)
-    if arr.ndim != 1:
-        raise DataError(f"x must be 1-dimensional, got shape {arr.shape}.", argument="x")
-    if np.isnan(arr).any():
-        raise DataError("x contains NaN; drop missing values first.", argument="x")
-    step = _grid((lower, upper), resolution)
-    units = np.rint((np.clip(arr, lower, upper) - lower) / step).astype(np.int64)
-    noisy_units = int(add_discrete_laplace(int(units.sum()), resolution / epsilon))
+    lower, upper = check_public_bounds(bounds, resolution=_check_resolution(resolution, epsilon))
+    return _sum_release(_check_sample(x), (lower, upper), epsilon, int(resolution), description)
+
+
+def _check_released_n(n: Any) -> float:
+    if n is None:
+        raise ParameterError(
+            "dp_sum with bounds=None needs n, a public or released count (e.g. "
+            "dp_count(len(x), eps).value), for the private bounds estimate; or pass bounds.",
+            argument="n",
+        )
+    if isinstance(n, bool) or not isinstance(n, numbers.Real) or not math.isfinite(float(n)):
+        raise ParameterError(f"n must be a finite number (a released count), got {n!r}.", argument="n")
+    return max(float(n), 1.0)
+
+
+def _sum_release(
+    arr: np.ndarray, bounds: tuple[float, float], epsilon: float, resolution: int, description: str
+) -> Release:
+    """The sum mechanism on checked inputs: raises nothing that depends on the data."""
+    lower, upper = bounds
+    step = _step(lower, upper, resolution)
+    units = _grid_units(arr, lower, upper, resolution)
+    noisy_units = max(0, int(add_discrete_laplace(units, resolution / epsilon)))
     return Release(
         value=noisy_units * step,
         epsilon=epsilon,
@@ -183,10 +341,15 @@ def dp_sum(
             "bounds": (lower, upper),
             "shift": lower,
             "grid_step": step,
+            "resolution": resolution,
             "sensitivity": upper - lower,
             "scale": (upper - lower) / epsilon,
+            "integer_scale": resolution / epsilon,
             "neighbouring": NEIGHBOURING,
-            "note": "inputs clipped to bounds and shifted by -lower",
+            "note": (
+                "inputs clipped to bounds and shifted by -lower; value = noisy grid units x grid_step, "
+                "clipped at 0"
+            ),
         },
         description=description,
     )
@@ -206,8 +369,11 @@ def dp_mean(
 ) -> tuple[float, list[Release]]:
     """Release the mean of ``x`` clipped to ``bounds``: a noisy sum over a noisy count.
 
-    ``count_share`` of ``epsilon`` goes to the count, the rest to the shifted sum.
-    The result is clamped to the bounds (post-processing).
+    ``count_share`` of ``epsilon`` goes to the count of present (non-NaN) values, the
+    rest to the shifted sum. The mean ``lower + sum / count`` is post-processing of
+    these two integer releases, clamped to the bounds; it is NaN exactly when the
+    *noisy* count is below 1 (a rule on released values, so an empty table releases
+    the same structure as any other).
 
     With ``bounds=None`` the bounds are estimated privately: ``bounds_share`` of
     ``epsilon`` goes to :func:`~trustlab.privacy.bounds.dp_bounds` (levels
@@ -217,7 +383,7 @@ def dp_mean(
     Returns
     -------
     mean : float
-        The DP mean, or NaN when the noisy count is below 1.
+        The DP mean in ``[lower, upper]``, or NaN when the noisy count is below 1.
     releases : list of Release
         The count, (the estimated bounds,) and the sum releases, whose epsilons add
         up to ``epsilon``.
@@ -236,9 +402,14 @@ def dp_mean(
     if bounds is None:
         bounds_share = check_fraction(bounds_share, "bounds_share")
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
-        arr = _check_sample(x)
         sum_epsilon = epsilon * (1 - bounds_share)
-        count = dp_count(arr.size, sum_epsilon * count_share, description=f"{description}: count")
+        resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
+        arr = _check_sample(x)
+        count = dp_count(
+            int(np.count_nonzero(~np.isnan(arr))),
+            sum_epsilon * count_share,
+            description=f"{description}: count",
+        )
         est = dp_bounds(
             arr,
             epsilon * bounds_share,
@@ -251,17 +422,16 @@ def dp_mean(
         lower, upper = est.value
         releases = [count, est]
     else:
-        lower, upper = check_bounds(bounds)
-        arr = np.asarray(x, dtype=float)
         sum_epsilon = epsilon
-        count = dp_count(arr.size, epsilon * count_share, description=f"{description}: count")
+        resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
+        lower, upper = check_public_bounds(bounds, resolution=resolution)
+        arr = _check_sample(x)
+        count = dp_count(
+            int(np.count_nonzero(~np.isnan(arr))), epsilon * count_share, description=f"{description}: count"
+        )
         releases = [count]
-    total = dp_sum(
-        arr,
-        (lower, upper),
-        sum_epsilon * (1 - count_share),
-        resolution=resolution,
-        description=f"{description}: clipped sum",
+    total = _sum_release(
+        arr, (lower, upper), sum_epsilon * (1 - count_share), resolution, f"{description}: clipped sum"
     )
     n = count.value
     mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
