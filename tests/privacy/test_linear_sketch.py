@@ -17,6 +17,7 @@ from sklearn.base import clone
 from sklearn.linear_model import Ridge
 
 from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.privacy import linear_sketch
 from trustlab.privacy.audit import audit_epsilon
 from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from trustlab.privacy.linear_sketch import (
@@ -112,18 +113,25 @@ def test_non_private_sketch_equals_S_A_after_clipping():
     assert rel.epsilon == INF and "clipped" in rel.parameters["notes"][0]
 
 
-def test_exact_low_rank_with_identity_sketch():
+def _no_noise(monkeypatch):
+    """Test-only: the estimators' noise replaced by none, so their post-processing can be checked exactly."""
+    monkeypatch.setattr(linear_sketch, "_discrete_noise_grouped", lambda enc, std, kind: enc)
+
+
+def test_exact_low_rank_with_identity_sketch(monkeypatch):
+    _no_noise(monkeypatch)
     A = _low_rank_data(200, 0, d=6) * 2.0
-    est = LTMLowRank(n_components=2, epsilon=INF, row_bound=10.0, sketch=np.eye(200)).fit(A)
+    est = LTMLowRank(n_components=2, epsilon=1.0, row_bound=10.0, sketch=np.eye(200)).fit(A)
     _, _, vt = np.linalg.svd(A, full_matrices=False)
     assert np.allclose(est.projector_, vt[:2].T @ vt[:2], atol=1e-7)
     assert low_rank_excess(A, est.components_) == pytest.approx(0.0, abs=1e-6)
     assert est.transform(A).shape == (200, 2)
 
 
-def test_exact_ridge_with_identity_sketch():
+def test_exact_ridge_with_identity_sketch(monkeypatch):
+    _no_noise(monkeypatch)
     X, y = _ridge_data(300, 0)
-    est = LTMRidge(alpha=0.7, epsilon=INF, row_bound=10.0, sketch=sp.identity(300)).fit(X, y)
+    est = LTMRidge(alpha=0.7, epsilon=1.0, row_bound=10.0, sketch=sp.identity(300)).fit(X, y)
     ref = Ridge(alpha=0.7, fit_intercept=False).fit(X, y).coef_
     assert np.allclose(est.coef_, ref, atol=1e-7)
     assert ridge_cost_ratio(X, y, est.coef_, 0.7) == pytest.approx(1.0, abs=1e-9)

@@ -44,9 +44,9 @@ from trustlab._validation import (
     check_random_state,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
-from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
+from trustlab.privacy.calibration import DG_ROUNDING_TV, grid_gaussian_epsilon, grid_gaussian_sigma
 from trustlab.privacy.release import Release
-from trustlab.privacy.samplers import gaussian, laplace
+from trustlab.privacy.samplers import MAX_INTEGER_SCALE, add_discrete_gaussian, add_discrete_laplace
 
 __all__ = [
     "FIXED_POINT_BITS",
@@ -209,13 +209,33 @@ def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: A
 # ----------------------------------------------------------------------------- secure aggregation
 
 
+def _encode(arr: np.ndarray) -> np.ndarray:
+    """Fixed-point encoding ``rint(x * 2**32)`` as int64 (``|x| < _MAX_ABS`` checked by callers)."""
+    return np.rint(arr * _SCALE).astype(np.int64)
+
+
+def _decode(enc: np.ndarray) -> np.ndarray:
+    """Floats of fixed-point integers: ``k / 2**32`` (exact while ``|k| < 2**53``; else the nearest float)."""
+    return enc.astype(float) / _SCALE
+
+
+def _share_int(enc: np.ndarray, n_servers: int, rng: np.random.Generator) -> np.ndarray:
+    """Additive shares modulo ``2**64`` of int64 fixed-point values; masks from ``rng`` (not noise)."""
+    masks = rng.integers(
+        0, np.iinfo(np.uint64).max, size=(n_servers - 1, *enc.shape), dtype=np.uint64, endpoint=True
+    )
+    last = enc.view(np.uint64) - masks.sum(axis=0, dtype=np.uint64)
+    return np.concatenate([masks, last[None]], axis=0)
+
+
 def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> np.ndarray:
     """Split a real array into ``n_servers`` additive shares modulo ``2**64`` (fixed point).
 
     The message is encoded with :data:`FIXED_POINT_BITS` fractional bits; all but
     the last share are uniform 64-bit masks from ``random_state`` and the last is
     the encoding minus their sum (wrapping). Any ``n_servers - 1`` shares are
-    uniform and independent of the message. The masks are not privacy noise.
+    uniform and independent of the message. The masks are public-seeded simulation
+    randomness, not privacy noise.
 
     Returns
     -------
@@ -235,12 +255,7 @@ def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> n
             f"msg has entries of magnitude >= {_MAX_ABS:.3g}, beyond the fixed-point range; rescale it.",
             argument="msg",
         )
-    enc = np.rint(arr * _SCALE).astype(np.int64).view(np.uint64)
-    masks = rng.integers(
-        0, np.iinfo(np.uint64).max, size=(n_servers - 1, *arr.shape), dtype=np.uint64, endpoint=True
-    )
-    last = enc - masks.sum(axis=0, dtype=np.uint64)
-    return np.concatenate([masks, last[None]], axis=0)
+    return _share_int(_encode(arr), n_servers, rng)
 
 
 def reconstruct(shares: Any) -> np.ndarray:
@@ -251,55 +266,112 @@ def reconstruct(shares: Any) -> np.ndarray:
             "shares must be a uint64 array of shape (n_servers >= 2, ...) as made by additive_shares.",
             argument="shares",
         )
-    total = arr.sum(axis=0, dtype=np.uint64)
-    return total.view(np.int64).astype(float) / _SCALE
+    return _decode(arr.sum(axis=0, dtype=np.uint64).view(np.int64))
 
 
 def _secure_sum(
-    msgs: np.ndarray, row_ptr: np.ndarray, m: int, n_servers: int, rng: np.random.Generator
+    enc: np.ndarray, row_ptr: np.ndarray, m: int, n_servers: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """Simulate one round: every message is secret-shared; each server sums per sketch row."""
-    shares = additive_shares(msgs, n_servers, rng)  # (servers, nnz, d)
+    """Simulate one round on fixed-point messages: each is secret-shared, each server sums per sketch row.
+
+    Returns the exact int64 sums of the messages of each sketch row (modulo ``2**64``,
+    which the range check keeps from wrapping).
+    """
+    shares = _share_int(enc, n_servers, rng)  # (servers, nnz, d)
     nonempty = np.flatnonzero(np.diff(row_ptr) > 0)
-    server_sums = np.zeros((n_servers, m, msgs.shape[1]), dtype=np.uint64)
+    server_sums = np.zeros((n_servers, m, enc.shape[1]), dtype=np.uint64)
     if nonempty.size:
         # Each server adds up, per sketch row, the shares it received (mod 2**64).
         server_sums[:, nonempty] = np.add.reduceat(shares, row_ptr[nonempty], axis=1, dtype=np.uint64)
-    return reconstruct(server_sums)
+    return server_sums.sum(axis=0, dtype=np.uint64).view(np.int64)
 
 
 # ----------------------------------------------------------------------------- release
 
 
-def _gaussian_grouped(std: np.ndarray, d: int) -> np.ndarray:
-    """One Gaussian vector of length ``d`` per entry of ``std``, drawn by OpenDP per distinct std."""
-    out = np.zeros((std.size, d))
+def _check_integer_scale(std: float, what: str) -> None:
+    if std * _SCALE > MAX_INTEGER_SCALE:
+        raise ParameterError(
+            f"the {what} ({std:.3g}) exceeds 2**20, the largest noise the {FIXED_POINT_BITS}-bit fixed-point "
+            "grid carries exactly; raise epsilon, or rescale the data so that row_bound is smaller.",
+            argument="epsilon",
+        )
+
+
+def _discrete_noise_grouped(enc: np.ndarray, std: np.ndarray, kind: str) -> np.ndarray:
+    """Add discrete noise of scale ``std[i]`` (data units) to row ``i`` of the fixed-point ``enc``.
+
+    The noise is OpenDP's exact discrete Gaussian (``kind="gaussian"``, ``std`` is its
+    scale) or discrete Laplace (``std`` is the Laplace scale) on the fixed-point grid
+    ``2**-32``, added to the integers inside OpenDP.
+    """
+    out = enc.copy()
+    add = add_discrete_gaussian if kind == "gaussian" else add_discrete_laplace
     for value in np.unique(std):
         if value <= 0:
             continue
         idx = np.flatnonzero(std == value)
-        out[idx] = gaussian(float(value), idx.size * d).reshape(idx.size, d)
+        out[idx] = add(enc[idx], float(value) * _SCALE)
     return out
 
 
+def _grid_slack(sens: float, cnt: int, share_ratio: float, shares_per_entry: float) -> float:
+    """The constant ``C`` of the grid term ``C / sigma_c**2`` (see :func:`calibration.grid_gaussian_sigma`).
+
+    ``sigma_c * share_ratio`` is the smallest std of one discrete share (the whole
+    entry when noise is aggregated), ``shares_per_entry`` the most shares an entry sums
+    and ``cnt`` the most noisy coordinates one client's row touches.
+    """
+    h = 1.0 / _SCALE
+    rounding = 0.5 * sens * h / share_ratio
+    tv = cnt * shares_per_entry * DG_ROUNDING_TV * h * h / share_ratio**2
+    return rounding + tv
+
+
+def _rounding_slack(neighbouring: str) -> float:
+    """Most that rounding to the fixed-point grid adds to one coordinate's change (data units).
+
+    ``|round(x) - round(x')| <= |x - x'| + h`` under replacement and
+    ``|round(x)| <= |x| + h / 2`` for an added or removed client, ``h = 2**-32``.
+    """
+    return (1.0 if neighbouring == "replace" else 0.5) / _SCALE
+
+
 def _realised_epsilon(
-    S: sp.csr_matrix, ratio: np.ndarray, row_sens: float, sigma_c: float, sens: float, delta: float
+    S: sp.csr_matrix,
+    ratio: np.ndarray,
+    row_sens: float,
+    slack: float,
+    sigma_c: float,
+    sens: float,
+    delta: float,
+    share_ratio: float | None,
+    cnt: int,
+    per_entry: float,
 ) -> float:
     """Epsilon at ``delta`` of the Gaussian sketch whose row ``j`` has noise variance ``ratio[j] sigma_c**2``.
 
     Whitening each row (post-processing) leaves noise ``sigma_c`` on every entry and
-    a client's L2 sensitivity ``row_sens * sqrt(sum_j S_ji**2 / ratio_j)``; a row with
-    no noise and a non-zero ``S_ji`` makes the release exact (``inf``).
+    a client's L2 sensitivity at most ``row_sens * sqrt(sum_j S_ji**2 / ratio_j)`` plus
+    the rounding ``slack`` over the smallest ``sqrt(ratio_j)``; a row with no noise and
+    a non-zero ``S_ji`` makes the release exact (``inf``). The grid term is recomputed
+    for that sensitivity and for the smallest discrete share actually drawn
+    (``share_ratio * sigma_c`` per client, or the whole entry when aggregated).
     """
     rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
     inv = np.divide(1.0, ratio, out=np.full(ratio.shape, math.inf), where=ratio > 0)
     per_client = np.bincount(S.indices, weights=S.data**2 * inv[rows], minlength=S.shape[1])
-    eff = row_sens * math.sqrt(float(per_client.max()))
+    inv_max = float(inv[rows].max()) if rows.size else 1.0
+    eff = row_sens * math.sqrt(float(per_client.max())) + slack * math.sqrt(inv_max)
     if eff <= sens * (1 + 1e-12):
         return 0.0  # no row below sigma_c**2: the requested epsilon holds
     if not math.isfinite(eff):
         return math.inf
-    return analytic_gaussian_epsilon(sigma_c, delta, eff)
+    s_ratio = share_ratio if share_ratio is not None else math.sqrt(1.0 / inv_max)
+    if s_ratio * sigma_c * _SCALE < 1.0:
+        return math.inf  # shares narrower than one grid unit: no bound is claimed
+    grid = 0.5 * eff / (_SCALE * s_ratio) + cnt * per_entry * DG_ROUNDING_TV / (_SCALE * s_ratio) ** 2
+    return grid_gaussian_epsilon(sigma_c, delta, eff, grid)
 
 
 def _release(
@@ -331,7 +403,7 @@ def _release(
     S = _check_sketch(S, n)
     rng = check_random_state(random_state)
     m = S.shape[0]
-    if bound * max(1.0, float(np.abs(S.data).max())) * n >= _MAX_ABS:
+    if bound * max(1.0, float(np.abs(S.data).max(initial=0.0))) * n >= _MAX_ABS:
         raise ParameterError(
             f"row_bound={bound} times n={n} exceeds the fixed-point range ({_MAX_ABS:.3g}); "
             "rescale the data.",
@@ -369,15 +441,23 @@ def _release(
 
     clipped = _clip_rows(A, bound)
     factor = 2.0 if neighbouring == "replace" else 1.0
+    # Rounding one message coordinate to the grid moves it by at most h/2, so a client's
+    # contribution to a coordinate changes by at most h more (replace) or h/2 (add/remove)
+    # than the exact one; 1e-12 of relative slack covers the float error of clipping and
+    # of the products S_ji a_i (a few ulps).
+    per_coord = _rounding_slack(neighbouring)
+    row_sens = factor * bound * (1 + 1e-12)
     col_l2 = np.sqrt(np.asarray(S.multiply(S).sum(axis=0)).ravel())
     col_l1 = np.asarray(abs(S).sum(axis=0)).ravel()
+    col_nnz = np.bincount(S.indices, minlength=n)
+    cnt = int(col_nnz.max()) * d  # most noisy coordinates one client touches
     row_ptr = S.indptr
     rows = np.repeat(np.arange(m), np.diff(row_ptr))
     cols = S.indices
     n_j = np.diff(row_ptr).astype(float)
     h_j = n_j - np.bincount(rows, weights=withheld[cols].astype(float), minlength=m)
-    # The messages: client i sends S_ji a_i to sketch row j (plus its noise share).
-    msgs = S.data[:, None] * clipped[cols]
+    # The messages: client i sends S_ji a_i to sketch row j (plus its noise share), in fixed point.
+    enc = _encode(S.data[:, None] * clipped[cols])
     params: dict[str, Any] = {
         "row_bound": bound,
         "clipping": "each row clipped to L2 norm <= row_bound",
@@ -387,6 +467,7 @@ def _release(
         "honest_fraction": gamma,
         "noise_simulation": noise,
         "n_servers": n_servers,
+        "fixed_point_grid": 2.0**-FIXED_POINT_BITS,
         "secure_aggregation": (
             f"simulated additive secret sharing mod 2**64, {FIXED_POINT_BITS}-bit fixed point, "
             "seeded masks; not a cryptographic protocol"
@@ -394,29 +475,53 @@ def _release(
     }
     if p != 1.0:
         params["interpolation_p"] = p
-    notes = ["inputs clipped to row_bound (L2 per row)"]
+    notes = [
+        "inputs clipped to row_bound (L2 per row)",
+        f"messages rounded to the fixed-point grid 2**-{FIXED_POINT_BITS} before aggregation; the "
+        "sensitivity includes that rounding; noise is discrete, drawn on the same grid, so the output "
+        "is a multiple of 2**-32",
+    ]
     if not private:
-        agg = _secure_sum(msgs, row_ptr, m, n_servers, rng)
+        agg = _secure_sum(enc, row_ptr, m, n_servers, rng)
         params.update(sigma_c=0.0, notes=(*notes, "epsilon=inf: no noise, not private"))
-        return Release(agg, math.inf, 0.0, "none (non-private sketch)", params, "sketch S A (not private)")
+        return Release(
+            _decode(agg), math.inf, 0.0, "none (non-private sketch)", params, "sketch S A (not private)"
+        )
     if mechanism == "gaussian":
-        sens = factor * bound * float(col_l2.max())
-        sigma_c = analytic_gaussian_sigma(eps, dlt, sens)
-        share_var = np.zeros(m)
+        slack = per_coord * math.sqrt(cnt)
+        sens = row_sens * float(col_l2.max()) + slack
         has = n_j > 0
+        if noise == "per_client":
+            share_ratio = 1.0 / math.sqrt(gamma * float(n_j.max()) ** p)
+            per_entry = float(n_j.max())
+        else:
+            share_ratio, per_entry = 1.0, 1.0
+        grid = _grid_slack(sens, cnt, share_ratio, per_entry)
+        sigma_c = grid_gaussian_sigma(eps, dlt, sens, grid)
+        # every discrete share at least one grid unit wide (where the TV bound holds)
+        sigma_c = max(sigma_c, 1.0 / (_SCALE * share_ratio))
+        share_var = np.zeros(m)
         share_var[has] = sigma_c**2 / (gamma * n_j[has] ** p)
         if noise == "per_client":
             share_std = np.sqrt(share_var[rows])
             share_std[withheld[cols]] = 0.0
-            msgs = msgs + _gaussian_grouped(share_std, d)
-            agg = _secure_sum(msgs, row_ptr, m, n_servers, rng)
+            _check_integer_scale(float(share_std.max(initial=0.0)), "noise share std")
+            noisy = _discrete_noise_grouped(enc, share_std, "gaussian")
+            agg = _secure_sum(noisy, row_ptr, m, n_servers, rng)
         else:
-            agg = _secure_sum(msgs, row_ptr, m, n_servers, rng)
-            agg = agg + _gaussian_grouped(sigma_c * np.sqrt(h_j / (gamma * np.maximum(n_j, 1.0) ** p)), d)
+            agg = _secure_sum(enc, row_ptr, m, n_servers, rng)
+            entry_std = sigma_c * np.sqrt(h_j / (gamma * np.maximum(n_j, 1.0) ** p))
+            _check_integer_scale(float(entry_std.max(initial=0.0)), "noise std")
+            agg = _discrete_noise_grouped(agg, entry_std, "gaussian")
         params.update(
             sensitivity_l2=sens,
+            rounding_slack_l2=slack,
             sigma_c=sigma_c,
-            calibration="analytic Gaussian mechanism (Balle & Wang 2018)",
+            grid_delta=grid / sigma_c**2,
+            calibration=(
+                "analytic Gaussian mechanism (Balle & Wang 2018) plus the discrete-Gaussian grid term "
+                "(trustlab.privacy.calibration.grid_gaussian_sigma)"
+            ),
             share_std_range=(float(np.sqrt(share_var[has].min())), float(np.sqrt(share_var[has].max()))),
         )
         if p == 0.0:
@@ -431,7 +536,18 @@ def _release(
             # Rows where withholding clients leave less than sigma_c**2 of noise: the
             # release meets only the epsilon of its realised noise, and must say so.
             ratio = h_j / (gamma * np.maximum(n_j, 1.0) ** p)  # realised variance / sigma_c**2
-            met = _realised_epsilon(S, ratio, factor * bound, sigma_c, sens, dlt)
+            met = _realised_epsilon(
+                S,
+                ratio,
+                row_sens,
+                slack,
+                sigma_c,
+                sens,
+                dlt,
+                share_ratio if noise == "per_client" else None,
+                cnt,
+                per_entry,
+            )
             if met > eps:
                 params["requested_epsilon"] = eps
                 notes.append(
@@ -440,22 +556,23 @@ def _release(
                 )
                 eps = met
     else:
-        sens1 = factor * bound * math.sqrt(d) * float(col_l1.max())
+        slack1 = per_coord * cnt
+        sens1 = row_sens * math.sqrt(d) * float(col_l1.max()) + slack1
         b = sens1 / eps
-        agg = _secure_sum(msgs, row_ptr, m, n_servers, rng)
-        noise_mat = np.zeros((m, d))
-        has = np.flatnonzero(n_j > 0)
-        noise_mat[has] = laplace(b, has.size * d).reshape(has.size, d)
-        agg = agg + noise_mat
-        params.update(sensitivity_l1=sens1, laplace_scale=b, sigma_c=b * math.sqrt(2.0))
+        _check_integer_scale(b, "Laplace scale")
+        agg = _secure_sum(enc, row_ptr, m, n_servers, rng)
+        agg = _discrete_noise_grouped(agg, np.where(n_j > 0, b, 0.0), "laplace")
+        params.update(
+            sensitivity_l1=sens1, rounding_slack_l1=slack1, laplace_scale=b, sigma_c=b * math.sqrt(2.0)
+        )
         notes.append(
             "L1 sensitivity uses ||a||_1 <= sqrt(d) ||a||_2; the per-client Gamma-difference shares are "
-            "drawn in aggregate (their sum is exactly Laplace)"
+            "drawn in aggregate (their sum is exactly discrete Laplace on the grid); pure epsilon-DP"
         )
         mech = "LTM Laplace"
     params["notes"] = tuple(notes)
     return Release(
-        agg,
+        _decode(agg),
         eps,
         dlt if mechanism == "gaussian" else 0.0,
         mech + " (secure aggregation simulated)",
@@ -619,21 +736,62 @@ def local_variant(
 # ----------------------------------------------------------------------------- central baselines
 
 
+_GRAM_BITS = 16
+
+
+def _int_gram(U: np.ndarray) -> np.ndarray:
+    """Exact ``U^T U`` of an int64 matrix, saturated at ``+-2**62`` (chunked products, Python-int sums)."""
+    k = U.shape[1]
+    peak = int(np.abs(U).max(initial=0))
+    chunk = max(1, 2**62 // max(1, peak * peak * 2))
+    total = [[0] * k for _ in range(k)]
+    for start in range(0, U.shape[0], chunk):
+        block = U[start : start + chunk]
+        part = block.T @ block
+        for i in range(k):
+            for j in range(k):
+                total[i][j] += int(part[i, j])
+    cap = 2**62
+    return np.array([[min(cap, max(-cap, v)) for v in row] for row in total], dtype=np.int64)
+
+
 def _noisy_gram(
     Z: np.ndarray, epsilon: float, delta: float, bound: float, neighbouring: str
-) -> tuple[np.ndarray, float, float]:
-    """``Z^T Z`` plus symmetric Gaussian noise (upper triangle drawn, mirrored)."""
-    # ||z z^T - w w^T||_F^2 = |z|^4 + |w|^4 - 2 (z.w)^2 <= 2 bound^4 (replace); bound^2 (add/remove).
-    sens = bound**2 * (math.sqrt(2.0) if neighbouring == "replace" else 1.0)
-    gram = Z.T @ Z
-    if not math.isfinite(epsilon):
-        return gram, 0.0, sens
-    sigma = analytic_gaussian_sigma(epsilon, delta, sens)
+) -> tuple[np.ndarray, float, float, float]:
+    """``Z^T Z`` plus symmetric discrete Gaussian noise on a fixed-point grid (upper triangle, mirrored).
+
+    Rows (already clipped to ``bound``) are rounded to the grid ``bound * 2**-16``; the
+    Gram matrix of the rounded rows is formed exactly in integers (saturated at
+    ``+-2**62``, a 1-Lipschitz clamp) and OpenDP adds discrete Gaussian noise to its
+    upper triangle. The output is a multiple of ``(bound * 2**-16)**2``. Returns the
+    matrix, the noise std and the Frobenius sensitivity (data units, rounding
+    included), and the grid step.
+    """
+    # ||z z^T - w w^T||_F^2 = |z|^4 + |w|^4 - 2 (z.w)^2 <= 2 B^4 (replace); B^4 (add/remove), B = max |z|.
     k = Z.shape[1]
+    unit = bound * 2.0**-_GRAM_BITS
+    step = unit * unit
+    if not math.isfinite(epsilon):
+        sens = bound**2 * (math.sqrt(2.0) if neighbouring == "replace" else 1.0)
+        return Z.T @ Z, 0.0, sens, 0.0
+    U = np.rint(Z / unit).astype(np.int64)
+    # a rounded row has norm <= 2**16 (1 + 1e-12) + sqrt(k) / 2 grid units (clipping's float error included)
+    b_int = 2.0**_GRAM_BITS * (1 + 1e-12) + math.sqrt(k) / 2
+    sens_int = b_int**2 * (math.sqrt(2.0) if neighbouring == "replace" else 1.0)
+    n_upper = k * (k + 1) // 2
+    sigma_int = grid_gaussian_sigma(epsilon, delta, sens_int, 0.5 * sens_int + n_upper * DG_ROUNDING_TV)
+    if sigma_int > MAX_INTEGER_SCALE:
+        raise ParameterError(
+            f"epsilon={epsilon:g} needs Gram noise beyond 2**52 grid units of (row_bound * 2**-16)**2, more "
+            "than integer noise can serve exactly; raise epsilon.",
+            argument="epsilon",
+        )
+    gram = _int_gram(U)
     iu = np.triu_indices(k)
-    upper = np.zeros((k, k))
-    upper[iu] = gaussian(sigma, len(iu[0]))
-    return gram + upper + np.triu(upper, 1).T, sigma, sens
+    noisy = np.zeros((k, k), dtype=np.int64)
+    noisy[iu] = add_discrete_gaussian(gram[iu], sigma_int)
+    noisy = noisy + np.triu(noisy, 1).T
+    return noisy.astype(float) * step, sigma_int * step, sens_int * step, step
 
 
 def central_mod_sulq(
@@ -677,7 +835,7 @@ def central_mod_sulq(
     eps, dlt = _privacy(epsilon, delta, "gaussian")
     neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
     bound = check_positive(row_bound, "row_bound")
-    gram, sigma, sens = _noisy_gram(_clip_rows(A, bound), eps, dlt, bound, neighbouring)
+    gram, sigma, sens, step = _noisy_gram(_clip_rows(A, bound), eps, dlt, bound, neighbouring)
     _, vecs = np.linalg.eigh(gram)
     comps = vecs[:, ::-1][:, :k].T
     return Release(
@@ -690,7 +848,12 @@ def central_mod_sulq(
             "neighbouring": f"{neighbouring} one row",
             "sensitivity_frobenius": sens,
             "sigma": sigma,
-            "notes": ("inputs clipped to row_bound (L2 per row)",),
+            "gram_grid": step,
+            "notes": (
+                "inputs clipped to row_bound (L2 per row)",
+                "rows rounded to row_bound * 2**-16, exact integer Gram matrix, discrete Gaussian noise "
+                "on its grid (OpenDP); sensitivity includes the rounding",
+            ),
         },
         f"top-{k} principal directions",
     )
@@ -734,7 +897,7 @@ def central_ssp_ridge(
     eps, dlt = _privacy(epsilon, delta, "gaussian")
     neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
     bound = check_positive(row_bound, "row_bound")
-    gram, sigma, sens = _noisy_gram(_clip_rows(Z, bound), eps, dlt, bound, neighbouring)
+    gram, sigma, sens, step = _noisy_gram(_clip_rows(Z, bound), eps, dlt, bound, neighbouring)
     d = Z.shape[1] - 1
     coef = _solve(gram[:d, :d] + lam * np.eye(d), gram[:d, d])
     return Release(
@@ -747,8 +910,13 @@ def central_ssp_ridge(
             "neighbouring": f"{neighbouring} one row",
             "sensitivity_frobenius": sens,
             "sigma": sigma,
+            "gram_grid": step,
             "alpha": lam,
-            "notes": ("each [x, y] clipped jointly to row_bound (L2)",),
+            "notes": (
+                "each [x, y] clipped jointly to row_bound (L2)",
+                "rows rounded to row_bound * 2**-16, exact integer Gram matrix, discrete Gaussian noise "
+                "on its grid (OpenDP); sensitivity includes the rounding",
+            ),
         },
         "ridge coefficients",
     )
@@ -823,6 +991,18 @@ def ridge_cost_ratio(X: Any, y: Any, coef: Any, alpha: float) -> float:
 # ----------------------------------------------------------------------------- estimators
 
 
+def _finite_epsilon(epsilon: Any, estimator: str, alternative: str) -> None:
+    """Private estimators refuse ``epsilon=inf``: a DP estimator never silently fits without noise."""
+    if isinstance(epsilon, numbers.Real) and not isinstance(epsilon, bool) and math.isinf(float(epsilon)):
+        raise ParameterError(
+            f"{estimator} is a private estimator and epsilon must be finite, got {epsilon!r}; for the "
+            f"non-private fit use {alternative} (or ltm_release(..., epsilon=math.inf) for the exact "
+            "sketch).",
+            argument="epsilon",
+        )
+    check_epsilon(epsilon)
+
+
 def _estimator_sketch(
     sketch: Any, sketch_rows: Any, sparsity: Any, rng: np.random.Generator, n: int, default_rows: int
 ) -> sp.csr_matrix:
@@ -847,7 +1027,8 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
     n_components : int, default 2
         The rank ``k``.
     epsilon, delta : float, default 1.0, 1e-5
-        Privacy of the sketch release (everything after is post-processing).
+        Privacy of the sketch release (everything after is post-processing); epsilon
+        must be finite (a private estimator never fits without noise).
     row_bound : float, default 1.0
         Public L2 bound on each client's row; rows are clipped to it.
     sketch_rows : int, optional
@@ -915,6 +1096,7 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> LTMLowRank:
         """Release the sketch of ``X`` and keep its top ``n_components`` right singular vectors."""
+        _finite_epsilon(self.epsilon, "LTMLowRank", "sklearn.decomposition.TruncatedSVD")
         A = _matrix(X, "X")
         k = check_positive_int(self.n_components, "n_components")
         if k > A.shape[1]:
@@ -1031,6 +1213,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> LTMRidge:
         """Release the sketch of ``[X | y]`` and solve the ridge problem on it."""
+        _finite_epsilon(self.epsilon, "LTMRidge", "sklearn.linear_model.Ridge(fit_intercept=False)")
         Z = _joint(X, y)
         lam = check_positive(self.alpha, "alpha", allow_zero=True)
         if not isinstance(self.debias, bool | np.bool_):
@@ -1056,7 +1239,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
         )
         At, bt = rel.value[:, :d], rel.value[:, d]
         gram = At.T @ At + lam * np.eye(d)
-        if self.debias and math.isfinite(rel.epsilon):
+        if self.debias:
             n_j = np.diff(S.indptr)
             per_entry = rel.parameters["sigma_c"] ** 2 / float(rel.parameters["honest_fraction"])
             gram = gram - per_entry * float(np.count_nonzero(n_j)) * np.eye(d)
