@@ -174,10 +174,18 @@ def test_noise_is_drawn_on_the_grid_with_the_declared_scale(monkeypatch):
 
 def test_declared_sigma_meets_the_claim_with_its_grid_term():
     S = make_sketch(8, 50, s=2, random_state=0)
+    n_max = int(np.diff(sp.csr_matrix(S).indptr).max())
     for noise in ("aggregated", "per_client"):
         rel = ltm_release(np.full((50, 3), 0.1), S, 1.0, 1e-5, 1.0, noise=noise)
-        mu = rel.parameters["sensitivity_l2"] / rel.parameters["sigma_c"]
-        assert gaussian_delta(1.0, mu) + rel.parameters["grid_delta"] <= 1e-5
+        sigma, sens = rel.parameters["sigma_c"], rel.parameters["sensitivity_l2"]
+        # the grid term from first principles (calibration.grid_gaussian_sigma's Notes): one client
+        # touches 2 rows x 3 columns; the smallest discrete share is sigma (aggregated) or
+        # sigma / sqrt(n_j) (per client, n_j shares per entry)
+        s_min, shares = (sigma, 1) if noise == "aggregated" else (sigma / math.sqrt(n_max), n_max)
+        expected = 0.5 * (sens / sigma) * H / s_min + 6 * shares * DG_ROUNDING_TV * (H / s_min) ** 2
+        assert rel.parameters["grid_delta"] >= expected * (1 - 1e-9)
+        assert gaussian_delta(1.0, sens / sigma) + rel.parameters["grid_delta"] <= 1e-5
+        assert rel.parameters["rounding_slack_l2"] == pytest.approx(H * math.sqrt(6))
         # at a row bound of 1 the grid costs nothing visible: sigma within 1e-6 of the analytic one
         assert rel.parameters["sigma_c"] == pytest.approx(
             analytic_gaussian_sigma(1.0, 1e-5, rel.parameters["sensitivity_l2"]), rel=1e-6
