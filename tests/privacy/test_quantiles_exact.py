@@ -220,11 +220,13 @@ def test_transition_matches_direct_sum(seed):
 # Truncation of far ranks
 
 
-def test_window_truncation_changes_no_probability(monkeypatch):
+@pytest.mark.parametrize("levels", [[0.25, 0.5, 0.75], [0.3, 0.5, 0.7]])
+def test_window_truncation_changes_no_probability(monkeypatch, levels):
     # n large enough that each level's window (about 12,000 ranks at epsilon 1) truncates;
-    # distinct grid cells and one sub-position per cell make both runs see the same data
+    # with [0.3, 0.5, 0.7] the windows overlap and the run of all three levels in one
+    # interval (utility below -12,000) is left out as well.
+    # Distinct grid cells and one sub-position per cell make both runs see the same data.
     x = np.sort(np.random.default_rng(3).choice(2**20, size=30000, replace=False)).astype(float)
-    levels = [0.25, 0.5, 0.75]
     kwargs = {"resolution": 2**20, "_jitter": 1}
     rec = _Recorder(monkeypatch)
     dp_quantiles(x, levels, 1.0, (0, 2**20), **kwargs)

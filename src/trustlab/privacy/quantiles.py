@@ -426,59 +426,81 @@ def _joint_exp_ranks(fine: _FineEdges, levels: np.ndarray, epsilon: float, sensi
     while True:
         lo = [max(0, math.floor(c) - half) for c in centres]
         hi = [min(n, math.ceil(c) + half) for c in centres]
-        alpha = _forward(fine, lo, hi, targets, a)
-        final = _final_weights(alpha[-1], n, targets[m], a)
+        # Runs that skip gaps of total target above half + 1 have utility below -(half + 1):
+        # they are part of the dropped tuples bounded below (and only exist when truncating).
+        fwd = _Forward(fine, lo, hi, targets, a, run_cap=None if half > n else half + 1)
+        final = [
+            (k, st, w - a * np.abs(n - np.arange(st, st + w.size) - targets[m]))
+            for k, st, w in fwd.rows(m - 1)
+        ]
         flat = np.concatenate([w for _, _, w in final])
-        truncated = any(v > 0 for v in lo) or any(v < n for v in hi)
+        truncated = fwd.capped or any(v > 0 for v in lo) or any(v < n for v in hi)
         if truncated:
             dropped = m * log_n_fine - math.lgamma(m + 1) - a * (half + 1)
             if _logsumexp(flat) - dropped < margin:
                 half = min(2 * half + 1, n + 1)
                 continue
         break
-    return _sample_backward(alpha, final, flat, targets, a)
+    return _sample_backward(fwd, final, flat)
 
 
-def _forward(
-    fine: _FineEdges, lo: list[int], hi: list[int], targets: np.ndarray, a: float
-) -> list[dict[int, tuple[int, np.ndarray]]]:
-    """Log forward weights: ``alpha[j][k] = (start, array)`` for runs of ``k`` levels ending at ``j``."""
-    alpha: list[dict[int, tuple[int, np.ndarray]]] = []
-    for j in range(len(lo)):
-        loglen = fine.log_lengths(lo[j], hi[j])
-        idx = np.arange(lo[j], hi[j] + 1)
-        rows: dict[int, tuple[int, np.ndarray]] = {}
-        if j == 0:
-            rows[1] = (lo[0], loglen - a * np.abs(idx - targets[0]))
-        else:
-            prev = alpha[j - 1]
-            total = _total(prev, lo[j - 1], hi[j - 1])
-            rows[1] = (lo[j], loglen + _transition(total, lo[j - 1], lo[j], hi[j], a, float(targets[j])))
-            for k, (start, arr) in prev.items():
-                s0, e0 = max(start, lo[j]), min(start + arr.size - 1, hi[j])
-                if s0 <= e0:
-                    cont = arr[s0 - start : e0 - start + 1] + loglen[s0 - lo[j] : e0 - lo[j] + 1]
-                    rows[k + 1] = (s0, cont - math.log(k + 1) - a * targets[j])
-        alpha.append(rows)
-    return alpha
+class _Forward:
+    """JointExp's log forward weights on the windows ``lo[j] .. hi[j]`` (ranks) of each level.
 
+    ``alpha1[j][r]`` is the log total weight of the levels ``1 .. j`` with level ``j`` in
+    interval ``r`` and level ``j - 1`` strictly below it. A run of ``k`` levels
+    ``s .. j`` (``s = j - k + 1``) in one interval ``r`` weighs
+    ``alpha1[s][r] + (k - 1) log len(r) - log k! - a (t_{s+1} + ... + t_j)``
+    (the ``1 / k!`` makes the sorted uniform points of a run an exponential mechanism
+    over ordered outputs); these rows are formed when needed, so memory is
+    ``O(m * width)``. With ``run_cap``, runs whose skipped gaps have targets summing
+    above it are left out (their utility is below ``-run_cap``).
+    """
 
-def _total(rows: dict[int, tuple[int, np.ndarray]], lo: int, hi: int) -> np.ndarray:
-    total = np.full(hi - lo + 1, -np.inf)
-    for start, arr in rows.values():
-        seg = slice(start - lo, start - lo + arr.size)
-        total[seg] = np.logaddexp(total[seg], arr)
-    return total
+    def __init__(
+        self,
+        fine: _FineEdges,
+        lo: list[int],
+        hi: list[int],
+        targets: np.ndarray,
+        a: float,
+        run_cap: float | None = None,
+    ) -> None:
+        self.lo, self.hi, self.targets, self.a = lo, hi, targets, a
+        self.run_cap = math.inf if run_cap is None else run_cap
+        self.capped = False
+        m = len(lo)
+        self.cum = np.concatenate([[0.0], np.cumsum(targets[1:m])])  # t_2 + ... + t_{j+1}
+        self.loglen = [fine.log_lengths(lo[j], hi[j]) for j in range(m)]
+        self.alpha1: list[np.ndarray] = []
+        for j in range(m):
+            if j == 0:
+                self.alpha1.append(self.loglen[0] - a * np.abs(np.arange(lo[0], hi[0] + 1) - targets[0]))
+                continue
+            total = np.full(hi[j - 1] - lo[j - 1] + 1, -np.inf)
+            for _, start, arr in self.rows(j - 1):
+                seg = slice(start - lo[j - 1], start - lo[j - 1] + arr.size)
+                total[seg] = np.logaddexp(total[seg], arr)
+            conv = _transition(total, lo[j - 1], lo[j], hi[j], a, float(targets[j]))
+            self.alpha1.append(self.loglen[j] + conv)
 
-
-def _final_weights(
-    rows: dict[int, tuple[int, np.ndarray]], n: int, target: float, a: float
-) -> list[tuple[int, int, np.ndarray]]:
-    out = []
-    for k, (start, arr) in rows.items():
-        r = np.arange(start, start + arr.size)
-        out.append((k, start, arr - a * np.abs(n - r - target)))
-    return out
+    def rows(self, j: int) -> list[tuple[int, int, np.ndarray]]:
+        """``(k, start, log weights)`` of runs of ``k`` levels ending at level ``j``."""
+        lo, hi = self.lo, self.hi
+        out = [(1, lo[j], self.alpha1[j])]
+        for k in range(2, j + 2):
+            s = j - k + 1
+            start, stop = lo[j], hi[s]  # windows move up with the level: the intersection
+            if start > stop:
+                break
+            if self.cum[j] - self.cum[s] > self.run_cap:  # utility below -run_cap: dropped
+                self.capped = True
+                break
+            base = self.alpha1[s][start - lo[s] : stop - lo[s] + 1]
+            ll = self.loglen[j][start - lo[j] : stop - lo[j] + 1]
+            shift = math.lgamma(k + 1) + self.a * (self.cum[j] - self.cum[s])
+            out.append((k, start, base + (k - 1) * ll - shift))
+        return out
 
 
 _SELECT_DIRECT = 256
@@ -517,14 +539,8 @@ def _pick(parts: list[tuple[int, int, np.ndarray]], flat: np.ndarray) -> tuple[i
     raise AssertionError("index out of range")  # pragma: no cover
 
 
-def _sample_backward(
-    alpha: list[dict[int, tuple[int, np.ndarray]]],
-    final: list[tuple[int, int, np.ndarray]],
-    flat: np.ndarray,
-    targets: np.ndarray,
-    a: float,
-) -> list[int]:
-    m = len(alpha)
+def _sample_backward(fwd: _Forward, final: list[tuple[int, int, np.ndarray]], flat: np.ndarray) -> list[int]:
+    m = len(fwd.lo)
     ranks = [0] * m
     k, r = _pick(final, flat)
     ranks[m - 1] = r
@@ -534,11 +550,11 @@ def _sample_backward(
             k -= 1
             continue
         parts = []
-        for kk, (start, arr) in alpha[j - 1].items():
+        for kk, start, arr in fwd.rows(j - 1):
             stop = min(start + arr.size, r)  # p < r
             if stop > start:
                 p = np.arange(start, stop)
-                parts.append((kk, start, arr[: stop - start] - a * np.abs(r - p - targets[j])))
+                parts.append((kk, start, arr[: stop - start] - fwd.a * np.abs(r - p - fwd.targets[j])))
         k, r = _pick(parts, np.concatenate([w for _, _, w in parts]))
         ranks[j - 1] = r
     return ranks
