@@ -575,9 +575,12 @@ def dsi_release(
     -----
     The noise is ``sigma_m B L z``: a linear transform of standard normals drawn
     by OpenDP's floating-point-safe sampler. The matrix product and the addition
-    to ``target`` are ordinary floating-point operations, so the low-order bits
-    of the output are not protected the way OpenDP's own outputs are (Mironov
-    2012); the guarantee holds for the real-valued mechanism.
+    to ``target`` are ordinary floating-point operations, so the output is plain
+    float64 on no public grid and its low-order bits are not protected the way
+    OpenDP's own outputs are (Mironov 2012); the guarantee holds for the
+    real-valued mechanism. That is acceptable here because DSI is not differential
+    privacy: the covariance is itself computed from the data. No seed is taken;
+    the noise cannot be seeded.
 
     References
     ----------
