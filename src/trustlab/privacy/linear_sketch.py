@@ -599,13 +599,17 @@ def ltm_release(
     """Release the noisy sketch ``S A + E`` in the linear-transformation model.
 
     Every client's row is clipped to L2 norm ``row_bound``. For each non-zero
-    ``S_ji`` client ``i`` sends ``S_ji a_i`` plus a Gaussian share
-    ``N(0, sigma_c**2 / (honest_fraction * n_j))`` (``n_j``: non-zeros in row ``j``
-    of ``S``) to a simulated secure aggregation; ``sigma_c`` is the analytic
-    Gaussian mechanism's std for sensitivity ``max_i ||S[:, i]|| * row_bound``
-    (times 2 for ``"replace"``). If at least ``honest_fraction * n_j`` clients of
-    every row add their share, each entry of ``E`` has variance ``>= sigma_c**2``
-    and the release is the central Gaussian mechanism on ``S A``.
+    ``S_ji`` client ``i`` sends ``S_ji a_i``, rounded to the fixed-point grid
+    ``2**-32``, plus a discrete Gaussian share of variance
+    ``sigma_c**2 / (honest_fraction * n_j)`` on that grid (``n_j``: non-zeros in row
+    ``j`` of ``S``) to a simulated secure aggregation. ``sigma_c`` is the analytic
+    Gaussian mechanism's std for the L2 sensitivity ``max_i ||S[:, i]|| * row_bound``
+    (times 2 for ``"replace"``) plus the rounding slack ``2**-32 sqrt(s d)``, raised by
+    the grid term of :func:`~trustlab.privacy.calibration.grid_gaussian_sigma` (the
+    discrete Gaussian is not the continuous one; ``parameters["grid_delta"]``). If at
+    least ``honest_fraction * n_j`` clients of every row add their share, each entry of
+    ``E`` has variance ``>= sigma_c**2`` and the release is ``(epsilon, delta)``-DP. Every
+    released entry is a multiple of ``2**-32``.
 
     Parameters
     ----------
@@ -620,9 +624,10 @@ def ltm_release(
     row_bound : float
         Public L2 bound on each client's row (rows are clipped to it).
     mechanism : {"gaussian", "laplace"}, default "gaussian"
-        ``"laplace"`` targets per-entry ``Laplace(Delta_1 / epsilon)`` with
-        ``Delta_1 = max_i ||S[:, i]||_1 * sqrt(d) * row_bound`` (times 2 for
-        replacement); only with ``noise="aggregated"``, ``honest_fraction=1``
+        ``"laplace"`` adds per-entry discrete Laplace noise on the ``2**-32`` grid of
+        scale ``Delta_1 / epsilon`` with ``Delta_1 = max_i ||S[:, i]||_1 * sqrt(d) *
+        row_bound`` (times 2 for replacement) plus the rounding slack ``2**-32 s d``:
+        exactly epsilon-DP; only with ``noise="aggregated"``, ``honest_fraction=1``
         and no withholding (no safe Gamma sampler exists for per-client shares).
     honest_fraction : float in (0, 1], default 1
         Assumed share of each row's contributors that add their noise.
@@ -641,13 +646,15 @@ def ltm_release(
         ``epsilon`` is the one its realised noise meets (``inf`` if a row has none)
         and ``parameters["requested_epsilon"]`` keeps the one asked for.
     random_state : None, int or numpy Generator, keyword
-        Seeds the secret-sharing masks only; DP noise comes from OpenDP and cannot be seeded.
+        Seeds the secret-sharing masks only (public simulation randomness); DP noise
+        comes from OpenDP and cannot be seeded.
 
     Returns
     -------
     Release
-        ``value`` is the ``m x d`` noisy sketch; ``parameters`` hold ``sigma_c``,
-        the sensitivity, the clipping note and the simulation's description.
+        ``value`` is the ``m x d`` noisy sketch (multiples of ``2**-32``);
+        ``parameters`` hold ``sigma_c``, the sensitivity and its rounding slack, the
+        grid term, the clipping note and the simulation's description.
 
     References
     ----------
