@@ -236,3 +236,22 @@ def test_record_refuses_releases_that_are_not_dp(composition):
         acc.record(dsi_like)
     assert info.value.argument == "release"
     assert acc.spent_epsilon == 0.0 and acc.ledger() == []
+
+
+@pytest.mark.parametrize("composition", ["rdp", "pld", "zcdp"])
+def test_grid_gaussian_releases_are_charged_by_their_epsilon_delta(monkeypatch, composition):
+    # Discrete-Gaussian releases on a grid carry a grid term in their (epsilon, delta): a tight
+    # accountant must not re-derive their cost from a continuous Gaussian's noise multiplier.
+    from trustlab.privacy.linear_sketch import central_mod_sulq, ltm_release, make_sketch
+
+    rel = ltm_release(np.full((20, 2), 0.1), make_sketch(4, 20, random_state=0), 1.0, 1e-6, 1.0)
+    central = central_mod_sulq(np.full((20, 2), 0.1), 1, 1.0, 1e-6, 1.0)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("charged as a continuous Gaussian")
+
+    acc = Accountant(3.0, 1e-4, composition=composition)
+    monkeypatch.setattr(acc, "spend_gaussian", refuse)
+    acc.record(rel)
+    acc.record(central)
+    assert acc.spent_epsilon <= 2.0 + 1e-9 and len(acc.ledger()) == 2
