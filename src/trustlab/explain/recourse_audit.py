@@ -22,6 +22,7 @@ import pandas as pd
 
 from trustlab._validation import check_columns, check_frame, check_positive
 from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.explain._linear import decision_scores
 from trustlab.explain.recourse import Box, ConfinedRegionFinder, ConfinedRegions, max_reachable_score
 from trustlab.explain.recourse_actions import ActionSet, OneHot
 
@@ -72,15 +73,6 @@ class RawLinearModel:
     def score(self, data: pd.DataFrame) -> np.ndarray:
         """The linear score ``b + w^T x`` of each row."""
         return self.encode(data) @ self.coef + self.intercept
-
-
-def _decision(model: Any, frame: pd.DataFrame) -> np.ndarray:
-    if hasattr(model, "decision_function"):
-        out = np.asarray(model.decision_function(frame), dtype=float)
-    else:
-        p = np.clip(np.asarray(model.predict_proba(frame), dtype=float)[:, 1], 1e-300, 1 - 1e-16)
-        out = np.log(p) - np.log1p(-p)
-    return out.ravel()
 
 
 def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearModel:
@@ -150,7 +142,7 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
             p[c] = pd.Series([lev], index=p.index, dtype=X[c].dtype)
             probes.append(p)
     try:
-        f = _decision(model, pd.concat(probes, ignore_index=True))
+        f = decision_scores(model, pd.concat(probes, ignore_index=True))
     except Exception as exc:  # a model that cannot score its own probes is unsupported
         raise ModelError(
             f"model could not score probe rows ({type(exc).__name__}: {exc}).", argument="model"
@@ -169,7 +161,7 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
         max_error=0.0,
     )
     ref = complete.iloc[: min(500, len(complete))]
-    truth = _decision(model, ref)
+    truth = decision_scores(model, ref)
     err = np.abs(raw.score(ref) - truth)
     rel = float(np.max(err / (1.0 + np.abs(truth))))
     if not rel <= atol:
