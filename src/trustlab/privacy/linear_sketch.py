@@ -99,15 +99,24 @@ def _privacy(epsilon: Any, delta: Any, mechanism: str) -> tuple[float, float]:
     return eps, dlt
 
 
-def _matrix(A: Any, name: str) -> np.ndarray:
+def _matrix(A: Any, name: str, *, private: bool = False) -> np.ndarray:
+    """A 2-d float array; for private data a row with NaN or +-inf becomes a zero row.
+
+    Shape and type are public and checked; the values of private rows are not: a
+    client whose row is not finite contributes nothing (as a zero row), so no
+    exception depends on them. Public inputs (evaluation data, new rows to
+    predict) still raise on non-finite values.
+    """
     if sp.issparse(A):
         raise DataError(
             f"{name} is a sparse matrix; sparse input is not supported, pass {name}.toarray().",
             argument=name,
         )
-    arr = check_array(A, name, ndim=2)
+    arr = check_array(A, name, ndim=2, allow_nan=private)
     if arr.shape[1] == 0:
         raise DataError(f"{name} has no columns; pass an (n_clients, n_features) array.", argument=name)
+    if private:
+        arr = np.where(np.isfinite(arr).all(axis=1)[:, None], arr, 0.0)
     return arr
 
 
@@ -395,7 +404,7 @@ def _release(
     neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
     noise = check_choice(noise, "noise", _NOISE)
     eps, dlt = _privacy(epsilon, delta, mechanism)
-    A = _matrix(A, name)
+    A = _matrix(A, name, private=True)
     n, d = A.shape
     bound = check_positive(row_bound, "row_bound")
     gamma = _honest(honest_fraction)
@@ -476,7 +485,7 @@ def _release(
     if p != 1.0:
         params["interpolation_p"] = p
     notes = [
-        "inputs clipped to row_bound (L2 per row)",
+        "inputs clipped to row_bound (L2 per row); a row with NaN or inf entries counts as a zero row",
         f"messages rounded to the fixed-point grid 2**-{FIXED_POINT_BITS} before aggregation; the "
         "sensitivity includes that rounding; noise is discrete, drawn on the same grid, so the output "
         "is a multiple of 2**-32",
@@ -835,7 +844,7 @@ def central_mod_sulq(
     >>> np.round(np.abs(rel.value), 3).tolist()
     [[0.6, 0.8]]
     """
-    A = _matrix(A, "A")
+    A = _matrix(A, "A", private=True)
     k = check_positive_int(n_components, "n_components")
     if k > A.shape[1]:
         raise ParameterError(f"n_components must be <= d={A.shape[1]}, got {k}.", argument="n_components")
@@ -899,7 +908,7 @@ def central_ssp_ridge(
     >>> np.round(rel.value, 6).tolist()
     [0.5, -0.5]
     """
-    Z = _joint(X, y)
+    Z = _joint(X, y, private=True)
     lam = check_positive(alpha, "alpha", allow_zero=True)
     eps, dlt = _privacy(epsilon, delta, "gaussian")
     neighbouring = check_choice(neighbouring, "neighbouring", _NEIGHBOURING)
@@ -929,12 +938,13 @@ def central_ssp_ridge(
     )
 
 
-def _joint(X: Any, y: Any) -> np.ndarray:
-    X = _matrix(X, "X")
-    yv = check_array(y, "y", ndim=1)
+def _joint(X: Any, y: Any, *, private: bool = False) -> np.ndarray:
+    X = _matrix(X, "X", private=private)
+    yv = check_array(y, "y", ndim=1, allow_nan=private)
     if yv.shape[0] != X.shape[0]:
         raise DataError(f"y has {yv.shape[0]} values but X has {X.shape[0]} rows.", argument="y")
-    return np.column_stack([X, yv])
+    Z = np.column_stack([X, yv])
+    return np.where(np.isfinite(Z).all(axis=1)[:, None], Z, 0.0) if private else Z
 
 
 def _solve(M: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -1104,7 +1114,7 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
     def fit(self, X: Any, y: Any = None) -> LTMLowRank:
         """Release the sketch of ``X`` and keep its top ``n_components`` right singular vectors."""
         _finite_epsilon(self.epsilon, "LTMLowRank", "sklearn.decomposition.TruncatedSVD")
-        A = _matrix(X, "X")
+        A = _matrix(X, "X", private=True)
         k = check_positive_int(self.n_components, "n_components")
         if k > A.shape[1]:
             raise ParameterError(
@@ -1221,7 +1231,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
     def fit(self, X: Any, y: Any) -> LTMRidge:
         """Release the sketch of ``[X | y]`` and solve the ridge problem on it."""
         _finite_epsilon(self.epsilon, "LTMRidge", "sklearn.linear_model.Ridge(fit_intercept=False)")
-        Z = _joint(X, y)
+        Z = _joint(X, y, private=True)
         lam = check_positive(self.alpha, "alpha", allow_zero=True)
         if not isinstance(self.debias, bool | np.bool_):
             raise ParameterError(f"debias must be True or False, got {self.debias!r}.", argument="debias")
