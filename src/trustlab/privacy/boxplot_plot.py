@@ -6,9 +6,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from trustlab.errors import ParameterError
-from trustlab.privacy.boxplot import BoxplotStats
+from trustlab.privacy.boxplot import BoxplotStats, GroupedBoxplots
 
 __all__ = ["plot_dp_boxplot"]
+
+
+def _check_text(value: Any, name: str, *, optional: bool = False) -> None:
+    if (value is None and optional) or isinstance(value, str):
+        return
+    raise ParameterError(f"{name} must be a string, got {value!r}.", argument=name)
 
 
 def plot_dp_boxplot(
@@ -23,11 +29,15 @@ def plot_dp_boxplot(
     """Draw one or several (DP) boxplots with ``Axes.bxp`` and return the Axes.
 
     Points beyond the whiskers are never drawn (they are private); their noisy
-    counts are written next to each whisker instead.
+    counts are written next to each whisker instead. For a
+    :class:`~trustlab.privacy.boxplot.GroupedBoxplots` every public group gets a
+    slot, in category order; a group too small to draw is marked "too small" with
+    its public or released size, so the figure's layout depends on public inputs
+    and released counts only.
 
     Parameters
     ----------
-    stats : BoxplotStats or mapping of label to BoxplotStats
+    stats : BoxplotStats, GroupedBoxplots or mapping of label to BoxplotStats
         What :func:`~trustlab.privacy.dp_boxplot_stats` or
         :func:`~trustlab.privacy.grouped_dp_boxplot` returned.
     ax : matplotlib Axes, optional
@@ -53,19 +63,33 @@ def plot_dp_boxplot(
     >>> plot_dp_boxplot(s).get_title()
     'DP boxplot (epsilon = 1)'
     """
+    grouped = stats if isinstance(stats, GroupedBoxplots) else None
     if isinstance(stats, BoxplotStats):
-        items: dict[Any, BoxplotStats] = {"": stats}
+        slots: dict[Any, BoxplotStats | None] = {"": stats}
+    elif grouped is not None:
+        slots = {cat: grouped.boxes.get(cat) for cat in grouped.categories}
     elif isinstance(stats, Mapping) and stats and all(isinstance(v, BoxplotStats) for v in stats.values()):
-        items = dict(stats)
+        slots = dict(stats)
     else:
         raise ParameterError(
-            "stats must be a BoxplotStats or a non-empty mapping of label to BoxplotStats.",
+            "stats must be a BoxplotStats, a GroupedBoxplots or a non-empty mapping of label to "
+            "BoxplotStats (what dp_boxplot_stats / grouped_dp_boxplot return).",
             argument="stats",
+        )
+    if ax is not None and not (hasattr(ax, "bxp") and hasattr(ax, "annotate")):
+        raise ParameterError(f"ax must be a matplotlib Axes, got {type(ax).__name__}.", argument="ax")
+    _check_text(title, "title", optional=True)
+    _check_text(xlabel, "xlabel")
+    _check_text(ylabel, "ylabel")
+    if not isinstance(show_counts, bool):
+        raise ParameterError(
+            f"show_counts must be True or False, got {show_counts!r}.", argument="show_counts"
         )
     if ax is None:
         from matplotlib.figure import Figure
 
-        ax = Figure(figsize=(max(4.0, 1.2 * len(items) + 2), 3.6), layout="constrained").add_subplot()
+        ax = Figure(figsize=(max(4.0, 1.2 * len(slots) + 2), 3.6), layout="constrained").add_subplot()
+    drawn = [(pos, label, s) for pos, (label, s) in enumerate(slots.items(), start=1) if s is not None]
     boxes = [
         {
             "label": str(label),
@@ -76,11 +100,14 @@ def plot_dp_boxplot(
             "whishi": s.whisker_hi,
             "fliers": [],
         }
-        for label, s in items.items()
+        for _, label, s in drawn
     ]
-    ax.bxp(boxes, showfliers=False)
+    if boxes:
+        ax.bxp(boxes, positions=[pos for pos, _, _ in drawn], showfliers=False)
+    ax.set_xticks(range(1, len(slots) + 1), [str(label) for label in slots])
+    ax.set_xlim(0.5, len(slots) + 0.5)
     if show_counts:
-        for pos, s in enumerate(items.values(), start=1):
+        for pos, _, s in drawn:
             for y, count, va in (
                 (s.whisker_hi, s.count_hi, "bottom"),
                 (s.whisker_lo, s.count_lo, "top"),
@@ -94,7 +121,21 @@ def plot_dp_boxplot(
                     va=va,
                     fontsize=7,
                 )
-    eps = {s.epsilon for s in items.values()}
+    if grouped is not None:
+        for pos, label in enumerate(slots, start=1):
+            if slots[label] is None:
+                ax.annotate(
+                    f"too small\n(n ≈ {grouped.sizes[label]:g})",
+                    (pos, 0.5),
+                    xycoords=("data", "axes fraction"),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="0.4",
+                )
+        eps = {grouped.epsilon}
+    else:
+        eps = {s.epsilon for s in slots.values() if s is not None}
     if title is None:
         title = (
             "boxplot (not private)"
