@@ -175,10 +175,10 @@ def test_tree_order_invariance_and_interactions():
     assert 0.0 < a.interaction_strength(X[100:150]) < 1.0
     # shuffling the tree order (summing leaves in another order) changes nothing
     trees = list(a._ens.trees)
-    from trustlab.explain.fastpd import _extract_leaves
+    from trustlab.explain._fastpd_leaves import extract_leaves
 
-    g1, c1 = _extract_leaves(tuple(reversed(trees)), 1.0)
-    g0, c0 = _extract_leaves(tuple(trees), 1.0)
+    g1, c1 = extract_leaves(tuple(reversed(trees)), 1.0)
+    g0, c0 = extract_leaves(tuple(trees), 1.0)
     assert c0 == pytest.approx(c1)
     assert {k: len(g.value) for k, g in g0.items()} == {k: len(g.value) for k, g in g1.items()}
     max_order_2 = a.components(X[100:150], max_order=2)[1]

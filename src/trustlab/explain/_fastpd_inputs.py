@@ -1,0 +1,98 @@
+"""FastPD's inputs: DataFrames with the model's columns, and string categories as the model codes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from trustlab.errors import DataError
+from trustlab.explain._trees import TreeEnsemble
+
+__all__ = ["category_codes", "frame_codes", "model_frame", "string_columns"]
+
+
+def model_frame(X: Any, ens: TreeEnsemble, name: str) -> pd.DataFrame:
+    """``X`` as a DataFrame with the model's columns, in the model's order."""
+    if not isinstance(X, pd.DataFrame):
+        if ens.feature_names is not None:
+            raise DataError(
+                f"{name} must be a pandas DataFrame: the model was fitted on a DataFrame with "
+                f"categorical columns of strings ({string_columns(ens)}); pass rows with its "
+                f"columns {list(ens.feature_names)[:20]}.",
+                argument=name,
+            )
+        X = pd.DataFrame(np.asarray(X, dtype=object))
+    if X.ndim != 2 or len(X) == 0:
+        raise DataError(f"{name} must be a non-empty 2-D table, got shape {X.shape}.", argument=name)
+    if ens.feature_names is None:
+        if X.shape[1] != ens.n_features:
+            raise DataError(
+                f"{name} has {X.shape[1]} columns; the model has {ens.n_features} features.",
+                argument=name,
+            )
+        return X
+    cols = list(X.columns.map(str))
+    expected = list(ens.feature_names)
+    if cols == expected:
+        return X
+    missing = [c for c in expected if c not in cols]
+    if missing:
+        raise DataError(
+            f"{name} lacks the model's feature(s) {missing[:10]}; pass a DataFrame with the "
+            f"columns the model was fitted on.",
+            argument=name,
+        )
+    return X.set_axis(cols, axis=1)[expected]
+
+
+def string_columns(ens: TreeEnsemble) -> list[str]:
+    names = ens.feature_names
+    return [names[f] if names is not None else str(f) for f in sorted(ens.categories)][:10]
+
+
+def category_codes(col: pd.Series, values: np.ndarray, feature: str, name: str) -> np.ndarray:
+    """Codes of a column of category values, as the model's ``OrdinalEncoder`` makes them.
+
+    The position of each value among the model's known ``values`` (exact match, as
+    scikit-learn's hash-table lookup); NaN for a missing value (NaN, None, pd.NA)
+    and for a value unseen in training, both of which the model sends down each
+    split's missing-value side.
+    """
+    dtype = col.dtype
+    inner = dtype.categories.dtype if isinstance(dtype, pd.CategoricalDtype) else dtype
+    if pd.api.types.is_numeric_dtype(inner) or pd.api.types.is_bool_dtype(inner):
+        raise DataError(
+            f"{name} column {feature!r} has dtype {dtype}, but the model's categories for it are "
+            f"strings (e.g. {values[:3].tolist()}); pass the category values, not numbers or codes.",
+            argument=name,
+        )
+    obj = np.array(col, dtype=object)  # a copy: the user's column is not touched
+    missing = pd.isna(obj)
+    obj[missing] = None
+    codes = pd.Index(values, dtype=object).get_indexer(obj)
+    out = codes.astype(np.float64)
+    out[codes < 0] = np.nan
+    return out
+
+
+def frame_codes(frame: pd.DataFrame, ens: TreeEnsemble, name: str) -> np.ndarray:
+    """Float matrix of a DataFrame: category codes for string columns, numbers elsewhere."""
+    out = np.empty(frame.shape, dtype=np.float64)
+    for f in range(frame.shape[1]):
+        col = frame.iloc[:, f]
+        label = str(frame.columns[f])
+        values = ens.categories.get(f)
+        if values is not None:
+            out[:, f] = category_codes(col, values, label, name)
+            continue
+        try:
+            out[:, f] = np.asarray(col, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"{name} column {label!r} must be numeric (the model treats it as a number), "
+                f"got dtype {col.dtype}.",
+                argument=name,
+            ) from None
+    return out
