@@ -60,7 +60,7 @@ def _mutable_mask(immutable: Any, scm: AdditiveNoiseSCM) -> np.ndarray:
             f"immutable must be a list of feature names, got {immutable!r}.", argument="immutable"
         )
     for f in items:
-        mask[scm._feature_index(f, "immutable")] = False
+        mask[scm.feature_index(f, "immutable")] = False
     if not mask.any():
         raise ParameterError(
             "immutable lists every feature; leave at least one mutable.", argument="immutable"
@@ -106,7 +106,7 @@ def _check_bounds(bounds: Any, scm: AdditiveNoiseSCM) -> tuple[np.ndarray, np.nd
             argument="bounds",
         )
     for f, pair in bounds.items():
-        j = scm._feature_index(f, "bounds")
+        j = scm.feature_index(f, "bounds")
         if isinstance(pair, str | bytes) or not isinstance(pair, Sequence) or len(pair) != 2:
             raise ParameterError(
                 f"bounds[{f!r}] must be a pair (low, high) with None for an open side, got {pair!r}.",

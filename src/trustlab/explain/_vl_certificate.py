@@ -10,7 +10,7 @@ import numpy as np
 from trustlab.errors import ParameterError
 from trustlab.explain._vl_commitment import int_vector
 from trustlab.explain._vl_fixed_point import round_int
-from trustlab.explain._vl_lime import AmenableLime
+from trustlab.explain._vl_lime import AmenableLime, gap_and_corr, public_params, residual
 from trustlab.explain._vl_results import Checks, VerifiableExplanation, VerificationReport
 
 __all__ = ["check_certificate"]
@@ -49,7 +49,7 @@ def check_certificate(
             f"explanation must be a VerifiableExplanation, got {type(explanation).__name__}.",
             argument="explanation",
         )
-    p = lime._params()
+    p = public_params(lime)
     s, S, n = p["s"], p["S"], p["n"]
     cert = explanation.certificate
     checks = Checks()
@@ -75,14 +75,14 @@ def check_certificate(
         record("border_label", cls[n + 1] != cls[0], "f(x_b) has the same label as f(x)")
         record("ball", bool(np.all(cls[n + 2 :] == cls[0])), "a ball point around x has the other label")
     Xw, yw = lime.weighted_problem(xq, sd, cert.labels_q, cert.border_q)
-    gap, corr = lime._gap_and_corr(Xw, yw, w_q, int(cert.b_q), theta)
+    gap, corr = gap_and_corr(lime, Xw, yw, w_q, int(cert.b_q), theta)
     record("gap", abs(gap) <= round_int(p["eps_gap"] * S), f"|P - D| = {abs(gap) / S:.4g} > {p['eps_gap']}")
     feas = math.ceil((1 + p["feas_slack"]) * p["alpha"] * S)
     record("feasibility", corr <= feas, f"||X_w^T theta||_inf = {corr / S:.4g} > {feas / S:.4g}")
     tsum = int(theta.sum())
     record("dual_sum", abs(tsum) <= round_int(p["sum_tol"] * S), f"|sum theta| = {abs(tsum) / S:.4g}")
     if lime.bind_dual:
-        r = lime._residual(Xw, yw, w_q, int(cert.b_q), s).astype(object)
+        r = residual(Xw, yw, w_q, int(cert.b_q), s).astype(object)
         dev = max(abs(int(t) * n - int(ri)) for t, ri in zip(theta.tolist(), r.tolist(), strict=True))
         record("dual_binding", dev <= n, "theta is not the residual of (w, b) divided by n")
     k = min(p["k"], d)

@@ -31,7 +31,16 @@ from trustlab.explain._vl_fixed_point import (
 )
 from trustlab.explain._vl_results import LimeCertificate, VerifiableExplanation, VerificationReport
 
-__all__ = ["SAMPLERS", "AmenableLime", "border_point", "check_lime", "check_seed"]
+__all__ = [
+    "SAMPLERS",
+    "AmenableLime",
+    "border_point",
+    "check_lime",
+    "check_seed",
+    "gap_and_corr",
+    "public_params",
+    "residual",
+]
 
 SAMPLERS = ("uniform", "gaussian")
 
@@ -134,32 +143,7 @@ class AmenableLime:
 
     # -- parameters ----------------------------------------------------------------
     def _params(self) -> dict[str, Any]:
-        n = check_positive_int(self.n_samples, "n_samples", minimum=2)
-        check_choice(self.sampler, "sampler", SAMPLERS)
-        fb = check_positive_int(self.frac_bits, "frac_bits", minimum=6)
-        if fb > 12:
-            raise ParameterError(f"frac_bits must be between 6 and 12, got {fb}.", argument="frac_bits")
-        if not isinstance(self.bind_dual, bool):
-            raise ParameterError("bind_dual must be True or False.", argument="bind_dual")
-        if not isinstance(self.border, bool):
-            raise ParameterError("border must be True or False.", argument="border")
-        n_ball = check_positive_int(self.n_ball, "n_ball")
-        kw = None if self.kernel_width is None else check_positive(self.kernel_width, "kernel_width")
-        return {
-            "n": n,
-            "fb": fb,
-            "s": 1 << fb,
-            "S": 1 << (2 * fb),
-            "alpha": check_positive(self.alpha, "alpha"),
-            "k": check_positive_int(self.top_k, "top_k"),
-            "eps_gap": check_positive(self.eps_gap, "eps_gap"),
-            "feas_slack": check_positive(self.feas_slack, "feas_slack", allow_zero=True),
-            "sum_tol": check_positive(self.sum_tol, "sum_tol", allow_zero=True),
-            "kw": kw,
-            "border": self.border,
-            "n_ball": n_ball,
-            "n_labels": n + 1 + (1 + n_ball if self.border else 0),
-        }
+        return public_params(self)
 
     def quantize(self, x: Any) -> np.ndarray:
         """The instance at fixed point, ``floor(x * 2^f + 1/2)`` (what the seed is derived from)."""
@@ -316,24 +300,12 @@ class AmenableLime:
     # -- verifier --------------------------------------------------------------------
     @staticmethod
     def _residual(Xw: np.ndarray, yw: np.ndarray, w_q: np.ndarray, b_q: int, s: int) -> np.ndarray:
-        """``r = y_w - b - X_w w`` at scale ``2^(2f)``, exact."""
-        return np.asarray(exact(yw) * s - exact(Xw) @ exact(w_q) - b_q * s)
+        return residual(Xw, yw, w_q, b_q, s)
 
     def _gap_and_corr(
         self, Xw: np.ndarray, yw: np.ndarray, w_q: np.ndarray, b_q: int, theta: np.ndarray
     ) -> tuple[int, int]:
-        p = self._params()
-        s, S, n = p["s"], p["S"], p["n"]
-        alpha_S = round_int(p["alpha"] * S)
-        r = self._residual(Xw, yw, w_q, b_q, s).astype(object)
-        th = theta.astype(object)
-        # Sums are exact Python ints, each objective floored once at scale 2^(2f)
-        # (flooring every squared term, as a naive circuit would, loses the dual's
-        # n ||theta||^2 / 2 entirely: theta ~ 1e-4 is a few units at 2^16).
-        primal = int(sum(r * r)) // (2 * n * S) + alpha_S * int(np.abs(w_q).sum()) // s
-        dual = int(th @ yw.astype(object)) // s - (n * int(sum(th * th))) // (2 * S)
-        corr = (Xw.astype(object).T @ th) // s
-        return primal - dual, int(max(abs(int(c)) for c in corr))
+        return gap_and_corr(self, Xw, yw, w_q, b_q, theta)
 
     def verify(
         self, explanation: VerifiableExplanation, *, x_q: Any = None, seed: Any = None
@@ -364,7 +336,7 @@ def check_lime(lime: Any) -> AmenableLime:
             f"lime must be an AmenableLime (the public parameters), got {type(lime).__name__}.",
             argument="lime",
         )
-    lime._params()
+    public_params(lime)
     return lime
 
 
@@ -378,3 +350,56 @@ def border_point(border_q: Any) -> np.ndarray:
     if border_q is None:
         raise DataError("BorderLIME needs the border point border_q.", argument="border_q")
     return int_vector(border_q, "border_q")
+
+
+def public_params(lime: AmenableLime) -> dict[str, Any]:
+    """The checked public parameters of ``lime`` and the derived scales ``s = 2^f``, ``S = 2^(2f)``."""
+    n = check_positive_int(lime.n_samples, "n_samples", minimum=2)
+    check_choice(lime.sampler, "sampler", SAMPLERS)
+    fb = check_positive_int(lime.frac_bits, "frac_bits", minimum=6)
+    if fb > 12:
+        raise ParameterError(f"frac_bits must be between 6 and 12, got {fb}.", argument="frac_bits")
+    if not isinstance(lime.bind_dual, bool):
+        raise ParameterError("bind_dual must be True or False.", argument="bind_dual")
+    if not isinstance(lime.border, bool):
+        raise ParameterError("border must be True or False.", argument="border")
+    n_ball = check_positive_int(lime.n_ball, "n_ball")
+    kw = None if lime.kernel_width is None else check_positive(lime.kernel_width, "kernel_width")
+    return {
+        "n": n,
+        "fb": fb,
+        "s": 1 << fb,
+        "S": 1 << (2 * fb),
+        "alpha": check_positive(lime.alpha, "alpha"),
+        "k": check_positive_int(lime.top_k, "top_k"),
+        "eps_gap": check_positive(lime.eps_gap, "eps_gap"),
+        "feas_slack": check_positive(lime.feas_slack, "feas_slack", allow_zero=True),
+        "sum_tol": check_positive(lime.sum_tol, "sum_tol", allow_zero=True),
+        "kw": kw,
+        "border": lime.border,
+        "n_ball": n_ball,
+        "n_labels": n + 1 + (1 + n_ball if lime.border else 0),
+    }
+
+
+def residual(Xw: np.ndarray, yw: np.ndarray, w_q: np.ndarray, b_q: int, s: int) -> np.ndarray:
+    """``r = y_w - b - X_w w`` at scale ``2^(2f)``, exact."""
+    return np.asarray(exact(yw) * s - exact(Xw) @ exact(w_q) - b_q * s)
+
+
+def gap_and_corr(
+    lime: AmenableLime, Xw: np.ndarray, yw: np.ndarray, w_q: np.ndarray, b_q: int, theta: np.ndarray
+) -> tuple[int, int]:
+    """Duality gap ``P - D`` and ``||X_w^T theta||_inf`` of a certificate, exact, at scale ``2^(2f)``."""
+    p = public_params(lime)
+    s, S, n = p["s"], p["S"], p["n"]
+    alpha_S = round_int(p["alpha"] * S)
+    r = residual(Xw, yw, w_q, b_q, s).astype(object)
+    th = theta.astype(object)
+    # Sums are exact Python ints, each objective floored once at scale 2^(2f)
+    # (flooring every squared term, as a naive circuit would, loses the dual's
+    # n ||theta||^2 / 2 entirely: theta ~ 1e-4 is a few units at 2^16).
+    primal = int(sum(r * r)) // (2 * n * S) + alpha_S * int(np.abs(w_q).sum()) // s
+    dual = int(th @ yw.astype(object)) // s - (n * int(sum(th * th))) // (2 * S)
+    corr = (Xw.astype(object).T @ th) // s
+    return primal - dual, int(max(abs(int(c)) for c in corr))

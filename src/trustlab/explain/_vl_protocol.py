@@ -12,7 +12,7 @@ from trustlab.explain._lime_core import check_label, check_predict_fn, model_col
 from trustlab.explain._vl_certificate import check_certificate
 from trustlab.explain._vl_commitment import as_bytes, commit_model, derive_seed
 from trustlab.explain._vl_fixed_point import quantize, round_int
-from trustlab.explain._vl_lime import AmenableLime, check_lime
+from trustlab.explain._vl_lime import AmenableLime, check_lime, public_params
 from trustlab.explain._vl_results import Checks, ExplanationProof, VerificationReport
 
 __all__ = ["prove_explanation", "verify_explanation"]
@@ -114,7 +114,7 @@ def verify_explanation(
         raise ParameterError(
             f"proof must be an ExplanationProof, got {type(proof).__name__}.", argument="proof"
         )
-    p = lime._params()
+    p = public_params(lime)
     xq = lime.quantize(x)
     seed = derive_seed(commitment, xq, as_bytes(nonce))
     exp = proof.explanation

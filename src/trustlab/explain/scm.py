@@ -319,7 +319,7 @@ class AdditiveNoiseSCM:
         ndarray of the shape of ``U``.
         """
         arr, one = self._rows(U, "U")
-        idx = [self._feature_index(f, "features") for f in features]
+        idx = [self.feature_index(f, "features") for f in features]
         vals = check_array(np.atleast_1d(values), "values", min_rows=0)
         if vals.ndim == 1 and vals.shape[0] == len(idx):
             vals = np.broadcast_to(vals, (arr.shape[0], len(idx)))
@@ -340,7 +340,27 @@ class AdditiveNoiseSCM:
         """Push noise through the equations in topological order: ``X = F(U)``."""
         return self.intervene(U, [], np.zeros(0))
 
-    def _feature_index(self, f: Any, name: str) -> int:
+    def feature_index(self, f: Any, name: str = "feature") -> int:
+        """Column position of a feature given by name or position.
+
+        Parameters
+        ----------
+        f : str or int
+            Feature name, or its column position in ``feature_names_in_``.
+        name : str, default "feature"
+            The caller's argument name, used in the error message.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(pd.DataFrame({"a": [0.0, 1, 2], "b": [1.0, 0, 2]}))
+        >>> scm.feature_index("b"), scm.feature_index(0)
+        (1, 0)
+        """
         self._check_fitted()
         if isinstance(f, numbers.Integral) and not isinstance(f, bool):
             if not 0 <= int(f) < self.n_features_in_:
@@ -353,9 +373,11 @@ class AdditiveNoiseSCM:
             )
         return self._index[str(f)]
 
+    _feature_index = feature_index  # the name used before it was public
+
     def descendants(self, feature: Any) -> list[str]:
         """Names of the proper descendants of ``feature`` in the graph."""
-        j = self._feature_index(feature, "feature")
+        j = self.feature_index(feature, "feature")
         out: set[int] = set()
         for node in self.order_:
             k = self._index[node]

@@ -54,7 +54,7 @@ from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._vl_certificate import check_certificate
 from trustlab.explain._vl_commitment import as_bytes, derive_seed
 from trustlab.explain._vl_fixed_point import quantize, round_int
-from trustlab.explain._vl_lime import AmenableLime, check_lime
+from trustlab.explain._vl_lime import AmenableLime, check_lime, public_params
 from trustlab.explain._vl_results import Checks, VerifiableExplanation, VerificationReport
 
 __all__ = [
@@ -216,7 +216,7 @@ def zk_setup(
     import torch
 
     lime = _check_zk_lime(lime)
-    p = lime._params()
+    p = public_params(lime)
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"model must be a torch.nn.Module, got {type(model).__name__}.", argument="model")
     n_features = check_positive_int(n_features, "n_features")
@@ -337,7 +337,7 @@ def zk_prove_explanation(
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ParameterError("name must be letters, digits, '-' or '_'.", argument="name")
     lime = setup.lime
-    p = lime._params()
+    p = public_params(lime)
     xq = lime.quantize(x)
     if xq.size != setup.public.n_features:
         raise DataError(
@@ -414,7 +414,7 @@ def zk_verify_explanation(
     if not isinstance(public, ZKPublic):
         raise ParameterError("public must be the ZKPublic published at setup.", argument="public")
     lime = _check_zk_lime(AmenableLime(n_samples=public.n_samples) if lime is None else lime)
-    p = lime._params()
+    p = public_params(lime)
     if p["n"] != public.n_samples:
         raise ParameterError(
             f"lime.n_samples={p['n']} but the circuit was built for {public.n_samples}.", argument="lime"
