@@ -123,12 +123,12 @@ def audit(
         flag = f" ({exc.argument})" if exc.argument else ""
         err.print(f"[bold red]error{escape(flag)}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    checks = [c for _, c in report.checks]
-    passed = sum(c.passed is True for c in checks)
-    failed = sum(c.passed is False for c in checks)
+    counts = report.status_counts
     mode = f"differentially private, epsilon={epsilon:g}" if private else "raw statistics"
     typer.echo(
-        f"report written: {html_path} and {json_path} ({mode}); checks: {passed} passed, {failed} failed"
+        f"report written: {html_path} and {json_path} ({mode}); checks: {counts['pass']} passed, "
+        f"{counts['fail']} failed, {counts['inconclusive']} inconclusive, "
+        f"{counts['not_evaluable']} not evaluable"
     )
 
 

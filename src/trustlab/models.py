@@ -22,7 +22,14 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEnc
 
 from trustlab.errors import ModelError, ParameterError
 
-__all__ = ["MODEL_NAMES", "categorical_columns", "check_model", "load_model", "make_model"]
+__all__ = [
+    "MODEL_NAMES",
+    "ConstantModel",
+    "categorical_columns",
+    "check_model",
+    "load_model",
+    "make_model",
+]
 
 MODEL_NAMES = ("hgb", "xgboost", "lightgbm", "logistic")
 
@@ -133,6 +140,36 @@ def make_model(name: str, X: pd.DataFrame, *, random_state: int = 0) -> Pipeline
         f"classifier, got {name!r}.",
         argument="model",
     )
+
+
+class ConstantModel:
+    """A fallback classifier that gives every row the same public probability.
+
+    The private audit uses it when the default model cannot be fitted or cannot
+    predict (e.g. the training rows hold a single outcome, or none): whether that
+    happens depends on the private rows, so it must not raise or change the report's
+    structure. The probability is a public constant (0.5), not a rate read off the
+    data.
+
+    Examples
+    --------
+    >>> ConstantModel().predict_proba([[1.0], [2.0]]).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+
+    def __init__(self, probability: float = 0.5) -> None:
+        self.probability = probability
+        self.classes_ = np.array([0, 1])
+
+    def fit(self, X: Any, y: Any = None) -> ConstantModel:
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        n = len(X)
+        return np.column_stack([np.full(n, 1.0 - self.probability), np.full(n, self.probability)])
+
+    def predict(self, X: Any) -> np.ndarray:
+        return (self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)
 
 
 def check_model(model: Any) -> Any:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import datetime as _dt
+import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
 from trustlab._validation import (
     check_binary_target,
@@ -22,9 +23,10 @@ from trustlab._validation import (
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext, Section, SectionResult
+from trustlab.audit.split import row_split
 from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.models import MODEL_NAMES, check_model, load_model, make_model
+from trustlab.models import MODEL_NAMES, ConstantModel, check_model, load_model, make_model
 from trustlab.privacy.accounting import Accountant
 
 __all__ = ["Audit"]
@@ -32,14 +34,62 @@ __all__ = ["Audit"]
 MIN_ROWS = 20
 
 PRIVACY_SCOPE = [
-    "Unit of privacy: one row of the table. Every figure derived from the rows was released "
-    "by a DP mechanism charged to the ledger; labels, bounds and categories come from the "
-    "public schema.",
+    "Unit of privacy: one row of the table (add/remove one record). Every figure derived from "
+    "the rows was released by a DP mechanism charged to the ledger; column kinds, bounds, "
+    "categories and group names come from the public schema, never from the rows, so the "
+    "report's structure is the same on any neighbouring table.",
+    "Values that do not fit the schema are not allowed to change the report's shape: a value "
+    "outside a column's declared categories, or one that does not read as a number in a column "
+    "with bounds, counts as missing; numbers are clipped to their bounds. Rows whose target is "
+    "missing or outside its two declared categories are left out of the model and of the "
+    "held-out figures (a per-row filter), and counted in the Data section.",
+    "The held-out split is a keyed hash of each row's own values (seed = key): adding or "
+    "removing one row moves no other row between training and held-out.",
     "The model is treated as public. When trustlab fits the default model itself, the training "
-    "rows influence the held-out figures through the fitted model; that influence is not covered "
-    "by the guarantee. For a complete guarantee, pass a model trained on other data (--model PATH).",
-    "DP noise comes from OpenDP's samplers and is deliberately not reproducible from the seed.",
+    "rows influence the held-out figures through the fitted model, and the model's behaviour is "
+    "not covered by the guarantee (including whether it could be fitted: if the training rows "
+    "cannot fit it, e.g. they hold a single outcome, a constant 0.5 model is used and "
+    "meta.model_status says so). For a complete guarantee, pass a model trained on other data "
+    "(--model PATH).",
+    "DP noise comes from OpenDP's samplers and is deliberately not reproducible from the seed; "
+    "the seed drives only public choices (the split, the model, the bootstrap's simulation).",
 ]
+
+
+@dataclass
+class _Prepared:
+    """A validated table and what the run needs from it."""
+
+    raw: pd.DataFrame  # the user's rows (ignored columns dropped), index reset: the split hashes these
+    data: pd.DataFrame  # what the sections read: conformed to the schema in private mode
+    sensitive: list[str]
+    features: list[str]
+    schema: Schema
+    y: np.ndarray  # 0/1 (0 where unlabelled)
+    labelled: np.ndarray  # bool: the row's target is one of the two labels
+    positive: Any
+    negative: Any
+
+
+def _model_frame(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Model input in private mode: declared columns as conformed; the others made type-stable.
+
+    Undeclared numeric columns become float64 with infinities as missing; any other
+    undeclared column becomes text (missing kept), so that one odd value cannot make
+    an encoder fail on mixed types.
+    """
+    out = frame.copy()
+    for c in frame.columns:
+        if c in schema:
+            continue
+        col = frame[c]
+        if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+            x = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            out[c] = np.where(np.isfinite(x), x, np.nan)
+        else:
+            obj = col.astype(object)
+            out[c] = obj.where(obj.isna(), obj.astype(str))
+    return out
 
 
 class Audit:
@@ -54,7 +104,10 @@ class Audit:
     sections : sequence of Section, optional
         The sections to run, in order; the registered defaults when None.
     test_size : float, default 0.3
-        Share of rows held out (stratified on the target) for evaluation.
+        Share of rows held out for evaluation. Each row is held out when a keyed hash
+        of its own values (key: ``random_state``) falls below ``test_size``
+        (:func:`trustlab.audit.split.row_split`), in both modes: adding or removing a
+        row moves no other row, which the private histogram of held-out rows needs.
     private : bool, default False
         Release every data-derived figure with differential privacy.
     epsilon : float, optional
@@ -69,7 +122,8 @@ class Audit:
     ignore : sequence of str
         Columns to leave out of the model and the report.
     random_state : int, default 0
-        Seed of the split, the model, and the bootstrap.
+        Seed of the split, the model and the bootstrap's simulation: public choices
+        only, never DP noise.
 
     Examples
     --------
@@ -106,10 +160,13 @@ class Audit:
         self.random_state = random_state
 
     # -- validation -------------------------------------------------------------------------
-    def _validate(
-        self, data: Any, target: str, sensitive: Sequence[str]
-    ) -> tuple[pd.DataFrame, list[str], Schema]:
-        data = check_frame(data, min_rows=MIN_ROWS)
+    def _prepare(self, data: Any, target: str, sensitive: Sequence[str]) -> _Prepared:
+        """Check the arguments and the table; conform it to the schema in private mode.
+
+        In private mode only public facts raise (the arguments, the column names, the
+        schema); facts about the rows (how many, which values, missing or not) never do.
+        """
+        data = check_frame(data, min_rows=0 if self.private else MIN_ROWS)
         check_fraction(self.test_size, "test_size")
         ignore = check_columns(data, list(self.ignore), "ignore")
         check_columns(data, target, "target")
@@ -118,49 +175,83 @@ class Audit:
             raise DataError("name at least one sensitive column.", argument="sensitive")
         if target in sens or target in ignore or set(sens) & set(ignore):
             raise DataError("target, sensitive and ignored columns must be distinct.", argument="sensitive")
-        data = data.drop(columns=ignore)
-        empty = [str(c) for c in data.columns if data[c].isna().all()]
-        if empty:
-            raise DataError(
-                f"column(s) {empty} are entirely missing; leave them out with --ignore "
-                f"{','.join(empty)} (Audit(ignore=[...])).",
-                argument=empty[0],
-            )
+        raw = data.drop(columns=ignore).reset_index(drop=True)
+        features = [c for c in raw.columns if c != target and (self.use_sensitive or c not in sens)]
+        if not features:
+            raise DataError("no feature columns are left for the model.", argument="data")
         schema = self.schema or Schema()
-        if self.private:
-            if self.epsilon is None:
-                raise ParameterError("private mode needs a total --epsilon (e.g. 1.0).", argument="epsilon")
-            check_epsilon(self.epsilon)
-            undeclared = [c for c in [target, *sens] if schema.categories(c) is None]
-            if undeclared:
-                raise DataError(
-                    f"private mode needs the public categories of {undeclared} in the schema "
-                    "(--schema FILE); trustlab never reads them off the private data. "
-                    "See docs/audit.md#schema.",
-                    argument="schema",
+        if not self.private:
+            if self.epsilon is not None:
+                raise ParameterError(
+                    "--epsilon is only used with --private; add --private.", argument="epsilon"
                 )
-            cats = schema.categories(target) or ()
-            if len(cats) != 2:
+            empty = [str(c) for c in raw.columns if raw[c].isna().all()]
+            if empty:
                 raise DataError(
-                    f"the schema must declare exactly two categories for the target "
-                    f"{target!r}, got {list(cats)}.",
-                    argument="schema",
+                    f"column(s) {empty} are entirely missing; leave them out with --ignore "
+                    f"{','.join(empty)} (Audit(ignore=[...])).",
+                    argument=empty[0],
                 )
-            outside = ~data[target].astype(object).isin(list(cats))
-            if outside.any():
+            y, negative, positive = check_binary_target(raw[target], target, self.positive)
+            if len(np.unique(y)) < 2:
+                raise DataError(f"target {target!r} has a single value.", argument="target")
+            return _Prepared(raw, raw, sens, features, schema, y, np.ones(len(raw), bool), positive, negative)
+        if self.epsilon is None:
+            raise ParameterError("private mode needs a total --epsilon (e.g. 1.0).", argument="epsilon")
+        check_epsilon(self.epsilon)
+        undeclared = [c for c in [target, *sens] if schema.categories(c) is None]
+        if undeclared:
+            raise DataError(
+                f"private mode needs the public categories of {undeclared} in the schema "
+                "(--schema FILE); trustlab never reads them off the private data. "
+                "See docs/audit.md#schema.",
+                argument="schema",
+            )
+        cats = list(schema.categories(target) or ())
+        if len(cats) != 2:
+            raise DataError(
+                f"the schema must declare exactly two categories for the target {target!r}, got {cats}.",
+                argument="schema",
+            )
+        positive = cats[1]
+        if self.positive is not None:
+            matches = [c for c in cats if c == self.positive or str(c) == str(self.positive)]
+            if not matches:
                 raise DataError(
-                    f"target {target!r} has values outside its declared categories {list(cats)}.",
-                    argument="target",
+                    f"positive label {self.positive!r} is not one of the target's declared "
+                    f"categories {cats}.",
+                    argument="positive",
                 )
-        elif self.epsilon is not None:
-            raise ParameterError("--epsilon is only used with --private; add --private.", argument="epsilon")
-        return data, sens, schema
+            positive = matches[0]
+        negative = next(c for c in cats if c != positive)
+        conformed = schema.conform(raw)
+        labels = conformed[target].astype(object)
+        labelled = labels.notna().to_numpy()
+        y = (labels == positive).to_numpy().astype(np.int64)
+        return _Prepared(raw, conformed, sens, features, schema, y, labelled, positive, negative)
 
-    def _fit(self, X_train: pd.DataFrame, y_train: np.ndarray) -> tuple[Any, str]:
+    def _fit(self, X_train: pd.DataFrame, y_train: np.ndarray) -> tuple[Any, str, str]:
+        """The model, its name and a status line (private mode falls back to a constant model)."""
         model = self.model
         if isinstance(model, str | Path) and str(model) in MODEL_NAMES:
-            fitted = make_model(str(model), X_train, random_state=self.random_state)
-            return fitted.fit(X_train, y_train), str(model)
+            try:
+                fitted = make_model(str(model), X_train, random_state=self.random_state)
+                return fitted.fit(X_train, y_train), str(model), "fitted on the training rows"
+            except ModelError:
+                raise
+            except Exception as exc:
+                if self.private:
+                    return (
+                        ConstantModel(),
+                        str(model),
+                        f"the training rows could not fit the model ({type(exc).__name__}); "
+                        "a constant 0.5 model was used",
+                    )
+                raise DataError(
+                    f"the model could not be fitted on the training rows ({type(exc).__name__}: "
+                    f"{exc}); the data needs rows of both outcomes on the training side.",
+                    argument="data",
+                ) from None
         if isinstance(model, str | Path):
             if not str(model).endswith((".pkl", ".pickle", ".joblib")) and not Path(model).exists():
                 raise ModelError(
@@ -168,28 +259,94 @@ class Audit:
                     f"fitted classifier (.pkl), got {str(model)!r}.",
                     argument="model",
                 )
-            return load_model(model), Path(model).name
-        return check_model(model), type(model).__name__
+            return load_model(model), Path(model).name, "given by the user"
+        return check_model(model), type(model).__name__, "given by the user"
 
-    @staticmethod
-    def _proba(model: Any, X: pd.DataFrame, positive: Any) -> np.ndarray:
+    def _proba(self, model: Any, X: pd.DataFrame, positive: Any) -> tuple[np.ndarray, str | None]:
+        """Predicted probabilities of the positive label (and, in private mode, a fallback note)."""
+        if len(X) == 0:
+            return np.zeros(0), None
         try:
             proba = np.asarray(model.predict_proba(X), dtype=float)
+            if proba.ndim != 2 or proba.shape != (len(X), 2):
+                raise ModelError(
+                    f"predict_proba must return shape (n, 2), got {proba.shape}.", argument="model"
+                )
         except Exception as exc:
+            if self.private:
+                return np.full(len(X), 0.5), (
+                    f"the model's predict_proba failed on the held-out rows ({type(exc).__name__}); "
+                    "a constant 0.5 was used"
+                )
+            if isinstance(exc, ModelError):
+                raise
             raise ModelError(
                 f"the model's predict_proba failed on the audit's features ({type(exc).__name__}: "
                 f"{exc}); check it was trained on the same columns (target and --ignore'd "
                 "columns removed).",
                 argument="model",
             ) from None
-        if proba.ndim != 2 or proba.shape[1] != 2:
-            raise ModelError(f"predict_proba must return shape (n, 2), got {proba.shape}.", argument="model")
         classes = list(getattr(model, "classes_", [0, 1]))
         col = 1
         for i, c in enumerate(classes):
-            if str(c) == str(positive):
+            if str(c) == str(positive) or (isinstance(model, ConstantModel) and c == 1):
                 col = i
-        return np.clip(proba[:, col], 0.0, 1.0)
+        p = proba[:, col]
+        return np.clip(np.where(np.isfinite(p), p, 0.5), 0.0, 1.0), None
+
+    def context(
+        self,
+        data: pd.DataFrame,
+        *,
+        target: str,
+        sensitive: Sequence[str] | str,
+        progress: Callable[[str], None] | None = None,
+    ) -> AuditContext:
+        """Validate, split, fit (or load) the model and predict the held-out rows once.
+
+        The sections read the returned :class:`AuditContext`; :meth:`run` calls this first.
+        """
+        step = progress or (lambda _msg: None)
+        sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+        prep = self._prepare(data, target, sensitive)
+        held_out = row_split(prep.raw, self.test_size, self.random_state)
+        train_idx = np.flatnonzero(prep.labelled & ~held_out)
+        test_idx = np.flatnonzero(prep.labelled & held_out)
+        if not self.private and (test_idx.size == 0 or len(np.unique(prep.y[train_idx])) < 2):
+            raise DataError(
+                f"the held-out split left {test_idx.size} held-out rows and "
+                f"{len(np.unique(prep.y[train_idx]))} outcome(s) among the training rows; the data "
+                "needs more rows of each outcome (or another --test-size / --seed).",
+                argument="data",
+            )
+        X = _model_frame(prep.data[prep.features], prep.schema) if self.private else prep.data[prep.features]
+        step(
+            "fitting model" if isinstance(self.model, str) and self.model in MODEL_NAMES else "loading model"
+        )
+        with warnings.catch_warnings():
+            if self.private:  # e.g. an all-missing column: whether it warns is a fact about the rows
+                warnings.simplefilter("ignore")
+            model, model_name, status = self._fit(X.iloc[train_idx], prep.y[train_idx])
+            step("predicting")
+            proba, failed = self._proba(model, X.iloc[test_idx], prep.positive)
+        return AuditContext(
+            data=prep.data,
+            target=target,
+            sensitive=prep.sensitive,
+            features=prep.features,
+            y=prep.y,
+            positive_label=prep.positive,
+            negative_label=prep.negative,
+            train_index=train_idx,
+            test_index=test_idx,
+            model=model,
+            model_name=model_name,
+            proba_test=proba,
+            schema=prep.schema,
+            private=self.private,
+            random_state=self.random_state,
+            model_status=failed or status,
+        )
 
     # -- running ----------------------------------------------------------------------------
     def run(
@@ -206,52 +363,7 @@ class Audit:
         ``progress`` is called with a short description before each step.
         """
         step = progress or (lambda _msg: None)
-        sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
-        data, sens, schema = self._validate(data, target, sensitive)
-        positive = self.positive
-        if self.private and positive is None:
-            positive = (schema.categories(target) or (None, None))[1]
-        y, negative, positive = check_binary_target(data[target], target, positive)
-        if len(np.unique(y)) < 2:
-            raise DataError(f"target {target!r} has a single value.", argument="target")
-        features = [c for c in data.columns if c != target and (self.use_sensitive or c not in sens)]
-        if not features:
-            raise DataError("no feature columns are left for the model.", argument="data")
-        data = data.reset_index(drop=True)
-        idx = np.arange(len(data))
-        try:
-            train_idx, test_idx = train_test_split(
-                idx, test_size=self.test_size, stratify=y, random_state=self.random_state
-            )
-        except ValueError as exc:
-            raise DataError(
-                f"the held-out split failed ({exc}); the data needs more rows of each outcome.",
-                argument="data",
-            ) from None
-        train_idx, test_idx = np.sort(train_idx), np.sort(test_idx)
-        step(
-            "fitting model" if isinstance(self.model, str) and self.model in MODEL_NAMES else "loading model"
-        )
-        model, model_name = self._fit(data.iloc[train_idx][features], y[train_idx])
-        step("predicting")
-        proba = self._proba(model, data.iloc[test_idx][features], positive)
-        ctx = AuditContext(
-            data=data,
-            target=target,
-            sensitive=sens,
-            features=features,
-            y=y,
-            positive_label=positive,
-            negative_label=negative,
-            train_index=train_idx,
-            test_index=test_idx,
-            model=model,
-            model_name=model_name,
-            proba_test=proba,
-            schema=schema,
-            private=self.private,
-            random_state=self.random_state,
-        )
+        ctx = self.context(data, target=target, sensitive=sensitive, progress=step)
         sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]
         budgets: dict[str, Accountant] = {}
         accountant = None
@@ -272,11 +384,14 @@ class Audit:
         meta: dict[str, Any] = {
             "dataset": dataset_name,
             "target": target,
-            "positive_label": str(positive),
-            "sensitive": sens,
-            "features": [str(f) for f in features],
-            "model": model_name,
+            "positive_label": str(ctx.positive_label),
+            "sensitive": ctx.sensitive,
+            "features": [str(f) for f in ctx.features],
+            "model": ctx.model_name,
+            "model_status": ctx.model_status,
             "test_size": self.test_size,
+            "split": "keyed hash of each row's values (seed = key); rows with the hash below "
+            "test_size are held out",
             "random_state": self.random_state,
             "private": self.private,
             "epsilon": self.epsilon,
@@ -285,6 +400,6 @@ class Audit:
         }
         if self.private:
             meta["privacy_scope"] = PRIVACY_SCOPE
-            meta["schema_source"] = schema.source
+            meta["schema_source"] = ctx.schema.source
         ledger = accountant.ledger() if accountant is not None else []
         return AuditReport(meta=meta, results=results, sections=sections, ledger=ledger)

@@ -9,7 +9,15 @@ from typing import Any
 
 from trustlab.audit.section import Check
 
-__all__ = ["checks_list", "fmt", "notes_list", "table"]
+__all__ = ["BADGES", "checks_list", "fmt", "fmt_ci", "notes_list", "table"]
+
+BADGES = {
+    "pass": ("pass", "PASS"),
+    "fail": ("fail", "FAIL"),
+    "inconclusive": ("inconclusive", "INCONCLUSIVE"),
+    "not_evaluable": ("na", "NOT EVALUABLE"),
+}
+"""CSS class and badge text of each check status."""
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -35,16 +43,26 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str
     return f'<table class="data">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def fmt_ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
+    """A figure with its interval, ``0.812 [0.790, 0.834]`` (the figure alone when no interval exists)."""
+    if low is None or high is None or (isinstance(low, float) and math.isnan(low)):
+        return fmt(value, digits)
+    if isinstance(value, float) and math.isnan(value):
+        return fmt(value, digits)
+    return f"{fmt(value, digits)} [{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
 def checks_list(checks: Sequence[Check]) -> str:
-    """The section's checks as a list with pass/fail badges."""
+    """The section's checks as a list with pass / fail / inconclusive / not-evaluable badges."""
     if not checks:
         return ""
     items = []
     for c in checks:
-        cls, word = {True: ("pass", "PASS"), False: ("fail", "FAIL"), None: ("na", "N/A")}[c.passed]
+        cls, word = BADGES[c.status]
+        rule = f'<br><span class="rule">Rule: {escape(c.rule)}</span>' if c.rule else ""
         items.append(
             f'<li class="check {cls}"><span class="badge">{word}</span> '
-            f"<strong>{escape(c.name)}</strong>: {escape(c.detail)}</li>"
+            f"<strong>{escape(c.name)}</strong>: {escape(c.detail)}{rule}</li>"
         )
     return f'<ul class="checks">{"".join(items)}</ul>'
 

@@ -1,14 +1,26 @@
 """The table of (group cell, score bin, label) counts that Performance and Fairness share.
 
 In private mode this table is the only release made from the predictions: one
-discrete-Laplace histogram whose cells partition the evaluation rows (parallel
-composition), from which every performance and fairness figure follows by
-post-processing. Without ``--private`` the same table drives the bootstrap
-intervals, while point estimates come from the exact predictions.
+discrete-Laplace histogram whose cells partition the held-out rows (parallel
+composition). Every performance and fairness figure is post-processing of it,
+through **one** function, :func:`consistent_counts`: each sensitive cell's block
+of ``20 score bins x 2 labels`` noisy counts is projected onto the non-negative
+counts with the same (clamped) total. The projected table is what both sections
+read, so a group's row count is the same everywhere, group counts add up to the
+overall count, and an empty group shows its noise around zero (not the sum of
+positive parts of 40 noises).
+
+Intervals come from bootstrap replicates of the table (:attr:`PredictionTable.replicates`),
+drawn once and shared by both sections: multinomial row resamples of the counts
+(the row bootstrap); in private mode each replicate also gets fresh simulated noise
+of the released scale and the same projection, so the intervals include the
+privacy noise and the post-processing (a parametric bootstrap: it reads only
+released numbers and costs no budget).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,17 +28,45 @@ import numpy as np
 import pandas as pd
 
 from trustlab.audit.section import AuditContext
+from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.statistics import dp_histogram
 
-__all__ = ["N_SCORE_BINS", "PredictionTable", "build_prediction_table", "group_levels"]
+__all__ = [
+    "LEVEL",
+    "MIN_CLASS",
+    "MIN_GROUP",
+    "NOISE_FACTOR",
+    "N_BOOT",
+    "N_SCORE_BINS",
+    "OTHER",
+    "PredictionTable",
+    "binned_metrics",
+    "build_prediction_table",
+    "confusion_from_bins",
+    "consistent_counts",
+    "discrete_laplace_sd",
+    "group_levels",
+    "size_rule",
+]
 
 N_SCORE_BINS = 20  # width 0.05: the 0.5 decision threshold and the 10 calibration bins are edges
 OTHER = "(missing or other)"
+N_BOOT = 1000
+LEVEL = 0.95
+MIN_GROUP = 30  # held-out rows a group needs before its figures are compared
+MIN_CLASS = 10  # positives and negatives a group needs (TPR / FPR / AUC denominators)
+NOISE_FACTOR = 10  # ... and, in private mode, this many noise standard deviations of each
 
 
 def group_levels(ctx: AuditContext, column: str) -> list[Any]:
-    """The levels of a sensitive column: declared in the schema (private) or seen in the data."""
+    """The levels of a sensitive column.
+
+    Private mode: the schema's categories and ``OTHER`` (always, whatever the data
+    hold). Otherwise: the levels seen anywhere in the table (not only the held-out
+    rows, so that a group absent from them is reported as empty), and ``OTHER``
+    when a value is missing.
+    """
     if ctx.private:
         cats = ctx.schema.categories(column)
         if cats is None:  # the audit checks this before any section runs
@@ -44,17 +84,112 @@ def _codes(values: pd.Series, levels: list[Any]) -> np.ndarray:
     return mapped.fillna(other).to_numpy(dtype=np.int64)
 
 
+def discrete_laplace_sd(scale: float | None) -> float:
+    """Standard deviation of discrete Laplace noise of ``scale`` (0 for None).
+
+    It is ``sqrt(2a) / (1 - a)`` with ``a = exp(-1 / scale)``.
+    """
+    if not scale:
+        return 0.0
+    a = math.exp(-1.0 / scale)
+    return math.sqrt(2.0 * a) / (1.0 - a)
+
+
+def consistent_counts(noisy: Any) -> np.ndarray:
+    """Project each ``[..., bin, label]`` block onto non-negative counts with the same clamped total.
+
+    The block's total ``T = max(0, sum)`` is kept (a sum of unbiased noisy counts is
+    unbiased, so group sizes are not inflated by clipping), and the block becomes the
+    Euclidean projection of the noisy counts onto ``{x >= 0, sum x = T}``:
+    ``x = max(noisy - tau, 0)`` with ``tau`` chosen so that the total is ``T``
+    (Duchi, Shalev-Shwartz, Singer, Chandra, "Efficient Projections onto the
+    l1-Ball for Learning in High Dimensions", ICML 2008). Pure post-processing.
+
+    Examples
+    --------
+    >>> consistent_counts([[[5, -2], [1, 0]]]).tolist()
+    [[[4.0, 0.0], [0.0, 0.0]]]
+    """
+    v = np.asarray(noisy, dtype=float)
+    shape = v.shape
+    flat = v.reshape(-1, shape[-2] * shape[-1])
+    total = np.maximum(flat.sum(axis=1), 0.0)
+    u = -np.sort(-flat, axis=1)
+    css = np.cumsum(u, axis=1) - total[:, None]
+    ind = np.arange(1, flat.shape[1] + 1)
+    cond = u - css / ind > 0
+    rho = flat.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
+    theta = css[np.arange(flat.shape[0]), rho] / (rho + 1)
+    out = np.maximum(flat - theta[:, None], 0.0)
+    out[total <= 0] = 0.0
+    return out.reshape(shape)
+
+
+def confusion_from_bins(binned: np.ndarray) -> np.ndarray:
+    """``[..., bin, label]`` -> ``[..., predicted, label]`` with the threshold 0.5."""
+    half = binned.shape[-2] // 2
+    return np.stack([binned[..., :half, :].sum(axis=-2), binned[..., half:, :].sum(axis=-2)], -2)
+
+
+def binned_metrics(binned: Any) -> dict[str, np.ndarray]:
+    """Count, positives, negatives, accuracy, ROC AUC, Brier score and ECE of ``[..., bin, label]`` tables.
+
+    Vectorised over leading axes (replicates, groups). Scores are taken at bin
+    midpoints and ties within a bin count one half for the AUC, so the figures are
+    binned approximations (Brier within one bin width, ECE on 10 bins of width
+    0.1). A figure with an empty denominator is NaN.
+    """
+    c = np.clip(np.asarray(binned, dtype=float), 0, None)
+    neg, pos = c[..., 0], c[..., 1]
+    n_pos, n_neg = pos.sum(axis=-1), neg.sum(axis=-1)
+    n = n_pos + n_neg
+    k = c.shape[-2]
+    mid = (np.arange(k) + 0.5) / k
+    half = k // 2
+    above = np.cumsum(pos[..., ::-1], axis=-1)[..., ::-1] - pos  # positives in higher bins
+    centre = (np.arange(10) + 0.5) / 10
+    pairs = c.reshape(*c.shape[:-2], 10, k // 10, 2).sum(axis=-2)
+    pn = pairs.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = (neg[..., :half].sum(axis=-1) + pos[..., half:].sum(axis=-1)) / n
+        auc = (neg * (above + 0.5 * pos)).sum(axis=-1) / (n_pos * n_neg)
+        brier = (pos * (1 - mid) ** 2 + neg * mid**2).sum(axis=-1) / n
+        frac = np.where(pn > 0, pairs[..., 1] / pn, 0.0)
+        ece = (np.abs(frac - centre) * pn).sum(axis=-1) / n
+    return {
+        "count": n,
+        "positives": n_pos,
+        "negatives": n_neg,
+        "accuracy": np.asarray(accuracy),
+        "roc_auc": np.where((n_pos > 0) & (n_neg > 0), auc, np.nan),
+        "brier": np.asarray(brier),
+        "ece": np.asarray(ece),
+    }
+
+
 @dataclass(frozen=True)
 class PredictionTable:
     """Counts ``counts[cell, bin, label]`` over the cross product of sensitive levels.
 
-    ``noise_scale`` is the discrete Laplace scale of each count (None when raw).
+    Attributes
+    ----------
+    counts : numpy.ndarray
+        The table every figure reads: raw counts, or in private mode the released
+        noisy counts after :func:`consistent_counts`.
+    released : numpy.ndarray or None
+        The noisy release itself (private mode), before post-processing.
+    noise_scale : float or None
+        The discrete Laplace scale of each released count (None when raw).
+    replicates : numpy.ndarray
+        ``[N_BOOT, cell, bin, label]`` bootstrap replicates, post-processed as ``counts``.
     """
 
     attributes: tuple[str, ...]
     levels: tuple[tuple[Any, ...], ...]
     counts: np.ndarray
+    released: np.ndarray | None
     noise_scale: float | None
+    replicates: np.ndarray
 
     @property
     def edges(self) -> np.ndarray:
@@ -64,7 +199,7 @@ class PredictionTable:
         """Counts ``[..., level, bin, label]`` of one attribute (summing over the others).
 
         ``counts`` defaults to the table's own; pass replicates ``[..., cell, bin, label]``
-        (e.g. from :func:`~trustlab.fairness.bootstrap_counts`) to marginalise them all.
+        to marginalise them all.
         """
         c = self.counts if counts is None else counts
         lead = c.ndim - 3
@@ -74,49 +209,71 @@ class PredictionTable:
         others = tuple(lead + i for i in range(len(shape)) if i != a)
         return full.sum(axis=others) if others else full
 
-    def overall(self) -> np.ndarray:
-        """Counts ``[bin, label]`` over all rows."""
-        return self.counts.sum(axis=0)
+    def overall(self, counts: np.ndarray | None = None) -> np.ndarray:
+        """Counts ``[..., bin, label]`` over all rows."""
+        c = self.counts if counts is None else counts
+        return c.sum(axis=-3)
+
+    def class_noise_sd(self, attribute: str) -> float:
+        """Standard deviation of the privacy noise in one level's count of positives (or negatives).
+
+        That count sums ``N_SCORE_BINS`` bins over every cell of the level, each with
+        independent noise; 0 without privacy.
+        """
+        a = self.attributes.index(attribute)
+        cells = int(np.prod([len(lv) for i, lv in enumerate(self.levels) if i != a]))
+        return math.sqrt(N_SCORE_BINS * cells) * discrete_laplace_sd(self.noise_scale)
+
+    def count_halfwidth(self, attribute: str | None = None, z: float = 1.959963984540054) -> float:
+        """Half-width of the noise-only interval of a level's row count (of the overall count for None).
+
+        Such a count sums ``2 * N_SCORE_BINS`` noisy entries per cell; its noise is close to
+        normal (a sum of many independent discrete Laplace draws). 0 without privacy.
+        """
+        cells = self.counts.shape[0]
+        if attribute is not None:
+            cells //= len(self.levels[self.attributes.index(attribute)])
+        return z * math.sqrt(2 * N_SCORE_BINS * cells) * discrete_laplace_sd(self.noise_scale)
+
+    def min_class(self, attribute: str) -> float:
+        """Positives and negatives a level of ``attribute`` needs: ``max(MIN_CLASS, NOISE_FACTOR * sd)``."""
+        return max(float(MIN_CLASS), NOISE_FACTOR * self.class_noise_sd(attribute))
+
+    def evaluable(self, attribute: str) -> np.ndarray:
+        """Which levels are large enough for their figures to mean something (see :func:`size_rule`)."""
+        m = binned_metrics(self.by_attribute(attribute))
+        need = self.min_class(attribute)
+        return (m["count"] >= MIN_GROUP) & (m["positives"] >= need) & (m["negatives"] >= need)
 
 
-def confusion_from_bins(binned: np.ndarray) -> np.ndarray:
-    """``[..., bin, label]`` -> ``[..., predicted, label]`` with the threshold 0.5."""
-    half = binned.shape[-2] // 2
-    return np.stack([binned[..., :half, :].sum(axis=-2), binned[..., half:, :].sum(axis=-2)], -2)
+def size_rule(tab: PredictionTable, attribute: str, *, short: bool = False) -> str:
+    """The group-size rule in words, with this table's numbers (``short``: one clause for a check's rule)."""
+    sd = tab.class_noise_sd(attribute)
+    need = f"{tab.min_class(attribute):,.0f}"
+    if short:
+        why = f"{NOISE_FACTOR} x the noise sd {sd:.1f}" if sd else "sampling floor"
+        return (
+            f"groups compared: at least {MIN_GROUP} held-out rows and {need} positives and {need} "
+            f"negatives ({why})"
+        )
+    base = (
+        f"a group is evaluated when it has at least {MIN_GROUP} held-out rows and at least "
+        f"{need} positives and as many negatives"
+    )
+    if not sd:
+        return base + f" ({MIN_CLASS}: the denominators of its TPR, FPR and AUC)"
+    return base + (
+        f" ({NOISE_FACTOR} x {sd:.1f}, the standard deviation of the privacy noise in such a "
+        f"count at this epsilon, so that noise alone moves its TPR or FPR by about "
+        f"{1 / (NOISE_FACTOR * math.sqrt(2)):.2f} or less); smaller groups are too small for their "
+        "figures to mean anything at this epsilon"
+    )
 
 
-def binned_metrics(binned: np.ndarray) -> dict[str, float]:
-    """Accuracy, ROC AUC, Brier score and ECE from one ``[bin, label]`` count table.
-
-    Scores are taken at bin midpoints and ties within a bin count one half for
-    the AUC, so the figures are binned approximations (Brier within one bin
-    width, ECE on 10 bins of width 0.1).
-    """
-    c = np.clip(np.asarray(binned, dtype=float), 0, None)
-    neg, pos = c[:, 0], c[:, 1]
-    n, n_pos, n_neg = c.sum(), pos.sum(), neg.sum()
-    k = c.shape[0]
-    mid = (np.arange(k) + 0.5) / k
-    out = {"count": float(n)}
-    if n <= 0:
-        return {**out, "accuracy": np.nan, "roc_auc": np.nan, "brier": np.nan, "ece": np.nan}
-    half = k // 2
-    out["accuracy"] = float((neg[:half].sum() + pos[half:].sum()) / n)
-    above = np.concatenate([np.cumsum(pos[::-1])[::-1][1:], [0.0]])  # positives in higher bins
-    out["roc_auc"] = float((neg * (above + 0.5 * pos)).sum() / (n_pos * n_neg)) if n_pos and n_neg else np.nan
-    out["brier"] = float((pos * (1 - mid) ** 2 + neg * mid**2).sum() / n)
-    pairs = c.reshape(10, k // 10, 2).sum(axis=1)
-    pn = pairs.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = pairs[:, 1] / pn
-    centre = (np.arange(10) + 0.5) / 10
-    ok = pn > 0
-    out["ece"] = float((np.abs(frac - centre)[ok] * pn[ok]).sum() / n)
-    return out
-
-
-def build_prediction_table(ctx: AuditContext, budget: Accountant | None) -> PredictionTable:
-    """Count the evaluation rows by (sensitive cell, score bin, label); privatise in private mode."""
+def build_prediction_table(
+    ctx: AuditContext, budget: Accountant | None, *, n_boot: int = N_BOOT
+) -> PredictionTable:
+    """Count the held-out rows by (sensitive cell, score bin, label); privatise in private mode."""
     attrs = tuple(ctx.sensitive)
     levels = tuple(tuple(group_levels(ctx, a)) for a in attrs)
     sens = ctx.sensitive_test
@@ -127,24 +284,33 @@ def build_prediction_table(ctx: AuditContext, budget: Accountant | None) -> Pred
     score_bin = np.clip((ctx.proba_test * N_SCORE_BINS).astype(np.int64), 0, N_SCORE_BINS - 1)
     codes = (cell * N_SCORE_BINS + score_bin) * 2 + ctx.y_test
     n_codes = n_cells * N_SCORE_BINS * 2
+    shape = (n_cells, N_SCORE_BINS, 2)
     if budget is None:
-        counts = np.bincount(codes, minlength=n_codes)
-        scale = None
+        counts = np.bincount(codes, minlength=n_codes).reshape(shape).astype(float)
+        released, scale = None, None
+        reps = bootstrap_counts(counts, n_boot=n_boot, random_state=ctx.random_state)
     else:
         release = dp_histogram(
             codes,
             n_codes,
             budget.remaining_epsilon,
             description=(
-                f"evaluation rows counted by sensitive group x score bin (20) x label ({n_codes} cells)"
+                f"held-out rows counted by sensitive group x score bin ({N_SCORE_BINS}) x label "
+                f"({n_codes} cells)"
             ),
         )
         budget.record(release)
-        counts = release.value
+        released = np.asarray(release.value).reshape(shape)
         scale = float(release.parameters["scale"])
+        counts = consistent_counts(released)
+        reps = consistent_counts(
+            bootstrap_counts(counts, n_boot=n_boot, noise_scale=scale, random_state=ctx.random_state)
+        )
     return PredictionTable(
         attributes=attrs,
         levels=levels,
-        counts=np.asarray(counts).reshape(n_cells, N_SCORE_BINS, 2),
+        counts=counts,
+        released=released,
         noise_scale=scale,
+        replicates=reps,
     )

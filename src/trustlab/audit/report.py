@@ -14,12 +14,14 @@ import jinja2
 from markupsafe import Markup
 
 from trustlab.audit.html import checks_list, table
-from trustlab.audit.section import Section, SectionResult
+from trustlab.audit.section import STATUSES, Section, SectionResult
 from trustlab.privacy.accounting import LedgerEntry
 
 __all__ = ["SCHEMA_VERSION", "AuditReport"]
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+"""1.1: checks carry ``status`` (pass / fail / inconclusive / not_evaluable) and ``rule``;
+figures carry intervals; private Data summaries list every declared category (``shares``)."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -68,6 +70,11 @@ class AuditReport:
         return [(r.title, c) for r in self.results for c in r.checks]
 
     @property
+    def status_counts(self) -> dict[str, int]:
+        """How many checks ended in each status (pass, fail, inconclusive, not_evaluable)."""
+        return {s: sum(c.status == s for _, c in self.checks) for s in STATUSES}
+
+    @property
     def epsilon_spent(self) -> float:
         """Total epsilon of the ledger's releases."""
         return float(sum(e.epsilon for e in self.ledger))
@@ -111,11 +118,7 @@ class AuditReport:
             for r in self.results
         ]
         all_checks = [c for r in self.results for c in r.checks]
-        counts = {
-            "passed": sum(c.passed is True for c in all_checks),
-            "failed": sum(c.passed is False for c in all_checks),
-            "na": sum(c.passed is None for c in all_checks),
-        }
+        counts = {s: sum(c.status == s for c in all_checks) for s in STATUSES}
         summary = "".join(f"<h3>{r.title}</h3>" + checks_list(r.checks) for r in self.results if r.checks)
         ledger_html = table(
             ["#", "budget", "release", "mechanism", "epsilon"],

@@ -27,22 +27,108 @@ if TYPE_CHECKING:
     from trustlab.datasets.schema import Schema
     from trustlab.privacy.accounting import Accountant
 
-__all__ = ["AuditContext", "Check", "Section", "SectionResult"]
+__all__ = [
+    "STATUSES",
+    "AuditContext",
+    "Check",
+    "Section",
+    "SectionResult",
+    "interval_rule",
+    "interval_verdict",
+]
+
+
+STATUSES = ("pass", "fail", "inconclusive", "not_evaluable")
+"""The four verdicts of a :class:`Check`."""
 
 
 @dataclass(frozen=True)
 class Check:
-    """One pass/fail line of the report.
+    """One verdict line of the report: pass, fail, inconclusive or not evaluable.
 
-    ``passed`` is None when the check could not be evaluated (e.g. too few rows).
+    Parameters
+    ----------
+    name : str
+        What is checked (fixed text: it is part of the report's structure).
+    passed : bool or None
+        True for a pass, False for a fail, None otherwise; kept for compatibility
+        and derived from ``status`` when ``status`` is given.
+    detail : str
+        The figures behind the verdict.
+    status : str, optional
+        One of :data:`STATUSES`; derived from ``passed`` when omitted (None then
+        means ``"not_evaluable"``).
+    rule : str
+        The rule that decided, in words (e.g. "pass when the 95% interval lies at
+        or below 0.1, fail when it lies above, inconclusive otherwise").
+
+    Examples
+    --------
+    >>> Check("gap", None, "0.10 (0.02..0.20)", status="inconclusive").passed is None
+    True
+    >>> Check("auc", True, "0.7").status
+    'pass'
     """
 
     name: str
     passed: bool | None
     detail: str
+    status: str = ""
+    rule: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.status:
+            status = {True: "pass", False: "fail", None: "not_evaluable"}[self.passed]
+            object.__setattr__(self, "status", status)
+        elif self.status not in STATUSES:
+            raise ValueError(f"Check status must be one of {STATUSES}, got {self.status!r}")
+        object.__setattr__(self, "passed", {"pass": True, "fail": False}.get(self.status))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "passed": self.passed,
+            "detail": self.detail,
+            "rule": self.rule,
+        }
+
+
+def interval_verdict(low: float, high: float, threshold: float, *, at_most: bool) -> str:
+    """Decide a check from an interval: pass, fail, inconclusive or not evaluable.
+
+    With ``at_most=True`` the check asks "is the quantity at most ``threshold``?":
+    pass when the whole interval lies at or below it, fail when the whole interval
+    lies above it, inconclusive when the interval straddles it. With
+    ``at_most=False`` it asks "is the quantity above ``threshold``?" (pass when the
+    interval lies above it, fail when it lies at or below it). A NaN end means no
+    interval exists: not evaluable.
+
+    Examples
+    --------
+    >>> interval_verdict(0.02, 0.199, 0.1, at_most=True)
+    'inconclusive'
+    >>> interval_verdict(0.55, 0.70, 0.5, at_most=False)
+    'pass'
+    """
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "not_evaluable"
+    if at_most:
+        return "pass" if high <= threshold else "fail" if low > threshold else "inconclusive"
+    return "pass" if low > threshold else "fail" if high <= threshold else "inconclusive"
+
+
+def interval_rule(threshold: float, *, at_most: bool, level: str = "95%") -> str:
+    """The words for the rule that :func:`interval_verdict` applies."""
+    if at_most:
+        return (
+            f"pass when the whole {level} interval is at most {threshold:g}, fail when it lies "
+            f"above {threshold:g}, inconclusive when it straddles {threshold:g}"
+        )
+    return (
+        f"pass when the whole {level} interval lies above {threshold:g}, fail when it is at most "
+        f"{threshold:g}, inconclusive when it straddles {threshold:g}"
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +188,7 @@ class AuditContext:
     schema: Schema
     private: bool
     random_state: int
+    model_status: str = ""
     _shared: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property

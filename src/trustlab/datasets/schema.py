@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from trustlab._validation import check_bounds
 from trustlab.errors import DataError
 
@@ -76,6 +79,50 @@ class Schema:
         """How a person may change the column (one of :data:`ACTIONABLE`), or None if undeclared."""
         spec = self.columns.get(name)
         return spec.actionable if spec is not None else None
+
+    def conform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Cast every declared column to its declared kind; leave the others as they are.
+
+        A column with ``bounds`` becomes ``float64`` clipped to the bounds; a value that
+        does not read as a number (``"unknown"``) becomes missing. A column with
+        ``categories`` becomes a pandas ``category`` column over exactly the declared
+        categories, in declared order; a value that is not one of them (compared as
+        itself, then as text, so ``1``, ``1.0`` and ``"1"`` all match a declared ``1``)
+        becomes missing. The result's dtypes depend on the schema alone, never on the
+        values: the private audit's structure comes from here.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> s = Schema.from_dict({"columns": {"age": {"bounds": [18, 99]},
+        ...                                   "sex": {"categories": ["f", "m"]}}})
+        >>> df = pd.DataFrame({"age": [20, "unknown", 150], "sex": ["f", "x", None], "z": [1, 2, 3]})
+        >>> out = s.conform(df)
+        >>> out["age"].tolist(), out["sex"].tolist(), [str(t) for t in out.dtypes]
+        ([20.0, nan, 99.0], ['f', nan, nan], ['float64', 'category', 'int64'])
+        """
+        out = frame.copy()
+        for name in frame.columns:
+            spec = self.columns.get(name)
+            if spec is None:
+                continue
+            col = frame[name]
+            if spec.bounds is not None:
+                values = col.astype(float) if pd.api.types.is_bool_dtype(col) else col.astype(object)
+                num = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+                out[name] = np.clip(num, *spec.bounds)
+            else:
+                cats = list(spec.categories or ())
+                lookup: dict[Any, Any] = {}
+                for c in cats:
+                    lookup.setdefault(str(c), c)
+                exact = {c: c for c in cats}
+                obj = col.astype(object)
+                hit = obj.map(lambda v, e=exact: e.get(v) if _hashable(v) else None)
+                text = obj.map(lambda v, t=lookup: t.get(str(v)) if not _missing(v) else None)
+                value = hit.where(hit.notna(), text)
+                out[name] = pd.Categorical(value.where(obj.notna()), categories=cats)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], *, source: str = "declared by the user") -> Schema:
@@ -146,3 +193,18 @@ class Schema:
                 entry["actionable"] = spec.actionable
             out[name] = entry
         return {"source": self.source, "columns": out}
+
+
+def _missing(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return not _missing(v)

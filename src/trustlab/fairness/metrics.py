@@ -119,7 +119,10 @@ def bootstrap_counts(
     that scale) this is a parametric bootstrap of the noisy release: the clamped
     noisy table stands in for the truth and each replicate gets fresh simulated
     noise of the same scale. It reads only released numbers, so it is
-    post-processing and costs no privacy.
+    post-processing and costs no privacy; the seed drives only this simulation,
+    never privacy noise. A table whose (clamped) total is zero gives all-zero
+    replicates (plus the simulated noise) rather than an error: in private mode
+    that total is a released value, and no exception may depend on it.
 
     Returns
     -------
@@ -128,11 +131,14 @@ def bootstrap_counts(
     n_boot = check_positive_int(n_boot, "n_boot")
     rng = check_random_state(random_state)
     c = np.clip(np.asarray(counts, dtype=float), 0, None)
+    if not np.isfinite(c).all():
+        raise DataError("counts must be finite.", argument="counts")
     total = round(c.sum())
-    if total <= 0:
-        raise DataError("counts must have a positive total to bootstrap.", argument="counts")
-    probs = (c / c.sum()).ravel()
-    draws = rng.multinomial(total, probs, size=n_boot).reshape((n_boot, *c.shape)).astype(float)
+    if total > 0:
+        probs = (c / c.sum()).ravel()
+        draws = rng.multinomial(total, probs, size=n_boot).reshape((n_boot, *c.shape)).astype(float)
+    else:  # an empty (or all-zero released) table: no rows to resample
+        draws = np.zeros((n_boot, *c.shape))
     if noise_scale:
         # Simulated (not privacy) noise: a discrete Laplace is a difference of geometrics.
         q = 1.0 - np.exp(-1.0 / noise_scale)

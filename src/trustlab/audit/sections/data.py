@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from trustlab.audit.html import checks_list, fmt, notes_list, table
+from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
 from trustlab.audit.plots import figure_to_svg, new_figure
-from trustlab.audit.section import AuditContext, Check, Section, SectionResult
+from trustlab.audit.prediction_table import discrete_laplace_sd
+from trustlab.audit.section import (
+    AuditContext,
+    Check,
+    Section,
+    SectionResult,
+    interval_rule,
+    interval_verdict,
+)
 from trustlab.compute import Moments, ValueCounts, compute
 from trustlab.models import categorical_columns
 from trustlab.privacy.accounting import Accountant
@@ -70,7 +78,7 @@ class DataSection(Section):
         )
 
     def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
-        df = ctx.data
+        df = ctx.data  # conformed to the schema: dtypes come from the schema alone
         declared = [c for c in df.columns if c in ctx.schema]
         skipped = [str(c) for c in df.columns if c not in ctx.schema]
         shares = budget.split({"rows": 1.0} | {f"col:{c}": 1.0 for c in declared})
@@ -78,34 +86,52 @@ class DataSection(Section):
             dp_count(len(df), shares["rows"].remaining_epsilon, description="Data: row count")
         )
         n = max(1, n_release.value)
+        t_n = _halfwidth(n_release.parameters["scale"], 3)
         columns: list[dict[str, Any]] = []
         for col in declared:
             acc = shares[f"col:{col}"]
             bounds = ctx.schema.bounds(col)
             values = df[col]
-            entry: dict[str, Any] = {"name": str(col), "dtype": str(values.dtype)}
+            entry: dict[str, Any] = {"name": str(col)}
             if bounds is not None:
                 eps = acc.remaining_epsilon / 2
-                miss = acc.record(
+                miss_rel = acc.record(
                     dp_count(int(values.isna().sum()), eps, description=f"Data: missing values of {col}")
-                ).value
-                x = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=float)
-                total = acc.record(
+                )
+                x = values.dropna().to_numpy(dtype=float)
+                sum_rel = acc.record(
                     dp_sum(
                         x,
                         bounds,
                         acc.remaining_epsilon,
                         description=f"Data: clipped sum of {col} (bounds {bounds[0]:g}..{bounds[1]:g})",
                     )
-                ).value
-                present = max(1, n - max(0, miss))
+                )
+                miss = miss_rel.value
+                t_m = _halfwidth(miss_rel.parameters["scale"], 3)
+                t_s = _halfwidth(sum_rel.parameters["integer_scale"], 3) * sum_rel.parameters["grid_step"]
+                total = float(sum_rel.value)
+                present = max(1, n - miss)
                 mean = float(np.clip(bounds[0] + total / present, *bounds))
-                entry |= {"kind": "numeric", "bounds": list(bounds), "mean": mean}
+                lo = bounds[0] + max(0.0, total - t_s) / (present + t_n + t_m)
+                hi = bounds[0] + (total + t_s) / max(1, present - t_n - t_m)
+                entry |= {
+                    "kind": "numeric",
+                    "dtype": "float64",
+                    "bounds": list(bounds),
+                    "mean": mean,
+                    "mean_interval": [float(np.clip(lo, *bounds)), float(np.clip(hi, *bounds))],
+                }
+                rate = float(np.clip(miss / n, 0.0, 1.0))
+                rate_int = [
+                    float(np.clip((miss - t_m) / (n + t_n), 0.0, rate)),
+                    float(np.clip((miss + t_m) / max(1, n - t_n), rate, 1.0)),
+                ]
             else:
                 cats = list(ctx.schema.categories(col) or ())
                 lookup = {v: i for i, v in enumerate(cats)}
                 codes = values.astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
-                hist = acc.record(
+                rel = acc.record(
                     dp_histogram(
                         codes,
                         len(cats) + 1,
@@ -113,27 +139,42 @@ class DataSection(Section):
                         description=f"Data: counts of {col} over its {len(cats)} public "
                         "categories + missing/other",
                     )
-                ).value
-                h = np.clip(hist, 0, None).astype(float)
-                h = h / h.sum() if h.sum() > 0 else h
-                miss = round(h[-1] * n)
-                order = np.argsort(-h[:-1], kind="stable")[:TOP_LEVELS]
+                )
+                h = np.clip(np.asarray(rel.value, dtype=float), 0, None)
+                scale = rel.parameters["scale"]
+                t_h = _halfwidth(scale, 2)
+                total = max(1.0, float(h.sum()))
+                t_total = _Z2 * np.sqrt(h.size) * discrete_laplace_sd(scale)
+                share = h / total
+                low = np.clip((h - t_h) / (total + t_total), 0.0, share)
+                high = np.clip((h + t_h) / max(1.0, total - t_total), share, 1.0)
                 entry |= {
                     "kind": "categorical",
+                    "dtype": "category",
                     "levels": len(cats),
-                    "top_shares": [[str(cats[i]), float(h[i])] for i in order],
+                    "shares": [
+                        [str(c), float(share[i]), float(low[i]), float(high[i])] for i, c in enumerate(cats)
+                    ],
                 }
-            entry["missing_rate"] = float(np.clip(miss / n, 0.0, 1.0))
+                rate, rate_int = float(share[-1]), [float(low[-1]), float(high[-1])]
+            entry["missing_rate"] = rate
+            entry["missing_interval"] = rate_int
             columns.append(entry)
         notes = [
             f"Differentially private (add/remove one record): {budget.total_epsilon:.4g} of the "
             "audit's epsilon, split evenly over the row count and each declared column.",
+            "Kinds and dtypes are the schema's declarations (numeric columns as float64 clipped to "
+            "their bounds, categorical columns over their declared categories), never read off the "
+            "rows; a value outside a column's categories, or one that does not read as a number, "
+            "counts as missing or other.",
             f"Means are of values clipped to the public bounds of the schema ({ctx.schema.source}).",
+            "Intervals (95%) cover the privacy noise of the counts and sums each figure is built "
+            "from (Bonferroni over them); they describe this table, so no sampling error is added.",
+            "Not released (no public bounds or categories declared): " + (", ".join(skipped) or "none"),
         ]
-        if skipped:
-            notes.append("Not released (no public bounds or categories declared): " + ", ".join(skipped))
         figures = {
             "rows": int(n_release.value),
+            "rows_interval": [max(0, int(n_release.value) - t_n), int(n_release.value) + t_n],
             "columns": df.shape[1],
             "column_summaries": columns,
             "not_released": skipped,
@@ -141,6 +182,23 @@ class DataSection(Section):
         return SectionResult(self.name, self.title, figures, self._checks(ctx, columns), notes)
 
     def _checks(self, ctx: AuditContext, columns: list[dict[str, Any]]) -> list[Check]:
+        rule = interval_rule(MAX_MISSING_RATE, at_most=True) + " (for every column: fail when one fails)"
+        if ctx.private:
+            verdicts = [
+                interval_verdict(
+                    c["missing_interval"][0], c["missing_interval"][1], MAX_MISSING_RATE, at_most=True
+                )
+                for c in columns
+            ]
+            high = [c["name"] for c, v in zip(columns, verdicts, strict=True) if v == "fail"]
+            unsure = [c["name"] for c, v in zip(columns, verdicts, strict=True) if v == "inconclusive"]
+            status = "fail" if high else "inconclusive" if unsure else "pass"
+            detail = (
+                (f"more than {MAX_MISSING_RATE:.0%} missing: {', '.join(high)}" if high else "")
+                + ("; " if high and unsure else "")
+                + (f"interval straddles {MAX_MISSING_RATE:.0%}: {', '.join(unsure)}" if unsure else "")
+            ) or f"every declared column has at most {MAX_MISSING_RATE:.0%} missing"
+            return [Check("Missing values", None, detail, status=status, rule=rule)]
         high = [c["name"] for c in columns if c["missing_rate"] > MAX_MISSING_RATE]
         checks = [
             Check(
@@ -149,24 +207,24 @@ class DataSection(Section):
                 f"columns with more than {MAX_MISSING_RATE:.0%} missing: {', '.join(high)}"
                 if high
                 else f"every column has at most {MAX_MISSING_RATE:.0%} missing",
+                rule=f"pass when every column has at most {MAX_MISSING_RATE:.0%} missing (exact counts)",
             )
         ]
-        if not ctx.private:
-            const = [
-                c["name"]
-                for c in columns
-                if (c["kind"] == "categorical" and c["levels"] <= 1)
-                or (c["kind"] == "numeric" and c["std"] == 0)
-            ]
-            checks.append(
-                Check(
-                    "Constant columns",
-                    not const,
-                    f"single-valued columns carry no information: {', '.join(const)}"
-                    if const
-                    else "no column is constant",
-                )
+        const = [
+            c["name"]
+            for c in columns
+            if (c["kind"] == "categorical" and c["levels"] <= 1) or (c["kind"] == "numeric" and c["std"] == 0)
+        ]
+        checks.append(
+            Check(
+                "Constant columns",
+                not const,
+                f"single-valued columns carry no information: {', '.join(const)}"
+                if const
+                else "no column is constant",
+                rule="pass when no column holds a single value (exact counts)",
             )
+        )
         return checks
 
     def render(self, result: SectionResult) -> str:
@@ -175,20 +233,35 @@ class DataSection(Section):
         rows = []
         for c in cols:
             if c["kind"] == "numeric":
-                detail = f"mean {fmt(c.get('mean'))}" + (
-                    f", sd {fmt(c['std'])}, range {fmt(c['min'])}..{fmt(c['max'])}"
-                    if "std" in c
-                    else f" (bounds {c['bounds'][0]:g}..{c['bounds'][1]:g})"
-                )
+                if "std" in c:
+                    detail = (
+                        f"mean {fmt(c.get('mean'))}, sd {fmt(c['std'])}, "
+                        f"range {fmt(c['min'])}..{fmt(c['max'])}"
+                    )
+                else:
+                    lo, hi = c["bounds"]
+                    detail = f"mean {fmt_ci(c['mean'], *c['mean_interval'])} (bounds {lo:g}..{hi:g})"
             elif "top" in c:
                 detail = ", ".join(f"{k}: {v:,}" for k, v in c["top"])
             else:
-                detail = ", ".join(f"{k}: {v:.1%}" for k, v in c["top_shares"])
-            rows.append([c["name"], c["kind"], c["dtype"], c["missing_rate"], detail])
+                detail = ", ".join(f"{k}: {v:.1%} [{lo:.1%}, {hi:.1%}]" for k, v, lo, hi in c["shares"])
+            rate = (
+                fmt_ci(c["missing_rate"], *c["missing_interval"])
+                if "missing_interval" in c
+                else c["missing_rate"]
+            )
+            rows.append([c["name"], c["kind"], c["dtype"], rate, detail])
         fig, ax = new_figure(6.5, max(2.5, 0.22 * len(cols) + 1))
         names = [c["name"] for c in cols][::-1]
-        rates = [100 * c["missing_rate"] for c in cols][::-1]
-        ax.barh(names, rates, color="#4C72B0")
+        rates = np.array([100 * c["missing_rate"] for c in cols][::-1])
+        if cols and "missing_interval" in cols[0]:
+            ci = 100 * np.array([c["missing_interval"] for c in cols][::-1], dtype=float).reshape(-1, 2)
+            err = np.abs(np.vstack([rates - ci[:, 0], ci[:, 1] - rates]))
+            ax.barh(names, rates, color="#4C72B0", xerr=err, capsize=2)
+            ax.set_title("Missing values by declared column (95% intervals)")
+        else:
+            ax.barh(names, rates, color="#4C72B0")
+            ax.set_title("Missing values by column")
         ax.axvline(
             100 * MAX_MISSING_RATE,
             color="#C44E52",
@@ -196,13 +269,15 @@ class DataSection(Section):
             lw=1,
             label=f"{MAX_MISSING_RATE:.0%} threshold",
         )
-        ax.set_xlim(0, max(25.0, max(rates, default=0) * 1.1))
+        ax.set_xlim(0, max(25.0, float(np.max(rates, initial=0)) * 1.1))
         ax.set_xlabel("missing values (% of rows)")
-        ax.set_title("Missing values by column")
         ax.legend(loc="lower right", fontsize=8)
-        shape = (
-            f"<p><strong>{fmt(f['rows'])}</strong> rows &times; <strong>{f['columns']}</strong> columns.</p>"
+        rows_text = (
+            fmt_ci(f["rows"], *f["rows_interval"])
+            if "rows_interval" in f
+            else f"<strong>{fmt(f['rows'])}</strong>"
         )
+        shape = f"<p>{rows_text} rows &times; <strong>{f['columns']}</strong> columns.</p>"
         return (
             shape
             + checks_list(result.checks)
@@ -210,3 +285,18 @@ class DataSection(Section):
             + table(["column", "kind", "dtype", "missing rate", "summary"], rows)
             + notes_list(result.notes)
         )
+
+
+_Z2 = 2.241402727604947  # normal quantile for two-sided 95% with Bonferroni over 2
+
+
+def _halfwidth(scale: float, k: int = 1, level: float = 0.95) -> int:
+    """Smallest ``t`` with ``P(|Z| > t) <= (1 - level) / k`` for discrete Laplace noise ``Z`` of ``scale``.
+
+    ``P(|Z| > t) = 2 a^(t+1) / (1 + a)`` with ``a = exp(-1/scale)``.
+    """
+    a = math.exp(-1.0 / float(scale))
+    if a <= 0.0:
+        return 0
+    t = math.log((1 - level) / k * (1 + a) / 2) / math.log(a) - 1
+    return max(0, math.ceil(t - 1e-9))

@@ -1,62 +1,82 @@
-"""The Fairness section: group rates (fairlearn MetricFrame) and disparity measures with intervals."""
+"""The Fairness section: group rates and disparity measures, each with an interval and a verdict."""
 
 from __future__ import annotations
 
-import warnings
+from html import escape
 from typing import Any
 
 import numpy as np
-from fairlearn.metrics import (
-    MetricFrame,
-    count,
-    demographic_parity_difference,
-    equalized_odds_difference,
-    false_positive_rate,
-    selection_rate,
-    true_positive_rate,
-)
 from matplotlib.figure import Figure
-from sklearn.metrics import accuracy_score
 
-from trustlab.audit.html import checks_list, notes_list, table
+from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
 from trustlab.audit.plots import figure_to_svg
 from trustlab.audit.prediction_table import (
-    OTHER,
+    LEVEL,
+    N_BOOT,
     PredictionTable,
     build_prediction_table,
     confusion_from_bins,
+    size_rule,
 )
-from trustlab.audit.section import AuditContext, Check, Section, SectionResult
-from trustlab.fairness import bootstrap_counts, fairness_differences, rates_from_counts
+from trustlab.audit.section import (
+    AuditContext,
+    Check,
+    Section,
+    SectionResult,
+    interval_rule,
+    interval_verdict,
+)
+from trustlab.fairness import rates_from_counts
 from trustlab.fairness.metrics import RATES
 from trustlab.privacy.accounting import Accountant
+from trustlab.uncertainty import GAP_METHOD, gap_interval, symmetric_interval
 
 __all__ = ["FairnessSection"]
 
 MAX_DIFFERENCE = 0.1
-N_BOOT = 1000
-MIN_GROUP = 30
 DIFFS = ("demographic_parity_difference", "equalized_odds_difference")
+LABELS = ("Demographic parity", "Equalized odds")
 
 
-def _interval(samples: np.ndarray) -> list[list[float]]:
-    """2.5 and 97.5 percentiles along the replicate axis (NaN-aware)."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # groups empty in every replicate
-        lo, hi = np.nanpercentile(samples, [2.5, 97.5], axis=0)
-    return np.column_stack([np.atleast_1d(lo), np.atleast_1d(hi)]).tolist()
+def _differences(
+    rates: dict[str, np.ndarray], reps: dict[str, np.ndarray], idx: np.ndarray
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Demographic-parity and equalized-odds gaps over the groups ``idx``, with 95% intervals.
+
+    Demographic parity: the largest gap in selection rate. Equalized odds: the larger
+    of the TPR and FPR gaps (fairlearn's definitions); its interval is
+    ``[max(low_TPR, low_FPR), max(high_TPR, high_FPR)]`` with Bonferroni over the
+    pairs of both rates.
+    """
+    nan = float("nan")
+    if idx.size < 2:
+        return dict.fromkeys(DIFFS, nan), {k: [nan, nan] for k in DIFFS}
+    pairs = idx.size * (idx.size - 1) // 2
+
+    def gap(m: str, comparisons: int) -> tuple[float, float, float]:
+        return gap_interval(rates[m][idx], reps[m][:, idx], n_comparisons=comparisons)
+
+    dp = gap("selection_rate", pairs)
+    tpr, fpr = gap("true_positive_rate", 2 * pairs), gap("false_positive_rate", 2 * pairs)
+    eo = (max(tpr[0], fpr[0]), max(tpr[1], fpr[1]), max(tpr[2], fpr[2]))
+    return (
+        {DIFFS[0]: dp[0], DIFFS[1]: eo[0]},
+        {DIFFS[0]: [dp[1], dp[2]], DIFFS[1]: [eo[1], eo[2]]},
+    )
 
 
 class FairnessSection(Section):
     """Selection rate, TPR, FPR and accuracy by group; demographic-parity and equalized-odds
-    differences, each with a 95% bootstrap interval.
+    differences, each with a 95% interval and a verdict decided from that interval.
 
-    Point estimates come from fairlearn's ``MetricFrame`` (raw mode) or from the
-    shared DP prediction histogram (private mode). Intervals are percentile
-    bootstrap intervals over the held-out rows, drawn as multinomial resamples
-    of the (group, score bin, label) count table; in private mode the bootstrap
-    is parametric on the noisy table with simulated noise of the released
-    scale, so the intervals include the privacy noise and cost no budget.
+    Rates come from the confusion counts of the shared prediction table at the
+    threshold 0.5 (exact in raw mode: the threshold is a bin edge; they equal
+    fairlearn's ``MetricFrame`` rates, which the tests check). Groups too small for
+    their figures to mean anything are shown with their counts and left out of the
+    comparisons (the rule and its numbers are stated in the report). Intervals are
+    symmetric bootstrap intervals from the table's replicates, which in private mode
+    include the privacy noise; the gaps' intervals come from the signed pairwise
+    differences, so they contain the estimate and are valid near zero.
     """
 
     name = "fairness"
@@ -67,89 +87,82 @@ class FairnessSection(Section):
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         key = "prediction_table" if budget is not None else "prediction_table_raw"
         tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
-        boot = bootstrap_counts(
-            tab.counts, n_boot=N_BOOT, noise_scale=tab.noise_scale, random_state=ctx.random_state
-        )
         per_attr: dict[str, dict[str, Any]] = {}
-        y_pred = (ctx.proba_test >= 0.5).astype(int)
+        checks: list[Check] = []
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
-            conf = confusion_from_bins(tab.by_attribute(attr))
-            conf_boot = confusion_from_bins(tab.by_attribute(attr, boot))
-            if budget is not None:  # noisy near-empty groups (e.g. 'missing') are pure noise
-                tiny = rates_from_counts(conf)["count"] < MIN_GROUP
-                conf[tiny] = 0
-                conf_boot[:, tiny] = 0
-            rates_boot = rates_from_counts(conf_boot)
-            diff_boot = fairness_differences(conf_boot)
-            if budget is None:
-                sf = (
-                    ctx.sensitive_test[attr]
-                    .astype(object)
-                    .where(ctx.sensitive_test[attr].notna(), OTHER)
-                    .astype(str)
-                )
-                mf = MetricFrame(
-                    metrics={
-                        "selection_rate": selection_rate,
-                        "true_positive_rate": true_positive_rate,
-                        "false_positive_rate": false_positive_rate,
-                        "accuracy": accuracy_score,
-                        "count": count,
-                    },
-                    y_true=ctx.y_test,
-                    y_pred=y_pred,
-                    sensitive_features=sf,
-                )
-                by = mf.by_group.reindex([str(lv) for lv in levels])
-                rates = {m: by[m].to_numpy(dtype=float) for m in (*RATES, "count")}
-                diffs = {
-                    "demographic_parity_difference": float(
-                        demographic_parity_difference(ctx.y_test, y_pred, sensitive_features=sf)
-                    ),
-                    "equalized_odds_difference": float(
-                        equalized_odds_difference(ctx.y_test, y_pred, sensitive_features=sf)
-                    ),
-                }
-            else:
-                rates = rates_from_counts(conf)
-                diffs = {k: float(v) for k, v in fairness_differences(conf).items()}
+            rates = rates_from_counts(confusion_from_bins(tab.by_attribute(attr)))
+            reps = rates_from_counts(confusion_from_bins(tab.by_attribute(attr, tab.replicates)))
+            ok = tab.evaluable(attr)
+            idx = np.flatnonzero(ok)
+            diffs, diff_int = _differences(rates, reps, idx)
+            rate_int = {}
+            for m in RATES:
+                r_lo, r_hi = symmetric_interval(rates[m], reps[m], limits=(0, 1))
+                rate_int[m] = np.column_stack([r_lo, r_hi]).tolist()
+            rule = size_rule(tab, attr)
+            hw = tab.count_halfwidth(attr)
             per_attr[attr] = {
                 "groups": [str(lv) for lv in levels],
+                "evaluable": [bool(v) for v in ok],
                 "rates": {m: [float(v) for v in rates[m]] for m in (*RATES, "count")},
-                "rate_intervals": {m: _interval(rates_boot[m]) for m in RATES},
+                "rate_intervals": rate_int,
+                "count_intervals": [[max(0.0, float(n) - hw), float(n) + hw] for n in rates["count"]],
                 "differences": diffs,
-                "difference_intervals": {k: _interval(diff_boot[k][:, None])[0] for k in DIFFS},
+                "difference_intervals": diff_int,
+                "size_rule": rule,
             }
-        checks = []
-        for attr, res in per_attr.items():
-            small = [g for g, n in zip(res["groups"], res["rates"]["count"], strict=True) if n < MIN_GROUP]
-            for k, label in zip(DIFFS, ("Demographic parity", "Equalized odds"), strict=True):
-                v = res["differences"][k]
-                lo, hi = res["difference_intervals"][k]
+            small = [
+                f"{lv} ({n:,.0f} rows)" for lv, n, o in zip(levels, rates["count"], ok, strict=True) if not o
+            ]
+            for k, label in zip(DIFFS, LABELS, strict=True):
+                v = diffs[k]
+                lo, hi = diff_int[k]
+                full_rule = (
+                    f"{interval_rule(MAX_DIFFERENCE, at_most=True)}; {size_rule(tab, attr, short=True)}; "
+                    f"{GAP_METHOD}"
+                )
+                if idx.size < 2:
+                    why = (
+                        f"{attr} has a single value: no comparison exists"
+                        if len(levels) == 1
+                        else f"fewer than two groups large enough to compare ({len(levels)} groups)"
+                    )
+                    detail = f"not evaluable: {why}" + (f"; too small: {', '.join(small)}" if small else "")
+                else:
+                    detail = (
+                        f"difference {v:.3f} (95% interval {lo:.3f}..{hi:.3f}; threshold {MAX_DIFFERENCE})"
+                        + (f"; too small to evaluate: {', '.join(small)}" if small else "")
+                    )
                 checks.append(
                     Check(
                         f"{label} across {attr}",
-                        None if np.isnan(v) else bool(v <= MAX_DIFFERENCE),
-                        f"difference {v:.3f} (95% CI {lo:.3f}..{hi:.3f}; threshold {MAX_DIFFERENCE})"
-                        + (f"; groups under {MIN_GROUP} rows: {', '.join(small)}" if small else ""),
+                        None,
+                        detail,
+                        status=interval_verdict(lo, hi, MAX_DIFFERENCE, at_most=True),
+                        rule=full_rule,
                     )
                 )
         notes = [
-            f"Decision threshold 0.5 on the predicted probability; intervals: {N_BOOT} bootstrap "
-            "replicates (2.5 and 97.5 percentiles).",
-            "Demographic-parity difference: largest gap in selection rate between groups. "
-            "Equalized-odds difference: the larger of the TPR and FPR gaps (fairlearn's definitions).",
+            f"Decision threshold 0.5 on the predicted probability; intervals ({LEVEL:.0%}): symmetric "
+            f"bootstrap intervals from {N_BOOT} replicates of the held-out rows (estimate +- the "
+            "95% quantile of |replicate - estimate|); the gaps' intervals come from the signed "
+            "pairwise differences (Bonferroni over the pairs), so they contain the estimate and "
+            "stay valid near zero.",
+            "Demographic-parity difference: largest gap in selection rate between the groups "
+            "compared. Equalized-odds difference: the larger of the TPR and FPR gaps (fairlearn's "
+            "definitions).",
         ]
         notes.append(
             "Differentially private: computed from the DP prediction histogram shared with "
-            "Performance; the bootstrap is parametric and includes the privacy noise."
+            "Performance (the same projected counts, so group sizes agree); the bootstrap is "
+            "parametric and includes the privacy noise."
             if budget is not None
             else "Raw statistics on the held-out rows (not differentially private)."
         )
         return SectionResult(
             self.name,
             self.title,
-            {"threshold": 0.5, "n_boot": N_BOOT, "by_attribute": per_attr},
+            {"threshold": 0.5, "n_boot": N_BOOT, "interval_level": LEVEL, "by_attribute": per_attr},
             checks,
             notes,
         )
@@ -158,54 +171,67 @@ class FairnessSection(Section):
         html = [checks_list(result.checks)]
         for attr, res in result.figures["by_attribute"].items():
             groups = res["groups"]
+            ok = res["evaluable"]
             fig = Figure(figsize=(8.5, 3.6), dpi=100, layout="constrained")
             ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
-            width = 0.8 / len(groups)
+            width = 0.8 / max(1, len(groups))
             x = np.arange(len(RATES))
             for i, g in enumerate(groups):
-                vals = np.array([res["rates"][m][i] for m in RATES])
-                ci = np.array([res["rate_intervals"][m][i] for m in RATES])
+                vals = np.array([res["rates"][m][i] for m in RATES], dtype=float)
+                ci = np.array([res["rate_intervals"][m][i] for m in RATES], dtype=float)
                 err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
                 ax.bar(
                     x + (i - (len(groups) - 1) / 2) * width,
-                    vals,
+                    np.nan_to_num(vals),
                     width,
-                    label=g,
+                    label=g if ok[i] else f"{g} (too small)",
                     yerr=np.nan_to_num(err),
                     capsize=3,
+                    hatch=None if ok[i] else "//",
+                    alpha=1.0 if ok[i] else 0.35,
                 )
             ax.set_xticks(x, ["selection rate", "TPR", "FPR", "accuracy"])
             ax.set_ylim(0, 1.05)
             ax.set_ylabel("rate (fraction of rows)")
-            ax.set_title(f"Rates by {attr} (95% bootstrap CI)")
+            ax.set_title(f"Rates by {attr} (95% intervals)")
             ax.legend(fontsize=8)
             ax.grid(True, axis="y", alpha=0.3)
-            vals = np.array([res["differences"][k] for k in DIFFS])
-            ci = np.array([res["difference_intervals"][k] for k in DIFFS])
+            vals = np.array([res["differences"][k] for k in DIFFS], dtype=float)
+            ci = np.array([res["difference_intervals"][k] for k in DIFFS], dtype=float)
             err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
-            ax2.bar([0, 1], vals, color=["#DD8452", "#55A868"], yerr=np.nan_to_num(err), capsize=4)
+            ax2.bar(
+                [0, 1], np.nan_to_num(vals), color=["#DD8452", "#55A868"], yerr=np.nan_to_num(err), capsize=4
+            )
             ax2.axhline(MAX_DIFFERENCE, color="#C44E52", ls="--", lw=1, label="threshold")
             ax2.set_xticks([0, 1], ["demographic\nparity", "equalized\nodds"])
             ax2.set_ylabel("difference (max - min rate)")
-            ax2.set_title("Disparities")
+            ax2.set_title("Disparities (95% intervals)")
             ax2.legend(fontsize=8)
             ax2.grid(True, axis="y", alpha=0.3)
-            html.append(f"<h3>By {attr}</h3>")
+            html.append(f"<h3>By {escape(attr)}</h3>")
             html.append(figure_to_svg(fig))
             rows = []
             for i, g in enumerate(groups):
-                rows.append([g, round(res["rates"]["count"][i])] + [res["rates"][m][i] for m in RATES])
-            html.append(table(["group", "rows", "selection rate", "TPR", "FPR", "accuracy"], rows))
+                n, (nlo, nhi) = res["rates"]["count"][i], res["count_intervals"][i]
+                rows.append(
+                    [g, fmt_ci(round(n), round(nlo), round(nhi)) if nhi > nlo else f"{round(n):,}"]
+                    + [fmt_ci(res["rates"][m][i], *res["rate_intervals"][m][i]) for m in RATES]
+                    + ["yes" if ok[i] else "too small: figures not meaningful"]
+                )
+            html.append(
+                table(["group", "rows", "selection rate", "TPR", "FPR", "accuracy", "compared"], rows)
+            )
             d = res["differences"]
             di = res["difference_intervals"]
             html.append(
                 table(
-                    ["measure", "difference", "95% CI low", "95% CI high"],
+                    ["measure", "difference", "95% interval low", "95% interval high"],
                     [
                         ["demographic parity", d[DIFFS[0]], *di[DIFFS[0]]],
                         ["equalized odds", d[DIFFS[1]], *di[DIFFS[1]]],
                     ],
                 )
             )
+            html.append(f"<p class='rule'>{escape(res['size_rule'])}.</p>")
         html.append(notes_list(result.notes))
         return "".join(html)

@@ -2,30 +2,46 @@
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 import numpy as np
 from sklearn.metrics import accuracy_score, brier_score_loss, roc_auc_score
 
-from trustlab.audit.html import checks_list, notes_list, table
+from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
 from trustlab.audit.plots import figure_to_svg, new_figure
 from trustlab.audit.prediction_table import (
+    LEVEL,
+    N_BOOT,
     OTHER,
     PredictionTable,
     binned_metrics,
     build_prediction_table,
-    group_levels,
+    size_rule,
 )
-from trustlab.audit.section import AuditContext, Check, Section, SectionResult
+from trustlab.audit.section import (
+    AuditContext,
+    Check,
+    Section,
+    SectionResult,
+    interval_rule,
+    interval_verdict,
+)
 from trustlab.privacy.accounting import Accountant
-from trustlab.uncertainty import calibration_table, expected_calibration_error
+from trustlab.uncertainty import (
+    GAP_METHOD,
+    calibration_table,
+    expected_calibration_error,
+    gap_interval,
+    symmetric_interval,
+)
 
 __all__ = ["PerformanceSection"]
 
 MAX_ECE = 0.05
 MAX_AUC_GAP = 0.05
-MIN_GROUP = 30
 METRICS = ("accuracy", "roc_auc", "brier", "ece")
+N_CAL_BINS = 10
 
 
 def _exact(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
@@ -34,27 +50,60 @@ def _exact(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
         return out | dict.fromkeys(METRICS, np.nan)
     out["accuracy"] = float(accuracy_score(y, p >= 0.5))
     out["roc_auc"] = float(roc_auc_score(y, p)) if 0 < y.sum() < y.size else np.nan
-    out["brier"] = float(brier_score_loss(y, p, pos_label=1)) if y.size else np.nan
+    out["brier"] = float(brier_score_loss(y, p, pos_label=1))
     out["ece"] = expected_calibration_error(y, p)
     return out
 
 
 def _curve_exact(y: np.ndarray, p: np.ndarray) -> list[list[float]]:
-    t = calibration_table(y, p, n_bins=10)
-    t = t[t["count"] > 0]
+    """Ten points (mean predicted, fraction positive); NaN for empty bins (fixed length)."""
+    if y.size == 0:
+        centre = (np.arange(N_CAL_BINS) + 0.5) / N_CAL_BINS
+        return [[float(c), float("nan")] for c in centre]
+    t = calibration_table(y, p, n_bins=N_CAL_BINS)
     return t[["mean_predicted", "fraction_positive"]].to_numpy().tolist()
 
 
 def _curve_binned(binned: np.ndarray) -> list[list[float]]:
-    c = np.clip(binned, 0, None).reshape(10, -1, 2).sum(axis=1)
+    """Ten points (bin centre, fraction positive) of a ``[bin, label]`` table; NaN for empty bins."""
+    c = np.clip(binned, 0, None).reshape(N_CAL_BINS, -1, 2).sum(axis=1)
     n = c.sum(axis=1)
-    centre = (np.arange(10) + 0.5) / 10
-    ok = n > 0
-    return np.column_stack([centre[ok], c[ok, 1] / n[ok]]).tolist()
+    centre = (np.arange(N_CAL_BINS) + 0.5) / N_CAL_BINS
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(n > 0, c[:, 1] / n, np.nan)
+    return np.column_stack([centre, frac]).tolist()
+
+
+def _entry(
+    estimate: dict[str, float],
+    centre: dict[str, np.ndarray],
+    reps: dict[str, np.ndarray],
+    count_halfwidth: float,
+    index: Any = (),
+) -> dict[str, Any]:
+    """A row of figures: estimates, their 95% intervals, the count and its noise interval."""
+    out: dict[str, Any] = {"count": float(estimate["count"])}
+    intervals: dict[str, list[float]] = {}
+    for m in METRICS:
+        est = float(estimate[m])
+        lo, hi = symmetric_interval(
+            est, reps[m][(slice(None), *index)], centre=centre[m][index], limits=(0, 1)
+        )
+        out[m] = est
+        intervals[m] = [float(lo), float(hi)] if np.isfinite(est) else [np.nan, np.nan]
+    n = out["count"]
+    intervals["count"] = [max(0.0, n - count_halfwidth), n + count_halfwidth]
+    out["intervals"] = intervals
+    return out
 
 
 class PerformanceSection(Section):
     """Discrimination and calibration of the model on the held-out rows, overall and by group.
+
+    Every figure has a 95% interval: a symmetric bootstrap interval (estimate +-
+    the 95% quantile of ``|replicate - estimate|``) from the replicates of the shared
+    prediction table, which in private mode include the privacy noise. Checks are
+    decided from the intervals (pass, fail, inconclusive, not evaluable).
 
     In private mode every figure is post-processing of one DP histogram of the
     held-out rows by (sensitive cell, score bin of width 0.05, label), shared
@@ -68,109 +117,168 @@ class PerformanceSection(Section):
     budget_weight = 0.6
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        if budget is None:
-            return self._raw(ctx)
-        tab: PredictionTable = ctx.shared("prediction_table", lambda: build_prediction_table(ctx, budget))
-        overall = binned_metrics(tab.overall())
+        key = "prediction_table" if budget is not None else "prediction_table_raw"
+        tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
+        reps_all = binned_metrics(tab.overall(tab.replicates))
+        centre_all = binned_metrics(tab.overall())
         groups: dict[str, list[dict[str, Any]]] = {}
-        curves: dict[str, Any] = {"overall": _curve_binned(tab.overall())}
+        curves: dict[str, Any] = {}
+        rules: dict[str, str] = {}
+        short: dict[str, str] = {}
+        if budget is not None:
+            overall = {k: float(v) for k, v in centre_all.items()}
+            curves["overall"] = _curve_binned(tab.overall())
+            count_hw = tab.count_halfwidth()
+        else:
+            y, p = ctx.y_test, ctx.proba_test
+            overall = _exact(y, p)
+            curves["overall"] = _curve_exact(y, p)
+            count_hw = 0.0
+        overall_entry = _entry(overall, centre_all, reps_all, count_hw)
+        sens = ctx.sensitive_test
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
             marg = tab.by_attribute(attr)
-            groups[attr] = [{"group": str(lv)} | binned_metrics(marg[i]) for i, lv in enumerate(levels)]
-            curves[attr] = {str(lv): _curve_binned(marg[i]) for i, lv in enumerate(levels)}
-        notes = [
-            "Differentially private: every figure here is post-processing of one discrete-Laplace "
-            f"histogram of the held-out rows (scale {tab.noise_scale:.4g} per cell), shared with "
-            "the Fairness section.",
-            "Scores are known only to their bin (width 0.05): AUC counts ties within a bin as "
-            "one half, Brier uses bin midpoints, ECE uses 10 bins and their centres.",
-        ]
-        return self._result(ctx, overall, groups, curves, notes)
-
-    def _raw(self, ctx: AuditContext) -> SectionResult:
-        y, p = ctx.y_test, ctx.proba_test
-        overall = _exact(y, p)
-        groups: dict[str, list[dict[str, Any]]] = {}
-        curves: dict[str, Any] = {"overall": _curve_exact(y, p)}
-        sens = ctx.sensitive_test
-        for attr in ctx.sensitive:
-            values = sens[attr].astype(object).to_numpy()
-            isna = sens[attr].isna().to_numpy()
+            centre = binned_metrics(marg)
+            reps = binned_metrics(tab.by_attribute(attr, tab.replicates))
+            ok = tab.evaluable(attr)
+            hw = tab.count_halfwidth(attr)
             rows, curves[attr] = [], {}
-            for lv in group_levels(ctx, attr):
-                mask = isna if lv == OTHER else (values == lv) & ~isna
-                rows.append({"group": str(lv)} | _exact(y[mask], p[mask]))
-                if mask.any():
-                    curves[attr][str(lv)] = _curve_exact(y[mask], p[mask])
+            if budget is None:
+                values = sens[attr].astype(object).to_numpy()
+                isna = sens[attr].isna().to_numpy()
+            for i, lv in enumerate(levels):
+                if budget is not None:
+                    est = {k: float(v[i]) for k, v in centre.items()}
+                    curves[attr][str(lv)] = _curve_binned(marg[i])
+                else:
+                    mask = isna if lv == OTHER else (values == lv) & ~isna
+                    est = _exact(ctx.y_test[mask], ctx.proba_test[mask])
+                    curves[attr][str(lv)] = _curve_exact(ctx.y_test[mask], ctx.proba_test[mask])
+                row = {"group": str(lv)} | _entry(est, centre, reps, hw, (i,))
+                row["evaluable"] = bool(ok[i])
+                rows.append(row)
             groups[attr] = rows
-        notes = [
-            "Raw statistics on the held-out rows (not differentially private).",
-            "ECE: expected calibration error on 10 equal-width bins of the predicted probability.",
-        ]
-        return self._result(ctx, overall, groups, curves, notes)
+            rules[attr] = size_rule(tab, attr)
+            short[attr] = size_rule(tab, attr, short=True)
+        checks = self._checks(tab, overall_entry, groups, short)
+        if budget is not None:
+            notes = [
+                "Differentially private: every figure here is post-processing of one discrete-Laplace "
+                f"histogram of the held-out rows (scale {tab.noise_scale:.4g} per cell), shared with "
+                "the Fairness section; negative noisy counts are removed by one projection (each "
+                "group's counts made non-negative with the same total), so both sections show the "
+                "same group sizes.",
+                "Scores are known only to their bin (width 0.05): AUC counts ties within a bin as "
+                "one half, Brier uses bin midpoints, ECE uses 10 bins and their centres.",
+                f"Intervals ({LEVEL:.0%}): {N_BOOT} parametric bootstrap replicates of the released "
+                "table (rows resampled, fresh simulated noise of the released scale, the same "
+                "projection); they cover sampling and privacy noise. Row counts: the noise alone "
+                f"({LEVEL:.0%}, normal approximation to the sum of the noisy cells).",
+            ]
+        else:
+            notes = [
+                "Raw statistics on the held-out rows (not differentially private).",
+                "ECE: expected calibration error on 10 equal-width bins of the predicted probability.",
+                f"Intervals ({LEVEL:.0%}): the exact estimate +- the 95% quantile of |replicate - "
+                f"estimate| over {N_BOOT} row-bootstrap replicates of the held-out rows (scores "
+                "binned to width 0.05 in the replicates).",
+            ]
+        notes.append("Group sizes: " + "; ".join(f"{a}: {r}" for a, r in rules.items()) + ".")
+        figures = {
+            "threshold": 0.5,
+            "interval_level": LEVEL,
+            "overall": overall_entry,
+            "by_group": groups,
+            "calibration_curves": curves,
+            "size_rule": rules,
+        }
+        return SectionResult(self.name, self.title, figures, checks, notes)
 
-    def _result(
+    def _checks(
         self,
-        ctx: AuditContext,
-        overall: dict[str, float],
+        tab: PredictionTable,
+        overall: dict[str, Any],
         groups: dict[str, list[dict[str, Any]]],
-        curves: dict[str, Any],
-        notes: list[str],
-    ) -> SectionResult:
+        rules: dict[str, str],
+    ) -> list[Check]:
+        auc, (alo, ahi) = overall["roc_auc"], overall["intervals"]["roc_auc"]
+        ece, (elo, ehi) = overall["ece"], overall["intervals"]["ece"]
         checks = [
             Check(
                 "Better than chance",
-                None if np.isnan(overall["roc_auc"]) else bool(overall["roc_auc"] > 0.5),
-                f"ROC AUC {overall['roc_auc']:.3f} (chance is 0.5)",
+                None,
+                f"ROC AUC {auc:.3f} (95% interval {alo:.3f}..{ahi:.3f}; chance is 0.5)"
+                if np.isfinite(auc)
+                else "ROC AUC undefined: the held-out rows have a single outcome",
+                status=interval_verdict(alo, ahi, 0.5, at_most=False),
+                rule=interval_rule(0.5, at_most=False),
             ),
             Check(
                 "Calibration",
-                None if np.isnan(overall["ece"]) else bool(overall["ece"] <= MAX_ECE),
-                f"ECE {overall['ece']:.3f} (threshold {MAX_ECE})",
+                None,
+                f"ECE {ece:.3f} (95% interval {elo:.3f}..{ehi:.3f}; threshold {MAX_ECE})"
+                if np.isfinite(ece)
+                else "ECE undefined: no held-out rows",
+                status=interval_verdict(elo, ehi, MAX_ECE, at_most=True),
+                rule=interval_rule(MAX_ECE, at_most=True)
+                + "; ECE is biased upwards by sampling (and privacy) noise",
             ),
         ]
         for attr, rows in groups.items():
-            aucs = [r["roc_auc"] for r in rows if r["count"] >= MIN_GROUP and not np.isnan(r["roc_auc"])]
-            gap = max(aucs) - min(aucs) if len(aucs) >= 2 else np.nan
+            ok = np.array([r["evaluable"] for r in rows], dtype=bool)
+            ok &= np.array([np.isfinite(r["roc_auc"]) for r in rows], dtype=bool)
+            small = [f"{r['group']} ({r['count']:,.0f} rows)" for r, o in zip(rows, ok, strict=True) if not o]
+            idx = np.flatnonzero(ok)
+            rule = f"{interval_rule(MAX_AUC_GAP, at_most=True)}; {rules[attr]}; {GAP_METHOD}"
+            if idx.size < 2:
+                checks.append(
+                    Check(
+                        f"AUC gap across {attr}",
+                        None,
+                        f"not evaluable: fewer than two groups large enough to compare "
+                        f"({len(rows)} groups; too small: {', '.join(small) or 'none'})",
+                        status="not_evaluable",
+                        rule=rule,
+                    )
+                )
+                continue
+            reps = binned_metrics(tab.by_attribute(attr, tab.replicates))["roc_auc"][:, idx]
+            centre = binned_metrics(tab.by_attribute(attr))["roc_auc"][idx]
+            est = np.array([rows[i]["roc_auc"] for i in idx])
+            gap, lo, hi = gap_interval(est, reps, centre=centre)
             checks.append(
                 Check(
                     f"AUC gap across {attr}",
-                    None if np.isnan(gap) else bool(gap <= MAX_AUC_GAP),
-                    f"largest difference in ROC AUC between groups of at least {MIN_GROUP} rows: "
-                    f"{gap:.3f} (threshold {MAX_AUC_GAP})"
-                    if not np.isnan(gap)
-                    else f"fewer than two groups with at least {MIN_GROUP} rows",
+                    None,
+                    f"largest difference in ROC AUC between groups: {gap:.3f} (95% interval "
+                    f"{lo:.3f}..{hi:.3f}; threshold {MAX_AUC_GAP})"
+                    + (f"; too small to evaluate: {', '.join(small)}" if small else ""),
+                    status=interval_verdict(lo, hi, MAX_AUC_GAP, at_most=True),
+                    rule=rule,
                 )
             )
-        figures = {
-            "threshold": 0.5,
-            "overall": overall,
-            "by_group": groups,
-            "calibration_curves": curves,
-        }
-        return SectionResult(self.name, self.title, figures, checks, notes)
+        return checks
 
     def render(self, result: SectionResult) -> str:
         f = result.figures
         o = f["overall"]
+
+        def cells(r: dict[str, Any]) -> list[str]:
+            return [fmt_ci(r[m], *r["intervals"][m]) for m in METRICS]
+
         html = [checks_list(result.checks)]
-        html.append(
-            table(
-                ["", "accuracy", "ROC AUC", "Brier", "ECE"],
-                [["all held-out rows", o["accuracy"], o["roc_auc"], o["brier"], o["ece"]]],
-            )
-        )
+        html.append(table(["", "accuracy", "ROC AUC", "Brier", "ECE"], [["all held-out rows", *cells(o)]]))
         curves = f["calibration_curves"]
         for attr, rows in f["by_group"].items():
             fig, ax = new_figure(5.0, 4.0)
             ax.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="perfect calibration")
-            pts = np.asarray(curves["overall"])
+            pts = np.asarray(curves["overall"], dtype=float)
             if pts.size:
                 ax.plot(pts[:, 0], pts[:, 1], "k-o", ms=3, lw=1.5, label="all")
-            for lv, g in curves.get(attr, {}).items():
-                g = np.asarray(g)
-                if g.size:
-                    ax.plot(g[:, 0], g[:, 1], "-o", ms=3, lw=1, label=str(lv))
+            for r in rows:
+                g = np.asarray(curves.get(attr, {}).get(r["group"], []), dtype=float)
+                if g.size and r["evaluable"]:  # too-small groups' curves are noise: not drawn
+                    ax.plot(g[:, 0], g[:, 1], "-o", ms=3, lw=1, label=r["group"])
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1)
             ax.set_xlabel("mean predicted probability")
@@ -181,19 +289,20 @@ class PerformanceSection(Section):
             html.append(figure_to_svg(fig))
             html.append(
                 table(
-                    ["group", "rows", "accuracy", "ROC AUC", "Brier", "ECE"],
+                    ["group", "rows", "accuracy", "ROC AUC", "Brier", "ECE", "evaluated"],
                     [
                         [
                             r["group"],
-                            round(r["count"]),
-                            r["accuracy"],
-                            r["roc_auc"],
-                            r["brier"],
-                            r["ece"],
+                            fmt_ci(round(r["count"]), *(round(v) for v in r["intervals"]["count"]))
+                            if r["intervals"]["count"][1] > r["intervals"]["count"][0]
+                            else f"{round(r['count']):,}",
+                            *cells(r),
+                            "yes" if r["evaluable"] else "too small: figures not meaningful",
                         ]
                         for r in rows
                     ],
                 )
             )
+            html.append(f"<p class='rule'>{escape(f['size_rule'][attr])}.</p>")
         html.append(notes_list(result.notes))
         return "".join(html)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import numpy as np
@@ -11,37 +12,67 @@ import pandas as pd
 from trustlab.audit.plots import figure_to_svg, new_figure
 from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.privacy.accounting import Accountant
-from trustlab.privacy.boxplot import BoxplotStats, dp_boxplot_stats
+from trustlab.privacy.boxplot import OTHER_LABEL, BoxplotStats, GroupedBoxplots, grouped_dp_boxplot
 from trustlab.privacy.boxplot_plot import plot_dp_boxplot
-from trustlab.privacy.statistics import dp_histogram
 
 __all__ = ["PrivacySection"]
 
 MAX_COLUMNS = 6
-MIN_GROUP = 20
-COUNT_SHARE = 1 / 8
+BOX_FIELDS = (
+    "whisker_lo",
+    "q1",
+    "median",
+    "q3",
+    "whisker_hi",
+    "share_lo",
+    "share_hi",
+    "count_lo",
+    "count_hi",
+)
 
 
 def _numeric_columns(ctx: AuditContext) -> list[str]:
-    return [
-        c
-        for c in ctx.features
-        if c != ctx.target
-        and c not in ctx.sensitive
-        and pd.api.types.is_numeric_dtype(ctx.data[c])
-        and not pd.api.types.is_bool_dtype(ctx.data[c])
-    ][:MAX_COLUMNS]
+    """The columns drawn: declared with public bounds (private mode) or of numeric dtype (raw)."""
+    if ctx.private:
+        cols = [c for c in ctx.features if ctx.schema.bounds(c) is not None]
+    else:
+        cols = [
+            c
+            for c in ctx.features
+            if pd.api.types.is_numeric_dtype(ctx.data[c]) and not pd.api.types.is_bool_dtype(ctx.data[c])
+        ]
+    return [c for c in cols if c != ctx.target and c not in ctx.sensitive][:MAX_COLUMNS]
+
+
+def _plot_entry(col: str, attr: str, res: GroupedBoxplots) -> dict[str, Any]:
+    """Every group of the figure with the same keys (NaN where no box is drawn)."""
+    groups: dict[str, Any] = {}
+    for cat in res.categories:
+        box = res.boxes.get(cat)
+        d = box.to_dict() if box is not None else {}
+        groups[str(cat)] = {"n": float(res.sizes[cat]), "drawn": box is not None} | {
+            k: float(d.get(k, math.nan)) for k in BOX_FIELDS
+        }
+    return {
+        "column": col,
+        "attribute": attr,
+        "epsilon": float(res.epsilon),
+        "min_group_size": int(res.min_group_size),
+        "groups": groups,
+    }
 
 
 class PrivacySection(Section):
     """Boxplots of each numeric column by each sensitive attribute.
 
-    Private mode: for every (column, attribute) pair with public bounds and public
-    categories, the group sizes are released by a discrete-Laplace histogram
-    (``1/8`` of the pair's share) and one DP boxplot per group (Ramsay and
-    Diaz-Rodriguez, ICML 2025) under add/remove neighbours with the rest (groups are
-    disjoint: parallel composition). Pairs lacking bounds or categories are skipped
-    with a note. Non-private mode: plain boxplots, labelled as raw.
+    Private mode: for every (column, attribute) pair, with the column's public bounds
+    and the attribute's public categories (both from the schema, so which figures
+    appear never depends on the rows), :func:`~trustlab.privacy.grouped_dp_boxplot`
+    releases the group sizes (discrete Laplace, 1/8 of the pair's share) and one DP
+    boxplot per group (Ramsay and Diaz-Rodriguez, ICML 2025) under add/remove
+    neighbours with the rest (groups are disjoint: parallel composition). Every
+    declared group keeps its slot; one whose released size is too small to draw is
+    marked so with that size. Non-private mode: plain boxplots, labelled as raw.
     """
 
     name = "privacy"
@@ -52,37 +83,47 @@ class PrivacySection(Section):
         return bool(ctx.sensitive) and bool(_numeric_columns(ctx))
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        notes: list[str] = []
-        pairs: list[tuple[str, str]] = []
-        for col in _numeric_columns(ctx):
-            for attr in ctx.sensitive:
-                if budget is not None and ctx.schema.bounds(col) is None:
-                    notes.append(f"{col}: no public bounds declared; not released.")
-                    break
-                if budget is not None and ctx.schema.categories(attr) is None:
-                    notes.append(f"{attr}: no public categories declared; {col} not grouped by it.")
-                    continue
-                pairs.append((col, attr))
+        cols = _numeric_columns(ctx)
+        pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
         plots: list[dict[str, Any]] = []
+        notes: list[str] = []
         share = budget.remaining_epsilon / len(pairs) if budget is not None and pairs else 0.0
         for col, attr in pairs:
-            frame = ctx.data[[col, attr]].dropna()
             if budget is None:
-                plots.append(self._raw(frame, col, attr))
-            else:
-                plots.append(self._private(ctx, frame, col, attr, share, budget, notes))
+                plots.append(self._raw(ctx, col, attr))
+                continue
+            bounds = ctx.schema.bounds(col)
+            cats = list(ctx.schema.categories(attr) or ())
+            assert bounds is not None
+            res = grouped_dp_boxplot(
+                ctx.data[col].to_numpy(dtype=float, na_value=np.nan),
+                ctx.data[attr].astype(object).to_numpy(),
+                share,
+                bounds,
+                categories=cats,
+                description=f"privacy: {col} by {attr}",
+            )
+            for release in res.releases:
+                budget.record(release)
+            plots.append(_plot_entry(col, attr, res))
         if budget is not None:
             rest = budget.remaining_epsilon
-            if rest > 0:
+            if rest > 1e-12 * budget.total_epsilon:
                 budget.spend(
-                    rest,
-                    description="privacy section: unused share (nothing to release)",
-                    mechanism="none",
+                    rest, description="privacy section: unused share (nothing to release)", mechanism="none"
                 )
-            notes.append(
-                "Boxplots are differentially private (DPBoxplot, add/remove neighbours); "
-                "points beyond the whiskers are shown only as noisy counts."
-            )
+            undeclared = [c for c in ctx.features if c not in ctx.sensitive and ctx.schema.bounds(c) is None]
+            notes += [
+                "Boxplots are differentially private (DPBoxplot, add/remove neighbours): per "
+                "(column, attribute) pair, the group sizes are released with discrete Laplace noise "
+                "(1/8 of the pair's share) and each group's box uses its released size; points "
+                "beyond the whiskers are shown only as noisy counts.",
+                "Columns and groups come from the schema (bounds and categories), never from the "
+                f"rows; at most {MAX_COLUMNS} columns are drawn. A group whose released size is "
+                "below the figure's minimum (min_group_size: JointExp's rank error must stay "
+                "below an eighth of the group) keeps its slot, marked too small, with no box.",
+                "Not drawn (no public bounds declared): " + (", ".join(map(str, undeclared)) or "none"),
+            ]
         else:
             notes.append("Not private: these boxplots are computed from the raw data.")
         return SectionResult(
@@ -90,77 +131,29 @@ class PrivacySection(Section):
         )
 
     @staticmethod
-    def _raw(frame: pd.DataFrame, col: str, attr: str) -> dict[str, Any]:
-        groups = {}
-        for level, sub in frame.groupby(attr, observed=True, sort=True)[col]:
-            if len(sub):
-                groups[str(level)] = dp_boxplot_stats(
-                    sub.to_numpy(float), float("inf"), (float(sub.min()) - 1, float(sub.max()) + 1)
-                ).to_dict()
-        return {"column": col, "attribute": attr, "groups": groups}
-
-    @staticmethod
-    def _private(
-        ctx: AuditContext,
-        frame: pd.DataFrame,
-        col: str,
-        attr: str,
-        share: float,
-        budget: Accountant,
-        notes: list[str],
-    ) -> dict[str, Any]:
-        bounds = ctx.schema.bounds(col)
-        cats = list(ctx.schema.categories(attr) or ())
-        assert bounds is not None
-        index = {c: i for i, c in enumerate(cats)}
-        mapped = frame[attr].map(index)
-        other = mapped.isna().to_numpy()
-        codes = mapped.fillna(len(cats)).astype(np.int64).to_numpy()
-        eps_counts, eps_boxes = share * COUNT_SHARE, share * (1 - COUNT_SHARE)
-        hist = budget.record(
-            dp_histogram(
-                codes,
-                len(cats) + 1,
-                eps_counts,
-                description=f"privacy: rows per {attr} group for {col}",
-            )
+    def _raw(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
+        x = ctx.data[col].to_numpy(dtype=float, na_value=np.nan)
+        labels = ctx.data[attr]
+        finite = x[np.isfinite(x)]
+        bounds = (float(finite.min()) - 1, float(finite.max()) + 1) if finite.size else (0.0, 1.0)
+        cats = sorted(pd.unique(labels.dropna()), key=str)
+        res = grouped_dp_boxplot(
+            x,
+            labels.astype(object).to_numpy(),
+            math.inf,
+            bounds,
+            categories=cats,
+            other_label=OTHER_LABEL if labels.isna().any() else None,
         )
-        budget.spend(
-            eps_boxes,
-            description=f"privacy: DP boxplots of {col} by {attr}",
-            mechanism="DPBoxplot (parallel over groups)",
-        )
-        values = frame[col].to_numpy(float)
-        groups: dict[str, Any] = {}
-        for i, cat in enumerate(cats):
-            noisy_n = int(hist.value[i])
-            if noisy_n < MIN_GROUP:
-                notes.append(f"{col} by {attr}: group {cat!r} too small for a boxplot; omitted.")
-                continue
-            sub = values[(codes == i) & ~other]
-            if sub.size == 0:
-                sub = np.array([bounds[0]])
-            stats = dp_boxplot_stats(
-                sub,
-                eps_boxes,
-                bounds,
-                neighbouring="add_remove",
-                n=noisy_n,
-                random_state=ctx.random_state,
-            )
-            groups[str(cat)] = stats.to_dict()
-        return {"column": col, "attribute": attr, "groups": groups, "epsilon": share}
+        return _plot_entry(col, attr, res)
 
     def render(self, result: SectionResult) -> str:
         parts = []
         for plot in result.figures["boxplots"]:
-            if not plot["groups"]:
-                continue
             fig, ax = new_figure(6.0, 3.4)
-            stats = {k: _from_dict(v) for k, v in plot["groups"].items()}
             prefix = "DP boxplot" if result.figures["private"] else "Raw boxplot"
             plot_dp_boxplot(
-                stats,
+                _from_dict(plot),
                 ax=ax,
                 title=f"{prefix}: {plot['column']} by {plot['attribute']}",
                 xlabel=plot["attribute"],
@@ -171,18 +164,34 @@ class PrivacySection(Section):
         return "".join(parts) + (f"<ul class='notes'>{notes}</ul>" if notes else "")
 
 
-def _from_dict(d: dict[str, Any]) -> BoxplotStats:
-    return BoxplotStats(
-        whisker_lo=d["whisker_lo"],
-        q1=d["q1"],
-        median=d["median"],
-        q3=d["q3"],
-        whisker_hi=d["whisker_hi"],
-        share_lo=d["share_lo"],
-        share_hi=d["share_hi"],
-        n=d["n"],
-        qmin=d["whisker_lo"],
-        qmax=d["whisker_hi"],
-        epsilon=d["epsilon"],
-        method=d["method"],
+def _from_dict(plot: dict[str, Any]) -> GroupedBoxplots:
+    """Rebuild the figure's groups for drawing (from the figures only: the report never recomputes)."""
+    boxes: dict[str, BoxplotStats] = {}
+    for name, g in plot["groups"].items():
+        if not g["drawn"]:
+            continue
+        boxes[name] = BoxplotStats(
+            whisker_lo=g["whisker_lo"],
+            q1=g["q1"],
+            median=g["median"],
+            q3=g["q3"],
+            whisker_hi=g["whisker_hi"],
+            share_lo=g["share_lo"],
+            share_hi=g["share_hi"],
+            n=g["n"],
+            qmin=g["whisker_lo"],
+            qmax=g["whisker_hi"],
+            epsilon=plot["epsilon"],
+            method="dpboxplot",
+        )
+    cats = tuple(plot["groups"])
+    return GroupedBoxplots(
+        boxes=boxes,
+        categories=cats,
+        sizes={k: g["n"] for k, g in plot["groups"].items()},
+        sizes_public=False,
+        too_small=tuple(k for k, g in plot["groups"].items() if not g["drawn"]),
+        min_group_size=plot["min_group_size"],
+        epsilon=plot["epsilon"],
+        neighbouring="add_remove",
     )
