@@ -503,35 +503,9 @@ class _Forward:
         return out
 
 
-_SELECT_DIRECT = 256
-_SELECT_BLOCK = 64
-
-
-def _select(log_weights: np.ndarray) -> int:
-    """Exact draw of ``i`` with probability proportional to ``exp(log_weights[i])``.
-
-    Long vectors are drawn in stages (a block of 64 entries by its total weight, then
-    an entry inside it: ``P(block) P(i | block) = P(i)``), so that each exact
-    Gumbel-max draw through OpenDP sees at most a few hundred scores.
-    """
-    size = log_weights.size
-    if size <= _SELECT_DIRECT:
-        return exponential_select(log_weights)
-    nb = -(-size // _SELECT_BLOCK)
-    padded = np.full(nb * _SELECT_BLOCK, -np.inf)
-    padded[:size] = log_weights
-    blocks = padded.reshape(nb, _SELECT_BLOCK)
-    top = blocks.max(axis=1)
-    totals = np.full(nb, -np.inf)
-    ok = np.isfinite(top)
-    totals[ok] = top[ok] + np.log(np.exp(blocks[ok] - top[ok, None]).sum(axis=1))
-    b = _select(totals)
-    return b * _SELECT_BLOCK + exponential_select(blocks[b])
-
-
 def _pick(parts: list[tuple[int, int, np.ndarray]], flat: np.ndarray) -> tuple[int, int]:
     """Draw ``(run length, rank)`` with probability proportional to ``exp(flat)``."""
-    i = _select(flat)
+    i = exponential_select(flat)
     for k, start, w in parts:
         if i < w.size:
             return k, start + i

@@ -395,8 +395,9 @@ def uniform_int(high: int, size: int) -> np.ndarray:
     filled = 0
     while filled < size:
         need = size - filled
-        # acceptance probability > 1/2: draw twice what is missing (plus a little)
-        words = np.frombuffer(os.urandom(8 * (2 * need + 16)), dtype=np.uint64) & mask
+        # a power of two is never rejected; otherwise acceptance > 1/2: draw twice what is missing
+        count = need if high & (high - 1) == 0 else 2 * need + 16
+        words = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) & mask
         ok = words[words < np.uint64(high)][:need]
         out[filled : filled + ok.size] = ok.astype(np.int64)
         filled += ok.size
@@ -450,7 +451,8 @@ def _gumbel_max() -> Any:
     )
 
 
-_BLOCK = 2048
+_DIRECT = 256
+_BLOCK = 64
 
 
 def _gumbel_argmax(log_weights: np.ndarray) -> int:
@@ -474,9 +476,10 @@ def exponential_select(log_weights: Any) -> int:
     so no floating-point sampler of NumPy is involved. Entries equal to ``-inf`` have
     probability 0.
 
-    For long vectors the index is drawn in two exact Gumbel-max stages: a block of
-    ``2048`` entries with probability proportional to the block's total weight (a
-    floating-point log-sum-exp), then an entry inside the block.
+    Vectors longer than 256 entries are drawn in exact stages: a block of 64 entries
+    with probability proportional to its total weight (a floating-point log-sum-exp),
+    then an entry inside it (``P(block) P(i | block) = P(i)``), recursively, so that each
+    Gumbel-max draw through OpenDP sees at most a few hundred scores.
 
     References
     ----------
@@ -492,7 +495,11 @@ def exponential_select(log_weights: Any) -> int:
         raise ParameterError("log_weights must be non-empty.", argument="log_weights")
     if np.isnan(logw).any() or np.isposinf(logw).any():
         raise ParameterError("log_weights must not contain NaN or +inf.", argument="log_weights")
-    if logw.size <= 4 * _BLOCK:
+    return _staged_select(logw)
+
+
+def _staged_select(logw: np.ndarray) -> int:
+    if logw.size <= _DIRECT:
         return _gumbel_argmax(logw)
     n_blocks = -(-logw.size // _BLOCK)
     padded = np.full(n_blocks * _BLOCK, -np.inf)
@@ -503,5 +510,5 @@ def exponential_select(log_weights: Any) -> int:
     block_logw = np.full(n_blocks, -np.inf)
     with np.errstate(under="ignore"):
         block_logw[ok] = peak[ok] + np.log(np.exp(blocks[ok] - peak[ok, None]).sum(axis=1))
-    b = _gumbel_argmax(block_logw)
+    b = _staged_select(block_logw)
     return b * _BLOCK + _gumbel_argmax(blocks[b])
