@@ -1,6 +1,12 @@
-"""Shared fixtures: the embedded data, a small synthetic table, and audit reports run once."""
+"""Shared fixtures: the embedded data, a small synthetic table, and audit reports run once.
+
+Tests marked ``slow`` (thorough privacy audits, long fuzz runs) are skipped unless
+``--run-slow`` is given or ``TRUSTLAB_SLOW=1`` is set; CI runs the fast profile.
+"""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pandas as pd
@@ -8,6 +14,19 @@ import pytest
 
 from trustlab.audit import Audit
 from trustlab.datasets import load_default
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", help="also run the tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow") or os.environ.get("TRUSTLAB_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow profile: pass --run-slow or set TRUSTLAB_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
