@@ -30,6 +30,7 @@ import pandas as pd
 from trustlab.audit.section import AuditContext
 from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
+from trustlab.privacy.release import Release
 from trustlab.privacy.statistics import dp_histogram
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "consistent_counts",
     "discrete_laplace_sd",
     "group_levels",
+    "prediction_codes",
+    "release_prediction_histogram",
     "size_rule",
 ]
 
@@ -270,36 +273,51 @@ def size_rule(tab: PredictionTable, attribute: str, *, short: bool = False) -> s
     )
 
 
+def prediction_codes(ctx: AuditContext) -> tuple[np.ndarray, tuple[tuple[Any, ...], ...]]:
+    """Each held-out row's cell code ``(sensitive cell, score bin, label)``, and the levels.
+
+    A function of each row alone (its sensitive values, its score under the fixed model,
+    its label), so adding or removing a row changes one code.
+    """
+    levels = tuple(tuple(group_levels(ctx, a)) for a in ctx.sensitive)
+    sens = ctx.sensitive_test
+    cell = np.zeros(len(ctx.test_index), dtype=np.int64)
+    for attr, lv in zip(ctx.sensitive, levels, strict=True):
+        cell = cell * len(lv) + _codes(sens[attr], list(lv))
+    score_bin = np.clip((ctx.proba_test * N_SCORE_BINS).astype(np.int64), 0, N_SCORE_BINS - 1)
+    return (cell * N_SCORE_BINS + score_bin) * 2 + ctx.y_test, levels
+
+
+def release_prediction_histogram(codes: np.ndarray, n_cells: int, epsilon: float) -> Release:
+    """The private audit's one release from the predictions: a discrete-Laplace histogram.
+
+    Each held-out row falls in one of ``n_cells * N_SCORE_BINS * 2`` cells: L1 sensitivity 1
+    under add/remove, scale ``1 / epsilon`` per cell (:func:`~trustlab.privacy.dp_histogram`).
+    """
+    n_codes = n_cells * N_SCORE_BINS * 2
+    return dp_histogram(
+        codes,
+        n_codes,
+        epsilon,
+        description=(
+            f"held-out rows counted by sensitive group x score bin ({N_SCORE_BINS}) x label ({n_codes} cells)"
+        ),
+    )
+
+
 def build_prediction_table(
     ctx: AuditContext, budget: Accountant | None, *, n_boot: int = N_BOOT
 ) -> PredictionTable:
     """Count the held-out rows by (sensitive cell, score bin, label); privatise in private mode."""
-    attrs = tuple(ctx.sensitive)
-    levels = tuple(tuple(group_levels(ctx, a)) for a in attrs)
-    sens = ctx.sensitive_test
-    cell = np.zeros(len(ctx.test_index), dtype=np.int64)
-    for attr, lv in zip(attrs, levels, strict=True):
-        cell = cell * len(lv) + _codes(sens[attr], list(lv))
+    codes, levels = prediction_codes(ctx)
     n_cells = int(np.prod([len(lv) for lv in levels])) if levels else 1
-    score_bin = np.clip((ctx.proba_test * N_SCORE_BINS).astype(np.int64), 0, N_SCORE_BINS - 1)
-    codes = (cell * N_SCORE_BINS + score_bin) * 2 + ctx.y_test
-    n_codes = n_cells * N_SCORE_BINS * 2
     shape = (n_cells, N_SCORE_BINS, 2)
     if budget is None:
-        counts = np.bincount(codes, minlength=n_codes).reshape(shape).astype(float)
+        counts = np.bincount(codes, minlength=n_cells * N_SCORE_BINS * 2).reshape(shape).astype(float)
         released, scale = None, None
         reps = bootstrap_counts(counts, n_boot=n_boot, random_state=ctx.random_state)
     else:
-        release = dp_histogram(
-            codes,
-            n_codes,
-            budget.remaining_epsilon,
-            description=(
-                f"held-out rows counted by sensitive group x score bin ({N_SCORE_BINS}) x label "
-                f"({n_codes} cells)"
-            ),
-        )
-        budget.record(release)
+        release = budget.record(release_prediction_histogram(codes, n_cells, budget.remaining_epsilon))
         released = np.asarray(release.value).reshape(shape)
         scale = float(release.parameters["scale"])
         counts = consistent_counts(released)
@@ -307,7 +325,7 @@ def build_prediction_table(
             bootstrap_counts(counts, n_boot=n_boot, noise_scale=scale, random_state=ctx.random_state)
         )
     return PredictionTable(
-        attributes=attrs,
+        attributes=tuple(ctx.sensitive),
         levels=levels,
         counts=counts,
         released=released,
