@@ -1,0 +1,227 @@
+"""Verdicts that can be trusted (issue 11 section 1): four states, decided from intervals.
+
+* pass / fail / inconclusive / not evaluable, with the rule that decided;
+* every interval contains its estimate (gaps near zero included);
+* a straddling interval is inconclusive (seen: EO 0.100, CI 0.020-0.199, threshold 0.1 -> PASS);
+* a sensitive column with one value is not evaluable, a group absent from or small in the
+  held-out rows is reported as too small with its count, and nothing crashes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from trustlab.audit import Audit
+from trustlab.audit.section import STATUSES, Check, interval_verdict
+from trustlab.audit.split import row_split
+from trustlab.uncertainty import gap_interval, symmetric_interval
+
+
+@pytest.mark.parametrize(
+    "low,high,threshold,at_most,expected",
+    [
+        (0.020, 0.199, 0.1, True, "inconclusive"),  # the issue's EO 0.100 example
+        (0.0, 0.1, 0.1, True, "pass"),  # "at most": the threshold itself passes
+        (0.0, 0.0999, 0.1, True, "pass"),
+        (0.1001, 0.3, 0.1, True, "fail"),
+        (0.1, 0.3, 0.1, True, "inconclusive"),
+        (0.55, 0.7, 0.5, False, "pass"),
+        (0.3, 0.5, 0.5, False, "fail"),
+        (0.45, 0.7, 0.5, False, "inconclusive"),
+        (math.nan, math.nan, 0.1, True, "not_evaluable"),
+        (0.0, math.inf, 0.1, True, "not_evaluable"),
+    ],
+)
+def test_interval_verdict(low, high, threshold, at_most, expected):
+    assert interval_verdict(low, high, threshold, at_most=at_most) == expected
+
+
+def test_check_states_and_compatibility():
+    assert Check("a", True, "d").status == "pass" and Check("a", False, "d").status == "fail"
+    assert Check("a", None, "d").status == "not_evaluable"
+    c = Check("a", True, "d", status="inconclusive", rule="r")  # status wins; passed follows it
+    assert c.passed is None and c.to_dict() == {
+        "name": "a",
+        "status": "inconclusive",
+        "passed": None,
+        "detail": "d",
+        "rule": "r",
+    }
+    assert Check("a", None, "d", status="fail").passed is False
+    with pytest.raises(ValueError, match="status"):
+        Check("a", None, "d", status="maybe")
+
+
+def test_intervals_contain_their_estimates():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        k = int(rng.integers(2, 6))
+        centre = rng.uniform(0, 1, k) * rng.choice([0.0, 0.05, 1.0])  # many gaps near zero
+        sd = rng.uniform(0.001, 0.2)
+        reps = np.clip(centre + rng.normal(0, sd, (200, k)) + rng.normal(0, sd / 2), 0, 1)
+        est = np.clip(centre + rng.normal(0, sd / 3, k), 0, 1)
+        gap, lo, hi = gap_interval(est, reps, centre=centre)
+        assert 0.0 <= lo <= gap <= hi, (gap, lo, hi)
+        lo_r, hi_r = symmetric_interval(est, reps, centre=centre, limits=(0, 1))
+        assert np.all((lo_r <= est) & (est <= hi_r))
+    # the "difference 0.002 (95% CI 0.005..0.127)" case: replicates of a max-min gap sit above zero
+    reps = np.column_stack([rng.normal(0.5, 0.03, 1000), rng.normal(0.502, 0.03, 1000)])
+    gap, lo, hi = gap_interval([0.5, 0.502], reps)
+    assert gap == pytest.approx(0.002) and lo == 0.0 and gap <= hi
+
+
+def test_gap_interval_near_zero_has_nominal_coverage():
+    """Two groups with equal rates (true gap 0): the interval covers 0 in about 95% of samples."""
+    rng = np.random.default_rng(1)
+    n, p, hits = 400, 0.3, 0
+    for _ in range(300):
+        a, b = rng.binomial(n, p) / n, rng.binomial(n, p) / n
+        reps = np.column_stack([rng.binomial(n, a, 500) / n, rng.binomial(n, b, 500) / n])
+        _, lo, _ = gap_interval([a, b], reps)
+        hits += lo <= 0.0
+    # binomial(300, 0.95): below 0.90 with probability < 1e-3
+    assert hits / 300 >= 0.90
+
+
+def _statuses(report) -> dict[str, str]:
+    return {c.name: c.status for _, c in report.checks}
+
+
+def _walk_intervals(figures: Any, path: str = ""):
+    """Yield (path, estimate, low, high) for every figure that carries an interval."""
+    if isinstance(figures, dict):
+        ints = figures.get("intervals")
+        if isinstance(ints, dict):
+            for k, (lo, hi) in ints.items():
+                yield f"{path}/{k}", figures[k], lo, hi
+        if "mean_interval" in figures:
+            yield f"{path}/mean", figures["mean"], *figures["mean_interval"]
+        if "missing_interval" in figures:
+            yield f"{path}/missing", figures["missing_rate"], *figures["missing_interval"]
+        if "rate_intervals" in figures:
+            for m, rows in figures["rate_intervals"].items():
+                for i, (lo, hi) in enumerate(rows):
+                    yield f"{path}/{m}[{i}]", figures["rates"][m][i], lo, hi
+            for i, (lo, hi) in enumerate(figures["count_intervals"]):
+                yield f"{path}/count[{i}]", figures["rates"]["count"][i], lo, hi
+        if "difference_intervals" in figures:
+            for k, (lo, hi) in figures["difference_intervals"].items():
+                yield f"{path}/{k}", figures["differences"][k], lo, hi
+        for k, v in figures.items():
+            if k not in ("intervals", "rate_intervals", "difference_intervals"):
+                yield from _walk_intervals(v, f"{path}/{k}")
+    elif isinstance(figures, list):
+        for i, v in enumerate(figures):
+            yield from _walk_intervals(v, f"{path}[{i}]")
+
+
+def check_report_intervals(report) -> int:
+    """Every estimate lies in its interval; every verdict matches its stated interval."""
+    n = 0
+    for r in report.results:
+        for path, est, lo, hi in _walk_intervals(r.figures, r.name):
+            if est is None or not np.isfinite(est):
+                assert not np.isfinite(lo) or not np.isfinite(hi) or lo <= hi, path
+                continue
+            assert lo <= est + 1e-12 and est <= hi + 1e-12, (path, est, lo, hi)
+            n += 1
+    for _, c in report.checks:
+        assert c.status in STATUSES and (c.rule or c.name.startswith("SHAP")), c
+    return n
+
+
+def test_raw_and_private_reports_intervals(raw_report, private_report):
+    assert check_report_intervals(raw_report) > 40
+    assert check_report_intervals(private_report) > 40
+
+
+def _frame(n: int = 600, seed: int = 0, **groups: float) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    names = list(groups) or ["a", "b"]
+    probs = np.array(list(groups.values()) or [0.5, 0.5])
+    g = rng.choice(names, size=n, p=probs / probs.sum())
+    y = (x + rng.normal(scale=0.8, size=n) > 0).astype(int)
+    return pd.DataFrame({"x": x, "z": rng.uniform(size=n), "group": g, "label": np.where(y, "yes", "no")})
+
+
+def test_one_valued_sensitive_column_is_not_evaluable():
+    report = Audit(model="logistic").run(_frame().assign(group="a"), target="label", sensitive="group")
+    st = _statuses(report)
+    for name in ("Demographic parity across group", "Equalized odds across group", "AUC gap across group"):
+        assert st[name] == "not_evaluable", name
+    detail = {c.name: c.detail for _, c in report.checks}
+    assert "single value" in detail["Demographic parity across group"]
+    assert report["fairness"].figures["by_attribute"]["group"]["groups"] == ["a"]
+    html = report.to_html()
+    assert "NOT EVALUABLE" in html and "PASS" in html
+
+
+def test_group_absent_from_held_out_rows_is_reported_not_a_crash():
+    frame = _frame()
+    # rows of a third group that all fall on the training side of the split
+    extra = frame.iloc[:60].assign(group="c")
+    extra = extra[~row_split(extra.reset_index(drop=True), 0.3, 0)].iloc[:8]
+    report = Audit(model="logistic").run(pd.concat([frame, extra]), target="label", sensitive="group")
+    fair = report["fairness"].figures["by_attribute"]["group"]
+    i = fair["groups"].index("c")
+    assert fair["rates"]["count"][i] == 0 and fair["evaluable"][i] is False
+    assert "c (0 rows)" in {c.name: c.detail for _, c in report.checks}["Equalized odds across group"]
+    perf = {r["group"]: r for r in report["performance"].figures["by_group"]["group"]}
+    assert perf["c"]["count"] == 0 and not perf["c"]["evaluable"]
+    report.to_html()
+    json.loads(report.to_json())
+
+
+def test_small_group_is_left_out_of_the_comparison_with_its_count():
+    report = Audit(model="logistic").run(
+        _frame(n=900, a=0.49, b=0.49, c=0.02), target="label", sensitive="group"
+    )
+    fair = report["fairness"].figures["by_attribute"]["group"]
+    i = fair["groups"].index("c")
+    n_c = fair["rates"]["count"][i]
+    assert 0 < n_c < 30 and fair["evaluable"] == [True, True, False]
+    detail = {c.name: c.detail for _, c in report.checks}["Demographic parity across group"]
+    assert f"c ({n_c:,.0f} rows)" in detail and "too small" in detail
+    # the difference is over the groups compared only
+    rates = np.array(fair["rates"]["selection_rate"][:2])
+    assert fair["differences"]["demographic_parity_difference"] == pytest.approx(abs(rates[0] - rates[1]))
+
+
+def test_straddling_gap_is_inconclusive_and_verdicts_follow_intervals():
+    """Groups whose rates differ by about the threshold with wide intervals: neither pass nor fail."""
+    rng = np.random.default_rng(3)
+    n = 700
+    g = rng.choice(["a", "b"], n)
+    x = rng.normal(size=n)
+    y = (x + 0.28 * (g == "a") + rng.normal(scale=0.6, size=n) > 0).astype(int)
+    frame = pd.DataFrame({"x": x, "group": g, "label": y, "z": rng.uniform(size=n)})
+    report = Audit(model="logistic").run(frame, target="label", sensitive="group")
+    fair = report["fairness"].figures["by_attribute"]["group"]
+    for check in report["fairness"].checks:
+        key = "demographic_parity_difference" if "parity" in check.name else "equalized_odds_difference"
+        lo, hi = fair["difference_intervals"][key]
+        assert check.status == interval_verdict(lo, hi, 0.1, at_most=True)
+        assert "interval" in check.detail and "inconclusive when it straddles 0.1" in check.rule
+    statuses = [c.status for c in report["fairness"].checks]
+    assert "inconclusive" in statuses, [c.detail for c in report["fairness"].checks]
+
+
+def test_report_json_and_html_show_four_states(raw_report, tmp_path):
+    _, json_path = raw_report.save(tmp_path)
+    data = json.loads(json_path.read_text())
+    assert data["schema_version"] == "1.1"
+    checks = [c for s in data["sections"].values() for c in s["checks"]]
+    assert all(set(c) == {"name", "status", "passed", "detail", "rule"} for c in checks)
+    assert {c["status"] for c in checks} >= {"pass", "fail", "inconclusive"}
+    html = raw_report.to_html()
+    for word in ("PASS", "FAIL", "INCONCLUSIVE", "inconclusive</div>", "not evaluable</div>", "Rule:"):
+        assert word in html, word
+    counts = raw_report.status_counts
+    assert sum(counts.values()) == len(raw_report.checks)
