@@ -217,6 +217,15 @@ class PredictionTable:
         c = self.counts if counts is None else counts
         return c.sum(axis=-3)
 
+    def group_counts(self, attribute: str | None = None) -> np.ndarray:
+        """Rows per level of ``attribute`` (all rows for None): integers, the same for every section.
+
+        The projection keeps each cell's clamped integer total, so these are integers up to
+        float rounding, which is removed here.
+        """
+        c = self.overall() if attribute is None else self.by_attribute(attribute)
+        return np.rint(c.sum(axis=(-2, -1)))
+
     def class_noise_sd(self, attribute: str) -> float:
         """Standard deviation of the privacy noise in one level's count of positives (or negatives).
 

@@ -91,6 +91,7 @@ class FairnessSection(Section):
         checks: list[Check] = []
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
             rates = rates_from_counts(confusion_from_bins(tab.by_attribute(attr)))
+            rates["count"] = tab.group_counts(attr)
             reps = rates_from_counts(confusion_from_bins(tab.by_attribute(attr, tab.replicates)))
             ok = tab.evaluable(attr)
             idx = np.flatnonzero(ok)

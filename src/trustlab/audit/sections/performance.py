@@ -126,7 +126,7 @@ class PerformanceSection(Section):
         rules: dict[str, str] = {}
         short: dict[str, str] = {}
         if budget is not None:
-            overall = {k: float(v) for k, v in centre_all.items()}
+            overall = {k: float(v) for k, v in centre_all.items()} | {"count": float(tab.group_counts())}
             curves["overall"] = _curve_binned(tab.overall())
             count_hw = tab.count_halfwidth()
         else:
@@ -141,6 +141,7 @@ class PerformanceSection(Section):
             centre = binned_metrics(marg)
             reps = binned_metrics(tab.by_attribute(attr, tab.replicates))
             ok = tab.evaluable(attr)
+            counts = tab.group_counts(attr)
             hw = tab.count_halfwidth(attr)
             rows, curves[attr] = [], {}
             if budget is None:
@@ -148,7 +149,7 @@ class PerformanceSection(Section):
                 isna = sens[attr].isna().to_numpy()
             for i, lv in enumerate(levels):
                 if budget is not None:
-                    est = {k: float(v[i]) for k, v in centre.items()}
+                    est = {k: float(v[i]) for k, v in centre.items()} | {"count": float(counts[i])}
                     curves[attr][str(lv)] = _curve_binned(marg[i])
                 else:
                     mask = isna if lv == OTHER else (values == lv) & ~isna
