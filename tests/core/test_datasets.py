@@ -65,3 +65,36 @@ def test_schema_actionable_round_trip():
     assert Schema.from_dict(s.to_dict()).actionable("age") == "increase"
     _, _, default = load_default()
     assert default.actionable("state") == "no" and default.actionable("age") == "increase"
+
+
+def test_schema_conform_casts_declared_columns_by_the_schema_alone():
+    """Private mode's dtypes come from here: the same whatever odd values one row holds."""
+    import numpy as np
+
+    schema = Schema.from_dict(
+        {
+            "columns": {
+                "age": {"bounds": [18, 99]},
+                "sex": {"categories": ["f", "m"]},
+                "k": {"categories": [0, 1]},
+            }
+        }
+    )
+    tables = [
+        pd.DataFrame({"age": [20, 40], "sex": ["f", "m"], "k": [0, 1], "z": [1, 2]}),
+        pd.DataFrame(
+            {"age": [20.0, np.nan], "sex": pd.Categorical(["f", None]), "k": [0.0, 1.0], "z": [1, 2]}
+        ),
+        pd.DataFrame({"age": ["20", "unknown"], "sex": ["f", "x"], "k": ["0", "1"], "z": [1, 2]}),
+        pd.DataFrame({"age": [-5, 1e9], "sex": [1, "m"], "k": [True, 7], "z": [1, 2]}),
+    ]
+    out = [schema.conform(t) for t in tables]
+    for o in out:
+        assert str(o["age"].dtype) == "float64" and list(o["sex"].cat.categories) == ["f", "m"]
+        assert list(o["k"].cat.categories) == [0, 1]
+    assert out[0]["age"].tolist() == [20.0, 40.0] and out[0]["k"].tolist() == [0, 1]
+    assert out[1]["k"].tolist() == [0, 1] and out[2]["k"].tolist() == [0, 1]  # 0.0 and "0" match 0
+    assert np.isnan(out[2]["age"][1]) and pd.isna(out[2]["sex"][1])  # out of schema -> missing
+    assert out[3]["age"].tolist() == [18.0, 99.0]  # clipped to the bounds
+    assert pd.isna(out[3]["sex"][0]) and pd.isna(out[3]["k"][1])
+    assert out[3]["z"].tolist() == [1, 2]  # undeclared columns untouched

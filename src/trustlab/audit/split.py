@@ -53,18 +53,33 @@ def _key(seed: Any) -> tuple[str, np.uint64]:
 
 def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
     """Hash each value of a column on its own (the result never depends on the column's dtype)."""
-    obj = values.astype(object) if not pd.api.types.is_bool_dtype(values) else values.astype(float)
-    num = pd.to_numeric(obj, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    missing = pd.isna(obj).to_numpy()
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        # the same numbers as the object path below gives them: ints and bools as float64
+        num = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(num)
+        uniques = np.array([], dtype=object)
+        codes = np.full(len(values), -1)
+    else:
+        obj = values.astype(object)
+        try:
+            codes, uniques = pd.factorize(obj.to_numpy(), use_na_sentinel=True)
+        except TypeError:  # unhashable cells (lists, dicts): hash their text
+            codes, uniques = pd.factorize(
+                obj.map(lambda v: v if pd.api.types.is_scalar(v) else str(v)).to_numpy()
+            )
+        parsed = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
+        parsed_num = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+        num = np.where(codes >= 0, parsed_num[np.maximum(codes, 0)] if uniques.size else np.nan, np.nan)
+        missing = codes < 0
     is_num = ~np.isnan(num)
     out = np.full(len(values), _MISSING, dtype=np.uint64)
     if is_num.any():
         x = num[is_num] + 0.0  # -0.0 -> 0.0
         out[is_num] = _mix(x.view(np.uint64) ^ np.uint64(0x5555555555555555))
     text = ~is_num & ~missing
-    if text.any():
-        strings = np.array([str(v) for v in np.asarray(obj)[text]], dtype=object)
-        out[text] = hash_array(strings, hash_key=text_key, categorize=False)
+    if text.any():  # hash each distinct text once
+        strings = np.array([str(v) for v in uniques], dtype=object)
+        out[text] = hash_array(strings, hash_key=text_key, categorize=False)[codes[text]]
     return out
 
 
