@@ -123,6 +123,9 @@ class PrivacySection(Section):
                 "below the figure's minimum (min_group_size: JointExp's rank error must stay "
                 "below an eighth of the group) keeps its slot, marked too small, with no box.",
                 "Not drawn (no public bounds declared): " + (", ".join(map(str, undeclared)) or "none"),
+                f"The boxes carry no interval. Each box gets epsilon {share * 7 / 8:.3g} (7/8 of its "
+                "pair's share); at such small budgets JointExp's quartiles can land far from the truth, "
+                "above all on tied or concentrated data (counts, codes), so read them as indicative.",
             ]
         else:
             notes.append("Not private: these boxplots are computed from the raw data.")
