@@ -412,3 +412,46 @@ def test_recourse_check_bad_tables_and_columns():
         assert info.value.argument == "atol"
     # sensitive columns need not be model inputs (the audit drops them from the features)
     assert recourse_check(model, X, X, sensitive=["sex"], max_regions=1).n_checked == 100
+
+
+def test_extreme_magnitudes_give_a_correct_result_or_a_clear_error():
+    """ConfinedRegionFinder on extreme inputs (found by the fuzz suite): no None with warnings.
+
+    Before: ranges of 1e308 and coefficients of 1e300 overflowed in the MILP's constants
+    (RuntimeWarning) and the solvers' absolute tolerances decided the answer.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ParameterError, match="1e\\+12") as err:
+            ActionSet(["a", "b"], [0, 0], [1e308, 10])
+        assert err.value.argument == "ub"
+        A = ActionSet(["a", "b"], [0, 0], [10, 10])
+        with pytest.raises(ModelError, match="1e300") as err:
+            ConfinedRegionFinder(A).fit(np.array([1e300, 1.0]), -1.0)
+        assert err.value.argument == "model"
+        # huge and tiny coefficients that the classifier can take: the same answers as at scale 1
+        for scale in (1e-200, 1.0, 1e200):
+            finder = ConfinedRegionFinder(A).fit(scale * np.array([1.0, 1.0]), -30.0 * scale)
+            box = finder.largest_region()
+            assert box is not None and box.verified and box.describe() == "the whole population region"
+            certified = ConfinedRegionFinder(A).fit(scale * np.array([1.0, 1.0]), -5.0 * scale).certify()
+            assert certified.status == "certified"
+        # a feature whose coefficient is huge but whose range is {0} changes no score
+        point = ActionSet(["a", "b"], [0, 0], [0, 0])
+        assert ConfinedRegionFinder(point).fit(np.array([1.0, 1e300]), 1.0).certify().certified
+        # a constant column
+        const = ActionSet(["a", "b"], [5, 0], [5, 10])
+        box = ConfinedRegionFinder(const).fit(np.array([1.0, 1.0]), -20.0).largest_region()
+        assert box is not None and box.verified and box.max_score == pytest.approx(-5.0)
+
+
+def test_linearize_integer_column_names():
+    """Found by the fuzz suite: a model fitted on integer column labels raised KeyError '0'."""
+    X = pd.DataFrame(np.random.default_rng(0).normal(size=(60, 2)))
+    model = LogisticRegression().fit(X, (X[0] > 0).astype(int))
+    raw = linearize(model, X)
+    assert raw.names == ("0", "1") and raw.max_error < 1e-6
+    res = recourse_check(model, X, X.iloc[:10], time_limit=2)
+    assert res.n_checked == 10

@@ -2,16 +2,71 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from trustlab._validation import check_array
-from trustlab.errors import DataError
+from trustlab.errors import DataError, ParameterError
 
-__all__ = ["check_instance"]
+__all__ = ["MAX_MAGNITUDE", "as_list", "check_instance", "check_magnitude"]
+
+# Largest |value| the explain methods take in data: squares and sums of up to 1e8
+# squares of such values stay finite (1e200 * 1e8 < 1.8e308), so scales, distances
+# and least-squares fits never overflow. Larger values are a unit problem: rescale.
+MAX_MAGNITUDE = 1e100
+
+
+def as_list(value: Any, name: str) -> list[Any]:
+    """A single name (a string, never split into characters) or an iterable of them, as a list.
+
+    Parameters
+    ----------
+    value : str, int or iterable
+    name : str
+        The argument the user passed, for the message.
+
+    Returns
+    -------
+    list
+    """
+    if isinstance(value, str | numbers.Integral) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, Mapping | bytes | pd.DataFrame) or not isinstance(value, Iterable):
+        raise ParameterError(
+            f"{name} must be a feature name or a list of them, got {type(value).__name__}.", argument=name
+        )
+    return list(value)
+
+
+def check_magnitude(arr: np.ndarray, name: str, *, limit: float = MAX_MAGNITUDE) -> np.ndarray:
+    """``arr`` unchanged when every finite entry has ``|value| <= limit``, else a :class:`DataError`.
+
+    Parameters
+    ----------
+    arr : numpy.ndarray
+        Numbers (NaN and inf are left to the caller's own checks).
+    name : str
+        The argument the user passed, for the message.
+    limit : float, default :data:`MAX_MAGNITUDE`
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    with np.errstate(invalid="ignore"):
+        big = np.isfinite(arr) & (np.abs(arr) > limit)
+    if np.any(big):
+        value = float(np.asarray(arr)[big].flat[0])
+        raise DataError(
+            f"{name} holds {value:.3g}, beyond {limit:.0e} in magnitude; rescale it (e.g. other units) "
+            "so that distances and squares stay finite.",
+            argument=name,
+        )
+    return arr
 
 
 def check_instance(
@@ -37,7 +92,7 @@ def check_instance(
                 argument=name,
             )
         x = x.set_axis(idx)[list(names)]
-    row = check_array(x, name, ndim=1)
+    row = check_magnitude(check_array(x, name, ndim=1), name)
     if row.shape[0] != n_features:
         raise DataError(
             f"{name} must have {n_features} values (one per feature), got {row.shape[0]}.", argument=name

@@ -9,8 +9,8 @@ import numpy as np
 
 from trustlab._validation import check_choice, check_positive, check_positive_int
 from trustlab.errors import NotFittedError, ParameterError
-from trustlab.explain._rec_inputs import check_action_set, linear_model_params
-from trustlab.explain._rec_regions import Box, ConfinedRegions
+from trustlab.explain._rec_inputs import check_action_set, check_score_range, linear_model_params
+from trustlab.explain._rec_regions import TOL, Box, ConfinedRegions
 from trustlab.explain._rec_solvers import (
     box_max_score,
     find_fixed_individual_miqcp,
@@ -133,11 +133,21 @@ class ConfinedRegionFinder:
         self._check_params()
         w, b = linear_model_params(model, intercept)
         check_action_set(self.action_set, len(w))
+        top = check_score_range(w, b, self.action_set)
         self.coef_ = w
         self.intercept_ = b
         self.n_features_in_ = len(w)
         self.feature_names_in_ = np.array(self.action_set.names, dtype=object)
         self.system_ = linear_system(self.action_set, w, b)
+        # The solvers see the classifier scaled so that its scores over the feature ranges are at
+        # most 1 in size (the same classifier): their tolerances are absolute, so huge or tiny
+        # coefficients would otherwise decide the answer. Box.verified is relative to it too.
+        self._scale = top if top > 0 else 1.0
+        terms = np.abs(w) * np.maximum(np.abs(self.action_set.lb), np.abs(self.action_set.ub))
+        # a term below double precision of the largest score changes no score: drop it exactly
+        self._w = np.divide(w, self._scale, out=np.zeros_like(w), where=terms > 1e-15 * self._scale)
+        self._b = b / self._scale
+        self._system = linear_system(self.action_set, self._w, self._b)
         return self
 
     def _fitted(self) -> None:
@@ -148,7 +158,7 @@ class ConfinedRegionFinder:
 
     def _dual_bound(self) -> float:
         if self.dual_bound is not None:
-            return float(self.dual_bound)
+            return float(self.dual_bound) / self._scale  # the multipliers scale with the classifier
         scale = max(
             [1.0]
             + [
@@ -158,7 +168,7 @@ class ConfinedRegionFinder:
                 for k in c.scales
             ]
         )
-        return 10.0 * (1.0 + float(np.abs(self.coef_).sum())) * scale
+        return 10.0 * (1.0 + float(np.abs(self._w).sum())) * scale
 
     # -- the MIQCP ---------------------------------------------------------------------------
     @property
@@ -169,7 +179,7 @@ class ConfinedRegionFinder:
         return self.solver
 
     def _solve(self, previous: list[Box], time_left: float | None) -> tuple[str, Box | None, float]:
-        A, w, b = self.action_set, self.coef_, self.intercept_
+        A, w, b = self.action_set, self._w, self._b
         if self.solver_ == "highs":
             status, bounds, elapsed = solve_milp(
                 A, w, b, previous, gap=self.gap, mip_gap=self.mip_gap, time_left=time_left
@@ -177,7 +187,7 @@ class ConfinedRegionFinder:
         else:
             status, bounds, elapsed = solve_miqcp(
                 A,
-                self.system_,
+                self._system,
                 w,
                 b,
                 previous,
@@ -189,7 +199,7 @@ class ConfinedRegionFinder:
         return status, None if bounds is None else self._make_box(*bounds, elapsed), elapsed
 
     def _make_box(self, lv: np.ndarray, uv: np.ndarray, elapsed: float) -> Box:
-        A, w, b = self.action_set, self.coef_, self.intercept_
+        A, w, b = self.action_set, self._w, self._b
         PL, PU = A.population_lb, A.population_ub
         integral = np.array([t != "float" for t in A.dtype])
         lv = np.clip(np.where(integral, np.round(lv), lv), PL, PU)
@@ -202,7 +212,8 @@ class ConfinedRegionFinder:
             population_lower=PL.copy(),
             population_upper=PU.copy(),
             objective=float(np.sum((uv - lv) / (PU - PL + 1.0))),
-            max_score=box_max_score(A, w, b, lv, uv),
+            max_score=self._scale * box_max_score(A, w, b, lv, uv),  # in the model's units
+            tolerance=TOL * self._scale,
             solve_time=elapsed,
         )
 
@@ -272,9 +283,9 @@ class ConfinedRegionFinder:
         self._fitted()
         return find_fixed_individual_miqcp(
             self.action_set,
-            self.system_,
-            self.coef_,
-            self.intercept_,
+            self._system,
+            self._w,
+            self._b,
             dual_bound=self._dual_bound(),
             time_limit=self.time_limit,
         )

@@ -15,7 +15,7 @@ from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._linear import coef_intercept
 from trustlab.explain.recourse_actions import ActionSet
 
-__all__ = ["check_action_set", "check_points", "linear_model_params", "rows"]
+__all__ = ["check_action_set", "check_points", "check_score_range", "linear_model_params", "rows"]
 
 
 def linear_model_params(model: Any, intercept: Any = None) -> tuple[np.ndarray, float]:
@@ -78,6 +78,32 @@ def linear_model_params(model: Any, intercept: Any = None) -> tuple[np.ndarray, 
     if not np.all(np.isfinite(coef)):
         raise ModelError("the model's coefficients contain NaN or inf.", argument="model")
     return coef.astype(float), float(intercept)
+
+
+def check_score_range(w: np.ndarray, b: float, A: ActionSet) -> float:
+    """The largest ``|score|`` the model reaches over the action set's ranges, if it is below 1e300.
+
+    Parameters
+    ----------
+    w : numpy.ndarray of shape (d,)
+    b : float
+    A : ActionSet
+
+    Returns
+    -------
+    float
+        ``|b| + sum_j |w_j| max(|lb_j|, |ub_j|)``; a :class:`ModelError` when it overflows
+        (the scores, and the solvers' constants, would not be finite numbers).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = float(abs(b) + np.sum(np.abs(w) * np.maximum(np.abs(A.lb), np.abs(A.ub))))
+    if not top <= 1e300:
+        raise ModelError(
+            "the model's scores over the action set's ranges exceed 1e300 (coefficients "
+            f"up to {float(np.abs(w).max()):.3g}, intercept {b:.3g}); rescale the model or the features.",
+            argument="model",
+        )
+    return top
 
 
 def check_action_set(action_set: Any, d: int | None = None) -> ActionSet:

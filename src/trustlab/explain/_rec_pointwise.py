@@ -9,7 +9,12 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from trustlab._validation import check_choice
 from trustlab.errors import DataError
-from trustlab.explain._rec_inputs import check_action_set, check_points, linear_model_params
+from trustlab.explain._rec_inputs import (
+    check_action_set,
+    check_points,
+    check_score_range,
+    linear_model_params,
+)
 from trustlab.explain.recourse_actions import ActionSet
 
 __all__ = ["has_recourse", "max_reachable_score"]
@@ -44,6 +49,7 @@ def max_reachable_score(
     check_choice(method, "method", ("auto", "ilp"))
     w, b = linear_model_params(model, intercept)
     A = check_action_set(action_set, len(w))
+    check_score_range(w, b, A)
     Xa = check_points(X, A)
     lo = np.maximum(A.step_lb, A.lb - Xa)
     hi = np.minimum(A.step_ub, A.ub - Xa)

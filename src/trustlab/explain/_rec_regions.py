@@ -34,9 +34,13 @@ class Box:
     max_score : float
         The highest score any individual in the box reaches with an allowed action,
         re-computed by an LP over the continuous relaxation (an upper bound); ``<= 0``
-        (up to 1e-6) confirms the box.
+        (up to ``tolerance``) confirms the box.
     solve_time : float
         Seconds SCIP spent on the solve that found the box.
+    tolerance : float, default 1e-6
+        Largest ``max_score`` that still confirms the box: 1e-6 times the largest ``|score|``
+        the model reaches over the action set's ranges (the solvers work on the classifier
+        scaled to that size, so the tolerance is relative to the scores, not absolute).
     """
 
     names: tuple[str, ...]
@@ -47,11 +51,12 @@ class Box:
     objective: float
     max_score: float
     solve_time: float
+    tolerance: float = field(default=TOL, repr=False)
 
     @property
     def verified(self) -> bool:
         """Whether the LP re-check confirms that nobody in the box can reach a positive score."""
-        return self.max_score <= TOL
+        return self.max_score <= self.tolerance
 
     @property
     def restricted(self) -> np.ndarray:

@@ -26,10 +26,17 @@ import pandas as pd
 
 from trustlab._validation import check_array
 from trustlab.errors import DataError, ParameterError
+from trustlab.explain._inputs import as_list
 
 __all__ = ["ActionSet", "DirectionalLinkage", "OneHot", "Thermometer"]
 
 _DTYPES = ("float", "int", "bool")
+
+# Largest |bound| of a feature: the solvers' big-M constants are spans of the population
+# region, and their feasibility tolerances (1e-9) are relative to constants of order 1.
+MAX_BOUND = 1e12
+# Smallest non-zero size max(|lb_j|, |ub_j|) of a feature's range, for the same reason.
+MIN_RANGE = 1e-12
 
 
 def _names(names: Any, argument: str) -> tuple[str, ...]:
@@ -146,6 +153,17 @@ class DirectionalLinkage:
 Constraint = OneHot | Thermometer | DirectionalLinkage
 
 
+def _mapping(value: Any, name: str) -> Mapping[Any, Any]:
+    """``value`` (None: empty) when it is a mapping, else a :class:`ParameterError`."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ParameterError(
+            f"{name} must be a mapping feature -> value, got {type(value).__name__}.", argument=name
+        )
+    return value
+
+
 def _per_feature(value: Any, d: int, name: str, default: float) -> np.ndarray:
     if value is None:
         return np.full(d, default, dtype=float)
@@ -219,9 +237,29 @@ class ActionSet:
         self.ub = _per_feature(ub, d, "ub", np.nan)
         if not (np.all(np.isfinite(self.lb)) and np.all(np.isfinite(self.ub))):
             raise ParameterError("lb and ub must be finite for every feature.", argument="lb")
+        for arg, values in (("lb", self.lb), ("ub", self.ub)):
+            if np.any(np.abs(values) > MAX_BOUND):
+                raise ParameterError(
+                    f"{arg} holds {float(values[np.argmax(np.abs(values))]):.3g}; feature ranges must lie "
+                    f"within +-{MAX_BOUND:.0e}, where the MILP/MIQCP solvers stay exact (HiGHS reads 1e20 "
+                    "as infinite). Rescale the feature (e.g. thousands).",
+                    argument=arg,
+                )
         if np.any(self.lb > self.ub):
             bad = [self.names[j] for j in np.flatnonzero(self.lb > self.ub)]
             raise ParameterError(f"lb must be <= ub; violated for {bad}.", argument="lb")
+        size = np.maximum(np.abs(self.lb), np.abs(self.ub))
+        tiny = (size > 0) & (size < MIN_RANGE)
+        if tiny.any():
+            raise ParameterError(
+                f"the range of {self.names[int(np.argmax(tiny))]!r} lies within +-{MIN_RANGE:.0e}; the "
+                "solvers' tolerances would swallow it. Rescale the feature (other units).",
+                argument="ub",
+            )
+        if dtype is not None and (isinstance(dtype, str | bytes) or not isinstance(dtype, Iterable)):
+            raise ParameterError(
+                f"dtype must hold one of {_DTYPES} per feature ({d}), got {dtype!r}.", argument="dtype"
+            )
         dt = tuple(dtype) if dtype is not None else ("float",) * d
         if len(dt) != d or any(t not in _DTYPES for t in dt):
             raise ParameterError(
@@ -362,26 +400,46 @@ class ActionSet:
         if names is None and isinstance(X, pd.DataFrame):
             names = [str(c) for c in X.columns]
         arr = check_array(X, "X", ndim=2)
+        if np.any(np.abs(arr) > MAX_BOUND):
+            raise DataError(
+                f"X holds values beyond +-{MAX_BOUND:.0e}, the largest feature range the recourse solvers "
+                "take; rescale the feature (e.g. thousands).",
+                argument="X",
+            )
         d = arr.shape[1]
         names = _names(names if names is not None else [f"x{j}" for j in range(d)], "names")
         if len(names) != d:
             raise DataError(f"names has {len(names)} entries but X has {d} columns.", argument="names")
         index = {n: j for j, n in enumerate(names)}
+        immutable, increase_only, decrease_only = (
+            [str(c) for c in as_list(v, arg)]
+            for v, arg in (
+                (immutable, "immutable"),
+                (increase_only, "increase_only"),
+                (decrease_only, "decrease_only"),
+            )
+        )
         sets = {"immutable": immutable, "increase_only": increase_only, "decrease_only": decrease_only}
         for arg, cols in sets.items():
             unknown = [c for c in cols if c not in index]
             if unknown:
                 raise DataError(f"{arg}: unknown feature(s) {unknown}; known: {list(names)}.", argument=arg)
         lb, ub = arr.min(axis=0), arr.max(axis=0)
-        for name, pair in (bounds or {}).items():
+        for name, pair in _mapping(bounds, "bounds").items():
             if name not in index:
                 raise DataError(f"bounds: unknown feature {name!r}.", argument="bounds")
-            lo, hi = (float(v) for v in pair)
+            try:
+                lo, hi = (float(v) for v in pair)
+            except (TypeError, ValueError):
+                raise ParameterError(
+                    f"bounds[{name!r}] must be a pair (low, high) of numbers, got {pair!r}.",
+                    argument="bounds",
+                ) from None
             lb[index[name]], ub[index[name]] = lo, hi
         integral = np.all(arr == np.round(arr), axis=0)
         binary = np.all((arr == 0) | (arr == 1), axis=0)
         types = ["bool" if b else ("int" if i else "float") for b, i in zip(binary, integral, strict=True)]
-        for name, t in (dtype or {}).items():
+        for name, t in _mapping(dtype, "dtype").items():
             if name not in index:
                 raise DataError(f"dtype: unknown feature {name!r}.", argument="dtype")
             types[index[name]] = t

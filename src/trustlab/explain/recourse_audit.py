@@ -22,11 +22,34 @@ import pandas as pd
 
 from trustlab._validation import check_columns, check_frame, check_positive
 from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.explain._inputs import as_list, check_magnitude
 from trustlab.explain._linear import decision_scores
 from trustlab.explain.recourse import Box, ConfinedRegionFinder, ConfinedRegions, max_reachable_score
-from trustlab.explain.recourse_actions import ActionSet, OneHot
+from trustlab.explain.recourse_actions import MAX_BOUND, ActionSet, OneHot
 
 __all__ = ["RawLinearModel", "RecourseCheck", "default_action_set", "linearize", "recourse_check"]
+
+
+def _str_columns(data: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``data`` with its column labels as strings (how the raw model names them); unique."""
+    labels = [str(c) for c in data.columns]
+    if len(set(labels)) != len(labels):
+        raise DataError(f"{name} has duplicate column names {labels[:10]}; make them unique.", argument=name)
+    return data.set_axis(labels, axis=1)
+
+
+def _check_range(data: pd.DataFrame, numeric: Sequence[str], name: str) -> None:
+    """Numeric columns within the recourse solvers' range (+-``MAX_BOUND``), infinite values aside."""
+    for c in numeric:
+        col = data[c].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            big = np.isfinite(col) & (np.abs(col) > MAX_BOUND)
+        if big.any():
+            raise DataError(
+                f"{name} column {c!r} holds {float(col[big][0]):.3g}, beyond +-{MAX_BOUND:.0e}, the largest "
+                "feature range the recourse solvers take; rescale it (e.g. thousands).",
+                argument=name,
+            )
 
 
 def _is_categorical(s: pd.Series) -> bool:
@@ -61,6 +84,7 @@ class RawLinearModel:
 
         Missing values, and category levels not seen when linearising, give NaN rows.
         """
+        data = data.set_axis([str(c) for c in data.columns], axis=1)
         parts = [data[list(self.numeric)].to_numpy(dtype=float)] if self.numeric else []
         for col, levels in self.categorical:
             values = data[col].astype(object).to_numpy()
@@ -120,11 +144,18 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
             argument="model",
         )
     atol = check_positive(atol, "atol", allow_zero=True)
+    columns = X.columns  # the model's own labels; the raw model names them as strings
+    X = _str_columns(X, "X")
     complete = X.dropna()
     if complete.empty:
         raise DataError("X has no row without missing values.", argument="X")
-    cats = [str(c) for c in X.columns if _is_categorical(X[c])]
-    nums = [str(c) for c in X.columns if c not in cats]
+    cats = [c for c in X.columns if _is_categorical(X[c])]
+    nums = [c for c in X.columns if c not in cats]
+    for c in nums:
+        col = X[c].to_numpy(dtype=float)
+        check_magnitude(col, f"X[{c!r}]")
+        if np.isinf(col).any():
+            raise DataError(f"X column {c!r} contains infinite values; replace them.", argument="X")
     base = complete.iloc[[0]]
     probes = [base]
     deltas = []
@@ -142,7 +173,7 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
             p[c] = pd.Series([lev], index=p.index, dtype=X[c].dtype)
             probes.append(p)
     try:
-        f = decision_scores(model, pd.concat(probes, ignore_index=True))
+        f = decision_scores(model, pd.concat(probes, ignore_index=True).set_axis(columns, axis=1))
     except Exception as exc:  # a model that cannot score its own probes is unsupported
         raise ModelError(
             f"model could not score probe rows ({type(exc).__name__}: {exc}).", argument="model"
@@ -161,7 +192,7 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
         max_error=0.0,
     )
     ref = complete.iloc[: min(500, len(complete))]
-    truth = decision_scores(model, ref)
+    truth = decision_scores(model, ref.set_axis(columns, axis=1))
     err = np.abs(raw.score(ref) - truth)
     rel = float(np.max(err / (1.0 + np.abs(truth))))
     if not rel <= atol:
@@ -198,13 +229,24 @@ def default_action_set(
     Fixed predictions found under it are therefore those that *no* change of the
     numeric, non-sensitive columns can flip.
     """
-    data = check_frame(data, "data")
+    if not isinstance(raw, RawLinearModel):
+        raise ParameterError(
+            f"raw must be a RawLinearModel from linearize(model, X), got {type(raw).__name__}.",
+            argument="raw",
+        )
+    data = _str_columns(check_frame(data, "data"), "data")
     check_columns(data, list(raw.numeric) + [c for c, _ in raw.categorical], "data")
+    _check_range(data, raw.numeric, "data")
     # sensitive columns need not be model inputs; the others must name columns of the data
-    imm = set(map(str, check_columns(data, immutable, "immutable")))
-    inc = set(map(str, check_columns(data, increase_only, "increase_only")))
-    dec = set(map(str, check_columns(data, decrease_only, "decrease_only")))
-    sens = {sensitive} if isinstance(sensitive, str) else set(map(str, sensitive))
+    imm, inc, dec = (
+        set(map(str, check_columns(data, [str(c) for c in as_list(v, arg)], arg)))
+        for v, arg in (
+            (immutable, "immutable"),
+            (increase_only, "increase_only"),
+            (decrease_only, "decrease_only"),
+        )
+    )
+    sens = set(map(str, as_list(sensitive, "sensitive")))
     names = list(raw.names)
     d = len(names)
     lb, ub = np.zeros(d), np.ones(d)
@@ -386,8 +428,10 @@ def recourse_check(
     (141, 141, True, ('group in [0, 0]',))
     """
     raw = linearize(model, reference)
+    _check_range(_str_columns(reference, "reference"), raw.numeric, "reference")
     evaluate = check_frame(evaluate, "evaluate")
     check_columns(evaluate, list(reference.columns), "evaluate")
+    _check_range(_str_columns(evaluate, "evaluate"), raw.numeric, "evaluate")
     table = pd.concat([reference, evaluate])
     A = default_action_set(
         raw,
