@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_positive_int
-from trustlab.errors import ModelError, ParameterError
+from trustlab._validation import check_positive, check_positive_int
+from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._lime_core import check_label, check_predict_fn, model_column
 from trustlab.explain._spheres import grow_rings, shrink_ball
 from trustlab.explain._vl_commitment import int_vector
@@ -73,9 +73,14 @@ def find_border_point(
     predict_fn = check_predict_fn(predict_fn)
     label = check_label(label)
     s = check_positive_int(s, "s")
+    n_layer = check_positive_int(n_layer, "n_layer")
+    max_layers = check_positive_int(max_layers, "max_layers")
+    radius = check_positive(radius, "radius")
     if not isinstance(rng, np.random.Generator):
         raise ParameterError("rng must be a numpy Generator.", argument="rng")
     x = int_vector(x_q, "x_q").astype(float) / s
+    if x.size == 0:
+        raise DataError("x_q must hold at least one feature.", argument="x_q")
     d = x.size
 
     def cls(Z: np.ndarray) -> np.ndarray:

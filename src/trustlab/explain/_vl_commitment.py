@@ -70,8 +70,8 @@ def int_vector(values: Any, name: str) -> np.ndarray:
     """``values`` as a flat int64 vector (fixed-point integers), or a :class:`DataError` naming ``name``."""
     try:
         arr = np.asarray(values)
-        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-            raise ValueError(name)
+        if arr.dtype.kind in "fc" and not (np.all(np.isfinite(arr)) and np.all(np.abs(arr) < 2.0**63)):
+            raise ValueError(name)  # NaN, inf or beyond int64: no fixed-point integer
         return arr.astype(np.int64).ravel()
     except (TypeError, ValueError, OverflowError):
         raise DataError(

@@ -149,7 +149,7 @@ class AmenableLime:
         """The instance at fixed point, ``floor(x * 2^f + 1/2)`` (what the seed is derived from)."""
         p = self._params()
         row = check_array(x, "x", ndim=1)
-        if np.abs(row).max() * p["s"] > 2**40:
+        if np.abs(row).max() > 2**40 / p["s"]:
             raise DataError(
                 "x is too large for the fixed-point pipeline; standardise the features first.",
                 argument="x",
@@ -275,17 +275,15 @@ class AmenableLime:
         xq = int_vector(x_q, "x_q")
         yq = int_vector(labels_q, "labels_q")
         Xw, yw = self.weighted_problem(xq, seed, yq, border_q)
-        s, S, n = p["s"], p["S"], p["n"]
-        coef, intercept = weighted_lasso(Xw.astype(float) / s, yw.astype(float) / s, None, p["alpha"])
-        w_q = quantize(coef, s)
-        b_q = round_int(intercept * s)
-        r_S = self._residual(Xw, yw, w_q, b_q, s)
-        theta = np.array([div_round(int(r), n) for r in r_S.tolist()], dtype=np.int64)
+        s, S = p["s"], p["S"]
+        coef, _ = weighted_lasso(Xw.astype(float) / s, yw.astype(float) / s, None, p["alpha"])
+        w_q, b_q, theta = _round_certificate(self, Xw, yw, coef * s)
         k = min(p["k"], xq.size)
         order = topk_order(w_q)[:k]
         bq = None if border_q is None else int_vector(border_q, "border_q")
         cert = LimeCertificate(x_q=xq, labels_q=yq, w_q=w_q, b_q=b_q, theta_q=theta, seed=seed, border_q=bq)
-        gap, corr = self._gap_and_corr(Xw, yw, w_q, b_q, theta)
+        gap, corr = gap_and_corr(self, Xw, yw, w_q, b_q, theta)
+        _check_honest(p, gap, corr, int(theta.sum()))
         return VerifiableExplanation(
             coef=w_q / s,
             intercept=b_q / s,
@@ -403,3 +401,86 @@ def gap_and_corr(
     dual = int(th @ yw.astype(object)) // s - (n * int(sum(th * th))) // (2 * S)
     corr = (Xw.astype(object).T @ th) // s
     return primal - dual, int(max(abs(int(c)) for c in corr))
+
+
+def _dual(
+    Xw: np.ndarray, yw: np.ndarray, w_q: np.ndarray, s: int, n: int, shift: int = 0
+) -> tuple[int, np.ndarray]:
+    """The intercept optimal for ``w_q`` (plus ``shift`` grid steps) and ``theta = r / n``, exactly.
+
+    The intercept is the residual's mean for the *rounded* coefficients, not sklearn's
+    rounded intercept: rounding ``w`` moves the residual's mean by ``mean(X_w) . dw``,
+    which ``||X_w^T theta||`` multiplies by the (uncentred) feature size.
+    """
+    b_q = div_round(int(np.sum(residual(Xw, yw, w_q, 0, s).astype(object))), n * s) + shift
+    r_S = residual(Xw, yw, w_q, b_q, s)
+    return b_q, np.array([div_round(int(r), n) for r in r_S.tolist()], dtype=np.int64)
+
+
+def _round_certificate(
+    lime: AmenableLime, Xw: np.ndarray, yw: np.ndarray, coef_s: np.ndarray
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """Round the Lasso solution ``coef_s`` (at scale ``2^f``) to a certificate that passes.
+
+    Nearest rounding with the intercept refitted first; while the dual correlation exceeds
+    the feasibility bound (at most 8 times), the single grid step (the intercept or one of
+    the 8 worst-rounded coefficients, by +-1) that lowers it most is taken. Measured on 900
+    queries (d = 1, 3, 6; n = 20; |x| at 1, 2 and 3 sd): honest certificates verified 866
+    times with sklearn's rounded intercept and nearest rounding, 892 with the refitted
+    intercept, 900 with the search. Where none passes the prover refuses
+    (:func:`_check_honest`).
+    """
+    p = public_params(lime)
+    s, S, n = p["s"], p["S"], p["n"]
+    w_q = quantize(coef_s / s, s)
+    shift = 0
+    b_q, theta = _dual(Xw, yw, w_q, s, n)
+    bound = math.ceil((1 + p["feas_slack"]) * p["alpha"] * S)
+    corr = gap_and_corr(lime, Xw, yw, w_q, b_q, theta)[1]
+    # at most 8 steps, among the intercept and the 8 worst-rounded coefficients (cost stays small)
+    worst = np.argsort(-np.abs(coef_s - w_q), kind="stable")[:8]
+    moves = [(int(j), step) for j in worst for step in (-1, 1)] + [(-1, -1), (-1, 1)]
+    for _ in range(8):
+        if corr <= bound:
+            break
+        best = None
+        for j, step in moves:
+            trial, t_shift = w_q.copy(), shift
+            if j < 0:
+                t_shift += step
+            else:
+                trial[j] += step
+            tb, tt = _dual(Xw, yw, trial, s, n, t_shift)
+            tc = gap_and_corr(lime, Xw, yw, trial, tb, tt)[1]
+            if tc < corr and (best is None or tc < best[0]):
+                best = (tc, trial, t_shift, tb, tt)
+        if best is None:
+            break
+        corr, w_q, shift, b_q, theta = best
+    return w_q, b_q, theta
+
+
+def _check_honest(p: dict[str, Any], gap: int, corr: int, theta_sum: int) -> None:
+    """Refuse to publish a certificate that its verifier would reject (the grid is too coarse).
+
+    Far from the origin a step of ``2^-f`` in one coefficient moves ``||X_w^T theta||`` by
+    about ``|z|^2 2^-f`` (``z`` the samples), more than the feasibility slack ``0.5 alpha``:
+    at ``frac_bits = 8`` honest certificates pass for standardised instances (measured:
+    900 of 900 with ``|x|`` up to 3 sd) but not, e.g., at ``x = 30`` (one feature).
+    """
+    S = p["S"]
+    fails = []
+    if abs(gap) > round_int(p["eps_gap"] * S):
+        fails.append(f"duality gap {abs(gap) / S:.4g} > {p['eps_gap']}")
+    if corr > math.ceil((1 + p["feas_slack"]) * p["alpha"] * S):
+        fails.append(f"||X_w^T theta||_inf = {corr / S:.4g} > {(1 + p['feas_slack']) * p['alpha']:.4g}")
+    if abs(theta_sum) > round_int(p["sum_tol"] * S):
+        fails.append(f"|sum theta| = {abs(theta_sum) / S:.4g} > {p['sum_tol']}")
+    if fails:
+        raise DataError(
+            "no fixed-point certificate of this explanation passes its own checks ("
+            + "; ".join(fails)
+            + f"): the grid 2^-{p['fb']} is too coarse this far from the origin. Standardise x "
+            "(the sampler assumes standardised features), or raise frac_bits.",
+            argument="x",
+        )
