@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ def counterfactual_metrics(
     1    brace      True                 True
     """
     scm = check_scm(scm)
-    results = list(results)
+    results = list(results) if isinstance(results, Iterable) and not isinstance(results, str | bytes) else []
     if not results or not all(isinstance(r, CounterfactualResult) for r in results):
         raise ParameterError("results must be a non-empty list of CounterfactualResult.", argument="results")
     m = check_model(model, scm)

@@ -54,6 +54,8 @@ def penalty_cf(
             else:
                 g = y / np.sqrt(y * y + 1e-8) + lam * g_l2 + beta * g_ce
             t += 1
+            if not np.all(np.abs(g) < 1e150):  # Adam squares g: a gradient this large has no sensible step
+                break
             mom = b1 * mom + (1 - b1) * g
             vel = b2 * vel + (1 - b2) * g * g
             y = np.clip(y - lr * (mom / (1 - b1**t)) / (np.sqrt(vel / (1 - b2**t)) + 1e-8), ly, hy)

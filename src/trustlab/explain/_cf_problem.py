@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from trustlab._validation import check_choice, check_positive
-from trustlab.errors import NotFittedError, ParameterError
+from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._cf_model import CounterfactualModel, check_model
 from trustlab.explain._cf_result import CounterfactualResult
-from trustlab.explain._inputs import check_instance
+from trustlab.explain._inputs import MAX_MAGNITUDE, check_instance
 from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 SOLVERS = ("auto", "exact", "penalty", "search")
+_MIN_SCALE = 1e-50
+_MAX_LAM = 1e12
 
 
 def check_scm(scm: Any) -> AdditiveNoiseSCM:
@@ -81,6 +84,17 @@ def _scales(scales: Any, default: np.ndarray, name: str) -> np.ndarray:
             f"deviations), got {scales!r}.",
             argument=name,
         )
+    return _scale_range(arr, name)
+
+
+def _scale_range(arr: np.ndarray, name: str) -> np.ndarray:
+    """Scales within ``[1e-50, 1e100]``: scaled distances of data up to 1e100 in size stay finite."""
+    if np.any(arr < _MIN_SCALE) or np.any(arr > MAX_MAGNITUDE):
+        raise DataError(
+            f"{name} {arr.tolist()[:10]} lie outside [{_MIN_SCALE:.0e}, {MAX_MAGNITUDE:.0e}]: scaled "
+            "distances would overflow; rescale the features (other units) or pass scales of a sensible size.",
+            argument=name,
+        )
     return arr
 
 
@@ -88,6 +102,12 @@ def _check_lam(lam: Any) -> float:
     if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or math.isnan(lam) or lam < 0:
         raise ParameterError(
             f"lam must be a number >= 0 (0: Wachter, inf: deep backtracking; the paper uses 1), got {lam!r}.",
+            argument="lam",
+        )
+    if math.isfinite(lam) and float(lam) > _MAX_LAM:
+        raise ParameterError(
+            f"lam={lam!r} is beyond {_MAX_LAM:.0e}, where lam * d_U overflows; pass numpy.inf for deep "
+            "backtracking (the limit of large lam).",
             argument="lam",
         )
     return float(lam)
@@ -117,9 +137,15 @@ def _check_bounds(bounds: Any, scm: AdditiveNoiseSCM) -> tuple[np.ndarray, np.nd
             if v is None:
                 vals.append(-np.inf if side == "low" else np.inf)
                 continue
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, numbers.Real)
+                or not math.isfinite(float(v))
+                or abs(float(v)) > MAX_MAGNITUDE
+            ):
                 raise ParameterError(
-                    f"bounds[{f!r}]: {side} must be a finite number or None (open), got {v!r}.",
+                    f"bounds[{f!r}]: {side} must be a finite number within +-{MAX_MAGNITUDE:.0e} or None "
+                    f"(open), got {v!r}.",
                     argument="bounds",
                 )
             vals.append(float(v))
@@ -133,6 +159,12 @@ def _check_bounds(bounds: Any, scm: AdditiveNoiseSCM) -> tuple[np.ndarray, np.nd
 
 
 def _check_target(target: Any, m: CounterfactualModel, x: np.ndarray) -> tuple[Any, int]:
+    if target is not None and (np.ndim(target) != 0 or isinstance(target, pd.DataFrame | dict)):
+        raise ParameterError(
+            f"target must be one class label of the model {list(m.classes)} or None, got "
+            f"{type(target).__name__}.",
+            argument="target",
+        )
     if target is None:
         current = m.predict(x)[0]
         target = m.classes[0] if current == m.classes[1] else m.classes[1]
@@ -247,7 +279,11 @@ def setup_problem(
     sx = _scales(scales, scm.feature_scale_, "scales")
     if isinstance(noise_scales, str):
         check_choice(noise_scales, "noise_scales", ("feature", "noise"))  # or an array
-        su = sx if noise_scales == "feature" else np.asarray(scm.noise_scale_, dtype=float)
+        su = (
+            sx
+            if noise_scales == "feature"
+            else _scale_range(np.asarray(scm.noise_scale_, float), "noise_scales")
+        )
     else:
         su = _scales(noise_scales, scm.noise_scale_, "noise_scales")
     tau_f = check_positive(tau, "tau", allow_zero=True)  # the decision margin

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.errors import ModelError, ParameterError
+from trustlab.explain._inputs import MAX_MAGNITUDE
 
 __all__ = [
     "check_label",
@@ -97,4 +98,10 @@ def model_column(out: Any, n: int, label: int) -> np.ndarray:
         )
     if not np.all(np.isfinite(arr)):
         raise ModelError("predict_fn returned NaN or infinite values.", argument="predict_fn")
+    if np.any(np.abs(arr) > MAX_MAGNITUDE):
+        raise ModelError(
+            f"predict_fn returned values beyond {MAX_MAGNITUDE:.0e} in magnitude; explain a probability "
+            "or a score of sensible size.",
+            argument="predict_fn",
+        )
     return arr

@@ -141,6 +141,10 @@ def trees_from_xgboost(model: Any) -> tuple[list[TreeArrays], float]:
     stores them exactly.
     """
     booster = model.get_booster() if hasattr(model, "get_booster") else model
+    if not hasattr(booster, "save_raw"):
+        raise ModelError(
+            f"model must be a fitted XGBoost model or Booster, got {type(model).__name__}.", argument="model"
+        )
     cfg = json.loads(bytes(booster.save_raw(raw_format="json")))
     learner = cfg["learner"]
     gb = learner["gradient_booster"]
@@ -280,6 +284,10 @@ def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
 def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
     """Read a LightGBM model (``LGBMModel`` or ``Booster``) from ``dump_model()``."""
     booster = model.booster_ if hasattr(model, "booster_") else model
+    if not hasattr(booster, "dump_model"):
+        raise ModelError(
+            f"model must be a fitted LightGBM model or Booster, got {type(model).__name__}.", argument="model"
+        )
     dump = booster.dump_model()
     if int(dump.get("num_tree_per_iteration", 1)) != 1:
         raise ModelError(

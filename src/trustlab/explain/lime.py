@@ -44,7 +44,7 @@ from trustlab._validation import (
     check_random_state,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
-from trustlab.explain._inputs import check_instance
+from trustlab.explain._inputs import check_instance, check_magnitude
 from trustlab.explain._lime_core import (
     check_label,
     check_predict_fn,
@@ -245,7 +245,7 @@ class LimeTabular:
                     f"X has non-numeric column(s) {bad[:5]}; encode them as numbers first.", argument="X"
                 )
             names = np.asarray([str(c) for c in X.columns], dtype=object)
-        arr = check_array(X, "X", ndim=2)
+        arr = check_magnitude(check_array(X, "X", ndim=2), "X")
         kernel_width = self._check_params(arr.shape[1])[1]
         self.mean_ = arr.mean(axis=0)
         scale = arr.std(axis=0)
@@ -292,7 +292,7 @@ class LimeTabular:
             data = rng.standard_normal((n, d)) * self.scale_ + centre
             data[0] = row
         else:
-            data = check_array(samples, "samples", ndim=2, min_rows=2)
+            data = check_magnitude(check_array(samples, "samples", ndim=2, min_rows=2), "samples")
             if data.shape[1] != d:
                 raise DataError(f"samples has {data.shape[1]} columns but x has {d}.", argument="samples")
         scaled = (data - self.mean_) / self.scale_

@@ -29,6 +29,7 @@ import pandas as pd
 
 from trustlab._validation import check_array
 from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.explain._inputs import as_list, check_magnitude
 
 __all__ = ["AdditiveNoiseSCM", "LinearSCM"]
 
@@ -157,7 +158,7 @@ class AdditiveNoiseSCM:
                     argument=name,
                 )
             X = X.set_axis(cols, axis=1)[list(nodes)]
-        arr = check_array(X, name, ndim=2)
+        arr = check_magnitude(check_array(X, name, ndim=2), name)
         if arr.shape[1] != len(nodes):
             raise DataError(
                 f"{name} has {arr.shape[1]} columns but the SCM's graph has {len(nodes)} nodes "
@@ -179,6 +180,12 @@ class AdditiveNoiseSCM:
     def _prepare(self) -> tuple[dict[str, tuple[str, ...]], list[str]]:
         graph = _check_graph(self.graph)
         order = _topological_order(graph)
+        if self.mechanisms is not None and not isinstance(self.mechanisms, Mapping):
+            raise ParameterError(
+                f"mechanisms must be a mapping node -> callable or fitted regressor, got "
+                f"{type(self.mechanisms).__name__}.",
+                argument="mechanisms",
+            )
         mech = dict(self.mechanisms or {})
         unknown = sorted(set(map(str, mech)) - set(graph))
         if unknown:
@@ -319,8 +326,8 @@ class AdditiveNoiseSCM:
         ndarray of the shape of ``U``.
         """
         arr, one = self._rows(U, "U")
-        idx = [self.feature_index(f, "features") for f in features]
-        vals = check_array(np.atleast_1d(values), "values", min_rows=0)
+        idx = [self.feature_index(f, "features") for f in as_list(features, "features")]
+        vals = check_magnitude(check_array(np.atleast_1d(values), "values", min_rows=0), "values")
         if vals.ndim == 1 and vals.shape[0] == len(idx):
             vals = np.broadcast_to(vals, (arr.shape[0], len(idx)))
         if vals.shape != (arr.shape[0], len(idx)):
