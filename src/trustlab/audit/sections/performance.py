@@ -184,7 +184,6 @@ class PerformanceSection(Section):
                 f"estimate| over {N_BOOT} row-bootstrap replicates of the held-out rows (scores "
                 "binned to width 0.05 in the replicates).",
             ]
-        notes.append("Group sizes: " + "; ".join(f"{a}: {r}" for a, r in rules.items()) + ".")
         figures = {
             "threshold": 0.5,
             "interval_level": LEVEL,

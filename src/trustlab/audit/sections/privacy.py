@@ -14,10 +14,12 @@ from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.boxplot import OTHER_LABEL, BoxplotStats, GroupedBoxplots, grouped_dp_boxplot
 from trustlab.privacy.boxplot_plot import plot_dp_boxplot
+from trustlab.privacy.statistics import dp_histogram
 
 __all__ = ["PrivacySection"]
 
 MAX_COLUMNS = 6
+SIZE_SHARE = 1 / 8  # of the section's budget, for the group sizes (shared by every pair of an attribute)
 BOX_FIELDS = (
     "whisker_lo",
     "q1",
@@ -65,14 +67,17 @@ def _plot_entry(col: str, attr: str, res: GroupedBoxplots) -> dict[str, Any]:
 class PrivacySection(Section):
     """Boxplots of each numeric column by each sensitive attribute.
 
-    Private mode: for every (column, attribute) pair, with the column's public bounds
-    and the attribute's public categories (both from the schema, so which figures
-    appear never depends on the rows), :func:`~trustlab.privacy.grouped_dp_boxplot`
-    releases the group sizes (discrete Laplace, 1/8 of the pair's share) and one DP
+    Private mode: the rows of each sensitive attribute's groups are counted once with
+    discrete Laplace noise (1/8 of the section's share, split over the attributes);
+    then for every (column, attribute) pair, with the column's public bounds and the
+    attribute's public categories (both from the schema, so which figures appear never
+    depends on the rows), :func:`~trustlab.privacy.grouped_dp_boxplot` draws one DP
     boxplot per group (Ramsay and Diaz-Rodriguez, ICML 2025) under add/remove
-    neighbours with the rest (groups are disjoint: parallel composition). Every
-    declared group keeps its slot; one whose released size is too small to draw is
-    marked so with that size. Non-private mode: plain boxplots, labelled as raw.
+    neighbours, with those released sizes as ``counts`` and an equal share of the rest
+    (groups are disjoint: parallel composition). Releasing the sizes once per attribute
+    rather than once per pair gives them as many times more budget as there are
+    columns. Every declared group keeps its slot; one whose released size is too small
+    to draw is marked so with that size. Non-private mode: plain boxplots, labelled as raw.
     """
 
     name = "privacy"
@@ -87,51 +92,69 @@ class PrivacySection(Section):
         pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
         plots: list[dict[str, Any]] = []
         notes: list[str] = []
-        share = budget.remaining_epsilon / len(pairs) if budget is not None and pairs else 0.0
+        if budget is None:
+            plots = [self._raw(ctx, col, attr) for col, attr in pairs]
+            notes.append("Not private: these boxplots are computed from the raw data.")
+            return SectionResult(self.name, self.title, {"boxplots": plots, "private": False}, [], notes)
+        eps_sizes = budget.remaining_epsilon * SIZE_SHARE / len(ctx.sensitive) if pairs else 0.0
+        eps_box = budget.remaining_epsilon * (1 - SIZE_SHARE) / len(pairs) if pairs else 0.0
+        sizes = {attr: self._sizes(ctx, attr, eps_sizes, budget) for attr in ctx.sensitive} if pairs else {}
         for col, attr in pairs:
-            if budget is None:
-                plots.append(self._raw(ctx, col, attr))
-                continue
             bounds = ctx.schema.bounds(col)
-            cats = list(ctx.schema.categories(attr) or ())
             assert bounds is not None
             res = grouped_dp_boxplot(
                 ctx.data[col].to_numpy(dtype=float, na_value=np.nan),
                 ctx.data[attr].astype(object).to_numpy(),
-                share,
+                eps_box,
                 bounds,
-                categories=cats,
+                categories=list(ctx.schema.categories(attr) or ()),
+                counts=sizes[attr],
                 description=f"privacy: {col} by {attr}",
             )
             for release in res.releases:
                 budget.record(release)
             plots.append(_plot_entry(col, attr, res))
-        if budget is not None:
-            rest = budget.remaining_epsilon
-            if rest > 1e-12 * budget.total_epsilon:
-                budget.spend(
-                    rest, description="privacy section: unused share (nothing to release)", mechanism="none"
-                )
-            undeclared = [c for c in ctx.features if c not in ctx.sensitive and ctx.schema.bounds(c) is None]
-            notes += [
-                "Boxplots are differentially private (DPBoxplot, add/remove neighbours): per "
-                "(column, attribute) pair, the group sizes are released with discrete Laplace noise "
-                "(1/8 of the pair's share) and each group's box uses its released size; points "
-                "beyond the whiskers are shown only as noisy counts.",
-                "Columns and groups come from the schema (bounds and categories), never from the "
-                f"rows; at most {MAX_COLUMNS} columns are drawn. A group whose released size is "
-                "below the figure's minimum (min_group_size: JointExp's rank error must stay "
-                "below an eighth of the group) keeps its slot, marked too small, with no box.",
-                "Not drawn (no public bounds declared): " + (", ".join(map(str, undeclared)) or "none"),
-                f"The boxes carry no interval. Each box gets epsilon {share * 7 / 8:.3g} (7/8 of its "
-                "pair's share); at such small budgets JointExp's quartiles can land far from the truth, "
-                "above all on tied or concentrated data (counts, codes), so read them as indicative.",
-            ]
-        else:
-            notes.append("Not private: these boxplots are computed from the raw data.")
-        return SectionResult(
-            self.name, self.title, {"boxplots": plots, "private": budget is not None}, [], notes
+        rest = budget.remaining_epsilon
+        if rest > 1e-12 * budget.total_epsilon:
+            budget.spend(
+                rest, description="privacy section: unused share (nothing to release)", mechanism="none"
+            )
+        undeclared = [c for c in ctx.features if c not in ctx.sensitive and ctx.schema.bounds(c) is None]
+        notes += [
+            "Boxplots are differentially private (DPBoxplot, add/remove neighbours). The rows of each "
+            f"group of a sensitive attribute are counted once, with discrete Laplace noise ({SIZE_SHARE:.3g} "
+            "of the section's share, split over the attributes), and every boxplot of that attribute "
+            "uses those released sizes as its n (a row missing the plotted column is counted in its "
+            "group's size all the same); each box gets the rest, split over the (column, attribute) "
+            "pairs (groups are disjoint: parallel composition). Points beyond the whiskers are shown "
+            "only as noisy counts.",
+            "Columns and groups come from the schema (bounds and categories), never from the "
+            f"rows; at most {MAX_COLUMNS} columns are drawn. A group whose released size is "
+            "below the figure's minimum (min_group_size: JointExp's rank error must stay "
+            "below an eighth of the group) keeps its slot, marked too small, with no box.",
+            "Not drawn (no public bounds declared): " + (", ".join(map(str, undeclared)) or "none"),
+            f"The boxes carry no interval. Each box gets epsilon {eps_box:.3g}; at such small budgets "
+            "JointExp's quartiles can land far from the truth, above all on tied or concentrated "
+            "data (counts, codes), so read them as indicative.",
+        ]
+        return SectionResult(self.name, self.title, {"boxplots": plots, "private": True}, [], notes)
+
+    @staticmethod
+    def _sizes(ctx: AuditContext, attr: str, epsilon: float, budget: Accountant) -> dict[Any, float]:
+        """Rows per declared group of ``attr`` (and missing or other): one discrete-Laplace histogram."""
+        cats = list(ctx.schema.categories(attr) or ())
+        lookup = {c: i for i, c in enumerate(cats)}
+        codes = ctx.data[attr].astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
+        rel = budget.record(
+            dp_histogram(
+                codes,
+                len(cats) + 1,
+                epsilon,
+                description=f"privacy: rows per {attr} group (the n of every boxplot by {attr})",
+            )
         )
+        values = np.clip(np.asarray(rel.value, dtype=float), 0, None)
+        return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
 
     @staticmethod
     def _raw(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
