@@ -108,6 +108,7 @@ def brace(
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import brace, wachter
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=1000)
@@ -184,7 +185,19 @@ def wachter(
 ) -> CounterfactualResult:
     """Wachter et al.'s counterfactual: :func:`brace` with ``lam = 0`` (minimum ``d_X``, no causal term).
 
-    Keyword arguments (``immutable``, ``bounds``, ``solver``, ...) go to :func:`brace`.
+    Parameters
+    ----------
+    model : fitted binary classifier
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+    x : array of shape (d,), Series or one-row DataFrame
+    target : class label, optional
+        Default: the class the model does not predict at ``x``.
+    **kwargs
+        Passed to :func:`brace` (``immutable``, ``bounds``, ``solver``, ``time_limit``, ...).
+
+    Returns
+    -------
+    CounterfactualResult
 
     References
     ----------
@@ -196,6 +209,7 @@ def wachter(
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import wachter
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
@@ -216,7 +230,19 @@ def deep_backtracking(
 ) -> CounterfactualResult:
     """Deep backtracking (Kladny et al., 2024): :func:`brace` with ``lam = inf`` (minimum ``d_U``).
 
-    Keyword arguments (``immutable``, ``bounds``, ``solver``, ...) go to :func:`brace`.
+    Parameters
+    ----------
+    model : fitted binary classifier
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+    x : array of shape (d,), Series or one-row DataFrame
+    target : class label, optional
+        Default: the class the model does not predict at ``x``.
+    **kwargs
+        Passed to :func:`brace` (``immutable``, ``bounds``, ``solver``, ``time_limit``, ...).
+
+    Returns
+    -------
+    CounterfactualResult
 
     References
     ----------
@@ -228,6 +254,7 @@ def deep_backtracking(
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import brace, deep_backtracking
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
@@ -250,12 +277,27 @@ def brace_path(
 ) -> list[CounterfactualResult]:
     """BRACE over a grid of ``lam`` values (the feature/noise distance trade-off curve).
 
-    Keyword arguments (``immutable``, ``bounds``, ``solver``, ...) go to :func:`brace`.
+    Parameters
+    ----------
+    model : fitted binary classifier
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+    x : array of shape (d,), Series or one-row DataFrame
+    lams : iterable of float
+        The values of ``lam`` (e.g. ``[0, 1, numpy.inf]``).
+    target : class label, optional
+    **kwargs
+        Passed to :func:`brace`.
+
+    Returns
+    -------
+    list of CounterfactualResult
+        One per value of ``lam``, in order.
 
     Examples
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import brace_path
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
@@ -280,8 +322,23 @@ def counterfactuals(
 ) -> list[CounterfactualResult]:
     """One counterfactual per row of ``X`` (``method``: brace, wachter, deep_backtracking, causal_recourse).
 
-    Keyword arguments go to the method (e.g. ``immutable``, ``bounds``, ``lam``); ``time_limit``
-    applies per row.
+    Parameters
+    ----------
+    model : fitted binary classifier
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+    X : DataFrame or array of shape (n, d)
+        The instances (a DataFrame is matched to the SCM by column name).
+    method : {"brace", "wachter", "deep_backtracking", "causal_recourse"}, default "brace"
+    target : class label, optional
+        The desired class of every row; default: per row, the class the model does not predict.
+    **kwargs
+        Passed to the method (e.g. ``immutable``, ``bounds``, ``lam``); ``time_limit``
+        applies per row.
+
+    Returns
+    -------
+    list of CounterfactualResult
+        One per row of ``X``.
 
     References
     ----------
@@ -293,6 +350,7 @@ def counterfactuals(
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import counterfactuals
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)

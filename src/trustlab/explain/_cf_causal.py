@@ -138,6 +138,19 @@ def causal_recourse(
     in the exact case, rejection in the search); ``status="infeasible"`` when every
     subset's LP is infeasible.
 
+    Parameters
+    ----------
+    model : fitted binary classifier
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+    x : array of shape (d,), Series or one-row DataFrame
+    target : class label, optional
+        Default: the class the model does not predict at ``x``.
+    immutable, scales, noise_scales, solver, tau, time_limit, random_state, bounds
+        As in :func:`~trustlab.explain.counterfactual.brace` (``time_limit`` is shared by
+        the subsets' searches).
+    max_subset_size : int, optional
+        Largest intervened set tried (default: all mutable features).
+
     Returns
     -------
     CounterfactualResult
@@ -154,6 +167,7 @@ def causal_recourse(
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import causal_recourse
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)

@@ -36,6 +36,18 @@ def counterfactual_metrics(
       features sit from what the SCM says they become once ``C`` changes;
       ``causally_consistent`` is ``causal_residual <= 1e-6``.
 
+    Parameters
+    ----------
+    model : fitted binary classifier
+    scm : fitted LinearSCM or AdditiveNoiseSCM
+        The SCM the results were computed with.
+    results : sequence of CounterfactualResult
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per result: ``method``, ``lam``, the columns above and ``status``.
+
     Examples
     --------
     >>> import numpy as np, pandas as pd

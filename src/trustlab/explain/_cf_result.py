@@ -51,7 +51,19 @@ class CounterfactualResult:
 
     See Also
     --------
-    trustlab.explain.counterfactual.brace : computes one (with an example).
+    trustlab.explain.counterfactual.brace : computes one.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.counterfactual import wachter
+    >>> from trustlab.explain.scm import LinearSCM
+    >>> X = pd.DataFrame({"income": np.linspace(-2, 2, 40), "debt": np.cos(np.arange(40.0))})
+    >>> clf = LogisticRegression().fit(X, (X.income - X.debt > 0).astype(int))
+    >>> cf = wachter(clf, LinearSCM({"income": [], "debt": []}).fit(X), [-1.0, 0.5], target=1)
+    >>> cf.to_frame().round(2).loc["change"].tolist(), cf.valid
+    ([1.18, 0.0], True)
     """
 
     x: np.ndarray

@@ -351,7 +351,17 @@ class FastPD:
 
     # ------------------------------------------------------------------ outputs
     def predict(self, X: Any) -> np.ndarray:
-        """Raw prediction (margin) recomputed from the parsed trees; equals the model's."""
+        """Raw prediction (margin) recomputed from the parsed trees; equals the model's.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+            Query rows (finite; NaN only where the model takes missing values).
+
+        Returns
+        -------
+        numpy.ndarray of shape (n,)
+        """
         Xc = self._prepare(X)
         return self._offset + self._leaves.tree_sum(Xc)
 
@@ -387,6 +397,21 @@ class FastPD:
         are fewer), as in scikit-learn's ``partial_dependence``; for a feature with
         native categorical splits, its ``grid_resolution`` most frequent background
         values. Missing background values are ignored for the grid.
+
+        Parameters
+        ----------
+        feature : int or str
+            Feature index or name.
+        grid : array-like of shape (m,), optional
+            Values to evaluate at (category values for string categories).
+        grid_resolution : int, default 50
+            Size of the default grid (at least 2).
+
+        Returns
+        -------
+        grid : numpy.ndarray of shape (m,)
+        values : numpy.ndarray of shape (m,)
+            ``v_{k}`` at each grid value, in raw model output (not centred).
         """
         self._check_fitted()
         if not isinstance(feature, numbers.Integral | str):
@@ -447,6 +472,15 @@ class FastPD:
         """Interventional SHAP values (raw output space), shape (n, n_features).
 
         ``expected_value_ + shap_values(X).sum(axis=1)`` equals the raw prediction.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+            Query rows (finite; NaN only where the model takes missing values).
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, n_features)
         """
         Xc = self._prepare(X)  # first: it checks that the estimator is fitted
         return self._leaves.shap(Xc)
@@ -486,7 +520,20 @@ class FastPD:
         return float(self.expected_value_), frame.iloc[:, sort]
 
     def importance(self, X: Any, *, max_order: int | None = None) -> pandas.Series:
-        """Mean ``|m_S(x)|`` over the rows of ``X`` for every component, largest first."""
+        """Mean ``|m_S(x)|`` over the rows of ``X`` for every component, largest first.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+            Query rows (finite; NaN only where the model takes missing values).
+        max_order : int or None
+            Highest interaction order kept (see :meth:`components`).
+
+        Returns
+        -------
+        pandas.Series
+            Indexed by component name (e.g. ``"age:income"``).
+        """
         _, comp = self.components(X, max_order=max_order)
         return comp.abs().mean().sort_values(ascending=False)
 
@@ -495,6 +542,16 @@ class FastPD:
 
         ``E[(m(x) - m_∅ - sum_k m_k(x_k))^2] / E[(m(x) - mean m)^2]`` over the rows
         of ``X`` (0: additive model; Molnar et al. 2019).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, n_features)
+            Query rows (finite; NaN only where the model takes missing values).
+
+        Returns
+        -------
+        float
+            Between 0 and 1 up to rounding.
         """
         Xc = self._prepare(X)
         total = self._offset + self._leaves.tree_sum(Xc) - self.expected_value_

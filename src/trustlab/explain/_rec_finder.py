@@ -223,6 +223,10 @@ class ConfinedRegionFinder:
         Stops early when no further disjoint box exists (``status="exhausted"``, or
         ``"certified"`` when none exists at all) or at ``time_limit``.
 
+        Parameters
+        ----------
+        max_regions : int, default 10
+
         Returns
         -------
         ConfinedRegions
@@ -255,6 +259,10 @@ class ConfinedRegionFinder:
 
         None also results when ``time_limit`` ran out before any box was found; use
         :meth:`certify` to tell the two apart.
+
+        Returns
+        -------
+        Box or None
         """
         res = self.enumerate(max_regions=1)
         return res.boxes[0] if res.boxes else None
@@ -265,6 +273,10 @@ class ConfinedRegionFinder:
         ``result.certified`` is True when no confined region exists; otherwise
         ``result.boxes[0]`` is a counterexample region (or the status says the time
         limit ran out).
+
+        Returns
+        -------
+        ConfinedRegions
         """
         return self.enumerate(max_regions=1)
 

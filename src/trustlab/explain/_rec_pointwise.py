@@ -45,6 +45,15 @@ def max_reachable_score(
     -------
     numpy.ndarray of shape (n,)
         ``> 0``: recourse exists; ``<= 0``: the prediction is fixed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.recourse import ActionSet, max_reachable_score
+    >>> A = ActionSet(["age", "savings"], [18, 0], [80, 10], dtype=["int", "int"],
+    ...               actionable=np.array([False, True]), step_ub=[0, 3])
+    >>> max_reachable_score([[30, 3], [70, 0]], np.array([-0.1, 1.0]), A, intercept=-2.0)
+    array([ 1., -6.])
     """
     check_choice(method, "method", ("auto", "ilp"))
     w, b = linear_model_params(model, intercept)
@@ -86,7 +95,21 @@ def has_recourse(
     ``True`` where some allowed action ``a`` gives ``w^T (x + a) + b > 0`` (individuals
     already predicted positive have recourse with ``a = 0``); ``False`` marks a fixed
     prediction. This is the pointwise audit the paper compares confined regions with.
-    See :func:`max_reachable_score` for the parameters.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or DataFrame
+        Individuals, in the action set's feature order (or a DataFrame with those columns).
+    model : fitted linear classifier or array of shape (d,)
+    action_set : ActionSet
+    intercept : float, optional
+        Needed when ``model`` is a coefficient vector.
+    method : {"auto", "ilp"}, default "auto"
+        See :func:`max_reachable_score`.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
 
     Examples
     --------

@@ -41,6 +41,19 @@ class Box:
         Largest ``max_score`` that still confirms the box: 1e-6 times the largest ``|score|``
         the model reaches over the action set's ranges (the solvers work on the classifier
         scaled to that size, so the tolerance is relative to the scores, not absolute).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.recourse import ActionSet, ConfinedRegionFinder
+    >>> A = ActionSet(["age", "savings"], [18, 0], [80, 10], dtype=["int", "int"],
+    ...               actionable=np.array([False, True]), step_ub=[0, 3])
+    >>> regions = ConfinedRegionFinder(A).fit(np.array([-0.1, 1.0]), -2.0).enumerate(max_regions=2)
+    >>> box = regions.boxes[0]
+    >>> box.describe(), box.verified, box.n_conditions
+    ('age in [20, 80] and savings in [0, 1]', True, 2)
+    >>> box.contains([[30, 0], [30, 5]]).tolist()
+    [True, False]
     """
 
     names: tuple[str, ...]
@@ -69,13 +82,33 @@ class Box:
         return int(self.restricted.sum())
 
     def contains(self, X: Any) -> np.ndarray:
-        """Boolean mask of the rows of ``X`` (shape (n, d) or a DataFrame) inside the box."""
+        """Which rows of ``X`` lie inside the box.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d) or (d,), or DataFrame with the box's columns
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n,)
+        """
         arr = rows(X, self.names, "X", allow_nan=True)
         tol = 1e-9 * (1 + np.abs(self.population_upper - self.population_lower))
         return np.all((arr >= self.lower - tol) & (arr <= self.upper + tol), axis=1)
 
     def to_frame(self, *, all_features: bool = False) -> pd.DataFrame:
-        """The box as a table (``lower``, ``upper``), by default only the restricted features."""
+        """The box as a table (``lower``, ``upper``), by default only the restricted features.
+
+        Parameters
+        ----------
+        all_features : bool, default False
+            List every feature, not only those the box restricts.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by feature.
+        """
         mask = np.ones(len(self.names), bool) if all_features else self.restricted
         return pd.DataFrame(
             {"lower": self.lower[mask], "upper": self.upper[mask]},
@@ -83,7 +116,17 @@ class Box:
         )
 
     def describe(self, digits: int = 4) -> str:
-        """A one-line description such as ``"age in [20, 30] and debt in [0, 3]"``."""
+        """A one-line description such as ``"age in [20, 30] and debt in [0, 3]"``.
+
+        Parameters
+        ----------
+        digits : int, default 4
+            Significant digits of the bounds.
+
+        Returns
+        -------
+        str
+        """
         parts = [
             f"{n} in [{lo:.{digits}g}, {hi:.{digits}g}]"
             for n, lo, hi, m in zip(self.names, self.lower, self.upper, self.restricted, strict=True)
@@ -109,6 +152,18 @@ class ConfinedRegions:
         are still confined; nothing is certified).
     solve_times : tuple of float
         Seconds per MIQCP solve, including the last (infeasible) one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.recourse import ActionSet, ConfinedRegionFinder
+    >>> A = ActionSet(["age", "savings"], [18, 0], [80, 10], dtype=["int", "int"],
+    ...               actionable=np.array([False, True]), step_ub=[0, 3])
+    >>> regions = ConfinedRegionFinder(A).fit(np.array([-0.1, 1.0]), -2.0).enumerate(max_regions=2)
+    >>> regions.status, len(regions.boxes), regions.certified
+    ('max_regions', 2, False)
+    >>> regions.to_frame()[["region", "feature", "lower"]].to_dict("list")
+    {'region': [0, 0, 1, 1], 'feature': ['age', 'savings', 'age', 'savings'], 'lower': [20.0, 0.0, 30.0, 2.0]}
     """
 
     boxes: tuple[Box, ...]
@@ -121,13 +176,29 @@ class ConfinedRegions:
         return self.status == "certified"
 
     def contains(self, X: Any) -> np.ndarray:
-        """Boolean mask of the rows of ``X`` inside any box."""
+        """Which rows of ``X`` lie inside some box.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d) or DataFrame with the boxes' columns
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n,)
+        """
         if not self.boxes:
             return np.zeros(len(check_array(X, "X", allow_nan=True, ndim=2)), dtype=bool)
         return np.any([b.contains(X) for b in self.boxes], axis=0)
 
     def to_frame(self) -> pd.DataFrame:
-        """All boxes as one table (``region``, ``feature``, ``lower``, ``upper``)."""
+        """All boxes as one table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``region``, ``feature``, ``lower``, ``upper``: one row per restricted
+            feature of each box.
+        """
         frames = [b.to_frame().reset_index().assign(region=k) for k, b in enumerate(self.boxes)]
         if not frames:
             return pd.DataFrame(columns=["region", "feature", "lower", "upper"])

@@ -83,6 +83,27 @@ class TreeArrays:
     training weight (hessian sum, sample count) reaching the node. ``cat_left``
     maps each categorical split's node to a boolean array over the feature's
     category bins (see :attr:`TreeEnsemble.encode`): True where the bin goes left.
+
+    Attributes
+    ----------
+    feature : numpy.ndarray of int
+        Split feature of each node (-1 at leaves).
+    threshold : numpy.ndarray of float
+        Split value (NaN at leaves and categorical splits).
+    left, right : numpy.ndarray of int
+        Children (-1 at leaves).
+    value : numpy.ndarray of float
+        Leaf values in raw output space (0 at internal nodes).
+    cover : numpy.ndarray of float
+        Training weight reaching each node.
+    nan_left : numpy.ndarray of bool
+        Whether a missing value goes left.
+    cat_left : dict of int to numpy.ndarray of bool
+        Per categorical split, the category bins that go left.
+
+    See Also
+    --------
+    trees_from_sklearn : reads them from a model (with an example).
     """
 
     feature: np.ndarray
@@ -101,6 +122,32 @@ class TreeEnsemble:
 
     ``prediction = offset + sum over trees of weight * leaf value``; ``offset`` is not
     read from the model's parameters but measured (see :func:`ensemble_from_model`).
+
+    Attributes
+    ----------
+    trees : tuple of TreeArrays
+    n_features : int
+    strict : bool
+        True: go left when ``x < t`` (XGBoost); False: when ``x <= t``.
+    input_dtype : numpy dtype
+        Inputs are cast to it before comparing (float32 or float64).
+    tree_weight : float
+        Weight of every tree (1 for boosting, ``1 / n_trees`` for forests).
+    predict_raw : callable
+        The model's raw prediction of an array of rows.
+    library : str
+        ``"xgboost"``, ``"lightgbm"`` or ``"sklearn"``.
+    feature_names : tuple of str or None
+    categorical : dict of int to int
+        Categorical feature -> number of category bins.
+    encode : callable or None
+        ``encode(f, column)`` maps raw values to bins, -1 for the missing-value side.
+    categories : dict of int to numpy.ndarray
+        String category values per column, in the model's code order (HistGradientBoosting).
+
+    See Also
+    --------
+    ensemble_from_model : builds one (with an example).
     """
 
     trees: tuple[TreeArrays, ...]
@@ -136,9 +183,29 @@ def _reject_multiclass(n_classes: int | None, model: Any) -> None:
 def trees_from_xgboost(model: Any) -> tuple[list[TreeArrays], float]:
     """Read an XGBoost model (sklearn wrapper or ``Booster``) into node arrays.
 
-    Returns the trees and their weight (1.0: boosted trees add up). Split values
-    and leaf values are taken from the JSON model (``save_raw("json")``), which
-    stores them exactly.
+    Split values and leaf values are taken from the JSON model (``save_raw("json")``),
+    which stores them exactly.
+
+    Parameters
+    ----------
+    model : fitted XGBRegressor, XGBClassifier (binary) or Booster (gbtree)
+
+    Returns
+    -------
+    trees : list of TreeArrays
+    weight : float
+        Weight of every tree in the sum (1.0: boosted trees add up).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> xgboost = __import__("pytest").importorskip("xgboost")
+    >>> from trustlab.explain import trees_from_xgboost
+    >>> X = np.arange(8.0).reshape(4, 2)
+    >>> model = xgboost.XGBRegressor(n_estimators=2, max_depth=1).fit(X, [0, 0, 1, 1])
+    >>> trees, weight = trees_from_xgboost(model)
+    >>> len(trees), weight
+    (2, 1.0)
     """
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     if not hasattr(booster, "save_raw"):
@@ -282,7 +349,29 @@ def _lightgbm_tree(info: dict[str, Any]) -> TreeArrays:
 
 
 def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
-    """Read a LightGBM model (``LGBMModel`` or ``Booster``) from ``dump_model()``."""
+    """Read a LightGBM model (``LGBMModel`` or ``Booster``) from ``dump_model()``.
+
+    Parameters
+    ----------
+    model : fitted LGBMRegressor, LGBMClassifier (binary) or Booster
+
+    Returns
+    -------
+    trees : list of TreeArrays
+    weight : float
+        Weight of every tree in the sum (1.0: boosted trees add up).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lightgbm = __import__("pytest").importorskip("lightgbm")
+    >>> from trustlab.explain import trees_from_lightgbm
+    >>> X = np.random.default_rng(0).normal(size=(50, 2))
+    >>> model = lightgbm.LGBMRegressor(n_estimators=3, min_child_samples=5, verbose=-1).fit(X, X[:, 0])
+    >>> trees, weight = trees_from_lightgbm(model)
+    >>> len(trees), weight
+    (3, 1.0)
+    """
     booster = model.booster_ if hasattr(model, "booster_") else model
     if not hasattr(booster, "dump_model"):
         raise ModelError(
@@ -342,7 +431,27 @@ def _from_hist_predictor(predictor: Any) -> TreeArrays:
 
 
 def trees_from_sklearn(model: Any) -> tuple[list[TreeArrays], float]:
-    """Read a fitted scikit-learn tree model into node arrays (and the tree weight)."""
+    """Read a fitted scikit-learn tree model into node arrays (and the tree weight).
+
+    Parameters
+    ----------
+    model : fitted DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting* or HistGradientBoosting*
+
+    Returns
+    -------
+    trees : list of TreeArrays
+    weight : float
+        Weight of every tree in the sum (``1 / n_trees`` for forests, else 1.0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> X = np.arange(8.0).reshape(4, 2)
+    >>> trees, weight = trees_from_sklearn(DecisionTreeRegressor(max_depth=1).fit(X, [0, 0, 1, 1]))
+    >>> len(trees), weight, trees[0].left.tolist(), trees[0].value.tolist()
+    (1, 1.0, [1, -1, -1], [0.0, 0.0, 1.0])
+    """
     name = type(model).__name__
     _reject_multiclass(len(getattr(model, "classes_", [])) or None, model)
     if name.startswith("HistGradientBoosting"):
@@ -387,6 +496,15 @@ def _sklearn_raw(model: Any) -> Callable[[np.ndarray], np.ndarray]:
 
 def ensemble_from_model(model: Any) -> TreeEnsemble:
     """Identify the library of ``model`` and read its trees (raises :class:`ModelError`).
+
+    Parameters
+    ----------
+    model : fitted tree model
+        XGBoost, LightGBM or scikit-learn (see :data:`SUPPORTED_MODELS`).
+
+    Returns
+    -------
+    TreeEnsemble
 
     Examples
     --------

@@ -146,7 +146,17 @@ class AmenableLime:
         return public_params(self)
 
     def quantize(self, x: Any) -> np.ndarray:
-        """The instance at fixed point, ``floor(x * 2^f + 1/2)`` (what the seed is derived from)."""
+        """The instance at fixed point, ``floor(x * 2^f + 1/2)`` (what the seed is derived from).
+
+        Parameters
+        ----------
+        x : array-like of shape (d,)
+            In the model's standardised feature space (``|x| * 2^f <= 2^40``).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (d,)
+        """
         p = self._params()
         row = check_array(x, "x", ndim=1)
         if np.abs(row).max() > 2**40 / p["s"]:
@@ -158,7 +168,19 @@ class AmenableLime:
 
     # -- the public, deterministic part --------------------------------------------
     def neighbourhood(self, x_q: Any, seed: bytes) -> np.ndarray:
-        """The ``n`` samples at fixed point, derived from ``seed`` (shape ``(n, d)``, int64)."""
+        """The ``n`` samples at fixed point, derived from ``seed``.
+
+        Parameters
+        ----------
+        x_q : array-like of int
+            The centre at fixed point.
+        seed : bytes
+            From :func:`~trustlab.explain.verifiable.derive_seed`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n, d)
+        """
         p = self._params()
         xq = int_vector(x_q, "x_q")
         if xq.size == 0:
@@ -178,6 +200,16 @@ class AmenableLime:
         Fixed point: ``d + 2`` table-Gaussian coordinates per point, normalised with an
         integer reciprocal square root, the first ``d`` kept (uniform in the unit ball),
         scaled by the integer radius ``isqrt(||x_q - x_b,q||^2)``.
+
+        Parameters
+        ----------
+        x_q, border_q : array-like of int
+            The instance and the border point at fixed point.
+        seed : bytes
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_ball, d)
         """
         p = self._params()
         s = p["s"]
@@ -195,7 +227,19 @@ class AmenableLime:
         return np.asarray(xq[None, :] + (unit * radius) // s, dtype=np.int64)
 
     def batch(self, x_q: Any, seed: bytes, border_q: Any = None) -> np.ndarray:
-        """All rows the model labels: ``[x; z_1..z_n]``, plus ``[x_b; ball]`` for BorderLIME."""
+        """All rows the model labels: ``[x; z_1..z_n]``, plus ``[x_b; ball]`` for BorderLIME.
+
+        Parameters
+        ----------
+        x_q : array-like of int
+        seed : bytes
+        border_q : array-like of int, optional
+            BorderLIME's centre (required when ``border=True``).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_labels, d)
+        """
         p = self._params()
         xq = int_vector(x_q, "x_q")
         if not p["border"]:
@@ -207,7 +251,21 @@ class AmenableLime:
     def weighted_problem(
         self, x_q: Any, seed: bytes, labels_q: Any, border_q: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(X_w, y_w)`` at scale ``2^f``: samples and labels times the fixed-point ``sqrt(pi)``."""
+        """``(X_w, y_w)`` at scale ``2^f``: samples and labels times the fixed-point ``sqrt(pi)``.
+
+        Parameters
+        ----------
+        x_q : array-like of int
+        seed : bytes
+        labels_q : array-like of int
+            The model's outputs on :meth:`batch` at fixed point.
+        border_q : array-like of int, optional
+
+        Returns
+        -------
+        X_w : numpy.ndarray of shape (n, d)
+        y_w : numpy.ndarray of shape (n,)
+        """
         p = self._params()
         xq = int_vector(x_q, "x_q")
         if p["border"]:
@@ -270,6 +328,18 @@ class AmenableLime:
         """Fit the surrogate and build the certificate from given fixed-point labels.
 
         Used by the zero-knowledge backend, whose labels are the circuit's outputs.
+
+        Parameters
+        ----------
+        x_q : array-like of int
+        seed : bytes
+        labels_q : array-like of int
+            Outputs on :meth:`batch` at fixed point.
+        border_q : array-like of int, optional
+
+        Returns
+        -------
+        VerifiableExplanation
         """
         p = self._params()
         xq = int_vector(x_q, "x_q")

@@ -107,6 +107,18 @@ def verify_explanation(
     VerificationReport
         The checks of :func:`check_certificate` plus ``commitment``, ``prediction`` and,
         with ``opening``, ``opening`` and ``labels``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.verifiable import commit_model, prove_explanation, verify_explanation
+    >>> weights, salt = [np.array([1.0, -0.5])], b"a salt of 16+ bytes"
+    >>> f = lambda Z: 1 / (1 + np.exp(-Z @ weights[0]))
+    >>> c = commit_model(weights, salt)
+    >>> proof = prove_explanation(f, [0.3, 0.1], commitment=c, nonce="n")
+    >>> report = verify_explanation(proof, commitment=c, x=[0.3, 0.1], nonce="n", opening=(f, weights, salt))
+    >>> report.ok, report.checks["opening"], report.checks["labels"]
+    (True, True, True)
     """
     lime = check_lime(lime)
     label = check_label(label)

@@ -30,6 +30,17 @@ class LimeCertificate:
         The sampling seed.
     border_q : numpy.ndarray or None
         BorderLIME only: the centre ``x_b`` (nearest opposite-label point found) at scale ``2^f``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.verifiable import AmenableLime, derive_seed
+    >>> lime = AmenableLime(n_samples=30, top_k=1)
+    >>> x = np.array([0.5, -1.0])
+    >>> exp = lime.explain(lambda Z: 1 / (1 + np.exp(-Z[:, 0])), x, derive_seed("c", lime.quantize(x)))
+    >>> cert = exp.certificate
+    >>> cert.x_q.tolist(), cert.labels_q.shape, cert.theta_q.shape
+    ([128, -256], (31,), (30,))
     """
 
     x_q: np.ndarray
@@ -63,6 +74,16 @@ class VerifiableExplanation:
         Duality gap ``P - D`` of the certificate.
     max_dual_correlation : float
         ``||X_w^T theta||_inf``; at most ``(1 + feas_slack) alpha`` when the check passes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.verifiable import AmenableLime, derive_seed
+    >>> lime = AmenableLime(n_samples=50, top_k=1)
+    >>> x = np.array([0.2, 0.4])
+    >>> exp = lime.explain(lambda Z: 1 / (1 + np.exp(-3 * Z[:, 0])), x, derive_seed("c", lime.quantize(x)))
+    >>> exp.topk_idx, exp.topk_val, abs(exp.gap) < lime.eps_gap
+    ((0,), (105,), True)
     """
 
     coef: np.ndarray
@@ -87,6 +108,13 @@ class VerificationReport:
         Check name -> passed.
     reasons : tuple of str
         One line per failed check.
+
+    Examples
+    --------
+    >>> from trustlab.explain.verifiable import VerificationReport
+    >>> report = VerificationReport(False, {"gap": True, "top_k": False}, ("top_k: not the k largest",))
+    >>> bool(report), report.reasons
+    (False, ('top_k: not the k largest',))
     """
 
     ok: bool
@@ -111,6 +139,10 @@ class ExplanationProof:
         ``f(x)``.
     explanation : VerifiableExplanation
         Explanation and certificate.
+
+    See Also
+    --------
+    trustlab.explain.verifiable.prove_explanation : makes one (with an example).
     """
 
     commitment: str

@@ -85,6 +85,15 @@ class LimeExplanation:
         Neighbourhood size, including the instance itself.
     kernel_width : float
         Kernel width used.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.explain.lime import LimeTabular
+    >>> X = pd.DataFrame(np.random.default_rng(1).normal(size=(200, 3)), columns=["age", "debt", "tenure"])
+    >>> exp = LimeTabular(n_samples=500, top_k=1).fit(X).explain(lambda Z: 2 * Z[:, 1], X.iloc[0])
+    >>> exp.as_series().index.tolist(), round(exp.score, 3)
+    (['debt'], 1.0)
     """
 
     coef: np.ndarray
@@ -98,7 +107,13 @@ class LimeExplanation:
     kernel_width: float
 
     def as_series(self) -> pd.Series:
-        """The ``top_k`` coefficients as a Series indexed by feature name, largest ``|coef|`` first."""
+        """The ``top_k`` coefficients, largest ``|coef|`` first.
+
+        Returns
+        -------
+        pandas.Series
+            Indexed by feature name, named ``"lime_coef"``.
+        """
         return pd.Series(
             [float(self.coef[j]) for j in self.top_k],
             index=[self.feature_names[j] for j in self.top_k],
@@ -122,6 +137,16 @@ class LimeStability:
         Per feature, the standard deviation of its coefficient over seeds.
     n_seeds : int
         Number of seeds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.explain.lime import LimeTabular
+    >>> X = np.random.default_rng(2).normal(size=(200, 3))
+    >>> f = lambda Z: Z[:, 0] - Z[:, 2]
+    >>> st = LimeTabular(n_samples=300).fit(X).stability(f, X[0], seeds=range(3), k=2)
+    >>> st.mean_jaccard, st.selection_frequency.tolist()
+    (1.0, [1.0, 0.0, 1.0])
     """
 
     mean_jaccard: float

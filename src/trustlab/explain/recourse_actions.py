@@ -58,6 +58,12 @@ class OneHot:
     ----------
     names : sequence of str
         The indicator features of one categorical variable (each must be ``bool``).
+
+    Examples
+    --------
+    >>> from trustlab.explain.recourse_actions import OneHot
+    >>> OneHot(["job=a", "job=b"]).names
+    ('job=a', 'job=b')
     """
 
     names: tuple[str, ...]
@@ -66,7 +72,20 @@ class OneHot:
         object.__setattr__(self, "names", _names(self.names, "names"))
 
     def rows(self, index: Mapping[str, int], d: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-        """Rows ``(G_i, H_i, g_i)`` of ``G x + H a <= g``: ``sum(x + a) = 1`` and ``sum(x) = 1``."""
+        """Rows ``(G_i, H_i, g_i)`` of ``G x + H a <= g``: ``sum(x + a) = 1`` and ``sum(x) = 1``.
+
+        Parameters
+        ----------
+        index : mapping of str to int
+            Feature name to column position (:attr:`ActionSet.index`).
+        d : int
+            Number of features.
+
+        Returns
+        -------
+        list of (numpy.ndarray, numpy.ndarray, float)
+            One ``(G_i, H_i, g_i)`` per row.
+        """
         e = np.zeros(d)
         e[[index[n] for n in self.names]] = 1.0
         z = np.zeros(d)
@@ -81,6 +100,12 @@ class Thermometer:
     ----------
     names : sequence of str
         Indicators such as ``["income>=10k", "income>=20k", "income>=50k"]``.
+
+    Examples
+    --------
+    >>> from trustlab.explain.recourse_actions import Thermometer
+    >>> len(Thermometer(["income>=10k", "income>=20k"]).rows({"income>=10k": 0, "income>=20k": 1}, 2))
+    2
     """
 
     names: tuple[str, ...]
@@ -89,7 +114,20 @@ class Thermometer:
         object.__setattr__(self, "names", _names(self.names, "names"))
 
     def rows(self, index: Mapping[str, int], d: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-        """Rows ``x_{k+1} + a_{k+1} - x_k - a_k <= 0`` and ``x_{k+1} - x_k <= 0``."""
+        """Rows ``x_{k+1} + a_{k+1} - x_k - a_k <= 0`` and ``x_{k+1} - x_k <= 0``.
+
+        Parameters
+        ----------
+        index : mapping of str to int
+            Feature name to column position (:attr:`ActionSet.index`).
+        d : int
+            Number of features.
+
+        Returns
+        -------
+        list of (numpy.ndarray, numpy.ndarray, float)
+            One ``(G_i, H_i, g_i)`` per row.
+        """
         out = []
         z = np.zeros(d)
         for hi, lo in zip(self.names[:-1], self.names[1:], strict=True):
@@ -115,6 +153,12 @@ class DirectionalLinkage:
     targets : sequence of str
     scales : sequence of float
         One per target.
+
+    Examples
+    --------
+    >>> from trustlab.explain.recourse_actions import DirectionalLinkage
+    >>> DirectionalLinkage("years_since_default", ("age",), (1.0,)).names
+    ('years_since_default', 'age')
     """
 
     source: str
@@ -136,10 +180,24 @@ class DirectionalLinkage:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The source, then the targets."""
         return (self.source, *self.targets)
 
     def rows(self, index: Mapping[str, int], d: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-        """Rows ``a_t - k a_s <= 0`` and ``-(a_t - k a_s) <= 0`` per target."""
+        """Rows ``a_t - k a_s <= 0`` and ``-(a_t - k a_s) <= 0`` per target.
+
+        Parameters
+        ----------
+        index : mapping of str to int
+            Feature name to column position (:attr:`ActionSet.index`).
+        d : int
+            Number of features.
+
+        Returns
+        -------
+        list of (numpy.ndarray, numpy.ndarray, float)
+            One ``(G_i, H_i, g_i)`` per row.
+        """
         out = []
         z = np.zeros(d)
         for t, k in zip(self.targets, self.scales, strict=True):
@@ -317,7 +375,17 @@ class ActionSet:
         return len(self.names)
 
     def add_constraint(self, constraint: Constraint) -> ActionSet:
-        """Add a joint constraint (checked against the feature names); return self."""
+        """Add a joint constraint (checked against the feature names).
+
+        Parameters
+        ----------
+        constraint : OneHot, Thermometer or DirectionalLinkage
+
+        Returns
+        -------
+        ActionSet
+            ``self``.
+        """
         if not isinstance(constraint, OneHot | Thermometer | DirectionalLinkage):
             raise ParameterError(
                 "constraint must be OneHot, Thermometer or DirectionalLinkage, got "
@@ -341,7 +409,13 @@ class ActionSet:
         return self
 
     def constraint_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All joint-constraint rows as ``(G, H, g)`` with ``G x + H a <= g``."""
+        """All joint-constraint rows as ``(G, H, g)`` with ``G x + H a <= g``.
+
+        Returns
+        -------
+        G, H : numpy.ndarray of shape (m, d)
+        g : numpy.ndarray of shape (m,)
+        """
         d = len(self)
         rows = [r for c in self.constraints for r in c.rows(self.index, d)]
         if not rows:
@@ -358,7 +432,13 @@ class ActionSet:
         return not any(any(self.actionable[idx[n]] for n in c.names) for c in self.constraints)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per feature: type, bounds, action bounds, population region."""
+        """One row per feature: type, bounds, action bounds, population region.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by feature name.
+        """
         return pd.DataFrame(
             {
                 "dtype": list(self.dtype),
@@ -396,6 +476,24 @@ class ActionSet:
         columns ``int``, the rest ``float``; ranges are the column min and max
         unless ``bounds`` gives them. Everything is actionable in both directions
         unless named in ``immutable``, ``increase_only`` or ``decrease_only``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, d)
+            The sample (values within +-1e12).
+        names : sequence of str, optional
+            Feature names; default the DataFrame's columns or ``x0, x1, ...``.
+        immutable, increase_only, decrease_only : str or sequence of str
+            Features held fixed, or allowed to move one way only.
+        bounds : mapping of str to (float, float), optional
+            Feasible ranges that replace the sample's min and max.
+        dtype : mapping of str to {"float", "int", "bool"}, optional
+            Types that replace the inferred ones.
+        constraints : sequence of OneHot, Thermometer or DirectionalLinkage
+
+        Returns
+        -------
+        ActionSet
         """
         if names is None and isinstance(X, pd.DataFrame):
             names = [str(c) for c in X.columns]

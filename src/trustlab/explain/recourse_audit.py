@@ -70,6 +70,18 @@ class RawLinearModel:
     categorical : tuple of (str, tuple of levels)
     max_error : float
         Largest ``|decision_function - reconstruction|`` on the reference rows.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.recourse_audit import linearize
+    >>> X = pd.DataFrame({"hours": [1.0, 2, 3, 4, 5, 6], "city": list("abcabc")})
+    >>> X["c"] = (X.city == "a").astype(float)
+    >>> raw = linearize(LogisticRegression().fit(X[["hours", "c"]], [0, 0, 0, 1, 1, 1]), X[["hours", "c"]])
+    >>> Z = raw.encode(X)
+    >>> Z.shape, bool(np.allclose(raw.score(X), Z @ raw.coef + raw.intercept))
+    ((6, 2), True)
     """
 
     names: tuple[str, ...]
@@ -83,6 +95,15 @@ class RawLinearModel:
         """Rows of ``data`` as the feature matrix the coefficients apply to.
 
         Missing values, and category levels not seen when linearising, give NaN rows.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame
+            Rows with the linearised columns.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, len(names))
         """
         data = data.set_axis([str(c) for c in data.columns], axis=1)
         parts = [data[list(self.numeric)].to_numpy(dtype=float)] if self.numeric else []
@@ -95,7 +116,16 @@ class RawLinearModel:
         return np.hstack(parts) if parts else np.zeros((len(data), 0))
 
     def score(self, data: pd.DataFrame) -> np.ndarray:
-        """The linear score ``b + w^T x`` of each row."""
+        """The linear score ``b + w^T x`` of each row.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame
+
+        Returns
+        -------
+        numpy.ndarray of shape (n,)
+        """
         return self.encode(data) @ self.coef + self.intercept
 
 
@@ -114,6 +144,10 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
         Reference rows in the columns the model was fitted on.
     atol : float
         Allowed reconstruction error (relative to ``1 + |score|``).
+
+    Returns
+    -------
+    RawLinearModel
 
     Examples
     --------
@@ -228,6 +262,35 @@ def default_action_set(
 
     Fixed predictions found under it are therefore those that *no* change of the
     numeric, non-sensitive columns can flip.
+
+    Parameters
+    ----------
+    raw : RawLinearModel
+        From :func:`linearize`.
+    data : pandas.DataFrame
+        Rows whose ranges define the feasible and population regions.
+    sensitive, immutable : str or sequence of str
+        Columns held fixed (sensitive columns need not be model inputs).
+    increase_only, decrease_only : str or sequence of str
+        Columns allowed to move one way only.
+    bounds : mapping of str to (float, float), optional
+        Public feasible ranges (widened to cover ``data``).
+
+    Returns
+    -------
+    ActionSet
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from trustlab.explain.recourse_audit import default_action_set, linearize
+    >>> X = pd.DataFrame({"age": [20, 30, 40, 50], "debt": [1.5, 0.5, 2.0, 1.0]})
+    >>> raw = linearize(LogisticRegression().fit(X, [0, 0, 1, 1]), X)
+    >>> default_action_set(raw, X, immutable=["age"]).to_frame()[["dtype", "actionable", "lb", "ub"]]
+          dtype  actionable    lb    ub
+    age     int       False  20.0  50.0
+    debt  float        True   0.5   2.0
     """
     if not isinstance(raw, RawLinearModel):
         raise ParameterError(
@@ -349,6 +412,16 @@ class RecourseCheck:
         Fixed evaluation rows inside some region.
     consistent : bool
         Whether every evaluation row inside a region is fixed pointwise.
+    n_skipped : int
+        Evaluation rows left out (missing values or unseen category levels).
+    actionable, immutable : tuple of str
+        The action set's actionable features and immutable columns.
+    max_error : float
+        The linearisation's largest reconstruction error.
+
+    See Also
+    --------
+    recourse_check : computes it (with an example).
     """
 
     n_checked: int
@@ -366,7 +439,15 @@ class RecourseCheck:
     max_error: float
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able figures (for the audit report)."""
+        """Plain JSON-able figures (for the audit report).
+
+        Returns
+        -------
+        dict
+            ``status``, ``certified``, counts and shares, one entry per region
+            (``description``, ``conditions``, ``n_rows``, ``verified``, ``solve_time``), the
+            total solve time, the actionable and immutable columns, the linearisation error.
+        """
         return {
             "status": self.regions.status,
             "certified": self.regions.certified,
@@ -414,6 +495,23 @@ def recourse_check(
     The model is linearised on ``reference`` (the training rows), the action set is
     :func:`default_action_set` over ``reference`` and ``evaluate`` together, and up
     to ``max_regions`` confined regions are searched within ``time_limit`` seconds.
+
+    Parameters
+    ----------
+    model : fitted binary classifier, linear in the raw columns
+    reference : pandas.DataFrame
+        The rows the model is linearised on (e.g. the training rows).
+    evaluate : pandas.DataFrame
+        The rows checked pointwise (rows with missing values are skipped).
+    sensitive, immutable, increase_only, decrease_only, bounds
+        As in :func:`default_action_set`.
+    max_regions : int, default 5
+    time_limit : float, default 5.0
+        Seconds for the confined-region search (all regions together).
+
+    Returns
+    -------
+    RecourseCheck
 
     Examples
     --------

@@ -344,7 +344,17 @@ class AdditiveNoiseSCM:
         return X[0] if one else X
 
     def generate(self, U: Any) -> np.ndarray:
-        """Push noise through the equations in topological order: ``X = F(U)``."""
+        """Push noise through the equations in topological order: ``X = F(U)``.
+
+        Parameters
+        ----------
+        U : array of shape (n, d) or (d,)
+            Noise, columns in ``feature_names_in_`` order.
+
+        Returns
+        -------
+        numpy.ndarray of the shape of ``U``
+        """
         return self.intervene(U, [], np.zeros(0))
 
     def feature_index(self, f: Any, name: str = "feature") -> int:
@@ -383,7 +393,17 @@ class AdditiveNoiseSCM:
     _feature_index = feature_index  # the name used before it was public
 
     def descendants(self, feature: Any) -> list[str]:
-        """Names of the proper descendants of ``feature`` in the graph."""
+        """Names of the proper descendants of ``feature`` in the graph.
+
+        Parameters
+        ----------
+        feature : str or int
+            Name or column position.
+
+        Returns
+        -------
+        list of str
+        """
         j = self.feature_index(feature, "feature")
         out: set[int] = set()
         for node in self.order_:
@@ -531,13 +551,31 @@ class LinearSCM(AdditiveNoiseSCM):
         return self
 
     def abduct(self, X: Any) -> np.ndarray:
-        """Recover the noise ``U = (I - B) X - c`` (see :meth:`AdditiveNoiseSCM.abduct`)."""
+        """Recover the noise ``U = (I - B) X - c`` (see :meth:`AdditiveNoiseSCM.abduct`).
+
+        Parameters
+        ----------
+        X : DataFrame, array of shape (n, d) or (d,)
+
+        Returns
+        -------
+        numpy.ndarray of the same shape
+        """
         arr, one = self._rows(X, "X")
         U = arr - arr @ self.B_.T - self.c_
         return U[0] if one else U
 
     def generate(self, U: Any) -> np.ndarray:
-        """``X = (I - B)^{-1} (c + U)``."""
+        """``X = (I - B)^{-1} (c + U)``.
+
+        Parameters
+        ----------
+        U : array of shape (n, d) or (d,)
+
+        Returns
+        -------
+        numpy.ndarray of the shape of ``U``
+        """
         arr, one = self._rows(U, "U")
         X = (arr + self.c_) @ self.total_effect_.T
         return X[0] if one else X

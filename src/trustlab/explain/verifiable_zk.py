@@ -90,6 +90,11 @@ class ZKPublic:
         Circuit settings, verifying key and structured reference string.
     n_features, n_samples : int
         Shape the circuit was built for (``n_samples + 1`` rows of ``n_features``).
+
+    See Also
+    --------
+    zk_setup, zk_prove_explanation, zk_verify_explanation : make and check them (see
+        ``docs/explain/verifiable-lime.md`` for a worked example).
     """
 
     commitment: str
@@ -116,6 +121,11 @@ class ZKSetup:
         Circuit size ``2^logrows`` rows.
     setup_s : float
         Seconds spent in the setup.
+
+    See Also
+    --------
+    zk_setup, zk_prove_explanation, zk_verify_explanation : make and check them (see
+        ``docs/explain/verifiable-lime.md`` for a worked example).
     """
 
     public: ZKPublic
@@ -145,6 +155,11 @@ class ZKExplanationProof:
         Seconds to build the witness and the proof.
     proof_bytes : int
         Size of the proof itself (bytes, excluding the JSON wrapper and public instances).
+
+    See Also
+    --------
+    zk_setup, zk_prove_explanation, zk_verify_explanation : make and check them (see
+        ``docs/explain/verifiable-lime.md`` for a worked example).
     """
 
     proof_path: Path
@@ -330,6 +345,11 @@ def zk_prove_explanation(
     Returns
     -------
     ZKExplanationProof
+
+    Examples
+    --------
+    See ``docs/explain/verifiable-lime.md`` (with ezkl a setup takes tens of seconds and a
+    proof about a minute, too slow for a doctest).
     """
     ezkl = _ezkl()
     if not isinstance(setup, ZKSetup):
@@ -407,6 +427,11 @@ def zk_verify_explanation(
     VerificationReport
         Checks ``zk_proof``, ``commitment``, ``inputs``, ``labels``, ``prediction`` and
         those of :func:`~trustlab.explain.verifiable.check_certificate`.
+
+    Examples
+    --------
+    See ``docs/explain/verifiable-lime.md`` (with ezkl a setup takes tens of seconds and a
+    proof about a minute, too slow for a doctest).
     """
     ezkl = _ezkl()
     if not isinstance(proof, ZKExplanationProof):
