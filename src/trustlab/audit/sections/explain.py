@@ -27,6 +27,11 @@ from trustlab.errors import DataError, ModelError
 __all__ = ["ExplainSection"]
 
 _MAX_ROWS = 500
+_RECOURSE_RULE = (
+    "pass when no test individual has a fixed negative prediction (an exact check of every "
+    "individual; not evaluable when the check cannot run)"
+)
+_COMPUTED_RULE = "pass when an explanation could be computed for the model"
 _TOP = 10
 _N_CURVES = 3
 
@@ -120,7 +125,7 @@ class ExplainSection(Section):
         except (ModelError, DataError) as exc:
             return (
                 {"status": "skipped", "reason": str(exc)},
-                [Check(name, None, f"recourse check skipped: {exc}")],
+                [Check(name, None, f"recourse check skipped: {exc}", rule=_RECOURSE_RULE)],
                 [f"Recourse check skipped: {exc}"],
             )
         f = res.to_dict()
@@ -133,7 +138,7 @@ class ExplainSection(Section):
             f"{f['n_fixed']} of {f['n_checked']} test individuals ({f['share_fixed']:.1%}) have a "
             f"fixed negative prediction; {region_text}"
         )
-        checks = [Check(name, f["n_fixed"] == 0 if f["n_checked"] else None, detail)]
+        checks = [Check(name, f["n_fixed"] == 0 if f["n_checked"] else None, detail, rule=_RECOURSE_RULE)]
         if k:
             ok = f["consistent"] and all(r["verified"] for r in f["regions"])
             checks.append(
@@ -143,6 +148,7 @@ class ExplainSection(Section):
                     f"{sum(r['n_rows'] for r in f['regions'])} test rows inside the regions, all fixed"
                     if ok
                     else "a test row inside a region has recourse (solver tolerance?)",
+                    rule="pass when every test row inside a confined region is fixed by the pointwise check",
                 )
             )
         immutable = ", ".join(f["immutable"]) or "none"
@@ -200,7 +206,7 @@ class ExplainSection(Section):
                 "coefficients": [[names[j], float(coef[j])] for j in lin_order],
             }
             notes.append("Linear model: importance is |coefficient| x feature standard deviation.")
-            checks = [Check("explanation computed", True, "standardised coefficients")]
+            checks = [Check("explanation computed", True, "standardised coefficients", rule=_COMPUTED_RULE)]
             if self.recourse:
                 rec, rec_checks, rec_notes = self._recourse(ctx)
                 figures["recourse"] = rec
@@ -214,7 +220,7 @@ class ExplainSection(Section):
                 self.name,
                 self.title,
                 {"method": "none"},
-                [Check("explanation computed", None, str(exc))],
+                [Check("explanation computed", None, str(exc), rule=_COMPUTED_RULE)],
                 [f"No explanation: {exc}"],
             )
         phi = fpd.shap_values(Z)
@@ -244,6 +250,7 @@ class ExplainSection(Section):
                 "SHAP values add up to the prediction",
                 add_err < 1e-5,
                 f"max |base + sum SHAP - margin| = {add_err:.2g}",
+                rule="pass when base value + sum of SHAP values equals the margin within 1e-5 on every row",
             )
         ]
         notes.append(
