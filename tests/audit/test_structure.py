@@ -127,6 +127,10 @@ def test_default_model_structure_on_degenerate_tables(small):
     one = structure(frame[frame["ui"] == "yes"].iloc[:400], schema, model="hgb", html=False)
     assert "exception" not in one
     assert one["report"] == full["report"] and one["ledger"] == full["ledger"]
+    report = Audit(private=True, epsilon=1.0, schema=schema).run(
+        frame[frame["ui"] == "yes"].iloc[:400], target="ui", sensitive=SENS
+    )
+    assert "constant 0.5" in report.meta["model_status"]  # said plainly, not hidden
 
 
 def test_figures_come_from_the_releases_alone(benefits, monkeypatch):

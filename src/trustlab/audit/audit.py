@@ -267,16 +267,22 @@ class Audit:
         if len(X) == 0:
             return np.zeros(0), None
         try:
+            classes = getattr(model, "classes_", None)
+            if classes is not None and len(classes) != 2:  # e.g. fitted on a single outcome
+                raise ModelError(
+                    f"the model knows {len(classes)} class(es); a binary classifier is needed.",
+                    argument="model",
+                )
             proba = np.asarray(model.predict_proba(X), dtype=float)
             if proba.ndim != 2 or proba.shape != (len(X), 2):
                 raise ModelError(
                     f"predict_proba must return shape (n, 2), got {proba.shape}.", argument="model"
                 )
         except Exception as exc:
-            if self.private:
+            if self.private:  # our own messages carry no data; others might quote a value: type only
+                why = str(exc) if isinstance(exc, ModelError) else type(exc).__name__
                 return np.full(len(X), 0.5), (
-                    f"the model's predict_proba failed on the held-out rows ({type(exc).__name__}); "
-                    "a constant 0.5 was used"
+                    f"the model could not predict the held-out rows ({why}); a constant 0.5 was used"
                 )
             if isinstance(exc, ModelError):
                 raise
