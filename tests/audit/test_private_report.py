@@ -163,3 +163,37 @@ def test_private_intervals_cover_the_population_rates():
         _, glo, ghi = gap_interval(est, rep)
         hits_gap += glo <= true_gap <= ghi
     assert hits_tpr >= 180 and hits_gap >= 180, (hits_tpr, hits_gap)
+
+
+def test_every_private_figure_is_in_its_range(hi_private, hi):
+    """Issue 10 item 10 for the audit's releases: shares and rates in [0, 1], counts >= 0,
+    means inside their bounds, boxplot numbers ordered and inside their bounds."""
+    _, schema = hi
+
+    def unit(v):
+        return v is None or not np.isfinite(v) or 0.0 <= v <= 1.0
+
+    data = hi_private["data"].figures
+    assert data["rows"] >= 0 and data["rows_interval"][0] >= 0
+    for c in data["column_summaries"]:
+        assert unit(c["missing_rate"]) and all(unit(v) for v in c["missing_interval"])
+        if c["kind"] == "numeric":
+            lo, hi_ = c["bounds"]
+            assert lo <= c["mean_interval"][0] <= c["mean"] <= c["mean_interval"][1] <= hi_
+        else:
+            shares = [s[1] for s in c["shares"]]
+            assert all(unit(v) for s in c["shares"] for v in s[1:]) and sum(shares) <= 1 + 1e-9
+    perf = hi_private["performance"].figures
+    for row in [perf["overall"], *perf["by_group"]["race"]]:
+        assert row["count"] >= 0
+        assert all(unit(row[m]) for m in ("accuracy", "roc_auc", "brier", "ece"))
+    fair = hi_private["fairness"].figures["by_attribute"]["race"]
+    assert all(unit(v) for m, vs in fair["rates"].items() if m != "count" for v in vs)
+    for plot in hi_private["privacy"].figures["boxplots"]:
+        lo, hi_ = schema.bounds(plot["column"])
+        for g in plot["groups"].values():
+            assert g["n"] >= 0
+            if g["drawn"]:
+                five = [g[k] for k in ("whisker_lo", "q1", "median", "q3", "whisker_hi")]
+                assert lo <= five[0] and five == sorted(five) and five[-1] <= hi_
+                assert unit(g["share_lo"]) and unit(g["share_hi"])
