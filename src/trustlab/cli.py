@@ -123,6 +123,9 @@ def audit(
         flag = f" ({exc.argument})" if exc.argument else ""
         err.print(f"[bold red]error{escape(flag)}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    status = str(report.meta.get("model_status", ""))
+    if "constant 0.5" in status:
+        err.print(f"[yellow]note:[/] {escape(status)}", highlight=False, soft_wrap=True)
     counts = report.status_counts
     mode = f"differentially private, epsilon={epsilon:g}" if private else "raw statistics"
     typer.echo(
