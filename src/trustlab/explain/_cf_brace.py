@@ -187,11 +187,8 @@ def wachter(
 
     Parameters
     ----------
-    model : fitted binary classifier
-    scm : fitted LinearSCM or AdditiveNoiseSCM
-    x : array of shape (d,), Series or one-row DataFrame
-    target : class label, optional
-        Default: the class the model does not predict at ``x``.
+    model, scm, x, target
+        As in :func:`brace`.
     **kwargs
         Passed to :func:`brace` (``immutable``, ``bounds``, ``solver``, ``time_limit``, ...).
 
@@ -232,11 +229,8 @@ def deep_backtracking(
 
     Parameters
     ----------
-    model : fitted binary classifier
-    scm : fitted LinearSCM or AdditiveNoiseSCM
-    x : array of shape (d,), Series or one-row DataFrame
-    target : class label, optional
-        Default: the class the model does not predict at ``x``.
+    model, scm, x, target
+        As in :func:`brace`.
     **kwargs
         Passed to :func:`brace` (``immutable``, ``bounds``, ``solver``, ``time_limit``, ...).
 

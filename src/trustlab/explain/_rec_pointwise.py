@@ -98,14 +98,8 @@ def has_recourse(
 
     Parameters
     ----------
-    X : array-like of shape (n, d) or DataFrame
-        Individuals, in the action set's feature order (or a DataFrame with those columns).
-    model : fitted linear classifier or array of shape (d,)
-    action_set : ActionSet
-    intercept : float, optional
-        Needed when ``model`` is a coefficient vector.
-    method : {"auto", "ilp"}, default "auto"
-        See :func:`max_reachable_score`.
+    X, model, action_set, intercept, method
+        As in :func:`max_reachable_score`.
 
     Returns
     -------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from trustlab.explain.recourse_actions import ActionSet, OneHot
 
 __all__ = [
     "LinearSystem",
+    "add_disjunctions",
     "box_max_score",
     "disjoint_rows",
     "find_fixed_individual_miqcp",
@@ -85,21 +87,39 @@ def box_max_score(A: ActionSet, w: np.ndarray, b: float, lower: np.ndarray, uppe
 
 def disjoint_rows(
     A: ActionSet, previous: list[Box], gap: float
-) -> list[list[tuple[str, int, float, float, float]]] | None:
-    """Per earlier box, big-M alternatives ``(kind, j, bound, big)``; None if impossible."""
+) -> list[list[tuple[str, int, float, float]]] | None:
+    """Per earlier box, big-M alternatives ``(kind, j, bound, big)``; None if impossible.
+
+    ``("l", j, bound, big)``: the new box lies above (``l_j >= bound``, relaxed by ``big``);
+    ``("u", j, bound, big)``: below (``u_j <= bound``).
+    """
     PL, PU = A.population_lb, A.population_ub
     out = []
     for box in previous:
         alts = []
         for j in range(len(A)):
             if box.upper[j] + gap <= PU[j] + 1e-9:  # new box above: l_j >= u_j^k + gap
-                alts.append(("l", j, box.upper[j] + gap, box.upper[j] + gap - PL[j], 0.0))
+                alts.append(("l", j, box.upper[j] + gap, box.upper[j] + gap - PL[j]))
             if box.lower[j] - gap >= PL[j] - 1e-9:  # new box below: u_j <= l_j^k - gap
-                alts.append(("u", j, box.lower[j] - gap, PU[j] - box.lower[j] + gap, 0.0))
+                alts.append(("u", j, box.lower[j] - gap, PU[j] - box.lower[j] + gap))
         if not alts:
             return None
         out.append(alts)
     return out
+
+
+def add_disjunctions(
+    alternatives: list[list[tuple[str, int, float, float]]],
+    add: Callable[[str, int, float, float], Any],
+    at_least_one: Callable[[list[Any]], Any],
+) -> None:
+    """Per earlier box, one binary per way of lying apart from it (``add``), at least one on.
+
+    ``add(kind, j, bound, big)`` creates the binary ``z`` and its big-M row, returning ``z``;
+    the same disjunction serves the MILP (rows for HiGHS) and the MIQCP (SCIP constraints).
+    """
+    for box_alts in alternatives:
+        at_least_one([add(*alt) for alt in box_alts])
 
 
 def solve_milp(
@@ -181,16 +201,16 @@ def solve_milp(
     alts = disjoint_rows(A, previous, gap)
     if alts is None:
         return "infeasible", None, 0.0
-    for box_alts in alts:
-        zs = []
-        for kind, j, bound, big, _ in box_alts:
-            z = new_var(0.0, 1.0, True)
-            zs.append(z)
-            if kind == "l":  # l_j - big z >= bound - big
-                rows.append(({d + j: 1.0, z: -big}, bound - big, np.inf))
-            else:  # u_j + big z <= bound + big
-                rows.append(({j: 1.0, z: big}, -np.inf, bound + big))
-        rows.append(({z: 1.0 for z in zs}, 1.0, np.inf))
+
+    def apart(kind: str, j: int, bound: float, big: float) -> int:
+        z = new_var(0.0, 1.0, True)
+        if kind == "l":  # l_j - big z >= bound - big
+            rows.append(({d + j: 1.0, z: -big}, bound - big, np.inf))
+        else:  # u_j + big z <= bound + big
+            rows.append(({j: 1.0, z: big}, -np.inf, bound + big))
+        return z
+
+    add_disjunctions(alts, apart, lambda zs: rows.append(({z: 1.0 for z in zs}, 1.0, np.inf)))
     mat = np.zeros((len(rows), n_var))
     lo_r = np.empty(len(rows))
     hi_r = np.empty(len(rows))
@@ -290,16 +310,13 @@ def solve_miqcp(
     alts = disjoint_rows(A, previous, gap)
     if alts is None:
         return "infeasible", None, 0.0
-    for box_alts in alts:
-        zs = []
-        for kind, j, bound, big, _ in box_alts:
-            z = m.addVar(vtype="B")
-            zs.append(z)
-            if kind == "l":
-                m.addCons(lo[j] >= bound - big * (1 - z))
-            else:
-                m.addCons(u[j] <= bound + big * (1 - z))
-        m.addCons(quicksum(zs) >= 1)
+
+    def apart(kind: str, j: int, bound: float, big: float) -> Any:
+        z = m.addVar(vtype="B")
+        m.addCons(lo[j] >= bound - big * (1 - z) if kind == "l" else u[j] <= bound + big * (1 - z))
+        return z
+
+    add_disjunctions(alts, apart, lambda zs: m.addCons(quicksum(zs) >= 1))
     width = PU - PL + 1.0
     m.setObjective(quicksum((u[j] - lo[j]) * (1.0 / width[j]) for j in range(d)), "maximize")
     t0 = time.perf_counter()

@@ -51,7 +51,17 @@ def _names(names: Any, argument: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class OneHot:
+class _FeatureGroup:
+    """Named features that a joint constraint ties together (checked, at least one, each once)."""
+
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", _names(self.names, "names"))
+
+
+@dataclass(frozen=True)
+class OneHot(_FeatureGroup):
     """The features form a one-hot group: exactly one is 1, before and after the action.
 
     Parameters
@@ -65,11 +75,6 @@ class OneHot:
     >>> OneHot(["job=a", "job=b"]).names
     ('job=a', 'job=b')
     """
-
-    names: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "names", _names(self.names, "names"))
 
     def rows(self, index: Mapping[str, int], d: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Rows ``(G_i, H_i, g_i)`` of ``G x + H a <= g``: ``sum(x + a) = 1`` and ``sum(x) = 1``.
@@ -93,7 +98,7 @@ class OneHot:
 
 
 @dataclass(frozen=True)
-class Thermometer:
+class Thermometer(_FeatureGroup):
     """Thermometer encoding: ``names[0] >= names[1] >= ...`` before and after the action.
 
     Parameters
@@ -108,25 +113,18 @@ class Thermometer:
     2
     """
 
-    names: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "names", _names(self.names, "names"))
-
     def rows(self, index: Mapping[str, int], d: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Rows ``x_{k+1} + a_{k+1} - x_k - a_k <= 0`` and ``x_{k+1} - x_k <= 0``.
 
         Parameters
         ----------
         index : mapping of str to int
-            Feature name to column position (:attr:`ActionSet.index`).
         d : int
-            Number of features.
+            As in :meth:`OneHot.rows`.
 
         Returns
         -------
         list of (numpy.ndarray, numpy.ndarray, float)
-            One ``(G_i, H_i, g_i)`` per row.
         """
         out = []
         z = np.zeros(d)
@@ -189,14 +187,12 @@ class DirectionalLinkage:
         Parameters
         ----------
         index : mapping of str to int
-            Feature name to column position (:attr:`ActionSet.index`).
         d : int
-            Number of features.
+            As in :meth:`OneHot.rows`.
 
         Returns
         -------
         list of (numpy.ndarray, numpy.ndarray, float)
-            One ``(G_i, H_i, g_i)`` per row.
         """
         out = []
         z = np.zeros(d)
