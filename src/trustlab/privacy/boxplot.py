@@ -189,7 +189,8 @@ def _check_values(x: Any, name: str = "x") -> tuple[np.ndarray, int]:
             f"{name} must be 1-dimensional, got shape {arr.shape}; pass one column (e.g. df[col]).",
             argument=name,
         )
-    return arr[~np.isnan(arr)], int(arr.size)
+    missing = np.isnan(arr)
+    return (arr[~missing] if missing.any() else arr), int(arr.size)
 
 
 def _check_n(n: Any) -> float | None:
