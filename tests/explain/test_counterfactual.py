@@ -776,3 +776,28 @@ def test_bad_bounds_name_the_argument():
     with pytest.raises(ParameterError) as info:
         counterfactuals(CLF_GC, SCM_GC, X_GC.iloc[:2], bounds={"age": (75, 18)})
     assert info.value.argument == "bounds"
+
+
+def test_numerical_range_is_checked():
+    """Found by the fuzz suite: values of 1e308 overflowed (RuntimeWarning) in the model, the
+    distances and the solvers; each is now a clear error naming the argument."""
+    import warnings
+
+    x = FEMALE.to_numpy().astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for kwargs, argument in (
+            ({"lam": 1e308}, "lam"),
+            ({"bounds": {"age": (None, 1e308)}}, "bounds"),
+            ({"scales": np.full(len(x), 1e-300)}, "scales"),
+        ):
+            with pytest.raises((ParameterError, DataError)) as info:
+                brace(CLF_GC, SCM_GC, x, 1, **kwargs)
+            assert info.value.argument == argument
+        huge = x.copy()
+        huge[1] = 1e308
+        with pytest.raises(DataError) as info:
+            brace(CLF_GC, SCM_GC, huge, 1)
+        assert info.value.argument == "x"
+        big_lam = brace(CLF_GC, SCM_GC, x, 1, lam=1e12)  # the largest finite lam allowed
+        assert big_lam.valid and np.all(np.isfinite(big_lam.x_cf))  # SLSQP's KKT polish may not certify
