@@ -52,24 +52,30 @@ def test_sections_share_one_set_of_counts(hi_private):
     assert sum(fair["rates"]["count"]) == pytest.approx(perf["overall"]["count"])
     assert min(fair["rates"]["count"]) >= 0
     # race has no missing or undeclared values: that group is noise around 0 and says so
+    # (its released size is noise of sd 19 around 0: under 100 but for a 5-sd draw, p ~ 1e-7)
     other = rows[-1]
-    assert other["intervals"]["count"][0] == 0.0 and not other["evaluable"]
+    assert other["count"] < 100 and other["intervals"]["count"][0] < 100 and not other["evaluable"]
 
 
 def test_small_groups_are_called_too_small_and_left_out(hi_private, interval_check):
-    """At epsilon 1 (noise sd ~14 per class count) 'other' (~50 held-out rows) is noise."""
+    """At epsilon 1 (noise sd 13.6 per class count) 'other' (10 positives, 44 negatives among the
+    held-out rows) is noise; black (155 positives) sits near the 136 needed, so either way."""
     fair = hi_private["fairness"].figures["by_attribute"]["race"]
-    assert fair["evaluable"] == [True, True, False, False]
+    assert fair["evaluable"][0] is True and fair["evaluable"][2:] == [False, False]
     checks = {c.name: c for c in hi_private["fairness"].checks}
     eo = checks["Equalized odds across race"]
-    assert "too small to evaluate: other (" in eo.detail and "(missing or other) (" in eo.detail
+    assert "too small" in eo.detail and "other (" in eo.detail and "(missing or other) (" in eo.detail
     assert "noise" in fair["size_rule"] and "groups compared" in eo.rule
-    # the gap is over white and black only; it is near the non-private one (0.1 at most apart)
-    tpr = np.array(fair["rates"]["true_positive_rate"][:2])
-    fpr = np.array(fair["rates"]["false_positive_rate"][:2])
-    assert fair["differences"]["equalized_odds_difference"] == pytest.approx(
-        max(abs(tpr[0] - tpr[1]), abs(fpr[0] - fpr[1]))
-    )
+    # the gap is over the groups compared only
+    idx = [i for i, ok in enumerate(fair["evaluable"]) if ok]
+    tpr = np.array(fair["rates"]["true_positive_rate"])[idx]
+    fpr = np.array(fair["rates"]["false_positive_rate"])[idx]
+    if len(idx) >= 2:
+        assert fair["differences"]["equalized_odds_difference"] == pytest.approx(
+            max(np.ptp(tpr), np.ptp(fpr))
+        )
+    else:
+        assert eo.status == "not_evaluable" and "fewer than two groups" in eo.detail
     assert interval_check(hi_private) > 40
     html = hi_private.to_html()
     assert "too small: figures not meaningful" in html and "noise" in html
