@@ -13,6 +13,7 @@ from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 __all__ = [
     "BudgetExceededError",
     "DataError",
+    "MissingDependencyError",
     "ModelError",
     "NotFittedError",
     "ParameterError",
@@ -64,3 +65,7 @@ class NotFittedError(TrustlabError, _SklearnNotFittedError):
 
 class BudgetExceededError(TrustlabError, RuntimeError):
     """A differential-privacy release would spend more than the remaining budget."""
+
+
+class MissingDependencyError(TrustlabError, ImportError):
+    """An optional dependency needed for this call is not installed (``argument`` names it)."""

@@ -82,7 +82,7 @@ def test_public_names_are_exactly_the_documented_set() -> None:
             "ActionSet", "AdditiveNoiseSCM", "AmenableLime", "Box", "ConfinedRegionFinder",
             "ConfinedRegions", "CounterfactualResult", "DirectionalLinkage", "ExplanationProof",
             "FastPD", "LimeCertificate", "LimeExplanation", "LimeStability", "LimeTabular",
-            "LinearSCM", "OneHot", "RawLinearModel", "RecourseCheck", "Thermometer", "TreeArrays",
+            "LinearSCM", "OneHot", "PDCurveDisplay", "RawLinearModel", "RecourseCheck", "Thermometer", "TreeArrays",
             "TreeEnsemble", "VerifiableExplanation", "VerificationReport", "ZKExplanationProof",
             "ZKPublic", "ZKSetup", "brace", "brace_path", "causal_recourse", "check_certificate",
             "commit_model", "counterfactual_metrics", "counterfactuals", "deep_backtracking",

@@ -22,7 +22,7 @@ from trustlab.explain.counterfactual import (
     deep_backtracking,
     wachter,
 )
-from trustlab.explain.fastpd import FastPD
+from trustlab.explain.fastpd import FastPD, PDCurveDisplay
 from trustlab.explain.lime import LimeExplanation, LimeStability, LimeTabular
 from trustlab.explain.recourse import (
     Box,
@@ -79,6 +79,7 @@ __all__ = [
     "LimeTabular",
     "LinearSCM",
     "OneHot",
+    "PDCurveDisplay",
     "RawLinearModel",
     "RecourseCheck",
     "Thermometer",

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.errors import TrustlabError
+from trustlab.errors import MissingDependencyError
 
 __all__ = ["PDCurveDisplay", "new_axes"]
 
@@ -33,7 +33,7 @@ def new_axes(figsize: tuple[float, float] = (5.0, 3.4)) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError:  # pragma: no cover - matplotlib is a dependency; tested by hiding it
-        raise TrustlabError(
+        raise MissingDependencyError(
             "drawing needs matplotlib (pip install matplotlib); the computations do not.",
             argument="matplotlib",
         ) from None
