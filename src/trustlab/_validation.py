@@ -20,7 +20,6 @@ from trustlab.errors import DataError, ParameterError
 __all__ = [
     "MAX_EPSILON",
     "MIN_EPSILON",
-    "check_array",
     "check_binary_target",
     "check_bounds",
     "check_choice",
@@ -29,9 +28,10 @@ __all__ = [
     "check_epsilon",
     "check_fraction",
     "check_frame",
+    "check_numeric_array",
     "check_positive",
     "check_positive_int",
-    "check_random_state",
+    "make_generator",
 ]
 
 
@@ -186,7 +186,7 @@ def check_bounds(bounds: Any, name: str = "bounds") -> tuple[float, float]:
     return lower, upper
 
 
-def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
+def make_generator(random_state: Any, name: str = "random_state") -> np.random.Generator:
     """Turn ``None``, an int or a Generator into a :class:`numpy.random.Generator`.
 
     The same integer always gives the same stream.
@@ -207,7 +207,7 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
     )
 
 
-def check_array(
+def check_numeric_array(
     x: Any,
     name: str = "X",
     *,

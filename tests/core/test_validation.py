@@ -3,7 +3,6 @@ import pandas as pd
 import pytest
 
 from trustlab._validation import (
-    check_array,
     check_binary_target,
     check_bounds,
     check_choice,
@@ -11,8 +10,9 @@ from trustlab._validation import (
     check_delta,
     check_epsilon,
     check_frame,
+    check_numeric_array,
     check_positive,
-    check_random_state,
+    make_generator,
 )
 from trustlab.errors import DataError, ParameterError
 
@@ -41,13 +41,13 @@ def test_bounds_rejected(b):
 
 def test_array_checks():
     with pytest.raises(DataError, match="NaN"):
-        check_array([1.0, np.nan])
+        check_numeric_array([1.0, np.nan])
     with pytest.raises(DataError, match="2-dimensional"):
-        check_array([1.0, 2.0], ndim=2)
+        check_numeric_array([1.0, 2.0], ndim=2)
     with pytest.raises(DataError, match="at least 1"):
-        check_array([])
+        check_numeric_array([])
     with pytest.raises(DataError, match="array-like"):
-        check_array("abc")
+        check_numeric_array("abc")
 
 
 def test_frame_and_columns():
@@ -68,9 +68,9 @@ def test_binary_target():
 
 
 def test_random_state_same_seed_same_stream():
-    assert check_random_state(3).random() == check_random_state(3).random()
+    assert make_generator(3).random() == make_generator(3).random()
     with pytest.raises(ParameterError):
-        check_random_state("seed")
+        make_generator("seed")
 
 
 @pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf"), "1", True, None])

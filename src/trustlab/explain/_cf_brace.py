@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array, check_choice, check_random_state
+from trustlab._validation import check_choice, check_numeric_array, make_generator
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._cf_causal import causal_recourse
 from trustlab.explain._cf_exact import exact_cf, linear_problem
@@ -134,7 +134,7 @@ def brace(
     p = setup_problem(model, scm, x, target, lam, immutable, scales, noise_scales, tau, bounds)
     solver = check_choice(solver, "solver", SOLVERS)
     limit = check_time_limit(time_limit)
-    rng = check_random_state(random_state)
+    rng = make_generator(random_state)
     method = method_name(p.lam)
     if p.valid(p.x)[0]:
         return make_result(p, p.x.copy(), method, "none", "already_target", 0)
@@ -367,7 +367,7 @@ def counterfactuals(
     if isinstance(X, pd.DataFrame):
         rows: list[Any] = [X.iloc[[i]] for i in range(len(X))]
     else:
-        arr = check_array(X, "X", ndim=2)
+        arr = check_numeric_array(X, "X", ndim=2)
         rows = list(arr)
     if not rows:
         raise DataError("X has no rows.", argument="X")

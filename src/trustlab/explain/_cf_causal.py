@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from trustlab._validation import check_choice, check_random_state
+from trustlab._validation import check_choice, make_generator
 from trustlab.errors import ModelError, ParameterError
 from trustlab.explain._cf_model import SUPPORTED
 from trustlab.explain._cf_problem import (
@@ -181,7 +181,7 @@ def causal_recourse(
     p = setup_problem(model, scm, x, target, 0.0, immutable, scales, noise_scales, tau, bounds)
     solver = check_choice(solver, "solver", SOLVERS)
     limit = check_time_limit(time_limit)
-    rng = check_random_state(random_state)
+    rng = make_generator(random_state)
     if max_subset_size is not None and (
         isinstance(max_subset_size, bool)
         or not isinstance(max_subset_size, numbers.Integral)

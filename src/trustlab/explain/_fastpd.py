@@ -10,7 +10,7 @@ import numpy as np
 import pandas
 import pandas as pd
 
-from trustlab._validation import check_array, check_choice, check_positive_int, check_random_state
+from trustlab._validation import check_choice, check_numeric_array, check_positive_int, make_generator
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._fastpd_inputs import category_codes, frame_codes, model_frame
 from trustlab.explain._fastpd_leaves import LeafTables
@@ -169,7 +169,7 @@ class FastPD:
             Xb = frame_codes(frame, ens, "background")
         else:
             names = list(X.columns.map(str)) if isinstance(X, pd.DataFrame) else None
-            Xb = check_array(X, "background", ndim=2, allow_nan=True)
+            Xb = check_numeric_array(X, "background", ndim=2, allow_nan=True)
         if np.isinf(Xb).any():
             raise DataError(
                 "background contains infinite values; replace them (NaN is allowed and "
@@ -194,7 +194,7 @@ class FastPD:
                     f"features {list(ens.feature_names)}; reorder them.",
                     argument="background",
                 )
-        rng = check_random_state(self.random_state)
+        rng = make_generator(self.random_state)
         if self.max_background is not None and len(Xb) > self.max_background:
             idx = np.sort(rng.choice(len(Xb), size=self.max_background, replace=False))
             Xb = Xb[idx]
@@ -295,7 +295,7 @@ class FastPD:
                 else:
                     missing = sorted(set(expected) - set(cols))
                     raise DataError(f"{name} lacks the model's feature(s) {missing[:10]}.", argument=name)
-        arr = check_array(X, name, ndim=2, allow_nan=True)
+        arr = check_numeric_array(X, name, ndim=2, allow_nan=True)
         if arr.shape[1] != self.n_features_in_:
             raise DataError(
                 f"{name} has {arr.shape[1]} columns; the model has {self.n_features_in_} features.",
@@ -463,7 +463,7 @@ class FastPD:
             else:
                 lo, hi = np.percentile(col, [5, 95])
                 grid = np.linspace(lo, hi, grid_resolution) if hi > lo else uniq
-        grid = check_array(grid, "grid", ndim=1)
+        grid = check_numeric_array(grid, "grid", ndim=1)
         Xq = np.zeros((len(grid), self.n_features_in_))
         Xq[:, k] = grid
         return grid, self._pd(self._cast(Xq), [(k,)])[(k,)]

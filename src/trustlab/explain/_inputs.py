@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
 
 __all__ = ["MAX_MAGNITUDE", "as_list", "check_instance", "check_magnitude"]
@@ -92,7 +92,7 @@ def check_instance(
                 argument=name,
             )
         x = x.set_axis(idx)[list(names)]
-    row = check_magnitude(check_array(x, name, ndim=1), name)
+    row = check_magnitude(check_numeric_array(x, name, ndim=1), name)
     if row.shape[0] != n_features:
         raise DataError(
             f"{name} must have {n_features} values (one per feature), got {row.shape[0]}.", argument=name

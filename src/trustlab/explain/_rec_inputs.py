@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._linear import coef_intercept
 from trustlab.explain.recourse_actions import ActionSet
@@ -58,7 +58,7 @@ def linear_model_params(model: Any, intercept: Any = None) -> tuple[np.ndarray, 
                 "with a coefficient vector, pass the intercept too: fit(coef, intercept).",
                 argument="intercept",
             )
-        coef = check_array(model, "coef", ndim=1)
+        coef = check_numeric_array(model, "coef", ndim=1)
     elif type(model).__name__ == "Pipeline":
         raise ModelError(
             "model is a Pipeline; pass its final linear step and an action set on the "
@@ -129,7 +129,7 @@ def rows(X: Any, names: Sequence[str], name: str, *, allow_nan: bool = False) ->
         if missing:
             raise DataError(f"{name}: unknown column(s) {missing} missing from the data.", argument=name)
         X = X[list(names)]
-    arr = check_array(X, name, allow_nan=allow_nan)
+    arr = check_numeric_array(X, name, allow_nan=allow_nan)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != len(names):

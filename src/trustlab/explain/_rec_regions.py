@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array
+from trustlab._validation import check_numeric_array
 from trustlab.explain._rec_inputs import rows
 
 __all__ = ["TOL", "Box", "ConfinedRegions"]
@@ -187,7 +187,7 @@ class ConfinedRegions:
         numpy.ndarray of bool, shape (n,)
         """
         if not self.boxes:
-            return np.zeros(len(check_array(X, "X", allow_nan=True, ndim=2)), dtype=bool)
+            return np.zeros(len(check_numeric_array(X, "X", allow_nan=True, ndim=2)), dtype=bool)
         return np.any([b.contains(X) for b in self.boxes], axis=0)
 
     def to_frame(self) -> pd.DataFrame:

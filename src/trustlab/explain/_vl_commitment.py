@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_array
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ModelError, ParameterError
 
 __all__ = ["DOMAIN", "as_bytes", "byte_stream", "commit_model", "derive_seed", "int_vector"]
@@ -134,7 +134,7 @@ def commit_model(weights: Any, salt: str | bytes) -> str:
     h.update(DOMAIN + b"/model")
     h.update(salt_b)
     for name, w in items:
-        arr = check_array(w, "weights", min_rows=0).reshape(-1)
+        arr = check_numeric_array(w, "weights", min_rows=0).reshape(-1)
         h.update(name.encode() + b"|" + repr(np.shape(w)).encode() + b"|")
         h.update(arr.astype("<f8").tobytes())
     return h.hexdigest()

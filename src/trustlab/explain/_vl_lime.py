@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_array, check_choice, check_positive, check_positive_int
+from trustlab._validation import check_choice, check_numeric_array, check_positive, check_positive_int
 from trustlab.errors import DataError, ParameterError
 from trustlab.explain._lime_core import (
     check_label,
@@ -158,7 +158,7 @@ class AmenableLime:
         numpy.ndarray of int64, shape (d,)
         """
         p = self._params()
-        row = check_array(x, "x", ndim=1)
+        row = check_numeric_array(x, "x", ndim=1)
         if np.abs(row).max() > 2**40 / p["s"]:
             raise DataError(
                 "x is too large for the fixed-point pipeline; standardise the features first.",

@@ -37,11 +37,11 @@ import numpy as np
 import pandas as pd
 
 from trustlab._validation import (
-    check_array,
     check_choice,
+    check_numeric_array,
     check_positive,
     check_positive_int,
-    check_random_state,
+    make_generator,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._inputs import check_instance, check_magnitude
@@ -270,7 +270,7 @@ class LimeTabular:
                     f"X has non-numeric column(s) {bad[:5]}; encode them as numbers first.", argument="X"
                 )
             names = np.asarray([str(c) for c in X.columns], dtype=object)
-        arr = check_magnitude(check_array(X, "X", ndim=2), "X")
+        arr = check_magnitude(check_numeric_array(X, "X", ndim=2), "X")
         kernel_width = self._check_params(arr.shape[1])[1]
         self.mean_ = arr.mean(axis=0)
         scale = arr.std(axis=0)
@@ -312,12 +312,12 @@ class LimeTabular:
         n, kw, surrogate, alpha, k = self._check_params(d)
         label = check_label(label)
         if samples is None:
-            rng = check_random_state(self.random_state)
+            rng = make_generator(self.random_state)
             centre = row if self.sample_around_instance else self.mean_
             data = rng.standard_normal((n, d)) * self.scale_ + centre
             data[0] = row
         else:
-            data = check_magnitude(check_array(samples, "samples", ndim=2, min_rows=2), "samples")
+            data = check_magnitude(check_numeric_array(samples, "samples", ndim=2, min_rows=2), "samples")
             if data.shape[1] != d:
                 raise DataError(f"samples has {data.shape[1]} columns but x has {d}.", argument="samples")
         scaled = (data - self.mean_) / self.scale_

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
 from trustlab.explain._inputs import as_list
 
@@ -493,7 +493,7 @@ class ActionSet:
         """
         if names is None and isinstance(X, pd.DataFrame):
             names = [str(c) for c in X.columns]
-        arr = check_array(X, "X", ndim=2)
+        arr = check_numeric_array(X, "X", ndim=2)
         if np.any(np.abs(arr) > MAX_BOUND):
             raise DataError(
                 f"X holds values beyond +-{MAX_BOUND:.0e}, the largest feature range the recourse solvers "

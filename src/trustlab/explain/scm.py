@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._inputs import as_list, check_magnitude
 
@@ -158,7 +158,7 @@ class AdditiveNoiseSCM:
                     argument=name,
                 )
             X = X.set_axis(cols, axis=1)[list(nodes)]
-        arr = check_magnitude(check_array(X, name, ndim=2), name)
+        arr = check_magnitude(check_numeric_array(X, name, ndim=2), name)
         if arr.shape[1] != len(nodes):
             raise DataError(
                 f"{name} has {arr.shape[1]} columns but the SCM's graph has {len(nodes)} nodes "
@@ -327,7 +327,7 @@ class AdditiveNoiseSCM:
         """
         arr, one = self._rows(U, "U")
         idx = [self.feature_index(f, "features") for f in as_list(features, "features")]
-        vals = check_magnitude(check_array(np.atleast_1d(values), "values", min_rows=0), "values")
+        vals = check_magnitude(check_numeric_array(np.atleast_1d(values), "values", min_rows=0), "values")
         if vals.ndim == 1 and vals.shape[0] == len(idx):
             vals = np.broadcast_to(vals, (arr.shape[0], len(idx)))
         if vals.shape != (arr.shape[0], len(idx)):

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_array, check_positive_int
+from trustlab._validation import check_numeric_array, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._vl_certificate import check_certificate
 from trustlab.explain._vl_commitment import as_bytes, derive_seed
@@ -243,7 +243,7 @@ def zk_setup(
         zero = np.zeros(n_features, dtype=np.int64)
         cal_q = np.vstack([zero[None, :], lime.neighbourhood(zero, derive_seed("calibration", zero))])
     else:
-        cal = check_array(calibration_X, "calibration_X", ndim=2)
+        cal = check_numeric_array(calibration_X, "calibration_X", ndim=2)
         if cal.shape[1] != n_features:
             raise DataError(
                 f"calibration_X has {cal.shape[1]} columns, expected {n_features}.", argument="calibration_X"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array, check_positive_int, check_random_state
+from trustlab._validation import check_numeric_array, check_positive_int, make_generator
 from trustlab.errors import DataError
 
 __all__ = [
@@ -43,8 +43,8 @@ def confusion_by_group(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> 
     >>> g, c[0].tolist()
     (['a', 'b'], [[0, 0], [1, 1]])
     """
-    y = check_array(y_true, "y_true", ndim=1).astype(np.int64)
-    p = check_array(y_pred, "y_pred", ndim=1).astype(np.int64)
+    y = check_numeric_array(y_true, "y_true", ndim=1).astype(np.int64)
+    p = check_numeric_array(y_pred, "y_pred", ndim=1).astype(np.int64)
     s = pd.Series(np.asarray(sensitive_features, dtype=object))
     if not (y.size == p.size == s.size):
         raise DataError(
@@ -129,7 +129,7 @@ def bootstrap_counts(
     numpy.ndarray of shape (n_boot, *counts.shape)
     """
     n_boot = check_positive_int(n_boot, "n_boot")
-    rng = check_random_state(random_state)
+    rng = make_generator(random_state)
     c = np.clip(np.asarray(counts, dtype=float), 0, None)
     if not np.isfinite(c).all():
         raise DataError("counts must be finite.", argument="counts")

@@ -32,9 +32,9 @@ from scipy.linalg import eigh, solve_triangular
 from threadpoolctl import threadpool_limits
 
 from trustlab._validation import (
-    check_array,
     check_choice,
     check_epsilon,
+    check_numeric_array,
     check_positive,
     check_positive_int,
 )
@@ -147,7 +147,7 @@ class DSINoise:
         A difference with a component outside the noise's span gets ``inf``: the
         two outputs would then be distinguishable with certainty.
         """
-        diffs = check_array(differences, "differences", ndim=2)
+        diffs = check_numeric_array(differences, "differences", ndim=2)
         if diffs.shape[1] != self.dim:
             raise DataError(
                 f"differences must have {self.dim} columns (the noise's dimension), got shape {diffs.shape}.",
@@ -372,7 +372,7 @@ def dsi_gaussian_covariance(
     >>> bool(noise.max_constraint <= 1.0)
     True
     """
-    diffs = check_array(differences, "differences", ndim=2)
+    diffs = check_numeric_array(differences, "differences", ndim=2)
     if diffs.shape[1] == 0:
         raise DataError("differences must have at least one column (d >= 1).", argument="differences")
     m, d = diffs.shape
@@ -599,8 +599,8 @@ def dsi_release(
     eps = check_epsilon(epsilon)
     accountant = DSIAccountant(delta, method=check_choice(accounting, "accounting", _ACCOUNTING))
     k = check_positive_int(compositions, "compositions")
-    tgt = check_array(target, "target", ndim=1)
-    refs = check_array(references, "references", ndim=2)
+    tgt = check_numeric_array(target, "target", ndim=1)
+    refs = check_numeric_array(references, "references", ndim=2)
     if refs.shape[1] != tgt.shape[0]:
         raise DataError(
             f"references must have one row per reference set with {tgt.shape[0]} columns "
@@ -690,7 +690,7 @@ def leave_one_group_out_differences(
     >>> np.round(diffs[0], 4).tolist()
     [0.1667, -0.3333]
     """
-    x = check_array(values, "values", ndim=2, min_rows=2)
+    x = check_numeric_array(values, "values", ndim=2, min_rows=2)
     if clip_norm is not None:
         clip = check_positive(clip_norm, "clip_norm")
         norms = np.linalg.norm(x, axis=1)

@@ -43,13 +43,13 @@ from scipy.stats import norm
 from sklearn.base import BaseEstimator
 
 from trustlab._validation import (
-    check_array,
     check_choice,
     check_delta,
     check_epsilon,
     check_fraction,
+    check_numeric_array,
     check_positive_int,
-    check_random_state,
+    make_generator,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy.release import Release
@@ -76,7 +76,7 @@ _MECHANISM = "randomized response (label DP)"
 
 
 def _check_labels(y: Any, name: str = "y") -> np.ndarray:
-    arr = check_array(y, name, ndim=1)
+    arr = check_numeric_array(y, name, ndim=1)
     if not np.isin(arr, (0.0, 1.0)).all():
         bad = np.unique(arr[~np.isin(arr, (0.0, 1.0))])[:5]
         raise DataError(
@@ -89,7 +89,7 @@ def _check_labels(y: Any, name: str = "y") -> np.ndarray:
 
 def _check_design(X: Any, n: int | None = None, name: str = "X") -> tuple[np.ndarray, list[str] | None]:
     names = [str(c) for c in X.columns] if isinstance(X, pd.DataFrame) else None
-    arr = check_array(X, name, ndim=2)
+    arr = check_numeric_array(X, name, ndim=2)
     if arr.shape[1] == 0:
         raise DataError(f"{name} has no columns; pass at least one covariate.", argument=name)
     if n is not None and arr.shape[0] != n:
@@ -111,7 +111,7 @@ def _check_keep(p: Any, n: int, name: str) -> np.ndarray:
     if isinstance(p, numbers.Real):
         arr = np.full(n, float(p))
     else:
-        arr = check_array(p, name, ndim=1)
+        arr = check_numeric_array(p, name, ndim=1)
         if arr.shape[0] != n:
             raise DataError(f"{name} has {arr.shape[0]} entries; y has {n}.", argument=name)
     if not (np.isfinite(arr).all() and (arr >= 0).all() and (arr <= 1).all()):
@@ -303,7 +303,7 @@ def rr_fisher_trace(p0: Any, p1: Any, X: Any, beta: Any, link: str = "logit") ->
     """
     link = check_choice(link, "link", LINKS)
     Xa, _ = _check_design(X)
-    b = check_array(beta, "beta", ndim=1)
+    b = check_numeric_array(beta, "beta", ndim=1)
     if b.shape[0] != Xa.shape[1]:
         raise DataError(f"beta has {b.shape[0]} entries; X has {Xa.shape[1]} columns.", argument="beta")
     n = Xa.shape[0]
@@ -820,7 +820,7 @@ class RandomizedResponseLabelDP(BaseEstimator):
         rho = check_fraction(self.pilot_fraction, "pilot_fraction")
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ParameterError("fit_intercept must be True or False.", argument="fit_intercept")
-        rng = check_random_state(self.random_state)
+        rng = make_generator(self.random_state)
         ya = _check_labels(y, "y")
         n = ya.shape[0]
         adaptive = delta > 0 and mode != "symmetric"

@@ -35,13 +35,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 
 from trustlab._validation import (
-    check_array,
     check_choice,
     check_delta,
     check_epsilon,
+    check_numeric_array,
     check_positive,
     check_positive_int,
-    check_random_state,
+    make_generator,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy.calibration import DG_ROUNDING_TV, grid_gaussian_epsilon, grid_gaussian_sigma
@@ -112,7 +112,7 @@ def _matrix(A: Any, name: str, *, private: bool = False) -> np.ndarray:
             f"{name} is a sparse matrix; sparse input is not supported, pass {name}.toarray().",
             argument=name,
         )
-    arr = check_array(A, name, ndim=2, allow_nan=private)
+    arr = check_numeric_array(A, name, ndim=2, allow_nan=private)
     if arr.shape[1] == 0:
         raise DataError(f"{name} has no columns; pass an (n_clients, n_features) array.", argument=name)
     if private:
@@ -193,7 +193,7 @@ def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: A
     m = check_positive_int(m, "m")
     n = check_positive_int(n, "n")
     kind = check_choice(kind, "kind", _KINDS)
-    rng = check_random_state(random_state)
+    rng = make_generator(random_state)
     if kind == "dense":
         signs = rng.choice(np.array([-1.0, 1.0]), size=(m, n)) / math.sqrt(m)
         return sp.csc_matrix(signs)
@@ -256,9 +256,9 @@ def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> n
     >>> reconstruct(sh).tolist()
     [1.5, -2.25]
     """
-    arr = np.asarray(check_array(np.atleast_1d(msg), "msg", min_rows=0), dtype=float)
+    arr = np.asarray(check_numeric_array(np.atleast_1d(msg), "msg", min_rows=0), dtype=float)
     n_servers = check_positive_int(n_servers, "n_servers", minimum=2)
-    rng = check_random_state(random_state)
+    rng = make_generator(random_state)
     if arr.size and np.abs(arr).max() >= _MAX_ABS:
         raise DataError(
             f"msg has entries of magnitude >= {_MAX_ABS:.3g}, beyond the fixed-point range; rescale it.",
@@ -410,7 +410,7 @@ def _release(
     gamma = _honest(honest_fraction)
     n_servers = check_positive_int(n_servers, "n_servers", minimum=2)
     S = _check_sketch(S, n)
-    rng = check_random_state(random_state)
+    rng = make_generator(random_state)
     m = S.shape[0]
     if bound * max(1.0, float(np.abs(S.data).max(initial=0.0))) * n >= _MAX_ABS:
         raise ParameterError(
@@ -940,7 +940,7 @@ def central_ssp_ridge(
 
 def _joint(X: Any, y: Any, *, private: bool = False) -> np.ndarray:
     X = _matrix(X, "X", private=private)
-    yv = check_array(y, "y", ndim=1, allow_nan=private)
+    yv = check_numeric_array(y, "y", ndim=1, allow_nan=private)
     if yv.shape[0] != X.shape[0]:
         raise DataError(f"y has {yv.shape[0]} values but X has {X.shape[0]} rows.", argument="y")
     Z = np.column_stack([X, yv])
@@ -969,7 +969,7 @@ def low_rank_excess(A: Any, components: Any) -> float:
     5.0
     """
     A = _matrix(A, "A")
-    V = np.atleast_2d(check_array(components, "components"))
+    V = np.atleast_2d(check_numeric_array(components, "components"))
     if V.shape[1] != A.shape[1]:
         raise DataError(
             f"components must have {A.shape[1]} columns, got {V.shape[1]}.", argument="components"
@@ -994,7 +994,7 @@ def ridge_cost_ratio(X: Any, y: Any, coef: Any, alpha: float) -> float:
     Z = _joint(X, y)
     X, yv = Z[:, :-1], Z[:, -1]
     lam = check_positive(alpha, "alpha", allow_zero=True)
-    w = check_array(coef, "coef", ndim=1)
+    w = check_numeric_array(coef, "coef", ndim=1)
     if w.shape[0] != X.shape[1]:
         raise DataError(f"coef must have {X.shape[1]} entries, got {w.shape[0]}.", argument="coef")
     best = _solve(X.T @ X + lam * np.eye(X.shape[1]), X.T @ yv)
@@ -1121,7 +1121,7 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
                 f"n_components must be <= the number of columns ({A.shape[1]}), got {k}.",
                 argument="n_components",
             )
-        rng = check_random_state(self.random_state)
+        rng = make_generator(self.random_state)
         S = _estimator_sketch(self.sketch, self.sketch_rows, self.sparsity, rng, A.shape[0], 20 * k)
         if S.shape[0] < k:
             raise ParameterError(
@@ -1236,7 +1236,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
         if not isinstance(self.debias, bool | np.bool_):
             raise ParameterError(f"debias must be True or False, got {self.debias!r}.", argument="debias")
         d = Z.shape[1] - 1
-        rng = check_random_state(self.random_state)
+        rng = make_generator(self.random_state)
         S = _estimator_sketch(self.sketch, self.sketch_rows, self.sparsity, rng, Z.shape[0], 20 * d)
         rel = _release(
             Z,

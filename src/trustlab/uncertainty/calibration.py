@@ -7,15 +7,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_array, check_positive_int
+from trustlab._validation import check_numeric_array, check_positive_int
 from trustlab.errors import DataError
 
 __all__ = ["calibration_table", "expected_calibration_error"]
 
 
 def _check(y_true: Any, y_prob: Any) -> tuple[np.ndarray, np.ndarray]:
-    y = check_array(y_true, "y_true", ndim=1)
-    p = check_array(y_prob, "y_prob", ndim=1)
+    y = check_numeric_array(y_true, "y_true", ndim=1)
+    p = check_numeric_array(y_prob, "y_prob", ndim=1)
     if y.shape != p.shape:
         raise DataError(
             f"y_true and y_prob must have the same length, got {y.size} and {p.size}.",
