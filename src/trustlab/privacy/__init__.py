@@ -9,6 +9,7 @@ from trustlab.privacy.audit import AuditResult, audit_epsilon, clopper_pearson
 from trustlab.privacy.bounds import dp_bounds
 from trustlab.privacy.boxplot import (
     BoxplotStats,
+    GroupedBoxplots,
     boxplot_distance,
     dp_boxplot_stats,
     grouped_dp_boxplot,
@@ -44,7 +45,7 @@ from trustlab.privacy.linear_sketch import (
     reconstruct,
     ridge_cost_ratio,
 )
-from trustlab.privacy.quantiles import dp_quantile, dp_quantiles, unbounded_quantile
+from trustlab.privacy.quantiles import DEFAULT_RESOLUTION, dp_quantile, dp_quantiles, unbounded_quantile
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import (
     add_discrete_gaussian,
@@ -63,11 +64,13 @@ from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
 
 __all__ = [
     "COMPOSITIONS",
+    "DEFAULT_RESOLUTION",
     "Accountant",
     "AuditResult",
     "BoxplotStats",
     "DSIAccountant",
     "DSINoise",
+    "GroupedBoxplots",
     "LTMLowRank",
     "LTMRidge",
     "LabelDPBinaryRegression",
