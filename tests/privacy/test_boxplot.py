@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import trustlab.privacy._boxplot_rules as rules
 import trustlab.privacy.boxplot as bx
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.boxplot import (
@@ -111,12 +112,12 @@ def test_shares_post_processed_into_range(monkeypatch, offset, expected):
     ],
 )
 def test_order_post_processing(raw, expected):
-    assert bx._order(*raw, 0.0, 10.0) == expected
+    assert rules.order(*raw, 0.0, 10.0) == expected
 
 
 def test_five_numbers_ordered_whatever_the_raw_estimates(monkeypatch):
     # the raw extremes land inside the box (the audit saw share_hi = -0.198 and disorder)
-    monkeypatch.setattr(bx, "_unbounded_sorted", lambda z, level, e, anchor, *a, mirrored=False, **k: 0.1)
+    monkeypatch.setattr(bx, "unbounded_sorted", lambda z, level, e, anchor, *a, mirrored=False, **k: 0.1)
     x = RNG.normal(size=2000)
     s = dp_boxplot_stats(x, 1.0, (-5, 5), n=2000)
     assert _ordered(s) and _in_range(s, -5, 5)

@@ -5,11 +5,11 @@ noise: a mechanism may declare a fifth of the quantile budget and spend all of i
 (a mutant that passed every test before these). Here every internal release is
 intercepted where its noise is drawn or its epsilon is handed to a helper:
 
-- the extreme scans: the discrete-Laplace scales that
-  :func:`~trustlab.privacy.quantiles._unbounded_sorted` draws (threshold scale
+- the extreme scans: the discrete-Laplace scales that the boxplot's sampler draws
+  inside :func:`~trustlab.privacy._durfee.unbounded_sorted` (threshold scale
   ``1 / e1``, query scale ``s / e2`` with ``s = 1`` under add/remove and 2 under
   replace), so ``e1 + e2`` is the epsilon the scan really spends;
-- JointExp: the epsilon passed to ``_jointexp_values``;
+- JointExp: the epsilon passed to ``jointexp_values``;
 - the sample-size count and the outlier counts: the discrete-Laplace scales of the
   boxplot module (``sensitivity / scale``);
 
@@ -26,7 +26,6 @@ import numpy as np
 import pytest
 
 import trustlab.privacy.boxplot as bx
-import trustlab.privacy.quantiles as qu
 from trustlab.privacy.boxplot import OTHER_LABEL, dp_boxplot_stats, grouped_dp_boxplot
 
 W = 7 / 8
@@ -40,8 +39,8 @@ class Recorder:
         self.scales: list[float] = []  # integer-noise scales of the boxplot module, in order
         self._scan: list[float] | None = None
         self.neighbouring = "add_remove"
-        scan, joint = bx._unbounded_sorted, bx._jointexp_values
-        boxplot_noise, scan_noise = bx.add_discrete_laplace, qu.add_discrete_laplace
+        scan, joint = bx.unbounded_sorted, bx.jointexp_values
+        boxplot_noise = bx.add_discrete_laplace
 
         def rec_scan(z, level, eps, anchor, base, neighbouring, n_public, max_buckets, mirrored=False, **kw):
             self._scan = []
@@ -55,22 +54,17 @@ class Recorder:
             self._scan = None
             return out
 
-        def rec_scan_noise(values, scale):
-            assert self._scan is not None, "integer noise drawn in quantiles outside a scan"
-            self._scan.append(float(scale))
-            return scan_noise(values, scale)
-
         def rec_joint(z, bounds, levels, eps, neighbouring, **kw):
             self.spent.append((f"jointexp {len(levels)}", float(eps)))
             return joint(z, bounds, levels, eps, neighbouring, **kw)
 
         def rec_noise(values, scale):
-            self.scales.append(float(scale))
+            # a scan draws with the sampler the boxplot hands it (this one): kept apart
+            (self.scales if self._scan is None else self._scan).append(float(scale))
             return boxplot_noise(values, scale)
 
-        monkeypatch.setattr(bx, "_unbounded_sorted", rec_scan)
-        monkeypatch.setattr(qu, "add_discrete_laplace", rec_scan_noise)
-        monkeypatch.setattr(bx, "_jointexp_values", rec_joint)
+        monkeypatch.setattr(bx, "unbounded_sorted", rec_scan)
+        monkeypatch.setattr(bx, "jointexp_values", rec_joint)
         monkeypatch.setattr(bx, "add_discrete_laplace", rec_noise)
 
     def kinds(self, prefix: str) -> list[float]:
@@ -94,7 +88,7 @@ def _sample(n=3000, seed=0):
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_dpboxplot_spends_the_declared_split(rec, monkeypatch, neighbouring, eps):
     # both outlier counts are drawn (the whisker rule's branch is fixed, not the noise)
-    monkeypatch.setattr(bx, "_far", lambda *a: False)
+    monkeypatch.setattr(bx, "far", lambda *a: False)
     x = _sample()
     s = dp_boxplot_stats(x, eps, (-50, 50), n=x.size, neighbouring=neighbouring)
     eq = W * eps
@@ -116,7 +110,7 @@ def test_dpboxplot_spends_the_declared_split(rec, monkeypatch, neighbouring, eps
 
 
 def test_released_n_spends_its_share_and_the_rest_is_split(rec, monkeypatch):
-    monkeypatch.setattr(bx, "_far", lambda *a: False)
+    monkeypatch.setattr(bx, "far", lambda *a: False)
     x = _sample()
     s = dp_boxplot_stats(x, 1.0, (-50, 50))
     eps_n = 1 / rec.scales[0]  # the first integer-noise draw is the count of x
@@ -182,12 +176,12 @@ def test_grouped_spends_the_declared_split(monkeypatch, neighbouring):
 def test_recorder_sees_a_mis_scaled_scan(monkeypatch):
     """Canary: the issue's mutant (upper scan given the whole quantile budget) is visible."""
     rec = Recorder(monkeypatch)
-    inner = bx._unbounded_sorted
+    inner = bx.unbounded_sorted
 
     def greedy(z, level, eps, *a, mirrored=False, **kw):
         return inner(z, level, eps * (1 if mirrored else 5), *a, mirrored=mirrored, **kw)
 
-    monkeypatch.setattr(bx, "_unbounded_sorted", greedy)
+    monkeypatch.setattr(bx, "unbounded_sorted", greedy)
     x = _sample()
     dp_boxplot_stats(x, 1.0, (-50, 50), n=x.size)
     assert rec.kinds("scan upper") == pytest.approx([W])

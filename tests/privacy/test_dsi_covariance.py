@@ -20,7 +20,7 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from trustlab.privacy import dsi
+from trustlab.privacy import _dsi_noise
 from trustlab.privacy.dsi import dsi_gaussian_covariance, dsi_release
 
 TOL = 1e-6
@@ -46,7 +46,7 @@ def _applied_map(monkeypatch, target, refs, **kwargs):
         out[state["t"]] = scale  # gaussian(scale, size) stands for scale * z; z := e_t
         return out
 
-    monkeypatch.setattr(dsi, "gaussian", unit_draws)
+    monkeypatch.setattr(_dsi_noise, "gaussian", unit_draws)
     first = dsi_release(target, refs, **kwargs)
     cols = [first.value - target]
     for t in range(1, first.parameters["rank"]):

@@ -11,14 +11,14 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.privacy._rr_fisher import fisher_scoring as _fisher_scoring
+from trustlab.privacy._rr_fisher import info_ratio as _info_ratio
+from trustlab.privacy._rr_mechanism import randomize as _randomize
 from trustlab.privacy.audit import audit_epsilon
 from trustlab.privacy.label_dp import (
     LabelDPBinaryRegression,
     PrivatizedLabels,
     RandomizedResponseLabelDP,
-    _fisher_scoring,
-    _info_ratio,
-    _randomize,
     rr_fisher_trace,
     rr_hockey_stick,
     rr_is_feasible,

@@ -17,7 +17,7 @@ from sklearn.base import clone
 from sklearn.linear_model import Ridge
 
 from trustlab.errors import DataError, NotFittedError, ParameterError
-from trustlab.privacy import linear_sketch
+from trustlab.privacy import _ltm_release as ltm_release_module
 from trustlab.privacy.audit import audit_epsilon
 from trustlab.privacy.calibration import analytic_gaussian_epsilon, analytic_gaussian_sigma
 from trustlab.privacy.linear_sketch import (
@@ -115,7 +115,7 @@ def test_non_private_sketch_equals_S_A_after_clipping():
 
 def _no_noise(monkeypatch):
     """Test-only: the estimators' noise replaced by none, so their post-processing can be checked exactly."""
-    monkeypatch.setattr(linear_sketch, "_discrete_noise_grouped", lambda enc, std, kind: enc)
+    monkeypatch.setattr(ltm_release_module, "_discrete_noise_grouped", lambda enc, std, kind: enc)
 
 
 def test_exact_low_rank_with_identity_sketch(monkeypatch):

@@ -19,7 +19,9 @@ import pytest
 import scipy.sparse as sp
 
 from trustlab.errors import ParameterError
-from trustlab.privacy import linear_sketch
+from trustlab.privacy import _ltm_central as ltm_central_module
+from trustlab.privacy import _ltm_release as ltm_release_module
+from trustlab.privacy._ltm_inputs import clip_rows
 from trustlab.privacy.audit import audit_epsilon
 from trustlab.privacy.calibration import (
     DG_ROUNDING_TV,
@@ -139,9 +141,12 @@ def test_old_claim_without_rounding_is_exceeded_at_tiny_row_bound():
 class _Recorder:
     def __init__(self, monkeypatch, factor=1.0):
         self.calls = []
-        for name in ("add_discrete_gaussian", "add_discrete_laplace"):
-            real = getattr(linear_sketch, name)
-            monkeypatch.setattr(linear_sketch, name, self._wrap(name, real, factor))
+        # the samplers as bound in the two private modules that draw the sketches' noise
+        for module in (ltm_release_module, ltm_central_module):
+            for name in ("add_discrete_gaussian", "add_discrete_laplace"):
+                if hasattr(module, name):
+                    real = getattr(module, name)
+                    monkeypatch.setattr(module, name, self._wrap(name, real, factor))
 
     def _wrap(self, name, real, factor):
         def draw(values, scale):
@@ -228,18 +233,18 @@ def test_central_gram_noise_on_its_grid():
 
 def test_central_gram_values_are_grid_multiples(monkeypatch):
     captured = {}
-    real = linear_sketch.add_discrete_gaussian
+    real = ltm_central_module.add_discrete_gaussian
 
     def spy(values, scale):
         out = real(values, scale)
         captured["noisy"] = out
         return out
 
-    monkeypatch.setattr(linear_sketch, "add_discrete_gaussian", spy)
+    monkeypatch.setattr(ltm_central_module, "add_discrete_gaussian", spy)
     X = np.random.default_rng(1).normal(size=(50, 2)) / 2
     y = X @ [1.0, -1.0]
-    gram, _, _, step = linear_sketch._noisy_gram(
-        linear_sketch._clip_rows(np.column_stack([X, y]), 1.0), 1.0, 1e-5, 1.0, "replace"
+    gram, _, _, step = ltm_central_module.noisy_gram(
+        clip_rows(np.column_stack([X, y]), 1.0), 1.0, 1e-5, 1.0, "replace"
     )
     assert np.array_equal(gram / step, np.round(gram / step))
     assert np.array_equal(gram[np.triu_indices(3)] / step, captured["noisy"])
@@ -277,7 +282,7 @@ def test_audit_laplace_at_a_tiny_row_bound_and_negative_control(monkeypatch):
 
     res = audit_epsilon(mech, A, A2, n_trials=2000, statistic=stat, alpha=0.001, events=EVENTS)
     assert res.epsilon_lower <= 1.0, res
-    monkeypatch.setattr(linear_sketch, "_rounding_slack", lambda neighbouring: 0.0)
+    monkeypatch.setattr(ltm_release_module, "_rounding_slack", lambda neighbouring: 0.0)
     bad = audit_epsilon(mech, A, A2, n_trials=2000, statistic=stat, alpha=0.001, events=EVENTS)
     assert bad.epsilon_lower > 1.0, bad
 

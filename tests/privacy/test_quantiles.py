@@ -13,6 +13,9 @@ import math
 import numpy as np
 import pytest
 
+import trustlab.privacy._durfee as durfee
+import trustlab.privacy._grid as qgrid
+import trustlab.privacy._jointexp as je
 import trustlab.privacy.quantiles as qu
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.audit import audit_epsilon
@@ -23,6 +26,7 @@ from trustlab.privacy.quantiles import (
     jointexp_sensitivity,
     unbounded_quantile,
 )
+from trustlab.privacy.samplers import add_discrete_laplace
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=5000)
@@ -92,10 +96,11 @@ def test_random_state_is_refused():
 
 def test_no_numpy_random_in_the_mechanism(monkeypatch):
     # no NumPy generator in the code (docstring examples may make data with one)
-    tree = ast.parse(inspect.getsource(qu))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            assert node.attr not in ("random", "default_rng", "Generator"), ast.unparse(node)
+    for module in (qu, durfee, qgrid, je):  # the public module and the private ones it runs
+        tree = ast.parse(inspect.getsource(module))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in ("random", "default_rng", "Generator"), ast.unparse(node)
 
     def boom(*args, **kwargs):
         raise AssertionError("NumPy's generator was used inside a mechanism")
@@ -297,5 +302,16 @@ def test_unbounded_bad_input(kwargs, arg):
 
 def test_unbounded_scan_refuses_an_anchor_without_room():
     with pytest.raises(ParameterError) as info:
-        qu._unbounded_sorted(np.zeros(3), 0.5, 1.0, 1e308, 1.001, "replace", 3.0, 100, anchor_name="bounds")
+        durfee.unbounded_sorted(
+            np.zeros(3),
+            0.5,
+            1.0,
+            1e308,
+            1.001,
+            "replace",
+            3.0,
+            100,
+            add_noise=add_discrete_laplace,
+            anchor_name="bounds",
+        )
     assert info.value.argument == "bounds"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-import trustlab.privacy.quantiles as qu
+import trustlab.privacy._jointexp as je
 from trustlab.privacy.quantiles import dp_quantiles, jointexp_sensitivity
 
 # --------------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ class _Recorder:
 
     def __init__(self, monkeypatch):
         self.calls: list[dict] = []
-        real = qu._pick
+        real = je.pick
 
         def pick(parts, flat):
             weights = {}
@@ -124,7 +124,7 @@ class _Recorder:
             self.calls.append(weights)
             return real(parts, flat)
 
-        monkeypatch.setattr(qu, "_pick", pick)
+        monkeypatch.setattr(je, "pick", pick)
 
 
 def _normalised(weights: dict) -> dict:
@@ -168,13 +168,13 @@ def test_independent_method_uses_epsilon_over_m_per_level(monkeypatch):
 
 def test_jointexp_records_the_declared_epsilon(monkeypatch):
     seen = []
-    real = qu._joint_exp_ranks
+    real = je.joint_exp_ranks
 
     def spy(fine, levels, epsilon, sensitivity):
         seen.append((levels.size, epsilon, sensitivity))
         return real(fine, levels, epsilon, sensitivity)
 
-    monkeypatch.setattr(qu, "_joint_exp_ranks", spy)
+    monkeypatch.setattr(je, "joint_exp_ranks", spy)
     rel = dp_quantiles(np.arange(50.0), [0.25, 0.5, 0.75], 0.7, (0, 50))
     assert seen == [(3, 0.7, 2.0)] and rel.epsilon == 0.7 and rel.parameters["sensitivity"] == 2.0
     seen.clear()
@@ -207,7 +207,7 @@ def test_transition_matches_direct_sum(seed):
         prev[rng.random(width) < 0.15] = -np.inf
         lo = max(0, plo + int(rng.integers(-30, 500)))
         hi = lo + int(rng.integers(0, 400))
-        got = qu._transition(prev, plo, lo, hi, a, target)
+        got = je.transition(prev, plo, lo, hi, a, target)
         ref = _direct_transition(prev, plo, lo, hi, a, target)
         assert np.array_equal(np.isfinite(got), np.isfinite(ref))
         fin = np.isfinite(ref)
@@ -231,7 +231,7 @@ def test_window_truncation_changes_no_probability(monkeypatch, levels):
     rec = _Recorder(monkeypatch)
     dp_quantiles(x, levels, 1.0, (0, 2**20), **kwargs)
     first = len(rec.calls)  # the final draw and one per earlier level
-    monkeypatch.setattr(qu, "_MARGIN_NATS", 1e9)  # no truncation at all
+    monkeypatch.setattr(je, "MARGIN_NATS", 1e9)  # no truncation at all
     dp_quantiles(x, levels, 1.0, (0, 2**20), **kwargs)
     windowed, full = _normalised(rec.calls[0]), _normalised(rec.calls[first])
     assert len(full) > len(windowed)

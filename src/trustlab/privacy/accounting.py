@@ -22,13 +22,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
-
-import numpy as np
 
 from trustlab._validation import check_choice, check_delta, check_epsilon, check_positive, check_positive_int
 from trustlab.errors import BudgetExceededError, ParameterError
+from trustlab.privacy._composition import Item, pld_compose, rdp_epsilon, zcdp_epsilon
 from trustlab.privacy.release import Release
 
 __all__ = ["COMPOSITIONS", "Accountant", "LedgerEntry"]
@@ -54,112 +52,6 @@ class LedgerEntry:
     mechanism: str
     epsilon: float
     delta: float
-
-
-@dataclass(frozen=True)
-class _Item:
-    """One charge of a non-basic accountant.
-
-    ``kind`` is ``"pure"`` (epsilon-DP), ``"approx"`` ((epsilon, delta)-DP of unknown
-    shape), ``"reserve"`` (a child's share, composed basically), ``"gaussian"``
-    (``noise_multiplier = sigma / l2_sensitivity``, ``count`` runs), ``"laplace"``
-    (``noise_multiplier = scale / l1_sensitivity``), ``"zcdp"`` (``rho``) or ``"event"``
-    (a dp-accounting ``DpEvent``).
-    """
-
-    kind: str
-    epsilon: float = 0.0
-    delta: float = 0.0
-    noise_multiplier: float = 0.0
-    rho: float = 0.0
-    count: int = 1
-    event: Any = None
-
-
-def _rr_noise(epsilon: float) -> float:
-    """Noise parameter of binary randomized response that is exactly ``epsilon``-DP."""
-    return 2.0 * math.exp(-epsilon) / (1.0 + math.exp(-epsilon))
-
-
-@lru_cache(maxsize=256)
-def _rdp_curve(kind: str, value: float, count: int) -> tuple[float, ...]:
-    """Renyi-DP curve (dp-accounting's default orders) of one kind of release, cached."""
-    from dp_accounting import NeighboringRelation, dp_event
-    from dp_accounting.rdp import RdpAccountant
-
-    if kind == "pure":
-        # A pure epsilon-DP release is a post-processing of binary randomized response
-        # with the same epsilon (Kairouz, Oh, Viswanath 2015), so RR's Renyi curve
-        # bounds its Renyi divergence at every order; dp-accounting states RR for
-        # replace-one neighbours (for add/remove it has no RR event).
-        acc = RdpAccountant(neighboring_relation=NeighboringRelation.REPLACE_ONE)
-        acc.compose(dp_event.RandomizedResponseDpEvent(_rr_noise(value), 2), count)
-    else:
-        acc = RdpAccountant()
-        event = {
-            "gaussian": dp_event.GaussianDpEvent,
-            "laplace": dp_event.LaplaceDpEvent,
-            "zcdp": dp_event.ZCDpEvent,
-        }[kind](value)
-        acc.compose(event, count)
-    return tuple(float(v) for v in acc.rdp)
-
-
-def _rdp_epsilon(items: Sequence[_Item], delta: float) -> float:
-    """Total epsilon at ``delta`` of the items under Renyi-DP composition (dp-accounting)."""
-    from dp_accounting.rdp import RdpAccountant
-    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
-
-    acc = RdpAccountant()
-    total = np.zeros_like(acc.orders, dtype=float)
-    for it in items:
-        if it.kind == "event":
-            acc.compose(it.event)
-            continue
-        value = {"pure": it.epsilon, "zcdp": it.rho}.get(it.kind, it.noise_multiplier)
-        total += np.asarray(_rdp_curve(it.kind, value, it.count))
-    eps, _ = compute_epsilon(acc.orders, acc.rdp + total, delta)
-    return float(eps)
-
-
-def _zcdp_rho(items: Sequence[_Item]) -> float:
-    rho = 0.0
-    for it in items:
-        if it.kind == "gaussian":
-            rho += it.count / (2.0 * it.noise_multiplier**2)
-        elif it.kind in ("pure", "laplace"):
-            # epsilon-DP implies epsilon^2/2-zCDP (Bun, Steinke 2016, Prop. 1.4).
-            eps = it.epsilon if it.kind == "pure" else 1.0 / it.noise_multiplier
-            rho += it.count * eps**2 / 2.0
-        else:
-            rho += it.rho
-    return rho
-
-
-def _zcdp_epsilon(items: Sequence[_Item], delta: float) -> float:
-    from dp_accounting import dp_event
-    from dp_accounting.rdp import RdpAccountant
-
-    acc = RdpAccountant()
-    acc.compose(dp_event.ZCDpEvent(_zcdp_rho(items)))
-    return float(acc.get_epsilon(delta))
-
-
-def _pld_compose(items: Sequence[_Item], total: Any = None) -> Any:
-    """Compose the items' privacy-loss distributions onto ``total`` (dp-accounting)."""
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as pld_lib
-
-    for it in items:
-        if it.kind == "gaussian":
-            # k runs of a Gaussian with multiplier s are one Gaussian with s / sqrt(k).
-            pld = pld_lib.from_gaussian_mechanism(it.noise_multiplier / math.sqrt(it.count))
-        elif it.kind == "laplace":
-            pld = pld_lib.from_laplace_mechanism(it.noise_multiplier).self_compose(it.count)
-        else:  # pure or approx: the exact worst case of (epsilon, delta)-DP
-            pld = pld_lib.from_privacy_parameters(common.DifferentialPrivacyParameters(it.epsilon, it.delta))
-        total = pld if total is None else total.compose(pld)
-    return total
 
 
 class Accountant:
@@ -235,7 +127,7 @@ class Accountant:
         self._spent_delta = 0.0
         self._entries: list[LedgerEntry] = []
         self._children: list[Accountant] = []
-        self._items: list[_Item] = []
+        self._items: list[Item] = []
         self._pld_cache: tuple[int, Any] = (0, None)
         self._pld_pending: tuple[int, Any] = (0, None)
 
@@ -288,13 +180,13 @@ class Accountant:
 
     # -- tight compositions ------------------------------------------------------------
 
-    def _is_fixed(self, it: _Item) -> bool:
+    def _is_fixed(self, it: Item) -> bool:
         """Whether an item is composed basically, outside the tight accountant."""
         if it.kind == "reserve":
             return True
         return it.kind == "approx" and self.composition != "pld"
 
-    def _guarantee(self, items: Sequence[_Item]) -> tuple[float, float]:
+    def _guarantee(self, items: Sequence[Item]) -> tuple[float, float]:
         """The ``(epsilon, delta)`` the items compose to: the smaller of basic and tight."""
         best = (math.inf, self.total_delta)
         if all(it.kind in ("pure", "approx", "reserve", "laplace") for it in items):
@@ -309,23 +201,23 @@ class Accountant:
             if self.composition == "pld":
                 eps = fixed_eps + self._pld_epsilon(tight, delta_left)
             else:
-                convert = _rdp_epsilon if self.composition == "rdp" else _zcdp_epsilon
+                convert = rdp_epsilon if self.composition == "rdp" else zcdp_epsilon
                 eps = fixed_eps + convert(tight, delta_left)
             if eps < best[0]:
                 best = (eps, self.total_delta)
         return best
 
-    def _pld_epsilon(self, tight: Sequence[_Item], delta: float) -> float:
+    def _pld_epsilon(self, tight: Sequence[Item], delta: float) -> float:
         # Items are only ever appended, so the committed ones are a prefix: compose the
         # new ones onto the cached distribution instead of starting over.
         n_done, done = self._pld_cache
         if n_done > len(tight):
             n_done, done = 0, None
-        total = _pld_compose(tight[n_done:], done)
+        total = pld_compose(tight[n_done:], done)
         self._pld_pending = (len(tight), total)
         return float(total.get_epsilon_for_delta(delta))
 
-    def _charge_item(self, item: _Item, what: str) -> float:
+    def _charge_item(self, item: Item, what: str) -> float:
         """Charge one item or raise; returns the increase of the total epsilon."""
         self._pld_pending = (0, None)
         items = [*self._items, item]
@@ -385,7 +277,7 @@ class Accountant:
             self._entries.append(LedgerEntry(self.name, description, mechanism, epsilon, delta))
             return
         kind = "pure" if delta == 0 else "approx"
-        inc = self._charge_item(_Item(kind, epsilon=epsilon, delta=delta), description)
+        inc = self._charge_item(Item(kind, epsilon=epsilon, delta=delta), description)
         self._log(inc, delta, description, mechanism)
 
     def spend_gaussian(
@@ -431,7 +323,7 @@ class Accountant:
                 f"delta is set by the accountant under {self.composition} composition; leave it out.",
                 argument="delta",
             )
-        inc = self._charge_item(_Item("gaussian", noise_multiplier=multiplier, count=count), description)
+        inc = self._charge_item(Item("gaussian", noise_multiplier=multiplier, count=count), description)
         self._log(inc, 0.0, description, what)
 
     def spend_zcdp(
@@ -466,7 +358,7 @@ class Accountant:
             delta = check_delta(delta)
             if delta == 0:
                 raise ParameterError("delta must be > 0 for a zCDP release.", argument="delta")
-            epsilon = _zcdp_epsilon([_Item("zcdp", rho=rho)], delta)
+            epsilon = zcdp_epsilon([Item("zcdp", rho=rho)], delta)
             self.spend(epsilon, delta, description=description, mechanism=what)
             return
         if delta is not None:
@@ -474,7 +366,7 @@ class Accountant:
                 f"delta is set by the accountant under {self.composition} composition; leave it out.",
                 argument="delta",
             )
-        inc = self._charge_item(_Item("zcdp", rho=rho), description)
+        inc = self._charge_item(Item("zcdp", rho=rho), description)
         self._log(inc, 0.0, description, what)
 
     def spend_event(self, event: Any, *, description: str, mechanism: str = "") -> None:
@@ -492,17 +384,17 @@ class Accountant:
                 f"event must be a dp_accounting DpEvent, got {type(event).__name__}.", argument="event"
             )
         what = mechanism or type(event).__name__
-        item: _Item | None = None
+        item: Item | None = None
         if isinstance(event, dp_event.GaussianDpEvent) and event.noise_multiplier > 0:
-            item = _Item("gaussian", noise_multiplier=float(event.noise_multiplier))
+            item = Item("gaussian", noise_multiplier=float(event.noise_multiplier))
         elif isinstance(event, dp_event.LaplaceDpEvent) and event.noise_multiplier > 0:
-            item = _Item(
+            item = Item(
                 "laplace", epsilon=1.0 / event.noise_multiplier, noise_multiplier=event.noise_multiplier
             )
         elif isinstance(event, dp_event.ZCDpEvent) and event.xi == 0 and event.rho > 0:
-            item = _Item("zcdp", rho=float(event.rho))
+            item = Item("zcdp", rho=float(event.rho))
         elif self.composition == "rdp" and RdpAccountant().supports(event):
-            item = _Item("event", event=event)
+            item = Item("event", event=event)
         if (
             item is None
             or self.composition == "basic"
@@ -567,7 +459,7 @@ class Accountant:
         if self.composition == "basic":
             self._charge(epsilon, delta, f"sub-budget '{name}'")
         else:
-            self._charge_item(_Item("reserve", epsilon=epsilon, delta=delta), f"sub-budget '{name}'")
+            self._charge_item(Item("reserve", epsilon=epsilon, delta=delta), f"sub-budget '{name}'")
         sub = Accountant(epsilon, delta, name=name, composition=self.composition)
         self._children.append(sub)
         return sub

@@ -16,15 +16,21 @@ Released values lie on a public grid: each bound is a bucket edge
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from trustlab._validation import check_bounds, check_epsilon, check_positive_int
-from trustlab.errors import DataError, ParameterError
-from trustlab.privacy.quantiles import NEIGHBOURING, check_neighbouring
+from trustlab.errors import ParameterError
+from trustlab.privacy._durfee import scan
+from trustlab.privacy._inputs import (
+    NEIGHBOURING,
+    check_anchor,
+    check_base,
+    check_neighbouring,
+    check_public_n,
+    read_private_sample,
+)
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -85,71 +91,6 @@ def check_public_bounds(
             argument=name,
         )
     return lower, upper
-
-
-def _check_sample(x: Any, name: str = "x") -> np.ndarray:
-    """A 1-d float array of the private values; public facts (shape, type) only are checked.
-
-    May be empty and may hold NaN (an absent record) or +-inf (clipped later):
-    those are facts about the private data and raise nothing. Entries that are not
-    numbers at all (e.g. a stray string in an object array) are read as NaN.
-    """
-    if isinstance(x, str | bytes) or x is None:
-        raise DataError(f"{name} must be a 1-d array of numbers, got {type(x).__name__}.", argument=name)
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raw = np.asarray(x, dtype=object)
-        if raw.ndim != 1:
-            raise DataError(f"{name} must be 1-dimensional, got shape {raw.shape}.", argument=name) from None
-        arr = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=float)
-    if arr.ndim != 1:
-        raise DataError(f"{name} must be 1-dimensional, got shape {arr.shape}.", argument=name)
-    return arr
-
-
-def _check_anchor(value: Any, name: str = "anchor") -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(float(value))
-        or abs(float(value)) > MAX_ABS_BOUND / 2
-    ):
-        raise ParameterError(
-            f"{name} must be a finite number within +-{MAX_ABS_BOUND / 2:g} (a public guess of the "
-            f"data's centre), got {value!r}.",
-            argument=name,
-        )
-    return float(value)
-
-
-def _check_base(base: Any) -> float:
-    if (
-        isinstance(base, bool)
-        or not isinstance(base, numbers.Real)
-        or not (math.isfinite(float(base)) and float(base) > 1.0)
-        or math.log(float(base)) <= 0.0
-    ):
-        raise ParameterError(f"base must be a finite number > 1, got {base!r}; e.g. 1.001.", argument="base")
-    return float(base)
-
-
-def _public_n(n: Any, size: int, neighbouring: str) -> float:
-    if n is None:
-        if neighbouring == "add_remove":
-            raise ParameterError(
-                "under neighbouring='add_remove' the sample size is private: pass n, a public "
-                "or previously released (noisy) count.",
-                argument="n",
-            )
-        return float(size)
-    if (
-        isinstance(n, bool)
-        or not isinstance(n, numbers.Real)
-        or not (math.isfinite(float(n)) and float(n) >= 1)
-    ):
-        raise ParameterError(f"n must be a finite number >= 1, got {n!r}.", argument="n")
-    return float(n)
 
 
 def check_bounds_levels(levels: Any, name: str = "levels") -> tuple[float, float]:
@@ -253,9 +194,9 @@ def dp_bounds(
     (True, 1.0)
     """
     epsilon = check_epsilon(epsilon)
-    anchor = _check_anchor(anchor, "anchor")
+    anchor = check_anchor(anchor, "anchor", max_abs=MAX_ABS_BOUND / 2)
     q_lo, q_hi = check_bounds_levels(levels)
-    base = _check_base(base)
+    base = check_base(base)
     neighbouring = check_neighbouring(neighbouring)
     max_buckets = check_positive_int(max_buckets, "max_buckets")
     if max_buckets > _MAX_BUCKETS:
@@ -264,8 +205,8 @@ def dp_bounds(
             f"got {max_buckets}; raise base instead.",
             argument="max_buckets",
         )
-    arr = _check_sample(x)
-    n_public = _public_n(n, arr.size, neighbouring)
+    arr = read_private_sample(x)
+    n_public = check_public_n(n, arr.size, neighbouring)
     z = np.sort(arr[~np.isnan(arr)])
     lower, upper = _bounds_sorted(z, epsilon, anchor, q_lo, q_hi, base, neighbouring, n_public, max_buckets)
     per_side = epsilon / 2.0
@@ -291,48 +232,6 @@ def dp_bounds(
     )
 
 
-def _scan(
-    z: np.ndarray,
-    level: float,
-    epsilon: float,
-    anchor: float,
-    base: float,
-    neighbouring: str,
-    n_public: float,
-    max_buckets: int,
-    mirrored: bool = False,
-) -> float:
-    """Durfee's above-threshold scan upward from ``anchor`` on sorted ``z`` (on ``-z`` if ``mirrored``).
-
-    Half of ``epsilon`` goes to the threshold noise (scale ``1 / e1``), half to the
-    query noise (scale ``1 / e2``, or ``2 / e2`` under replace-one). Counts, the
-    threshold and the noise are integers (exact discrete Laplace inside OpenDP).
-    The scan stops, at the latest, at the first bucket edge beyond
-    ``2 * MAX_ABS_BOUND`` from the anchor (a public, data-independent cap).
-    """
-    e1 = e2 = epsilon / 2.0
-    query_scale = (2.0 if neighbouring == "replace" else 1.0) / e2
-    threshold = int(add_discrete_laplace(math.ceil(level * n_public), 1.0 / e1))
-    log_base = math.log(base)
-    max_buckets = min(max_buckets, math.ceil(math.log1p(2.0 * MAX_ABS_BOUND) / log_base))
-    n = z.size
-    k, batch = 0, 256
-    while k < max_buckets:
-        ks = np.arange(k, min(k + batch, max_buckets))
-        edges = np.expm1((ks + 1) * log_base) + anchor
-        if mirrored:  # count of -z below the edge = count of z above -edge
-            counts = n - np.searchsorted(z, -edges, side="right")
-        else:
-            counts = np.searchsorted(z, edges, side="left")
-        noisy = add_discrete_laplace(counts, query_scale)
-        hit = np.flatnonzero(noisy > threshold)
-        if hit.size:
-            return float(edges[hit[0]])
-        k += ks.size
-        batch = min(batch * 2, 8192)
-    return float(np.expm1(max_buckets * log_base) + anchor)
-
-
 def _bounds_sorted(
     z: np.ndarray,
     epsilon: float,
@@ -353,9 +252,13 @@ def _bounds_sorted(
     onto it in float64), so later releases can always use it as bounds.
     """
     half = epsilon / 2.0
+    # A public, data-independent cap: a scan stops, at the latest, at the first bucket edge
+    # beyond 2 * MAX_ABS_BOUND from the anchor (the result is clamped to +-MAX_ABS_BOUND).
+    cap = min(max_buckets, math.ceil(math.log1p(2.0 * MAX_ABS_BOUND) / math.log(base)))
+    noise = add_discrete_laplace
     with np.errstate(over="ignore"):
-        upper = _scan(z, q_hi, half, anchor, base, neighbouring, n_public, max_buckets)
-        lower = -_scan(z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, max_buckets, True)
+        upper = scan(z, q_hi, half, anchor, base, neighbouring, n_public, cap, add_noise=noise)
+        lower = -scan(z, 1.0 - q_lo, half, -anchor, base, neighbouring, n_public, cap, True, add_noise=noise)
     lower = min(float(np.clip(lower, -MAX_ABS_BOUND, MAX_ABS_BOUND)), math.nextafter(anchor, -math.inf))
     upper = max(float(np.clip(upper, -MAX_ABS_BOUND, MAX_ABS_BOUND)), math.nextafter(anchor, math.inf))
     return lower, upper

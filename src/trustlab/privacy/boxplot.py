@@ -15,32 +15,39 @@ released) sample size ``n``, i.e. multiples of ``1 / n``. Nothing is seeded.
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from trustlab._validation import (
-    check_bounds,
-    check_choice,
-    check_epsilon,
-    check_fraction,
-    check_positive,
-    check_positive_int,
-)
+from trustlab._validation import check_bounds, check_epsilon, check_fraction, check_positive_int
 from trustlab.errors import DataError, ParameterError
-from trustlab.privacy.quantiles import (
-    DEFAULT_RESOLUTION,
-    MAX_RESOLUTION,
-    NEIGHBOURING,
-    _check_base,
-    _jointexp_values,
-    _unbounded_sorted,
-    check_neighbouring,
+from trustlab.privacy._boxplot_results import BoxplotStats, GroupedBoxplots, boxplot_distance
+from trustlab.privacy._boxplot_rules import (
+    DEFAULT_COUNT_WEIGHT,
+    DEFAULT_N_WEIGHT,
+    METHODS,
+    MIN_GROUP_RANKS,
+    OTHER_LABEL,
+    UNSET,
+    check_categories,
+    check_counts,
+    check_n,
+    check_options,
+    check_str,
+    check_values,
+    clamp_counts,
+    count_scale,
+    far,
+    group_codes,
+    nonprivate,
+    order,
+    reject_seed,
 )
+from trustlab.privacy._durfee import unbounded_sorted
+from trustlab.privacy._grid import DEFAULT_RESOLUTION
+from trustlab.privacy._inputs import NEIGHBOURING, check_neighbouring
+from trustlab.privacy._jointexp import jointexp_values
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -55,286 +62,6 @@ __all__ = [
     "dp_boxplot_stats",
     "grouped_dp_boxplot",
 ]
-
-METHODS = ("dpboxplot", "jointexp", "expmech", "unbounded")
-
-DEFAULT_N_WEIGHT = 1 / 8
-"""Share of ``epsilon`` that :func:`dp_boxplot_stats` spends on a discrete-Laplace count
-of the sample when ``neighbouring="add_remove"`` and no public ``n`` is given."""
-
-DEFAULT_COUNT_WEIGHT = 1 / 8
-"""Share of ``epsilon`` that :func:`grouped_dp_boxplot` spends on the group sizes when
-no public ``counts`` are given."""
-
-OTHER_LABEL = "(missing or other)"
-"""The public group of :func:`grouped_dp_boxplot` that collects missing labels and labels
-outside the declared categories."""
-
-_MAX_PUBLIC_N = 2**53
-_UNSET: Any = object()
-_NO_SEED = (
-    "random_state is not accepted: DP boxplots are never seeded. Every random choice (the "
-    "quantile selection, the extreme scan, the noisy counts) comes from the secure samplers, "
-    "because a seeded draw would be part of the mechanism and could give the data back. Drop "
-    "the random_state argument."
-)
-# Readability threshold of grouped_dp_boxplot: JointExp's rank error per quartile is about
-# 2 * 1.5 / (0.525 * eps) ~ 5.7 / eps ranks; a group needs n / 8 (half the gap between two
-# quartiles) above that for its box to mean something, i.e. n >= ~46 / eps.
-_MIN_GROUP_RANKS = 50.0
-
-
-@dataclass(frozen=True)
-class BoxplotStats:
-    """The numbers a (DP) boxplot draws, with the privacy they cost.
-
-    Attributes
-    ----------
-    whisker_lo, q1, median, q3, whisker_hi : float
-        The five drawn numbers, ordered and inside the public bounds.
-    share_lo, share_hi : float
-        Share of points below the lower / above the upper whisker: a noisy integer
-        count divided by ``n`` (a multiple of ``1 / n`` in ``[0, 1]``), or 0 when the
-        whisker sits at the estimated extreme and no share is released.
-    n : float
-        The sample size the boxplot used: public (given, or ``len(x)`` under
-        ``"replace"``) or a DP release (see the notes); never the exact size of a
-        sample whose size is private.
-    qmin, qmax : float
-        The estimated extremes (levels ``q_n`` and ``1 - q_n``), post-processed.
-    epsilon : float
-        Epsilon charged for the whole boxplot.
-    method : str
-        Which construction produced it.
-    releases : tuple of Release
-        The underlying releases, for the ledger; their epsilons sum to ``epsilon``.
-    notes : tuple of str
-        Plain-language caveats (clipping, budget split, where ``n`` came from).
-    """
-
-    whisker_lo: float
-    q1: float
-    median: float
-    q3: float
-    whisker_hi: float
-    share_lo: float
-    share_hi: float
-    n: float
-    qmin: float
-    qmax: float
-    epsilon: float
-    method: str
-    releases: tuple[Release, ...] = ()
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def count_lo(self) -> int:
-        """Displayed number of points below the lower whisker: ``round(n * share_lo)``."""
-        return max(0, round(self.n * self.share_lo))
-
-    @property
-    def count_hi(self) -> int:
-        """Displayed number of points above the upper whisker: ``round(n * share_hi)``."""
-        return max(0, round(self.n * self.share_hi))
-
-    @property
-    def five(self) -> np.ndarray:
-        """``[whisker_lo, q1, median, q3, whisker_hi]`` as an array."""
-        return np.array([self.whisker_lo, self.q1, self.median, self.q3, self.whisker_hi])
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-type summary (no releases)."""
-        return {
-            "whisker_lo": float(self.whisker_lo),
-            "q1": float(self.q1),
-            "median": float(self.median),
-            "q3": float(self.q3),
-            "whisker_hi": float(self.whisker_hi),
-            "share_lo": float(self.share_lo),
-            "share_hi": float(self.share_hi),
-            "count_lo": self.count_lo,
-            "count_hi": self.count_hi,
-            "n": float(self.n),
-            "epsilon": float(self.epsilon),
-            "method": self.method,
-            "notes": list(self.notes),
-        }
-
-
-# --------------------------------------------------------------------------------------
-# Input checks
-
-
-def _reject_seed(random_state: Any) -> None:
-    if random_state is not _UNSET:
-        raise ParameterError(_NO_SEED, argument="random_state")
-
-
-def _check_values(x: Any, name: str = "x") -> tuple[np.ndarray, int]:
-    """The present values of ``x`` (NaN = an absent record; +-inf kept, later clipped) and ``len(x)``.
-
-    Only public facts raise (the type and shape of ``x``); what the values are never does.
-    """
-    if isinstance(x, str | bytes) or x is None or isinstance(x, Mapping):
-        raise DataError(f"{name} must be a 1-d array of numbers, got {type(x).__name__}.", argument=name)
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise DataError(
-            f"{name} must be a 1-d array of numbers; convert or drop non-numeric values first.",
-            argument=name,
-        ) from None
-    if arr.ndim != 1:
-        raise DataError(
-            f"{name} must be 1-dimensional, got shape {arr.shape}; pass one column (e.g. df[col]).",
-            argument=name,
-        )
-    missing = np.isnan(arr)
-    return (arr[~missing] if missing.any() else arr), int(arr.size)
-
-
-def _check_n(n: Any) -> float | None:
-    if n is None:
-        return None
-    if (
-        isinstance(n, bool)
-        or not isinstance(n, numbers.Real)
-        or not (math.isfinite(float(n)) and 1 <= float(n) <= _MAX_PUBLIC_N)
-    ):
-        raise ParameterError(
-            f"n must be a public or previously released sample size between 1 and 2**53, got {n!r}.",
-            argument="n",
-        )
-    return float(n)
-
-
-def _check_resolution(resolution: Any) -> int:
-    if (
-        isinstance(resolution, bool)
-        or not isinstance(resolution, numbers.Integral)
-        or not 1 <= int(resolution) <= MAX_RESOLUTION
-    ):
-        raise ParameterError(
-            "resolution must be an integer between 1 and 2**40 (grid steps across the public "
-            f"bounds for the quartiles), got {resolution!r}; the default is 2**20.",
-            argument="resolution",
-        )
-    return int(resolution)
-
-
-_OPTIONS = ("quantile_weight", "c", "lam", "base", "n_min", "method", "gap_rule", "resolution")
-
-
-def _check_options(**opts: Any) -> dict[str, Any]:
-    """Check the mechanism's tuning options (shared by the single and grouped boxplots)."""
-    for key in opts:
-        if key not in _OPTIONS:
-            raise ParameterError(
-                f"unexpected argument {key!r}; the boxplot's options are {', '.join(_OPTIONS)}.",
-                argument=key,
-            )
-    out = dict(opts)
-    if "quantile_weight" in opts:
-        out["quantile_weight"] = check_fraction(opts["quantile_weight"], "quantile_weight")
-    if "c" in opts:
-        out["c"] = check_positive(opts["c"], "c")
-    if "lam" in opts:
-        lam = opts["lam"]
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (0 <= float(lam) <= 0.5):
-            raise ParameterError(f"lam must be a number in [0, 0.5], got {lam!r}.", argument="lam")
-        out["lam"] = float(lam)
-    if "base" in opts:
-        out["base"] = _check_base(opts["base"])
-    if "n_min" in opts:
-        out["n_min"] = check_positive_int(opts["n_min"], "n_min")
-    if "method" in opts:
-        check_choice(opts["method"], "method", METHODS)
-    if "gap_rule" in opts:
-        check_choice(opts["gap_rule"], "gap_rule", ("fence", "iqr"))
-    if "resolution" in opts:
-        out["resolution"] = _check_resolution(opts["resolution"])
-    return out
-
-
-def _check_str(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise ParameterError(f"{name} must be a string, got {value!r}.", argument=name)
-    return value
-
-
-# --------------------------------------------------------------------------------------
-# The mechanism
-
-
-def _nonprivate(x: np.ndarray, lower: float, upper: float) -> BoxplotStats:
-    z = np.clip(x, lower, upper)
-    q1, med, q3 = np.percentile(z, [25, 50, 75])
-    iqr = q3 - q1
-    lo = max(q1 - 1.5 * iqr, float(z.min()))
-    hi = min(q3 + 1.5 * iqr, float(z.max()))
-    n = x.size
-    return BoxplotStats(
-        whisker_lo=float(lo),
-        q1=float(q1),
-        median=float(med),
-        q3=float(q3),
-        whisker_hi=float(hi),
-        share_lo=float(np.count_nonzero(x < lo) / n),
-        share_hi=float(np.count_nonzero(x > hi) / n),
-        n=float(n),
-        qmin=float(z.min()),
-        qmax=float(z.max()),
-        epsilon=math.inf,
-        method="non-private",
-        notes=("not private: exact quartiles, fences clipped to the sample range",),
-    )
-
-
-def _far(extreme: float, fence: float, iqr: float, tau: float, gap_rule: str) -> bool:
-    """Whether the extreme lies inside the fence by more than the relative gap ``tau``."""
-    scale = abs(fence) if gap_rule == "fence" else abs(iqr)
-    if scale == 0:
-        return extreme != fence
-    return abs(extreme - fence) / scale > tau
-
-
-def _order(
-    qmin: float, q1: float, med: float, q3: float, qmax: float, lower: float, upper: float
-) -> tuple[float, float, float, float, float, bool]:
-    """Post-process the five raw estimates into ``lower <= qmin <= q1 <= med <= q3 <= qmax <= upper``.
-
-    As in the reference code, the extremes are clipped to the bounds and the
-    quartiles (sorted) are clipped into ``[qmin, qmax]``: an extreme estimated inside
-    the box pulls the quartile in. Crossed extremes (``qmax <= qmin``) carry no usable
-    information and become the public bounds (the reference reruns JointExp with
-    fresh budget instead). Returns the five numbers and whether the extremes crossed.
-    """
-    qmin, qmax = min(max(qmin, lower), upper), min(max(qmax, lower), upper)
-    crossed = qmax <= qmin
-    if crossed:
-        qmin, qmax = lower, upper
-    q1, med, q3 = (min(max(v, qmin), qmax) for v in sorted((q1, med, q3)))
-    return qmin, q1, med, q3, qmax, crossed
-
-
-def _clamp_counts(lo: int, hi: int, n: float) -> tuple[int, int]:
-    """Post-process two noisy counts of disjoint sets into ``0 <= lo, hi`` with ``lo + hi <= floor(n)``."""
-    cap = math.floor(n)
-    lo, hi = min(max(lo, 0), cap), min(max(hi, 0), cap)
-    if lo + hi > cap:
-        lo = round(lo * cap / (lo + hi))
-        hi = cap - lo
-    return lo, hi
-
-
-def _count_scale(neighbouring: str, eps_o: float) -> float:
-    """Discrete-Laplace scale of each outlier count, for ``eps_o`` on the pair of counts.
-
-    The two counts are of disjoint sets (below the lower whisker, above the upper
-    one): adding or removing a record changes the pair by at most 1 in L1, replacing
-    one by at most 2.
-    """
-    return (2.0 if neighbouring == "replace" else 1.0) / eps_o
 
 
 def dp_boxplot_stats(
@@ -354,7 +81,7 @@ def dp_boxplot_stats(
     gap_rule: str = "fence",
     resolution: int = DEFAULT_RESOLUTION,
     description: str = "boxplot",
-    random_state: Any = _UNSET,
+    random_state: Any = UNSET,
 ) -> BoxplotStats:
     """Compute the five numbers and outlier shares of a boxplot under pure ``epsilon``-DP.
 
@@ -449,13 +176,13 @@ def dp_boxplot_stats(
     >>> s = dp_boxplot_stats(x, epsilon=1.0, bounds=(-50, 50), n=5000)
     >>> bool(s.whisker_lo <= s.q1 <= s.median <= s.q3 <= s.whisker_hi), s.epsilon
     (True, 1.0)
-    >>> s.share_hi * 5000 == s.count_hi   # shares are noisy counts over the public n
+    >>> bool(np.isclose(s.share_hi * 5000, s.count_hi))   # shares: noisy counts / public n
     True
     """
-    _reject_seed(random_state)
+    reject_seed(random_state)
     epsilon = check_epsilon(epsilon, allow_inf=True)
     lower, upper = check_bounds(bounds)
-    opts = _check_options(
+    opts = check_options(
         quantile_weight=quantile_weight,
         c=c,
         lam=lam,
@@ -474,14 +201,14 @@ def dp_boxplot_stats(
         opts["resolution"],
     )
     neighbouring = check_neighbouring(neighbouring)
-    n_given = _check_n(n)
+    n_given = check_n(n)
     n_weight = check_fraction(n_weight, "n_weight")
-    description = _check_str(description, "description")
-    arr, length = _check_values(x)
+    description = check_str(description, "description")
+    arr, length = check_values(x)
     if math.isinf(epsilon):
         if arr.size == 0:
             raise DataError("x has no values (empty or all NaN): nothing to draw.", argument="x")
-        return _nonprivate(arr, lower, upper)
+        return nonprivate(arr, lower, upper)
     if neighbouring == "replace" and n_given is None and length == 0:
         raise DataError(
             "x is empty. Under neighbouring='replace' the sample size len(x) is public and must "
@@ -524,16 +251,24 @@ def dp_boxplot_stats(
     notes.append(f"budget: {eps_q:.4g} to quantiles, {eps_o:.4g} to the outlier counts (charged in full)")
 
     def extreme(level: float, e: float, upper_side: bool) -> float:
-        if upper_side:
-            return _unbounded_sorted(
-                z, level, e, lower, base, neighbouring, n_pub, 10**6, mirrored=False, anchor_name="bounds"
-            )
-        return -_unbounded_sorted(
-            z, level, e, -upper, base, neighbouring, n_pub, 10**6, mirrored=True, anchor_name="bounds"
+        # the scans draw their integer noise with this module's sampler (add_noise)
+        value = unbounded_sorted(
+            z,
+            level,
+            e,
+            lower if upper_side else -upper,
+            base,
+            neighbouring,
+            n_pub,
+            10**6,
+            mirrored=not upper_side,
+            add_noise=add_discrete_laplace,
+            anchor_name="bounds",
         )
+        return value if upper_side else -value
 
     def joint(levels: np.ndarray, e: float) -> np.ndarray:
-        return _jointexp_values(z, (lower, upper), levels, e, neighbouring, resolution=resolution)
+        return jointexp_values(z, (lower, upper), levels, e, neighbouring, resolution=resolution)
 
     scan = {**params, "base": base, "grid": "bucket edges L + base**k - 1 (upper) / U - base**k + 1 (lower)"}
     if method == "dpboxplot" and n_pub >= n_min:
@@ -580,7 +315,7 @@ def dp_boxplot_stats(
         releases.append(Release(tuple(vals), eps_q, 0.0, mechanism, params, f"{description}: five quantiles"))
 
     # Step 5: order and clip (post-processing).
-    qmin, q1, med, q3, qmax, crossed = _order(
+    qmin, q1, med, q3, qmax, crossed = order(
         float(qmin), float(q1), float(med), float(q3), float(qmax), lower, upper
     )
     if crossed:
@@ -590,13 +325,13 @@ def dp_boxplot_stats(
     iqr = q3 - q1
     f_lo, f_hi = q1 - 1.5 * iqr, q3 + 1.5 * iqr
     tau = n_pub ** (-0.5 + lam)
-    scale = _count_scale(neighbouring, eps_o)
-    if qmin > f_lo and _far(qmin, f_lo, iqr, tau, gap_rule):
+    scale = count_scale(neighbouring, eps_o)
+    if qmin > f_lo and far(qmin, f_lo, iqr, tau, gap_rule):
         whisker_lo, count_lo = min(qmin, q1), None
     else:
         whisker_lo = max(f_lo, lower)
         count_lo = int(np.count_nonzero(arr < whisker_lo))
-    if qmax < f_hi and _far(qmax, f_hi, iqr, tau, gap_rule):
+    if qmax < f_hi and far(qmax, f_hi, iqr, tau, gap_rule):
         whisker_hi, count_hi = max(qmax, q3), None
     else:
         whisker_hi = min(f_hi, upper)
@@ -604,7 +339,7 @@ def dp_boxplot_stats(
     noisy = [
         0 if count is None else int(add_discrete_laplace(count, scale)) for count in (count_lo, count_hi)
     ]
-    share_lo, share_hi = (k / n_pub for k in _clamp_counts(noisy[0], noisy[1], n_pub))
+    share_lo, share_hi = (k / n_pub for k in clamp_counts(noisy[0], noisy[1], n_pub))
     releases.append(
         Release(
             (share_lo, share_hi),
@@ -641,155 +376,10 @@ def dp_boxplot_stats(
     )
 
 
-# --------------------------------------------------------------------------------------
-# Grouped boxplots
-
-
-@dataclass(frozen=True, eq=False)
-class GroupedBoxplots(Mapping[Any, BoxplotStats]):
-    """DP boxplots of one column by a public grouping: a mapping label -> :class:`BoxplotStats`.
-
-    The mapping holds the groups that were drawn; every public group is listed in
-    ``categories`` with its public or released size in ``sizes``, and those too small
-    to draw are in ``too_small``. Nothing here is an exact private count.
-
-    Attributes
-    ----------
-    boxes : mapping
-        Label to :class:`BoxplotStats`, for the groups drawn, in category order.
-    categories : tuple
-        Every public group, in order (``other_label`` last when used).
-    sizes : mapping
-        Label to group size: the released discrete-Laplace count (``sizes_public``
-        False) or the public count the caller passed (True).
-    sizes_public : bool
-        Whether ``sizes`` were given as public rather than released here.
-    too_small : tuple
-        Groups whose (public or released) size is below ``min_group_size``: no box.
-    min_group_size : int
-        The threshold used.
-    epsilon : float
-        Epsilon of the whole figure under ``neighbouring``.
-    neighbouring : str
-        The relation the guarantee is stated for.
-    releases : tuple of Release
-        The group sizes (when released) and the boxes (parallel composition);
-        their epsilons sum to ``epsilon``.
-    notes : tuple of str
-        Plain-language caveats.
-    """
-
-    boxes: Mapping[Any, BoxplotStats]
-    categories: tuple[Any, ...]
-    sizes: Mapping[Any, float]
-    sizes_public: bool
-    too_small: tuple[Any, ...]
-    min_group_size: int
-    epsilon: float
-    neighbouring: str
-    releases: tuple[Release, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    def __getitem__(self, key: Any) -> BoxplotStats:
-        return self.boxes[key]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.boxes)
-
-    def __len__(self) -> int:
-        return len(self.boxes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-type summary: every group's size, and the boxes drawn."""
-        return {
-            "categories": [str(c) for c in self.categories],
-            "sizes": {str(k): float(v) for k, v in self.sizes.items()},
-            "sizes_public": self.sizes_public,
-            "too_small": [str(c) for c in self.too_small],
-            "min_group_size": self.min_group_size,
-            "epsilon": float(self.epsilon),
-            "neighbouring": self.neighbouring,
-            "boxes": {str(k): v.to_dict() for k, v in self.boxes.items()},
-            "notes": list(self.notes),
-        }
-
-
 _GROUPED_FORBIDDEN = {
     "n": "the size of each group comes from counts= or is released",
     "n_weight": "the group sizes are released once for all groups (count_weight=)",
 }
-
-
-def _check_categories(categories: Any, other_label: Any) -> list[Any]:
-    if categories is None:
-        raise ParameterError(
-            "categories is required: pass the public list of groups (e.g. from the data's "
-            "schema). Reading the groups off the data would reveal which ones occur.",
-            argument="categories",
-        )
-    if isinstance(categories, str | bytes) or not hasattr(categories, "__iter__"):
-        raise ParameterError(
-            f"categories must be a sequence of labels, got {categories!r}.", argument="categories"
-        )
-    cats = list(categories)
-    if not cats:
-        raise ParameterError("categories is empty; pass the public list of groups.", argument="categories")
-    for cat in cats:
-        if not isinstance(cat, Hashable) or cat is None or (isinstance(cat, float) and math.isnan(cat)):
-            raise ParameterError(
-                f"categories must be hashable, non-missing labels; got {cat!r}.", argument="categories"
-            )
-    if len(set(cats)) != len(cats):
-        raise ParameterError("categories contains duplicates; list each group once.", argument="categories")
-    if other_label is not None:
-        if not isinstance(other_label, Hashable) or other_label in cats:
-            raise ParameterError(
-                f"other_label must be a hashable label that is not among the categories, got {other_label!r} "
-                "(or None to leave such records out).",
-                argument="other_label",
-            )
-    return cats
-
-
-def _group_codes(labels: Any, cats: list[Any], size: int) -> np.ndarray:
-    """Code ``0 .. len(cats) - 1`` of each record, ``len(cats)`` for missing or unknown labels."""
-    if isinstance(labels, str | bytes) or labels is None or not hasattr(labels, "__len__"):
-        raise DataError("groups must be a 1-d array of labels, one per value of x.", argument="groups")
-    values = np.asarray(labels, dtype=object)
-    if values.ndim != 1 or values.shape[0] != size:
-        raise DataError(
-            f"groups must have one label per value: got shape {values.shape} for {size} values.",
-            argument="groups",
-        )
-    try:
-        codes = np.asarray(pd.Index(cats, dtype=object).get_indexer(values), dtype=np.int64)
-    except TypeError:
-        raise DataError("groups contains unhashable labels (e.g. lists).", argument="groups") from None
-    codes[codes < 0] = len(cats)
-    return codes
-
-
-def _check_counts(counts: Any, labels: list[Any]) -> list[float]:
-    if not isinstance(counts, Mapping):
-        raise ParameterError(
-            "counts must be a mapping of each group to its public (or previously released) size.",
-            argument="counts",
-        )
-    out = []
-    for cat in labels:
-        if cat not in counts:
-            raise ParameterError(
-                f"counts has no size for group {cat!r}; give one for every group (including the "
-                "other_label group, or pass other_label=None).",
-                argument="counts",
-            )
-        v = counts[cat]
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= float(v) <= _MAX_PUBLIC_N):
-            raise ParameterError(
-                f"counts[{cat!r}] must be a number in [0, 2**53], got {v!r}.", argument="counts"
-            )
-        out.append(float(v))
-    return out
 
 
 def grouped_dp_boxplot(
@@ -805,7 +395,7 @@ def grouped_dp_boxplot(
     min_group_size: int | None = None,
     other_label: Any = OTHER_LABEL,
     description: str = "boxplot",
-    random_state: Any = _UNSET,
+    random_state: Any = UNSET,
     **kwargs: Any,
 ) -> GroupedBoxplots:
     """DP boxplots of ``x`` by a public grouping, the whole figure under pure ``epsilon``-DP.
@@ -880,25 +470,25 @@ def grouped_dp_boxplot(
     >>> bool(res["b"].median > res["a"].median + 3), sum(r.epsilon for r in res.releases)
     (True, 1.0)
     """
-    _reject_seed(random_state)
+    reject_seed(random_state)
     for key, why in _GROUPED_FORBIDDEN.items():
         if key in kwargs:
             raise ParameterError(f"{key} is not accepted by grouped_dp_boxplot: {why}.", argument=key)
-    kwargs = _check_options(**kwargs)
+    kwargs = check_options(**kwargs)
     epsilon = check_epsilon(epsilon, allow_inf=True)
     lower, upper = check_bounds(bounds)
     neighbouring = check_neighbouring(neighbouring)
     count_weight = check_fraction(count_weight, "count_weight")
-    description = _check_str(description, "description")
-    cats = _check_categories(categories, other_label)
+    description = check_str(description, "description")
+    cats = check_categories(categories, other_label)
     labels = [*cats, other_label] if other_label is not None else list(cats)
-    public = None if counts is None else _check_counts(counts, labels)
+    public = None if counts is None else check_counts(counts, labels)
     if min_group_size is not None:
         min_group_size = check_positive_int(min_group_size, "min_group_size")
-    _check_values(x)  # type and shape (public facts)
+    check_values(x)  # type and shape (public facts)
     full = np.asarray(x, dtype=float)
     present = ~np.isnan(full)  # a NaN value is an absent record, whatever its label
-    codes = _group_codes(groups, cats, full.size)[present]
+    codes = group_codes(groups, cats, full.size)[present]
     arr = full[present]
 
     exact = np.bincount(codes, minlength=len(cats) + 1)[: len(labels)]
@@ -943,7 +533,7 @@ def grouped_dp_boxplot(
                 f"each box gets half of {eps_rest:.4g}"
             )
     if min_group_size is None:
-        min_group_size = 1 if math.isinf(eps_box) else max(10, math.ceil(_MIN_GROUP_RANKS / eps_box))
+        min_group_size = 1 if math.isinf(eps_box) else max(10, math.ceil(MIN_GROUP_RANKS / eps_box))
     if other_label is None:
         notes.append("records with a missing or undeclared group label are left out")
     else:
@@ -1001,26 +591,3 @@ def grouped_dp_boxplot(
         releases=tuple(releases),
         notes=tuple(notes),
     )
-
-
-def boxplot_distance(a: BoxplotStats, b: BoxplotStats) -> dict[str, float]:
-    """Distances between two boxplots: location, scale, skewness and tails.
-
-    ``location = |median_a - median_b|``, ``scale = |IQR_a - IQR_b|``,
-    ``skewness`` is the L1 distance of the two whisker-to-box lengths and
-    ``tails`` the L1 distance of the two outlier shares (the paper's metrics).
-
-    References
-    ----------
-    Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
-    """
-    for name, s in (("a", a), ("b", b)):
-        if not isinstance(s, BoxplotStats):
-            raise ParameterError(f"{name} must be a BoxplotStats, got {type(s).__name__}.", argument=name)
-    return {
-        "location": abs(a.median - b.median),
-        "scale": abs((a.q3 - a.q1) - (b.q3 - b.q1)),
-        "skewness": abs((a.q1 - a.whisker_lo) - (b.q1 - b.whisker_lo))
-        + abs((a.whisker_hi - a.q3) - (b.whisker_hi - b.q3)),
-        "tails": abs(a.share_lo - b.share_lo) + abs(a.share_hi - b.share_hi),
-    }

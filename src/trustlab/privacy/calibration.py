@@ -28,6 +28,7 @@ __all__ = [
     "DG_ROUNDING_TV",
     "analytic_gaussian_epsilon",
     "analytic_gaussian_sigma",
+    "check_gaussian_delta",
     "gaussian_delta",
     "grid_gaussian_epsilon",
     "grid_gaussian_sigma",
@@ -69,7 +70,23 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     return max(0.0, first - second)
 
 
-def _check_gaussian_delta(delta: float) -> float:
+def check_gaussian_delta(delta: float) -> float:
+    """Return ``delta`` after checking ``0 < delta < 1`` (the Gaussian mechanism needs ``delta > 0``).
+
+    Parameters
+    ----------
+    delta : float
+        The delta of a Gaussian release.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> check_gaussian_delta(1e-5)
+    1e-05
+    """
     delta = check_delta(delta)
     if delta == 0.0:
         raise ParameterError(
@@ -88,7 +105,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     3.7306
     """
     eps = check_epsilon(epsilon)
-    dlt = _check_gaussian_delta(delta)
+    dlt = check_gaussian_delta(delta)
     sens = check_positive(sensitivity, "sensitivity")
     # delta(eps) increases with mu = sens / sigma: bracket mu, then solve.
     lo, hi = 1e-6, 1.0
@@ -109,7 +126,7 @@ def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1
     1.0
     """
     sigma = check_positive(sigma, "sigma")
-    dlt = _check_gaussian_delta(delta)
+    dlt = check_gaussian_delta(delta)
     mu = check_positive(sensitivity, "sensitivity") / sigma
     if gaussian_delta(0.0, mu) <= dlt:
         return 0.0
@@ -149,7 +166,7 @@ def grid_gaussian_sigma(epsilon: float, delta: float, sensitivity: float, slack:
     True
     """
     eps = check_epsilon(epsilon)
-    dlt = _check_gaussian_delta(delta)
+    dlt = check_gaussian_delta(delta)
     sens = check_positive(sensitivity, "sensitivity")
     slack = check_positive(slack, "slack", allow_zero=True)
     sigma = analytic_gaussian_sigma(eps, dlt, sens)
@@ -181,7 +198,7 @@ def grid_gaussian_epsilon(sigma: float, delta: float, sensitivity: float, slack:
     1.0
     """
     sigma = check_positive(sigma, "sigma")
-    dlt = _check_gaussian_delta(delta)
+    dlt = check_gaussian_delta(delta)
     slack = check_positive(slack, "slack", allow_zero=True)
     rest = dlt - slack / (sigma * sigma)
     if rest <= 0.0:

@@ -34,6 +34,7 @@ import numpy as np
 
 from trustlab._validation import check_positive_int
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy._opendp import opendp
 
 __all__ = [
     "MAX_INTEGER_SCALE",
@@ -61,14 +62,6 @@ inexactly.
 """
 
 _INT64_MAX = np.iinfo(np.int64).max
-
-
-@lru_cache(maxsize=1)
-def _dp() -> Any:
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    return dp
 
 
 def _check_scale(scale: Any, *, integer: bool = False) -> float:
@@ -116,7 +109,7 @@ def _add_integer_noise(values: Any, scale: Any, kind: str) -> np.ndarray:
     flat, shape = _int_values(values)
     if flat.size == 0 or scale == 0.0:
         return flat.reshape(shape)
-    dp = _dp()
+    dp = opendp()
     space = (
         dp.vector_domain(dp.atom_domain(T="i64")),
         *((dp.l1_distance(T="i64"),) if kind == "laplace" else (dp.l2_distance(T="i64"),)),
@@ -244,7 +237,7 @@ def _add_float_noise(values: Any, scale: Any, k: Any, kind: str) -> np.ndarray:
     flat, shape = _float_values(values)
     if flat.size == 0:
         return flat.reshape(shape)
-    dp = _dp()
+    dp = opendp()
     grid = 2.0**k
     if scale == 0.0:
         return (np.round(flat / grid) * grid).reshape(shape)
@@ -334,7 +327,7 @@ def laplace(scale: float, size: int) -> np.ndarray:
     size = check_positive_int(size, "size", minimum=0)
     if size == 0:
         return np.zeros(0)
-    dp = _dp()
+    dp = opendp()
     meas = dp.m.make_laplace(
         dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float), scale=scale
     )
@@ -351,7 +344,7 @@ def gaussian(scale: float, size: int) -> np.ndarray:
     size = check_positive_int(size, "size", minimum=0)
     if size == 0:
         return np.zeros(0)
-    dp = _dp()
+    dp = opendp()
     meas = dp.m.make_gaussian(
         dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale=scale
     )
@@ -426,7 +419,7 @@ def bernoulli(prob: float, size: int) -> np.ndarray:
         return np.zeros(size, dtype=bool)
     if prob >= 1.0:
         return np.ones(size, dtype=bool)
-    dp = _dp()
+    dp = opendp()
     start_ones = prob >= 0.5
     flip = (1.0 - prob) if start_ones else prob
     meas = dp.m.make_randomized_response_bitvec(
@@ -439,7 +432,7 @@ def bernoulli(prob: float, size: int) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _gumbel_max() -> Any:
-    dp = _dp()
+    dp = opendp()
     # OpenDP's noisy max under zCDP adds exactly sampled Gumbel noise; with scale 1 the
     # arg-max of ``log_weights + Gumbel`` is an exact draw from the categorical
     # distribution proportional to ``exp(log_weights)`` (the exponential mechanism).

@@ -29,9 +29,9 @@ import numpy as np
 
 from trustlab._validation import check_epsilon, check_fraction, check_positive_int
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy._inputs import read_private_sample
 from trustlab.privacy.bounds import (
     DEFAULT_BOUNDS_LEVELS,
-    _check_sample,
     check_bounds_levels,
     check_public_bounds,
     dp_bounds,
@@ -297,7 +297,7 @@ def dp_sum(
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         n_public = _check_released_n(n)
         resolution = _check_resolution(resolution, epsilon * (1 - bounds_share))
-        arr = _check_sample(x)
+        arr = read_private_sample(x)
         est = dp_bounds(
             arr,
             epsilon * bounds_share,
@@ -310,7 +310,7 @@ def dp_sum(
         rel = _sum_release(arr, est.value, epsilon * (1 - bounds_share), resolution, description)
         return _with_estimated_bounds(rel, est, epsilon)
     lower, upper = check_public_bounds(bounds, resolution=_check_resolution(resolution, epsilon))
-    return _sum_release(_check_sample(x), (lower, upper), epsilon, int(resolution), description)
+    return _sum_release(read_private_sample(x), (lower, upper), epsilon, int(resolution), description)
 
 
 def _check_released_n(n: Any) -> float:
@@ -404,7 +404,7 @@ def dp_mean(
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         sum_epsilon = epsilon * (1 - bounds_share)
         resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
-        arr = _check_sample(x)
+        arr = read_private_sample(x)
         count = dp_count(
             int(np.count_nonzero(~np.isnan(arr))),
             sum_epsilon * count_share,
@@ -425,7 +425,7 @@ def dp_mean(
         sum_epsilon = epsilon
         resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
         lower, upper = check_public_bounds(bounds, resolution=resolution)
-        arr = _check_sample(x)
+        arr = read_private_sample(x)
         count = dp_count(
             int(np.count_nonzero(~np.isnan(arr))), epsilon * count_share, description=f"{description}: count"
         )

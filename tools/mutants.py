@@ -1,0 +1,227 @@
+"""Mutation check for trustlab's privacy code: each mutant must make a test fail.
+
+Each mutant is a one-line edit that mis-scales a mechanism's noise or budget split
+(the bugs that leak while the ledger looks right). The script copies the tree to a
+temporary folder, applies one mutant at a time there, runs the tests named for it
+and reports whether they failed (the mutant is "caught") or passed ("SURVIVED").
+The working tree is never modified.
+
+Usage::
+
+    python tools/mutants.py            # every mutant
+    python tools/mutants.py boxplot    # mutants whose name contains "boxplot"
+
+Exit status 1 when a mutant survives (or its edit no longer applies: the list must
+follow the code).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTANTS: list[Mutant] = [
+    Mutant(
+        "sampler: 32-bit integer domain (the ±2^31 clamp)",
+        "src/trustlab/privacy/samplers.py",
+        'dp.atom_domain(T="i64")',
+        'dp.atom_domain(T="i32")',
+        ("tests/privacy/test_samplers.py",),
+    ),
+    Mutant(
+        "sampler: scales beyond 2^52 served inexactly",
+        "src/trustlab/privacy/samplers.py",
+        "if integer and scale > MAX_INTEGER_SCALE:",
+        "if False and integer and scale > MAX_INTEGER_SCALE:",
+        ("tests/privacy/test_samplers.py", "tests/privacy/test_statistics_privacy.py"),
+    ),
+    Mutant(
+        "quantiles: tie-breaking jitter from a seeded generator",
+        "src/trustlab/privacy/_grid.py",
+        "uniform_int(self.jitter, int(need.sum()))",
+        "np.random.default_rng(0).integers(self.jitter, size=int(need.sum()))",
+        (
+            "tests/privacy/test_quantiles.py",
+            "tests/privacy/test_quantiles_exact.py",
+            "tests/privacy/test_quantiles_audit.py",
+        ),
+    ),
+    Mutant(
+        "quantiles: JointExp at twice its epsilon",
+        "src/trustlab/privacy/_jointexp.py",
+        "a = epsilon / (2.0 * sensitivity)",
+        "a = epsilon / sensitivity",
+        ("tests/privacy/test_quantiles_exact.py",),
+    ),
+    Mutant(
+        "quantiles: independent baseline spends epsilon per level",
+        "src/trustlab/privacy/quantiles.py",
+        "eps_each = epsilon / levels.size",
+        "eps_each = epsilon",
+        ("tests/privacy/test_quantiles.py", "tests/privacy/test_quantiles_exact.py"),
+    ),
+    Mutant(
+        "boxplot: upper-extreme scan spends the whole quantile budget",
+        "src/trustlab/privacy/boxplot.py",
+        "qmax = extreme(1 - q_n, eps_q / 5, True)",
+        "qmax = extreme(1 - q_n, eps_q, True)",
+        ("tests/privacy/test_boxplot_budget.py",),
+    ),
+    Mutant(
+        "boxplot: outlier-share noise halved",
+        "src/trustlab/privacy/_boxplot_rules.py",
+        'return (2.0 if neighbouring == "replace" else 1.0) / eps_o',
+        'return (1.0 if neighbouring == "replace" else 0.5) / eps_o',
+        ("tests/privacy/test_boxplot_budget.py",),
+    ),
+    Mutant(
+        "boxplot: released n with half its noise",
+        "src/trustlab/privacy/boxplot.py",
+        "n_pub = float(max(1, int(add_discrete_laplace(arr.size, 1.0 / eps_n))))",
+        "n_pub = float(max(1, int(add_discrete_laplace(arr.size, 0.5 / eps_n))))",
+        ("tests/privacy/test_boxplot_budget.py",),
+    ),
+    Mutant(
+        "boxplot: shares not post-processed into [0, 1]",
+        "src/trustlab/privacy/boxplot.py",
+        "(k / n_pub for k in clamp_counts(noisy[0], noisy[1], n_pub))",
+        "(k / n_pub for k in noisy)",
+        ("tests/privacy/test_boxplot.py",),
+    ),
+    Mutant(
+        "boxplot: exact group sizes published",
+        "src/trustlab/privacy/boxplot.py",
+        "noisy = add_discrete_laplace(exact.astype(np.int64), sens / eps_c)",
+        "noisy = exact.astype(np.int64)",
+        ("tests/privacy/test_boxplot.py", "tests/privacy/test_boxplot_budget.py"),
+    ),
+    Mutant(
+        "dsi: transposed Cholesky factor in the sampler",
+        "src/trustlab/privacy/_dsi_noise.py",
+        "out += (z[:, :r] @ self.chol.T) @ self.basis.T",
+        "out += (z[:, :r] @ self.chol) @ self.basis.T",
+        ("tests/privacy/test_dsi_covariance.py", "tests/privacy/test_dsi.py"),
+    ),
+    Mutant(
+        "dsi: accountant with half the sensitivity",
+        "src/trustlab/privacy/dsi.py",
+        "m = sigma / math.sqrt(k)",
+        "m = 2 * sigma / math.sqrt(k)",
+        ("tests/privacy/test_dsi.py", "tests/privacy/test_accounting.py"),
+    ),
+    Mutant(
+        "label dp: keep probability for 2 delta",
+        "src/trustlab/privacy/_rr_geometry.py",
+        "p = (math.exp(epsilon) + delta) / (1.0 + math.exp(epsilon))",
+        "p = (math.exp(epsilon) + 2 * delta) / (1.0 + math.exp(epsilon))",
+        ("tests/privacy/test_label_dp.py",),
+    ),
+    Mutant(
+        "label dp: inverted keep coin",
+        "src/trustlab/privacy/_rr_mechanism.py",
+        "return np.where(keep, y, 1 - y).astype(np.int64)",
+        "return np.where(keep, 1 - y, y).astype(np.int64)",
+        ("tests/privacy/test_label_dp.py",),
+    ),
+    Mutant(
+        "linear sketch: rounding left out of the sensitivity",
+        "src/trustlab/privacy/_ltm_release.py",
+        'return (1.0 if neighbouring == "replace" else 0.5) / SCALE',
+        "return 0.0",
+        ("tests/privacy/test_linear_sketch_grid.py", "tests/privacy/test_linear_sketch.py"),
+    ),
+    Mutant(
+        "statistics: dp_count with half its noise",
+        "src/trustlab/privacy/statistics.py",
+        "noisy = max(0, int(add_discrete_laplace(n, 1.0 / epsilon)))",
+        "noisy = max(0, int(add_discrete_laplace(n, 0.5 / epsilon)))",
+        ("tests/privacy/test_statistics_privacy.py",),
+    ),
+    Mutant(
+        "statistics: dp_sum noise for sensitivity 1 instead of the resolution",
+        "src/trustlab/privacy/statistics.py",
+        "add_discrete_laplace(units, resolution / epsilon)",
+        "add_discrete_laplace(units, 1.0 / epsilon)",
+        ("tests/privacy/test_statistics_privacy.py",),
+    ),
+    Mutant(
+        "statistics: dp_histogram with half its noise",
+        "src/trustlab/privacy/statistics.py",
+        "noisy = add_discrete_laplace(counts, 1.0 / epsilon)",
+        "noisy = add_discrete_laplace(counts, 0.5 / epsilon)",
+        ("tests/privacy/test_statistics_privacy.py",),
+    ),
+    Mutant(
+        "statistics: dp_mean not clipped into its bounds",
+        "src/trustlab/privacy/statistics.py",
+        "float(np.clip(lower + total.value / n, lower, upper))",
+        "float(lower + total.value / n)",
+        ("tests/privacy/test_statistics_privacy.py",),
+    ),
+    Mutant(
+        "audit: held-out split by a seeded permutation (not per row)",
+        "src/trustlab/audit/split.py",
+        "    return u < float(test_size)",
+        "    return np.random.default_rng(0).permutation(u.size) < float(test_size) * u.size",
+        ("tests/audit/test_split.py",),
+    ),
+]
+
+
+def run(mutant: Mutant, workdir: Path) -> str:
+    target = workdir / mutant.path
+    original = target.read_text()
+    if original.count(mutant.old) != 1:
+        return "STALE (edit does not apply once)"
+    target.write_text(original.replace(mutant.old, mutant.new))
+    try:
+        env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+    finally:
+        target.write_text(original)
+    if proc.returncode == 1:
+        return "caught"
+    return "SURVIVED" if proc.returncode == 0 else f"error {proc.returncode}"
+
+
+def main(argv: list[str]) -> int:
+    chosen = [m for m in MUTANTS if not argv or any(a in m.name for a in argv)]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "tree"
+        skip = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".ruff_cache", ".mypy_cache")
+        shutil.copytree(ROOT, work, ignore=skip)
+        bad = 0
+        for m in chosen:
+            outcome = run(m, work)
+            bad += outcome != "caught"
+            print(f"{outcome:>10}  {m.name}  ({', '.join(m.tests)})", flush=True)
+    print(f"{len(chosen) - bad} of {len(chosen)} mutants caught")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
