@@ -12,7 +12,7 @@ Usage::
     python tools/mutants.py boxplot    # mutants whose name contains "boxplot"
 
 Exit status 1 when a mutant survives (or its edit no longer applies: the list must
-follow the code).
+follow the code); 2 when the named tests fail on the unmutated tree (the control).
 """
 
 from __future__ import annotations
@@ -185,6 +185,12 @@ MUTANTS: list[Mutant] = [
 ]
 
 
+def _pytest(workdir: Path, tests: tuple[str, ...]) -> int:
+    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800).returncode
+
+
 def run(mutant: Mutant, workdir: Path) -> str:
     target = workdir / mutant.path
     original = target.read_text()
@@ -192,20 +198,12 @@ def run(mutant: Mutant, workdir: Path) -> str:
         return "STALE (edit does not apply once)"
     target.write_text(original.replace(mutant.old, mutant.new))
     try:
-        env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
+        code = _pytest(workdir, mutant.tests)
     finally:
         target.write_text(original)
-    if proc.returncode == 1:
+    if code == 1:
         return "caught"
-    return "SURVIVED" if proc.returncode == 0 else f"error {proc.returncode}"
+    return "SURVIVED" if code == 0 else f"error {code}"
 
 
 def main(argv: list[str]) -> int:
@@ -214,6 +212,10 @@ def main(argv: list[str]) -> int:
         work = Path(tmp) / "tree"
         skip = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".ruff_cache", ".mypy_cache")
         shutil.copytree(ROOT, work, ignore=skip)
+        control = tuple(sorted({t for m in chosen for t in m.tests}))
+        if _pytest(work, control) != 0:  # a mutant only counts as caught if the tests pass without it
+            print(f"control failed: the unmutated tree does not pass {', '.join(control)}")
+            return 2
         bad = 0
         for m in chosen:
             outcome = run(m, work)
