@@ -55,6 +55,12 @@ class LabelDPBinaryRegression(BaseEstimator):
         Fisher-scoring iterations.
     tol : float, default 1e-8
         Stop when no coefficient moves by more than ``tol * (1 + max |beta|)``.
+    p0, p1 : float, optional
+        Keep probabilities of the release, when one pair holds for every record (e.g.
+        Warner's symmetric RR, ``e^eps / (1 + e^eps)`` for both). Arguments of
+        :meth:`fit` override them; one of the two places must give them.
+    pos_label : scalar, default 1
+        The released label value read as 1; every other value is read as 0.
 
     Attributes
     ----------
@@ -113,12 +119,18 @@ class LabelDPBinaryRegression(BaseEstimator):
         cov_type: str = "fisher",
         max_iter: int = 100,
         tol: float = 1e-8,
+        p0: float | None = None,
+        p1: float | None = None,
+        pos_label: Any = 1,
     ) -> None:
         self.link = link
         self.fit_intercept = fit_intercept
         self.cov_type = cov_type
         self.max_iter = max_iter
         self.tol = tol
+        self.p0 = p0
+        self.p1 = p1
+        self.pos_label = pos_label
 
     def _design(self, X: Any, n: int | None = None) -> tuple[np.ndarray, list[str] | None]:
         arr, names = check_design(X, n)
@@ -134,10 +146,11 @@ class LabelDPBinaryRegression(BaseEstimator):
         X : array-like or DataFrame of shape (n, d)
             Public covariates.
         y : array-like of shape (n,) or PrivatizedLabels
-            Released labels ``y~`` in {0, 1}, or the result of
+            Released labels ``y~`` (``pos_label`` is 1, any other value 0), or the result of
             :meth:`RandomizedResponseLabelDP.privatize` (then ``p0``/``p1`` are taken from it).
-        p0, p1 : float or array-like of shape (n,)
-            Keep probabilities the labels were released with; ``p0 + p1 > 1``.
+        p0, p1 : float or array-like of shape (n,), optional
+            Keep probabilities the labels were released with; ``p0 + p1 > 1``. Default:
+            the estimator's ``p0`` and ``p1``.
 
         Returns
         -------
@@ -155,7 +168,9 @@ class LabelDPBinaryRegression(BaseEstimator):
                     "pass either PrivatizedLabels or y with p0 and p1, not both.", argument="p0"
                 )
             y, p0, p1 = y.y_tilde, y.p0, y.p1
-        ya = check_labels(y, "y")
+        p0 = self.p0 if p0 is None else p0
+        p1 = self.p1 if p1 is None else p1
+        ya = check_labels(y, "y", self.pos_label)
         n = ya.shape[0]
         Xd, names = self._design(X, n)
         a0 = check_keep(p0, n, "p0")
@@ -168,7 +183,9 @@ class LabelDPBinaryRegression(BaseEstimator):
                 argument="p0",
             )
         if n <= Xd.shape[1]:
-            raise DataError(f"need more records than parameters ({Xd.shape[1]}), got {n}.", argument="X")
+            raise DataError(
+                f"need more records than parameters ({Xd.shape[1]}), got n_samples = {n}.", argument="X"
+            )
         if np.linalg.matrix_rank(Xd) < Xd.shape[1]:
             raise DataError(
                 "X (with the intercept column) is rank deficient; drop constant or collinear columns.",
@@ -243,8 +260,8 @@ class LabelDPBinaryRegression(BaseEstimator):
         Xd, _ = self._design(X)
         if Xd.shape[1] != self.params_.shape[0]:
             raise DataError(
-                f"X has {Xd.shape[1] - int(self.fit_intercept)} columns; the model was fitted on "
-                f"{self.n_features_in_}.",
+                f"X has {Xd.shape[1] - int(self.fit_intercept)} features, but LabelDPBinaryRegression "
+                f"is expecting {self.n_features_in_} features as input (the columns fit saw).",
                 argument="X",
             )
         F, _ = link_function(Xd @ self.params_, check_choice(self.link, "link", LINKS))

@@ -19,7 +19,15 @@ from trustlab._validation import (
     make_generator,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
-from trustlab.privacy._ltm_inputs import KINDS, check_sketch, joint, make_sketch, matrix, solve
+from trustlab.privacy._ltm_inputs import (
+    KINDS,
+    check_n_features,
+    check_sketch,
+    joint,
+    make_sketch,
+    matrix,
+    solve,
+)
 from trustlab.privacy._ltm_release import release
 from trustlab.privacy.release import Release
 
@@ -116,6 +124,13 @@ class _LTMBase:
     noise: Any
     n_servers: Any
     random_state: Any
+
+    def __sklearn_tags__(self) -> Any:
+        # Every fit draws fresh DP noise (never seeded): two fits differ, and scikit-learn's
+        # checks that compare fits are skipped by this tag.
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.non_deterministic = True
+        return tags
 
     def _check_fitted(self, attr: str) -> None:
         if not hasattr(self, attr):
@@ -247,8 +262,7 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
         """Project ``X`` onto the private subspace: ``X @ components_.T``."""
         self._check_fitted("components_")
         A = matrix(X, "X")
-        if A.shape[1] != self.n_features_in_:
-            raise DataError(f"X has {A.shape[1]} columns; fit saw {self.n_features_in_}.", argument="X")
+        check_n_features(A, self.n_features_in_, "LTMLowRank")
         return A @ self.components_.T
 
 
@@ -324,7 +338,7 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
     def fit(self, X: Any, y: Any) -> LTMRidge:
         """Release the sketch of ``[X | y]`` and solve the ridge problem on it."""
         _finite_epsilon(self.epsilon, "LTMRidge", "sklearn.linear_model.Ridge(fit_intercept=False)")
-        Z = joint(X, y, private=True)
+        Z = joint(X, y, private=True, estimator="LTMRidge")
         lam = check_positive(self.alpha, "alpha", allow_zero=True)
         if not isinstance(self.debias, bool | np.bool_):
             raise ParameterError(f"debias must be True or False, got {self.debias!r}.", argument="debias")
@@ -345,6 +359,5 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
         """Return ``X @ coef_``."""
         self._check_fitted("coef_")
         A = matrix(X, "X")
-        if A.shape[1] != self.n_features_in_:
-            raise DataError(f"X has {A.shape[1]} columns; fit saw {self.n_features_in_}.", argument="X")
+        check_n_features(A, self.n_features_in_, "LTMRidge")
         return A @ self.coef_

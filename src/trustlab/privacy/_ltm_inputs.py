@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 
 from trustlab._validation import (
     check_choice,
@@ -24,6 +26,7 @@ __all__ = [
     "MECHANISMS",
     "NEIGHBOURING",
     "NOISE",
+    "check_n_features",
     "check_sketch",
     "clip_rows",
     "honest",
@@ -31,6 +34,7 @@ __all__ = [
     "make_sketch",
     "matrix",
     "privacy",
+    "reject_complex",
     "solve",
 ]
 
@@ -62,25 +66,59 @@ def privacy(epsilon: Any, delta: Any, mechanism: str) -> tuple[float, float]:
     return eps, dlt
 
 
+def reject_complex(A: Any, name: str) -> None:
+    """Raise scikit-learn's "Complex data not supported" (a DataError) for complex input."""
+    try:
+        kind = np.asarray(A).dtype.kind
+    except (TypeError, ValueError):
+        return  # not an array at all: the numeric reader says so
+    if kind == "c" or (kind == "O" and any(isinstance(v, complex) for v in np.asarray(A).flat)):
+        raise DataError(f"Complex data not supported: {name} must hold real numbers.", argument=name)
+
+
 def matrix(A: Any, name: str, *, private: bool = False) -> np.ndarray:
     """A 2-d float array; for private data a row with NaN or +-inf becomes a zero row.
 
     Shape and type are public and checked; the values of private rows are not: a
     client whose row is not finite contributes nothing (as a zero row), so no
     exception depends on them. Public inputs (evaluation data, new rows to
-    predict) still raise on non-finite values.
+    predict) still raise on non-finite values. Messages follow scikit-learn's
+    wording where its estimator checks look for it ("Reshape your data",
+    "Complex data not supported", "0 feature(s)").
     """
     if sp.issparse(A):
         raise DataError(
             f"{name} is a sparse matrix; sparse input is not supported, pass {name}.toarray().",
             argument=name,
         )
+    reject_complex(A, name)
+    shape = np.shape(A) if isinstance(A, np.ndarray | list | tuple) or hasattr(A, "shape") else None
+    if shape is not None and len(shape) == 1:
+        raise DataError(
+            f"{name} must be 2-dimensional, got shape {tuple(shape)}. Reshape your data with "
+            f"{name}.reshape(-1, 1) for one feature or {name}.reshape(1, -1) for one row.",
+            argument=name,
+        )
     arr = check_numeric_array(A, name, ndim=2, allow_nan=private)
     if arr.shape[1] == 0:
-        raise DataError(f"{name} has no columns; pass an (n_clients, n_features) array.", argument=name)
+        raise DataError(
+            f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required; pass an "
+            "(n_clients, n_features) array.",
+            argument=name,
+        )
     if private:
         arr = np.where(np.isfinite(arr).all(axis=1)[:, None], arr, 0.0)
     return arr
+
+
+def check_n_features(arr: np.ndarray, n_features: int, estimator: str, name: str = "X") -> None:
+    """Raise the scikit-learn-worded error when ``arr`` has not ``n_features`` columns."""
+    if arr.shape[1] != n_features:
+        raise DataError(
+            f"{name} has {arr.shape[1]} features, but {estimator} is expecting {n_features} features "
+            "as input (the number of columns fit saw).",
+            argument=name,
+        )
 
 
 def check_sketch(S: Any, n: int) -> sp.csr_matrix:
@@ -175,8 +213,30 @@ def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: A
     return sp.csc_matrix((vals.ravel(), (rows.ravel(), cols)), shape=(m, n))
 
 
-def joint(X: Any, y: Any, *, private: bool = False) -> np.ndarray:
+def joint(X: Any, y: Any, *, private: bool = False, estimator: str = "this estimator") -> np.ndarray:
+    """``[X | y]`` as one float array; for private data a row with NaN or +-inf becomes a zero row.
+
+    A column vector ``y`` of shape ``(n, 1)`` is accepted with scikit-learn's
+    :class:`~sklearn.exceptions.DataConversionWarning`.
+    """
+    if y is None:
+        raise DataError(
+            f"{estimator} requires y to be passed, but the target y is None.", argument="y"
+        )
     X = matrix(X, "X", private=private)
+    if isinstance(y, list | tuple) or hasattr(y, "__array__"):
+        try:
+            y = np.asarray(y)
+        except (TypeError, ValueError):
+            pass  # the numeric reader below names the problem
+    if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; y.ravel() is used.",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        y = y.ravel()
+    reject_complex(y, "y")
     yv = check_numeric_array(y, "y", ndim=1, allow_nan=private)
     if yv.shape[0] != X.shape[0]:
         raise DataError(f"y has {yv.shape[0]} values but X has {X.shape[0]} rows.", argument="y")

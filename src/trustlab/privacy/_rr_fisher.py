@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from scipy.special import expit, ndtr
 
 from trustlab._validation import (
@@ -22,6 +23,7 @@ from trustlab._validation import (
     check_numeric_array,
 )
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy._ltm_inputs import reject_complex
 
 __all__ = [
     "G_CLIP",
@@ -39,23 +41,56 @@ LINKS = ("logit", "probit", "cloglog")
 G_CLIP = 1e-12
 
 
-def check_labels(y: Any, name: str = "y") -> np.ndarray:
-    arr = check_numeric_array(y, name, ndim=1)
-    if not np.isin(arr, (0.0, 1.0)).all():
-        bad = np.unique(arr[~np.isin(arr, (0.0, 1.0))])[:5]
-        raise DataError(
-            f"{name} must hold binary labels 0/1 (or booleans), got values such as {bad.tolist()}; "
-            "recode the outcome to 0/1 first.",
-            argument=name,
-        )
-    return arr.astype(np.int64)
+def check_labels(y: Any, name: str = "y", pos_label: Any = 1) -> np.ndarray:
+    """Binary labels: 1 where ``y == pos_label``, 0 for every other value (NaN included).
+
+    Only public facts raise (``y`` is not a 1-d array, or is empty): what the labels
+    are never does, because an exception that depends on a private label is itself a
+    release. A value that is not the declared positive label counts as a negative
+    (a deterministic public rule), so ``[0, 1, 2, nan]`` is read as ``[0, 1, 0, 0]``
+    and booleans as ``True == 1``.
+    """
+    if isinstance(y, str | bytes) or y is None:
+        raise DataError(f"{name} must be a 1-d array of labels, got {type(y).__name__}.", argument=name)
+    if sp.issparse(y):
+        raise DataError(f"{name} must be a dense 1-d array of labels.", argument=name)
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise DataError(f"{name} must be 1-dimensional, got shape {arr.shape}.", argument=name)
+    if arr.shape[0] == 0:
+        raise DataError(f"{name} is empty; pass at least one label.", argument=name)
+    if np.ndim(pos_label) != 0:
+        raise ParameterError(f"pos_label must be one label value, got {pos_label!r}.", argument="pos_label")
+    positive = np.asarray(arr == pos_label)
+    if positive.shape != arr.shape:  # e.g. strings compared with a number: compare as objects
+        positive = np.fromiter((v == pos_label for v in arr.astype(object)), dtype=bool, count=arr.size)
+    if positive.dtype != bool:
+        raise ParameterError(f"pos_label must be one label value, got {pos_label!r}.", argument="pos_label")
+        raise ParameterError(f"pos_label must be one label value, got {pos_label!r}.", argument="pos_label")
+    return positive.astype(np.int64)
 
 
 def check_design(X: Any, n: int | None = None, name: str = "X") -> tuple[np.ndarray, list[str] | None]:
     names = [str(c) for c in X.columns] if isinstance(X, pd.DataFrame) else None
+    if sp.issparse(X):
+        raise DataError(
+            f"{name} is a sparse matrix; sparse input is not supported, pass {name}.toarray().",
+            argument=name,
+        )
+    reject_complex(X, name)
+    if isinstance(X, np.ndarray | list | tuple) and np.ndim(X) == 1:
+        raise DataError(
+            f"{name} must be 2-dimensional, got shape {np.shape(X)}. Reshape your data with "
+            f"{name}.reshape(-1, 1) for one covariate or {name}.reshape(1, -1) for one record.",
+            argument=name,
+        )
     arr = check_numeric_array(X, name, ndim=2)
     if arr.shape[1] == 0:
-        raise DataError(f"{name} has no columns; pass at least one covariate.", argument=name)
+        raise DataError(
+            f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required; pass at "
+            "least one covariate.",
+            argument=name,
+        )
     if n is not None and arr.shape[0] != n:
         raise DataError(
             f"{name} has {arr.shape[0]} rows but y has {n} labels; pass one row per label.", argument=name

@@ -179,6 +179,10 @@ class RandomizedResponseLabelDP(BaseEstimator):
     random_state : None, int or numpy.random.Generator
         Chooses the pilot records (public randomness). The RR coins come from
         OpenDP and cannot be seeded.
+    pos_label : scalar, default 1
+        The label value released as 1. Every other value (``0``, ``2``, ``"no"``, NaN,
+        ...) is released as 0: a fixed public rule, so no exception depends on what the
+        private labels are.
 
     References
     ----------
@@ -207,6 +211,7 @@ class RandomizedResponseLabelDP(BaseEstimator):
         fit_intercept: bool = True,
         pilot_fraction: float = 0.2,
         random_state: Any = None,
+        pos_label: Any = 1,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -215,6 +220,7 @@ class RandomizedResponseLabelDP(BaseEstimator):
         self.fit_intercept = fit_intercept
         self.pilot_fraction = pilot_fraction
         self.random_state = random_state
+        self.pos_label = pos_label
 
     def vertices(self) -> np.ndarray:
         """The candidate ``(p0, p1)`` pairs for this budget (see :func:`rr_vertices`)."""
@@ -229,7 +235,7 @@ class RandomizedResponseLabelDP(BaseEstimator):
             Public covariates. Needed only when ``delta > 0`` and ``mode`` is not
             ``"symmetric"``; otherwise ``None`` is allowed.
         y : array-like of shape (n,)
-            True labels in {0, 1}.
+            True labels: ``pos_label`` is read as 1, any other value as 0.
 
         Returns
         -------
@@ -243,7 +249,7 @@ class RandomizedResponseLabelDP(BaseEstimator):
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ParameterError("fit_intercept must be True or False.", argument="fit_intercept")
         rng = make_generator(self.random_state)
-        ya = check_labels(y, "y")
+        ya = check_labels(y, "y", self.pos_label)
         n = ya.shape[0]
         adaptive = delta > 0 and mode != "symmetric"
         if X is None and adaptive:

@@ -1,0 +1,122 @@
+"""scikit-learn's common estimator checks over every trustlab estimator.
+
+Like scikit-learn's own ``sklearn/tests/test_common.py``: one list of estimator
+instances (:data:`ESTIMATORS`, one entry per class, configured as a user would) and
+one table of the checks each is *expected* to fail, with the reason
+(:data:`EXPECTED_FAILED_CHECKS`, the role of scikit-learn's
+``PER_ESTIMATOR_XFAIL_CHECKS``). A check listed there that starts to pass fails the
+run (``xfail_strict``), so the table cannot go stale. Properties an estimator has by
+design are declared on the estimator itself with ``__sklearn_tags__`` (e.g. the LTM
+estimators' ``non_deterministic``: their DP noise is never seeded).
+
+To cover another package, add its estimators to :data:`ESTIMATORS` (and their
+expected failures, each with a reason) — e.g. ``trustlab.explain``'s, later
+``trustlab.fairness``'. :func:`test_every_estimator_is_listed` fails when a package
+in :data:`PACKAGES` exports an estimator that is not in the list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from trustlab.privacy import LabelDPBinaryRegression, LTMLowRank, LTMRidge, RandomizedResponseLabelDP
+
+PACKAGES = ("trustlab.privacy",)
+"""Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
+
+ESTIMATORS: list[BaseEstimator] = [
+    LTMRidge(random_state=0),
+    LTMLowRank(n_components=1, random_state=0),
+    # Symmetric randomized response at epsilon = log(3): both keep probabilities 0.75.
+    LabelDPBinaryRegression(p0=0.75, p1=0.75),
+]
+
+NOT_CHECKED: dict[type, str] = {
+    RandomizedResponseLabelDP: (
+        "a release mechanism, not an estimator: it has no fit, only privatize(X, y) "
+        "(scikit-learn's checks need fit); tested in tests/privacy/test_label_dp.py"
+    ),
+}
+"""Exported BaseEstimator subclasses that scikit-learn's checks do not apply to, and why."""
+
+_NOISE = "DP noise: every fit draws fresh, unseeded noise, so two fits (or fit vs fit_transform) differ"
+_OBJECT = (
+    "a non-numeric entry in X raises trustlab's DataError (a ValueError naming X) where scikit-learn "
+    "expects a TypeError; needs a DataError that is also a TypeError in trustlab.errors"
+)
+_PRIVATE_NAN = (
+    "the training rows are private: a row holding NaN or inf counts as a zero row (no exception "
+    "may depend on private values), so fit does not raise on them; predict/transform on public "
+    "rows still do (the allow_nan tag would claim NaN is accepted everywhere)"
+)
+
+EXPECTED_FAILED_CHECKS: dict[type, dict[str, str]] = {
+    LTMRidge: {
+        "check_regressors_train": _NOISE + "; at epsilon=1 on 200 rows the noise dominates the fit",
+        "check_regressor_data_not_an_array": _NOISE,
+        "check_regressors_int": _NOISE,
+        "check_supervised_y_2d": _NOISE + " (the check compares a fit on y with one on y[:, None])",
+        "check_fit_idempotent": _NOISE,
+        "check_supervised_y_no_nan": _PRIVATE_NAN,
+        "check_estimators_nan_inf": _PRIVATE_NAN,
+        "check_dtype_object": _OBJECT,
+    },
+    LTMLowRank: {
+        "check_fit_idempotent": _NOISE,
+        "check_estimators_nan_inf": _PRIVATE_NAN,
+        "check_dtype_object": _OBJECT,
+    },
+    LabelDPBinaryRegression: {"check_dtype_object": _OBJECT},
+}
+
+
+def expected_failed_checks(estimator: BaseEstimator) -> dict[str, str]:
+    """The checks ``estimator`` is expected to fail, with the reason (scikit-learn's hook)."""
+    return EXPECTED_FAILED_CHECKS.get(type(estimator), {})
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks, xfail_strict=True)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_every_estimator_is_listed():
+    listed = {type(e) for e in ESTIMATORS} | set(NOT_CHECKED)
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
+                assert obj in listed, f"{package}.{name} is an estimator missing from ESTIMATORS"
+
+
+def test_every_expected_failure_has_a_reason():
+    for cls, checks in EXPECTED_FAILED_CHECKS.items():
+        assert cls in {type(e) for e in ESTIMATORS}, cls
+        for check, reason in checks.items():
+            assert check.startswith("check_") and len(reason) > 20, (cls, check)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_declared_tags_are_true(estimator):
+    """Tags an estimator declares are properties it has, not a way around a check."""
+    from sklearn.utils import get_tags
+
+    tags = get_tags(estimator)
+    if isinstance(estimator, LTMRidge | LTMLowRank):
+        assert tags.non_deterministic  # fresh DP noise at every fit
+        a, b = type(estimator)(random_state=0), type(estimator)(random_state=0)
+        rng = np.random.default_rng(0)
+        X = rng.uniform(-0.5, 0.5, size=(300, 2))
+        if isinstance(estimator, LTMRidge):
+            assert not np.allclose(a.fit(X, X[:, 0]).coef_, b.fit(X, X[:, 0]).coef_)
+        else:
+            assert not np.allclose(a.fit(X).components_, b.fit(X).components_)
+    else:
+        assert not tags.non_deterministic
