@@ -35,7 +35,23 @@ MODEL_NAMES = ("hgb", "xgboost", "lightgbm", "logistic")
 
 
 def categorical_columns(X: pd.DataFrame) -> list[str]:
-    """Columns treated as categorical: anything not numeric (category, string, object, bool)."""
+    """Columns treated as categorical: anything not numeric (category, string, object, bool).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame
+        The feature table.
+
+    Returns
+    -------
+    list of str
+        The categorical columns, in table order.
+
+    Examples
+    --------
+    >>> categorical_columns(pd.DataFrame({"a": [1.0], "b": ["x"], "c": [True]}))
+    ['b', 'c']
+    """
     return [
         c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c]) or pd.api.types.is_bool_dtype(X[c])
     ]
@@ -81,6 +97,18 @@ def make_model(name: str, X: pd.DataFrame, *, random_state: int = 0) -> Pipeline
         The feature table (used only for its column names and dtypes).
     random_state : int
         Seed for the model's own randomness.
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline
+        Preprocessing and classifier, not fitted.
+
+    Examples
+    --------
+    >>> X = pd.DataFrame({"age": [30, 40, 50, 60], "job": ["a", "b", "a", "b"]})
+    >>> model = make_model("logistic", X).fit(X, [0, 1, 0, 1])
+    >>> model.predict_proba(X).shape
+    (4, 2)
     """
     cats = categorical_columns(X)
     nums = [c for c in X.columns if c not in cats]
@@ -151,6 +179,11 @@ class ConstantModel:
     structure. The probability is a public constant (0.5), not a rate read off the
     data.
 
+    Parameters
+    ----------
+    probability : float, default=0.5
+        The probability of label 1 given to every row.
+
     Examples
     --------
     >>> ConstantModel().predict_proba([[1.0], [2.0]]).tolist()
@@ -162,18 +195,75 @@ class ConstantModel:
         self.classes_ = np.array([0, 1])
 
     def fit(self, X: Any, y: Any = None) -> ConstantModel:
+        """Do nothing (the probability is public).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Ignored.
+        y : array-like, optional
+            Ignored.
+
+        Returns
+        -------
+        ConstantModel
+            ``self``.
+        """
         return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
+        """The constant probabilities of labels 0 and 1 for each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Only its length is read.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples, 2)
+        """
         n = len(X)
         return np.column_stack([np.full(n, 1.0 - self.probability), np.full(n, self.probability)])
 
     def predict(self, X: Any) -> np.ndarray:
+        """Label 1 for every row when ``probability >= 0.5``, else 0.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Only its length is read.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples,)
+        """
         return (self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)
 
 
 def check_model(model: Any) -> Any:
-    """Check ``model`` is a fitted binary classifier with ``predict_proba``; return it."""
+    """Check ``model`` is a fitted binary classifier with ``predict_proba``; return it.
+
+    Parameters
+    ----------
+    model : object
+        The candidate classifier.
+
+    Returns
+    -------
+    object
+        ``model`` itself.
+
+    Raises
+    ------
+    ModelError
+        Without a callable ``predict_proba``, or with other than two ``classes_``.
+
+    Examples
+    --------
+    >>> check_model(ConstantModel()).classes_.tolist()
+    [0, 1]
+    """
     if not hasattr(model, "predict_proba") or not callable(model.predict_proba):
         raise ModelError(
             f"model must be a fitted classifier with predict_proba (e.g. a scikit-learn "
@@ -193,6 +283,25 @@ def load_model(path: str | Path) -> Any:
     """Load a fitted classifier saved with :mod:`pickle` or :mod:`joblib`.
 
     Warning: unpickling runs code from the file. Load only files you trust.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file.
+
+    Returns
+    -------
+    object
+        The model, checked with :func:`check_model`.
+
+    Examples
+    --------
+    >>> import pickle, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.pkl")
+    >>> with open(path, "wb") as fh:
+    ...     pickle.dump(ConstantModel(0.25), fh)
+    >>> load_model(path).probability
+    0.25
     """
     p = Path(path)
     if not p.is_file():

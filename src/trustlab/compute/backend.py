@@ -41,6 +41,19 @@ def compute(
         Rows per chunk for pandas input.
     client : dask.distributed.Client, optional
         Where to run a Dask computation.
+
+    Returns
+    -------
+    result
+        ``stat.finalize`` of the merged partial states; the same whatever the
+        partitioning (exactly for counts, up to float rounding for sums).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from trustlab.compute import Moments
+    >>> compute(Moments("x"), pd.DataFrame({"x": [1.0, 2.0, 3.0]}), chunksize=2)["mean"]
+    2.0
     """
     if _is_dask(data):
         import dask

@@ -29,24 +29,91 @@ R = TypeVar("R")
 
 
 class MergeableStatistic(ABC, Generic[S, R]):
-    """A statistic computed as partial states merged together."""
+    """A statistic computed as partial states merged together (abstract base class).
+
+    Subclasses implement three pure methods: :meth:`partial` (one partition to a
+    small state), :meth:`merge` (associative and commutative) and :meth:`finalize`.
+    The result must not depend on how the rows were partitioned.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> class RowCount(MergeableStatistic[int, int]):
+    ...     def partial(self, chunk):
+    ...         return len(chunk)
+    ...     def merge(self, a, b):
+    ...         return a + b
+    ...     def finalize(self, state):
+    ...         return state
+    >>> compute(RowCount(), pd.DataFrame({"x": range(10)}), chunksize=3)
+    10
+    """
 
     @abstractmethod
     def partial(self, chunk: pd.DataFrame) -> S:
-        """The state of one partition."""
+        """The state of one partition.
+
+        Parameters
+        ----------
+        chunk : pandas.DataFrame
+            One partition of the data.
+
+        Returns
+        -------
+        state
+            A small, picklable summary of ``chunk``.
+        """
 
     @abstractmethod
     def merge(self, a: S, b: S) -> S:
-        """Combine two partial states."""
+        """Combine two partial states.
+
+        Parameters
+        ----------
+        a, b : state
+            States returned by :meth:`partial` or :meth:`merge`.
+
+        Returns
+        -------
+        state
+            The state of the union of the two partitions.
+        """
 
     @abstractmethod
     def finalize(self, state: S) -> R:
-        """Turn the merged state into the result."""
+        """Turn the merged state into the result.
+
+        Parameters
+        ----------
+        state : state
+            The merged state of all partitions.
+
+        Returns
+        -------
+        result
+            The statistic's value.
+        """
 
 
 @dataclass(frozen=True)
 class MomentsState:
-    """Counts and power sums of one numeric column (mergeable by addition, min and max)."""
+    """Counts and power sums of one numeric column (mergeable by addition, min and max).
+
+    Attributes
+    ----------
+    rows : int
+        Rows seen.
+    missing : int
+        Rows whose value is missing or not numeric.
+    total, total_sq : float
+        Sum and sum of squares of the present values.
+    minimum, maximum : float
+        Extremes of the present values (``inf`` / ``-inf`` when there are none).
+
+    See Also
+    --------
+    Moments : the statistic whose state this is.
+    """
 
     rows: int
     missing: int
@@ -58,6 +125,11 @@ class MomentsState:
 
 class Moments(MergeableStatistic[MomentsState, dict[str, float]]):
     """Rows, missing count, mean, standard deviation, min and max of a numeric column.
+
+    Parameters
+    ----------
+    column : str
+        Name of the column; values that are not numbers count as missing.
 
     Examples
     --------
@@ -108,7 +180,19 @@ class Moments(MergeableStatistic[MomentsState, dict[str, float]]):
 
 
 class ValueCounts(MergeableStatistic[dict[Any, int], dict[Any, int]]):
-    """Counts of each value of a column, missing values under the key ``None``."""
+    """Counts of each value of a column, missing values under the key ``None``.
+
+    Parameters
+    ----------
+    column : str
+        Name of the column.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> compute(ValueCounts("c"), pd.DataFrame({"c": ["a", "b", "a", None]}), chunksize=2)
+    {'a': 2, None: 1, 'b': 1}
+    """
 
     def __init__(self, column: str) -> None:
         self.column = column
@@ -128,7 +212,21 @@ class ValueCounts(MergeableStatistic[dict[Any, int], dict[Any, int]]):
 
 
 class CodeHistogram(MergeableStatistic[np.ndarray, np.ndarray]):
-    """Counts of integer codes ``0..n_bins-1`` held in one column (e.g. a cell index)."""
+    """Counts of integer codes ``0..n_bins-1`` held in one column (e.g. a cell index).
+
+    Parameters
+    ----------
+    column : str
+        Name of an integer column whose values lie in ``0 .. n_bins - 1``.
+    n_bins : int
+        Number of codes.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> compute(CodeHistogram("k", 3), pd.DataFrame({"k": [0, 2, 2, 1, 2]}), chunksize=2).tolist()
+    [1, 1, 3]
+    """
 
     def __init__(self, column: str, n_bins: int) -> None:
         self.column = column

@@ -30,6 +30,13 @@ RATES = ("selection_rate", "true_positive_rate", "false_positive_rate", "accurac
 def confusion_by_group(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> tuple[list[Any], np.ndarray]:
     """Count (group, predicted, true) triples.
 
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        True and predicted labels, 0 or 1.
+    sensitive_features : array-like of shape (n_samples,)
+        The group of each row (no missing values).
+
     Returns
     -------
     groups : list
@@ -67,6 +74,25 @@ def rates_from_counts(counts: np.ndarray) -> dict[str, np.ndarray]:
 
     Negative (noisy) counts are clamped to zero first; a rate with an empty
     denominator is NaN.
+
+    Parameters
+    ----------
+    counts : array-like of shape (..., n_groups, 2, 2)
+        ``counts[..., g, p, t]``: rows of group ``g`` predicted ``p`` with label ``t``
+        (leading axes, e.g. bootstrap replicates, are carried through).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray of shape (..., n_groups)
+        ``"count"``, ``"selection_rate"``, ``"true_positive_rate"``,
+        ``"false_positive_rate"`` and ``"accuracy"``.
+
+    Examples
+    --------
+    >>> c = np.array([[[3, 1], [0, 4]], [[2, 0], [2, 4]]])  # two groups
+    >>> r = rates_from_counts(c)
+    >>> r["selection_rate"].tolist(), r["true_positive_rate"].tolist()
+    ([0.5, 0.75], [0.8, 1.0])
     """
     c = np.clip(np.asarray(counts, dtype=float), 0, None)
     tn, fn = c[..., 0, 0], c[..., 0, 1]
@@ -87,6 +113,23 @@ def fairness_differences(counts: np.ndarray) -> dict[str, np.ndarray]:
 
     Demographic-parity difference: max minus min selection rate over groups.
     Equalized-odds difference: the larger of the TPR and FPR ranges (as fairlearn).
+
+    Parameters
+    ----------
+    counts : array-like of shape (..., n_groups, 2, 2)
+        Confusion counts by group, as :func:`confusion_by_group` returns them.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray of shape (...)
+        ``"demographic_parity_difference"`` and ``"equalized_odds_difference"``.
+
+    Examples
+    --------
+    >>> c = np.array([[[3, 1], [0, 4]], [[2, 0], [2, 4]]])
+    >>> d = fairness_differences(c)
+    >>> float(d["demographic_parity_difference"]), float(d["equalized_odds_difference"])
+    (0.25, 0.5)
     """
     r = rates_from_counts(counts)
 
@@ -124,9 +167,27 @@ def bootstrap_counts(
     replicates (plus the simulated noise) rather than an error: in private mode
     that total is a released value, and no exception may depend on it.
 
+    Parameters
+    ----------
+    counts : array-like of shape (..., n_groups, 2, 2)
+        A count table (true or released).
+    n_boot : int, default=1000
+        Number of replicates.
+    noise_scale : float, optional
+        Scale of the discrete Laplace noise the counts were released with.
+    random_state : int, numpy.random.Generator or None
+        Seed of the resampling (and of the simulated noise); never of privacy noise.
+
     Returns
     -------
     numpy.ndarray of shape (n_boot, *counts.shape)
+
+    Examples
+    --------
+    >>> c = np.array([[[30, 10], [5, 40]], [[20, 5], [10, 35]]])
+    >>> reps = bootstrap_counts(c, n_boot=200, random_state=0)
+    >>> reps.shape, bool((reps.sum(axis=(1, 2, 3)) == c.sum()).all())
+    ((200, 2, 2, 2), True)
     """
     n_boot = check_positive_int(n_boot, "n_boot")
     rng = make_generator(random_state)

@@ -31,6 +31,15 @@ def _check(y_true: Any, y_prob: Any) -> tuple[np.ndarray, np.ndarray]:
 def calibration_table(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> pd.DataFrame:
     """Reliability table on ``n_bins`` equal-width bins of the predicted probability.
 
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        0/1 labels.
+    y_prob : array-like of shape (n_samples,)
+        Predicted probabilities of label 1, in [0, 1].
+    n_bins : int, default=10
+        Number of equal-width bins on [0, 1].
+
     Returns
     -------
     pandas.DataFrame
@@ -63,6 +72,20 @@ def calibration_table(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> pd.DataF
 
 def expected_calibration_error(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> float:
     """Expected calibration error: the count-weighted mean |fraction positive - mean predicted|.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        0/1 labels.
+    y_prob : array-like of shape (n_samples,)
+        Predicted probabilities of label 1, in [0, 1].
+    n_bins : int, default=10
+        Number of equal-width bins on [0, 1].
+
+    Returns
+    -------
+    float
+        The ECE, in [0, 1].
 
     References
     ----------
