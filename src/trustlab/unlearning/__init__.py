@@ -1,1 +1,3 @@
 """trustlab.unlearning (see docs/catalog.md for what is implemented)."""
+
+__all__: list[str] = []

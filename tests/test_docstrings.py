@@ -1,0 +1,213 @@
+"""Every public name of trustlab is documented numpydoc-style (issue 12, section 1).
+
+Public names are the ``__all__`` of each package. Functions and methods: a Parameters
+section when they take arguments, a Returns section when they return something;
+public functions and classes: an Examples section (doctested by
+``--doctest-modules``); result objects that a function builds may instead point to
+it under See Also. Dataclasses document their fields under Attributes. Exceptions
+need only a docstring.
+
+``PENDING`` lists the gaps still open; each is a strict expected failure, so fixing
+one without removing it from the list fails the suite (the list can only shrink).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import re
+from typing import Any
+
+import pytest
+
+PACKAGES = (
+    "trustlab.errors",
+    "trustlab.models",
+    "trustlab.audit",
+    "trustlab.compute",
+    "trustlab.datasets",
+    "trustlab.evaluation",
+    "trustlab.explain",
+    "trustlab.fairness",
+    "trustlab.privacy",
+    "trustlab.security",
+    "trustlab.uncertainty",
+    "trustlab.unlearning",
+)
+
+PENDING: set[str] = {
+    "trustlab.audit.Audit.context",
+    "trustlab.audit.Audit.run",
+    "trustlab.audit.AuditContext",
+    "trustlab.audit.AuditContext.X_train",
+    "trustlab.audit.AuditContext.X_test",
+    "trustlab.audit.AuditContext.y_test",
+    "trustlab.audit.AuditContext.sensitive_test",
+    "trustlab.audit.AuditContext.shared",
+    "trustlab.audit.AuditReport",
+    "trustlab.audit.AuditReport.to_dict",
+    "trustlab.audit.AuditReport.to_json",
+    "trustlab.audit.AuditReport.to_html",
+    "trustlab.audit.AuditReport.save",
+    "trustlab.audit.Check.to_dict",
+    "trustlab.audit.Section",
+    "trustlab.audit.Section.applies",
+    "trustlab.audit.Section.compute",
+    "trustlab.audit.Section.render",
+    "trustlab.audit.SectionResult",
+    "trustlab.audit.SectionResult.to_dict",
+    "trustlab.datasets.ColumnSpec",
+    "trustlab.datasets.ColumnSpec.kind",
+    "trustlab.datasets.DatasetInfo",
+    "trustlab.datasets.Schema",
+    "trustlab.datasets.Schema.bounds",
+    "trustlab.datasets.Schema.categories",
+    "trustlab.datasets.Schema.actionable",
+    "trustlab.datasets.Schema.conform",
+    "trustlab.datasets.Schema.from_dict",
+    "trustlab.datasets.Schema.from_json",
+    "trustlab.datasets.Schema.to_dict",
+    "trustlab.datasets.load_benefits",
+    "trustlab.datasets.load_default",
+    "trustlab.datasets.load_table",
+    "trustlab.privacy.Accountant.spend",
+    "trustlab.privacy.Accountant.spend_gaussian",
+    "trustlab.privacy.Accountant.spend_zcdp",
+    "trustlab.privacy.Accountant.spend_event",
+    "trustlab.privacy.Accountant.record",
+    "trustlab.privacy.Accountant.child",
+    "trustlab.privacy.Accountant.ledger",
+    "trustlab.privacy.Accountant.split",
+    "trustlab.privacy.AuditResult",
+    "trustlab.privacy.BoxplotStats",
+    "trustlab.privacy.BoxplotStats.to_dict",
+    "trustlab.privacy.DSIAccountant.epsilon",
+    "trustlab.privacy.DSIAccountant.noise_multiplier",
+    "trustlab.privacy.DSINoise",
+    "trustlab.privacy.DSINoise.covariance",
+    "trustlab.privacy.DSINoise.mahalanobis",
+    "trustlab.privacy.GroupedBoxplots",
+    "trustlab.privacy.GroupedBoxplots.to_dict",
+    "trustlab.privacy.LTMLowRank.fit",
+    "trustlab.privacy.LTMLowRank.transform",
+    "trustlab.privacy.LTMRidge.fit",
+    "trustlab.privacy.LTMRidge.predict",
+    "trustlab.privacy.LabelDPBinaryRegression.conf_int",
+    "trustlab.privacy.LabelDPBinaryRegression.summary",
+    "trustlab.privacy.LabelDPBinaryRegression.predict_proba",
+    "trustlab.privacy.LabelDPBinaryRegression.predict",
+    "trustlab.privacy.LedgerEntry",
+    "trustlab.privacy.PrivatizedLabels",
+    "trustlab.privacy.RandomizedResponseLabelDP.vertices",
+    "trustlab.privacy.Release.to_dict",
+    "trustlab.privacy.add_discrete_gaussian",
+    "trustlab.privacy.add_gaussian",
+    "trustlab.privacy.additive_shares",
+    "trustlab.privacy.analytic_gaussian_epsilon",
+    "trustlab.privacy.analytic_gaussian_sigma",
+    "trustlab.privacy.bernoulli",
+    "trustlab.privacy.boxplot_distance",
+    "trustlab.privacy.central_mod_sulq",
+    "trustlab.privacy.central_ssp_ridge",
+    "trustlab.privacy.clopper_pearson",
+    "trustlab.privacy.discrete_gaussian",
+    "trustlab.privacy.discrete_laplace",
+    "trustlab.privacy.dp_mean",
+    "trustlab.privacy.dp_sum",
+    "trustlab.privacy.exponential_select",
+    "trustlab.privacy.gaussian",
+    "trustlab.privacy.laplace",
+    "trustlab.privacy.local_variant",
+    "trustlab.privacy.low_rank_excess",
+    "trustlab.privacy.reconstruct",
+    "trustlab.privacy.ridge_cost_ratio",
+    "trustlab.privacy.rr_hockey_stick",
+}
+
+
+def _sections(doc: str) -> set[str]:
+    return set(re.findall(r"^\s*([A-Z][A-Za-z ]+)\n\s*-{3,}\s*$", doc, re.M))
+
+
+def _arguments(obj: Any) -> list[str]:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    return [p for p in sig.parameters if p not in ("self", "cls")]
+
+
+def _returns_something(obj: Any) -> bool:
+    ret = inspect.signature(obj).return_annotation
+    return ret not in ("None", None, inspect.Signature.empty)
+
+
+def _members() -> list[tuple[str, Any, str]]:
+    out = []
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            qual = f"{package}.{name}"
+            if inspect.isclass(obj):
+                out.append((qual, obj, "exception" if issubclass(obj, BaseException) else "class"))
+                if issubclass(obj, BaseException):
+                    continue
+                for attr, value in vars(obj).items():
+                    if attr.startswith("_"):
+                        continue
+                    if isinstance(value, staticmethod | classmethod):
+                        out.append((f"{qual}.{attr}", value.__func__, "method"))
+                    elif inspect.isfunction(value):
+                        out.append((f"{qual}.{attr}", getattr(obj, attr), "method"))
+                    elif isinstance(value, property) and value.fget is not None:
+                        out.append((f"{qual}.{attr}", value.fget, "property"))
+            elif callable(obj):
+                out.append((qual, obj, "function"))
+    return out
+
+
+def _gaps(obj: Any, kind: str) -> list[str]:
+    doc = inspect.getdoc(obj) or ""
+    if not doc.strip():
+        return ["docstring"]
+    if kind in ("property", "exception"):
+        return []
+    sections = _sections(doc)
+    missing = []
+    is_dataclass = kind == "class" and dataclasses.is_dataclass(obj)
+    init = obj.__init__ if kind == "class" else obj
+    args = [] if init is object.__init__ else _arguments(init)
+    if args and not sections & ({"Attributes", "Parameters"} if is_dataclass else {"Parameters"}):
+        missing.append("Parameters")
+    if kind in ("function", "method") and _returns_something(obj) and not sections & {"Returns", "Yields"}:
+        missing.append("Returns")
+    if kind == "function" and "Examples" not in sections:
+        missing.append("Examples")
+    if kind == "class" and not sections & {"Examples", "See Also"}:
+        missing.append("Examples")
+    return missing
+
+
+MEMBERS = _members()
+
+
+@pytest.mark.parametrize(("name", "obj", "kind"), MEMBERS, ids=[m[0] for m in MEMBERS])
+def test_numpydoc_sections(name: str, obj: Any, kind: str, request: pytest.FixtureRequest) -> None:
+    if name in PENDING:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="documentation gap still open"))
+    assert not _gaps(obj, kind), f"{name} lacks: {', '.join(_gaps(obj, kind))}"
+
+
+def test_pending_names_exist() -> None:
+    assert PENDING <= {m[0] for m in MEMBERS}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_lists_existing_names_once(package: str) -> None:
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert len(names) == len(set(names)), f"{package}.__all__ has duplicates"
+    for name in names:
+        assert hasattr(module, name), f"{package}.__all__ names {name}, which does not exist"
