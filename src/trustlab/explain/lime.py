@@ -31,15 +31,14 @@ import itertools
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin
 from trustlab._validation import (
-    check_choice,
     check_numeric_array,
-    check_positive,
     check_positive_int,
     make_generator,
 )
@@ -156,7 +155,7 @@ class LimeStability:
     n_seeds: int
 
 
-class LimeTabular:
+class LimeTabular(ParamsValidationMixin):
     """Tabular LIME with continuous features, as ``lime``'s ``LimeTabularExplainer`` computes it.
 
     Parameters
@@ -229,23 +228,29 @@ class LimeTabular:
         self.sample_around_instance = sample_around_instance
         self.random_state = random_state
 
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
+        "kernel_width": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "surrogate": [Options(_SURROGATES)],
+        "alpha": [None, Interval(numbers.Real, 0, None, closed="left")],
+        "top_k": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "sample_around_instance": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
     # -- parameters --------------------------------------------------------------
     def _check_params(self, d: int) -> tuple[int, float, str, float, int]:
-        n = check_positive_int(self.n_samples, "n_samples", minimum=2)
-        check_choice(self.surrogate, "surrogate", _SURROGATES)
+        self._validate_params()
         alpha = _DEFAULT_ALPHA[self.surrogate] if self.alpha is None else self.alpha
-        alpha = check_positive(alpha, "alpha", allow_zero=self.surrogate == "ridge")  # > 0 for the Lasso
-        kw = (
-            default_kernel_width(d)
-            if self.kernel_width is None
-            else check_positive(self.kernel_width, "kernel_width")
-        )
-        k = d if self.top_k is None else check_positive_int(self.top_k, "top_k")
+        if alpha == 0 and self.surrogate == "lasso":
+            raise ParameterError("alpha must be > 0 for the Lasso surrogate; got 0.", argument="alpha")
+        kw = default_kernel_width(d) if self.kernel_width is None else self.kernel_width
+        k = d if self.top_k is None else int(self.top_k)
         if k > d:
             raise ParameterError(
                 f"top_k={k} exceeds the number of features ({d}); pass top_k <= {d}.", argument="top_k"
             )
-        return n, float(kw), self.surrogate, float(alpha), k
+        return int(self.n_samples), float(kw), self.surrogate, float(alpha), k
 
     # -- fit ---------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> LimeTabular:
