@@ -139,7 +139,10 @@ def test_children_split_and_record_with_tight_composition():
     assert shares["a"].total_delta == pytest.approx(5e-6) and shares["b"].total_delta == pytest.approx(5e-6)
     assert acc.remaining_epsilon == pytest.approx(0.0, abs=1e-9)
     assert shares["a"].composition == "rdp"
-    shares["a"].record(Release(0.0, 0.5, 1e-6, "Gaussian", {"sigma": 4.0, "sensitivity": 1.0}, "noisy mean"))
+    gauss = Release(
+        0.0, 0.5, 1e-6, "Gaussian", {}, "noisy mean", measure="gaussian", sensitivity=1.0, noise_scale=4.0
+    )
+    shares["a"].record(gauss)
     shares["b"].record(Release(0.0, 0.3, 0.0, "discrete Laplace", {}, "count"))
     led = acc.ledger()
     assert [e.description for e in led] == ["noisy mean", "count"]

@@ -138,3 +138,20 @@ def test_audit_thorough(data, neighbour, bounds):
         events=(*EVENTS, _small_with_zero_low_bits, _near(data[len(data) // 2])),
     )
     assert res.epsilon_lower <= 1.0, res
+
+
+@pytest.mark.parametrize("missing_at", [2, 4])
+def test_audit_value_replaced_by_nan(missing_at):
+    # NaN is an absent record: under replace-one the neighbour with a NaN is a removal,
+    # covered by JointExp's replace sensitivity 2 (add/remove needs at most 2 (1 - min gap))
+    data = [0.1, 0.3, 0.55, 0.7, 1.0]
+    neighbour = list(data)
+    neighbour[missing_at] = np.nan
+    res = audit_epsilon(
+        lambda d: dp_quantile(d, 0.5, 1.0, (0, 1)).value,
+        data,
+        neighbour,
+        n_trials=1000,
+        events=(*EVENTS, _near(data[missing_at])),
+    )
+    assert res.epsilon_lower <= 1.0, res

@@ -220,9 +220,7 @@ def joint(X: Any, y: Any, *, private: bool = False, estimator: str = "this estim
     :class:`~sklearn.exceptions.DataConversionWarning`.
     """
     if y is None:
-        raise DataError(
-            f"{estimator} requires y to be passed, but the target y is None.", argument="y"
-        )
+        raise DataError(f"{estimator} requires y to be passed, but the target y is None.", argument="y")
     X = matrix(X, "X", private=private)
     if isinstance(y, list | tuple) or hasattr(y, "__array__"):
         try:

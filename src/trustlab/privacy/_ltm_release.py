@@ -325,6 +325,8 @@ def release(
         )
         mech = "LTM Laplace"
     params["notes"] = tuple(notes)
+    # Gaussian: discrete Gaussian on a grid, whose (epsilon, delta) carries a grid term, so the
+    # measure is "approximate" (charged by its (epsilon, delta)), not a continuous "gaussian".
     return Release(
         decode(agg),
         eps,
@@ -332,6 +334,9 @@ def release(
         mech + " (secure aggregation simulated)",
         params,
         f"noisy sketch S A + E of a {n} x {d} client matrix, {m} sketch rows",
+        measure="approximate" if mechanism == "gaussian" else "pure",
+        sensitivity=float(params.get("sensitivity_l2", params.get("sensitivity_l1"))),
+        noise_scale=float(params.get("laplace_scale", params["sigma_c"])),
     )
 
 

@@ -20,16 +20,16 @@ pure-DP releases cost exactly what they cost before.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trustlab._validation import check_choice, check_delta, check_epsilon, check_positive, check_positive_int
 from trustlab.errors import BudgetExceededError, ParameterError
 from trustlab.privacy._composition import Item, pld_compose, rdp_epsilon, zcdp_epsilon
-from trustlab.privacy.release import Release
+from trustlab.privacy.release import PrivacyMeasure, Release
 
-__all__ = ["COMPOSITIONS", "Accountant", "LedgerEntry"]
+__all__ = ["COMPOSITIONS", "Accountant", "LedgerEntry", "charge", "check_accountant"]
 
 COMPOSITIONS = ("basic", "rdp", "zcdp", "pld")
 
@@ -217,14 +217,15 @@ class Accountant:
         self._pld_pending = (len(tight), total)
         return float(total.get_epsilon_for_delta(delta))
 
-    def _charge_item(self, item: Item, what: str) -> float:
-        """Charge one item or raise; returns the increase of the total epsilon."""
+    def _plan_items(self, new: Sequence[Item], what: str) -> tuple[float, float]:
+        """The guarantee after charging ``new`` items, or raise; changes nothing but caches."""
         self._pld_pending = (0, None)
-        items = [*self._items, item]
+        items = [*self._items, *new]
         fixed_delta = sum(it.delta for it in items if self._is_fixed(it))
         if fixed_delta > self.total_delta + _SLACK * max(1e-12, self.total_delta):
+            needed = sum(it.delta for it in new)
             raise BudgetExceededError(
-                f"{what} needs delta={item.delta:.3g} but only {self.remaining_delta:.3g} of "
+                f"{what} needs delta={needed:.3g} but only {self.remaining_delta:.3g} of "
                 f"budget '{self.name}' remains.",
                 argument="delta",
             )
@@ -244,6 +245,11 @@ class Accountant:
                 f"total ({self.remaining_epsilon:.6g} remains); raise the total epsilon or release less.",
                 argument="epsilon",
             )
+        return eps, delta
+
+    def _charge_item(self, item: Item, what: str) -> float:
+        """Charge one item or raise; returns the increase of the total epsilon."""
+        eps, delta = self._plan_items([item], what)
         increase = max(0.0, eps - self._spent_epsilon)
         self._items.append(item)
         if self._pld_pending[0] == sum(not self._is_fixed(it) for it in self._items):
@@ -409,44 +415,90 @@ class Accountant:
         inc = self._charge_item(item, description)
         self._log(inc, 0.0, description, what)
 
-    def record(self, release: Release) -> Release:
-        """Charge a :class:`Release` that was computed with this budget's share, and return it.
-
-        Releases that are not differentially private (``release.is_dp`` False, e.g.
-        DSI) are refused with :class:`~trustlab.errors.ParameterError`.
-        Under a tight composition a release whose parameters hold ``rho`` is charged
-        as zCDP, and a Gaussian release whose parameters hold ``noise_multiplier`` (or
-        ``sigma`` and ``sensitivity``) is charged by its noise; every other release by
-        its ``(epsilon, delta)``.
-        """
+    def _item(self, release: Release) -> tuple[Item | None, float, float]:
+        """How ``release`` is composed here: a tight-composition item, or None for ``(epsilon, delta)``."""
         if not release.is_dp:
             raise ParameterError(
                 f"release '{release.description}' is under {release.guarantee}, not differential "
                 "privacy; a DP accountant cannot compose it. Keep it out of the DP budget.",
                 argument="release",
             )
-        params = release.parameters
-        if self.composition != "basic":
-            if "rho" in params and self.composition != "pld":
-                self.spend_zcdp(
-                    float(params["rho"]), description=release.description, mechanism=release.mechanism
+        epsilon = check_epsilon(release.epsilon)
+        delta = check_delta(release.delta)
+        measure = PrivacyMeasure(release.measure)
+        if self.composition == "basic":
+            return None, epsilon, delta
+        if measure is PrivacyMeasure.ZCDP and self.composition != "pld":
+            return Item("zcdp", rho=float(release.rho or 0.0)), epsilon, delta
+        if measure is PrivacyMeasure.GAUSSIAN:
+            return Item("gaussian", noise_multiplier=float(release.noise_multiplier or 0.0)), epsilon, delta
+        kind = "pure" if delta == 0 else "approx"
+        return Item(kind, epsilon=epsilon, delta=delta), epsilon, delta
+
+    def check(self, *releases: Release) -> None:
+        """Raise :class:`BudgetExceededError` if charging ``releases`` would exceed the budget.
+
+        Charges nothing. A mechanism given ``accountant=`` states its cost as a plan (a
+        :class:`Release` whose ``value`` is ``None``: epsilon, delta, measure, sensitivity
+        and noise scale follow from its parameters alone) and calls this *before* it draws
+        any noise, then :meth:`record` with the finished release. Several releases are
+        checked together, as they would compose.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0)
+        >>> acc.check(Release(None, 0.6), Release(None, 0.4))
+        >>> acc.check(Release(None, 1.5))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        trustlab.errors.BudgetExceededError: planned release(s) need epsilon=1.5 but only 1 ...
+        """
+        planned = [self._item(r) for r in releases]
+        what = "planned release(s)"
+        if self.composition == "basic":
+            epsilon = sum(e for _, e, _ in planned)
+            delta = sum(d for _, _, d in planned)
+            tol = _SLACK * max(1.0, self.total_epsilon)
+            if self._spent_epsilon + epsilon > self.total_epsilon + tol:
+                raise BudgetExceededError(
+                    f"{what} need epsilon={epsilon:.6g} but only {self.remaining_epsilon:.6g} of "
+                    f"budget '{self.name}' (total {self.total_epsilon:.6g}) remains; "
+                    "raise the total epsilon or release less.",
+                    argument="epsilon",
                 )
-                return release
-            if "gaussian" in release.mechanism.lower():
-                mult = params.get("noise_multiplier")
-                if mult is None and "sigma" in params and "sensitivity" in params:
-                    mult = float(params["sigma"]) / float(params["sensitivity"])
-                if mult is not None:
-                    self.spend_gaussian(
-                        float(mult), description=release.description, mechanism=release.mechanism
-                    )
-                    return release
-        self.spend(
-            release.epsilon,
-            release.delta,
-            description=release.description,
-            mechanism=release.mechanism,
-        )
+            if self._spent_delta + delta > self.total_delta + _SLACK * max(1e-12, self.total_delta):
+                raise BudgetExceededError(
+                    f"{what} need delta={delta:.3g} but only {self.remaining_delta:.3g} of "
+                    f"budget '{self.name}' remains.",
+                    argument="delta",
+                )
+            return
+        items = [it for it, _, _ in planned if it is not None]
+        self._plan_items(items, what)
+
+    def record(self, release: Release) -> Release:
+        """Charge a :class:`Release` that was computed with this budget's share, and return it.
+
+        Releases that are not differentially private (``release.is_dp`` False, e.g.
+        DSI) are refused with :class:`~trustlab.errors.ParameterError`. The release's
+        typed ``measure`` says how it composes (never its mechanism's name): under a
+        tight composition a ``"zCDP"`` release is charged by its ``rho`` (``"pld"``
+        has no zCDP event: by its ``(epsilon, delta)``), a ``"gaussian"`` one by its
+        noise multiplier ``noise_scale / sensitivity``, a ``"pure"`` or
+        ``"approximate"`` one by its ``(epsilon, delta)``; basic composition charges
+        every release its ``(epsilon, delta)``.
+        """
+        item, epsilon, delta = self._item(release)
+        if item is None:
+            self.spend(epsilon, delta, description=release.description, mechanism=release.mechanism)
+        elif item.kind == "zcdp":
+            self.spend_zcdp(item.rho, description=release.description, mechanism=release.mechanism)
+        elif item.kind == "gaussian":
+            self.spend_gaussian(
+                item.noise_multiplier, description=release.description, mechanism=release.mechanism
+            )
+        else:
+            self.spend(epsilon, delta, description=release.description, mechanism=release.mechanism)
         return release
 
     def child(self, epsilon: float, name: str, delta: float = 0.0) -> Accountant:
@@ -494,3 +546,30 @@ class Accountant:
             out[name] = self.child(remaining * share, name, remaining_delta * share)
         out[names[-1]] = self.child(self.remaining_epsilon, names[-1], self.remaining_delta)
         return out
+
+
+def check_accountant(accountant: Any) -> Accountant | None:
+    """Return ``accountant`` after checking it is an :class:`Accountant` or None."""
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise ParameterError(
+            f"accountant must be a trustlab.privacy.Accountant or None, got {type(accountant).__name__}.",
+            argument="accountant",
+        )
+    return accountant
+
+
+def charge(accountant: Accountant | None, plan: Release, draw: Callable[[], Any]) -> Release:
+    """Check ``plan`` against ``accountant``, then ``draw()`` the noisy value, then record the release.
+
+    The order is the point: the budget is checked from the plan's parameters before
+    ``draw`` touches any sampler, so an exhausted budget raises
+    :class:`~trustlab.errors.BudgetExceededError` with no noise drawn. Without an
+    accountant the release is returned uncharged (the caller records it).
+    """
+    accountant = check_accountant(accountant)
+    if accountant is not None:
+        accountant.check(plan)
+    release = replace(plan, value=draw())
+    if accountant is not None:
+        accountant.record(release)
+    return release

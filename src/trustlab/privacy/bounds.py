@@ -31,6 +31,7 @@ from trustlab.privacy._inputs import (
     check_public_n,
     read_private_sample,
 )
+from trustlab.privacy.accounting import charge
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -120,6 +121,7 @@ def dp_bounds(
     n: float | None = None,
     max_buckets: int = 10**6,
     description: str = "clipping bounds",
+    accountant: Any = None,
 ) -> Release:
     """Estimate clipping bounds ``(lower, upper)`` of ``x`` under pure ``epsilon``-DP, with no public range.
 
@@ -159,6 +161,8 @@ def dp_bounds(
         Each scan stops here and returns the last bucket's edge (at most 1e8).
     description : str
         What the release is, for the ledger.
+    accountant : Accountant, optional
+        Budget to charge: checked before any noise is drawn, recorded after.
 
     Returns
     -------
@@ -208,10 +212,9 @@ def dp_bounds(
     arr = read_private_sample(x)
     n_public = check_public_n(n, arr.size, neighbouring)
     z = np.sort(arr[~np.isnan(arr)])
-    lower, upper = _bounds_sorted(z, epsilon, anchor, q_lo, q_hi, base, neighbouring, n_public, max_buckets)
     per_side = epsilon / 2.0
-    return Release(
-        value=(lower, upper),
+    plan = Release(
+        value=None,
         epsilon=epsilon,
         mechanism="two above-threshold scans over geometric buckets (Durfee)",
         parameters={
@@ -229,6 +232,12 @@ def dp_bounds(
             ),
         },
         description=description,
+        sensitivity=1.0,  # of each cumulative count the scans compare
+    )
+    return charge(
+        accountant,
+        plan,
+        lambda: _bounds_sorted(z, epsilon, anchor, q_lo, q_hi, base, neighbouring, n_public, max_buckets),
     )
 
 

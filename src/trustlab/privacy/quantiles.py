@@ -44,7 +44,7 @@ from trustlab._validation import (
     check_epsilon,
     check_positive_int,
 )
-from trustlab.errors import DataError, ParameterError
+from trustlab.errors import ParameterError
 from trustlab.privacy._durfee import scan_cap, unbounded_sorted
 from trustlab.privacy._grid import DEFAULT_RESOLUTION, MAX_RESOLUTION, QuantileGrid, sorted_clipped
 from trustlab.privacy._inputs import (
@@ -55,8 +55,10 @@ from trustlab.privacy._inputs import (
     check_levels,
     check_neighbouring,
     check_public_n,
+    read_private_sample,
 )
 from trustlab.privacy._jointexp import jointexp_sensitivity, jointexp_values
+from trustlab.privacy.accounting import charge, check_accountant
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -79,20 +81,17 @@ _NO_SEED = (
 )
 
 
-def _check_sample(x: Any, name: str = "x") -> np.ndarray:
-    if isinstance(x, str | bytes) or x is None:
-        raise DataError(f"{name} must be a 1-d array of numbers.", argument=name)
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise DataError(f"{name} must be a 1-d array of numbers.", argument=name) from None
-    if arr.ndim != 1:
-        raise DataError(f"{name} must be 1-dimensional, got shape {arr.shape}.", argument=name)
-    if arr.size == 0:
-        raise DataError(f"{name} is empty; a DP release needs at least one value.", argument=name)
-    if not np.isfinite(arr).all():
-        raise DataError(f"{name} contains NaN or infinite values; drop or impute them first.", argument=name)
-    return arr
+def _present_values(x: Any) -> tuple[np.ndarray, int]:
+    """The present values of the private sample ``x`` and ``len(x)``.
+
+    Only public facts raise (``x`` is not a 1-d array of numbers). What the values
+    are never does: NaN (or a non-number in an object array) is an absent record,
+    ``+-inf`` is clipped later like any value outside the bounds, and an empty
+    sample is legal (the release is then close to uniform over the grid).
+    """
+    arr = read_private_sample(x)
+    missing = np.isnan(arr)
+    return (arr[~missing] if missing.any() else arr), int(arr.size)
 
 
 def dp_quantiles(
@@ -106,6 +105,7 @@ def dp_quantiles(
     resolution: int = DEFAULT_RESOLUTION,
     random_state: Any = None,
     description: str = "quantiles",
+    accountant: Any = None,
     _presorted: bool = False,
     _jitter: int | None = None,
 ) -> Release:
@@ -141,6 +141,9 @@ def dp_quantiles(
         anything but ``None``): DP quantiles are never seeded.
     description : str
         What the release is, for the ledger.
+    accountant : Accountant, optional
+        Budget to charge: checked before any noise is drawn (the selection, the
+        jitter), recorded after.
 
     Returns
     -------
@@ -194,38 +197,43 @@ def dp_quantiles(
     levels = check_levels(q)
     neighbouring = check_neighbouring(neighbouring)
     check_choice(method, "method", ("jointexp", "independent"))
-    arr = _check_sample(x)
+    arr, _ = _present_values(x)
     z = arr if _presorted else sorted_clipped(arr, lower, upper)
     res = grid.resolution
     if method == "jointexp":
-        values = jointexp_values(
-            z, (lower, upper), levels, epsilon, neighbouring, resolution=res, _jitter=_jitter
-        )
         sens = jointexp_sensitivity(levels, neighbouring)
         mechanism = "JointExp (exponential mechanism over ordered grid tuples)"
         eps_each = epsilon
+
+        def draw() -> np.ndarray:
+            return jointexp_values(
+                z, (lower, upper), levels, epsilon, neighbouring, resolution=res, _jitter=_jitter
+            )
     else:
         eps_each = epsilon / levels.size
-        values = np.sort(
-            np.concatenate(
-                [
-                    jointexp_values(
-                        z,
-                        (lower, upper),
-                        levels[j : j + 1],
-                        eps_each,
-                        neighbouring,
-                        resolution=res,
-                        _jitter=_jitter,
-                    )
-                    for j in range(levels.size)
-                ]
-            )
-        )
         sens = float(max(jointexp_sensitivity(levels[j : j + 1], neighbouring) for j in range(levels.size)))
         mechanism = "exponential mechanism per level (epsilon split equally)"
-    return Release(
-        value=values,
+
+        def draw() -> np.ndarray:
+            return np.sort(
+                np.concatenate(
+                    [
+                        jointexp_values(
+                            z,
+                            (lower, upper),
+                            levels[j : j + 1],
+                            eps_each,
+                            neighbouring,
+                            resolution=res,
+                            _jitter=_jitter,
+                        )
+                        for j in range(levels.size)
+                    ]
+                )
+            )
+
+    plan = Release(
+        value=None,
         epsilon=epsilon,
         mechanism=mechanism,
         parameters={
@@ -241,7 +249,9 @@ def dp_quantiles(
             "ties broken by secure jitter inside each grid cell",
         },
         description=description,
+        sensitivity=sens,
     )
+    return charge(accountant, plan, draw)
 
 
 def dp_quantile(
@@ -254,6 +264,7 @@ def dp_quantile(
     resolution: int = DEFAULT_RESOLUTION,
     random_state: Any = None,
     description: str = "quantile",
+    accountant: Any = None,
 ) -> Release:
     """Release one quantile of ``x`` with the exponential mechanism (pure ``epsilon``-DP).
 
@@ -266,7 +277,7 @@ def dp_quantile(
 
     Parameters
     ----------
-    x, q, epsilon, bounds, neighbouring, resolution, description
+    x, q, epsilon, bounds, neighbouring, resolution, description, accountant
         As in :func:`dp_quantiles` (``q`` one level).
     random_state : None
         Not accepted: DP quantiles are never seeded.
@@ -290,6 +301,9 @@ def dp_quantile(
     """
     if random_state is not None:
         raise ParameterError(_NO_SEED, argument="random_state")
+    accountant = check_accountant(accountant)
+    if accountant is not None:  # the plan: pure epsilon, checked before dp_quantiles draws
+        accountant.check(Release(None, check_epsilon(epsilon), description=description))
     rel = dp_quantiles(
         x,
         [q],
@@ -299,13 +313,15 @@ def dp_quantile(
         resolution=resolution,
         description=description,
     )
-    return Release(
+    single = Release(
         value=float(rel.value[0]),
         epsilon=rel.epsilon,
         mechanism="exponential mechanism (Smith) on the public grid",
         parameters={**rel.parameters, "sensitivity": rel.parameters["sensitivity"] / 2.0},
         description=description,
+        sensitivity=rel.parameters["sensitivity"] / 2.0,
     )
+    return single if accountant is None else accountant.record(single)
 
 
 def unbounded_quantile(
@@ -319,6 +335,7 @@ def unbounded_quantile(
     n: int | None = None,
     max_buckets: int = 10**6,
     description: str = "unbounded quantile",
+    accountant: Any = None,
 ) -> Release:
     """Release a quantile with only a public lower anchor: Durfee's above-threshold scan.
 
@@ -354,6 +371,10 @@ def unbounded_quantile(
         private; under ``"replace"`` it defaults to ``len(x)``, which is public there.
     max_buckets : int, default 1e6
         The scan stops here (the last bucket's edge is returned).
+    description : str
+        What the release is, for the ledger.
+    accountant : Accountant, optional
+        Budget to charge: checked before any noise is drawn, recorded after.
 
     Returns
     -------
@@ -380,15 +401,12 @@ def unbounded_quantile(
     neighbouring = check_neighbouring(neighbouring)
     level = float(check_levels(q)[0])
     max_buckets = check_positive_int(max_buckets, "max_buckets")
-    arr = _check_sample(x)
-    n_public = check_public_n(n, arr.size, neighbouring, maximum=MAX_PUBLIC_N)
+    arr, length = _present_values(x)
+    n_public = check_public_n(n, max(length, 1), neighbouring, maximum=MAX_PUBLIC_N)
     z = np.maximum(arr, lower)
     z.sort()
-    value = unbounded_sorted(
-        z, level, epsilon, lower, base, neighbouring, n_public, max_buckets, add_noise=add_discrete_laplace
-    )
-    return Release(
-        value=value,
+    plan = Release(
+        value=None,
         epsilon=epsilon,
         mechanism="above-threshold over geometric buckets (Durfee)",
         parameters={
@@ -402,4 +420,20 @@ def unbounded_quantile(
             "bucket edges lower + base**(k+1) - 1 of an integer k (a public grid)",
         },
         description=description,
+        sensitivity=1.0,  # of each cumulative count the scan compares
+    )
+    return charge(
+        accountant,
+        plan,
+        lambda: unbounded_sorted(
+            z,
+            level,
+            epsilon,
+            lower,
+            base,
+            neighbouring,
+            n_public,
+            max_buckets,
+            add_noise=add_discrete_laplace,
+        ),
     )

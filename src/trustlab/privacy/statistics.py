@@ -30,6 +30,7 @@ import numpy as np
 from trustlab._validation import check_epsilon, check_fraction, check_positive_int
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._inputs import read_private_sample
+from trustlab.privacy.accounting import charge, check_accountant
 from trustlab.privacy.bounds import (
     DEFAULT_BOUNDS_LEVELS,
     check_bounds_levels,
@@ -100,7 +101,7 @@ def _grid_units(arr: np.ndarray, lower: float, upper: float, resolution: int) ->
     return min(total, _SUM_CAP)
 
 
-def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
+def dp_count(n: int, epsilon: float, *, description: str = "count", accountant: Any = None) -> Release:
     """Release a count (sensitivity 1) with discrete Laplace noise of scale ``1/epsilon``.
 
     The noisy count is post-processed to be at least 0 (a count cannot be
@@ -114,6 +115,10 @@ def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
         Privacy budget.
     description : str
         What is counted, for the ledger.
+    accountant : Accountant, optional
+        Budget to charge: the planned cost is checked before any noise is drawn
+        (:class:`~trustlab.errors.BudgetExceededError`, nothing drawn) and the release is
+        recorded after.
 
     Returns
     -------
@@ -129,14 +134,13 @@ def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
     Examples
     --------
     >>> r = dp_count(1000, epsilon=1.0)
-    >>> r.epsilon, r.mechanism, r.value >= 0
-    (1.0, 'discrete Laplace', True)
+    >>> r.epsilon, r.mechanism, r.value >= 0, r.measure.value, r.sensitivity
+    (1.0, 'discrete Laplace', True, 'pure', 1.0)
     """
     epsilon = check_epsilon(epsilon)
     n = check_positive_int(n, "n", minimum=0)
-    noisy = max(0, int(add_discrete_laplace(n, 1.0 / epsilon)))
-    return Release(
-        value=noisy,
+    plan = Release(
+        value=None,
         epsilon=epsilon,
         mechanism="discrete Laplace",
         parameters={
@@ -146,7 +150,15 @@ def dp_count(n: int, epsilon: float, *, description: str = "count") -> Release:
             "note": "noisy count clipped at 0 (post-processing)",
         },
         description=description,
+        sensitivity=1.0,
+        noise_scale=1.0 / epsilon,
     )
+
+    def draw() -> int:
+        noisy = max(0, int(add_discrete_laplace(n, 1.0 / epsilon)))
+        return noisy
+
+    return charge(accountant, plan, draw)
 
 
 def _check_codes(codes: Any) -> np.ndarray:
@@ -164,7 +176,9 @@ def _check_codes(codes: Any) -> np.ndarray:
     return arr
 
 
-def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = "histogram") -> Release:
+def dp_histogram(
+    codes: Any, n_bins: int, epsilon: float, *, description: str = "histogram", accountant: Any = None
+) -> Release:
     """Release the counts of integer codes ``0..n_bins-1`` under ``epsilon``-DP.
 
     Each record falls in at most one bin, so adding or removing a record changes
@@ -186,6 +200,8 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
         Privacy budget (every bin gets the full budget: parallel composition).
     description : str
         What is counted, for the ledger.
+    accountant : Accountant, optional
+        Budget to charge, checked before any noise is drawn (see :func:`dp_count`).
 
     Returns
     -------
@@ -214,9 +230,13 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
     else:
         valid = (arr >= 0) & (arr < n_bins)
     counts = np.bincount(arr[valid].astype(np.int64), minlength=n_bins)
-    noisy = add_discrete_laplace(counts, 1.0 / epsilon)
-    return Release(
-        value=noisy,
+
+    def draw() -> np.ndarray:
+        noisy = add_discrete_laplace(counts, 1.0 / epsilon)
+        return noisy
+
+    plan = Release(
+        value=None,
         epsilon=epsilon,
         mechanism="discrete Laplace",
         parameters={
@@ -227,7 +247,10 @@ def dp_histogram(codes: Any, n_bins: int, epsilon: float, *, description: str = 
             "note": "records whose code names no bin are left out (as if absent)",
         },
         description=description,
+        sensitivity=1.0,
+        noise_scale=1.0 / epsilon,
     )
+    return charge(accountant, plan, draw)
 
 
 def dp_sum(
@@ -241,6 +264,7 @@ def dp_sum(
     bounds_share: float = 0.25,
     anchor: float = 0.0,
     bounds_levels: tuple[float, float] = DEFAULT_BOUNDS_LEVELS,
+    accountant: Any = None,
 ) -> Release:
     """Release the sum of ``x`` clipped to public ``bounds`` under ``epsilon``-DP.
 
@@ -273,6 +297,9 @@ def dp_sum(
         ``resolution / epsilon <= MAX_INTEGER_SCALE``.
     n : float, optional
         Public or released count, required with ``bounds=None``.
+    accountant : Accountant, optional
+        Budget to charge the whole ``epsilon`` (bounds included): checked before any
+        noise is drawn, recorded after.
 
     Notes
     -----
@@ -292,12 +319,15 @@ def dp_sum(
     True
     """
     epsilon = check_epsilon(epsilon)
+    accountant = check_accountant(accountant)
     if bounds is None:
         bounds_share = check_fraction(bounds_share, "bounds_share")
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         n_public = _check_released_n(n)
         resolution = _check_resolution(resolution, epsilon * (1 - bounds_share))
         arr = read_private_sample(x)
+        if accountant is not None:  # both parts are pure DP: one plan of the whole epsilon
+            accountant.check(Release(None, epsilon, description=description))
         est = dp_bounds(
             arr,
             epsilon * bounds_share,
@@ -308,9 +338,12 @@ def dp_sum(
             description=f"{description}: clipping bounds",
         )
         rel = _sum_release(arr, est.value, epsilon * (1 - bounds_share), resolution, description)
-        return _with_estimated_bounds(rel, est, epsilon)
+        merged = _with_estimated_bounds(rel, est, epsilon)
+        return merged if accountant is None else accountant.record(merged)
     lower, upper = check_public_bounds(bounds, resolution=_check_resolution(resolution, epsilon))
-    return _sum_release(read_private_sample(x), (lower, upper), epsilon, int(resolution), description)
+    return _sum_release(
+        read_private_sample(x), (lower, upper), epsilon, int(resolution), description, accountant
+    )
 
 
 def _check_released_n(n: Any) -> float:
@@ -326,15 +359,19 @@ def _check_released_n(n: Any) -> float:
 
 
 def _sum_release(
-    arr: np.ndarray, bounds: tuple[float, float], epsilon: float, resolution: int, description: str
+    arr: np.ndarray,
+    bounds: tuple[float, float],
+    epsilon: float,
+    resolution: int,
+    description: str,
+    accountant: Any = None,
 ) -> Release:
     """The sum mechanism on checked inputs: raises nothing that depends on the data."""
     lower, upper = bounds
     step = _step(lower, upper, resolution)
     units = _grid_units(arr, lower, upper, resolution)
-    noisy_units = max(0, int(add_discrete_laplace(units, resolution / epsilon)))
-    return Release(
-        value=noisy_units * step,
+    plan = Release(
+        value=None,
         epsilon=epsilon,
         mechanism="discrete Laplace on a fixed-point grid",
         parameters={
@@ -352,7 +389,15 @@ def _sum_release(
             ),
         },
         description=description,
+        sensitivity=upper - lower,
+        noise_scale=(upper - lower) / epsilon,
     )
+
+    def draw() -> float:
+        noisy_units = max(0, int(add_discrete_laplace(units, resolution / epsilon)))
+        return noisy_units * step
+
+    return charge(accountant, plan, draw)
 
 
 def dp_mean(
@@ -366,6 +411,7 @@ def dp_mean(
     bounds_share: float = 0.25,
     anchor: float = 0.0,
     bounds_levels: tuple[float, float] = DEFAULT_BOUNDS_LEVELS,
+    accountant: Any = None,
 ) -> tuple[float, list[Release]]:
     """Release the mean of ``x`` clipped to ``bounds``: a noisy sum over a noisy count.
 
@@ -379,6 +425,9 @@ def dp_mean(
     ``epsilon`` goes to :func:`~trustlab.privacy.bounds.dp_bounds` (levels
     ``bounds_levels``, scans outward from the public ``anchor``, threshold from the
     released count), and ``count_share`` splits the rest between count and sum.
+
+    With an ``accountant`` the planned parts (count, bounds, sum) are checked together
+    before any noise is drawn and each release is recorded after.
 
     Returns
     -------
@@ -399,12 +448,19 @@ def dp_mean(
     """
     epsilon = check_epsilon(epsilon)
     count_share = check_fraction(count_share, "count_share")
+    accountant = check_accountant(accountant)
     if bounds is None:
         bounds_share = check_fraction(bounds_share, "bounds_share")
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         sum_epsilon = epsilon * (1 - bounds_share)
         resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
         arr = read_private_sample(x)
+        if accountant is not None:
+            accountant.check(
+                Release(None, sum_epsilon * count_share),
+                Release(None, epsilon * bounds_share),
+                Release(None, sum_epsilon * (1 - count_share)),
+            )
         count = dp_count(
             int(np.count_nonzero(~np.isnan(arr))),
             sum_epsilon * count_share,
@@ -426,6 +482,8 @@ def dp_mean(
         resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
         lower, upper = check_public_bounds(bounds, resolution=resolution)
         arr = read_private_sample(x)
+        if accountant is not None:
+            accountant.check(Release(None, epsilon * count_share), Release(None, epsilon * (1 - count_share)))
         count = dp_count(
             int(np.count_nonzero(~np.isnan(arr))), epsilon * count_share, description=f"{description}: count"
         )
@@ -435,6 +493,9 @@ def dp_mean(
     )
     n = count.value
     mean = math.nan if n < 1 else float(np.clip(lower + total.value / n, lower, upper))
+    if accountant is not None:
+        for rel in (*releases, total):
+            accountant.record(rel)
     return mean, [*releases, total]
 
 
