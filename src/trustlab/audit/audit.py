@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._param_validation import EPSILON, HasMethods, Interval, check_params
 from trustlab._validation import (
     check_binary_target,
     check_columns,
     check_epsilon,
-    check_fraction,
     check_frame,
 )
 from trustlab.audit.registry import default_sections
@@ -32,6 +33,22 @@ from trustlab.privacy.accounting import Accountant
 __all__ = ["Audit"]
 
 MIN_ROWS = 20
+
+MAX_ABS_VALUE = 3.4e38
+"""Largest magnitude of a number in a raw (non-private) audit: scikit-learn's tree models
+compare ``float32`` values (``|x| <= 3.4e38``), and sums of squares stay finite below it.
+Private audits clip undeclared columns to it instead of raising (a fact about the rows)."""
+
+_PARAMETERS: dict[str, Any] = {
+    "model": [str, Path, HasMethods(["predict_proba"])],
+    "test_size": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "private": ["boolean"],
+    "epsilon": [None, EPSILON],
+    "schema": [None, Schema],
+    "use_sensitive": ["boolean"],
+    "positive": [None, str, bool, numbers.Real],
+    "random_state": [Interval(numbers.Integral, 0, 2**32 - 1, closed="both")],
+}
 
 PRIVACY_SCOPE = [
     "Unit of privacy: one row of the table (add/remove one record). Every figure derived from "
@@ -71,21 +88,133 @@ class _Prepared:
     negative: Any
 
 
+def _column_name(value: Any, argument: str) -> Any:
+    """A column name as the user may pass it: text or an integer (pandas' default labels)."""
+    if isinstance(value, str) or (isinstance(value, numbers.Integral) and not isinstance(value, bool)):
+        return value
+    shown = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
+    raise ParameterError(
+        f"{argument} must name a column (a string, or an int for unnamed columns); got "
+        f"{type(value).__name__} {shown}.",
+        argument=argument,
+    )
+
+
+def _column_names(value: Any, argument: str) -> list[Any]:
+    """Column names from one name or a list of names; a string is one name, never its characters."""
+    if value is None:
+        return []
+    if isinstance(value, str | numbers.Integral) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, pd.Index | pd.Series | np.ndarray):
+        value = list(np.ravel(np.asarray(value, dtype=object)))
+    if not isinstance(value, list | tuple):
+        raise ParameterError(
+            f"{argument} must be a column name or a list of column names; got {type(value).__name__}.",
+            argument=argument,
+        )
+    names = [_column_name(v, argument) for v in value]
+    repeated = sorted({str(v) for v in names if names.count(v) > 1})
+    if repeated:
+        raise ParameterError(
+            f"{argument} names the column(s) {repeated} more than once; list each column once.",
+            argument=argument,
+        )
+    return names
+
+
+def _check_sections(sections: Any) -> None:
+    if sections is None:
+        return
+    if not isinstance(sections, list | tuple) or not all(isinstance(s, Section) for s in sections):
+        raise ParameterError(
+            "sections must be None (the registered defaults) or a list of Section objects; got "
+            f"{type(sections).__name__}.",
+            argument="sections",
+        )
+
+
+def _check_values(data: pd.DataFrame, columns: Sequence[Any]) -> None:
+    """Raw mode only: refuse column types and values no model or summary can use, naming the column.
+
+    Private mode never calls this (one row may turn a column into text or complex numbers:
+    whether the audit raises must not tell): there the schema and :func:`_model_frame`
+    make every column usable.
+    """
+    for c in columns:
+        col = data[c]
+        dtype = col.dtype
+        fix = "or leave it out (--ignore / Audit(ignore=...))."
+        if pd.api.types.is_complex_dtype(dtype):
+            raise DataError(
+                f"column {c!r} holds complex numbers; trustlab audits real-valued tables: keep the "
+                f"real part or the magnitude, {fix}",
+                argument=str(c),
+            )
+        if (
+            isinstance(dtype, pd.IntervalDtype | pd.PeriodDtype)
+            or pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype)
+        ):
+            raise DataError(
+                f"column {c!r} has dtype {dtype}; convert it to numbers (e.g. the year, or days "
+                f"since a date) or to text, {fix}",
+                argument=str(c),
+            )
+        if pd.api.types.is_bool_dtype(dtype):
+            continue
+        if pd.api.types.is_numeric_dtype(dtype):
+            x = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            n_inf = int(np.isinf(x).sum())
+            if n_inf:
+                raise DataError(
+                    f"column {c!r} holds {n_inf} infinite value(s); replace them by missing values "
+                    f"(empty cells), {fix}",
+                    argument=str(c),
+                )
+            biggest = float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 0.0
+            if biggest > MAX_ABS_VALUE:
+                raise DataError(
+                    f"column {c!r} holds values beyond +-{MAX_ABS_VALUE:g} (largest magnitude "
+                    f"{biggest:.3g}); tree models compare float32 numbers: rescale the column "
+                    f"(other units), {fix}",
+                    argument=str(c),
+                )
+            continue
+        values = col.cat.categories if isinstance(dtype, pd.CategoricalDtype) else col.dropna()
+        for v in values:
+            if isinstance(v, complex | np.complexfloating):
+                raise DataError(
+                    f"column {c!r} holds complex numbers; trustlab audits real-valued tables: keep "
+                    f"the real part or the magnitude, {fix}",
+                    argument=str(c),
+                )
+            if not isinstance(v, str | bytes | numbers.Number | np.bool_):
+                raise DataError(
+                    f"column {c!r} holds {type(v).__name__} values; each cell must be text, a number "
+                    f"or a boolean: convert the column, {fix}",
+                    argument=str(c),
+                )
+
+
 def _model_frame(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     """Model input in private mode: declared columns as conformed; the others made type-stable.
 
-    Undeclared numeric columns become float64 with infinities as missing; any other
-    undeclared column becomes text (missing kept), so that one odd value cannot make
-    an encoder fail on mixed types.
+    Undeclared real-valued columns become float64 with infinities as missing and
+    magnitudes clipped to :data:`MAX_ABS_VALUE`; any other undeclared column (text,
+    mixed, complex, dates) becomes text (missing kept), so that one odd value cannot
+    make an encoder fail on mixed types.
     """
     out = frame.copy()
     for c in frame.columns:
         if c in schema:
             continue
         col = frame[c]
-        if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        if (
+            pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_complex_dtype(col)
+        ) or pd.api.types.is_bool_dtype(col):
             x = col.to_numpy(dtype=np.float64, na_value=np.nan)
-            out[c] = np.where(np.isfinite(x), x, np.nan)
+            out[c] = np.clip(np.where(np.isfinite(x), x, np.nan), -MAX_ABS_VALUE, MAX_ABS_VALUE)
         else:
             obj = col.astype(object)
             out[c] = obj.where(obj.isna(), obj.astype(str))
@@ -119,11 +248,18 @@ class Audit:
         Whether the model may use the sensitive columns as features.
     positive : optional
         The positive label of the target (inferred when None).
-    ignore : sequence of str
-        Columns to leave out of the model and the report.
+    ignore : str or sequence of str
+        Columns to leave out of the model and the report (a string is one column name).
     random_state : int, default 0
         Seed of the split, the model and the bootstrap's simulation: public choices
-        only, never DP noise.
+        only, never DP noise. An int in ``[0, 2**32 - 1]``.
+
+    Raises
+    ------
+    ParameterError
+        When a parameter has the wrong type or range (``private`` and ``use_sensitive``
+        must be real booleans: the string ``"no"`` is refused, not read as true), checked
+        here and again at each run; the error's ``argument`` names the parameter.
 
     Examples
     --------
@@ -158,33 +294,63 @@ class Audit:
         self.positive = positive
         self.ignore = ignore
         self.random_state = random_state
+        self._validate_params()
 
     # -- validation -------------------------------------------------------------------------
-    def _prepare(self, data: Any, target: str, sensitive: Sequence[str]) -> _Prepared:
+    def _validate_params(self) -> None:
+        """Check every parameter's type and range (again at each run: attributes may be reassigned).
+
+        Raises
+        ------
+        ParameterError
+            Naming the parameter (``argument``) and what it may be.
+        """
+        params = {name: getattr(self, name) for name in _PARAMETERS}
+        check_params(params, _PARAMETERS, "Audit")
+        _check_sections(self.sections)
+        _column_names(self.ignore, "ignore")
+        if not self.private and self.epsilon is not None:
+            raise ParameterError("--epsilon is only used with --private; add --private.", argument="epsilon")
+        if self.private and self.epsilon is None:
+            raise ParameterError("private mode needs a total --epsilon (e.g. 1.0).", argument="epsilon")
+
+    def _prepare(self, data: Any, target: Any, sensitive: Any) -> _Prepared:
         """Check the arguments and the table; conform it to the schema in private mode.
 
         In private mode only public facts raise (the arguments, the column names, the
         schema); facts about the rows (how many, which values, missing or not) never do.
         """
+        self._validate_params()
+        target = _column_name(target, "target")
+        sens = _column_names(sensitive, "sensitive")
+        ignore = _column_names(self.ignore, "ignore")
         data = check_frame(data, min_rows=0 if self.private else MIN_ROWS)
-        check_fraction(self.test_size, "test_size")
-        ignore = check_columns(data, list(self.ignore), "ignore")
-        check_columns(data, target, "target")
-        sens = check_columns(data, sensitive, "sensitive")
+        check_columns(data, ignore, "ignore")
+        check_columns(data, [target], "target")
+        check_columns(data, sens, "sensitive")
         if not sens:
             raise DataError("name at least one sensitive column.", argument="sensitive")
-        if target in sens or target in ignore or set(sens) & set(ignore):
-            raise DataError("target, sensitive and ignored columns must be distinct.", argument="sensitive")
+        if target in sens:
+            raise DataError(
+                f"the target {target!r} cannot also be a sensitive column; name it once.",
+                argument="sensitive",
+            )
+        if target in ignore or set(sens) & set(ignore):
+            raise DataError(
+                "ignore must not name the target or a sensitive column; the audit needs them.",
+                argument="ignore",
+            )
         raw = data.drop(columns=ignore).reset_index(drop=True)
         features = [c for c in raw.columns if c != target and (self.use_sensitive or c not in sens)]
         if not features:
-            raise DataError("no feature columns are left for the model.", argument="data")
+            raise DataError(
+                "no feature columns are left for the model (every column is the target, sensitive or "
+                "ignored); keep at least one other column.",
+                argument="ignore" if ignore else "data",
+            )
         schema = self.schema or Schema()
         if not self.private:
-            if self.epsilon is not None:
-                raise ParameterError(
-                    "--epsilon is only used with --private; add --private.", argument="epsilon"
-                )
+            _check_values(raw, list(raw.columns))
             empty = [str(c) for c in raw.columns if raw[c].isna().all()]
             if empty:
                 raise DataError(
@@ -196,8 +362,7 @@ class Audit:
             if len(np.unique(y)) < 2:
                 raise DataError(f"target {target!r} has a single value.", argument="target")
             return _Prepared(raw, raw, sens, features, schema, y, np.ones(len(raw), bool), positive, negative)
-        if self.epsilon is None:
-            raise ParameterError("private mode needs a total --epsilon (e.g. 1.0).", argument="epsilon")
+        assert self.epsilon is not None  # _validate_params
         check_epsilon(self.epsilon)
         undeclared = [c for c in [target, *sens] if schema.categories(c) is None]
         if undeclared:
@@ -313,7 +478,6 @@ class Audit:
         The sections read the returned :class:`AuditContext`; :meth:`run` calls this first.
         """
         step = progress or (lambda _msg: None)
-        sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
         prep = self._prepare(data, target, sensitive)
         held_out = row_split(prep.raw, self.test_size, self.random_state)
         train_idx = np.flatnonzero(prep.labelled & ~held_out)
@@ -366,8 +530,34 @@ class Audit:
     ) -> AuditReport:
         """Split, fit (or load) the model, predict once, and compute every section.
 
-        ``progress`` is called with a short description before each step.
+        Parameters
+        ----------
+        data : pandas.DataFrame
+            The table, one row per record, unique column names.
+        target : str
+            The binary outcome column.
+        sensitive : str or sequence of str
+            The sensitive column(s) (a string is one column name); each at most once.
+        dataset_name : str
+            The table's name in the report.
+        progress : callable, optional
+            Called with a short description before each step.
+
+        Raises
+        ------
+        ParameterError, DataError
+            Bad arguments, unknown columns, or (raw mode only) an unusable table: the
+            error names the argument or the column. In private mode nothing about the
+            rows raises.
         """
+        if not isinstance(dataset_name, str):
+            raise ParameterError(
+                f"dataset_name must be a string; got {type(dataset_name).__name__}.", argument="dataset_name"
+            )
+        if progress is not None and not callable(progress):
+            raise ParameterError(
+                f"progress must be None or a callable; got {type(progress).__name__}.", argument="progress"
+            )
         step = progress or (lambda _msg: None)
         ctx = self.context(data, target=target, sensitive=sensitive, progress=step)
         sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]

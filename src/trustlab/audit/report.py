@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import os
+import secrets
+import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,9 +18,14 @@ from markupsafe import Markup
 
 from trustlab.audit.html import checks_list, table
 from trustlab.audit.section import STATUSES, Section, SectionResult
+from trustlab.errors import ParameterError
 from trustlab.privacy.accounting import LedgerEntry
 
-__all__ = ["SCHEMA_VERSION", "AuditReport"]
+__all__ = ["REPORT_FILES", "SCHEMA_VERSION", "AuditReport"]
+
+REPORT_FILES = ("report.html", "report.json")
+"""The files of a report folder. :meth:`AuditReport.save` replaces a folder that holds
+nothing else; it refuses one that holds other files rather than delete them."""
 
 SCHEMA_VERSION = "1.1"
 """1.1: checks carry ``status`` (pass / fail / inconclusive / not_evaluable) and ``rule``;
@@ -139,10 +147,116 @@ class AuditReport:
         )
 
     def save(self, out_dir: str | Path) -> tuple[Path, Path]:
-        """Write ``report.html`` and ``report.json`` into ``out_dir`` (created if needed)."""
+        """Write ``report.html`` and ``report.json`` into the folder ``out_dir``, atomically.
+
+        Both files are rendered in memory first, written into a new hidden folder next
+        to ``out_dir``, and that folder is renamed to ``out_dir`` only once complete. An
+        existing ``out_dir`` that holds a previous report (nothing but
+        :data:`REPORT_FILES`) is renamed aside first and deleted after the new one is in
+        place, so ``out_dir`` always holds one whole report, old or new, or (for the
+        instant between the two renames, or when the first run fails) nothing. On any
+        failure the temporary folder is removed and the old report is left as it was.
+        A process killed mid-write can leave a hidden ``.NAME.tmp-*`` folder beside
+        ``out_dir``; nothing else.
+
+        Returns
+        -------
+        (Path, Path)
+            The paths of ``report.html`` and ``report.json``.
+
+        Raises
+        ------
+        ParameterError
+            With ``argument="out_dir"`` when ``out_dir`` is a file, holds files other
+            than a report, or cannot be written (permissions, a file in its path, a full
+            disk); nothing is changed then.
+        """
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        html_path, json_path = out / "report.html", out / "report.json"
-        html_path.write_text(self.to_html(), encoding="utf-8")
-        json_path.write_text(self.to_json(), encoding="utf-8")
-        return html_path, json_path
+        if not str(out_dir).strip():
+            raise ParameterError("out_dir must be a folder path, got an empty string.", argument="out_dir")
+        contents = {REPORT_FILES[0]: self.to_html(), REPORT_FILES[1]: self.to_json()}
+        _replace_folder(out, contents)
+        return out / REPORT_FILES[0], out / REPORT_FILES[1]
+
+
+def _unwritable(out: Path, exc: OSError) -> ParameterError:
+    why = exc.strerror or type(exc).__name__
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(out) else ""
+    return ParameterError(
+        f"out_dir {str(out)!r} cannot be written: {why}{where}; choose a folder you can write to.",
+        argument="out_dir",
+    )
+
+
+def _check_replaceable(out: Path) -> bool:
+    """Whether ``out`` exists (as a folder of a previous report); raise if it may not be replaced."""
+    if not out.exists() and not out.is_symlink():
+        return False
+    if not out.is_dir() or out.is_symlink():
+        raise ParameterError(
+            f"out_dir {str(out)!r} exists and is not a folder; give the path of a new folder "
+            "(or of a previous report's folder, which is replaced).",
+            argument="out_dir",
+        )
+    try:
+        others = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)
+    except OSError as exc:
+        raise _unwritable(out, exc) from None
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise ParameterError(
+            f"out_dir {str(out)!r} holds files that are not a trustlab report ({shown}); the report "
+            "replaces its whole folder, so give a new or empty folder.",
+            argument="out_dir",
+        )
+    return True
+
+
+def _new_sibling(out: Path, tag: str) -> Path:
+    """A new empty folder next to ``out`` (created with the umask's permissions)."""
+    for _ in range(100):
+        path = out.parent / f".{out.name}.{tag}-{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free temporary name next to {out}")
+
+
+def _write_files(folder: Path, contents: Mapping[str, str]) -> None:
+    for name, text in contents.items():
+        with open(folder / name, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _replace_folder(out: Path, contents: Mapping[str, str]) -> None:
+    """Make ``out`` a folder holding exactly ``contents`` (name -> text), atomically."""
+    exists = _check_replaceable(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_sibling(out, "tmp")
+    except OSError as exc:
+        raise _unwritable(out, exc) from None
+    old: Path | None = None
+    try:
+        _write_files(tmp, contents)
+        if exists:
+            old = out.parent / f".{out.name}.old-{secrets.token_hex(4)}"
+            os.rename(out, old)
+        try:
+            os.rename(tmp, out)
+        except BaseException:
+            if old is not None:
+                os.rename(old, out)
+                old = None
+            raise
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(out, exc) from None
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -53,7 +53,8 @@ def _key(seed: Any) -> tuple[str, np.uint64]:
 
 def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
     """Hash each value of a column on its own (the result never depends on the column's dtype)."""
-    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+    real = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_complex_dtype(values)
+    if real or pd.api.types.is_bool_dtype(values):
         # the same numbers as the object path below gives them: ints and bools as float64
         num = values.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = np.isnan(num)
@@ -67,7 +68,9 @@ def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
             codes, uniques = pd.factorize(
                 obj.map(lambda v: v if pd.api.types.is_scalar(v) else str(v)).to_numpy()
             )
-        parsed = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce")
+        # complex cells hash as their text (to_numeric would keep them complex)
+        reals = [str(u) if isinstance(u, complex | np.complexfloating) else u for u in uniques]
+        parsed = pd.to_numeric(pd.Series(reals, dtype=object), errors="coerce")
         parsed_num = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
         num = np.where(codes >= 0, parsed_num[np.maximum(codes, 0)] if uniques.size else np.nan, np.nan)
         missing = codes < 0
