@@ -689,10 +689,12 @@ def test_bounds_search_and_penalty_solvers():
     anm = AdditiveNoiseSCM(GC_GRAPH).fit(X_GC)
     x2 = pd.Series({"gender": 0.0, "age": 24.0, "loan": 9000.0, "duration": 60.0})
     bounds = {"age": (19, 75), "loan": (250, 18500), "duration": (4, 72)}
-    free = brace(forest, anm, x2, 1, immutable=["gender"], time_limit=5.0)
+    # a generous time limit: the search stops when it converges (~1 s), the limit only
+    # guards against a loaded machine turning "approximate" into "time_limit"
+    free = brace(forest, anm, x2, 1, immutable=["gender"], time_limit=120.0)
     assert free.x_cf[1] < 19  # without bounds the search leaves the range
     for lam in (0.0, 1.0, math.inf):
-        r = brace(forest, anm, x2, 1, lam=lam, immutable=["gender"], bounds=bounds, time_limit=5.0)
+        r = brace(forest, anm, x2, 1, lam=lam, immutable=["gender"], bounds=bounds, time_limit=120.0)
         assert r.solver == "search" and r.status == "approximate"
         _consistent(r, anm, ["gender"])
         _inside(r, anm, bounds)
@@ -735,7 +737,7 @@ def test_bounds_infeasible_reports_itself():
         assert r.status == "infeasible" and not r.valid and "immutable" in r.notes[0]
     # the search cannot prove infeasibility: no point found inside a box pinned at x
     pinned = {name: (float(x[name]), float(x[name])) for name in ("b", "c")}
-    r = brace(forest, anm, x, 1, immutable=["a"], bounds=pinned, time_limit=2.0)
+    r = brace(forest, anm, x, 1, immutable=["a"], bounds=pinned, time_limit=120.0)
     assert r.status == "not_found" and not r.valid and "bounds" in r.notes[0]
 
 

@@ -362,7 +362,7 @@ def test_time_limit_is_a_status_not_an_error():
     res = ConfinedRegionFinder(A, solver="scip", time_limit=0.2).fit(rng.normal(size=d), -5.0).enumerate(5)
     assert res.status in {"time_limit", "max_regions", "exhausted", "certified"}
     assert all(b.verified for b in res.boxes)
-    assert sum(res.solve_times) < 5
+    assert sum(res.solve_times) < 60  # the limit holds per solve (0.2 s); generous for loaded machines
 
 
 def test_unseen_levels_and_missing_values_are_skipped():
