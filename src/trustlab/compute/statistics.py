@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
+from typing_extensions import override
 
 __all__ = [
     "CodeHistogram",
@@ -143,6 +144,7 @@ class Moments(MergeableStatistic[MomentsState, dict[str, float]]):
     def __init__(self, column: str) -> None:
         self.column = column
 
+    @override
     def partial(self, chunk: pd.DataFrame) -> MomentsState:
         x = pd.to_numeric(chunk[self.column], errors="coerce").to_numpy(dtype=float)
         ok = x[~np.isnan(x)]
@@ -155,6 +157,7 @@ class Moments(MergeableStatistic[MomentsState, dict[str, float]]):
             maximum=float(ok.max()) if ok.size else -np.inf,
         )
 
+    @override
     def merge(self, a: MomentsState, b: MomentsState) -> MomentsState:
         return MomentsState(
             a.rows + b.rows,
@@ -165,6 +168,7 @@ class Moments(MergeableStatistic[MomentsState, dict[str, float]]):
             max(a.maximum, b.maximum),
         )
 
+    @override
     def finalize(self, state: MomentsState) -> dict[str, float]:
         n = state.rows - state.missing
         mean = state.total / n if n else float("nan")
@@ -197,16 +201,19 @@ class ValueCounts(MergeableStatistic[dict[Any, int], dict[Any, int]]):
     def __init__(self, column: str) -> None:
         self.column = column
 
+    @override
     def partial(self, chunk: pd.DataFrame) -> dict[Any, int]:
         counts = chunk[self.column].value_counts(dropna=False, sort=False)
         return {(None if pd.isna(k) else k): int(v) for k, v in counts.items() if v}  # type: ignore[call-overload]
 
+    @override
     def merge(self, a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
         out = dict(a)
         for k, v in b.items():
             out[k] = out.get(k, 0) + v
         return out
 
+    @override
     def finalize(self, state: dict[Any, int]) -> dict[Any, int]:
         return dict(sorted(state.items(), key=lambda kv: (-kv[1], str(kv[0]))))
 
@@ -232,12 +239,15 @@ class CodeHistogram(MergeableStatistic[np.ndarray, np.ndarray]):
         self.column = column
         self.n_bins = n_bins
 
+    @override
     def partial(self, chunk: pd.DataFrame) -> np.ndarray:
         codes = chunk[self.column].to_numpy(dtype=np.int64)
         return np.bincount(codes, minlength=self.n_bins)
 
+    @override
     def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return a + b
 
+    @override
     def finalize(self, state: np.ndarray) -> np.ndarray:
         return state

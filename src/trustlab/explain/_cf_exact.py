@@ -27,7 +27,7 @@ __all__ = ["ScaledLinear", "exact_cf", "linear_problem"]
 
 @dataclass
 class ScaledLinear:
-    """The exact problem in scaled coordinates ``y = dx_m / sx_m``:
+    """The exact problem in scaled coordinates ``y = dx_m / sx_m``.
 
     min ||y||_1 + lam ||G y||_2  s.t.  a . y >= r.
     """
@@ -152,8 +152,11 @@ def _box_max(a: np.ndarray, ly: np.ndarray, hy: np.ndarray) -> float:
 def _kkt_bounded(
     L: ScaledLinear, y: np.ndarray, lam: float, ly: np.ndarray, hy: np.ndarray, tol: float = 1e-8
 ) -> bool:
-    """KKT conditions of ``min ||y||_1 + lam ||G y||_2`` (``||G y||^2`` for ``lam = inf``) subject to
-    ``a . y >= r`` and ``ly <= y <= hy`` at ``y``: is there a multiplier ``mu >= 0`` that certifies it?"""
+    """Whether a multiplier ``mu >= 0`` certifies ``y`` optimal (KKT conditions).
+
+    The problem is ``min ||y||_1 + lam ||G y||_2`` (``||G y||^2`` for ``lam = inf``)
+    subject to ``a . y >= r`` and ``ly <= y <= hy``.
+    """
     scale = 1.0 + float(np.abs(y).max())
     if np.any(y < ly - 1e-9 * scale) or np.any(y > hy + 1e-9 * scale):
         return False

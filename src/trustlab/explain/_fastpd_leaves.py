@@ -204,10 +204,10 @@ def popcount(k: int) -> np.ndarray:
 
 
 def shap_table(g: LeafGroup) -> np.ndarray:
-    """Shapley values of each slot for every possible query code of every leaf game.
+    r"""Shapley values of each slot for every possible query code of every leaf game.
 
     For a leaf game ``v(s) = c * 1[s ⊆ code] * P(s)`` the Shapley value of slot
-    ``j`` is ``c * sum_{s ⊆ code\\j} w(|s|) (P(s ∪ j) - P(s))`` when ``j`` is in the
+    ``j`` is ``c * sum_{s ⊆ code \ j} w(|s|) (P(s ∪ j) - P(s))`` when ``j`` is in the
     code and ``-c * sum_{s ⊆ code} w(|s|) P(s)`` otherwise: subset sums, done with
     ``O(k 2^k)`` transforms.
     """
