@@ -66,7 +66,7 @@ def test_tree_pipeline_section():
     assert 0 < f["interaction_strength"] < 1
     assert all(c.passed for c in res.checks)
     html = sec.render(res)
-    assert html.count("<svg") == 4 and "Interaction" in html
+    assert html.count("<svg") == 2 and "Interaction" in html  # importance, one row of PD curves
     assert res.to_dict()["figures"] == f
 
 

@@ -7,8 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
-from trustlab.audit.plots import figure_to_svg, new_figure
 from trustlab.audit.prediction_table import discrete_laplace_sd
 from trustlab.audit.section import (
     AuditContext,
@@ -18,6 +16,7 @@ from trustlab.audit.section import (
     interval_rule,
     interval_verdict,
 )
+from trustlab.audit.sections._columns import suspect_columns
 from trustlab.compute import Moments, ValueCounts, compute
 from trustlab.models import categorical_columns
 from trustlab.privacy.accounting import Accountant
@@ -68,7 +67,12 @@ class DataSection(Section):
             entry["missing"] = int(missing)
             entry["missing_rate"] = missing / len(df)
             columns.append(entry)
-        figures = {"rows": len(df), "columns": df.shape[1], "column_summaries": columns}
+        figures = {
+            "rows": len(df),
+            "columns": df.shape[1],
+            "column_summaries": columns,
+            "model_inputs": model_inputs(ctx),
+        }
         return SectionResult(
             self.name,
             self.title,
@@ -178,6 +182,7 @@ class DataSection(Section):
             "columns": df.shape[1],
             "column_summaries": columns,
             "not_released": skipped,
+            "model_inputs": model_inputs(ctx),
         }
         return SectionResult(self.name, self.title, figures, self._checks(ctx, columns), notes)
 
@@ -228,63 +233,22 @@ class DataSection(Section):
         return checks
 
     def render(self, result: SectionResult) -> str:
-        f = result.figures
-        cols = f["column_summaries"]
-        rows = []
-        for c in cols:
-            if c["kind"] == "numeric":
-                if "std" in c:
-                    detail = (
-                        f"mean {fmt(c.get('mean'))}, sd {fmt(c['std'])}, "
-                        f"range {fmt(c['min'])}..{fmt(c['max'])}"
-                    )
-                else:
-                    lo, hi = c["bounds"]
-                    detail = f"mean {fmt_ci(c['mean'], *c['mean_interval'])} (bounds {lo:g}..{hi:g})"
-            elif "top" in c:
-                detail = ", ".join(f"{k}: {v:,}" for k, v in c["top"])
-            else:
-                detail = ", ".join(f"{k}: {v:.1%} [{lo:.1%}, {hi:.1%}]" for k, v, lo, hi in c["shares"])
-            rate = (
-                fmt_ci(c["missing_rate"], *c["missing_interval"])
-                if "missing_interval" in c
-                else c["missing_rate"]
-            )
-            rows.append([c["name"], c["kind"], c["dtype"], rate, detail])
-        fig, ax = new_figure(6.5, max(2.5, 0.22 * len(cols) + 1))
-        names = [c["name"] for c in cols][::-1]
-        rates = np.array([100 * c["missing_rate"] for c in cols][::-1])
-        if cols and "missing_interval" in cols[0]:
-            ci = 100 * np.array([c["missing_interval"] for c in cols][::-1], dtype=float).reshape(-1, 2)
-            err = np.abs(np.vstack([rates - ci[:, 0], ci[:, 1] - rates]))
-            ax.barh(names, rates, color="#4C72B0", xerr=err, capsize=2)
-            ax.set_title("Missing values by declared column (95% intervals)")
-        else:
-            ax.barh(names, rates, color="#4C72B0")
-            ax.set_title("Missing values by column")
-        ax.axvline(
-            100 * MAX_MISSING_RATE,
-            color="#C44E52",
-            ls="--",
-            lw=1,
-            label=f"{MAX_MISSING_RATE:.0%} threshold",
-        )
-        ax.set_xlim(0, max(25.0, float(np.max(rates, initial=0)) * 1.1))
-        ax.set_xlabel("missing values (% of rows)")
-        ax.legend(loc="lower right", fontsize=8)
-        rows_text = (
-            fmt_ci(f["rows"], *f["rows_interval"])
-            if "rows_interval" in f
-            else f"<strong>{fmt(f['rows'])}</strong>"
-        )
-        shape = f"<p>{rows_text} rows &times; <strong>{f['columns']}</strong> columns.</p>"
-        return (
-            shape
-            + checks_list(result.checks)
-            + figure_to_svg(fig)
-            + table(["column", "kind", "dtype", "missing rate", "summary"], rows)
-            + notes_list(result.notes)
-        )
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._data`; needs matplotlib)."""
+        from trustlab.audit.render._data import render_data
+
+        return render_data(result)
+
+
+def model_inputs(ctx: AuditContext) -> dict[str, Any]:
+    """What the model used: its features, the sensitive columns and whether it used them,
+    and the inputs that look like identifiers, codes or weights (public facts only in
+    private mode: see :func:`~trustlab.audit.sections._columns.suspect_columns`)."""
+    return {
+        "features": [str(c) for c in ctx.features],
+        "sensitive": [str(c) for c in ctx.sensitive],
+        "sensitive_used": any(c in ctx.features for c in ctx.sensitive),
+        "suspect": suspect_columns(ctx),
+    }
 
 
 _Z2 = 2.241402727604947  # normal quantile for two-sided 95% with Bonferroni over 2

@@ -16,12 +16,12 @@ False): explanations are not released under DP yet.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import numpy as np
 
 from trustlab.audit.section import AuditContext, Check, Section, SectionResult
+from trustlab.audit.sections._columns import suspect_columns
 from trustlab.errors import DataError, ModelError
 
 __all__ = ["ExplainSection"]
@@ -40,6 +40,46 @@ def _split_pipeline(model: Any) -> tuple[Any, Any]:
     if type(model).__name__ == "Pipeline" and len(model.steps) > 1:
         return model[:-1], model[-1]
     return None, model
+
+
+def _output_unit(est: Any) -> str:
+    """The unit of the explained output: log-odds for boosted and linear classifiers.
+
+    FastPD reads trees in the model's raw output space: the margin (log-odds) of boosted
+    classifiers, the class-1 probability of forests and single trees (they average leaf
+    class shares), the prediction of regressors.
+    """
+    kind = type(est).__name__
+    if not hasattr(est, "predict_proba"):
+        return "model output"
+    if any(word in kind for word in ("Forest", "ExtraTrees", "DecisionTree", "ExtraTree")):
+        return "probability of the positive class"
+    return "log-odds"
+
+
+def _category_levels(pre: Any) -> dict[str, list[str]]:
+    """Level names of the ordinal-coded categorical inputs of a fitted preprocessor.
+
+    Reads the ``OrdinalEncoder`` s of a ``ColumnTransformer`` (alone or as the last step
+    of a ``Pipeline``), keyed by their output feature names, so that a partial-dependence
+    curve over codes ``0..k-1`` can be drawn over the level names.
+    """
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    ct = pre[-1] if isinstance(pre, Pipeline) else pre
+    if not isinstance(ct, ColumnTransformer) or not hasattr(ct, "transformers_"):
+        return {}
+    out: dict[str, list[str]] = {}
+    for name, trans, cols in ct.transformers_:
+        enc = trans[-1] if isinstance(trans, Pipeline) else trans
+        if not isinstance(enc, OrdinalEncoder) or not hasattr(enc, "categories_"):
+            continue
+        for col, cats in zip(list(cols), enc.categories_, strict=False):
+            key = f"{name}__{col}" if ct.verbose_feature_names_out else str(col)
+            out[key] = [str(c) for c in cats]
+    return out
 
 
 def _feature_names(pre: Any, X: Any, n: int) -> list[str]:
@@ -183,6 +223,7 @@ class ExplainSection(Section):
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
         from trustlab.explain import FastPD
+        from trustlab.explain._linear import coef_intercept
 
         pre, est = _split_pipeline(ctx.model)
         X = ctx.X_test
@@ -192,20 +233,44 @@ class ExplainSection(Section):
         raw: Any = pre.transform(X) if pre is not None else X
         if hasattr(raw, "toarray"):
             raw = raw.toarray()
-        Z = np.asarray(raw, dtype=np.float64)
+        try:
+            Z = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError):  # e.g. a user's model that takes text columns as they are
+            why = (
+                "the model's inputs are not all numeric (a model that takes text columns itself); "
+                "FastPD and the linear reader need numbers: pass a scikit-learn Pipeline whose "
+                "first steps encode the columns"
+            )
+            return SectionResult(
+                self.name,
+                self.title,
+                {"method": "none"},
+                [Check("explanation computed", None, why, rule=_COMPUTED_RULE)],
+                [f"No explanation: {why}."],
+            )
         names = _feature_names(pre, X, Z.shape[1])
-        notes = [f"Explained {len(Z)} test rows (also the background) in raw model output."]
-        if hasattr(est, "coef_") and np.ndim(est.coef_) <= 2 and np.size(est.coef_) == Z.shape[1]:
-            coef = np.ravel(est.coef_)
+        unit = _output_unit(est)
+        suspect = [s["column"] for s in suspect_columns(ctx)]
+        notes = [f"Explained {len(Z)} test rows (also the background); values are in {unit}."]
+        linear = coef_intercept(est)
+        if linear is not None and linear[0].size == Z.shape[1]:
+            coef = linear[0]
             std = Z.std(axis=0)
             imp = np.abs(coef) * std
             lin_order = [int(j) for j in np.argsort(-imp)[:_TOP]]
             figures: dict[str, Any] = {
                 "method": "linear",
+                "unit": unit,
                 "importance": [[names[j], float(imp[j])] for j in lin_order],
                 "coefficients": [[names[j], float(coef[j])] for j in lin_order],
+                "intercept": float(linear[1]),
+                "suspect": suspect,
             }
-            notes.append("Linear model: importance is |coefficient| x feature standard deviation.")
+            notes.append(
+                f"Linear model: importance is |coefficient| x the feature's standard deviation (in "
+                f"{unit} per standard deviation of the feature as the model sees it, after its "
+                "preprocessing)."
+            )
             checks = [Check("explanation computed", True, "standardised coefficients", rule=_COMPUTED_RULE)]
             if self.recourse:
                 rec, rec_checks, rec_notes = self._recourse(ctx)
@@ -226,10 +291,18 @@ class ExplainSection(Section):
         phi = fpd.shap_values(Z)
         imp = np.abs(phi).mean(axis=0)
         order = [int(j) for j in np.argsort(-imp)[:_TOP]]
+        levels = _category_levels(pre) if pre is not None else {}
         curves = []
         for j in order[:_N_CURVES]:
-            grid, v = fpd.pd_curve(j, grid_resolution=30)
-            curves.append({"feature": names[j], "grid": grid.tolist(), "pd": v.tolist()})
+            lv = levels.get(names[j])
+            if lv is not None:  # an ordinal-coded category: its codes 0..k-1, drawn over the names
+                grid, v = fpd.pd_curve(j, np.arange(len(lv), dtype=float))
+            else:
+                grid, v = fpd.pd_curve(j, grid_resolution=30)
+            curve: dict[str, Any] = {"feature": names[j], "grid": grid.tolist(), "pd": v.tolist()}
+            if lv is not None:
+                curve["levels"] = lv
+            curves.append(curve)
         comp_imp = fpd.importance(Z, max_order=2)
         pairs = [(str(k), float(v)) for k, v in comp_imp.items() if ":" in str(k)][:5]
         fname = {str(f): names[i] for i, f in enumerate(fpd.feature_names_in_)}
@@ -238,12 +311,14 @@ class ExplainSection(Section):
         add_err = float(np.abs(fpd.expected_value_ + phi.sum(axis=1) - fpd.predict(Z)).max())
         figures = {
             "method": "fastpd",
+            "unit": unit,
             "expected_value": float(fpd.expected_value_),
             "importance": [[names[j], float(imp[j])] for j in order],
             "pd_curves": curves,
             "interactions": inter,
             "interaction_strength": float(strength),
             "n_rows": len(Z),
+            "suspect": suspect,
         }
         checks = [
             Check(
@@ -254,65 +329,18 @@ class ExplainSection(Section):
             )
         ]
         notes.append(
+            f"Importance: mean |SHAP value| over the explained rows, in {unit}. Partial dependence: "
+            f"the model's average output ({unit}) when the feature is set to each value, the other "
+            "features kept as they are; a categorical feature is drawn over its level names."
+        )
+        notes.append(
             f"Interaction strength {strength:.1%}: the share of prediction variance that "
             "main effects do not explain."
         )
         return SectionResult(self.name, self.title, figures, checks, notes)
 
     def render(self, result: SectionResult) -> str:
-        from trustlab.audit.plots import figure_to_svg, new_figure
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._explain`; needs matplotlib)."""
+        from trustlab.audit.render._explain import render_explain
 
-        f = result.figures
-        parts = []
-        if f.get("importance"):
-            names = [n for n, _ in f["importance"]][::-1]
-            vals = [v for _, v in f["importance"]][::-1]
-            fig, ax = new_figure(6.0, 0.3 * len(names) + 1.2)
-            ax.barh(names, vals, color="C0")
-            label = "mean |SHAP| (raw output)" if f.get("method") == "fastpd" else "importance"
-            ax.set_xlabel(label)
-            ax.set_title("Global feature importance")
-            parts.append(figure_to_svg(fig))
-        for c in f.get("pd_curves", []):
-            fig, ax = new_figure(5.0, 3.0)
-            ax.plot(c["grid"], c["pd"], color="C0", lw=2)
-            ax.set_xlabel(c["feature"])
-            ax.set_ylabel("partial dependence (raw output)")
-            ax.set_title(f"Partial dependence on {c['feature']}")
-            parts.append(figure_to_svg(fig))
-        if f.get("interactions"):
-            rows = "".join(
-                f"<tr><td>{html.escape(n)}</td><td>{v:.4g}</td></tr>" for n, v in f["interactions"]
-            )
-            parts.append(
-                "<table><thead><tr><th>Interaction</th><th>mean |component|</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>"
-            )
-        rec = f.get("recourse")
-        if rec and rec.get("status") != "skipped":
-            parts.append(_render_recourse(rec))
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
-        return "".join(parts) + (f"<ul>{notes}</ul>" if notes else "")
-
-
-def _render_recourse(rec: dict[str, Any]) -> str:
-    """The recourse check as a summary line and a table of confined regions."""
-    from trustlab.audit.html import table
-
-    head = (
-        f"<h4>Recourse (confined regions)</h4><p>{rec['n_fixed']:,} of {rec['n_checked']:,} test "
-        f"individuals ({rec['share_fixed']:.1%}) have a fixed negative prediction "
-        f"({rec['n_negative']:,} are predicted negative). "
-    )
-    if rec["certified"]:
-        head += "No confined region exists: recourse is certified for the whole population region.</p>"
-        return head
-    head += f"Search status: {html.escape(str(rec['status']))}, {rec['solve_time']:.2f} s.</p>"
-    if not rec["regions"]:
-        return head
-    rows = [[r["description"], r["n_rows"], r["verified"]] for r in rec["regions"]]
-    return head + table(
-        ["Confined region (everyone inside is fixed)", "test rows inside", "verified"],
-        rows,
-        caption="Confined regions, largest first",
-    )
+        return render_explain(result)

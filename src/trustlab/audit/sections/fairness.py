@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
-from trustlab.audit.plots import figure_to_svg
 from trustlab.audit.prediction_table import (
     LEVEL,
+    MIN_GROUP,
     N_BOOT,
     PredictionTable,
+    binned_metrics,
     build_prediction_table,
     confusion_from_bins,
     size_rule,
@@ -102,12 +100,20 @@ class FairnessSection(Section):
                 rate_int[m] = np.column_stack([r_lo, r_hi]).tolist()
             rule = size_rule(tab, attr)
             hw = tab.count_halfwidth(attr)
+            classes = binned_metrics(tab.by_attribute(attr))
             per_attr[attr] = {
                 "groups": [str(lv) for lv in levels],
                 "evaluable": [bool(v) for v in ok],
                 "rates": {m: [float(v) for v in rates[m]] for m in (*RATES, "count")},
                 "rate_intervals": rate_int,
                 "count_intervals": [[max(0.0, float(n) - hw), float(n) + hw] for n in rates["count"]],
+                "positives": [float(v) for v in np.rint(classes["positives"])],
+                "negatives": [float(v) for v in np.rint(classes["negatives"])],
+                "min_group": {
+                    "rows": MIN_GROUP,
+                    "positives": tab.min_class(attr),
+                    "negatives": tab.min_class(attr),
+                },
                 "differences": diffs,
                 "difference_intervals": diff_int,
                 "size_rule": rule,
@@ -115,6 +121,11 @@ class FairnessSection(Section):
             small = [
                 f"{lv} ({n:,.0f} rows)" for lv, n, o in zip(levels, rates["count"], ok, strict=True) if not o
             ]
+            compared = ", ".join(
+                f"{lv} ({n:,.0f})" for lv, n, o in zip(levels, rates["count"], ok, strict=True) if o
+            )
+            need = tab.min_class(attr)
+            minimum = f"at least {MIN_GROUP} held-out rows, {need:,.0f} positives and {need:,.0f} negatives"
             for k, label in zip(DIFFS, LABELS, strict=True):
                 v = diffs[k]
                 lo, hi = diff_int[k]
@@ -128,10 +139,13 @@ class FairnessSection(Section):
                         if len(levels) == 1
                         else f"fewer than two groups large enough to compare ({len(levels)} groups)"
                     )
-                    detail = f"not evaluable: {why}" + (f"; too small: {', '.join(small)}" if small else "")
+                    detail = f"not evaluable: {why}" + (
+                        f"; groups need {minimum}; too small: {', '.join(small)}" if small else ""
+                    )
                 else:
                     detail = (
-                        f"difference {v:.3f} (95% interval {lo:.3f}..{hi:.3f}; threshold {MAX_DIFFERENCE})"
+                        f"difference {v:.3f} (95% interval {lo:.3f}..{hi:.3f}; threshold {MAX_DIFFERENCE}); "
+                        f"groups compared ({minimum} each): {compared}"
                         + (f"; too small to evaluate: {', '.join(small)}" if small else "")
                     )
                 checks.append(
@@ -169,70 +183,7 @@ class FairnessSection(Section):
         )
 
     def render(self, result: SectionResult) -> str:
-        html = [checks_list(result.checks)]
-        for attr, res in result.figures["by_attribute"].items():
-            groups = res["groups"]
-            ok = res["evaluable"]
-            fig = Figure(figsize=(8.5, 3.6), dpi=100, layout="constrained")
-            ax, ax2 = fig.subplots(1, 2, width_ratios=[2.2, 1])
-            width = 0.8 / max(1, len(groups))
-            x = np.arange(len(RATES))
-            for i, g in enumerate(groups):
-                vals = np.array([res["rates"][m][i] for m in RATES], dtype=float)
-                ci = np.array([res["rate_intervals"][m][i] for m in RATES], dtype=float)
-                err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
-                ax.bar(
-                    x + (i - (len(groups) - 1) / 2) * width,
-                    np.nan_to_num(vals),
-                    width,
-                    label=g if ok[i] else f"{g} (too small)",
-                    yerr=np.nan_to_num(err),
-                    capsize=3,
-                    hatch=None if ok[i] else "//",
-                    alpha=1.0 if ok[i] else 0.35,
-                )
-            ax.set_xticks(x, ["selection rate", "TPR", "FPR", "accuracy"])
-            ax.set_ylim(0, 1.05)
-            ax.set_ylabel("rate (fraction of rows)")
-            ax.set_title(f"Rates by {attr} (95% intervals)")
-            ax.legend(fontsize=8)
-            ax.grid(True, axis="y", alpha=0.3)
-            vals = np.array([res["differences"][k] for k in DIFFS], dtype=float)
-            ci = np.array([res["difference_intervals"][k] for k in DIFFS], dtype=float)
-            err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
-            ax2.bar(
-                [0, 1], np.nan_to_num(vals), color=["#DD8452", "#55A868"], yerr=np.nan_to_num(err), capsize=4
-            )
-            ax2.axhline(MAX_DIFFERENCE, color="#C44E52", ls="--", lw=1, label="threshold")
-            ax2.set_xticks([0, 1], ["demographic\nparity", "equalized\nodds"])
-            ax2.set_ylabel("difference (max - min rate)")
-            ax2.set_title("Disparities (95% intervals)")
-            ax2.legend(fontsize=8)
-            ax2.grid(True, axis="y", alpha=0.3)
-            html.append(f"<h3>By {escape(attr)}</h3>")
-            html.append(figure_to_svg(fig))
-            rows = []
-            for i, g in enumerate(groups):
-                n, (nlo, nhi) = res["rates"]["count"][i], res["count_intervals"][i]
-                rows.append(
-                    [g, fmt_ci(round(n), round(nlo), round(nhi)) if nhi > nlo else f"{round(n):,}"]
-                    + [fmt_ci(res["rates"][m][i], *res["rate_intervals"][m][i]) for m in RATES]
-                    + ["yes" if ok[i] else "too small: figures not meaningful"]
-                )
-            html.append(
-                table(["group", "rows", "selection rate", "TPR", "FPR", "accuracy", "compared"], rows)
-            )
-            d = res["differences"]
-            di = res["difference_intervals"]
-            html.append(
-                table(
-                    ["measure", "difference", "95% interval low", "95% interval high"],
-                    [
-                        ["demographic parity", d[DIFFS[0]], *di[DIFFS[0]]],
-                        ["equalized odds", d[DIFFS[1]], *di[DIFFS[1]]],
-                    ],
-                )
-            )
-            html.append(f"<p class='rule'>{escape(res['size_rule'])}.</p>")
-        html.append(notes_list(result.notes))
-        return "".join(html)
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._fairness`; needs matplotlib)."""
+        from trustlab.audit.render._fairness import render_fairness
+
+        return render_fairness(result)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 import numpy as np
 from sklearn.metrics import accuracy_score, brier_score_loss, roc_auc_score
 
-from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
-from trustlab.audit.plots import figure_to_svg, new_figure
 from trustlab.audit.prediction_table import (
     LEVEL,
     N_BOOT,
@@ -74,6 +71,68 @@ def _curve_binned(binned: np.ndarray) -> list[list[float]]:
     return np.column_stack([centre, frac]).tolist()
 
 
+def _baseline_parts(binned: np.ndarray) -> dict[str, np.ndarray]:
+    """Positive share, majority-class accuracy, predicted-positive share and accuracy gain.
+
+    Of ``[..., bin, label]`` count tables, vectorised over leading axes.
+    """
+    c = np.clip(np.asarray(binned, dtype=float), 0, None)
+    half = c.shape[-2] // 2
+    n = c.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        base = c[..., 1].sum(axis=-1) / n
+        accuracy = (c[..., :half, 0].sum(axis=-1) + c[..., half:, 1].sum(axis=-1)) / n
+        predicted = c[..., half:, :].sum(axis=(-2, -1)) / n
+    majority = np.maximum(base, 1.0 - base)
+    return {"base_rate": base, "majority": majority, "predicted": predicted, "gain": accuracy - majority}
+
+
+def majority_baseline(tab: PredictionTable, accuracy: float) -> dict[str, Any]:
+    """The majority-class baseline of the held-out rows, and the model's accuracy gain over it.
+
+    Predicting the majority outcome for every row scores ``max(p, 1 - p)``, ``p`` the
+    share of positives; a model worth using beats it. The gain's 95% interval is the
+    symmetric bootstrap interval of ``accuracy - max(p, 1 - p)`` over the table's
+    replicates (in private mode they include the privacy noise).
+
+    Parameters
+    ----------
+    tab : PredictionTable
+        The shared table of held-out rows.
+    accuracy : float
+        The model's accuracy as reported (exact in the raw report).
+
+    Returns
+    -------
+    dict
+        ``base_rate``, ``majority_is_positive``, ``majority_accuracy``,
+        ``predicted_positive_rate``, ``accuracy_gain`` and ``intervals`` (95%) of each.
+    """
+    est = {k: float(v) for k, v in _baseline_parts(tab.overall()).items()}
+    reps = _baseline_parts(tab.overall(tab.replicates))
+    gain = accuracy - est["majority"]
+    intervals: dict[str, list[float]] = {}
+    for key, part, value, limits in (
+        ("base_rate", "base_rate", est["base_rate"], (0.0, 1.0)),
+        ("majority_accuracy", "majority", est["majority"], (0.5, 1.0)),
+        ("predicted_positive_rate", "predicted", est["predicted"], (0.0, 1.0)),
+        ("accuracy_gain", "gain", gain, (-1.0, 1.0)),
+    ):
+        if not np.isfinite(value):
+            intervals[key] = [np.nan, np.nan]
+            continue
+        lo, hi = symmetric_interval(value, reps[part], centre=est[part], limits=limits)
+        intervals[key] = [float(lo), float(hi)]
+    return {
+        "base_rate": est["base_rate"],
+        "majority_is_positive": bool(est["base_rate"] >= 0.5),
+        "majority_accuracy": est["majority"],
+        "predicted_positive_rate": est["predicted"],
+        "accuracy_gain": float(gain),
+        "intervals": intervals,
+    }
+
+
 def _entry(
     estimate: dict[str, float],
     centre: dict[str, np.ndarray],
@@ -95,6 +154,29 @@ def _entry(
     intervals["count"] = [max(0.0, n - count_halfwidth), n + count_halfwidth]
     out["intervals"] = intervals
     return out
+
+
+BASELINE_RULE = (
+    "pass when the whole 95% interval of (accuracy - majority-class accuracy) lies above 0, fail "
+    "when it is at most 0, inconclusive when it straddles 0"
+)
+
+
+def _baseline_check(b: dict[str, Any], labels: tuple[str, str]) -> Check:
+    """The model must beat predicting the majority outcome for everyone."""
+    gain, (lo, hi) = b["accuracy_gain"], b["intervals"]["accuracy_gain"]
+    status = interval_verdict(lo, hi, 0.0, at_most=False)
+    if not np.isfinite(gain):
+        detail = "accuracy undefined: no held-out rows"
+    else:
+        majority = labels[1] if b["majority_is_positive"] else labels[0]
+        detail = (
+            f"accuracy {gain + b['majority_accuracy']:.3f} vs {b['majority_accuracy']:.3f} from predicting "
+            f"'{majority}' for every row (positive share {b['base_rate']:.3f}); difference "
+            f"{100 * gain:+.1f} percentage points (95% interval {100 * lo:+.1f}..{100 * hi:+.1f}); the "
+            f"model predicts '{labels[1]}' for {b['predicted_positive_rate']:.1%} of the held-out rows"
+        )
+    return Check("Better than the majority class", None, detail, status=status, rule=BASELINE_RULE)
 
 
 class PerformanceSection(Section):
@@ -161,7 +243,10 @@ class PerformanceSection(Section):
             groups[attr] = rows
             rules[attr] = size_rule(tab, attr)
             short[attr] = size_rule(tab, attr, short=True)
+        baseline = majority_baseline(tab, overall_entry["accuracy"])
+        labels = (str(ctx.negative_label), str(ctx.positive_label))
         checks = self._checks(tab, overall_entry, groups, short)
+        checks.insert(1, _baseline_check(baseline, labels))
         if budget is not None:
             notes = [
                 "Differentially private: every figure here is post-processing of one discrete-Laplace "
@@ -188,6 +273,8 @@ class PerformanceSection(Section):
             "threshold": 0.5,
             "interval_level": LEVEL,
             "overall": overall_entry,
+            "baseline": baseline,
+            "labels": {"negative": labels[0], "positive": labels[1]},
             "by_group": groups,
             "calibration_curves": curves,
             "size_rule": rules,
@@ -260,49 +347,7 @@ class PerformanceSection(Section):
         return checks
 
     def render(self, result: SectionResult) -> str:
-        f = result.figures
-        o = f["overall"]
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._performance`; needs matplotlib)."""
+        from trustlab.audit.render._performance import render_performance
 
-        def cells(r: dict[str, Any]) -> list[str]:
-            return [fmt_ci(r[m], *r["intervals"][m]) for m in METRICS]
-
-        html = [checks_list(result.checks)]
-        html.append(table(["", "accuracy", "ROC AUC", "Brier", "ECE"], [["all held-out rows", *cells(o)]]))
-        curves = f["calibration_curves"]
-        for attr, rows in f["by_group"].items():
-            fig, ax = new_figure(5.0, 4.0)
-            ax.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="perfect calibration")
-            pts = np.asarray(curves["overall"], dtype=float)
-            if pts.size:
-                ax.plot(pts[:, 0], pts[:, 1], "k-o", ms=3, lw=1.5, label="all")
-            for r in rows:
-                g = np.asarray(curves.get(attr, {}).get(r["group"], []), dtype=float)
-                if g.size and r["evaluable"]:  # too-small groups' curves are noise: not drawn
-                    ax.plot(g[:, 0], g[:, 1], "-o", ms=3, lw=1, label=r["group"])
-            ax.set_xlim(0, 1)
-            ax.set_ylim(0, 1)
-            ax.set_xlabel("mean predicted probability")
-            ax.set_ylabel("fraction of positives")
-            ax.set_title(f"Calibration by {attr}")
-            ax.legend(fontsize=8, loc="upper left")
-            html.append(f"<h3>By {attr}</h3>")
-            html.append(figure_to_svg(fig))
-            html.append(
-                table(
-                    ["group", "rows", "accuracy", "ROC AUC", "Brier", "ECE", "evaluated"],
-                    [
-                        [
-                            r["group"],
-                            fmt_ci(round(r["count"]), *(round(v) for v in r["intervals"]["count"]))
-                            if r["intervals"]["count"][1] > r["intervals"]["count"][0]
-                            else f"{round(r['count']):,}",
-                            *cells(r),
-                            "yes" if r["evaluable"] else "too small: figures not meaningful",
-                        ]
-                        for r in rows
-                    ],
-                )
-            )
-            html.append(f"<p class='rule'>{escape(f['size_rule'][attr])}.</p>")
-        html.append(notes_list(result.notes))
-        return "".join(html)
+        return render_performance(result)

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from trustlab.audit.plots import figure_to_svg, new_figure
 from trustlab.audit.section import AuditContext, Section, SectionResult
+from trustlab.audit.sections._columns import integer_resolution, suspect_columns
 from trustlab.privacy.accounting import Accountant
-from trustlab.privacy.boxplot import OTHER_LABEL, BoxplotStats, GroupedBoxplots, grouped_dp_boxplot
-from trustlab.privacy.boxplot_plot import plot_dp_boxplot
+from trustlab.privacy.boxplot import OTHER_LABEL, GroupedBoxplots, grouped_dp_boxplot
 from trustlab.privacy.statistics import dp_histogram
 
-__all__ = ["PrivacySection"]
+__all__ = ["PrivacySection", "tukey_box"]
 
 MAX_COLUMNS = 6
+MAX_BAR_VALUES = 10  # a count-like column: integer values, at most this many distinct ones
+WHISKER = 1.5  # Tukey's fences: 1.5 IQR beyond the quartiles
 SIZE_SHARE = 1 / 8  # of the section's budget, for the group sizes (shared by every pair of an attribute)
 BOX_FIELDS = (
     "whisker_lo",
@@ -33,8 +33,10 @@ BOX_FIELDS = (
 )
 
 
-def _numeric_columns(ctx: AuditContext) -> list[str]:
-    """The columns drawn: declared with public bounds (private mode) or of numeric dtype (raw)."""
+def _candidates(ctx: AuditContext) -> tuple[list[str], list[str]]:
+    """Numeric non-sensitive features (declared with bounds in private mode, numeric dtype
+    otherwise), and among them the ones left out as identifiers or codes (public facts in
+    private mode: names and the schema)."""
     if ctx.private:
         cols = [c for c in ctx.features if ctx.schema.bounds(c) is not None]
     else:
@@ -43,7 +45,62 @@ def _numeric_columns(ctx: AuditContext) -> list[str]:
             for c in ctx.features
             if pd.api.types.is_numeric_dtype(ctx.data[c]) and not pd.api.types.is_bool_dtype(ctx.data[c])
         ]
-    return [c for c in cols if c != ctx.target and c not in ctx.sensitive][:MAX_COLUMNS]
+    cols = [c for c in cols if c != ctx.target and c not in ctx.sensitive]
+    codes = {s["column"] for s in suspect_columns(ctx) if s["kind"] in ("identifier", "code")}
+    return [c for c in cols if str(c) not in codes], [c for c in cols if str(c) in codes]
+
+
+def _numeric_columns(ctx: AuditContext) -> list[str]:
+    """The columns drawn (at most ``MAX_COLUMNS``): see :func:`_candidates`."""
+    return _candidates(ctx)[0][:MAX_COLUMNS]
+
+
+def tukey_box(x: np.ndarray) -> dict[str, float]:
+    """Tukey's box of finite values ``x``: quartiles, whiskers at data points, counts beyond.
+
+    The whiskers end at the most extreme *data point* within ``1.5 IQR`` of the box
+    (Tukey 1977; matplotlib's ``boxplot`` does the same), not at the fence itself: a
+    count column with quartiles 0 and 1 has its upper whisker at 2 (a value that
+    occurs), not at the fence 2.5.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Finite values (may be empty).
+
+    Returns
+    -------
+    dict
+        ``whisker_lo``, ``q1``, ``median``, ``q3``, ``whisker_hi``, ``count_lo`` and
+        ``count_hi`` (points beyond each whisker), ``share_lo``, ``share_hi``; NaN
+        everywhere for an empty ``x``.
+
+    Examples
+    --------
+    >>> b = tukey_box(np.array([0, 0, 0, 0, 1, 1, 2, 2, 3, 5.0]))
+    >>> b["q1"], b["q3"], b["whisker_hi"], b["count_hi"]
+    (0.0, 2.0, 5.0, 0)
+    >>> tukey_box(np.array([0, 0, 0, 1, 1, 1, 1, 1, 2, 9.0]))["whisker_hi"]
+    2.0
+    """
+    if x.size == 0:
+        return dict.fromkeys(BOX_FIELDS, math.nan)
+    q1, med, q3 = (float(v) for v in np.quantile(x, [0.25, 0.5, 0.75]))
+    iqr = q3 - q1
+    inside = x[(x >= q1 - WHISKER * iqr) & (x <= q3 + WHISKER * iqr)]
+    lo, hi = float(inside.min()), float(inside.max())
+    count_lo, count_hi = int(np.sum(x < lo)), int(np.sum(x > hi))
+    return {
+        "whisker_lo": min(lo, q1),
+        "q1": q1,
+        "median": med,
+        "q3": q3,
+        "whisker_hi": max(hi, q3),
+        "share_lo": count_lo / x.size,
+        "share_hi": count_hi / x.size,
+        "count_lo": count_lo,
+        "count_hi": count_hi,
+    }
 
 
 def _plot_entry(col: str, attr: str, res: GroupedBoxplots) -> dict[str, Any]:
@@ -64,6 +121,69 @@ def _plot_entry(col: str, attr: str, res: GroupedBoxplots) -> dict[str, Any]:
     }
 
 
+def _raw_groups(ctx: AuditContext, attr: str) -> tuple[list[Any], np.ndarray]:
+    """Raw mode: the groups of ``attr`` (seen levels, then missing) and each row's group index."""
+    labels = ctx.data[attr]
+    cats: list[Any] = sorted(pd.unique(labels.dropna()), key=str)
+    lookup = {c: i for i, c in enumerate(cats)}
+    codes = labels.astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
+    if labels.isna().any():
+        cats.append(OTHER_LABEL)
+    return cats, codes
+
+
+def _bar_values(x: np.ndarray) -> list[float] | None:
+    """The bar positions of a count-like column (integer values), or None when it is not one.
+
+    A column is drawn as bars when its finite values are all integers: the values themselves
+    when at most :data:`MAX_BAR_VALUES` occur, otherwise the smallest ``MAX_BAR_VALUES - 1``
+    and one last bar "at least" the next one.
+    """
+    finite = x[np.isfinite(x)]
+    if finite.size == 0 or not np.all(finite == np.round(finite)):
+        return None
+    values = np.unique(finite)
+    return [float(v) for v in values[:MAX_BAR_VALUES]]
+
+
+def _raw_plot(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
+    """Raw mode: exact Tukey boxes per group; bars of values for a count-like column whose box collapses."""
+    x = ctx.data[col].to_numpy(dtype=float, na_value=np.nan)
+    cats, codes = _raw_groups(ctx, attr)
+    finite = np.isfinite(x)
+    groups: dict[str, Any] = {}
+    for i, cat in enumerate(cats):
+        xi = x[(codes == i) & finite]
+        groups[str(cat)] = {"n": float(xi.size), "drawn": bool(xi.size)} | {
+            k: float(v) for k, v in tukey_box(xi).items()
+        }
+    entry: dict[str, Any] = {
+        "column": str(col),
+        "attribute": str(attr),
+        "epsilon": math.inf,
+        "min_group_size": 1,
+        "kind": "box",
+        "groups": groups,
+    }
+    collapsed = any(g["drawn"] and g["q1"] == g["q3"] for g in groups.values())
+    values = _bar_values(x) if collapsed else None
+    if values is not None:
+        labels = [f"{v:g}" for v in values]
+        last = len(values) == MAX_BAR_VALUES and np.nanmax(x[finite]) > values[-1]
+        if last:
+            labels[-1] = f">= {values[-1]:g}"
+        for i, cat in enumerate(cats):
+            xi = x[(codes == i) & finite]
+            counts = [int(np.sum(xi == v)) for v in values]
+            if last:
+                counts[-1] = int(np.sum(xi >= values[-1]))
+            n = max(1, xi.size)
+            groups[str(cat)]["bar_shares"] = [c / n for c in counts]
+        entry["kind"] = "bars"
+        entry["bar_labels"] = labels
+    return entry
+
+
 class PrivacySection(Section):
     """Boxplots of each numeric column by each sensitive attribute.
 
@@ -77,7 +197,15 @@ class PrivacySection(Section):
     (groups are disjoint: parallel composition). Releasing the sizes once per attribute
     rather than once per pair gives them as many times more budget as there are
     columns. Every declared group keeps its slot; one whose released size is too small
-    to draw is marked so with that size. Non-private mode: plain boxplots, labelled as raw.
+    to draw is marked so with that size. A column the schema declares integer-valued
+    (``"integer": true`` with integer bounds) is released on the integer grid
+    (``resolution = upper - lower``). Columns whose name or schema entry marks them as
+    identifiers or codes are not drawn (a box of FIPS codes means nothing).
+
+    Non-private mode: Tukey boxes computed exactly (:func:`tukey_box`: whiskers at the
+    most extreme data point within 1.5 IQR, counts beyond them); a count-like column
+    (integer values) whose box collapses (``q1 == q3`` in a group) is summarised by the
+    share of each value instead.
     """
 
     name = "privacy"
@@ -89,19 +217,34 @@ class PrivacySection(Section):
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         cols = _numeric_columns(ctx)
+        left_out = _candidates(ctx)[1]
         pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
         plots: list[dict[str, Any]] = []
         notes: list[str] = []
+        skipped = "Not drawn (they look like identifiers or codes; see the Data section): " + (
+            ", ".join(map(str, left_out)) or "none"
+        )
         if budget is None:
-            plots = [self._raw(ctx, col, attr) for col, attr in pairs]
-            notes.append("Not private: these boxplots are computed from the raw data.")
-            return SectionResult(self.name, self.title, {"boxplots": plots, "private": False}, [], notes)
+            plots = [_raw_plot(ctx, col, attr) for col, attr in pairs]
+            notes += [
+                "Not private: these figures are computed from the raw data.",
+                f"Boxes (Tukey): the box spans the quartiles with the median inside; each whisker ends "
+                f"at the most extreme value within {WHISKER:g} x IQR of the box; 'N beyond' counts "
+                "the rows outside the whiskers (not drawn as points).",
+                "A count-like column (whole numbers) whose box collapses (first quartile = third "
+                "quartile, e.g. mostly zeros) is shown as the share of each value by group.",
+                skipped,
+            ]
+            figures = {"boxplots": plots, "private": False, "not_drawn": [str(c) for c in left_out]}
+            return SectionResult(self.name, self.title, figures, [], notes)
         eps_sizes = budget.remaining_epsilon * SIZE_SHARE / len(ctx.sensitive) if pairs else 0.0
         eps_box = budget.remaining_epsilon * (1 - SIZE_SHARE) / len(pairs) if pairs else 0.0
         sizes = {attr: self._sizes(ctx, attr, eps_sizes, budget) for attr in ctx.sensitive} if pairs else {}
         for col, attr in pairs:
             bounds = ctx.schema.bounds(col)
             assert bounds is not None
+            resolution = integer_resolution(ctx.schema, col)
+            options: dict[str, Any] = {} if resolution is None else {"resolution": resolution}
             res = grouped_dp_boxplot(
                 ctx.data[col].to_numpy(dtype=float, na_value=np.nan),
                 ctx.data[attr].astype(object).to_numpy(),
@@ -110,10 +253,11 @@ class PrivacySection(Section):
                 categories=list(ctx.schema.categories(attr) or ()),
                 counts=sizes[attr],
                 description=f"privacy: {col} by {attr}",
+                **options,
             )
             for release in res.releases:
                 budget.record(release)
-            plots.append(_plot_entry(col, attr, res))
+            plots.append(_plot_entry(col, attr, res) | {"kind": "box", "resolution": resolution})
         rest = budget.remaining_epsilon
         if rest > 1e-12 * budget.total_epsilon:
             budget.spend(
@@ -127,17 +271,20 @@ class PrivacySection(Section):
             "uses those released sizes as its n (a row missing the plotted column is counted in its "
             "group's size all the same); each box gets the rest, split over the (column, attribute) "
             "pairs (groups are disjoint: parallel composition). Points beyond the whiskers are shown "
-            "only as noisy counts.",
+            "only as noisy counts ('N beyond').",
             "Columns and groups come from the schema (bounds and categories), never from the "
             f"rows; at most {MAX_COLUMNS} columns are drawn. A group whose released size is "
             "below the figure's minimum (min_group_size: JointExp's rank error must stay "
-            "below an eighth of the group) keeps its slot, marked too small, with no box.",
+            "below an eighth of the group) keeps its slot, marked too small, with no box. "
+            "Columns declared integer-valued in the schema are released on the integer grid.",
             "Not drawn (no public bounds declared): " + (", ".join(map(str, undeclared)) or "none"),
+            skipped,
             f"The boxes carry no interval. Each box gets epsilon {eps_box:.3g}; at such small budgets "
             "JointExp's quartiles can land far from the truth, above all on tied or concentrated "
             "data (counts, codes), so read them as indicative.",
         ]
-        return SectionResult(self.name, self.title, {"boxplots": plots, "private": True}, [], notes)
+        figures = {"boxplots": plots, "private": True, "not_drawn": [str(c) for c in left_out]}
+        return SectionResult(self.name, self.title, figures, [], notes)
 
     @staticmethod
     def _sizes(ctx: AuditContext, attr: str, epsilon: float, budget: Accountant) -> dict[Any, float]:
@@ -156,68 +303,8 @@ class PrivacySection(Section):
         values = np.clip(np.asarray(rel.value, dtype=float), 0, None)
         return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
 
-    @staticmethod
-    def _raw(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
-        x = ctx.data[col].to_numpy(dtype=float, na_value=np.nan)
-        labels = ctx.data[attr]
-        finite = x[np.isfinite(x)]
-        bounds = (float(finite.min()) - 1, float(finite.max()) + 1) if finite.size else (0.0, 1.0)
-        cats = sorted(pd.unique(labels.dropna()), key=str)
-        res = grouped_dp_boxplot(
-            x,
-            labels.astype(object).to_numpy(),
-            math.inf,
-            bounds,
-            categories=cats,
-            other_label=OTHER_LABEL if labels.isna().any() else None,
-        )
-        return _plot_entry(col, attr, res)
-
     def render(self, result: SectionResult) -> str:
-        parts = []
-        for plot in result.figures["boxplots"]:
-            fig, ax = new_figure(6.0, 3.4)
-            prefix = "DP boxplot" if result.figures["private"] else "Raw boxplot"
-            plot_dp_boxplot(
-                _from_dict(plot),
-                ax=ax,
-                title=f"{prefix}: {plot['column']} by {plot['attribute']}",
-                xlabel=plot["attribute"],
-                ylabel=plot["column"],
-            )
-            parts.append(figure_to_svg(fig))
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in result.notes)
-        return "".join(parts) + (f"<ul class='notes'>{notes}</ul>" if notes else "")
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._privacy`; needs matplotlib)."""
+        from trustlab.audit.render._privacy import render_privacy
 
-
-def _from_dict(plot: dict[str, Any]) -> GroupedBoxplots:
-    """Rebuild the figure's groups for drawing (from the figures only: the report never recomputes)."""
-    boxes: dict[str, BoxplotStats] = {}
-    for name, g in plot["groups"].items():
-        if not g["drawn"]:
-            continue
-        boxes[name] = BoxplotStats(
-            whisker_lo=g["whisker_lo"],
-            q1=g["q1"],
-            median=g["median"],
-            q3=g["q3"],
-            whisker_hi=g["whisker_hi"],
-            share_lo=g["share_lo"],
-            share_hi=g["share_hi"],
-            n=g["n"],
-            qmin=g["whisker_lo"],
-            qmax=g["whisker_hi"],
-            epsilon=plot["epsilon"],
-            method="dpboxplot",
-        )
-    cats = tuple(plot["groups"])
-    return GroupedBoxplots(
-        boxes=boxes,
-        categories=cats,
-        sizes={k: g["n"] for k, g in plot["groups"].items()},
-        sizes_public=False,
-        too_small=tuple(k for k, g in plot["groups"].items() if not g["drawn"]),
-        min_group_size=plot["min_group_size"],
-        epsilon=plot["epsilon"],
-        neighbouring="add_remove",
-    )
+        return render_privacy(result)

@@ -1,0 +1,133 @@
+"""HTML of the Fairness section: group rates and disparities with their intervals."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
+from trustlab.audit.plots import PALETTE, figure_to_svg, new_grid
+from trustlab.audit.section import SectionResult
+
+__all__ = ["render_fairness"]
+
+_RATES = ("selection_rate", "true_positive_rate", "false_positive_rate", "accuracy")
+_DIFFS = ("demographic_parity_difference", "equalized_odds_difference")
+
+
+def _interval(low: Any, high: Any) -> str:
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return "–"
+    return f"[{fmt(float(low))}, {fmt(float(high))}]"
+
+
+def _draw(axes: list[Any], attr: str, res: dict[str, Any], threshold: float) -> None:
+    ax, ax2 = axes
+    groups, ok = res["groups"], res["evaluable"]
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(_RATES))
+    for i, g in enumerate(groups):
+        vals = np.array([res["rates"][m][i] for m in _RATES], dtype=float)
+        ci = np.array([res["rate_intervals"][m][i] for m in _RATES], dtype=float)
+        err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
+        ax.bar(
+            x + (i - (len(groups) - 1) / 2) * width,
+            np.nan_to_num(vals),
+            width,
+            label=g if ok[i] else f"{g} (too small)",
+            yerr=np.nan_to_num(err),
+            capsize=2,
+            color=PALETTE[i % len(PALETTE)],
+            hatch=None if ok[i] else "//",
+            alpha=1.0 if ok[i] else 0.35,
+        )
+    ax.set_xticks(x, ["selection rate", "TPR", "FPR", "accuracy"])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("rate (fraction of rows)")
+    ax.set_title(f"Rates by {attr} (95% intervals)", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(False, axis="x")
+    vals = np.array([res["differences"][k] for k in _DIFFS], dtype=float)
+    ci = np.array([res["difference_intervals"][k] for k in _DIFFS], dtype=float)
+    err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
+    ax2.bar([0, 1], np.nan_to_num(vals), color=["#DD8452", "#55A868"], yerr=np.nan_to_num(err), capsize=4)
+    ax2.axhline(threshold, color="#C44E52", ls="--", lw=1, label=f"threshold {threshold:g}")
+    top = float(np.nanmax(np.append(ci[:, 1], threshold)))
+    ax2.set_ylim(0, max(1.25 * threshold, 1.1 * top))
+    for j in np.flatnonzero(~np.isfinite(vals)):
+        ax2.text(j, 0.5 * threshold, "not\nevaluable", ha="center", va="center", fontsize=8, color="0.35")
+    ax2.set_xticks([0, 1], ["demographic\nparity", "equalized\nodds"])
+    ax2.set_ylabel("difference (max - min rate)")
+    ax2.set_title("Disparities (95% intervals)", fontsize=10)
+    ax2.legend(fontsize=7, loc="upper right")
+    ax2.grid(False, axis="x")
+
+
+def render_fairness(result: SectionResult) -> str:
+    """The Fairness section's HTML body.
+
+    Parameters
+    ----------
+    result : SectionResult
+        What :class:`~trustlab.audit.sections.fairness.FairnessSection` computed.
+
+    Returns
+    -------
+    str
+        HTML: checks, one figure (a row per sensitive attribute: rates by group and the
+        disparities against the threshold), and per attribute the group table (with the
+        positives and negatives the size rule counts) and the disparity table.
+    """
+    from trustlab.audit.sections.fairness import MAX_DIFFERENCE
+
+    by_attr = result.figures["by_attribute"]
+    html = [checks_list(result.checks)]
+    for attr, res in by_attr.items():
+        ok = res["evaluable"]
+        html.append(f"<h3>By {escape(attr)}</h3>")
+        fig, axes = new_grid(1, 2, width=9.0, height=3.3, width_ratios=[2.2, 1])
+        _draw(axes[0], attr, res, MAX_DIFFERENCE)
+        html.append(figure_to_svg(fig, alt=f"rates and disparities by {attr}"))
+        rows = []
+        for i, g in enumerate(res["groups"]):
+            n, (nlo, nhi) = res["rates"]["count"][i], res["count_intervals"][i]
+            classes = (
+                f"{fmt(round(res['positives'][i]))} / {fmt(round(res['negatives'][i]))}"
+                if "positives" in res
+                else "–"
+            )
+            rows.append(
+                [g, fmt_ci(round(n), round(nlo), round(nhi)) if nhi > nlo else f"{round(n):,}", classes]
+                + [fmt_ci(res["rates"][m][i], *res["rate_intervals"][m][i]) for m in _RATES]
+                + ["yes" if ok[i] else "too small: figures not meaningful"]
+            )
+        html.append(
+            table(
+                [
+                    "group",
+                    "rows",
+                    "positives / negatives",
+                    "selection rate",
+                    "TPR",
+                    "FPR",
+                    "accuracy",
+                    "compared",
+                ],
+                rows,
+            )
+        )
+        d, di = res["differences"], res["difference_intervals"]
+        html.append(
+            table(
+                ["measure", "difference", "95% interval"],
+                [
+                    ["demographic parity", d[_DIFFS[0]], _interval(*di[_DIFFS[0]])],
+                    ["equalized odds", d[_DIFFS[1]], _interval(*di[_DIFFS[1]])],
+                ],
+            )
+        )
+        html.append(f"<p class='rule'>{escape(res['size_rule'])}.</p>")
+    html.append(notes_list(result.notes))
+    return "".join(html)
