@@ -1,3 +1,5 @@
-"""trustlab.evaluation (see docs/catalog.md for what is implemented)."""
+"""trustlab.evaluation: model-similarity metrics (CAPA, error consistency); see docs/catalog.md."""
 
-__all__: list[str] = []
+from trustlab.evaluation.similarity import capa, capa_matrix, error_consistency
+
+__all__: list[str] = ["capa", "capa_matrix", "error_consistency"]
