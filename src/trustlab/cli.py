@@ -1,21 +1,25 @@
 """The ``trustlab`` command line: thin, it parses, calls the library, prints.
 
-Exit codes: 0 ok, 2 bad input (the message names the flag or column and the fix),
-1 internal error.
+Exit codes: 0 ok, 2 bad input (one line on stderr naming the flag or column and what is
+allowed; never a traceback), 1 internal error (a bug: please report it).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from trustlab.errors import TrustlabError
+from trustlab.errors import ParameterError, TrustlabError
 
 app = typer.Typer(
     add_completion=False,
@@ -32,6 +36,52 @@ def _root() -> None:
 
 def _split(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+# the library's argument names -> the flags a command-line user typed
+_FLAGS = {
+    "data": "DATA",
+    "target": "--target",
+    "sensitive": "--sensitive",
+    "schema": "--schema",
+    "epsilon": "--epsilon",
+    "delta": "--delta",
+    "private": "--private",
+    "test_size": "--test-size",
+    "random_state": "--seed",
+    "model": "--model",
+    "ignore": "--ignore",
+    "positive": "--positive",
+    "out_dir": "--out",
+    "out": "--out",
+    "use_sensitive": "--use-sensitive",
+    "categorical": "--categorical",
+}
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def _error_line(exc: TrustlabError) -> str:
+    """The one line printed for a user error: the flag (or column) and the library's message."""
+    arg = exc.argument
+    msg = _one_line(exc)
+    flag = _FLAGS.get(arg) if arg else None
+    if arg and flag:
+        for prefix in (f"{arg} of Audit", f"{arg} of draft_schema", arg):
+            if msg.startswith(prefix) and msg[len(prefix) : len(prefix) + 1] in (" ", ":"):
+                msg = flag + msg[len(prefix) :]
+                break
+    label = flag or arg
+    return f"error ({label}): {msg}" if label else f"error: {msg}"
+
+
+def _fail(exc: TrustlabError) -> NoReturn:
+    line = _error_line(exc)
+    head, _, rest = line.partition(":")
+    err.print(f"[bold red]{escape(head)}:[/]{escape(rest)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 @app.command()
@@ -67,9 +117,11 @@ def audit(
 ) -> None:
     """Audit a table and a model; write DIR/report.html and DIR/report.json."""
     from trustlab.audit import Audit
+    from trustlab.audit.report import check_out_dir
     from trustlab.datasets import Schema, load_default, load_table
 
     try:
+        check_out_dir(out)  # before the (long) audit: a bad --out fails at once
         if data is None:
             frame, info, default_schema = load_default()
             name = f"{info.name} (embedded: Ecdat Benefits)"
@@ -120,14 +172,15 @@ def audit(
             progress.update(task, description="writing report")
             html_path, json_path = report.save(out)
     except TrustlabError as exc:
-        flag = f" ({exc.argument})" if exc.argument else ""
-        err.print(f"[bold red]error{escape(flag)}:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        _fail(exc)
     status = str(report.meta.get("model_status", ""))
     if "constant 0.5" in status:
         err.print(f"[yellow]note:[/] {escape(status)}", highlight=False, soft_wrap=True)
     counts = report.status_counts
     mode = f"differentially private, epsilon={epsilon:g}" if private else "raw statistics"
+    spent = report.meta.get("schema_privacy")
+    if spent:
+        mode += f" after epsilon={spent['epsilon']:g} spent drafting the schema"
     typer.echo(
         f"report written: {html_path} and {json_path} ({mode}); checks: {counts['pass']} passed, "
         f"{counts['fail']} failed, {counts['inconclusive']} inconclusive, "
@@ -135,16 +188,129 @@ def audit(
     )
 
 
-def main() -> None:
-    """Entry point of the ``trustlab`` console script."""
+@app.command()
+def schema(
+    data: Annotated[Path, typer.Argument(help="CSV or Parquet file whose columns the schema describes.")],
+    out: Annotated[Path, typer.Option(help="Where to write the draft (JSON).")] = Path("schema.json"),
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            help="Estimate bounds and categories from the rows under this privacy budget "
+            "(default: estimate nothing, leave them for you to fill in)."
+        ),
+    ] = None,
+    delta: Annotated[
+        float, typer.Option(help="Total delta of the category discovery (with --epsilon).")
+    ] = 1e-6,
+    categorical: Annotated[
+        str | None,
+        typer.Option(help="Columns to treat as categorical whatever their type, comma-separated."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
+) -> None:
+    """Draft the public schema a private audit needs (--schema); review and complete it by hand.
+
+    Without --epsilon, nothing but the column names and types is read: bounds and categories
+    are left null for you to fill from public knowledge. With --epsilon, they are estimated
+    from the rows under differential privacy and every estimated entry is marked for review.
+    See docs/schema.md.
+    """
+    from trustlab.datasets import draft_schema, load_table
+
     try:
-        app()
-    except SystemExit:
-        raise
+        if out.exists() and (out.is_dir() or not force):
+            raise ParameterError(
+                f"out {str(out)!r} already exists; "
+                + ("give a file path, not a folder." if out.is_dir() else "pass --force to replace it.")
+                + " (A filled-in schema is work: trustlab does not overwrite it silently.)",
+                argument="out",
+            )
+        frame = load_table(data)
+        draft = draft_schema(
+            frame, epsilon=epsilon, delta=delta, categorical=_split(categorical), source=data.name
+        )
+        text = json.dumps(draft, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        _write_text_atomically(out, text)
+    except TrustlabError as exc:
+        _fail(exc)
+    cols = draft["columns"]
+    empty = [name for name, e in cols.items() if e.get("bounds", 0) is None or e.get("categories", 0) is None]
+    how = (
+        "nothing estimated from the rows (column names and types only)"
+        if epsilon is None
+        else f"bounds and categories estimated under epsilon={epsilon:g}, delta={draft['privacy']['delta']:g}"
+    )
+    todo = f"; fill in the {len(empty)} null entries" if empty else ""
+    typer.echo(
+        f"draft schema written: {out} ({len(cols)} columns; {how}){todo}; review every 'review' note, "
+        f"then pass it with --schema {out}"
+    )
+
+
+def _write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a hidden file next to ``path`` and rename it over ``path``."""
+    tmp = path.parent / f".{path.name}.tmp-{secrets.token_hex(4)}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True) if tmp.parent.is_dir() else None
+        raise ParameterError(
+            f"out {str(path)!r} cannot be written: {exc.strerror or type(exc).__name__}; "
+            "choose a path you can write to.",
+            argument="out",
+        ) from None
+
+
+def _click_errors(name: str) -> tuple[type[BaseException], ...]:
+    """Click's exception class ``name``, and typer's vendored copy of it where typer has one."""
+    found: list[type[BaseException]] = [getattr(click.exceptions, name)]
+    try:
+        from typer._click import exceptions as vendored  # typer >= 0.20 ships its own click
+    except ImportError:
+        return tuple(found)
+    extra = getattr(vendored, name, None)
+    if isinstance(extra, type) and issubclass(extra, BaseException) and extra not in found:
+        found.append(extra)
+    return tuple(found)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``trustlab`` console script.
+
+    Usage errors (an unknown flag, a value of the wrong type) print one line and exit 2,
+    like every other user error; an unexpected exception is a bug: it prints its
+    traceback and exits 1.
+    """
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="trustlab", standalone_mode=False)
+    except _click_errors("NoArgsIsHelpError") as exc:
+        ctx = getattr(exc, "ctx", None)
+        typer.echo(ctx.get_help() if ctx is not None else str(exc))
+        sys.exit(0)
+    except _click_errors("UsageError") as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "trustlab"
+        text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        err.print(
+            f"[bold red]error:[/] {escape(_one_line(text))} (see `{escape(where)} --help`)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(2)
+    except _click_errors("Abort"):
+        err.print("aborted.")
+        sys.exit(1)
     except Exception as exc:
         err.print_exception()
-        err.print(f"[bold red]internal error:[/] {exc}. Please report it.")
+        err.print(f"[bold red]internal error:[/] {escape(_one_line(exc))}. Please report it.")
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -368,8 +368,9 @@ class Audit:
         if undeclared:
             raise DataError(
                 f"private mode needs the public categories of {undeclared} in the schema "
-                "(--schema FILE); trustlab never reads them off the private data. "
-                "See docs/audit.md#schema.",
+                "(--schema FILE); trustlab never reads them off the private data. Draft a schema "
+                "with `trustlab schema DATA --out schema.json` (datasets.draft_schema), fill it in "
+                "and pass it with --schema (docs/schema.md).",
                 argument="schema",
             )
         cats = list(schema.categories(target) or ())
@@ -597,5 +598,12 @@ class Audit:
         if self.private:
             meta["privacy_scope"] = PRIVACY_SCOPE
             meta["schema_source"] = ctx.schema.source
+            if ctx.schema.epsilon_spent or ctx.schema.delta_spent:
+                meta["schema_privacy"] = {
+                    "epsilon": ctx.schema.epsilon_spent,
+                    "delta": ctx.schema.delta_spent,
+                    "note": "spent drafting the schema from these rows (trustlab schema --epsilon); "
+                    "the total spent on the rows is this plus the audit's epsilon (basic composition)",
+                }
         ledger = accountant.ledger() if accountant is not None else []
         return AuditReport(meta=meta, results=results, sections=sections, ledger=ledger)

@@ -21,7 +21,7 @@ from trustlab.audit.section import STATUSES, Section, SectionResult
 from trustlab.errors import ParameterError
 from trustlab.privacy.accounting import LedgerEntry
 
-__all__ = ["REPORT_FILES", "SCHEMA_VERSION", "AuditReport"]
+__all__ = ["REPORT_FILES", "SCHEMA_VERSION", "AuditReport", "check_out_dir"]
 
 REPORT_FILES = ("report.html", "report.json")
 """The files of a report folder. :meth:`AuditReport.save` replaces a folder that holds
@@ -177,6 +177,35 @@ class AuditReport:
         contents = {REPORT_FILES[0]: self.to_html(), REPORT_FILES[1]: self.to_json()}
         _replace_folder(out, contents)
         return out / REPORT_FILES[0], out / REPORT_FILES[1]
+
+
+def check_out_dir(out_dir: str | Path) -> None:
+    """Refuse, before any work, an ``out_dir`` that :meth:`AuditReport.save` could not use.
+
+    Raises
+    ------
+    ParameterError
+        With ``argument="out_dir"``: ``out_dir`` is a file or a folder holding other
+        files, or the nearest existing folder on its path is not a writable folder.
+    """
+    out = Path(out_dir)
+    if not str(out_dir).strip():
+        raise ParameterError("out_dir must be a folder path, got an empty string.", argument="out_dir")
+    _check_replaceable(out)
+    ancestor = out.absolute().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ParameterError(
+            f"out_dir {str(out)!r} cannot be created: {str(ancestor)!r} is a file, not a folder.",
+            argument="out_dir",
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ParameterError(
+            f"out_dir {str(out)!r} cannot be written: no write permission in {str(ancestor)!r}; "
+            "choose a folder you can write to.",
+            argument="out_dir",
+        )
 
 
 def _unwritable(out: Path, exc: OSError) -> ParameterError:

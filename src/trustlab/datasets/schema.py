@@ -9,6 +9,8 @@ private data on the user's behalf.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_bounds
 from trustlab.errors import DataError
 
 __all__ = ["ACTIONABLE", "ColumnSpec", "Schema"]
@@ -33,7 +34,11 @@ class ColumnSpec:
     """Public facts about one column: numeric with ``bounds``, or categorical with ``categories``.
 
     ``actionable`` (optional, one of :data:`ACTIONABLE`) says how a person may change the
-    column; the audit's recourse check uses it (None: the check's default).
+    column; the audit's recourse check uses it (None: the check's default). ``integer``
+    (numeric columns only) says the column holds whole numbers, so DP quantiles may use
+    an integer grid. ``review`` is a note for the person who checks the schema (a draft
+    from :func:`trustlab.datasets.draft_schema` marks every entry it estimated from the
+    data); it changes nothing in the audit.
     """
 
     name: str
@@ -41,6 +46,8 @@ class ColumnSpec:
     categories: tuple[Any, ...] | None = None
     description: str = ""
     actionable: str | None = None
+    integer: bool | None = None
+    review: str = ""
 
     @property
     def kind(self) -> str:
@@ -50,6 +57,10 @@ class ColumnSpec:
 @dataclass(frozen=True)
 class Schema:
     """A mapping from column name to its public :class:`ColumnSpec`.
+
+    ``epsilon_spent`` and ``delta_spent`` record the privacy budget spent to draft the
+    schema from the data (zero when it was declared from public knowledge); a private
+    audit that uses it spends this on top of its own ``epsilon`` (basic composition).
 
     Examples
     --------
@@ -61,6 +72,8 @@ class Schema:
 
     columns: Mapping[str, ColumnSpec] = field(default_factory=dict)
     source: str = "declared by the user"
+    epsilon_spent: float = 0.0
+    delta_spent: float = 0.0
 
     def __contains__(self, name: object) -> bool:
         return name in self.columns
@@ -109,6 +122,8 @@ class Schema:
             col = frame[name]
             if spec.bounds is not None:
                 values = col.astype(float) if pd.api.types.is_bool_dtype(col) else col.astype(object)
+                if not pd.api.types.is_bool_dtype(col):  # complex cells are not numbers here
+                    values = values.map(lambda v: None if isinstance(v, complex | np.complexfloating) else v)
                 num = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
                 out[name] = np.clip(num, *spec.bounds)
             else:
@@ -126,60 +141,85 @@ class Schema:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], *, source: str = "declared by the user") -> Schema:
-        """Build a schema from ``{"columns": {name: {"bounds": [lo, hi]} | {"categories": [...]}}}``."""
+        """Build a schema from ``{"columns": {name: {"bounds": [lo, hi]} | {"categories": [...]}}}``.
+
+        Each column gives exactly one of ``bounds`` (two finite numbers, ``lo < hi``, within
+        ``+-1e270``) or ``categories`` (a non-empty list of distinct strings, numbers or
+        booleans), and optionally ``description`` (text), ``actionable`` (one of
+        :data:`ACTIONABLE`), ``integer`` (a boolean, with ``bounds``) and ``review`` (text).
+        A top-level ``privacy`` object (``{"epsilon": e, "delta": d}``) records the budget
+        a draft spent reading the data (:func:`trustlab.datasets.draft_schema`).
+
+        Raises
+        ------
+        DataError
+            With ``argument="schema"``, naming the column and what to write instead.
+        """
         cols = raw.get("columns") if isinstance(raw, Mapping) else None
         if not isinstance(cols, Mapping):
             raise DataError(
-                'schema must be a mapping with a "columns" object, e.g. '
+                'schema must be a JSON object with a "columns" object, e.g. '
                 '{"columns": {"age": {"bounds": [0, 120]}, "sex": {"categories": ["f", "m"]}}}.',
                 argument="schema",
             )
         specs: dict[str, ColumnSpec] = {}
         for name, spec in cols.items():
-            if not isinstance(spec, Mapping) or ("bounds" in spec) == ("categories" in spec):
-                raise DataError(
-                    f"schema column {name!r} must give exactly one of 'bounds' or 'categories'.",
-                    argument="schema",
-                )
-            actionable = spec.get("actionable")
-            if actionable is not None and actionable not in ACTIONABLE:
-                raise DataError(
-                    f"schema 'actionable' of {name!r} must be one of {list(ACTIONABLE)}, got {actionable!r}.",
-                    argument="schema",
-                )
-            description = str(spec.get("description", ""))
-            if "bounds" in spec:
-                specs[name] = ColumnSpec(
-                    name,
-                    bounds=check_bounds(spec["bounds"], f"schema bounds of {name!r}"),
-                    description=description,
-                    actionable=actionable,
-                )
-            else:
-                cats = spec["categories"]
-                if not isinstance(cats, list | tuple) or not cats:
-                    raise DataError(
-                        f"schema categories of {name!r} must be a non-empty list.",
-                        argument="schema",
-                    )
-                specs[name] = ColumnSpec(
-                    name, categories=tuple(cats), description=description, actionable=actionable
-                )
-        return cls(specs, source=str(raw.get("source", source)))
+            specs[name] = _column_spec(name, spec)
+        src = raw.get("source", source)
+        if not isinstance(src, str):
+            raise DataError(f'schema "source" must be text, got {type(src).__name__}.', argument="schema")
+        epsilon, delta = _privacy_spent(raw.get("privacy"))
+        return cls(specs, source=src, epsilon_spent=epsilon, delta_spent=delta)
 
     @classmethod
     def from_json(cls, path: str | Path) -> Schema:
-        """Read a schema from a JSON file (see :meth:`from_dict` for the format)."""
+        """Read a schema from a UTF-8 JSON file (see :meth:`from_dict` for the format).
+
+        Raises
+        ------
+        DataError
+            If the file is missing, a folder, unreadable, not UTF-8, not JSON or not a
+            schema (``argument="schema"``).
+        """
         p = Path(path)
+        if not p.exists():
+            raise DataError(f"schema file {str(p)!r} does not exist; check the path.", argument="schema")
+        if p.is_dir():
+            raise DataError(
+                f"schema path {str(p)!r} is a folder; give a JSON file (draft one with "
+                "`trustlab schema DATA --out schema.json`).",
+                argument="schema",
+            )
         try:
-            raw = json.loads(p.read_text())
-        except FileNotFoundError:
-            raise DataError(f"schema file {p} does not exist.", argument="schema") from None
+            if p.stat().st_size > _MAX_SCHEMA_BYTES:
+                raise DataError(
+                    f"schema file {p.name!r} is larger than {_MAX_SCHEMA_BYTES // 2**20} MiB; "
+                    "a schema lists columns, not data.",
+                    argument="schema",
+                )
+            text = p.read_bytes().decode("utf-8-sig")
+            raw = json.loads(text, parse_constant=_reject_constant)
+        except UnicodeDecodeError:
+            raise DataError(
+                f"schema file {p.name!r} is not UTF-8 text; save it as UTF-8 JSON.", argument="schema"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise DataError(f"schema file {p} is not valid JSON ({exc}).", argument="schema") from None
+            raise DataError(
+                f"schema file {p.name!r} is not valid JSON ({exc.msg} at line {exc.lineno}, "
+                f"column {exc.colno}).",
+                argument="schema",
+            ) from None
+        except RecursionError:
+            raise DataError(f"schema file {p.name!r} is nested too deeply.", argument="schema") from None
+        except OSError as exc:
+            raise DataError(
+                f"schema file {p.name!r} could not be read ({exc.strerror or type(exc).__name__}).",
+                argument="schema",
+            ) from None
         return cls.from_dict(raw, source=f"declared in {p.name}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The schema as JSON-ready types, in the format :meth:`from_dict` reads."""
         out: dict[str, Any] = {}
         for name, spec in self.columns.items():
             entry: dict[str, Any] = (
@@ -187,12 +227,159 @@ class Schema:
                 if spec.bounds is not None
                 else {"categories": list(spec.categories or ())}
             )
+            if spec.integer is not None:
+                entry["integer"] = spec.integer
             if spec.description:
                 entry["description"] = spec.description
             if spec.actionable is not None:
                 entry["actionable"] = spec.actionable
+            if spec.review:
+                entry["review"] = spec.review
             out[name] = entry
-        return {"source": self.source, "columns": out}
+        result: dict[str, Any] = {"source": self.source, "columns": out}
+        if self.epsilon_spent or self.delta_spent:
+            result["privacy"] = {"epsilon": self.epsilon_spent, "delta": self.delta_spent}
+        return result
+
+
+_MAX_SCHEMA_BYTES = 16 * 2**20
+_MAX_ABS_BOUND = 1e270  # trustlab.privacy.bounds.MAX_ABS_BOUND (not imported: keeps this module light)
+_KEYS = {"bounds", "categories", "description", "actionable", "integer", "review"}
+
+
+def _reject_constant(name: str) -> Any:
+    raise DataError(
+        f"schema holds {name}, which JSON does not allow; write a finite number.", argument="schema"
+    )
+
+
+def _column_spec(name: Any, spec: Any) -> ColumnSpec:
+    """One column's entry of a schema, checked; every problem names the column."""
+    where = f"schema column {name!r}"
+    if not isinstance(spec, Mapping):
+        raise DataError(
+            f'{where} must be an object such as {{"bounds": [0, 120]}} or {{"categories": ["f", "m"]}}, '
+            f"got {type(spec).__name__}.",
+            argument="schema",
+        )
+    unknown = sorted(map(str, set(spec) - _KEYS))
+    if unknown:
+        raise DataError(f"{where} has unknown key(s) {unknown}; allowed: {sorted(_KEYS)}.", argument="schema")
+    if ("bounds" in spec) == ("categories" in spec):
+        raise DataError(
+            f"{where} must give exactly one of 'bounds' (numeric) or 'categories' (categorical).",
+            argument="schema",
+        )
+    actionable = spec.get("actionable")
+    if actionable is not None and (not isinstance(actionable, str) or actionable not in ACTIONABLE):
+        raise DataError(
+            f"schema 'actionable' of {name!r} must be one of {list(ACTIONABLE)}, got {actionable!r}.",
+            argument="schema",
+        )
+    texts = {}
+    for key in ("description", "review"):
+        value = spec.get(key, "")
+        if not isinstance(value, str):
+            raise DataError(f"{where}: {key!r} must be text, got {type(value).__name__}.", argument="schema")
+        texts[key] = value
+    integer = spec.get("integer")
+    if integer is not None and (not isinstance(integer, bool) or "bounds" not in spec):
+        raise DataError(
+            f"{where}: 'integer' must be true or false, and only with 'bounds'.", argument="schema"
+        )
+    if "bounds" in spec:
+        return ColumnSpec(
+            name,
+            bounds=_bounds(spec["bounds"], where),
+            description=texts["description"],
+            actionable=actionable,
+            integer=integer,
+            review=texts["review"],
+        )
+    return ColumnSpec(
+        name,
+        categories=_categories(spec["categories"], where),
+        description=texts["description"],
+        actionable=actionable,
+        review=texts["review"],
+    )
+
+
+def _bounds(value: Any, where: str) -> tuple[float, float]:
+    if value is None:
+        raise DataError(
+            f"{where}: 'bounds' is not filled in; write [lower, upper] from public knowledge "
+            "(or estimate them with `trustlab schema DATA --epsilon E`), or delete the entry.",
+            argument="schema",
+        )
+    ok = (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(b, numbers.Real) and not isinstance(b, bool) for b in value)
+    )
+    if not ok:
+        raise DataError(
+            f"{where}: 'bounds' must be [lower, upper], two numbers; got {value!r}.", argument="schema"
+        )
+    lower, upper = float(value[0]), float(value[1])
+    if not (math.isfinite(lower) and math.isfinite(upper)) or max(abs(lower), abs(upper)) > _MAX_ABS_BOUND:
+        raise DataError(
+            f"{where}: 'bounds' must be finite and within +-{_MAX_ABS_BOUND:g}; got {value!r}; "
+            "rescale the column.",
+            argument="schema",
+        )
+    if not lower < upper or not (upper - lower) / 2**40 >= np.finfo(float).tiny:
+        raise DataError(
+            f"{where}: 'bounds' need lower < upper (and not vanishingly close); got {value!r}.",
+            argument="schema",
+        )
+    return lower, upper
+
+
+def _categories(value: Any, where: str) -> tuple[Any, ...]:
+    if not isinstance(value, list | tuple) or not value:
+        raise DataError(
+            f"{where}: 'categories' must be a non-empty list of the column's public values "
+            f'(e.g. ["f", "m"]); got {value!r}. Fill it in from public knowledge, or delete the entry.',
+            argument="schema",
+        )
+    seen_text: dict[str, Any] = {}
+    for c in value:
+        if isinstance(c, float) and not math.isfinite(c):
+            raise DataError(f"{where}: categories must be finite; got {c!r}.", argument="schema")
+        if not isinstance(c, str | bool | numbers.Real) or isinstance(c, complex):
+            raise DataError(
+                f"{where}: each category must be a string, number or boolean; got {c!r}. Missing "
+                "values need no category (the audit counts them separately).",
+                argument="schema",
+            )
+        clash = seen_text.get(str(c))
+        if clash is None:
+            clash = next((o for o in seen_text.values() if o == c), None)
+        if clash is not None or str(c) in seen_text:
+            raise DataError(
+                f"{where}: categories {clash!r} and {c!r} are the same value; list each once.",
+                argument="schema",
+            )
+        seen_text[str(c)] = c
+    return tuple(value)
+
+
+def _privacy_spent(value: Any) -> tuple[float, float]:
+    """``(epsilon, delta)`` a draft spent, from the schema's ``privacy`` object (zeros if none)."""
+    if value is None:
+        return 0.0, 0.0
+    if not isinstance(value, Mapping):
+        raise DataError('schema "privacy" must be an object {"epsilon": e, "delta": d}.', argument="schema")
+    out = []
+    for key in ("epsilon", "delta"):
+        v = value.get(key, 0.0)
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= float(v) < math.inf):
+            raise DataError(
+                f'schema "privacy" {key!r} must be a finite number >= 0; got {v!r}.', argument="schema"
+            )
+        out.append(float(v))
+    return out[0], out[1]
 
 
 def _missing(v: Any) -> bool:
