@@ -25,6 +25,7 @@ from trustlab.audit import Audit
 from trustlab.audit.prediction_table import MIN_GROUP
 from trustlab.audit.section import SectionResult
 from trustlab.audit.sections import privacy as privacy_section
+from trustlab.audit.sections._columns import suspect_columns
 from trustlab.audit.sections.privacy import PrivacySection, tukey_box
 from trustlab.datasets.schema import ColumnSpec, Schema
 
@@ -135,12 +136,21 @@ def test_private_mode_flags_from_public_facts_only():
         Audit(private=True, epsilon=1.0, schema=schema, model="logistic").run(
             f, target="whi", sensitive=["race"]
         )
-        for f in (frame, frame.assign(wght=np.arange(len(frame))))  # wght now all distinct
+        # experience made all distinct integers: raw mode would call it an identifier
+        for f in (frame, frame.assign(experience=np.arange(len(frame))))
     ]
     flagged = [r["data"].figures["model_inputs"]["suspect"] for r in reports]
     # region is undeclared: whether it holds text or numbers is not public, so its name decides
     assert flagged[0] == flagged[1] and [s["column"] for s in flagged[0]] == ["region", "wght"]
     assert "not declared in the schema" in flagged[0][0]["reason"]
+
+
+def test_identifier_found_from_values_in_raw_mode_only():
+    frame = hi_like(500).assign(person=np.arange(500) * 7 + 3)
+    ctx = SimpleNamespace(data=frame, features=["person", "husby", "kids618"], schema=Schema(), private=False)
+    assert [(s["column"], s["kind"]) for s in suspect_columns(ctx)] == [("person", "identifier")]
+    ctx.private = True  # the values are private: only names and the schema may decide
+    assert suspect_columns(ctx) == []
 
 
 # -- the majority-class baseline -------------------------------------------------------------

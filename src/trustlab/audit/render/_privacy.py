@@ -21,7 +21,7 @@ def _short(label: str, limit: int = 14) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-def _draw_boxes(ax: Any, plot: dict[str, Any]) -> None:
+def _draw_boxes(ax: Any, plot: dict[str, Any], private: bool) -> None:
     """Boxes at each group's slot; "N beyond" under / over the whiskers; too-small groups marked."""
     groups = plot["groups"]
     names = list(groups)
@@ -56,7 +56,8 @@ def _draw_boxes(ax: Any, plot: dict[str, Any]) -> None:
         g = groups[name]
         if not g["drawn"] or not np.isfinite(g["q1"]):
             n = g["n"]
-            text = "no rows" if n == 0 else f"too small\n(n ≈ {n:,.0f})"
+            # a released size of 0 is noise around a small count, not "no rows"
+            text = "no rows" if n == 0 and not private else f"too small\n(n ≈ {n:,.0f})"
             ax.annotate(
                 text, (pos, 0.5), xycoords=("data", "axes fraction"), ha="center", va="center", fontsize=7,
                 color="0.4",
@@ -129,7 +130,7 @@ def render_privacy(result: SectionResult) -> str:
             _draw_bars(ax, plot)
             what = "values of"
         else:
-            _draw_boxes(ax, plot)
+            _draw_boxes(ax, plot, private)
             what = "DP box of" if private else "box of"
         ax.set_title(f"{what} {plot['column']} by {plot['attribute']}", fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
