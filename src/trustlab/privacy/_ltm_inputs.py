@@ -147,9 +147,17 @@ def check_sketch(S: Any, n: int) -> sp.csr_matrix:
 
 
 def clip_rows(A: np.ndarray, bound: float) -> np.ndarray:
-    norms = np.linalg.norm(A, axis=1)
-    factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
-    return A * factor[:, None]
+    """Each row scaled to L2 norm at most ``bound``, without overflow for rows near 1e308.
+
+    A row ``a`` is written ``s * u`` with ``s = max |a_j|`` (so ``1 <= ||u|| <= sqrt(d)``) and
+    returned as ``u * min(s, bound / ||u||)``: the norm is never formed in a range where it
+    overflows (``||(0, 0, 1e308)||`` would be inf and clip the row to zero).
+    """
+    scale = np.max(np.abs(A), axis=1) if A.shape[1] else np.zeros(A.shape[0])
+    scale = np.where(scale > 0, scale, 1.0)
+    unit = A / scale[:, None]
+    norms = np.maximum(np.linalg.norm(unit, axis=1), np.finfo(float).tiny)
+    return unit * np.minimum(scale, bound / norms)[:, None]
 
 
 def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: Any = None) -> sp.csc_matrix:

@@ -80,6 +80,19 @@ def _check_resolution(resolution: Any, epsilon: float) -> int:
     return resolution
 
 
+def _check_share(share: Any, name: str, epsilon: float) -> float:
+    """A fraction in (0, 1) that leaves both parts of ``epsilon`` a valid budget (>= 1e-12)."""
+    share = check_fraction(share, name)
+    if min(share, 1.0 - share) * epsilon < 1e-12:
+        argument = "epsilon" if epsilon < 2e-12 else name
+        raise ParameterError(
+            f"{name}={share!r} splits epsilon={epsilon!r} into a part below 1e-12 (every release "
+            f"would be pure noise); raise epsilon or use a {name} nearer 0.5.",
+            argument=argument,
+        )
+    return share
+
+
 def _step(lower: float, upper: float, resolution: int) -> float:
     return (upper - lower) / resolution
 
@@ -321,7 +334,7 @@ def dp_sum(
     epsilon = check_epsilon(epsilon)
     accountant = check_accountant(accountant)
     if bounds is None:
-        bounds_share = check_fraction(bounds_share, "bounds_share")
+        bounds_share = _check_share(bounds_share, "bounds_share", epsilon)
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         n_public = _check_released_n(n)
         resolution = _check_resolution(resolution, epsilon * (1 - bounds_share))
@@ -447,10 +460,10 @@ def dp_mean(
     (True, [0.375, 0.25, 0.375])
     """
     epsilon = check_epsilon(epsilon)
-    count_share = check_fraction(count_share, "count_share")
+    count_share = _check_share(count_share, "count_share", epsilon)
     accountant = check_accountant(accountant)
     if bounds is None:
-        bounds_share = check_fraction(bounds_share, "bounds_share")
+        bounds_share = _check_share(bounds_share, "bounds_share", epsilon)
         bounds_levels = check_bounds_levels(bounds_levels, "bounds_levels")
         sum_epsilon = epsilon * (1 - bounds_share)
         resolution = _check_resolution(resolution, sum_epsilon * (1 - count_share))
