@@ -15,12 +15,24 @@ from trustlab.fairness.metrics import (
     fairness_differences,
     rates_from_counts,
 )
+from trustlab.fairness.multicalibration import (
+    MultiaccuracyBoost,
+    MulticalibrationBoost,
+    ProxyBound,
+    multiaccuracy_violation,
+    multicalibration_violation,
+    proxy_error_rates,
+    proxy_violation_bound,
+)
 from trustlab.fairness.postprocessing import HardtPostProcessor
 
 __all__ = [
     "DiversityResult",
     "EnsembleBenefits",
     "HardtPostProcessor",
+    "MultiaccuracyBoost",
+    "MulticalibrationBoost",
+    "ProxyBound",
     "bootstrap_counts",
     "confusion_by_group",
     "ensemble_benefits",
@@ -28,6 +40,10 @@ __all__ = [
     "fairness_differences",
     "fairness_gaps",
     "group_rates",
+    "multiaccuracy_violation",
+    "multicalibration_violation",
     "predictive_diversity",
+    "proxy_error_rates",
+    "proxy_violation_bound",
     "rates_from_counts",
 ]
