@@ -58,7 +58,7 @@ def run(quick: bool = False) -> dict:
         from multicalibration import MulticalibrationPredictor
 
         def peer() -> np.ndarray:
-            np.random.seed(0)  # the package draws from NumPy's global generator
+            np.random.seed(0)  # noqa: NPY002 - the package draws from NumPy's global generator
             mcp = MulticalibrationPredictor("HKRR")
             fit_groups = [list(np.flatnonzero(gh[:, j])) for j in range(gh.shape[1])]
             params = {"alpha": 0.05, "lambda": 0.05, "max_iter": 30, "randomized": True, "use_oracle": False}
@@ -74,7 +74,7 @@ def run(quick: bool = False) -> dict:
 
         peer_name = "unprocessed model (package 'multicalibration' not installed)"
 
-    def timed(fn) -> tuple[float, np.ndarray]:  # noqa: ANN001
+    def timed(fn) -> tuple[float, np.ndarray]:
         times, out = [], ft
         for _ in range(repeats):
             t = time.perf_counter()
@@ -143,7 +143,8 @@ def run(quick: bool = False) -> dict:
         "rows": rows,
         "notes": [
             f"peer: {peer_name}; fitted on the same proxies and fitting split",
-            "last row: the unprocessed model's worst true MC (trustlab column) and its proxy bound (peer column)",
+            "last row: the unprocessed model's worst true MC (trustlab column) and its proxy bound "
+            "(peer column)",
             "the methods never see the true groups; proxies flip membership with prob. 0.1/0.2/0.1",
         ],
     }
