@@ -9,6 +9,7 @@ from sklearn.metrics import accuracy_score, brier_score_loss, roc_auc_score
 
 from trustlab.audit.prediction_table import (
     LEVEL,
+    MIN_GROUP,
     N_BOOT,
     OTHER,
     PredictionTable,
@@ -154,6 +155,12 @@ def _entry(
     intervals["count"] = [max(0.0, n - count_halfwidth), n + count_halfwidth]
     out["intervals"] = intervals
     return out
+
+
+def _minimum(tab: PredictionTable, attr: str) -> str:
+    """The group-size minimum in words (the same rule as the Fairness section's)."""
+    need = tab.min_class(attr)
+    return f"at least {MIN_GROUP} held-out rows, {need:,.0f} positives and {need:,.0f} negatives"
 
 
 BASELINE_RULE = (
@@ -323,7 +330,8 @@ class PerformanceSection(Section):
                         f"AUC gap across {attr}",
                         None,
                         f"not evaluable: fewer than two groups large enough to compare "
-                        f"({len(rows)} groups; too small: {', '.join(small) or 'none'})",
+                        f"({len(rows)} groups; groups need {_minimum(tab, attr)}; too small: "
+                        f"{', '.join(small) or 'none'})",
                         status="not_evaluable",
                         rule=rule,
                     )
@@ -338,7 +346,9 @@ class PerformanceSection(Section):
                     f"AUC gap across {attr}",
                     None,
                     f"largest difference in ROC AUC between groups: {gap:.3f} (95% interval "
-                    f"{lo:.3f}..{hi:.3f}; threshold {MAX_AUC_GAP})"
+                    f"{lo:.3f}..{hi:.3f}; threshold {MAX_AUC_GAP}); groups compared ({_minimum(tab, attr)} "
+                    "each): "
+                    + ", ".join(f"{rows[i]['group']} ({rows[i]['count']:,.0f})" for i in idx)
                     + (f"; too small to evaluate: {', '.join(small)}" if small else ""),
                     status=interval_verdict(lo, hi, MAX_AUC_GAP, at_most=True),
                     rule=rule,
