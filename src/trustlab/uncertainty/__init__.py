@@ -1,12 +1,38 @@
-"""Uncertainty: calibration metrics and bootstrap intervals."""
+"""Uncertainty: conformal prediction, calibration metrics, bootstrap intervals, ridge risk."""
 
 from trustlab.uncertainty.bootstrap import GAP_METHOD, gap_interval, symmetric_interval
 from trustlab.uncertainty.calibration import calibration_table, expected_calibration_error
+from trustlab.uncertainty.conformal import (
+    KandinskyConformal,
+    group_coverage,
+    group_indicators,
+    weighted_coverage_deviation,
+)
+from trustlab.uncertainty.ridge_risk import (
+    CorrGCVRidgeCV,
+    STransform,
+    corr_gcv,
+    corr_gcv_forecast,
+    exponential_correlation,
+    gcv,
+    s_transform,
+)
 
 __all__ = [
     "GAP_METHOD",
+    "CorrGCVRidgeCV",
+    "KandinskyConformal",
+    "STransform",
     "calibration_table",
+    "corr_gcv",
+    "corr_gcv_forecast",
     "expected_calibration_error",
+    "exponential_correlation",
     "gap_interval",
+    "gcv",
+    "group_coverage",
+    "group_indicators",
+    "s_transform",
     "symmetric_interval",
+    "weighted_coverage_deviation",
 ]
