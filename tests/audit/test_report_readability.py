@@ -208,7 +208,9 @@ def test_fairness_states_and_applies_the_size_rule(hi_report):
         compared = c.detail.split("each): ")[1].split(";")[0]
         assert "other" not in compared and "white" in compared and "black" in compared
     auc = next(c for c in report["performance"].checks if c.name == "AUC gap across race")
-    assert f"at least {MIN_GROUP} held-out rows" in auc.detail and "too small to evaluate: other" in auc.detail
+    assert (
+        f"at least {MIN_GROUP} held-out rows" in auc.detail and "too small to evaluate: other" in auc.detail
+    )
     assert res["min_group"]["rows"] == MIN_GROUP
     pos = dict(zip(res["groups"], res["positives"], strict=True))
     neg = dict(zip(res["groups"], res["negatives"], strict=True))
