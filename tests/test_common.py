@@ -120,3 +120,30 @@ def test_declared_tags_are_true(estimator):
             assert not np.allclose(a.fit(X).components_, b.fit(X).components_)
     else:
         assert not tags.non_deterministic
+
+
+class _BadType:
+    """A value of no valid type for any parameter."""
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_parameter_constraints_cover_every_parameter(estimator):
+    """Like scikit-learn's check_param_validation: each parameter is declared and checked in fit."""
+    from sklearn.base import clone
+
+    from trustlab.errors import ParameterError
+
+    constraints = type(estimator)._parameter_constraints
+    params = estimator.get_params(deep=False)
+    assert set(constraints) == set(params)
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(size=(40, 3)), rng.integers(0, 2, size=40)
+    for name, allowed in constraints.items():
+        if allowed == "no_validation":
+            continue
+        bad = clone(estimator).set_params(**{name: _BadType()})
+        with pytest.raises(ParameterError) as info:
+            bad.fit(X, y)
+        assert info.value.argument == name and f"{name} of {type(estimator).__name__} must be" in str(
+            info.value
+        )

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 from sklearn.base import BaseEstimator
 
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin
 from trustlab._validation import (
     check_choice,
     check_fraction,
-    check_positive_int,
 )
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy._rr_fisher import (
@@ -34,7 +35,7 @@ __all__ = [
 COV_TYPES = ("fisher", "sandwich")
 
 
-class LabelDPBinaryRegression(BaseEstimator):
+class LabelDPBinaryRegression(ParamsValidationMixin, BaseEstimator):
     """Bias-corrected binary regression on labels released by randomized response.
 
     Maximises the likelihood of the released labels ``y~`` under
@@ -111,6 +112,17 @@ class LabelDPBinaryRegression(BaseEstimator):
     (3, 2)
     """
 
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "link": [Options(LINKS)],
+        "fit_intercept": ["boolean"],
+        "cov_type": [Options(COV_TYPES)],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "p0": [None, Interval(numbers.Real, 0, 1, closed="both")],
+        "p1": [None, Interval(numbers.Real, 0, 1, closed="both")],
+        "pos_label": "no_validation",
+    }
+
     def __init__(
         self,
         link: str = "logit",
@@ -156,12 +168,8 @@ class LabelDPBinaryRegression(BaseEstimator):
         -------
         self
         """
-        link = check_choice(self.link, "link", LINKS)
-        cov_type = check_choice(self.cov_type, "cov_type", COV_TYPES)
-        if not isinstance(self.fit_intercept, bool | np.bool_):
-            raise ParameterError("fit_intercept must be True or False.", argument="fit_intercept")
-        max_iter = check_positive_int(self.max_iter, "max_iter")
-        tol = check_fraction(self.tol, "tol", low=0.0, high=1.0)
+        self._validate_params()
+        link, cov_type, max_iter, tol = self.link, self.cov_type, int(self.max_iter), float(self.tol)
         if isinstance(y, PrivatizedLabels):
             if p0 is not None or p1 is not None:
                 raise ParameterError(

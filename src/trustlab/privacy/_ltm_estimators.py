@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 
+from trustlab._param_validation import DELTA, EPSILON, Interval, Options, ParamsValidationMixin
 from trustlab._validation import (
     check_choice,
-    check_epsilon,
     check_numeric_array,
     check_positive,
     check_positive_int,
@@ -21,6 +21,9 @@ from trustlab._validation import (
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.privacy._ltm_inputs import (
     KINDS,
+    MECHANISMS,
+    NEIGHBOURING,
+    NOISE,
     check_n_features,
     check_sketch,
     joint,
@@ -96,7 +99,24 @@ def _finite_epsilon(epsilon: Any, estimator: str, alternative: str) -> None:
             "sketch).",
             argument="epsilon",
         )
-    check_epsilon(epsilon)
+
+
+_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+_LTM_CONSTRAINTS: dict[str, Any] = {
+    "epsilon": [EPSILON],
+    "delta": [DELTA],
+    "row_bound": [Interval(numbers.Real, 0, None, closed="neither")],
+    "sketch_rows": [None, _POSITIVE_INT],
+    "sketch": [Options(KINDS), "array-like", sp.spmatrix, sp.sparray],
+    "sparsity": [_POSITIVE_INT],
+    "mechanism": [Options(MECHANISMS)],
+    "honest_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
+    "neighbouring": [Options(NEIGHBOURING)],
+    "noise": [Options(NOISE)],
+    "n_servers": [Interval(numbers.Integral, 2, None, closed="left")],
+    "random_state": ["random_state"],
+}
+"""What every LTM estimator parameter may be (scikit-learn's ``_parameter_constraints``)."""
 
 
 def _estimator_sketch(
@@ -109,7 +129,7 @@ def _estimator_sketch(
     return check_sketch(sketch, n)
 
 
-class _LTMBase:
+class _LTMBase(ParamsValidationMixin):
     """What the two LTM estimators share: the fitted check and the sketch release of their data."""
 
     epsilon: Any
@@ -240,11 +260,14 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
         self.n_servers = n_servers
         self.random_state = random_state
 
+    _parameter_constraints: ClassVar[dict[str, Any]] = {"n_components": [_POSITIVE_INT], **_LTM_CONSTRAINTS}
+
     def fit(self, X: Any, y: Any = None) -> LTMLowRank:
         """Release the sketch of ``X`` and keep its top ``n_components`` right singular vectors."""
         _finite_epsilon(self.epsilon, "LTMLowRank", "sklearn.decomposition.TruncatedSVD")
+        self._validate_params()
         A = matrix(X, "X", private=True)
-        k = check_positive_int(self.n_components, "n_components")
+        k = int(self.n_components)
         if k > A.shape[1]:
             raise ParameterError(
                 f"n_components must be <= the number of columns ({A.shape[1]}), got {k}.",
@@ -335,13 +358,18 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
         self.debias = debias
         self.random_state = random_state
 
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "debias": ["boolean"],
+        **_LTM_CONSTRAINTS,
+    }
+
     def fit(self, X: Any, y: Any) -> LTMRidge:
         """Release the sketch of ``[X | y]`` and solve the ridge problem on it."""
         _finite_epsilon(self.epsilon, "LTMRidge", "sklearn.linear_model.Ridge(fit_intercept=False)")
+        self._validate_params()
         Z = joint(X, y, private=True, estimator="LTMRidge")
-        lam = check_positive(self.alpha, "alpha", allow_zero=True)
-        if not isinstance(self.debias, bool | np.bool_):
-            raise ParameterError(f"debias must be True or False, got {self.debias!r}.", argument="debias")
+        lam = float(self.alpha)
         d = Z.shape[1] - 1
         S, rel = self._sketch_release(Z, 20 * d)
         At, bt = rel.value[:, :d], rel.value[:, d]

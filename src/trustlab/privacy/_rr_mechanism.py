@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from trustlab._param_validation import DELTA, EPSILON, Interval, Options, ParamsValidationMixin
 from trustlab._validation import (
-    check_choice,
-    check_delta,
-    check_epsilon,
-    check_fraction,
     make_generator,
 )
 from trustlab.errors import ParameterError
@@ -141,7 +139,7 @@ class PrivatizedLabels:
         return self.release.delta
 
 
-class RandomizedResponseLabelDP(BaseEstimator):
+class RandomizedResponseLabelDP(ParamsValidationMixin, BaseEstimator):
     """Release binary labels by Fisher-information-optimal randomized response under LabelDP.
 
     Each label is randomized once: kept with probability ``p0`` (if 0) or ``p1`` (if 1),
@@ -201,6 +199,17 @@ class RandomizedResponseLabelDP(BaseEstimator):
     ((1000,), 1.0, 0.7311)
     """
 
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "epsilon": [EPSILON],
+        "delta": [DELTA],
+        "mode": [Options(MODES)],
+        "link": [Options(LINKS)],
+        "fit_intercept": ["boolean"],
+        "pilot_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+        "pos_label": "no_validation",
+    }
+
     def __init__(
         self,
         epsilon: float,
@@ -241,13 +250,9 @@ class RandomizedResponseLabelDP(BaseEstimator):
         -------
         PrivatizedLabels
         """
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_delta(self.delta)
-        mode = check_choice(self.mode, "mode", MODES)
-        link = check_choice(self.link, "link", LINKS)
-        rho = check_fraction(self.pilot_fraction, "pilot_fraction")
-        if not isinstance(self.fit_intercept, bool | np.bool_):
-            raise ParameterError("fit_intercept must be True or False.", argument="fit_intercept")
+        self._validate_params()
+        epsilon, delta, mode, link = float(self.epsilon), float(self.delta), self.mode, self.link
+        rho = float(self.pilot_fraction)
         rng = make_generator(self.random_state)
         ya = check_labels(y, "y", self.pos_label)
         n = ya.shape[0]

@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_epsilon, check_fraction, check_positive_int
+from trustlab._param_validation import EPSILON, Interval, validate_params
+from trustlab._validation import check_epsilon, check_fraction
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._inputs import read_private_sample
-from trustlab.privacy.accounting import charge, check_accountant
+from trustlab.privacy.accounting import Accountant, charge, check_accountant
 from trustlab.privacy.bounds import (
     DEFAULT_BOUNDS_LEVELS,
     check_bounds_levels,
@@ -114,6 +115,14 @@ def _grid_units(arr: np.ndarray, lower: float, upper: float, resolution: int) ->
     return min(total, _SUM_CAP)
 
 
+@validate_params(
+    {
+        "n": [Interval(numbers.Integral, 0, None, closed="left")],
+        "epsilon": [EPSILON],
+        "description": [str],
+        "accountant": [None, Accountant],
+    }
+)
 def dp_count(n: int, epsilon: float, *, description: str = "count", accountant: Any = None) -> Release:
     """Release a count (sensitivity 1) with discrete Laplace noise of scale ``1/epsilon``.
 
@@ -150,8 +159,7 @@ def dp_count(n: int, epsilon: float, *, description: str = "count", accountant: 
     >>> r.epsilon, r.mechanism, r.value >= 0, r.measure.value, r.sensitivity
     (1.0, 'discrete Laplace', True, 'pure', 1.0)
     """
-    epsilon = check_epsilon(epsilon)
-    n = check_positive_int(n, "n", minimum=0)
+    epsilon, n = float(epsilon), int(n)
     plan = Release(
         value=None,
         epsilon=epsilon,
@@ -189,6 +197,14 @@ def _check_codes(codes: Any) -> np.ndarray:
     return arr
 
 
+@validate_params(
+    {
+        "n_bins": [Interval(numbers.Integral, 1, MAX_BINS, closed="both")],
+        "epsilon": [EPSILON],
+        "description": [str],
+        "accountant": [None, Accountant],
+    }
+)
 def dp_histogram(
     codes: Any, n_bins: int, epsilon: float, *, description: str = "histogram", accountant: Any = None
 ) -> Release:
@@ -229,15 +245,8 @@ def dp_histogram(
     >>> r.value.shape, r.parameters["scale"]
     ((3,), 1.0)
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon, n_bins = float(epsilon), int(n_bins)
     arr = _check_codes(codes)
-    if isinstance(n_bins, numbers.Integral) and not isinstance(n_bins, bool) and n_bins > MAX_BINS:
-        raise ParameterError(
-            f"n_bins must be at most {MAX_BINS:,} (one noisy count is drawn per bin), got {n_bins}; "
-            "coarsen the bins.",
-            argument="n_bins",
-        )
-    n_bins = check_positive_int(n_bins, "n_bins")
     if arr.dtype.kind == "f":
         valid = np.isfinite(arr) & (arr == np.floor(arr)) & (arr >= 0) & (arr < n_bins)
     else:
@@ -266,6 +275,17 @@ def dp_histogram(
     return charge(accountant, plan, draw)
 
 
+_SUM_MEAN_CONSTRAINTS: dict[str, Any] = {
+    "epsilon": [EPSILON],
+    "n": [None, Interval(numbers.Real, None, None, closed="neither")],
+    "anchor": [Interval(numbers.Real, None, None, closed="neither")],
+    "description": [str],
+    "accountant": [None, Accountant],
+}
+"""Declared constraints of :func:`dp_sum` and :func:`dp_mean` (the rest: rules across arguments)."""
+
+
+@validate_params(_SUM_MEAN_CONSTRAINTS)
 def dp_sum(
     x: Any,
     bounds: tuple[float, float] | None,
@@ -413,6 +433,7 @@ def _sum_release(
     return charge(accountant, plan, draw)
 
 
+@validate_params({k: v for k, v in _SUM_MEAN_CONSTRAINTS.items() if k != "n"})
 def dp_mean(
     x: Any,
     bounds: tuple[float, float] | None,
