@@ -335,7 +335,7 @@ def release(
         params,
         f"noisy sketch S A + E of a {n} x {d} client matrix, {m} sketch rows",
         measure="approximate" if mechanism == "gaussian" else "pure",
-        sensitivity=float(params.get("sensitivity_l2", params.get("sensitivity_l1"))),
+        sensitivity=float(params["sensitivity_l2" if mechanism == "gaussian" else "sensitivity_l1"]),
         noise_scale=float(params.get("laplace_scale", params["sigma_c"])),
     )
 

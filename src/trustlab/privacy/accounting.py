@@ -425,7 +425,7 @@ class Accountant:
             )
         epsilon = check_epsilon(release.epsilon)
         delta = check_delta(release.delta)
-        measure = PrivacyMeasure(release.measure)
+        measure = PrivacyMeasure(str(release.measure))
         if self.composition == "basic":
             return None, epsilon, delta
         if measure is PrivacyMeasure.ZCDP and self.composition != "pld":

@@ -164,7 +164,7 @@ class Release:
             "epsilon": float(self.epsilon),
             "delta": float(self.delta),
             "guarantee": self.guarantee,
-            "measure": PrivacyMeasure(self.measure).value,
+            "measure": PrivacyMeasure(str(self.measure)).value,
         }
         for name in ("sensitivity", "noise_scale", "rho"):
             if getattr(self, name) is not None:
