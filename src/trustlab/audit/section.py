@@ -85,6 +85,13 @@ class Check:
         object.__setattr__(self, "passed", {"pass": True, "fail": False}.get(self.status))
 
     def to_dict(self) -> dict[str, Any]:
+        """The check as JSON-able fields.
+
+        Returns
+        -------
+        dict
+            ``name``, ``status``, ``passed``, ``detail`` and ``rule``.
+        """
         return {
             "name": self.name,
             "status": self.status,
@@ -119,7 +126,26 @@ def interval_verdict(low: float, high: float, threshold: float, *, at_most: bool
 
 
 def interval_rule(threshold: float, *, at_most: bool, level: str = "95%") -> str:
-    """The words for the rule that :func:`interval_verdict` applies."""
+    """The words for the rule that :func:`interval_verdict` applies.
+
+    Parameters
+    ----------
+    threshold : float
+        The threshold the interval is compared with.
+    at_most : bool
+        As in :func:`interval_verdict`.
+    level : str, default "95%"
+        The interval's confidence level, as shown.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> interval_rule(0.1, at_most=True)[:45]
+    'pass when the whole 95% interval is at most 0'
+    """
     if at_most:
         return (
             f"pass when the whole {level} interval is at most {threshold:g}, fail when it lies "
@@ -148,6 +174,12 @@ class SectionResult:
         Checks that passed and that failed.
     notes : list of str
         Plain-language caveats (what was private, what was skipped and why).
+
+    Examples
+    --------
+    >>> r = SectionResult("demo", "Demo", {"rows": 3}, [Check("rows > 0", True, "3")])
+    >>> r.to_dict()["checks"][0]["status"]
+    'pass'
     """
 
     name: str
@@ -157,6 +189,13 @@ class SectionResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as it appears in ``report.json`` under the section's name.
+
+        Returns
+        -------
+        dict
+            ``title``, ``figures``, ``checks`` (as dicts) and ``notes``.
+        """
         return {
             "title": self.title,
             "figures": self.figures,
@@ -170,7 +209,43 @@ class AuditContext:
     """Everything a section may read: the data, the split, the model and its cached predictions.
 
     Predictions are computed once, when the context is built, and reused by every
-    section (``proba_test``).
+    section (``proba_test``). Sections receive it from the audit
+    (:meth:`trustlab.audit.Audit.context` builds one for inspection).
+
+    Attributes
+    ----------
+    data : pandas.DataFrame
+        The audited table (conformed to the schema in private mode).
+    target : str
+        The outcome column.
+    sensitive : list of str
+        The sensitive columns.
+    features : list of str
+        The model's input columns.
+    y : numpy.ndarray
+        The outcome as 0/1.
+    positive_label, negative_label
+        The outcome values read as 1 and 0.
+    train_index, test_index : numpy.ndarray
+        Row positions of the training and held-out rows.
+    model
+        The fitted classifier.
+    model_name : str
+        How the model is named in the report.
+    proba_test : numpy.ndarray
+        Predicted probability of label 1 on the held-out rows.
+    schema : Schema
+        The public schema.
+    private : bool
+        Whether the audit is private.
+    random_state : int
+        The audit's seed (public choices only).
+    model_status : str
+        A note on the model (e.g. the constant fallback), or "".
+
+    See Also
+    --------
+    Section : the sections that read it.
     """
 
     data: pd.DataFrame
@@ -193,22 +268,39 @@ class AuditContext:
 
     @property
     def X_train(self) -> pd.DataFrame:
+        """The training rows' features."""
         return self.data.iloc[self.train_index][self.features]
 
     @property
     def X_test(self) -> pd.DataFrame:
+        """The held-out rows' features."""
         return self.data.iloc[self.test_index][self.features]
 
     @property
     def y_test(self) -> np.ndarray:
+        """The held-out rows' outcomes (0/1)."""
         return self.y[self.test_index]
 
     @property
     def sensitive_test(self) -> pd.DataFrame:
+        """The held-out rows' sensitive columns."""
         return self.data.iloc[self.test_index][self.sensitive]
 
     def shared(self, key: str, compute: Callable[[], Any]) -> Any:
-        """Compute a value (e.g. a DP release several sections use) once and cache it."""
+        """Compute a value (e.g. a DP release several sections use) once and cache it.
+
+        Parameters
+        ----------
+        key : str
+            The cache key (the same for every section that shares the value).
+        compute : callable
+            Called with no argument the first time ``key`` is asked for.
+
+        Returns
+        -------
+        object
+            The cached value.
+        """
         if key not in self._shared:
             self._shared[key] = compute()
         return self._shared[key]
@@ -221,7 +313,19 @@ class Section(ABC):
     :meth:`render`. In private mode the audit splits the total epsilon across
     budget keys in proportion to ``budget_weight``; sections that share a
     ``budget_key`` share one accountant (e.g. Performance and Fairness share one
-    DP histogram of predictions).
+    DP histogram of predictions). Register a subclass with
+    :func:`trustlab.audit.register_section` to add it to every audit.
+
+    Examples
+    --------
+    >>> class RowCount(Section):
+    ...     name, title = "rows", "Rows"
+    ...     def compute(self, ctx, budget):
+    ...         return SectionResult(self.name, self.title, {"rows": len(ctx.data)})
+    ...     def render(self, result):
+    ...         return f"<p>{result.figures['rows']} rows</p>"
+    >>> RowCount().render(SectionResult("rows", "Rows", {"rows": 3}))
+    '<p>3 rows</p>'
     """
 
     name: str = ""
@@ -235,13 +339,46 @@ class Section(ABC):
         return self.budget_key or self.name
 
     def applies(self, ctx: AuditContext) -> bool:
-        """Whether the section has anything to say for this context (default: yes)."""
+        """Whether the section has anything to say for this context (default: yes).
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+
+        Returns
+        -------
+        bool
+        """
         return True
 
     @abstractmethod
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Compute the section's figures; in private mode spend exactly ``budget``."""
+        """Compute the section's figures; in private mode spend exactly ``budget``.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : Accountant or None
+            The section's share of epsilon in private mode, else None.
+
+        Returns
+        -------
+        SectionResult
+        """
 
     @abstractmethod
     def render(self, result: SectionResult) -> str:
-        """Return the section's HTML body (plots inline as SVG) from ``result`` alone."""
+        """Return the section's HTML body (plots inline as SVG) from ``result`` alone.
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            An HTML fragment.
+        """
