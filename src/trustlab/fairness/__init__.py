@@ -1,5 +1,6 @@
 """Fairness: group metrics from confusion counts, post-processing, multicalibration, ..."""
 
+from trustlab.fairness.coresets import Coreset, WeakStrongOracle, fair_assignment_cost, weak_strong_coreset
 from trustlab.fairness.ensembles import (
     DiversityResult,
     EnsembleBenefits,
@@ -27,16 +28,19 @@ from trustlab.fairness.multicalibration import (
 from trustlab.fairness.postprocessing import HardtPostProcessor
 
 __all__ = [
+    "Coreset",
     "DiversityResult",
     "EnsembleBenefits",
     "HardtPostProcessor",
     "MultiaccuracyBoost",
     "MulticalibrationBoost",
     "ProxyBound",
+    "WeakStrongOracle",
     "bootstrap_counts",
     "confusion_by_group",
     "ensemble_benefits",
     "ensemble_size_curve",
+    "fair_assignment_cost",
     "fairness_differences",
     "fairness_gaps",
     "group_rates",
@@ -46,4 +50,5 @@ __all__ = [
     "proxy_error_rates",
     "proxy_violation_bound",
     "rates_from_counts",
+    "weak_strong_coreset",
 ]
