@@ -455,7 +455,12 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
             self._class_index(y, "y")
         else:
             y = check_numeric_array(y, "y", ndim=1)
-        s = self._score(X, y) + self.noise_scale_ * self._rng().random(n)
+        if self._classification:  # the same noise as predict_set draws for (row, class)
+            noise = self.noise_scale_ * self._rng().random((n, len(self.classes_)))
+            noise = noise[np.arange(n), self._class_index(y, "y")]
+        else:
+            noise = self.noise_scale_ * self._rng().random(n)
+        s = self._score(X, y) + noise
         return np.asarray(s <= self._phi(X, y, n) @ self.coef_)
 
     def predict(self, X: Any) -> np.ndarray:
