@@ -1,4 +1,4 @@
-"""Fair k-median coresets in the weak-strong oracle model: strong queries vs n, cost ratios, a uniform baseline.
+"""Weak-strong fair k-median coresets: strong queries vs n, cost ratios, a uniform baseline.
 
 4 Gaussian blobs in 2-D, 2 groups correlated with the blobs, k = 4, eps = 0.2, a third
 of the weak answers corrupted (uniformly). For each n: strong pair queries, point
