@@ -158,7 +158,9 @@ def test_against_lm_sim_reference_if_installed() -> None:
         a, b = rng.dirichlet(np.ones(k), 200), rng.dirichlet(np.ones(k), 200)
         y = rng.integers(0, k, 200)
         assert capa(a, b, y) == pytest.approx(metrics.CAPA().compute_k(list(a), list(b), y), abs=1e-12)
-        assert error_consistency(a, b, y) == pytest.approx(metrics.EC().compute_k(list(a), list(b), y), abs=1e-12)
+        assert error_consistency(a, b, y) == pytest.approx(
+            metrics.EC().compute_k(list(a), list(b), y), abs=1e-12
+        )
 
 
 @pytest.mark.parametrize(
@@ -218,7 +220,17 @@ def test_fuzz_range_and_symmetry(n: int, k: int, conc: float, seed: int, discret
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
-@given(rows=st.lists(st.lists(st.one_of(st.floats(-2, 2), st.just(float("nan")), st.just(0.5), st.just(1.0)), min_size=0, max_size=4), min_size=0, max_size=4))
+@given(
+    rows=st.lists(
+        st.lists(
+            st.one_of(st.floats(-2, 2), st.just(float("nan")), st.just(0.5), st.just(1.0)),
+            min_size=0,
+            max_size=4,
+        ),
+        min_size=0,
+        max_size=4,
+    )
+)
 def test_fuzz_hostile_rows_raise_trustlab_errors_only(rows: list[list[float]]) -> None:
     try:
         capa(rows, rows, [0] * len(rows))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -79,7 +80,9 @@ def test_constant_features_reproduce_split_conformal_quantile() -> None:
 
 def test_class_one_hot_reproduces_class_conditional_quantiles() -> None:
     X, y = _class_data(1501, 1)
-    cp = KandinskyConformal(FixedProba().fit(X, y), group_features="class", fit_intercept=False, random_state=0)
+    cp = KandinskyConformal(
+        FixedProba().fit(X, y), group_features="class", fit_intercept=False, random_state=0
+    )
     cp.fit(X, y)
     s = cp.calibration_scores_
     for k in range(3):
@@ -162,10 +165,12 @@ def test_sets_are_nested_in_alpha() -> None:
         return np.column_stack([np.asarray(Xa)[:, 3] > 0, np.asarray(ya) == 1])
 
     sets = [
-        KandinskyConformal(model, group_features=feats, alpha=a, random_state=0).fit(X[:1000], y[:1000]).predict(X[1000:])
+        KandinskyConformal(model, group_features=feats, alpha=a, random_state=0)
+        .fit(X[:1000], y[:1000])
+        .predict(X[1000:])
         for a in (0.05, 0.1, 0.2, 0.4)
     ]
-    for big, small in zip(sets, sets[1:], strict=False):
+    for big, small in itertools.pairwise(sets):
         assert np.all(big | ~small)  # small subset of big
 
 
@@ -205,7 +210,9 @@ def test_label_dependent_regression_groups_use_the_grid() -> None:
     def upper(Xa, ya):  # type: ignore[no-untyped-def]
         return (np.asarray(ya, dtype=float) > 2.0)[:, None]
 
-    cp = KandinskyConformal(ZeroRegressor().fit(X, y), group_features=upper, random_state=0).fit(X[:2000], y[:2000])
+    cp = KandinskyConformal(ZeroRegressor().fit(X, y), group_features=upper, random_state=0).fit(
+        X[:2000], y[:2000]
+    )
     assert cp.label_dependent_ is True
     ivs = cp.predict_intervals(X[2000:2010])
     for iv in ivs:
@@ -258,10 +265,18 @@ def test_overlapping_groups_on_benefits_data_hit_target_where_split_and_mondrian
         cal, test = p[: len(p) // 2], p[len(p) // 2 :]
         g_test = groups(X.iloc[test], y[test])
         sizes = {c: (groups(X.iloc[cal], y[cal])[c].sum(), g_test[c].sum()) for c in g_test.columns}
-        for name, feats, intercept in (("split", None, True), ("mondrian", mondrian, False), ("kandinsky", groups, True)):
-            cp = KandinskyConformal(model, group_features=feats, fit_intercept=intercept, alpha=ALPHA, random_state=r)
+        for name, feats, intercept in (
+            ("split", None, True),
+            ("mondrian", mondrian, False),
+            ("kandinsky", groups, True),
+        ):
+            cp = KandinskyConformal(
+                model, group_features=feats, fit_intercept=intercept, alpha=ALPHA, random_state=r
+            )
             cp.fit(X.iloc[cal], y[cal])
-            cov[name].append(group_coverage(cp.covered(X.iloc[test], y[test]), g_test, alpha=ALPHA)["coverage"])
+            cov[name].append(
+                group_coverage(cp.covered(X.iloc[test], y[test]), g_test, alpha=ALPHA)["coverage"]
+            )
     mean = {k: pd.concat(v, axis=1).mean(axis=1) for k, v in cov.items()}
     d = 5
     for group, (m_cal, m_test) in sizes.items():

@@ -158,14 +158,17 @@ def test_ridgecv_estimator_selects_and_predicts() -> None:
     lams = np.logspace(-4, 1, 12)
     model = CorrGCVRidgeCV(lambdas=lams, s_transform=s_transform("exponential", xi=30.0)).fit(X, y)
     assert model.lambda_ in lams
-    np.testing.assert_allclose(model.risk_estimates_, corr_gcv(X, y, lams, s_transform("exponential", xi=30.0)))
+    np.testing.assert_allclose(
+        model.risk_estimates_, corr_gcv(X, y, lams, s_transform("exponential", xi=30.0))
+    )
     ref = np.linalg.solve(X.T @ X / 400 + model.lambda_ * np.eye(20), X.T @ y / 400)
     np.testing.assert_allclose(model.coef_, ref, rtol=1e-8)
     assert model.predict(X[:3]).shape == (3,)
     m2 = CorrGCVRidgeCV(fit_intercept=True).fit(X + 5, y + 2)
     assert m2.predict(X[:1] + 5)[0] == pytest.approx(
         CorrGCVRidgeCV(lambdas=[m2.lambda_]).fit(X - X.mean(0), y - y.mean()).predict(X[:1] - X.mean(0))[0]
-        + y.mean() + 2
+        + y.mean()
+        + 2
     )
     with pytest.raises(NotFittedError):
         CorrGCVRidgeCV().predict(X)
@@ -213,7 +216,9 @@ def test_user_callable_s_transform_uses_finite_differences() -> None:
     X, y = rng.standard_normal((100, 10)), rng.standard_normal(100)
     closed = s_transform("exponential", xi=4.0)
     as_callable = lambda t: closed(t)  # noqa: E731
-    np.testing.assert_allclose(corr_gcv(X, y, [0.01, 1.0], as_callable), corr_gcv(X, y, [0.01, 1.0], closed), rtol=1e-6)
+    np.testing.assert_allclose(
+        corr_gcv(X, y, [0.01, 1.0], as_callable), corr_gcv(X, y, [0.01, 1.0], closed), rtol=1e-6
+    )
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)

@@ -45,11 +45,13 @@ def _as_probs(probs: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     rows: list[np.ndarray]
     if isinstance(probs, np.ndarray) and probs.ndim != 2 and probs.dtype != object:
         raise DataError(f"{name} must be 2-dimensional, got shape {probs.shape}.", argument=name)
-    if isinstance(probs, np.ndarray) and probs.dtype != object or hasattr(probs, "to_numpy"):
+    if (isinstance(probs, np.ndarray) and probs.dtype != object) or hasattr(probs, "to_numpy"):
         try:
             arr = np.asarray(probs, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise DataError(f"{name} must hold numbers; converting it failed ({exc}).", argument=name) from None
+            raise DataError(
+                f"{name} must hold numbers; converting it failed ({exc}).", argument=name
+            ) from None
         if arr.ndim != 2:
             raise DataError(f"{name} must be 2-dimensional, got shape {arr.shape}.", argument=name)
         mask = ~np.isnan(arr)
@@ -64,7 +66,9 @@ def _as_probs(probs: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
         try:
             rows = [np.asarray(r, dtype=float).ravel() for r in probs]
         except (TypeError, ValueError) as exc:
-            raise DataError(f"{name} must hold numbers; converting it failed ({exc}).", argument=name) from None
+            raise DataError(
+                f"{name} must hold numbers; converting it failed ({exc}).", argument=name
+            ) from None
         if not rows:
             raise DataError(f"{name} is empty; pass at least one item.", argument=name)
         width = max(r.size for r in rows)
@@ -113,7 +117,8 @@ def _as_labels(y_true: Any, mask: np.ndarray) -> np.ndarray:
         raise DataError("y_true must be a 1-D array of option indices.", argument="y_true") from None
     if y.ndim != 1 or y.size != mask.shape[0]:
         raise DataError(
-            f"y_true must be 1-D with one correct-option index per item ({mask.shape[0]}), got shape {y.shape}.",
+            f"y_true must be 1-D with one correct-option index per item ({mask.shape[0]}), "
+            f"got shape {y.shape}.",
             argument="y_true",
         )
     if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
@@ -364,7 +369,8 @@ def capa_matrix(probs: Any, y_true: Any, *, discrete: bool = False) -> np.ndarra
     for m, (p, mk) in enumerate(parsed):
         if p.shape[0] != n:
             raise DataError(
-                f"probs[{m}] has {p.shape[0]} items but probs[0] has {n}; evaluate all models on the same items.",
+                f"probs[{m}] has {p.shape[0]} items but probs[0] has {n}; "
+                "evaluate all models on the same items.",
                 argument="probs",
             )
         if not np.array_equal(mk.sum(axis=1), n_opt):

@@ -45,7 +45,9 @@ def pinball_fit(phi: np.ndarray, s: np.ndarray, tau: float, rng: np.random.Gener
     if n <= _DIRECT_MAX:
         beta = _dual_lp(phi, s, rhs_full)
         if beta is None:  # pragma: no cover - the full dual is always feasible (b = 1 - tau)
-            raise DataError("the quantile regression LP failed; check group_features.", argument="group_features")
+            raise DataError(
+                "the quantile regression LP failed; check group_features.", argument="group_features"
+            )
         return beta
     m = int(min(n // 2, max(_DIRECT_MAX, np.sqrt(d) * n ** (2.0 / 3.0))))
     sub = rng.choice(n, size=m, replace=False)

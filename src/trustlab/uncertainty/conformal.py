@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -149,7 +149,7 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
         "estimator": [HasMethods(["predict"])],
         "group_features": [None, callable, Options({"class"})],
         "alpha": [Interval(numbers.Real, 0, 1, closed="neither")],
@@ -231,7 +231,9 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
         if gf is None:
             cols = np.zeros((n, 0))
         elif gf == "class":
-            cols = (self._class_index(y, "y")[:, None] == np.arange(len(self.classes_))[None, :]).astype(float)
+            cols = (self._class_index(y, "y")[:, None] == np.arange(len(self.classes_))[None, :]).astype(
+                float
+            )
         else:
             assert callable(gf)
             try:
@@ -247,17 +249,21 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
                 cols = cols[:, None]
             if cols.ndim != 2 or cols.shape[0] != n:
                 raise DataError(
-                    f"group_features(X, y) must return an array of shape (n_rows={n}, n_groups), got {cols.shape}.",
+                    f"group_features(X, y) must return an array of shape (n_rows={n}, n_groups), "
+                    f"got {cols.shape}.",
                     argument="group_features",
                 )
             if not np.all(np.isfinite(cols)):
-                raise DataError("group_features(X, y) returned NaN or inf weights.", argument="group_features")
+                raise DataError(
+                    "group_features(X, y) returned NaN or inf weights.", argument="group_features"
+                )
             lo, hi = cols.min(initial=0.0), cols.max(initial=0.0)
             if lo < -_WEIGHT_TOL or hi > 1 + _WEIGHT_TOL:
                 j = int(np.argmax((cols < -_WEIGHT_TOL).any(axis=0) | (cols > 1 + _WEIGHT_TOL).any(axis=0)))
                 raise DataError(
-                    f"group_features(X, y) returned weights outside [0, 1] (group {self._names_from(raw, j)!r} "
-                    f"ranges over [{cols[:, j].min():.4g}, {cols[:, j].max():.4g}]); a weight is a membership "
+                    f"group_features(X, y) returned weights outside [0, 1] (group "
+                    f"{self._names_from(raw, j)!r} ranges over [{cols[:, j].min():.4g}, "
+                    f"{cols[:, j].max():.4g}]); a weight is a membership "
                     "probability: rescale (e.g. a calibrated probability) or clip it to [0, 1].",
                     argument="group_features",
                 )
@@ -275,7 +281,8 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
                 self.group_names_ = ["all", *self.group_names_]
             if cols.shape[1] == 0:
                 raise ParameterError(
-                    "with group_features=None, fit_intercept must be True (split conformal needs the constant "
+                    "with group_features=None, fit_intercept must be True (split conformal needs the "
+                    "constant "
                     "column).",
                     argument="fit_intercept",
                 )
@@ -283,7 +290,8 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
             if (mass <= 0).any():
                 j = int(np.argmax(mass <= 0))
                 raise DataError(
-                    f"group {self.group_names_[j]!r} has no calibration members (total weight 0); its threshold "
+                    f"group {self.group_names_[j]!r} has no calibration members (total weight 0); its "
+                    "threshold "
                     "cannot be calibrated. Drop the group or add calibration rows from it.",
                     argument="group_features",
                 )
@@ -315,7 +323,9 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
     @staticmethod
     def _n_rows(X: Any, name: str) -> int:
         if X is None or isinstance(X, str | bytes) or not hasattr(X, "__len__"):
-            raise DataError(f"{name} must be array-like or a DataFrame, got {type(X).__name__}.", argument=name)
+            raise DataError(
+                f"{name} must be array-like or a DataFrame, got {type(X).__name__}.", argument=name
+            )
         n = len(X)
         if n == 0:
             raise DataError(f"{name} is empty.", argument=name)
@@ -352,7 +362,8 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
             check_is_fitted(self.estimator)
         except Exception:
             raise NotFittedError(
-                f"estimator {type(self.estimator).__name__} is not fitted; KandinskyConformal calibrates a model "
+                f"estimator {type(self.estimator).__name__} is not fitted; KandinskyConformal calibrates "
+                "a model "
                 "already fitted on training data: fit it first (on data other than the calibration set).",
                 argument="estimator",
             ) from None
@@ -361,18 +372,23 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
         if score == "lac" and not self._classification:
             raise ParameterError("score='lac' needs a classifier with predict_proba.", argument="score")
         if score == "absolute" and self._classification:
-            raise ParameterError("score='absolute' is for regressors; use 'lac' for classifiers.", argument="score")
+            raise ParameterError(
+                "score='absolute' is for regressors; use 'lac' for classifiers.", argument="score"
+            )
         if self.group_features == "class" and not self._classification:
             raise ParameterError(
-                "group_features='class' is class-conditional conformal and needs a classifier; for regression, "
+                "group_features='class' is class-conditional conformal and needs a classifier; for "
+                "regression, "
                 "pass a callable of label bins.",
                 argument="group_features",
             )
         n = self._n_rows(X_cal, "X_cal")
         y = np.asarray(y_cal)
         if y.ndim != 1 or y.shape[0] != n:
-            raise DataError(f"y_cal must be 1-D with {n} labels (one per row of X_cal), got shape {y.shape}.",
-                            argument="y_cal")
+            raise DataError(
+                f"y_cal must be 1-D with {n} labels (one per row of X_cal), got shape {y.shape}.",
+                argument="y_cal",
+            )
         if self._classification:
             self.classes_ = np.asarray(self.estimator.classes_)
             if pd.isna(y).any():
@@ -380,13 +396,17 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
             self._class_index(y, "y_cal")
         else:
             y = check_numeric_array(y, "y_cal", ndim=1)
-        rng = np.random.default_rng(self.random_state) if not isinstance(
-            self.random_state, np.random.RandomState
-        ) else np.random.default_rng(self.random_state.randint(0, 2**31 - 1))
+        rng = (
+            np.random.default_rng(self.random_state)
+            if not isinstance(self.random_state, np.random.RandomState)
+            else np.random.default_rng(self.random_state.randint(0, 2**31 - 1))
+        )
         self._seed_ = int(rng.integers(0, 2**63 - 1))
         raw = self._score(X_cal, y)
         if not np.all(np.isfinite(raw)):
-            raise DataError("the calibration scores are not finite; check the model's outputs.", argument="X_cal")
+            raise DataError(
+                "the calibration scores are not finite; check the model's outputs.", argument="X_cal"
+            )
         spread = float(np.std(raw))
         self.noise_scale_ = float(self.tie_noise) * (spread if spread > 0 else 1.0)
         scores = raw + self.noise_scale_ * rng.random(n)
@@ -540,14 +560,16 @@ class KandinskyConformal(ParamsValidationMixin, BaseEstimator):
         if not self.label_dependent_ and not callable(self.score) and y_grid is None:
             mu = self._mean(X)
             q = self._phi(X, mu, n) @ self.coef_
-            return [np.array([[m - h, m + h]]) if h >= 0 else np.zeros((0, 2)) for m, h in zip(mu, q, strict=True)]
+            return [
+                np.array([[m - h, m + h]]) if h >= 0 else np.zeros((0, 2)) for m, h in zip(mu, q, strict=True)
+            ]
         grid = self._grid(y_grid)
         keep = np.zeros((n, grid.size), dtype=bool)
-        mu = None if callable(self.score) else self._mean(X)
+        centre = None if callable(self.score) else self._mean(X)
         rng = self._rng()
         for g, v in enumerate(grid):
             yv = np.full(n, v)
-            s = np.abs(v - mu) if mu is not None else self._score(X, yv)
+            s = np.abs(v - centre) if centre is not None else self._score(X, yv)
             keep[:, g] = s + self.noise_scale_ * rng.random(n) <= self._phi(X, yv, n) @ self.coef_
         return [_runs(grid, row) for row in keep]
 
@@ -596,7 +618,9 @@ def _runs(grid: np.ndarray, row: np.ndarray) -> np.ndarray:
 def _weights(groups: Any, n: int, name: str = "groups") -> tuple[np.ndarray, list[str]]:
     if groups is None:
         return np.zeros((n, 0)), []
-    if isinstance(groups, pd.Series) or (isinstance(groups, np.ndarray | list | tuple) and np.ndim(groups) == 1):
+    if isinstance(groups, pd.Series) or (
+        isinstance(groups, np.ndarray | list | tuple) and np.ndim(groups) == 1
+    ):
         labels = pd.Series(np.asarray(groups) if not isinstance(groups, pd.Series) else groups.to_numpy())
         if len(labels) != n:
             raise DataError(f"{name} has {len(labels)} rows, expected {n}.", argument=name)
@@ -626,7 +650,8 @@ def _weights(groups: Any, n: int, name: str = "groups") -> tuple[np.ndarray, lis
     if (w < -_WEIGHT_TOL).any() or (w > 1 + _WEIGHT_TOL).any():
         j = int(np.argmax((w < -_WEIGHT_TOL).any(axis=0) | (w > 1 + _WEIGHT_TOL).any(axis=0)))
         raise DataError(
-            f"{name}: group {names[j]!r} has weights outside [0, 1] ([{w[:, j].min():.4g}, {w[:, j].max():.4g}]); "
+            f"{name}: group {names[j]!r} has weights outside [0, 1] "
+            f"([{w[:, j].min():.4g}, {w[:, j].max():.4g}]); "
             "weights are membership probabilities: rescale or clip them to [0, 1].",
             argument=name,
         )
@@ -636,11 +661,14 @@ def _weights(groups: Any, n: int, name: str = "groups") -> tuple[np.ndarray, lis
 def _check_covered(covered: Any) -> np.ndarray:
     c = np.asarray(covered)
     if c.ndim != 1 or c.size == 0:
-        raise DataError(f"covered must be a non-empty 1-D array of booleans, got shape {c.shape}.", argument="covered")
+        raise DataError(
+            f"covered must be a non-empty 1-D array of booleans, got shape {c.shape}.", argument="covered"
+        )
     if c.dtype != bool:
         if not np.isin(c, (0, 1)).all():
-            raise DataError("covered must hold booleans (or 0/1): whether each label is in its set.",
-                            argument="covered")
+            raise DataError(
+                "covered must hold booleans (or 0/1): whether each label is in its set.", argument="covered"
+            )
         c = c.astype(bool)
     return c
 
@@ -678,8 +706,11 @@ def weighted_coverage_deviation(covered: Any, weights: Any, alpha: float) -> np.
     array([ 0.125 , -0.0625])
     """
     c = _check_covered(covered)
-    w, _ = _weights(np.asarray(weights, dtype=float) if not isinstance(weights, pd.DataFrame) else weights,
-                    c.size, "weights")
+    w, _ = _weights(
+        np.asarray(weights, dtype=float) if not isinstance(weights, pd.DataFrame) else weights,
+        c.size,
+        "weights",
+    )
     return np.asarray((w * (c.astype(float) - (1.0 - float(alpha)))[:, None]).mean(axis=0))
 
 
@@ -851,8 +882,9 @@ def group_indicators(
     for col in cols:
         values = frame[col]
         if values.isna().any():
-            raise DataError(f"column {col!r} has missing values; fill them (e.g. 'missing') first.",
-                            argument="columns")
+            raise DataError(
+                f"column {col!r} has missing values; fill them (e.g. 'missing') first.", argument="columns"
+            )
         for v in sorted(pd.unique(values), key=str):
             out[f"{col}={v}"] = (values == v).to_numpy(float)
     if intersections and len(cols) > 1:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import linalg, optimize
@@ -181,7 +181,9 @@ class STransform:
         "K": [None, "array-like"],
     }
 )
-def s_transform(kind: str = "iid", *, xi: float | None = None, b: float | None = None, K: Any = None) -> STransform:
+def s_transform(
+    kind: str = "iid", *, xi: float | None = None, b: float | None = None, K: Any = None
+) -> STransform:
     """The S-transform of a sample-correlation structure, for :func:`corr_gcv`.
 
     Parameters
@@ -227,7 +229,9 @@ def s_transform(kind: str = "iid", *, xi: float | None = None, b: float | None =
     """
     if kind == "exponential":
         if xi is None:
-            raise ParameterError("s_transform(kind='exponential') needs xi, the correlation length.", argument="xi")
+            raise ParameterError(
+                "s_transform(kind='exponential') needs xi, the correlation length.", argument="xi"
+            )
         return STransform(kind, xi=float(xi))
     if kind == "nearest_neighbor":
         if b is None:
@@ -235,7 +239,9 @@ def s_transform(kind: str = "iid", *, xi: float | None = None, b: float | None =
         return STransform(kind, b=float(b))
     if kind == "matrix":
         if K is None:
-            raise ParameterError("s_transform(kind='matrix') needs K, the T x T correlation matrix.", argument="K")
+            raise ParameterError(
+                "s_transform(kind='matrix') needs K, the T x T correlation matrix.", argument="K"
+            )
         return STransform(kind, eigenvalues=_correlation_eigenvalues(K))
     return STransform("iid")
 
@@ -245,7 +251,9 @@ def _check_correlation(K: Any, name: str = "K") -> np.ndarray:
     if k.shape[0] != k.shape[1]:
         raise DataError(f"{name} must be square (T x T), got shape {k.shape}.", argument=name)
     if not np.allclose(k, k.T, rtol=0, atol=1e-10):
-        raise DataError(f"{name} must be symmetric; pass (K + K.T) / 2 if it is only rounding.", argument=name)
+        raise DataError(
+            f"{name} must be symmetric; pass (K + K.T) / 2 if it is only rounding.", argument=name
+        )
     if not np.allclose(np.diag(k), 1.0, rtol=0, atol=1e-8):
         raise DataError(
             f"{name} must be a correlation matrix with unit diagonal; divide a covariance C by "
@@ -315,7 +323,9 @@ def _check_lams(lam: Any) -> tuple[np.ndarray, bool]:
     try:
         arr = np.atleast_1d(np.asarray(lam, dtype=float))
     except (TypeError, ValueError):
-        raise ParameterError(f"lam must be a positive float or array of them, got {lam!r}.", argument="lam") from None
+        raise ParameterError(
+            f"lam must be a positive float or array of them, got {lam!r}.", argument="lam"
+        ) from None
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ParameterError(
             "lam must be a positive finite float or a 1-D array of them (the ridge penalty per sample; "
@@ -359,9 +369,7 @@ def _log_s_full_derivative(S: Any, t: np.ndarray) -> np.ndarray:
     return np.asarray(d, dtype=float) + 1.0 / (1.0 - t)
 
 
-def corr_gcv(
-    X: Any, y: Any, lam: Any, s_transform: Any = None, *, return_details: bool = False
-) -> Any:
+def corr_gcv(X: Any, y: Any, lam: Any, s_transform: Any = None, *, return_details: bool = False) -> Any:
     """CorrGCV estimate of the out-of-sample risk of ridge regression with correlated rows.
 
     Estimates ``E_out = E[(y* - w_hat' x*)^2]`` on a fresh test point independent of the
@@ -421,7 +429,13 @@ def corr_gcv(
         risk = np.where(ok & np.isfinite(s_full), e_tr * s_full * (1.0 + tt * L), np.inf)
         df2 = np.where(ok, tt - 1.0 / (1.0 / tt + L), np.nan)
     if return_details:
-        return {"risk": risk, "train_error": e_tr, "df1": t, "df2": df2, "s_full": np.where(ok, s_full, np.inf)}
+        return {
+            "risk": risk,
+            "train_error": e_tr,
+            "df1": t,
+            "df2": df2,
+            "s_full": np.where(ok, s_full, np.inf),
+        }
     return float(risk[0]) if scalar else risk
 
 
@@ -605,7 +619,7 @@ class CorrGCVRidgeCV(ParamsValidationMixin, RegressorMixin, BaseEstimator):
     (2,)
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
         "lambdas": [None, "array-like"],
         "s_transform": [None, callable],
         "fit_intercept": ["boolean"],
