@@ -46,7 +46,7 @@ from trustlab.privacy.linear_sketch import (
     ridge_cost_ratio,
 )
 from trustlab.privacy.quantiles import DEFAULT_RESOLUTION, dp_quantile, dp_quantiles, unbounded_quantile
-from trustlab.privacy.release import Release
+from trustlab.privacy.release import PrivacyMeasure, Release
 from trustlab.privacy.samplers import (
     add_discrete_gaussian,
     add_discrete_laplace,
@@ -75,6 +75,7 @@ __all__ = [
     "LTMRidge",
     "LabelDPBinaryRegression",
     "LedgerEntry",
+    "PrivacyMeasure",
     "PrivatizedLabels",
     "RandomizedResponseLabelDP",
     "Release",

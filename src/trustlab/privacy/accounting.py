@@ -444,6 +444,18 @@ class Accountant:
         any noise, then :meth:`record` with the finished release. Several releases are
         checked together, as they would compose.
 
+        Parameters
+        ----------
+        *releases : Release
+            The planned releases (their ``value`` is not read).
+
+        Raises
+        ------
+        BudgetExceededError
+            When the releases would exceed the remaining epsilon or delta.
+        ParameterError
+            When a release is not differentially private.
+
         Examples
         --------
         >>> acc = Accountant(1.0)

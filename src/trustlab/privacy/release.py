@@ -34,6 +34,11 @@ class PrivacyMeasure(StrEnum):
         ``rho``-zero-concentrated DP (Bun and Steinke, TCC 2016).
 
     A string enum: ``PrivacyMeasure.PURE == "pure"``, and it serialises as the string.
+
+    Examples
+    --------
+    >>> PrivacyMeasure("zCDP") is PrivacyMeasure.ZCDP, PrivacyMeasure.GAUSSIAN == "gaussian"
+    (True, True)
     """
 
     PURE = "pure"
