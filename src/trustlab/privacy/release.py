@@ -35,6 +35,11 @@ class PrivacyMeasure(StrEnum):
 
     A string enum: ``PrivacyMeasure.PURE == "pure"``, and it serialises as the string.
 
+    Parameters
+    ----------
+    value : {"pure", "approximate", "gaussian", "zCDP"}
+        The measure's name.
+
     Examples
     --------
     >>> PrivacyMeasure("zCDP") is PrivacyMeasure.ZCDP, PrivacyMeasure.GAUSSIAN == "gaussian"
