@@ -49,6 +49,9 @@ def test_fairness_gaps_signs_and_privileged() -> None:
     with pytest.raises(ParameterError, match="absolute=True") as info:
         fairness_gaps(y, p, sensitive_features=[0, 0, 1, 1, 2, 2, 2, 2])
     assert info.value.argument == "absolute"
+    # TPR gap 0, FPR gap 1/2, SPD 1/4: aod uses the FPR gap, not the SPD
+    odd = fairness_gaps([1, 1, 0, 0, 1, 1, 0, 0], [1, 1, 1, 0, 1, 1, 0, 0], sensitive_features=a)
+    assert odd == pytest.approx({"spd": 0.25, "eod": 0.0, "aod": 0.25})
     three = fairness_gaps(y, p, sensitive_features=[0, 0, 1, 1, 2, 2, 2, 2], absolute=True)
     assert three["spd"] == pytest.approx(1.0 - 0.25)
 
@@ -80,6 +83,14 @@ def test_benefit_delta_is_ensemble_minus_member_mean(diverse_members) -> None:
     curve = ensemble_size_curve(probs, y, sensitive_features=a)
     assert curve.loc[1, ("accuracy", 1)] == pytest.approx(member_acc[0])
     assert curve.loc[4, ("eod", "")] == pytest.approx(b.gaps.loc["eod", "ensemble"])
+
+
+def test_hard_prediction_is_argmax_with_ties_to_class_0() -> None:
+    probs = np.array([[0.5, 0.5, 0.9], [0.5, 0.7, 0.1]])
+    b = ensemble_benefits(probs, [1, 1, 1], sensitive_features=[0, 0, 0])
+    # member 1 predicts (0, 0, 1), member 2 (0, 1, 0): TPR 1/3 each; the ensemble (0.5, 0.6, 0.5): 1/3
+    row = b.per_group.loc[("true_positive_rate", 0)]
+    assert row["member_mean"] == pytest.approx(1 / 3) and row["ensemble"] == pytest.approx(1 / 3)
 
 
 def test_weights_pick_one_member(diverse_members) -> None:
