@@ -416,3 +416,20 @@ def test_fuzz_group_coverage_raises_only_trustlab_errors(covered: list[bool], al
     except TrustlabError:
         return
     assert 0 <= t.loc["all", "coverage_low"] <= t.loc["all", "coverage"] <= t.loc["all", "coverage_high"] <= 1
+
+
+def test_partition_closed_form_equals_the_lp() -> None:
+    """Split / class-conditional / Mondrian take a closed form; the LP gives the same fitted values."""
+    rng = np.random.default_rng(12)
+    n = 1203
+    s = rng.exponential(size=n)
+    cell = rng.integers(0, 3, n)
+    for phi in (
+        np.ones((n, 1)),
+        np.eye(3)[cell],
+        np.column_stack([np.ones(n), np.eye(3)[cell]]),
+    ):
+        closed = pinball_fit(phi, s, 0.9, np.random.default_rng(0))
+        lp = _dual_lp(phi, s, 0.1 * phi.sum(axis=0))
+        assert lp is not None
+        np.testing.assert_allclose(phi @ closed, phi @ lp, atol=1e-9)

@@ -38,9 +38,40 @@ def _dual_lp(phi: np.ndarray, s: np.ndarray, rhs: np.ndarray) -> np.ndarray | No
     return np.asarray(-res.eqlin.marginals, dtype=float)
 
 
+def _partition_fit(phi: np.ndarray, s: np.ndarray, tau: float) -> np.ndarray | None:
+    """Closed form when ``phi`` is constant columns plus indicators of a partition (or none).
+
+    Then the fitted value in each cell is the cell's tau-quantile: the
+    ``ceil(tau n_k)``-th smallest score (``numpy.quantile(method="inverted_cdf")``), a
+    minimiser of the pinball loss (the unique one when ``tau n_k`` is not an integer).
+    This covers split, class-conditional and Mondrian conformal prediction.
+    """
+    if not np.all((phi == 0.0) | (phi == 1.0)):
+        return None
+    const = np.all(phi == 1.0, axis=0)
+    cells = phi[:, ~const]
+    beta = np.zeros(phi.shape[1])
+    if cells.shape[1] == 0:
+        if not const.any():
+            return None
+        beta[int(np.argmax(const))] = np.quantile(s, tau, method="inverted_cdf")
+        return beta
+    if not np.all(cells.sum(axis=1) == 1.0):
+        return None
+    label = cells.argmax(axis=1)
+    q = np.empty(cells.shape[1])
+    for k in range(cells.shape[1]):
+        q[k] = np.quantile(s[label == k], tau, method="inverted_cdf")
+    beta[~const] = q
+    return beta
+
+
 def pinball_fit(phi: np.ndarray, s: np.ndarray, tau: float, rng: np.random.Generator) -> np.ndarray:
     """Coefficients of the tau-quantile linear regression of ``s`` on ``phi`` (exact)."""
     n, d = phi.shape
+    closed = _partition_fit(phi, s, tau)
+    if closed is not None:
+        return closed
     rhs_full = (1.0 - tau) * phi.sum(axis=0)
     if n <= _DIRECT_MAX:
         beta = _dual_lp(phi, s, rhs_full)
