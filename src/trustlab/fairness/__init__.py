@@ -1,6 +1,13 @@
 """Fairness: group metrics from confusion counts, post-processing, multicalibration, ..."""
 
-from trustlab.fairness.coresets import Coreset, WeakStrongOracle, fair_assignment_cost, weak_strong_coreset
+from trustlab.fairness.coresets import (
+    Coreset,
+    KMedianResult,
+    WeakStrongOracle,
+    fair_assignment_cost,
+    fair_kmedian,
+    weak_strong_coreset,
+)
 from trustlab.fairness.ensembles import (
     DiversityResult,
     EnsembleBenefits,
@@ -32,6 +39,7 @@ __all__ = [
     "DiversityResult",
     "EnsembleBenefits",
     "HardtPostProcessor",
+    "KMedianResult",
     "MultiaccuracyBoost",
     "MulticalibrationBoost",
     "ProxyBound",
@@ -41,6 +49,7 @@ __all__ = [
     "ensemble_benefits",
     "ensemble_size_curve",
     "fair_assignment_cost",
+    "fair_kmedian",
     "fairness_differences",
     "fairness_gaps",
     "group_rates",

@@ -31,7 +31,14 @@ from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, ParameterError
 
-__all__ = ["Coreset", "WeakStrongOracle", "fair_assignment_cost", "weak_strong_coreset"]
+__all__ = [
+    "Coreset",
+    "KMedianResult",
+    "WeakStrongOracle",
+    "fair_assignment_cost",
+    "fair_kmedian",
+    "weak_strong_coreset",
+]
 
 _MASK64 = (1 << 64) - 1
 
@@ -609,3 +616,162 @@ def fair_assignment_cost(
     if res.status != 0:  # pragma: no cover
         raise RuntimeError(f"the fair assignment LP failed: {res.message}")
     return float(res.fun)
+
+
+@dataclass(frozen=True)
+class KMedianResult:
+    """Centres found on a coreset by local search.
+
+    Attributes
+    ----------
+    centers : numpy.ndarray
+        Point indices of the ``k`` centres.
+    cost : float
+        Their (fair or unconstrained) cost on the coreset.
+    n_point : int
+        Points revealed for the solve (strong point queries).
+    n_strong : int
+        Strong pair queries spent by the solve (0 when every point used is revealed).
+    n_swaps_accepted : int
+        Improving swaps made.
+
+    See Also
+    --------
+    fair_kmedian : builds it.
+    """
+
+    centers: np.ndarray
+    cost: float
+    n_point: int
+    n_strong: int
+    n_swaps_accepted: int
+
+
+@validate_params(
+    {
+        "k": [Interval(numbers.Integral, 1, None, closed="left")],
+        "z": [Interval(numbers.Integral, 1, 3, closed="both")],
+        "fair": ["boolean"],
+        "n_swaps": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_candidates": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
+def fair_kmedian(
+    coreset: Coreset,
+    oracle: WeakStrongOracle,
+    k: int,
+    *,
+    alpha: Any = None,
+    beta: Any = None,
+    z: int = 1,
+    fair: bool = True,
+    n_swaps: int = 50,
+    n_candidates: int = 200,
+    random_state: Any = None,
+) -> KMedianResult:
+    """(Fair) k-median centres on a coreset by single-swap local search.
+
+    The coreset's points are revealed (point queries), so distances among them are
+    exact and free. Candidate centres are ``n_candidates`` coreset points drawn in
+    proportion to their weights; the search starts from D^z sampling (k-means++) and
+    tries ``n_swaps`` random (centre, candidate) swaps, keeping those that lower the
+    cost: :func:`fair_assignment_cost` with ``fair=True``, else the unconstrained cost.
+
+    Parameters
+    ----------
+    coreset : Coreset
+        From :func:`weak_strong_coreset` (or any weighted subset).
+    oracle : WeakStrongOracle
+        The oracle the coreset was built with.
+    k : int >= 1
+        Number of centres.
+    alpha, beta : array-like of shape (n_groups,), optional
+        Group share bounds for the fair cost.
+    z : int in {1, 2, 3}, default 1
+        Cost exponent.
+    fair : bool, default True
+        Use the fair assignment cost (needs ``coreset.groups``).
+    n_swaps : int, default 50
+        Swap attempts.
+    n_candidates : int, default 200
+        Size of the candidate-centre pool.
+    random_state : int, numpy.random.Generator or None
+        Seed of the pool, the initialisation and the swaps.
+
+    Returns
+    -------
+    KMedianResult
+
+    References
+    ----------
+    V. Arya, N. Garg, R. Khandekar, A. Meyerson, K. Munagala, V. Pandit, "Local Search
+    Heuristics for k-Median and Facility Location Problems", STOC 2001; Braverman et
+    al., ICML 2025 (solving on the coreset).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(c, 0.3, (200, 2)) for c in ((0, 0), (4, 0))])
+    >>> o = WeakStrongOracle(X, random_state=0)
+    >>> cs = weak_strong_coreset(o, 2, eps=0.3, random_state=0)
+    >>> res = fair_kmedian(cs, o, 2, fair=False, random_state=0)
+    >>> sorted(np.round(X[res.centers, 0]).astype(int).tolist())
+    [0, 4]
+    """
+    if not isinstance(coreset, Coreset):
+        raise ParameterError("coreset must be a Coreset (from weak_strong_coreset).", argument="coreset")
+    if not isinstance(oracle, WeakStrongOracle):
+        raise ParameterError("oracle must be a WeakStrongOracle.", argument="oracle")
+    if fair and coreset.groups is None:
+        raise ParameterError("fair=True needs a coreset built with groups; pass fair=False.", argument="fair")
+    size = coreset.indices.size
+    if k > size:
+        raise ParameterError(f"k={k} exceeds the coreset size ({size}); pass k <= {size}.", argument="k")
+    rng = make_generator(random_state)
+    start = (oracle.n_point, oracle.n_strong)
+    oracle.reveal(coreset.indices)
+    w = coreset.weights
+    pool_size = min(size, int(n_candidates))
+    pool = rng.choice(size, size=pool_size, replace=False, p=w / w.sum())
+    D = np.stack(
+        [oracle.strong(int(coreset.indices[p]), coreset.indices) for p in pool], axis=1
+    )  # (size, pool)
+
+    def cost(cols: list[int]) -> float:
+        sub = D[:, cols]
+        if fair:
+            return fair_assignment_cost(sub, w, coreset.groups, alpha=alpha, beta=beta, z=z)
+        return float(w @ (sub**z).min(axis=1))
+
+    current = [int(rng.integers(pool_size))]
+    while len(current) < k:
+        # D^z sampling over the pool: each candidate's weighted distance to the chosen centres
+        mass = (D[pool][:, current] ** z).min(axis=1) * w[pool]
+        mass[current] = 0.0
+        if mass.sum() > 0:
+            current.append(int(rng.choice(pool_size, p=mass / mass.sum())))
+        else:  # every candidate sits on a chosen centre: take any unused one
+            current.append(next(i for i in range(pool_size) if i not in current))
+    best = cost(current)
+    accepted = 0
+    for _ in range(int(n_swaps)):
+        if pool_size <= k:
+            break
+        out = int(rng.integers(k))
+        cand = int(rng.integers(pool_size))
+        if cand in current:
+            continue
+        trial = current.copy()
+        trial[out] = cand
+        c = cost(trial)
+        if c < best * (1 - 1e-9):
+            best, current = c, trial
+            accepted += 1
+    return KMedianResult(
+        centers=coreset.indices[pool[current]],
+        cost=best,
+        n_point=oracle.n_point - start[0],
+        n_strong=oracle.n_strong - start[1],
+        n_swaps_accepted=accepted,
+    )
