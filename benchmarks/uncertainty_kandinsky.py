@@ -293,7 +293,8 @@ y = (X[:, 0] + rng.standard_normal(n) > 0).astype(int)
 model = LogisticRegression().fit(X[:5000], y[:5000])
 def groups(Z, yy):
     Z = np.asarray(Z)
-    return np.column_stack([Z[:, 1] > 0, Z[:, 2] > 1, 1 / (1 + np.exp(-Z[:, 3])), np.asarray(yy) == 1, Z[:, 4] < -0.5])
+    sig = 1 / (1 + np.exp(-Z[:, 3]))
+    return np.column_stack([Z[:, 1] > 0, Z[:, 2] > 1, sig, np.asarray(yy) == 1, Z[:, 4] < -0.5])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
 cp = KandinskyConformal(model, group_features=groups, random_state=0).fit(X, y)
