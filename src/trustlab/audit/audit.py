@@ -123,6 +123,12 @@ def _column_names(value: Any, argument: str) -> list[Any]:
     return names
 
 
+def _column_argument(name: Any) -> str:
+    """A column's name as an error's ``argument``: never empty (an unnamed column is shown quoted)."""
+    text = str(name)
+    return text if text.strip() else repr(text)
+
+
 def _check_sections(sections: Any) -> None:
     if sections is None:
         return
@@ -149,7 +155,7 @@ def _check_values(data: pd.DataFrame, columns: Sequence[Any]) -> None:
             raise DataError(
                 f"column {c!r} holds complex numbers; trustlab audits real-valued tables: keep the "
                 f"real part or the magnitude, {fix}",
-                argument=str(c),
+                argument=_column_argument(c),
             )
         if (
             isinstance(dtype, pd.IntervalDtype | pd.PeriodDtype)
@@ -159,7 +165,7 @@ def _check_values(data: pd.DataFrame, columns: Sequence[Any]) -> None:
             raise DataError(
                 f"column {c!r} has dtype {dtype}; convert it to numbers (e.g. the year, or days "
                 f"since a date) or to text, {fix}",
-                argument=str(c),
+                argument=_column_argument(c),
             )
         if pd.api.types.is_bool_dtype(dtype):
             continue
@@ -170,7 +176,7 @@ def _check_values(data: pd.DataFrame, columns: Sequence[Any]) -> None:
                 raise DataError(
                     f"column {c!r} holds {n_inf} infinite value(s); replace them by missing values "
                     f"(empty cells), {fix}",
-                    argument=str(c),
+                    argument=_column_argument(c),
                 )
             biggest = float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 0.0
             if biggest > MAX_ABS_VALUE:
@@ -178,7 +184,7 @@ def _check_values(data: pd.DataFrame, columns: Sequence[Any]) -> None:
                     f"column {c!r} holds values beyond +-{MAX_ABS_VALUE:g} (largest magnitude "
                     f"{biggest:.3g}); tree models compare float32 numbers: rescale the column "
                     f"(other units), {fix}",
-                    argument=str(c),
+                    argument=_column_argument(c),
                 )
             continue
         values = col.cat.categories if isinstance(dtype, pd.CategoricalDtype) else col.dropna()
@@ -187,13 +193,13 @@ def _check_values(data: pd.DataFrame, columns: Sequence[Any]) -> None:
                 raise DataError(
                     f"column {c!r} holds complex numbers; trustlab audits real-valued tables: keep "
                     f"the real part or the magnitude, {fix}",
-                    argument=str(c),
+                    argument=_column_argument(c),
                 )
             if not isinstance(v, str | bytes | numbers.Number | np.bool_):
                 raise DataError(
                     f"column {c!r} holds {type(v).__name__} values; each cell must be text, a number "
                     f"or a boolean: convert the column, {fix}",
-                    argument=str(c),
+                    argument=_column_argument(c),
                 )
 
 
@@ -351,14 +357,14 @@ class Audit:
         schema = self.schema or Schema()
         if not self.private:
             _check_values(raw, list(raw.columns))
-            empty = [str(c) for c in raw.columns if raw[c].isna().all()]
+            empty = [c for c in raw.columns if raw[c].isna().all()]
             if empty:
                 raise DataError(
-                    f"column(s) {empty} are entirely missing; leave them out with --ignore "
-                    f"{','.join(empty)} (Audit(ignore=[...])).",
-                    argument=empty[0],
+                    f"column(s) {[str(c) for c in empty]} are entirely missing; leave them out with "
+                    f"--ignore {','.join(map(str, empty))} (Audit(ignore=[...])).",
+                    argument=_column_argument(empty[0]),
                 )
-            y, negative, positive = check_binary_target(raw[target], target, self.positive)
+            y, negative, positive = check_binary_target(raw[target], f"target {target!r}", self.positive)
             if len(np.unique(y)) < 2:
                 raise DataError(f"target {target!r} has a single value.", argument="target")
             return _Prepared(raw, raw, sens, features, schema, y, np.ones(len(raw), bool), positive, negative)
