@@ -260,7 +260,7 @@ def _timing_part(repeats: int, n: int, peers: dict[str, Any], notes: list[str]) 
         if peer in peers:
             t_peer = timed(theirs)
             row.update(
-                {"peer": peer, "peer_s": round(t_peer, 3), "ratio trustlab/peer": round(t_mine / t_peer, 2)}
+                {"peer": peer, "peer_s": round(t_peer, 3), "ratio trustlab/peer": round(t_mine / t_peer, 4)}
             )
         else:
             row.update(
