@@ -17,6 +17,7 @@ from trustlab.datasets import load_default
 from trustlab.errors import DataError, NotFittedError, ParameterError, TrustlabError
 from trustlab.uncertainty import (
     KandinskyConformal,
+    conformal_coverage,
     group_coverage,
     group_indicators,
     weighted_coverage_deviation,
@@ -433,3 +434,41 @@ def test_partition_closed_form_equals_the_lp() -> None:
         lp = _dual_lp(phi, s, 0.1 * phi.sum(axis=0))
         assert lp is not None
         np.testing.assert_allclose(phi @ closed, phi @ lp, atol=1e-9)
+
+
+def test_conformal_coverage_with_groups_outside_the_model_inputs() -> None:
+    """Sensitive columns not seen by the model, as the audit passes them."""
+    df = load_default()[0]
+    y = df["ui"].to_numpy()
+    X = pd.get_dummies(df.drop(columns=["ui", "sex", "nwhite"]), drop_first=True).astype(float)
+    sens = df[["sex", "nwhite"]]
+    order = np.random.default_rng(1).permutation(len(y))
+    tr, cal, te = order[:1600], order[1600:3240], order[3240:]
+    model = LogisticRegression(max_iter=2000).fit(X.iloc[tr], y[tr])
+    table = conformal_coverage(
+        model,
+        X.iloc[cal],
+        y[cal],
+        X.iloc[te],
+        y[te],
+        groups_cal=sens.iloc[cal],
+        groups_test=sens.iloc[te],
+        random_state=0,
+    )
+    assert {"all", "sex=female", "nwhite=yes", "sex=female & nwhite=yes", "y=no", "y=yes"} <= set(table.index)
+    # each group within 3 sd of calibration + test noise (calibration and test halves are about
+    # the same size, so m_cal ~ m_test), plus 0.02 for the plain-pinball bias (d/n, d = 12)
+    tol = 3 * np.sqrt(0.09 * 2 / table["weight"]) + 0.02
+    assert ((table["coverage"] - 0.9).abs() < tol).all(), table
+    split = conformal_coverage(model, X.iloc[cal], y[cal], X.iloc[te], y[te], method="split", random_state=0)
+    assert split.loc["y=no", "status"] == "short"  # split conformal under-covers the 'no' class
+    with pytest.raises(DataError) as info:
+        conformal_coverage(model, X.iloc[cal], y[cal], X.iloc[te], y[te], groups_cal=sens.iloc[cal])
+    assert info.value.argument == "groups_test"
+    lone = sens.iloc[cal].copy()
+    lone["sex"] = "male"
+    with pytest.raises(DataError, match="not in the calibration rows") as info:
+        conformal_coverage(
+            model, X.iloc[cal], y[cal], X.iloc[te], y[te], groups_cal=lone, groups_test=sens.iloc[te]
+        )
+    assert info.value.argument == "groups_cal"

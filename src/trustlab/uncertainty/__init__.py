@@ -4,6 +4,7 @@ from trustlab.uncertainty.bootstrap import GAP_METHOD, gap_interval, symmetric_i
 from trustlab.uncertainty.calibration import calibration_table, expected_calibration_error
 from trustlab.uncertainty.conformal import (
     KandinskyConformal,
+    conformal_coverage,
     group_coverage,
     group_indicators,
     weighted_coverage_deviation,
@@ -24,6 +25,7 @@ __all__ = [
     "KandinskyConformal",
     "STransform",
     "calibration_table",
+    "conformal_coverage",
     "corr_gcv",
     "corr_gcv_forecast",
     "expected_calibration_error",

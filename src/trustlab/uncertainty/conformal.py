@@ -39,6 +39,7 @@ from trustlab.uncertainty._conformal_qr import pinball_fit
 
 __all__ = [
     "KandinskyConformal",
+    "conformal_coverage",
     "group_coverage",
     "group_indicators",
     "weighted_coverage_deviation",
@@ -892,3 +893,182 @@ def group_indicators(
         for k in sorted(pd.unique(keys)):
             out[k] = (keys == k).to_numpy(float)
     return pd.DataFrame(out, index=frame.index)
+
+
+def _as_group_frame(groups: Any, n: int, name: str) -> pd.DataFrame:
+    """Weights frame from a weights frame/array or a frame/Series of categorical columns."""
+    if groups is None:
+        return pd.DataFrame(index=range(n))
+    if isinstance(groups, pd.Series):
+        groups = groups.to_frame(name=groups.name if groups.name is not None else "group")
+    if isinstance(groups, pd.DataFrame):
+        if len(groups) != n:
+            raise DataError(f"{name} has {len(groups)} rows, expected {n}.", argument=name)
+        numeric = all(
+            pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t) for t in groups.dtypes
+        )
+        if numeric and groups.size and float(groups.min().min()) >= 0 and float(groups.max().max()) <= 1:
+            w, names = _weights(groups, n, name)
+            return pd.DataFrame(w, columns=names)
+        frame = groups.reset_index(drop=True).astype(str)
+        return group_indicators(frame, list(frame.columns), intersections=frame.shape[1] > 1)
+    w, names = _weights(groups, n, name)
+    return pd.DataFrame(w, columns=names)
+
+
+@validate_params(
+    {
+        "alpha": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "method": [Options({"kandinsky", "split"})],
+        "label_groups": ["boolean"],
+        "confidence": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "tolerance": [Interval(numbers.Real, 0, 1, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
+def conformal_coverage(
+    estimator: Any,
+    X_cal: Any,
+    y_cal: Any,
+    X_test: Any,
+    y_test: Any,
+    *,
+    groups_cal: Any = None,
+    groups_test: Any = None,
+    alpha: float = 0.1,
+    method: str = "kandinsky",
+    label_groups: bool = True,
+    confidence: float = 0.95,
+    tolerance: float = 0.0,
+    random_state: Any = None,
+) -> pd.DataFrame:
+    """Calibrate conformal sets for a fitted model and report coverage per group, in one call.
+
+    The groups may live outside the model's inputs (e.g. sensitive columns the model does
+    not see): pass them row-aligned as ``groups_cal`` and ``groups_test``. Numeric
+    columns in [0, 1] are weights; other columns are categorical and become one
+    indicator group per value, plus one per combination of values when there are
+    several columns (overlapping groups). With ``method="kandinsky"`` the sets are
+    calibrated with :class:`KandinskyConformal` on those groups (and, for classifiers
+    with ``label_groups=True``, on the class of the label, i.e. class-conditional
+    coverage as well); ``method="split"`` calibrates plain split conformal for
+    comparison. Coverage and mean set size per group (and per class) with intervals come
+    from :func:`group_coverage`.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        Classifier with ``predict_proba`` or regressor.
+    X_cal, y_cal : array-like or DataFrame, array-like
+        Calibration data (not used to train ``estimator``).
+    X_test, y_test : array-like or DataFrame, array-like
+        Evaluation data.
+    groups_cal, groups_test : DataFrame, Series, array or None
+        Row-aligned group columns or weights for the calibration and test rows (both or
+        neither).
+    alpha : float in (0, 1), default=0.1
+        Target miscoverage.
+    method : {"kandinsky", "split"}, default="kandinsky"
+        Calibration method.
+    label_groups : bool, default=True
+        Classifiers: also target, and report, coverage per class of the label.
+    confidence : float in (0, 1), default=0.95
+        Level of the intervals.
+    tolerance : float in [0, 1), default=0.0
+        Shortfall tolerated by the ``status`` column (see :func:`group_coverage`).
+    random_state : None, int or numpy Generator
+        Tie-breaking noise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`group_coverage`'s table (rows ``all``, each group, and ``y=<class>``).
+
+    Raises
+    ------
+    DataError
+        Groups without calibration members, weights outside [0, 1], mismatched rows.
+
+    References
+    ----------
+    K. Bairaktari, J. Wu, Z. S. Wu, "Kandinsky Conformal Prediction: Beyond Class- and
+    Covariate-Conditional Coverage", ICML 2025.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((3000, 3)); y = (X[:, 0] + rng.standard_normal(3000) > 0).astype(int)
+    >>> sex = pd.Series(rng.choice(["f", "m"], 3000), name="sex")
+    >>> model = LogisticRegression().fit(X[:1000], y[:1000])
+    >>> table = conformal_coverage(model, X[1000:2000], y[1000:2000], X[2000:], y[2000:],
+    ...                            groups_cal=sex[1000:2000], groups_test=sex[2000:], random_state=0)
+    >>> table.index.tolist()
+    ['all', 'sex=f', 'sex=m', 'y=0', 'y=1']
+    >>> bool((table["coverage"] - 0.9).abs().max() < 0.06)
+    True
+    """
+    if (groups_cal is None) != (groups_test is None):
+        raise DataError(
+            "pass groups for both the calibration and the test rows (groups_cal and groups_test), or neither.",
+            argument="groups_cal" if groups_cal is None else "groups_test",
+        )
+    n_cal = KandinskyConformal._n_rows(X_cal, "X_cal")
+    n_test = KandinskyConformal._n_rows(X_test, "X_test")
+    g_cal = _as_group_frame(groups_cal, n_cal, "groups_cal")
+    g_test = _as_group_frame(groups_test, n_test, "groups_test")
+    missing = [c for c in g_cal.columns if c not in g_test.columns]
+    for c in missing:  # a value seen only in calibration: an empty test group
+        g_test[c] = 0.0
+    extra = [c for c in g_test.columns if c not in g_cal.columns]
+    if extra:
+        raise DataError(
+            f"groups {extra} occur in the test rows but not in the calibration rows; their coverage cannot be "
+            "calibrated: add calibration rows from them or merge them into other groups.",
+            argument="groups_cal",
+        )
+    g_test = g_test[list(g_cal.columns)]
+    classification = _is_classifier(estimator)
+    table_by_x = {id(X_cal): g_cal.to_numpy(float), id(X_test): g_test.to_numpy(float)}
+    classes = np.asarray(estimator.classes_) if classification else None
+    use_labels = classification and label_groups
+
+    names = [str(c) for c in g_cal.columns] + ([f"y={c}" for c in classes.tolist()] if use_labels else [])
+
+    def features(X: Any, y: Any) -> pd.DataFrame:
+        cols = [table_by_x[id(X)]]
+        if use_labels:
+            assert classes is not None
+            cols.append((np.asarray(y)[:, None] == classes[None, :]).astype(float))
+        return pd.DataFrame(np.column_stack(cols), columns=names)
+
+    cp = KandinskyConformal(
+        estimator,
+        group_features=features if method == "kandinsky" else None,
+        alpha=alpha,
+        random_state=random_state,
+    )
+    try:
+        cp.fit(X_cal, y_cal)
+    except DataError as exc:
+        if exc.argument == "group_features":
+            raise DataError(str(exc), argument="groups_cal") from None
+        raise
+    covered = cp.covered(X_test, y_test)
+    sizes = cp.set_size(X_test)
+    report = g_test.copy()
+    report.index = range(n_test)
+    if use_labels:
+        assert classes is not None
+        yt = np.asarray(y_test)
+        for c in classes.tolist():
+            report[f"y={c}"] = (yt == c).astype(float)
+    report = report.loc[:, report.sum(axis=0) > 0]
+    return group_coverage(
+        covered,
+        report if report.shape[1] else None,
+        set_size=sizes,
+        alpha=alpha,
+        confidence=confidence,
+        tolerance=tolerance,
+    )
