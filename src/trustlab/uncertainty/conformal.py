@@ -1010,7 +1010,8 @@ def conformal_coverage(
     """
     if (groups_cal is None) != (groups_test is None):
         raise DataError(
-            "pass groups for both the calibration and the test rows (groups_cal and groups_test), or neither.",
+            "pass groups for both the calibration and the test rows (groups_cal and groups_test), "
+            "or neither.",
             argument="groups_cal" if groups_cal is None else "groups_test",
         )
     n_cal = KandinskyConformal._n_rows(X_cal, "X_cal")
@@ -1023,8 +1024,8 @@ def conformal_coverage(
     extra = [c for c in g_test.columns if c not in g_cal.columns]
     if extra:
         raise DataError(
-            f"groups {extra} occur in the test rows but not in the calibration rows; their coverage cannot be "
-            "calibrated: add calibration rows from them or merge them into other groups.",
+            f"groups {extra} occur in the test rows but not in the calibration rows; their coverage "
+            "cannot be calibrated: add calibration rows from them or merge them into other groups.",
             argument="groups_cal",
         )
     g_test = g_test[list(g_cal.columns)]
@@ -1057,7 +1058,7 @@ def conformal_coverage(
     covered = cp.covered(X_test, y_test)
     sizes = cp.set_size(X_test)
     report = g_test.copy()
-    report.index = range(n_test)
+    report.index = pd.RangeIndex(n_test)
     if use_labels:
         assert classes is not None
         yt = np.asarray(y_test)
