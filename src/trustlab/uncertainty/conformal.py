@@ -1034,7 +1034,8 @@ def conformal_coverage(
     classes = np.asarray(estimator.classes_) if classification else None
     use_labels = classification and label_groups
 
-    names = [str(c) for c in g_cal.columns] + ([f"y={c}" for c in classes.tolist()] if use_labels else [])
+    label_names = [f"y={c}" for c in classes.tolist()] if use_labels and classes is not None else []
+    names = [str(c) for c in g_cal.columns] + label_names
 
     def features(X: Any, y: Any) -> pd.DataFrame:
         cols = [table_by_x[id(X)]]
