@@ -456,3 +456,16 @@ def test_withholding_beyond_honest_fraction_reports_the_epsilon_actually_met():
     # Within the honest-fraction assumption the requested epsilon holds and is reported.
     ok = ltm_release(A, S, 1.0, 1e-5, 1.0, honest_fraction=0.5, withholding=np.tile(np.arange(20) < 10, 3))
     assert ok.epsilon == 1.0 and "requested_epsilon" not in ok.parameters
+
+
+def test_rows_near_float_max_are_clipped_not_zeroed():
+    # ||(0, 0, 1e308)|| overflows to inf; the row must still be clipped to (0, 0, row_bound)
+    from trustlab.privacy._ltm_inputs import clip_rows
+
+    A = np.array([[0.0, 0.0, 1e308], [3.0, 4.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.0, 0.0], [-1e308, 1e308, 0.0]])
+    with np.errstate(all="raise"):
+        out = clip_rows(A, 2.0)
+    np.testing.assert_allclose(out[0], [0.0, 0.0, 2.0])
+    np.testing.assert_allclose(out[1], [1.2, 1.6, 0.0])
+    np.testing.assert_array_equal(out[2:4], A[2:4])
+    np.testing.assert_allclose(out[4], [-math.sqrt(2.0), math.sqrt(2.0), 0.0])
