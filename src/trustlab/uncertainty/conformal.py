@@ -1014,6 +1014,8 @@ def conformal_coverage(
             "or neither.",
             argument="groups_cal" if groups_cal is None else "groups_test",
         )
+    if X_test is X_cal:  # the group lookup below tells the two apart by identity
+        X_test = X_test.copy() if hasattr(X_test, "copy") else list(X_test)
     n_cal = KandinskyConformal._n_rows(X_cal, "X_cal")
     n_test = KandinskyConformal._n_rows(X_test, "X_test")
     g_cal = _as_group_frame(groups_cal, n_cal, "groups_cal")

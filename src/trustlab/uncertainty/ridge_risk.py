@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import linalg, optimize
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab._validation import check_numeric_array
@@ -657,24 +657,16 @@ class CorrGCVRidgeCV(ParamsValidationMixin, RegressorMixin, BaseEstimator):
         T, N = xc.shape
         self.coef_ = linalg.solve(xc.T @ xc / T + self.lambda_ * np.eye(N), xc.T @ yc / T, assume_a="pos")
         self.intercept_ = float(y_mean - x_mean @ self.coef_)
-        self.n_features_in_ = N
         return self
 
     def _check_fit_data(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        x = check_numeric_array(X, "X", ndim=2, min_rows=2)
-        yy = np.asarray(y)
-        if yy.ndim == 2 and yy.shape[1] == 1:
-            yy = yy.ravel()
-        yy = check_numeric_array(yy, "y", ndim=1, min_rows=2)
-        if yy.shape[0] != x.shape[0]:
-            raise DataError(f"y has {yy.shape[0]} rows but X has {x.shape[0]}.", argument="y")
-        if x.shape[1] < 1:
-            raise DataError("X has no columns.", argument="X")
-        return x, yy
+        if y is None:
+            raise DataError("CorrGCVRidgeCV requires y to be passed, but the target y is None.", argument="y")
+        try:  # scikit-learn's checks (names, n_features_in_, warnings), trustlab's error
+            x, yy = validate_data(self, X, y, y_numeric=True, ensure_min_samples=2)
+        except ValueError as exc:
+            raise DataError(f"{exc}", argument="X") from None
+        return np.asarray(x, dtype=float), np.asarray(yy, dtype=float)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predict with the ridge fitted at ``lambda_``.
@@ -695,10 +687,8 @@ class CorrGCVRidgeCV(ParamsValidationMixin, RegressorMixin, BaseEstimator):
             raise NotFittedError(
                 "This CorrGCVRidgeCV is not fitted yet; call fit(X, y) first.", argument="X"
             ) from None
-        x = check_numeric_array(X, "X", ndim=2)
-        if x.shape[1] != self.n_features_in_:
-            raise DataError(
-                f"X has {x.shape[1]} features but CorrGCVRidgeCV was fitted with {self.n_features_in_}.",
-                argument="X",
-            )
-        return np.asarray(x @ self.coef_ + self.intercept_)
+        try:
+            x = validate_data(self, X, reset=False)
+        except ValueError as exc:
+            raise DataError(f"{exc}", argument="X") from None
+        return np.asarray(np.asarray(x, dtype=float) @ self.coef_ + self.intercept_)
