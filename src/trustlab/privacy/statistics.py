@@ -132,7 +132,7 @@ def dp_count(n: int, epsilon: float, *, description: str = "count", accountant: 
     Parameters
     ----------
     n : int
-        The exact count (``>= 0``).
+        The exact count (``>= 0``; saturated at ``2**62``).
     epsilon : float
         Privacy budget.
     description : str
@@ -159,7 +159,9 @@ def dp_count(n: int, epsilon: float, *, description: str = "count", accountant: 
     >>> r.epsilon, r.mechanism, r.value >= 0, r.measure.value, r.sensitivity
     (1.0, 'discrete Laplace', True, 'pure', 1.0)
     """
-    epsilon, n = float(epsilon), int(n)
+    # Saturate the private count at 2**62 (a 1-Lipschitz clamp: sensitivity stays 1) rather than
+    # raise on it: no table is that large, and no exception may depend on a private value.
+    epsilon, n = float(epsilon), min(int(n), _SUM_CAP)
     plan = Release(
         value=None,
         epsilon=epsilon,
