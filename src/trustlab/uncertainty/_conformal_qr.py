@@ -10,7 +10,8 @@ Statistical Science 1997): a pilot fit on a subsample, the points far above (bel
 fixed at ``b = 1`` (``b = 0``), the reduced LP solved, and the fixed points checked
 against the new fit; any that fall on the wrong side widen the band and the LP is solved
 again. The answer is the exact minimiser (the KKT conditions are verified on all points),
-with memory ``O(n d)`` and LPs of ``O(d^{1/2} n^{2/3})`` points.
+with memory ``O(n d)`` and LPs of ``O(d^{1/2} n^{2/3})`` points (plus the rows of rare
+groups, which always enter the LP).
 """
 
 from __future__ import annotations
@@ -85,14 +86,20 @@ def pinball_fit(phi: np.ndarray, s: np.ndarray, tau: float, rng: np.random.Gener
     pilot = pinball_fit(phi[sub], s[sub], tau, rng)  # recursive: the pilot is itself preprocessed
     r = s - phi @ pilot
     band = min(n, m)
+    support = (phi != 0).sum(axis=0)
     while True:
         if band >= n:
             beta = _dual_lp(phi, s, rhs_full)
             assert beta is not None
             return beta
-        active = np.argpartition(np.abs(r), band - 1)[:band]
         fixed = np.ones(n, dtype=bool)
-        fixed[active] = False
+        fixed[np.argpartition(np.abs(r), band - 1)[:band]] = False
+        # rows of rare groups always enter the LP: a subsample sees too few of them for the
+        # pilot to place their threshold, and fixing them makes the reduced LP infeasible
+        rare = support <= band // (2 * d)
+        if rare.any():
+            fixed &= ~(phi[:, rare] != 0).any(axis=1)
+        active = np.flatnonzero(~fixed)
         hi = fixed & (r > 0)
         lo = fixed & (r <= 0)
         rhs = rhs_full - phi[hi].sum(axis=0)
