@@ -129,7 +129,7 @@ def audit(
             sens = _split(sensitive) or list(info.sensitive)
             the_schema: Schema | None = Schema.from_json(schema) if schema else default_schema
         else:
-            frame = load_table(data)
+            frame = load_table(data, allow_empty=private)  # private: no rows must not fail
             name = data.name
             if not target:
                 raise TrustlabError(
@@ -160,6 +160,7 @@ def audit(
             TimeElapsedColumn(),
             console=err,
             transient=True,
+            disable=not err.is_terminal,  # a log gets no spinner lines, only the result or one error
         ) as progress:
             task = progress.add_task("auditing", total=None)
             report = runner.run(
@@ -225,7 +226,7 @@ def schema(
                 + " (A filled-in schema is work: trustlab does not overwrite it silently.)",
                 argument="out",
             )
-        frame = load_table(data)
+        frame = load_table(data, allow_empty=True)  # only names and kinds, or DP estimates
         draft = draft_schema(
             frame, epsilon=epsilon, delta=delta, categorical=_split(categorical), source=data.name
         )

@@ -114,3 +114,22 @@ def test_schema_never_overwrites_without_force(data, capsys, tmp_path):
     assert code == 0 and "columns" in json.loads(out.read_text())
     code, _, err = _main(capsys, "schema", tmp_path / "none.csv", "--out", tmp_path / "x.json")
     assert code == 2 and err.startswith("error (DATA):")
+
+
+def test_no_rows_is_not_an_error_where_privacy_applies(tmp_path, capsys):
+    """Whether a table has rows is a fact about the rows: private commands must not fail on it."""
+    data = tmp_path / "empty.csv"
+    data.write_text("label,group,x\n")
+    schema = tmp_path / "s.json"
+    schema.write_text(
+        '{"columns": {"group": {"categories": ["a", "b"]}, "label": {"categories": ["no", "yes"]}}}'
+    )
+    code, _, err = _main(capsys, "audit", data, "--target", "label", "--sensitive", "group", "--private",
+                         "--epsilon", "1", "--schema", schema, "--out", tmp_path / "r")  # fmt: skip
+    assert code == 0, err
+    code, _, err = _main(capsys, "schema", data, "--out", tmp_path / "d.json", "--epsilon", "1")
+    assert code == 0, err
+    assert set(json.loads((tmp_path / "d.json").read_text())["columns"]) == {"label", "group", "x"}
+    code, _, err = _main(capsys, "audit", data, "--target", "label", "--sensitive", "group",
+                         "--out", tmp_path / "r2")  # fmt: skip
+    assert code == 2 and "no rows" in err  # raw mode may say so

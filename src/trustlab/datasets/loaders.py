@@ -14,17 +14,26 @@ _CSV = {".csv", ".txt", ".tsv", ".gz", ".bz2", ".zip"}
 _PARQUET = {".parquet", ".pq"}
 
 
-def load_table(path: str | Path) -> pd.DataFrame:
+def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
     """Read a CSV (``.csv``, ``.tsv``, optionally compressed) or Parquet file into a DataFrame.
 
     Text columns become pandas ``category`` columns, so that models and group
     metrics treat them alike whatever the file format.
 
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    allow_empty : bool, default False
+        Return a table with a header and no rows instead of raising. Private uses set
+        it: whether the table has rows is a fact about the rows, which must not decide
+        whether the command fails.
+
     Raises
     ------
     DataError
         If the file does not exist, has an unknown extension, cannot be parsed,
-        or has no rows.
+        or has no rows (unless ``allow_empty``).
     """
     p = Path(path)
     if not p.exists():
@@ -49,7 +58,7 @@ def load_table(path: str | Path) -> pd.DataFrame:
         if isinstance(exc, DataError):
             raise
         raise DataError(f"data file {p.name!r} could not be read ({exc}).", argument="data") from None
-    if df.shape[0] == 0:
+    if df.shape[0] == 0 and not allow_empty:
         raise DataError(f"data file {p.name!r} has a header but no rows.", argument="data")
     unnamed = [c for c in df.columns if str(c).startswith("Unnamed: 0")]
     if unnamed and df[unnamed[0]].is_monotonic_increasing and df[unnamed[0]].is_unique:
