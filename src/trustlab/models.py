@@ -304,6 +304,10 @@ def load_model(path: str | Path) -> Any:
     0.25
     """
     p = Path(path)
+    if p.is_dir():
+        raise ModelError(
+            f"model {str(p)!r} is a folder; pass the file of a pickled fitted classifier.", argument="model"
+        )
     if not p.is_file():
         raise ModelError(f"model file {str(p)!r} does not exist.", argument="model")
     try:

@@ -59,6 +59,7 @@ CASES = {
     "schema with NaN": (["{d}/t.csv", *T, *P, "--schema", "{d}/nan.json"], "--schema", "NaN"),
     "schema not filled in": (["{d}/t.csv", *T, *P, "--schema", "{d}/null.json"], "--schema", "not filled in"),
     "schema missing": (["{d}/t.csv", *T, *P, "--schema", "{d}/none.json"], "--schema", "does not exist"),
+    "model is a folder": (["{d}/t.csv", *T, "--model", "{d}/schemadir"], "--model", "is a folder"),
     "infinite with logistic": (["{d}/inf.csv", *T, "--model", "logistic"], "x", "infinite"),
     "infinite with hgb": (["{d}/inf.csv", *T], "x", "infinite"),
     "1e308": (["{d}/big.csv", *T, "--model", "logistic"], "x", "beyond"),
