@@ -11,6 +11,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from trustlab.audit import Audit
 from trustlab.audit.section import AuditContext
 from trustlab.audit.sections.explain import ExplainSection
 from trustlab.datasets import Schema
@@ -155,3 +156,17 @@ def test_recourse_check_skipped_for_nonlinear_pipelines_and_trees():
     assert res.checks[-1].passed is None and "not linear" in res.checks[-1].detail
     tree = ExplainSection().compute(_ctx(HistGradientBoostingClassifier(max_iter=10)), None)
     assert "recourse" not in tree.figures
+
+
+def test_feature_with_a_tiny_range_skips_the_recourse_check():
+    """A feature whose whole range lies within 1e-9 cannot enter the recourse solvers:
+    the check is not evaluable (with the reason), the audit goes on."""
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({"x": rng.normal(size=n), "tiny": rng.normal(size=n) * 1e-300})
+    df["g"] = rng.choice(["a", "b"], n)
+    df["y"] = (df.x + rng.normal(size=n) > 0).astype(int)
+    section = Audit(model="logistic").run(df, target="y", sensitive=["g"])["explain"]
+    assert section.figures["recourse"]["status"] == "skipped"
+    assert "tiny" in section.figures["recourse"]["reason"]
+    assert [c.status for c in section.checks if c.name.startswith("recourse")] == ["not_evaluable"]

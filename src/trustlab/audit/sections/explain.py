@@ -22,7 +22,7 @@ import numpy as np
 
 from trustlab.audit.section import AuditContext, Check, Section, SectionResult
 from trustlab.audit.sections._columns import suspect_columns
-from trustlab.errors import DataError, ModelError
+from trustlab.errors import DataError, ModelError, ParameterError
 
 __all__ = ["ExplainSection"]
 
@@ -162,7 +162,10 @@ class ExplainSection(Section):
                 max_regions=self.recourse_max_regions,
                 time_limit=self.recourse_time_limit,
             )
-        except (ModelError, DataError) as exc:
+        except (ModelError, DataError, ParameterError) as exc:
+            # the section passes only its own settings and the data's ranges, so a
+            # ParameterError here is about the data (e.g. a feature whose whole range lies
+            # within 1e-9): the check is not evaluable, the audit goes on
             return (
                 {"status": "skipped", "reason": str(exc)},
                 [Check(name, None, f"recourse check skipped: {exc}", rule=_RECOURSE_RULE)],
