@@ -22,7 +22,7 @@ from trustlab.audit import (
 )
 from trustlab.errors import ParameterError
 
-BUILT_IN = ["data", "performance", "fairness", "privacy", "explain"]
+BUILT_IN = ["data", "performance", "fairness", "privacy", "explain", "uncertainty"]
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +53,7 @@ class RowCount(Section):
 def test_built_in_sections_in_report_order():
     assert section_names() == BUILT_IN
     assert [s.name for s in default_sections()] == BUILT_IN
-    assert [c.name for c in SECTIONS] == BUILT_IN and len(SECTIONS) == 5
+    assert [c.name for c in SECTIONS] == BUILT_IN and len(SECTIONS) == 6
     assert get_section("fairness").__name__ == "FairnessSection"
 
 

@@ -52,6 +52,7 @@ _REGISTRY: dict[str, type[Section] | str] = {
     "fairness": "trustlab.audit.sections.fairness:FairnessSection",
     "privacy": "trustlab.audit.sections.privacy:PrivacySection",
     "explain": "trustlab.audit.sections.explain:ExplainSection",
+    "uncertainty": "trustlab.audit.sections.uncertainty:UncertaintySection",
 }
 
 

@@ -1,0 +1,130 @@
+"""HTML of the Uncertainty section: Kandinsky vs split conformal coverage per group."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
+from trustlab.audit.plots import PALETTE, figure_to_svg, new_figure
+from trustlab.audit.section import SectionResult
+
+__all__ = ["render_uncertainty"]
+
+_METHODS = (("kandinsky", "Kandinsky"), ("split", "split"))
+_VERDICT = {
+    "pass": "pass",
+    "fail": "FAIL: short",
+    "inconclusive": "inconclusive",
+    "too_small": "too small",
+}
+
+
+def _cell(r: dict[str, Any], method: str, what: str) -> str:
+    m = r.get(method)
+    if m is None:
+        return "–"
+    if what == "coverage":
+        return fmt_ci(m["coverage"], m["coverage_low"], m["coverage_high"])
+    return fmt_ci(m["mean_set_size"], m["set_size_low"], m["set_size_high"], digits=2)
+
+
+def _figure(rows: list[dict[str, Any]], target: float, threshold: float) -> str:
+    shown = [r for r in rows if r["evaluated"]]
+    if not shown:
+        return ""
+    height = 1.0 + 0.32 * len(shown)
+    fig, ax = new_figure(6.4, height)
+    ypos = np.arange(len(shown))[::-1].astype(float)
+    for j, (method, label) in enumerate(_METHODS):
+        cov = np.array([r[method]["coverage"] for r in shown], dtype=float)
+        lo = np.array([r[method]["coverage_low"] for r in shown], dtype=float)
+        hi = np.array([r[method]["coverage_high"] for r in shown], dtype=float)
+        off = 0.17 if j == 0 else -0.17
+        ax.errorbar(
+            cov,
+            ypos + off,
+            xerr=[cov - lo, hi - cov],
+            fmt="o",
+            ms=4,
+            lw=1.2,
+            capsize=2,
+            color=PALETTE[j],
+            label=f"{label} (95% interval)",
+        )
+    ax.axvline(target, color="black", lw=1, label=f"target 1 - alpha = {target:g}")
+    ax.axvline(threshold, color="grey", lw=1, ls=":", label=f"fails at or below {threshold:g}")
+    ax.set_yticks(ypos)
+    ax.set_yticklabels([r["group"] for r in shown], fontsize=7)
+    low = min(threshold, *(r[m]["coverage_low"] for r in shown for m, _ in _METHODS))
+    ax.set_xlim(max(0.0, low - 0.03), 1.0)
+    ax.set_ylim(-0.7, len(shown) - 0.3)
+    ax.set_xlabel("coverage on the evaluation rows")
+    ax.set_title("Coverage per group: Kandinsky vs split conformal", fontsize=10)
+    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=2, frameon=False)
+    return figure_to_svg(fig, alt="coverage per group, Kandinsky and split conformal, with 95% intervals")
+
+
+def render_uncertainty(result: SectionResult) -> str:
+    """The Uncertainty section's HTML body.
+
+    Parameters
+    ----------
+    result : SectionResult
+        What :class:`~trustlab.audit.sections.uncertainty.UncertaintySection` computed.
+
+    Returns
+    -------
+    str
+        HTML: checks, one table (coverage and mean set size per group, Kandinsky beside
+        split conformal), one figure of per-group coverage with interval bars, and notes.
+    """
+    f = result.figures
+    if not f.get("released", False):
+        return notes_list(result.notes)
+    html = [
+        f"<p>Prediction sets at alpha = {f['alpha']:g} (target coverage {f['target']:g}); "
+        f"{f['n_calibration']:,} held-out rows calibrate, {f['n_evaluation']:,} evaluate.</p>",
+        checks_list(result.checks),
+    ]
+    rows = f["groups"]
+    html.append(
+        table(
+            [
+                "group",
+                "rows (cal / eval)",
+                "Kandinsky coverage",
+                "Kandinsky set size",
+                "split coverage",
+                "split set size",
+                "verdict",
+            ],
+            [
+                [
+                    "all rows" if r["group"] == "all" else r["group"],
+                    f"{r['n_cal']:,} / {r['n_eval']:,}",
+                    _cell(r, "kandinsky", "coverage"),
+                    _cell(r, "kandinsky", "size"),
+                    _cell(r, "split", "coverage"),
+                    _cell(r, "split", "size"),
+                    "(outcome: not judged)"
+                    if r["kind"] == "label" and r["evaluated"]
+                    else _VERDICT[r["status"]],
+                ]
+                for r in rows
+            ],
+        )
+    )
+    html.append(
+        f"<p class='rule'>Coverage: share of evaluation rows whose outcome is in the prediction set; "
+        "set size: mean number of outcomes in the set (1 = a single confident answer, 2 = both "
+        "outcomes, i.e. the model is unsure). Verdict (Kandinsky sets): "
+        f"{escape(_VERDICT['fail'])} when the 95% interval lies at or below {f['threshold']:g}, pass "
+        f"when it lies above, inconclusive otherwise; groups with fewer than {f['min_group']} "
+        "calibration or evaluation rows are too small.</p>"
+    )
+    html.append(_figure([r for r in rows if r["kind"] != "label"], f["target"], f["threshold"]))
+    html.append(notes_list(result.notes))
+    return "".join(html)
