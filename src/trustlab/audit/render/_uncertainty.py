@@ -35,8 +35,8 @@ def _figure(rows: list[dict[str, Any]], target: float, threshold: float) -> str:
     shown = [r for r in rows if r["evaluated"]]
     if not shown:
         return ""
-    height = 1.0 + 0.32 * len(shown)
-    fig, ax = new_figure(6.4, height)
+    height = 1.6 + 0.3 * len(shown)
+    fig, ax = new_figure(7.0, height)
     ypos = np.arange(len(shown))[::-1].astype(float)
     for j, (method, label) in enumerate(_METHODS):
         cov = np.array([r[method]["coverage"] for r in shown], dtype=float)
@@ -59,11 +59,13 @@ def _figure(rows: list[dict[str, Any]], target: float, threshold: float) -> str:
     ax.set_yticks(ypos)
     ax.set_yticklabels([r["group"] for r in shown], fontsize=7)
     low = min(threshold, *(r[m]["coverage_low"] for r in shown for m, _ in _METHODS))
-    ax.set_xlim(max(0.0, low - 0.03), 1.0)
+    ax.set_xlim(max(0.0, low - 0.03), 1.015)
     ax.set_ylim(-0.7, len(shown) - 0.3)
     ax.set_xlabel("coverage on the evaluation rows")
     ax.set_title("Coverage per group: Kandinsky vs split conformal", fontsize=10)
-    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=2, frameon=False)
+    ax.legend(
+        fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22 * 4.0 / height), ncol=2, frameon=False
+    )
     return figure_to_svg(fig, alt="coverage per group, Kandinsky and split conformal, with 95% intervals")
 
 
@@ -109,7 +111,7 @@ def render_uncertainty(result: SectionResult) -> str:
                     _cell(r, "kandinsky", "size"),
                     _cell(r, "split", "coverage"),
                     _cell(r, "split", "size"),
-                    "(outcome: not judged)"
+                    "– (outcome, not judged)"
                     if r["kind"] == "label" and r["evaluated"]
                     else _VERDICT[r["status"]],
                 ]
@@ -125,6 +127,12 @@ def render_uncertainty(result: SectionResult) -> str:
         f"when it lies above, inconclusive otherwise; groups with fewer than {f['min_group']} "
         "calibration or evaluation rows are too small.</p>"
     )
-    html.append(_figure([r for r in rows if r["kind"] != "label"], f["target"], f["threshold"]))
+    short = f.get("split_short", [])
+    if short:
+        html.append(
+            f"<p>Split conformal, calibrated on all rows at once, falls short (95% interval at or below "
+            f"{f['threshold']:g}) for: {escape(', '.join(short))}.</p>"
+        )
+    html.append(_figure(rows, f["target"], f["threshold"]))
     html.append(notes_list(result.notes))
     return "".join(html)

@@ -165,9 +165,9 @@ class UncertaintySection(Section):
                     random_state=ctx.random_state,
                 )
         out_rows: list[dict[str, Any]] = []
-        names = ["all", *groups, *(f"y={c}" for c in (0, 1))]
-        for g in names:
-            kind = "overall" if g == "all" else "label" if g.startswith("y=") else groups[g][0]
+        outcomes = {"y=0": ctx.negative_label, "y=1": ctx.positive_label}
+        for g in ["all", *groups, *outcomes]:
+            kind = "overall" if g == "all" else "label" if g in outcomes else groups[g][0]
             if g == "all":
                 counts = (n_cal, n_eval)
             elif kind == "label":
@@ -175,7 +175,8 @@ class UncertaintySection(Section):
                 counts = (int((y[cal] == outcome).sum()), int((y[~cal] == outcome).sum()))
             else:
                 counts = sizes[g]
-            row: dict[str, Any] = {"group": g, "kind": kind, "n_cal": counts[0], "n_eval": counts[1]}
+            shown = f"{ctx.target}={outcomes[g]}" if kind == "label" else g
+            row: dict[str, Any] = {"group": shown, "kind": kind, "n_cal": counts[0], "n_eval": counts[1]}
             judged = enough and all(g in t.index for t in tables.values()) and min(counts) >= self.min_group
             row["evaluated"] = bool(judged)
             for method, t in tables.items():
@@ -201,9 +202,9 @@ class UncertaintySection(Section):
                 row["status"] = "too_small"
             out_rows.append(row)
         rule = (
-            f"{interval_rule(threshold, at_most=False)} (target coverage {target:g} less a tolerance of "
-            f"{self.tolerance:g}; Kandinsky sets; 95% Wilson interval on the evaluation rows; a group "
-            f"needs {self.min_group} calibration and {self.min_group} evaluation rows)"
+            f"{interval_rule(threshold, at_most=False)} ({threshold:g} = target {target:g} less a "
+            f"tolerance of {self.tolerance:g}); groups with fewer than {self.min_group} calibration or "
+            "evaluation rows are not judged"
         )
         checks: list[Check] = []
         for row in out_rows:
@@ -215,9 +216,8 @@ class UncertaintySection(Section):
                 Check(
                     f"Coverage: {who}",
                     None,
-                    f"{k['coverage']:.3f} (95% interval {k['coverage_low']:.3f}..{k['coverage_high']:.3f}; "
-                    f"target {target:g}, fails at or below {threshold:g}; {row['n_eval']:,} evaluation rows; "
-                    f"mean set size {k['mean_set_size']:.2f})",
+                    f"{k['coverage']:.3f} (95% interval {k['coverage_low']:.3f}..{k['coverage_high']:.3f}) "
+                    f"on {row['n_eval']:,} evaluation rows; mean set size {k['mean_set_size']:.2f}",
                     status=row["status"],
                     rule=rule,
                 )
@@ -248,8 +248,10 @@ class UncertaintySection(Section):
         too_small = [{"group": g, "n_cal": sizes[g][0], "n_eval": sizes[g][1]} for g in small]
         notes = [
             "Raw statistics on the held-out rows (not differentially private).",
-            f"The held-out rows are split again by a keyed hash of each row's values (key: the audit's "
-            f"seed + {_SPLIT_KEY}): {n_cal:,} rows calibrate the sets, {n_eval:,} evaluate them. The "
+            "The held-out rows are split again by a keyed hash of each row's values (its own public "
+            f"key, derived from the audit's seed): {n_cal:,} rows calibrate the sets, {n_eval:,} "
+            "evaluate them. Checks judge the Kandinsky sets; the split conformal sets are shown for "
+            "comparison. The "
             "model is not refitted; its held-out probabilities are reused.",
             "Prediction set: every outcome whose score 1 - p(outcome) is at most the calibrated "
             "threshold (size 0, 1 or 2). Kandinsky conformal calibrates one threshold function on "
@@ -269,6 +271,7 @@ class UncertaintySection(Section):
             )
         figures: dict[str, Any] = {
             "released": True,
+            "method": "kandinsky",
             "alpha": alpha,
             "target": target,
             "tolerance": float(self.tolerance),
@@ -279,6 +282,9 @@ class UncertaintySection(Section):
             "n_evaluation": n_eval,
             "groups": out_rows,
             "too_small": too_small,
+            "split_short": [
+                r["group"] for r in out_rows if r["evaluated"] and r["split"]["coverage_high"] <= threshold
+            ],
             "single_valued": single,
         }
         return SectionResult(self.name, self.title, figures, checks, notes)
