@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab.errors import DataError, ParameterError
+from trustlab.errors import DataError, DataTypeError, ParameterError
 
 __all__ = [
     "MAX_EPSILON",
@@ -222,7 +222,8 @@ def check_numeric_array(
     try:
         arr = np.asarray(x, dtype=dtype)
     except (TypeError, ValueError) as exc:
-        raise DataError(
+        error = DataTypeError if isinstance(exc, TypeError) else DataError
+        raise error(
             f"{name} must be array-like of numbers; converting it failed ({exc}).",
             argument=name,
         ) from None

@@ -13,6 +13,7 @@ from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
 __all__ = [
     "BudgetExceededError",
     "DataError",
+    "DataTypeError",
     "MissingDependencyError",
     "ModelError",
     "NotFittedError",
@@ -48,6 +49,14 @@ class ParameterError(TrustlabError, ValueError, TypeError):
 
 class DataError(TrustlabError, ValueError):
     """The data is unusable: empty, wrong shape, NaN where none is allowed, unknown column."""
+
+
+class DataTypeError(DataError, TypeError):
+    """The data holds values of a type that cannot be used (e.g. a dict where numbers are needed).
+
+    A :class:`DataError` that is also a :class:`TypeError`, as scikit-learn raises for
+    such input.
+    """
 
 
 class ModelError(TrustlabError, TypeError):
