@@ -185,3 +185,24 @@ def test_private_mode_leaves_it_out_with_the_note_and_spends_nothing(benefits):
     body = html[html.index('<section id="uncertainty">') :]
     assert "not differentially private" in body[: body.index("</section>")]
     assert "<svg" not in body[: body.index("</section>")]
+
+
+def test_group_names_that_look_like_internal_names_are_kept_apart(benefits):
+    """A sensitive column named ``y`` with values 0/1 (or a group named 'all') is not an outcome row."""
+    df, _ = benefits
+    coded = df.assign(y=df["sex"].map({"female": 0, "male": 1}).astype(object))
+    res = _run(coded, ["y"])
+    kinds = [(r["group"], r["kind"]) for r in res.figures["groups"]]
+    assert kinds == [
+        ("all", "overall"),
+        ("y=0", "group"),
+        ("y=1", "group"),
+        ("ui=no", "label"),
+        ("ui=yes", "label"),
+    ]
+    assert {c.name for c in res.checks} == {"Coverage: all evaluation rows", "Coverage: y=0", "Coverage: y=1"}
+    assert [r["status"] for r in res.figures["groups"] if r["kind"] == "label"] == ["not_judged"] * 2
+    sex = _rows(_run(coded, ["sex"]))  # same table (so the same split), groups named by sex
+    y = _rows(res)
+    assert y["y=0"]["n_eval"] == sex["sex=female"]["n_eval"]
+    assert y["y=0"]["kandinsky"] == sex["sex=female"]["kandinsky"]  # the same groups, the same sets

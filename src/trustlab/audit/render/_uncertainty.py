@@ -13,12 +13,14 @@ from trustlab.audit.section import SectionResult
 
 __all__ = ["render_uncertainty"]
 
+_SMALL_ROWS = 8  # too-small groups shown in the table (the rest are counted)
 _METHODS = (("kandinsky", "Kandinsky"), ("split", "split"))
 _VERDICT = {
     "pass": "pass",
     "fail": "FAIL: short",
     "inconclusive": "inconclusive",
     "too_small": "too small",
+    "not_judged": "– (outcome, not judged)",
 }
 
 
@@ -92,6 +94,9 @@ def render_uncertainty(result: SectionResult) -> str:
         checks_list(result.checks),
     ]
     rows = f["groups"]
+    small = [r for r in rows if not r["evaluated"]]
+    listed = [r for r in rows if r["evaluated"] or r in small[:_SMALL_ROWS]]
+    hidden = len(rows) - len(listed)
     html.append(
         table(
             [
@@ -105,20 +110,23 @@ def render_uncertainty(result: SectionResult) -> str:
             ],
             [
                 [
-                    "all rows" if r["group"] == "all" else r["group"],
+                    "all rows" if r["kind"] == "overall" else r["group"],
                     f"{r['n_cal']:,} / {r['n_eval']:,}",
                     _cell(r, "kandinsky", "coverage"),
                     _cell(r, "kandinsky", "size"),
                     _cell(r, "split", "coverage"),
                     _cell(r, "split", "size"),
-                    "– (outcome, not judged)"
-                    if r["kind"] == "label" and r["evaluated"]
-                    else _VERDICT[r["status"]],
+                    _VERDICT[r["status"]],
                 ]
-                for r in rows
+                for r in listed
             ],
         )
     )
+    if hidden:
+        html.append(
+            f"<p class='rule'>{hidden} more groups are too small and not shown here (all are listed "
+            "in the notes and in report.json).</p>"
+        )
     html.append(
         f"<p class='rule'>Coverage: share of evaluation rows whose outcome is in the prediction set; "
         "set size: mean number of outcomes in the set (1 = a single confident answer, 2 = both "

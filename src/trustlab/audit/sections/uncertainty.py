@@ -39,6 +39,7 @@ from trustlab.audit.split import row_split
 __all__ = ["UncertaintySection"]
 
 _LEVEL = 0.95
+_LIST = 12  # too-small groups named in the note (all are in the figures)
 _SPLIT_KEY = 0x5EC7C0F  # added to the audit's seed: the calibration split's own public key
 _MISSING = "missing"
 PRIVATE_NOTE = (
@@ -148,7 +149,10 @@ class UncertaintySection(Section):
         enough = min(n_cal, n_eval) >= self.min_group and len(np.unique(y[cal])) == 2
         tables: dict[str, pd.DataFrame] = {}
         if enough:
-            frame = pd.DataFrame({g: groups[g][1].astype(float) for g in used}) if used else None
+            # internal names g0, g1, ...: a group's own name may be anything (even "all" or "y=0")
+            frame: pd.DataFrame | None = None
+            if used:
+                frame = pd.DataFrame({f"g{i}": groups[g][1].astype(float) for i, g in enumerate(used)})
             for method in ("kandinsky", "split"):
                 tables[method] = conformal_coverage(
                     model,
@@ -165,23 +169,26 @@ class UncertaintySection(Section):
                     random_state=ctx.random_state,
                 )
         out_rows: list[dict[str, Any]] = []
-        outcomes = {"y=0": ctx.negative_label, "y=1": ctx.positive_label}
-        for g in ["all", *groups, *outcomes]:
-            kind = "overall" if g == "all" else "label" if g in outcomes else groups[g][0]
-            if g == "all":
-                counts = (n_cal, n_eval)
-            elif kind == "label":
-                outcome = int(g[2:])
-                counts = (int((y[cal] == outcome).sum()), int((y[~cal] == outcome).sum()))
-            else:
-                counts = sizes[g]
-            shown = f"{ctx.target}={outcomes[g]}" if kind == "label" else g
+        index = {g: f"g{i}" for i, g in enumerate(used)}
+        entries: list[tuple[str, str, str | None, tuple[int, int]]] = [
+            ("all", "overall", "all", (n_cal, n_eval))
+        ]
+        entries += [(g, kind, index.get(g), sizes[g]) for g, (kind, _) in groups.items()]
+        for outcome, label in ((0, ctx.negative_label), (1, ctx.positive_label)):
+            counts = (int((y[cal] == outcome).sum()), int((y[~cal] == outcome).sum()))
+            entries.append((f"{ctx.target}={label}", "label", f"y={outcome}", counts))
+        for shown, kind, key, counts in entries:
             row: dict[str, Any] = {"group": shown, "kind": kind, "n_cal": counts[0], "n_eval": counts[1]}
-            judged = enough and all(g in t.index for t in tables.values()) and min(counts) >= self.min_group
+            judged = (
+                enough
+                and key is not None
+                and all(key in t.index for t in tables.values())
+                and min(counts) >= self.min_group
+            )
             row["evaluated"] = bool(judged)
             for method, t in tables.items():
                 if judged:
-                    r = t.loc[g]
+                    r = t.loc[key]
                     row[method] = {
                         k: _round(r[k])
                         for k in (
@@ -193,7 +200,9 @@ class UncertaintySection(Section):
                             "set_size_high",
                         )
                     }
-            if judged:
+            if judged and kind == "label":
+                row["status"] = "not_judged"  # shown for comparison; the checks are on groups of people
+            elif judged:
                 k = row["kandinsky"]
                 row["status"] = interval_verdict(
                     k["coverage_low"], k["coverage_high"], threshold, at_most=False
@@ -208,10 +217,10 @@ class UncertaintySection(Section):
         )
         checks: list[Check] = []
         for row in out_rows:
-            if row["kind"] == "label" or not row["evaluated"]:
+            if row["status"] not in ("pass", "fail", "inconclusive"):
                 continue
             k = row["kandinsky"]
-            who = "all evaluation rows" if row["group"] == "all" else row["group"]
+            who = "all evaluation rows" if row["kind"] == "overall" else row["group"]
             checks.append(
                 Check(
                     f"Coverage: {who}",
@@ -263,11 +272,12 @@ class UncertaintySection(Section):
             "interval (no correction for the number of groups).",
         ]
         if small:
+            listed = ", ".join(f"{t['group']} ({t['n_cal']}/{t['n_eval']})" for t in too_small[:_LIST])
+            more = f" and {len(small) - _LIST} more (all in report.json)" if len(small) > _LIST else ""
             notes.append(
-                "Too small to calibrate or judge (fewer than "
-                f"{self.min_group} calibration or evaluation rows): "
-                + ", ".join(f"{t['group']} ({t['n_cal']}/{t['n_eval']})" for t in too_small)
-                + "; their rows still count in the overall figures."
+                f"Too small to calibrate or judge (fewer than {self.min_group} calibration or evaluation "
+                f"rows; calibration/evaluation rows shown): {listed}{more}; their rows still count in "
+                "the overall figures."
             )
         figures: dict[str, Any] = {
             "released": True,
