@@ -19,6 +19,7 @@ def test_public_names_are_exactly_the_documented_set() -> None:
             "TreeArrays",
             "TreeEnsemble", "VerifiableExplanation", "VerificationReport", "ZKExplanationProof",
             "ZKPublic", "ZKSetup", "brace", "brace_path", "causal_recourse", "check_certificate",
+            "coef_intercept",
             "commit_model", "counterfactual_metrics", "counterfactuals", "deep_backtracking",
             "default_action_set", "derive_seed", "ensemble_from_model", "find_border_point",
             "has_recourse", "linearize", "max_reachable_score", "prove_explanation", "recourse_check",

@@ -4,6 +4,7 @@ See ``docs/explain/`` for one page per method. The zero-knowledge backend
 (``zk_*``) imports ezkl, onnx and torch only when called (``pip install "trustlab[zk]"``).
 """
 
+from trustlab.explain._linear import coef_intercept
 from trustlab.explain._trees import (
     TreeArrays,
     TreeEnsemble,
@@ -94,6 +95,7 @@ __all__ = [
     "brace_path",
     "causal_recourse",
     "check_certificate",
+    "coef_intercept",
     "commit_model",
     "counterfactual_metrics",
     "counterfactuals",

@@ -225,8 +225,7 @@ class ExplainSection(Section):
         return not ctx.private
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
-        from trustlab.explain import FastPD
-        from trustlab.explain._linear import coef_intercept
+        from trustlab.explain import FastPD, coef_intercept
 
         pre, est = _split_pipeline(ctx.model)
         X = ctx.X_test
