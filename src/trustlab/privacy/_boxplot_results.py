@@ -40,6 +40,10 @@ class BoxplotStats:
         The underlying releases, for the ledger; their epsilons sum to ``epsilon``.
     notes : tuple of str
         Plain-language caveats (clipping, budget split, where ``n`` came from).
+
+    See Also
+    --------
+    trustlab.privacy.dp_boxplot_stats : Builds this result from a private sample.
     """
 
     whisker_lo: float
@@ -73,7 +77,16 @@ class BoxplotStats:
         return np.array([self.whisker_lo, self.q1, self.median, self.q3, self.whisker_hi])
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-type summary (no releases)."""
+        """Plain-type summary (no releases).
+
+        Returns
+        -------
+        dict
+            The five numbers, the outlier shares and displayed counts
+            (``count_lo``, ``count_hi``), ``n``, ``epsilon``, ``method`` and ``notes``
+            as floats, ints, strings and lists (JSON-serialisable). The extremes
+            ``qmin``/``qmax`` and the releases are left out.
+        """
         return {
             "whisker_lo": float(self.whisker_lo),
             "q1": float(self.q1),
@@ -123,6 +136,10 @@ class GroupedBoxplots(Mapping[Any, BoxplotStats]):
         their epsilons sum to ``epsilon``.
     notes : tuple of str
         Plain-language caveats.
+
+    See Also
+    --------
+    trustlab.privacy.grouped_dp_boxplot : Builds this result from a private column.
     """
 
     boxes: Mapping[Any, BoxplotStats]
@@ -146,7 +163,15 @@ class GroupedBoxplots(Mapping[Any, BoxplotStats]):
         return len(self.boxes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-type summary: every group's size, and the boxes drawn."""
+        """Plain-type summary: every group's size, and the boxes drawn.
+
+        Returns
+        -------
+        dict
+            ``categories``, ``sizes`` and ``too_small`` keyed by ``str(label)``, the
+            threshold, ``epsilon``, ``neighbouring``, ``boxes`` (label to
+            :meth:`BoxplotStats.to_dict`) and ``notes``; JSON-serialisable, no releases.
+        """
         return {
             "categories": [str(c) for c in self.categories],
             "sizes": {str(k): float(v) for k, v in self.sizes.items()},
@@ -166,10 +191,34 @@ def boxplot_distance(a: BoxplotStats, b: BoxplotStats) -> dict[str, float]:
     ``location = |median_a - median_b|``, ``scale = |IQR_a - IQR_b|``,
     ``skewness`` is the L1 distance of the two whisker-to-box lengths and
     ``tails`` the L1 distance of the two outlier shares (the paper's metrics).
+    Post-processing of two released boxplots: it costs no privacy budget.
+
+    Parameters
+    ----------
+    a, b : BoxplotStats
+        The two boxplots to compare (e.g. a DP boxplot and the exact one).
+
+    Returns
+    -------
+    dict of str to float
+        ``"location"``, ``"scale"`` and ``"skewness"`` in the data's units,
+        ``"tails"`` as a share in ``[0, 2]``.
+
+    Raises
+    ------
+    ParameterError
+        When ``a`` or ``b`` is not a :class:`BoxplotStats`.
 
     References
     ----------
     Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
+
+    Examples
+    --------
+    >>> a = BoxplotStats(0.0, 1.0, 2.0, 3.0, 4.0, 0.0, 0.0, 100, 0.0, 4.0, 1.0, "exact")
+    >>> b = BoxplotStats(0.0, 1.5, 2.5, 3.0, 5.0, 0.05, 0.0, 100, 0.0, 5.0, 1.0, "exact")
+    >>> boxplot_distance(a, b)
+    {'location': 0.5, 'scale': 0.5, 'skewness': 1.5, 'tails': 0.05}
     """
     for name, s in (("a", a), ("b", b)):
         if not isinstance(s, BoxplotStats):

@@ -60,6 +60,17 @@ class DSINoise:
     converged : bool
         Whether the paper's stopping rule was met (KKT residual ``< tol`` and
         largest constraint within ``1e-3`` of its bound) before ``max_iter``.
+
+    See Also
+    --------
+    trustlab.privacy.dsi_gaussian_covariance : Solves for this noise and builds it.
+
+    Examples
+    --------
+    >>> from trustlab.privacy import dsi_gaussian_covariance
+    >>> noise = dsi_gaussian_covariance([[1.0, 0.0], [0.0, 2.0]])
+    >>> noise.dim, noise.rank, noise.sample(3, noise_multiplier=2.0).shape
+    (2, 2, (3, 2))
     """
 
     basis: np.ndarray
@@ -86,7 +97,21 @@ class DSINoise:
         return int(self.basis.shape[1] + self.floor_basis.shape[1])
 
     def covariance(self) -> np.ndarray:
-        """Return the ``d x d`` covariance matrix (dense; for small ``d``)."""
+        """Return the ``d x d`` covariance matrix (dense; for small ``d``).
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+            ``Sigma = B L L' B' + floor_std^2 P P'``, the covariance of one draw at
+            noise multiplier 1 (multiply by ``noise_multiplier**2`` for a release).
+            Singular when the differences do not span all ``d`` directions.
+
+        Examples
+        --------
+        >>> from trustlab.privacy import dsi_gaussian_covariance
+        >>> dsi_gaussian_covariance([[1.0, 0.0, 0.0]]).covariance().round(6).tolist()
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+        """
         half = self.basis @ self.chol
         cov = half @ half.T
         if self.floor_basis.shape[1]:
@@ -98,6 +123,30 @@ class DSINoise:
 
         A difference with a component outside the noise's span gets ``inf``: the
         two outputs would then be distinguishable with certainty.
+
+        Parameters
+        ----------
+        differences : array-like of shape (n, d)
+            Outcome differences, one per row, in the data's units.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The squared Mahalanobis norms at noise multiplier 1 (divide by
+            ``noise_multiplier**2`` for a release); at most the budget ``b_i`` for
+            each difference the noise was built for.
+
+        Raises
+        ------
+        DataError
+            When ``differences`` is not a 2-D numeric array with ``d`` columns.
+
+        Examples
+        --------
+        >>> from trustlab.privacy import dsi_gaussian_covariance
+        >>> noise = dsi_gaussian_covariance([[1.0, 0.0, 0.0]])
+        >>> noise.mahalanobis([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]).round(6).tolist()
+        [1.0, inf]
         """
         diffs = check_numeric_array(differences, "differences", ndim=2)
         if diffs.shape[1] != self.dim:

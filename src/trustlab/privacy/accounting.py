@@ -45,6 +45,33 @@ class LedgerEntry:
     the accountant's total epsilon that the release caused (the entries add up to
     :attr:`Accountant.spent_epsilon`), and ``delta`` is the release's own delta (0 for
     Gaussian and zCDP releases, which share the accountant's delta).
+
+    Attributes
+    ----------
+    section : str
+        Name of the (sub-)budget that was charged (:attr:`Accountant.name`).
+    description : str
+        What was released, as the caller described it.
+    mechanism : str
+        The mechanism that produced the release (may be empty).
+    epsilon : float
+        Epsilon the release cost: its own epsilon under ``"basic"`` composition, the
+        increase of the total epsilon under a tight one.
+    delta : float
+        Delta the release cost (0 for Gaussian and zCDP releases under a tight
+        composition).
+
+    See Also
+    --------
+    Accountant.ledger : The list of entries an accountant built.
+
+    Examples
+    --------
+    >>> acc = Accountant(1.0)
+    >>> acc.spend(0.25, description="row count", mechanism="discrete Laplace")
+    >>> entry = acc.ledger()[0]
+    >>> entry.section, entry.description, entry.mechanism, entry.epsilon, entry.delta
+    ('total', 'row count', 'discrete Laplace', 0.25, 0.0)
     """
 
     section: str
@@ -275,6 +302,30 @@ class Accountant:
         Under a tight composition a release with ``delta == 0`` is composed as pure
         ``epsilon``-DP; one with ``delta > 0`` of unknown shape is composed basically
         (``"rdp"``, ``"zcdp"``) or as the worst case of ``(epsilon, delta)``-DP (``"pld"``).
+
+        Parameters
+        ----------
+        epsilon : float
+            Epsilon of the release (its own guarantee, not a share of the total).
+        delta : float, default 0.0
+            Delta of the release; 0 for pure epsilon-DP.
+        description : str
+            What was released; appears in the ledger and in error messages.
+        mechanism : str, default ""
+            The mechanism's name, for the ledger.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the release would bring the spent epsilon or delta over the total;
+            nothing is charged then.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0)
+        >>> acc.spend(0.3, description="mean income")
+        >>> round(acc.spent_epsilon, 6), round(acc.remaining_epsilon, 6)
+        (0.3, 0.7)
         """
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta)
@@ -303,6 +354,36 @@ class Accountant:
         ``delta`` to spend on it: it is charged as ``(epsilon, delta)`` with the tight
         epsilon of the Gaussian (``dp_accounting.get_epsilon_gaussian``; ``count`` runs
         are one Gaussian with multiplier ``sigma / (sensitivity sqrt(count))``).
+
+        Parameters
+        ----------
+        sigma : float
+            Standard deviation of the Gaussian noise, in the units of the released value.
+        sensitivity : float, default 1.0
+            L2 sensitivity of the released value (same units as ``sigma``).
+        count : int, default 1
+            Number of runs of the mechanism with this noise (composed together).
+        description : str
+            What was released; appears in the ledger and in error messages.
+        mechanism : str, default "Gaussian"
+            The mechanism's name, for the ledger.
+        delta : float or None, default None
+            Under ``"basic"`` composition: the delta to spend (required, > 0). Under a
+            tight composition: must be left out (the accountant's delta is used).
+
+        Raises
+        ------
+        BudgetExceededError
+            When the release would exceed the budget; nothing is charged then.
+        ParameterError
+            When ``delta`` is missing under ``"basic"`` or given under a tight composition.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0, 1e-6, composition="zcdp")
+        >>> acc.spend_gaussian(20.0, sensitivity=1.0, description="noisy sum")
+        >>> 0 < acc.spent_epsilon < 1.0, acc.spent_delta
+        (True, 1e-06)
         """
         sigma = check_positive(sigma, "sigma")
         sensitivity = check_positive(sensitivity, "sensitivity")
@@ -346,6 +427,33 @@ class Accountant:
         order). Under ``"basic"`` pass the ``delta`` to spend: it is charged as the
         ``(epsilon, delta)`` that ``dp-accounting`` converts ``rho`` to. ``"pld"`` has no
         zCDP event: use ``"rdp"`` or ``"zcdp"``.
+
+        Parameters
+        ----------
+        rho : float
+            The release's zCDP parameter (Bun and Steinke, TCC 2016), > 0.
+        description : str
+            What was released; appears in the ledger and in error messages.
+        mechanism : str, default "zCDP"
+            The mechanism's name, for the ledger.
+        delta : float or None, default None
+            Under ``"basic"`` composition: the delta to spend (required, > 0). Under
+            ``"zcdp"`` and ``"rdp"``: must be left out (the accountant's delta is used).
+
+        Raises
+        ------
+        BudgetExceededError
+            When the release would exceed the budget; nothing is charged then.
+        ParameterError
+            Under ``"pld"``, or when ``delta`` is missing under ``"basic"`` or given
+            under a tight composition.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0, 1e-6, composition="zcdp")
+        >>> acc.spend_zcdp(0.001, description="noisy histogram")
+        >>> 0 < acc.spent_epsilon < 1.0
+        True
         """
         rho = check_positive(rho, "rho")
         what = f"{mechanism} (rho={rho:.4g})"
@@ -381,6 +489,31 @@ class Accountant:
         ``"rdp"`` takes any event dp-accounting's RdpAccountant supports under
         add/remove-one neighbours; ``"zcdp"`` takes ``ZCDpEvent`` and ``GaussianDpEvent``;
         ``"pld"`` takes ``GaussianDpEvent`` and ``LaplaceDpEvent``. ``"basic"`` takes none.
+
+        Parameters
+        ----------
+        event : dp_accounting.DpEvent
+            The event that describes the release (noise multipliers are relative to
+            the sensitivity, as in ``dp-accounting``).
+        description : str
+            What was released; appears in the ledger and in error messages.
+        mechanism : str, default ""
+            The mechanism's name, for the ledger (default: the event's class name).
+
+        Raises
+        ------
+        BudgetExceededError
+            When the release would exceed the budget; nothing is charged then.
+        ParameterError
+            When ``event`` is not a ``DpEvent`` or this composition cannot account it.
+
+        Examples
+        --------
+        >>> from dp_accounting import dp_event
+        >>> acc = Accountant(2.0, 1e-6, composition="rdp")
+        >>> acc.spend_event(dp_event.GaussianDpEvent(10.0), description="noisy sum")
+        >>> acc.ledger()[0].mechanism
+        'GaussianDpEvent'
         """
         from dp_accounting import dp_event
         from dp_accounting.rdp import RdpAccountant
@@ -499,6 +632,30 @@ class Accountant:
         noise multiplier ``noise_scale / sensitivity``, a ``"pure"`` or
         ``"approximate"`` one by its ``(epsilon, delta)``; basic composition charges
         every release its ``(epsilon, delta)``.
+
+        Parameters
+        ----------
+        release : Release
+            A finished differentially private release.
+
+        Returns
+        -------
+        Release
+            ``release`` itself, unchanged, once charged.
+
+        Raises
+        ------
+        BudgetExceededError
+            When the release would exceed the budget; nothing is charged then.
+        ParameterError
+            When the release is not differentially private.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0)
+        >>> r = acc.record(Release(3.0, 0.5, description="noisy count"))
+        >>> r.value, round(acc.remaining_epsilon, 6)
+        (3.0, 0.5)
         """
         item, epsilon, delta = self._item(release)
         if item is None:
@@ -516,7 +673,35 @@ class Accountant:
     def child(self, epsilon: float, name: str, delta: float = 0.0) -> Accountant:
         """Reserve ``epsilon`` (and ``delta``) from this budget for a named sub-budget.
 
-        The child uses this accountant's composition inside its share.
+        The child uses this accountant's composition inside its share. The share is
+        charged here at once (whether or not the child spends it) and is composed
+        with its siblings by basic composition.
+
+        Parameters
+        ----------
+        epsilon : float
+            Epsilon reserved for the child.
+        name : str
+            The child's name (its ledger section).
+        delta : float, default 0.0
+            Delta reserved for the child.
+
+        Returns
+        -------
+        Accountant
+            A new accountant whose total is the reserved ``(epsilon, delta)``.
+
+        Raises
+        ------
+        BudgetExceededError
+            When this accountant has less than ``(epsilon, delta)`` left.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0)
+        >>> fit = acc.child(0.25, "fit")
+        >>> fit.total_epsilon, round(acc.remaining_epsilon, 6)
+        (0.25, 0.75)
         """
         epsilon = check_epsilon(epsilon)
         delta = check_delta(delta)
@@ -529,7 +714,23 @@ class Accountant:
         return sub
 
     def ledger(self) -> list[LedgerEntry]:
-        """Every release charged here or in a child, in order of sub-budget then time."""
+        """Every release charged here or in a child, in order of sub-budget then time.
+
+        Returns
+        -------
+        list of LedgerEntry
+            This accountant's own entries in the order they were charged, then each
+            child's ledger in the order the children were made. A child's
+            reservation is not an entry; what the child spent is.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0)
+        >>> acc.child(0.5, "data").spend(0.5, description="count")
+        >>> acc.spend(0.25, description="mean")
+        >>> [(e.section, e.description) for e in acc.ledger()]
+        [('total', 'mean'), ('data', 'count')]
+        """
         entries = list(self._entries)
         for sub in self._children:
             entries.extend(sub.ledger())
@@ -539,6 +740,32 @@ class Accountant:
         """Reserve the whole remaining budget for children in proportion to ``weights``.
 
         The last child gets exactly what is left, so the shares sum to the total.
+        Under ``"basic"`` composition only epsilon is split (the children get no
+        delta); under a tight composition the remaining delta is split like epsilon.
+
+        Parameters
+        ----------
+        weights : dict of str to float
+            Child name to positive, finite weight; shares are proportional to weights.
+
+        Returns
+        -------
+        dict of str to Accountant
+            The children, by name, in the order of ``weights``.
+
+        Raises
+        ------
+        BudgetExceededError
+            When ``weights`` is empty or a weight is not positive and finite.
+
+        Examples
+        --------
+        >>> acc = Accountant(1.0)
+        >>> parts = acc.split({"fit": 3, "evaluate": 1})
+        >>> {k: round(v.total_epsilon, 6) for k, v in parts.items()}
+        {'fit': 0.75, 'evaluate': 0.25}
+        >>> acc.remaining_epsilon
+        0.0
         """
         if not weights or any(not (w > 0 and math.isfinite(w)) for w in weights.values()):
             raise BudgetExceededError(f"split weights must be positive, got {weights}.", argument="weights")

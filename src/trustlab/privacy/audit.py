@@ -42,6 +42,10 @@ class AuditResult:
         One minus the confidence level.
     delta : float
         The delta subtracted in the bound.
+
+    See Also
+    --------
+    audit_epsilon : Runs the audit and builds this result.
     """
 
     epsilon_lower: float
@@ -53,7 +57,40 @@ class AuditResult:
 
 
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
-    """Two one-sided ``1 - alpha/2`` Clopper-Pearson bounds on a binomial proportion."""
+    """Two one-sided ``1 - alpha/2`` Clopper-Pearson bounds on a binomial proportion.
+
+    Exact (beta-quantile) bounds: ``P[p < lo] <= alpha / 2`` and ``P[p > hi] <= alpha / 2``,
+    so ``[lo, hi]`` covers the true proportion with probability at least ``1 - alpha``.
+    ``lo`` is 0 when ``k == 0`` and ``hi`` is 1 when ``k == n``.
+
+    Parameters
+    ----------
+    k : int
+        Number of successes, ``0 <= k <= n``.
+    n : int
+        Number of trials, ``>= 1``.
+    alpha : float
+        One minus the two-sided confidence level, in ``(0, 1)``.
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)``, the lower and upper bounds on the proportion.
+
+    References
+    ----------
+    Clopper, Pearson. "The Use of Confidence or Fiducial Limits Illustrated in the
+    Case of the Binomial". Biometrika 1934.
+
+    Examples
+    --------
+    >>> lo, hi = clopper_pearson(0, 10, 0.05)
+    >>> lo, round(hi, 4)
+    (0.0, 0.3085)
+    >>> lo, hi = clopper_pearson(50, 100, 0.05)
+    >>> lo < 0.5 < hi
+    True
+    """
     lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lo, hi

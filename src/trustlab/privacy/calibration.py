@@ -99,6 +99,30 @@ def check_gaussian_delta(delta: float) -> float:
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest Gaussian noise std giving ``(epsilon, delta)``-DP at an L2 ``sensitivity``.
 
+    Solves Balle and Wang's exact condition ``gaussian_delta(epsilon, sensitivity / sigma)
+    = delta`` for ``sigma`` (Brent's method) and inflates the root by a relative
+    ``1e-9``, so that root-finding error can only make the release more private.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon.
+    delta : float
+        Target delta, in ``(0, 1)``.
+    sensitivity : float, default 1.0
+        L2 sensitivity of the query, in the query's units.
+
+    Returns
+    -------
+    float
+        The noise standard deviation, in the query's units (proportional to
+        ``sensitivity``).
+
+    References
+    ----------
+    Balle, Wang. "Improving the Gaussian Mechanism for Differential Privacy:
+    Analytical Calibration and Optimal Denoising". ICML 2018.
+
     Examples
     --------
     >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 4)
@@ -119,6 +143,28 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
     """The smallest epsilon for which Gaussian noise of std ``sigma`` is ``(epsilon, delta)``-DP.
+
+    The inverse of :func:`analytic_gaussian_sigma` in epsilon (Balle and Wang's exact
+    privacy profile).
+
+    Parameters
+    ----------
+    sigma : float
+        Noise standard deviation, in the query's units.
+    delta : float
+        Target delta, in ``(0, 1)``.
+    sensitivity : float, default 1.0
+        L2 sensitivity of the query, in the same units as ``sigma``.
+
+    Returns
+    -------
+    float
+        The epsilon at ``delta``; 0 when the noise already gives ``(0, delta)``-DP.
+
+    References
+    ----------
+    Balle, Wang. "Improving the Gaussian Mechanism for Differential Privacy:
+    Analytical Calibration and Optimal Denoising". ICML 2018.
 
     Examples
     --------

@@ -101,7 +101,31 @@ class DSIAccountant:
         self.method = check_choice(method, "method", _ACCOUNTING)
 
     def epsilon(self, noise_multiplier: float, compositions: int = 1) -> float:
-        """Return the epsilon of ``compositions`` releases at ``noise_multiplier``."""
+        """Return the epsilon of ``compositions`` releases at ``noise_multiplier``.
+
+        The DSI guarantee (against the listed references only, not differential
+        privacy) at this accountant's ``delta``.
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            The multiplier ``sigma_m > 0`` of every release.
+        compositions : int, default 1
+            Number of releases composed.
+
+        Returns
+        -------
+        float
+            The epsilon at ``delta`` (``"analytic"``: exact; ``"rdp"``: the paper's
+            looser conversion).
+
+        Examples
+        --------
+        >>> round(DSIAccountant().epsilon(3.7306), 3)
+        1.0
+        >>> DSIAccountant().epsilon(3.7306, compositions=4) > 1.0
+        True
+        """
         sigma = check_positive(noise_multiplier, "noise_multiplier")
         k = check_positive_int(compositions, "compositions")
         if self.method == "rdp":
@@ -110,7 +134,26 @@ class DSIAccountant:
         return analytic_gaussian_epsilon(sigma, self.delta, math.sqrt(k))
 
     def noise_multiplier(self, epsilon: float, compositions: int = 1) -> float:
-        """Return the smallest ``sigma_m`` that gives ``(epsilon, delta)`` after ``compositions`` steps."""
+        """Return the smallest ``sigma_m`` that gives ``(epsilon, delta)`` after ``compositions`` steps.
+
+        Parameters
+        ----------
+        epsilon : float
+            Target epsilon of the whole composition, at this accountant's ``delta``.
+        compositions : int, default 1
+            Number of releases, each with the returned multiplier.
+
+        Returns
+        -------
+        float
+            The noise multiplier ``sigma_m``; scales as ``sqrt(compositions)``.
+
+        Examples
+        --------
+        >>> acc = DSIAccountant()
+        >>> round(acc.noise_multiplier(1.0, compositions=4) / acc.noise_multiplier(1.0), 6)
+        2.0
+        """
         eps = check_epsilon(epsilon)
         k = check_positive_int(compositions, "compositions")
         if self.method == "rdp":

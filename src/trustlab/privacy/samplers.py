@@ -160,6 +160,27 @@ def add_discrete_gaussian(values: Any, scale: float) -> np.ndarray:
     integer query of L2 sensitivity ``s`` the release is ``rho``-zCDP with
     ``rho = s**2 / (2 scale**2)``. Arithmetic as in :func:`add_discrete_laplace`.
 
+    Parameters
+    ----------
+    values : int or array-like of int
+        The exact integer query answers (floats are accepted only when they are
+        whole numbers).
+    scale : float
+        Noise scale (the std of the underlying continuous Gaussian),
+        ``0 <= scale <= MAX_INTEGER_SCALE``; 0 returns ``values`` unchanged.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``values`` plus noise, in ``values``' shape (saturated at the int64 limits).
+
+    Raises
+    ------
+    ParameterError
+        When ``scale`` is negative, not finite or above ``MAX_INTEGER_SCALE``.
+    DataError
+        When ``values`` are not integers or exceed the 64-bit range.
+
     References
     ----------
     Canonne, Kamath, Steinke. "The Discrete Gaussian for Differential Privacy".
@@ -178,6 +199,19 @@ def discrete_laplace(scale: float, size: int) -> np.ndarray:
 
     Noise alone, for tests and simulations. To release a query, pass its value to
     :func:`add_discrete_laplace` instead, so that the sum is formed exactly.
+
+    Parameters
+    ----------
+    scale : float
+        Noise scale: ``P(k)`` is proportional to ``exp(-|k| / scale)``,
+        ``0 <= scale <= MAX_INTEGER_SCALE``.
+    size : int
+        Number of draws, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``size`` independent draws (unseeded).
 
     References
     ----------
@@ -198,6 +232,19 @@ def discrete_gaussian(scale: float, size: int) -> np.ndarray:
 
     Noise alone, for tests and simulations; release queries with
     :func:`add_discrete_gaussian`.
+
+    Parameters
+    ----------
+    scale : float
+        Noise scale: ``P(k)`` is proportional to ``exp(-k**2 / (2 scale**2))``,
+        ``0 <= scale <= MAX_INTEGER_SCALE``.
+    size : int
+        Number of draws, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``size`` independent draws (unseeded).
 
     References
     ----------
@@ -287,7 +334,36 @@ def add_laplace(values: Any, scale: float, *, k: int) -> np.ndarray:
 def add_gaussian(values: Any, scale: float, *, k: int) -> np.ndarray:
     """Add Gaussian noise of std ``scale`` to float ``values``, outputs on the grid ``2**k`` (OpenDP).
 
-    As :func:`add_laplace`: L2 sensitivity ``s`` becomes ``s + grid_slack(k, size, "l2")``.
+    As :func:`add_laplace`: each value is rounded to the nearest multiple of ``2**k``
+    and the noise is sampled exactly on that grid, so an L2 sensitivity ``s`` becomes
+    ``s + grid_slack(k, size, "l2")``; the release is then the Gaussian mechanism with
+    noise multiplier ``scale / (s + grid_slack(k, size, "l2"))``.
+
+    Parameters
+    ----------
+    values : float or array-like of float
+        Finite query answers.
+    scale : float
+        Standard deviation of the noise, ``>= 0``; 0 only rounds to the grid.
+    k : int
+        Output grid exponent in ``[-1074, 1023]``: outputs are multiples of ``2**k``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        ``values`` plus noise, in ``values``' shape, every entry a multiple of ``2**k``.
+
+    Raises
+    ------
+    ParameterError
+        When ``scale`` is negative or not finite, or ``k`` is out of range.
+    DataError
+        When ``values`` contain NaN, infinite or non-numeric entries.
+
+    References
+    ----------
+    Mironov. "On Significance of the Least Significant Bits for Differential
+    Privacy". CCS 2012.
 
     Examples
     --------
@@ -322,6 +398,24 @@ def laplace(scale: float, size: int) -> np.ndarray:
 
     For tests and simulations. Adding these to data in floating point yourself
     brings back the low-bit leak; release values with :func:`add_laplace`.
+
+    Parameters
+    ----------
+    scale : float
+        Laplace scale ``b >= 0`` (density proportional to ``exp(-|x| / b)``).
+    size : int
+        Number of draws, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        ``size`` independent draws (unseeded).
+
+    Examples
+    --------
+    >>> z = laplace(1.0, 4)
+    >>> z.shape, z.dtype
+    ((4,), dtype('float64'))
     """
     scale = _check_scale(scale)
     size = check_positive_int(size, "size", minimum=0)
@@ -339,6 +433,24 @@ def gaussian(scale: float, size: int) -> np.ndarray:
 
     For tests, simulations and non-DP randomisation (e.g. DSI noise); release values
     under DP with :func:`add_gaussian`.
+
+    Parameters
+    ----------
+    scale : float
+        Standard deviation, ``>= 0``.
+    size : int
+        Number of draws, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        ``size`` independent draws (unseeded).
+
+    Examples
+    --------
+    >>> z = gaussian(2.0, 5)
+    >>> z.shape, bool(((z > -100) & (z < 100)).all())
+    ((5,), True)
     """
     scale = _check_scale(scale)
     size = check_positive_int(size, "size", minimum=0)
@@ -405,6 +517,18 @@ def bernoulli(prob: float, size: int) -> np.ndarray:
     ones and flipping with probability ``1 - prob`` (exact in floating point for
     ``prob >= 1/2``, Sterbenz), or from zeros and flipping with probability ``prob``,
     gives exact Bernoulli draws. This is the coin of randomized response.
+
+    Parameters
+    ----------
+    prob : float
+        Probability of ``True``, in ``[0, 1]``.
+    size : int
+        Number of coins, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        ``size`` independent coins (unseeded).
 
     Examples
     --------
@@ -473,6 +597,22 @@ def exponential_select(log_weights: Any) -> int:
     with probability proportional to its total weight (a floating-point log-sum-exp),
     then an entry inside it (``P(block) P(i | block) = P(i)``), recursively, so that each
     Gumbel-max draw through OpenDP sees at most a few hundred scores.
+
+    Parameters
+    ----------
+    log_weights : array-like of float
+        Non-empty log-weights (unnormalised log-probabilities); ``-inf`` allowed,
+        NaN and ``+inf`` not, and at least one entry must be finite.
+
+    Returns
+    -------
+    int
+        The drawn index into the flattened ``log_weights``.
+
+    Raises
+    ------
+    ParameterError
+        When ``log_weights`` is empty, holds NaN or ``+inf``, or has no finite entry.
 
     References
     ----------
