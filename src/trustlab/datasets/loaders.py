@@ -29,11 +29,28 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
         it: whether the table has rows is a fact about the rows, which must not decide
         whether the command fails.
 
+    Returns
+    -------
+    pandas.DataFrame
+        The table, text columns as ``category``. A first column named ``Unnamed: 0``
+        that is unique and increasing (an index written out by pandas or R) is dropped.
+
     Raises
     ------
     DataError
-        If the file does not exist, has an unknown extension, cannot be parsed,
-        or has no rows (unless ``allow_empty``).
+        If the file does not exist, is a folder, has an unknown extension, cannot be
+        parsed, or has no rows (unless ``allow_empty``); ``argument="data"``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "people.csv"
+    ...     pd.DataFrame({"age": [30, 41], "sex": ["f", "m"]}).to_csv(path, index=False)
+    ...     df = load_table(path)
+    >>> df.shape, [str(t) for t in df.dtypes]
+    ((2, 2), ['int64', 'category'])
     """
     p = Path(path)
     if not p.exists():

@@ -33,12 +33,37 @@ ACTIONABLE = ("any", "increase", "decrease", "no")
 class ColumnSpec:
     """Public facts about one column: numeric with ``bounds``, or categorical with ``categories``.
 
-    ``actionable`` (optional, one of :data:`ACTIONABLE`) says how a person may change the
-    column; the audit's recourse check uses it (None: the check's default). ``integer``
-    (numeric columns only) says the column holds whole numbers, so DP quantiles may use
-    an integer grid. ``review`` is a note for the person who checks the schema (a draft
-    from :func:`trustlab.datasets.draft_schema` marks every entry it estimated from the
-    data); it changes nothing in the audit.
+    Built by :meth:`Schema.from_dict`, which checks every field; the constructor itself
+    checks nothing.
+
+    Attributes
+    ----------
+    name : str
+        The column's name.
+    bounds : (float, float) or None
+        Public ``(lower, upper)`` of a numeric column; None for a categorical one.
+    categories : tuple or None
+        The public category set of a categorical column, in declared order; None for a
+        numeric one.
+    description : str
+        Free text about the column ("" when none).
+    actionable : str or None
+        How a person may change the column (one of :data:`ACTIONABLE`); the audit's
+        recourse check uses it (None: the check's default).
+    integer : bool or None
+        Numeric columns only: the column holds whole numbers, so DP quantiles may use
+        an integer grid (None: not declared).
+    review : str
+        A note for the person who checks the schema (a draft from
+        :func:`trustlab.datasets.draft_schema` marks every entry it estimated from the
+        data); it changes nothing in the audit.
+
+    Examples
+    --------
+    >>> ColumnSpec("age", bounds=(18.0, 99.0)).kind
+    'numeric'
+    >>> ColumnSpec("sex", categories=("f", "m")).kind
+    'categorical'
     """
 
     name: str
@@ -51,6 +76,7 @@ class ColumnSpec:
 
     @property
     def kind(self) -> str:
+        """``"numeric"`` when the column has ``bounds``, else ``"categorical"``."""
         return "numeric" if self.bounds is not None else "categorical"
 
 
@@ -58,9 +84,19 @@ class ColumnSpec:
 class Schema:
     """A mapping from column name to its public :class:`ColumnSpec`.
 
-    ``epsilon_spent`` and ``delta_spent`` record the privacy budget spent to draft the
-    schema from the data (zero when it was declared from public knowledge); a private
-    audit that uses it spends this on top of its own ``epsilon`` (basic composition).
+    Build one with :meth:`from_dict` or :meth:`from_json`, which check every entry.
+
+    Attributes
+    ----------
+    columns : Mapping of str to ColumnSpec
+        Each declared column's public facts, keyed by column name (empty by default).
+    source : str
+        Where the schema came from, shown in the report (default ``"declared by the
+        user"``; :meth:`from_json` writes ``"declared in FILE"``).
+    epsilon_spent, delta_spent : float
+        The privacy budget spent to draft the schema from the data (zero when it was
+        declared from public knowledge); a private audit that uses it spends this on
+        top of its own ``epsilon`` (basic composition).
 
     Examples
     --------
@@ -79,17 +115,72 @@ class Schema:
         return name in self.columns
 
     def bounds(self, name: str) -> tuple[float, float] | None:
-        """The public bounds of a numeric column, or None when none were declared."""
+        """The public bounds of a numeric column, or None when none were declared.
+
+        Parameters
+        ----------
+        name : str
+            The column name.
+
+        Returns
+        -------
+        (float, float) or None
+            The declared ``(lower, upper)``; None when the column is undeclared or
+            categorical.
+
+        Examples
+        --------
+        >>> s = Schema.from_dict({"columns": {"age": {"bounds": [18, 99]}}})
+        >>> s.bounds("age"), s.bounds("income")
+        ((18.0, 99.0), None)
+        """
         spec = self.columns.get(name)
         return spec.bounds if spec is not None else None
 
     def categories(self, name: str) -> tuple[Any, ...] | None:
-        """The public category set of a categorical column, or None when none was declared."""
+        """The public category set of a categorical column, or None when none was declared.
+
+        Parameters
+        ----------
+        name : str
+            The column name.
+
+        Returns
+        -------
+        tuple or None
+            The declared categories in declared order; None when the column is
+            undeclared or numeric.
+
+        Examples
+        --------
+        >>> s = Schema.from_dict({"columns": {"sex": {"categories": ["f", "m"]}}})
+        >>> s.categories("sex"), s.categories("age")
+        (('f', 'm'), None)
+        """
         spec = self.columns.get(name)
         return spec.categories if spec is not None else None
 
     def actionable(self, name: str) -> str | None:
-        """How a person may change the column (one of :data:`ACTIONABLE`), or None if undeclared."""
+        """How a person may change the column (one of :data:`ACTIONABLE`), or None if undeclared.
+
+        Parameters
+        ----------
+        name : str
+            The column name.
+
+        Returns
+        -------
+        str or None
+            The column's declared ``actionable``; None when the column or its
+            ``actionable`` entry is undeclared.
+
+        Examples
+        --------
+        >>> s = Schema.from_dict({"columns": {"age": {"bounds": [18, 99], "actionable": "increase"},
+        ...                                   "sex": {"categories": ["f", "m"]}}})
+        >>> s.actionable("age"), s.actionable("sex")
+        ('increase', None)
+        """
         spec = self.columns.get(name)
         return spec.actionable if spec is not None else None
 
@@ -103,6 +194,16 @@ class Schema:
         itself, then as text, so ``1``, ``1.0`` and ``"1"`` all match a declared ``1``)
         becomes missing. The result's dtypes depend on the schema alone, never on the
         values: the private audit's structure comes from here.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The table; it is not modified.
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy of ``frame`` with every declared column cast as described above.
 
         Examples
         --------
@@ -148,12 +249,33 @@ class Schema:
         booleans), and optionally ``description`` (text), ``actionable`` (one of
         :data:`ACTIONABLE`), ``integer`` (a boolean, with ``bounds``) and ``review`` (text).
         A top-level ``privacy`` object (``{"epsilon": e, "delta": d}``) records the budget
-        a draft spent reading the data (:func:`trustlab.datasets.draft_schema`).
+        a draft spent reading the data (:func:`trustlab.datasets.draft_schema`), and a
+        top-level ``source`` (text) overrides the ``source`` argument.
+
+        Parameters
+        ----------
+        raw : Mapping
+            The schema, e.g. parsed from JSON.
+        source : str, default "declared by the user"
+            Where the schema came from, shown in the report (when ``raw`` has no
+            ``source`` of its own).
+
+        Returns
+        -------
+        Schema
+            The checked schema; bounds are floats, categories tuples.
 
         Raises
         ------
         DataError
             With ``argument="schema"``, naming the column and what to write instead.
+
+        Examples
+        --------
+        >>> s = Schema.from_dict({"columns": {"age": {"bounds": [18, 99], "integer": True}}})
+        >>> spec = s.columns["age"]
+        >>> spec.kind, spec.bounds, spec.integer
+        ('numeric', (18.0, 99.0), True)
         """
         cols = raw.get("columns") if isinstance(raw, Mapping) else None
         if not isinstance(cols, Mapping):
@@ -175,11 +297,35 @@ class Schema:
     def from_json(cls, path: str | Path) -> Schema:
         """Read a schema from a UTF-8 JSON file (see :meth:`from_dict` for the format).
 
+        A byte-order mark is accepted; files over 16 MiB are refused.
+
+        Parameters
+        ----------
+        path : str or Path
+            The JSON file.
+
+        Returns
+        -------
+        Schema
+            The checked schema, with ``source`` ``"declared in FILE"`` unless the file
+            gives its own ``source``.
+
         Raises
         ------
         DataError
-            If the file is missing, a folder, unreadable, not UTF-8, not JSON or not a
-            schema (``argument="schema"``).
+            If the file is missing, a folder, too large, unreadable, not UTF-8, not JSON
+            or not a schema (``argument="schema"``).
+
+        Examples
+        --------
+        >>> import json, tempfile
+        >>> from pathlib import Path
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = Path(tmp) / "schema.json"
+        ...     _ = path.write_text(json.dumps({"columns": {"sex": {"categories": ["f", "m"]}}}))
+        ...     s = Schema.from_json(path)
+        >>> s.categories("sex"), s.source
+        (('f', 'm'), 'declared in schema.json')
         """
         p = Path(path)
         if not p.exists():
@@ -219,7 +365,24 @@ class Schema:
         return cls.from_dict(raw, source=f"declared in {p.name}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The schema as JSON-ready types, in the format :meth:`from_dict` reads."""
+        """The schema as JSON-ready types, in the format :meth:`from_dict` reads.
+
+        Returns
+        -------
+        dict
+            ``{"source": ..., "columns": {name: entry}}``, plus ``"privacy"`` when the
+            schema records a budget spent drafting it; optional fields appear only when
+            set. ``Schema.from_dict(s.to_dict())`` equals ``s``.
+
+        Examples
+        --------
+        >>> s = Schema.from_dict({"columns": {"age": {"bounds": [18, 99]},
+        ...                                   "sex": {"categories": ["f", "m"]}}})
+        >>> s.to_dict()["columns"]
+        {'age': {'bounds': [18.0, 99.0]}, 'sex': {'categories': ['f', 'm']}}
+        >>> Schema.from_dict(s.to_dict()) == s
+        True
+        """
         out: dict[str, Any] = {}
         for name, spec in self.columns.items():
             entry: dict[str, Any] = (
