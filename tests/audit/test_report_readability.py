@@ -250,8 +250,8 @@ def test_categorical_partial_dependence_is_drawn_over_level_names():
 
 
 def test_linear_explanation_reads_the_one_linear_reader(benefits, monkeypatch):
-    """The Explain section reads a linear model through trustlab.explain._linear.coef_intercept."""
-    import trustlab.explain._linear as linear
+    """The Explain section reads a linear model through trustlab.explain.coef_intercept."""
+    import trustlab.explain as linear
 
     calls = []
     original = linear.coef_intercept
