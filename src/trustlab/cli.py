@@ -56,6 +56,7 @@ _FLAGS = {
     "out": "--out",
     "use_sensitive": "--use-sensitive",
     "categorical": "--categorical",
+    "alpha": "--alpha",
 }
 
 
@@ -114,9 +115,12 @@ def audit(
     ] = False,
     test_size: Annotated[float, typer.Option(help="Held-out share for evaluation.")] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the split, model and bootstrap.")] = 0,
+    alpha: Annotated[
+        float, typer.Option(help="Miscoverage of the Uncertainty section's conformal sets (0 < alpha < 1).")
+    ] = 0.1,
 ) -> None:
     """Audit a table and a model; write DIR/report.html and DIR/report.json."""
-    from trustlab.audit import Audit
+    from trustlab.audit import Audit, default_sections
     from trustlab.audit.report import check_out_dir
     from trustlab.datasets import Schema, load_default, load_table
 
@@ -143,7 +147,17 @@ def audit(
                     argument="--sensitive",
                 )
             the_schema = Schema.from_json(schema) if schema else None
+        if not 0.0 < alpha < 1.0:  # NaN fails too
+            raise TrustlabError(
+                f"--alpha must lie strictly between 0 and 1 (e.g. 0.1 for 90% coverage), got {alpha}.",
+                argument="--alpha",
+            )
+        sections = default_sections()
+        for section in sections:
+            if section.name == "uncertainty":
+                section.alpha = alpha  # type: ignore[attr-defined]
         runner = Audit(
+            sections=sections,
             model=model,
             private=private,
             epsilon=epsilon,

@@ -83,7 +83,27 @@ CASES = {
     "ignore the target": (["{d}/t.csv", *T, "--ignore", "label"], "--ignore", "target"),
     "not a number": (["{d}/t.csv", *T, "--test-size", "abc"], None, "--test-size"),
     "unknown flag": (["{d}/t.csv", *T, "--bogus"], None, "--bogus"),
+    "alpha 0": (["{d}/t.csv", *T, "--alpha", "0"], "--alpha", "between 0 and 1"),
+    "alpha 1.5": (["{d}/t.csv", *T, "--alpha", "1.5"], "--alpha", "between 0 and 1"),
+    "alpha nan": (["{d}/t.csv", *T, "--alpha", "nan"], "--alpha", "between 0 and 1"),
 }
+
+
+def test_alpha_reaches_the_uncertainty_section(files, capsys, monkeypatch):
+    """--alpha sets the Uncertainty section's miscoverage (the run is stopped before fitting)."""
+    from trustlab.audit import Audit
+    from trustlab.errors import TrustlabError
+
+    seen = {}
+
+    def stop(self, *args, **kwargs):
+        seen.update({s.name: s for s in self.sections})
+        raise TrustlabError("stopped by the test", argument="--alpha")
+
+    monkeypatch.setattr(Audit, "run", stop)
+    with pytest.raises(SystemExit):
+        main(["audit", f"{files}/t.csv", *T, "--alpha", "0.2"])
+    assert seen["uncertainty"].alpha == 0.2
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
