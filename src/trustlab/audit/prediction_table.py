@@ -196,6 +196,7 @@ class PredictionTable:
 
     @property
     def edges(self) -> np.ndarray:
+        """The score bins' edges: ``counts.shape[-2] + 1`` equally spaced points from 0 to 1."""
         return np.linspace(0.0, 1.0, self.counts.shape[-2] + 1)
 
     def by_attribute(self, attribute: str, counts: np.ndarray | None = None) -> np.ndarray:

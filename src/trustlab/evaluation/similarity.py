@@ -1,6 +1,6 @@
-"""Model similarity from probabilistic outputs: CAPA and error consistency.
+r"""Model similarity from probabilistic outputs: CAPA and error consistency.
 
-CAPA (chance adjusted probabilistic agreement, :math:`\\kappa_p`) compares two models
+CAPA (chance adjusted probabilistic agreement, :math:`\kappa_p`) compares two models
 evaluated on the same multiple-choice items from their probabilities over the options.
 It is near 0 for models whose mistakes are independent given their accuracies, positive
 when they make the same mistakes (including the *same wrong option*), negative when

@@ -90,7 +90,7 @@ def max_reachable_score(
 def has_recourse(
     X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None, method: str = "auto"
 ) -> np.ndarray:
-    """Pointwise recourse verification: can each individual reach a positive prediction?
+    """Pointwise recourse verification: whether each individual can reach a positive prediction.
 
     ``True`` where some allowed action ``a`` gives ``w^T (x + a) + b > 0`` (individuals
     already predicted positive have recourse with ``a = 0``); ``False`` marks a fixed

@@ -72,7 +72,7 @@ def milp_applies(A: ActionSet) -> bool:
 
 
 def box_max_score(A: ActionSet, w: np.ndarray, b: float, lower: np.ndarray, upper: np.ndarray) -> float:
-    """max w^T (x + a) + b over x in the box and the feasible (continuous) actions, by LP."""
+    """Maximise ``w^T (x + a) + b`` over x in the box and the feasible (continuous) actions, by LP."""
     d = len(A)
     Gc, Hc, gc = A.constraint_rows()
     eye = np.eye(d)

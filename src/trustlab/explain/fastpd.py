@@ -1,4 +1,4 @@
-"""FastPD: partial dependence, interventional SHAP and the functional decomposition of trees.
+r"""FastPD: partial dependence, interventional SHAP and the functional decomposition of trees.
 
 The estimator follows Liu et al. (ICML 2025). Partial dependence is linear in the
 model, so for one tree
@@ -6,7 +6,7 @@ model, so for one tree
     v_S(x) = sum over leaves l of c_l * 1[x satisfies l on S ∩ T_l] * p_l(S ∩ T_l),
 
 where ``T_l`` are the distinct features on the path to leaf ``l`` and ``p_l(K)`` is
-the share of background rows that satisfy the path's constraints on ``T_l \\ K``.
+the share of background rows that satisfy the path's constraints on ``T_l \ K``.
 Each leaf is therefore a small cooperative game on its own ``|T_l| <= depth``
 features, and everything FastPD returns (PD functions, the components of the
 functional decomposition, interventional SHAP values) is a sum over leaves of a

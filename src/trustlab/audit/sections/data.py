@@ -42,6 +42,19 @@ class DataSection(Section):
     budget_weight = 0.4
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        """Summarise the table: exactly in raw mode, with DP noise when given a budget.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : Accountant or None
+            The section's share of epsilon in private mode (spent in full), else None.
+
+        Returns
+        -------
+        SectionResult
+        """
         if budget is None:
             return self._raw(ctx)
         return self._private(ctx, budget)
@@ -240,9 +253,11 @@ class DataSection(Section):
 
 
 def model_inputs(ctx: AuditContext) -> dict[str, Any]:
-    """What the model used: its features, the sensitive columns and whether it used them,
-    and the inputs that look like identifiers, codes or weights (public facts only in
-    private mode: see :func:`~trustlab.audit.sections._columns.suspect_columns`)."""
+    """What the model used: its features, the sensitive columns and whether it used them.
+
+    Also lists the inputs that look like identifiers, codes or weights (public facts
+    only in private mode: see :func:`~trustlab.audit.sections._columns.suspect_columns`).
+    """
     return {
         "features": [str(c) for c in ctx.features],
         "sensitive": [str(c) for c in ctx.sensitive],

@@ -225,6 +225,19 @@ class ExplainSection(Section):
         return not ctx.private
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
+        """Explain the model on the held-out rows (raw mode only: see :meth:`applies`).
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : optional
+            Unused (the section runs only outside private mode).
+
+        Returns
+        -------
+        SectionResult
+        """
         from trustlab.explain import FastPD, coef_intercept
 
         pre, est = _split_pipeline(ctx.model)

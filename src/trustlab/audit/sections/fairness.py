@@ -64,8 +64,10 @@ def _differences(
 
 
 class FairnessSection(Section):
-    """Selection rate, TPR, FPR and accuracy by group; demographic-parity and equalized-odds
-    differences, each with a 95% interval and a verdict decided from that interval.
+    """Selection rate, TPR, FPR and accuracy by group, and the gaps between groups.
+
+    The gaps are the demographic-parity and equalized-odds differences, each with a 95%
+    interval and a verdict decided from that interval.
 
     Rates come from the confusion counts of the shared prediction table at the
     threshold 0.5 (exact in raw mode: the threshold is a bin edge; they equal
@@ -83,6 +85,22 @@ class FairnessSection(Section):
     budget_weight = 0.6
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        """Group rates, gaps and their checks from the shared prediction table.
+
+        The table is built once per audit and shared with the Performance section
+        (budget key ``"predictions"``).
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : Accountant or None
+            The section's share of epsilon in private mode (spent in full), else None.
+
+        Returns
+        -------
+        SectionResult
+        """
         key = "prediction_table" if budget is not None else "prediction_table_raw"
         tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
         per_attr: dict[str, dict[str, Any]] = {}

@@ -206,6 +206,22 @@ class PerformanceSection(Section):
     budget_weight = 0.6
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        """Overall and per-group metrics with intervals from the shared prediction table.
+
+        The table is built once per audit and shared with the Fairness section
+        (budget key ``"predictions"``).
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : Accountant or None
+            The section's share of epsilon in private mode (spent in full), else None.
+
+        Returns
+        -------
+        SectionResult
+        """
         key = "prediction_table" if budget is not None else "prediction_table_raw"
         tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
         reps_all = binned_metrics(tab.overall(tab.replicates))

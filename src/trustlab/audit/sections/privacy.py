@@ -34,9 +34,12 @@ BOX_FIELDS = (
 
 
 def _candidates(ctx: AuditContext) -> tuple[list[str], list[str]]:
-    """Numeric non-sensitive features (declared with bounds in private mode, numeric dtype
-    otherwise), and among them the ones left out as identifiers or codes (public facts in
-    private mode: names and the schema)."""
+    """Numeric non-sensitive features, and among them the ones left out as identifiers or codes.
+
+    Numeric means declared with bounds in private mode, of numeric dtype otherwise; the
+    identifiers and codes are found from public facts in private mode (names and the
+    schema).
+    """
     if ctx.private:
         cols = [c for c in ctx.features if ctx.schema.bounds(c) is not None]
     else:
@@ -213,9 +216,33 @@ class PrivacySection(Section):
     budget_weight = 0.3
 
     def applies(self, ctx: AuditContext) -> bool:
+        """Whether there are sensitive columns and at least one numeric column to draw.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+
+        Returns
+        -------
+        bool
+        """
         return bool(ctx.sensitive) and bool(_numeric_columns(ctx))
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        """Box plots of each numeric column by each sensitive attribute.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : Accountant or None
+            The section's share of epsilon in private mode (spent in full), else None.
+
+        Returns
+        -------
+        SectionResult
+        """
         cols = _numeric_columns(ctx)
         left_out = _candidates(ctx)[1]
         pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
