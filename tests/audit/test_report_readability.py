@@ -380,3 +380,14 @@ def test_private_boxplots_of_integer_columns_use_the_integer_grid(monkeypatch):
             for k in ("q1", "median", "q3"):  # the quartiles are released on the grid
                 assert float(g[k]).is_integer(), (k, g[k])
             assert 0 <= g["whisker_lo"] <= g["q1"] and g["q3"] <= g["whisker_hi"] <= 168
+
+
+def test_a_run_of_checks_under_one_rule_states_it_once():
+    from trustlab.audit.html import checks_list
+    from trustlab.audit.section import Check
+
+    rule = "pass when the whole 95% interval lies above 0.85"
+    html = checks_list(
+        [Check("a", True, "0.9", rule=rule), Check("b", True, "0.91", rule=rule), Check("c", None, "-")]
+    )
+    assert html.count(rule) == 1 and html.count("Rule: as above.") == 1

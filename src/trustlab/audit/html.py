@@ -57,9 +57,16 @@ def checks_list(checks: Sequence[Check]) -> str:
     if not checks:
         return ""
     items = []
+    previous = ""
     for c in checks:
         cls, word = BADGES[c.status]
-        rule = f'<br><span class="rule">Rule: {escape(c.rule)}</span>' if c.rule else ""
+        if not c.rule:
+            rule = ""
+        elif c.rule == previous:  # a run of checks under one rule states it once
+            rule = '<br><span class="rule">Rule: as above.</span>'
+        else:
+            rule = f'<br><span class="rule">Rule: {escape(c.rule)}</span>'
+        previous = c.rule
         items.append(
             f'<li class="check {cls}"><span class="badge">{word}</span> '
             f"<strong>{escape(c.name)}</strong>: {escape(c.detail)}{rule}</li>"
