@@ -372,7 +372,8 @@ class Schema:
         dict
             ``{"source": ..., "columns": {name: entry}}``, plus ``"privacy"`` when the
             schema records a budget spent drafting it; optional fields appear only when
-            set. ``Schema.from_dict(s.to_dict())`` equals ``s``.
+            set. For a schema ``s`` built by :meth:`from_dict`,
+            ``Schema.from_dict(s.to_dict())`` equals ``s``.
 
         Examples
         --------
