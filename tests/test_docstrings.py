@@ -36,29 +36,7 @@ PACKAGES = (
     "trustlab.unlearning",
 )
 
-PENDING: set[str] = {
-    "trustlab.privacy.LTMLowRank.fit",
-    "trustlab.privacy.LTMLowRank.transform",
-    "trustlab.privacy.LTMRidge.fit",
-    "trustlab.privacy.LTMRidge.predict",
-    "trustlab.privacy.LabelDPBinaryRegression.conf_int",
-    "trustlab.privacy.LabelDPBinaryRegression.predict",
-    "trustlab.privacy.LabelDPBinaryRegression.predict_proba",
-    "trustlab.privacy.LabelDPBinaryRegression.summary",
-    "trustlab.privacy.PrivatizedLabels",
-    "trustlab.privacy.RandomizedResponseLabelDP.vertices",
-    "trustlab.privacy.Release.to_dict",
-    "trustlab.privacy.additive_shares",
-    "trustlab.privacy.central_mod_sulq",
-    "trustlab.privacy.central_ssp_ridge",
-    "trustlab.privacy.dp_mean",
-    "trustlab.privacy.dp_sum",
-    "trustlab.privacy.local_variant",
-    "trustlab.privacy.low_rank_excess",
-    "trustlab.privacy.reconstruct",
-    "trustlab.privacy.ridge_cost_ratio",
-    "trustlab.privacy.rr_hockey_stick",
-}
+PENDING: set[str] = set()
 
 
 def _sections(doc: str) -> set[str]:

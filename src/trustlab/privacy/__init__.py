@@ -1,5 +1,8 @@
-"""Differential privacy: releases, accounting, safe samplers, DP statistics, quantiles, boxplots,
-private bounds, label DP, data-specific indistinguishability and linear-transformation sketches.
+"""Differential privacy and related guarantees for trustworthy data analysis.
+
+Releases, accounting, safe samplers, DP statistics, quantiles, boxplots, private
+bounds, label DP, data-specific indistinguishability and linear-transformation
+sketches.
 
 See ``docs/privacy/`` for one page per method.
 """

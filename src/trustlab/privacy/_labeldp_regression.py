@@ -237,14 +237,52 @@ class LabelDPBinaryRegression(ParamsValidationMixin, BaseEstimator):
             )
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
-        """Wald intervals ``params_ +- z_{1-alpha/2} bse_``, shape (n_params, 2), intercept first."""
+        """Wald intervals ``params_ +- z_{1-alpha/2} bse_``, shape (n_params, 2), intercept first.
+
+        The standard errors come from the corrected model's covariance
+        (``cov_type``), so the intervals account for the randomized-response noise
+        in the labels. Post-processing of the released labels: no further budget.
+
+        Parameters
+        ----------
+        alpha : float, default 0.05
+            One minus the two-sided confidence level, in ``(0, 1)``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_params, 2)
+            Lower and upper bounds, one row per parameter (intercept first when fitted).
+
+        Raises
+        ------
+        NotFittedError
+            When called before :meth:`fit`.
+        """
         self._check_fitted()
         alpha = check_fraction(alpha, "alpha")
         z = float(norm.ppf(1 - alpha / 2))
         return np.column_stack([self.params_ - z * self.bse_, self.params_ + z * self.bse_])
 
     def summary(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Estimates, standard errors, z, two-sided p-values and intervals, one row per parameter."""
+        """Estimates, standard errors, z, two-sided p-values and intervals, one row per parameter.
+
+        Parameters
+        ----------
+        alpha : float, default 0.05
+            One minus the confidence level of the ``lower``/``upper`` columns.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``coef``, ``std_err``, ``z``, ``p_value``, ``lower``, ``upper``;
+            index ``"intercept"`` (when fitted) then the feature names (``x0``, ``x1``,
+            ... when ``X`` had none).
+
+        Raises
+        ------
+        NotFittedError
+            When called before :meth:`fit`.
+        """
         self._check_fitted()
         ci = self.conf_int(alpha)
         names = list(getattr(self, "feature_names_in_", [f"x{j}" for j in range(self.n_features_in_)]))
@@ -263,7 +301,28 @@ class LabelDPBinaryRegression(ParamsValidationMixin, BaseEstimator):
         )
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """``P(y=1 | x)`` of the *true* label, as columns ``[P(y=0), P(y=1)]``."""
+        """``P(y=1 | x)`` of the *true* label, as columns ``[P(y=0), P(y=1)]``.
+
+        The corrected model estimates the true label's probability, not the
+        released (randomized) one's.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, d)
+            Covariates with the fitted number of features.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, 2)
+            ``[1 - F(x'beta), F(x'beta)]`` under the fitted link.
+
+        Raises
+        ------
+        NotFittedError
+            When called before :meth:`fit`.
+        DataError
+            When ``X`` has a different number of features than at fit.
+        """
         self._check_fitted()
         Xd, _ = self._design(X)
         if Xd.shape[1] != self.params_.shape[0]:
@@ -276,5 +335,16 @@ class LabelDPBinaryRegression(ParamsValidationMixin, BaseEstimator):
         return np.column_stack([1 - F, F])
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted true label (1 where ``P(y=1 | x) > 1/2``)."""
+        """Predicted true label (1 where ``P(y=1 | x) > 1/2``).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n, d)
+            Covariates with the fitted number of features.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n,)
+            0 or 1 per row.
+        """
         return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)

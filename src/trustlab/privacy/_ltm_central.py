@@ -98,6 +98,29 @@ def central_mod_sulq(
     Frobenius sensitivity (``sqrt(2) row_bound**2`` for replacement,
     ``row_bound**2`` for add/remove), so that it is compared with the LTM at equal
     ``(epsilon, delta)``. This replaces Chaudhuri et al.'s closed-form noise scale.
+    The noise is drawn exactly: rows are rounded to the grid ``row_bound * 2**-16``,
+    the integer Gram matrix gets discrete Gaussian noise (OpenDP), and the
+    sensitivity and ``delta`` account for the rounding
+    (:func:`~trustlab.privacy.calibration.grid_gaussian_sigma`). The eigenvectors are
+    post-processing.
+
+    Parameters
+    ----------
+    A : array-like of shape (n, d)
+        The private data, one row per individual.
+    n_components : int
+        Number of components ``k``, ``1 <= k <= d``.
+    epsilon : float
+        Epsilon of the release; ``math.inf`` returns the exact (non-private) result
+        with delta 0, for comparison.
+    delta : float
+        Delta of the release, in ``(0, 1)`` for a finite epsilon.
+    row_bound : float
+        Public L2 bound on each row; rows are clipped to it (never estimated from
+        the data).
+    neighbouring : {"replace", "add_remove"}, default "replace"
+        Neighbouring relation: replacing one row (Frobenius sensitivity
+        ``sqrt(2) row_bound**2``) or adding/removing one (``row_bound**2``).
 
     Returns
     -------
@@ -161,7 +184,28 @@ def central_ssp_ridge(
 
     Each ``[x_i, y_i]`` is clipped jointly to L2 norm ``row_bound``; the Gram
     matrix of ``[X | y]`` gets symmetric Gaussian noise (as in
-    :func:`central_mod_sulq`) and ``coef = (XtX + alpha I)^-1 Xty``.
+    :func:`central_mod_sulq`) and ``coef = (XtX + alpha I)^-1 Xty``. Solving is
+    post-processing of the noisy Gram matrix.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Private features, one row per individual.
+    y : array-like of shape (n,)
+        Private targets.
+    alpha : float
+        The ridge penalty, ``>= 0``.
+    epsilon : float
+        Epsilon of the release; ``math.inf`` returns the exact (non-private) result
+        with delta 0, for comparison.
+    delta : float
+        Delta of the release, in ``(0, 1)`` for a finite epsilon.
+    row_bound : float
+        Public L2 bound on each row ``[x_i, y_i]``; rows are clipped to it (never estimated from
+        the data).
+    neighbouring : {"replace", "add_remove"}, default "replace"
+        Neighbouring relation: replacing one row (Frobenius sensitivity
+        ``sqrt(2) row_bound**2``) or adding/removing one (``row_bound**2``).
 
     Returns
     -------

@@ -46,6 +46,32 @@ def low_rank_excess(A: Any, components: Any) -> float:
     """Return ``||A - A P||_F^2 - ||A - A_k||_F^2`` for the projector ``P`` onto the rows of ``components``.
 
     The paper's ``psi`` is this excess divided by ``n``; ``k`` is the number of components.
+    ``A_k`` is the best rank-``k`` approximation of ``A`` (Eckart-Young), so the excess is
+    ``>= 0`` up to rounding and 0 exactly when ``components`` span a best subspace.
+    An evaluation metric on the exact data: not a private release.
+
+    Parameters
+    ----------
+    A : array-like of shape (n, d)
+        The data matrix.
+    components : array-like of shape (k, d)
+        Rows spanning the subspace to judge (need not be orthonormal; they are
+        orthonormalised by a QR decomposition).
+
+    Returns
+    -------
+    float
+        The excess squared Frobenius error, in squared units of ``A``.
+
+    Raises
+    ------
+    DataError
+        When ``components`` does not have ``d`` columns.
+
+    References
+    ----------
+    Burkhardt, Keller, Orlandi, Schwiegelshohn. "Distributed Differentially Private
+    Data Analytics via Secure Sketching". ICML 2025.
 
     Examples
     --------
@@ -69,6 +95,36 @@ def low_rank_excess(A: Any, components: Any) -> float:
 
 def ridge_cost_ratio(X: Any, y: Any, coef: Any, alpha: float) -> float:
     """Return the paper's ``phi``: the ridge cost of ``coef`` over the optimal ridge cost.
+
+    The ridge cost is ``||X w - y||^2 + alpha ||w||^2`` (no intercept); the optimum is
+    solved exactly on ``X`` and ``y``, so the ratio is ``>= 1``, and 1 for the exact
+    ridge solution. An evaluation metric on the exact data: not a private release.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Features.
+    y : array-like of shape (n,)
+        Targets.
+    coef : array-like of shape (d,)
+        The coefficients to judge (e.g. :attr:`LTMRidge.coef_`).
+    alpha : float
+        The ridge penalty ``lambda >= 0``.
+
+    Returns
+    -------
+    float
+        ``cost(coef) / cost(optimal coef)``.
+
+    Raises
+    ------
+    DataError
+        When ``coef`` does not have ``d`` entries.
+
+    References
+    ----------
+    Burkhardt, Keller, Orlandi, Schwiegelshohn. "Distributed Differentially Private
+    Data Analytics via Secure Sketching". ICML 2025.
 
     Examples
     --------
@@ -263,7 +319,30 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
     _parameter_constraints: ClassVar[dict[str, Any]] = {"n_components": [_POSITIVE_INT], **_LTM_CONSTRAINTS}
 
     def fit(self, X: Any, y: Any = None) -> LTMLowRank:
-        """Release the sketch of ``X`` and keep its top ``n_components`` right singular vectors."""
+        """Release the sketch of ``X`` and keep its top ``n_components`` right singular vectors.
+
+        Each fit charges ``(epsilon, delta)`` for the sketch release (recorded in
+        ``release_``) and draws fresh DP noise; ``random_state`` only fixes the public
+        sketch and masks, so two fits with the same seed still differ.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            The private data, one client per row; rows are clipped to ``row_bound``.
+        y : None
+            Ignored (scikit-learn convention).
+
+        Returns
+        -------
+        LTMLowRank
+            The fitted estimator.
+
+        Raises
+        ------
+        ParameterError
+            When ``epsilon`` is infinite, ``n_components > d``, or ``sketch_rows`` is
+            below ``n_components``.
+        """
         _finite_epsilon(self.epsilon, "LTMLowRank", "sklearn.decomposition.TruncatedSVD")
         self._validate_params()
         A = matrix(X, "X", private=True)
@@ -282,7 +361,26 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` onto the private subspace: ``X @ components_.T``."""
+        """Project ``X`` onto the private subspace: ``X @ components_.T``.
+
+        Post-processing of the released subspace: costs no further budget (``X`` itself
+        is not clipped or protected here).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Data with the fitted number of columns.
+
+        Returns
+        -------
+        ndarray of shape (n, n_components)
+            The coordinates of ``X`` in the private subspace.
+
+        Raises
+        ------
+        NotFittedError
+            When called before :meth:`fit`.
+        """
         self._check_fitted("components_")
         A = matrix(X, "X")
         check_n_features(A, self.n_features_in_, "LTMLowRank")
@@ -365,7 +463,29 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
     }
 
     def fit(self, X: Any, y: Any) -> LTMRidge:
-        """Release the sketch of ``[X | y]`` and solve the ridge problem on it."""
+        """Release the sketch of ``[X | y]`` and solve the ridge problem on it.
+
+        Each fit charges ``(epsilon, delta)`` for the sketch release (recorded in
+        ``release_``) and draws fresh DP noise; ``random_state`` only fixes the public
+        sketch and masks. Solving on the released sketch is post-processing.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Private features, one client per row.
+        y : array-like of shape (n,)
+            Private targets; each ``[x_i, y_i]`` is clipped jointly to ``row_bound``.
+
+        Returns
+        -------
+        LTMRidge
+            The fitted estimator.
+
+        Raises
+        ------
+        ParameterError
+            When ``epsilon`` is infinite or another parameter is invalid.
+        """
         _finite_epsilon(self.epsilon, "LTMRidge", "sklearn.linear_model.Ridge(fit_intercept=False)")
         self._validate_params()
         Z = joint(X, y, private=True, estimator="LTMRidge")
@@ -384,7 +504,25 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Return ``X @ coef_``."""
+        """Return ``X @ coef_``.
+
+        Post-processing of the released coefficients: costs no further budget.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Features with the fitted number of columns.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The predictions (no intercept).
+
+        Raises
+        ------
+        NotFittedError
+            When called before :meth:`fit`.
+        """
         self._check_fitted("coef_")
         A = matrix(X, "X")
         check_n_features(A, self.n_features_in_, "LTMRidge")

@@ -467,7 +467,43 @@ def local_variant(
     each message, so it is private without trusting the aggregation, and the noise
     of an entry grows like ``n_j``. ``p=1`` is :func:`ltm_release` with
     ``honest_fraction=1``. Gaussian mechanism only; other parameters as in
-    :func:`ltm_release`.
+    :func:`ltm_release`. Each entry of ``E`` has variance ``>= sigma_c**2`` whatever
+    ``p``, so every ``p`` gives the same ``(epsilon, delta)``; smaller ``p`` trusts the
+    aggregation less and pays with more noise.
+
+    Parameters
+    ----------
+    A : array-like, shape (n_clients, d)
+        One private row per client.
+    S : sparse matrix or array, shape (m, n_clients)
+        Public sketch (see :func:`make_sketch`); chosen independently of ``A``.
+    epsilon : float
+        Privacy budget (``math.inf``: no noise, not private).
+    delta : float
+        Delta of the Gaussian mechanism, ``> 0`` for a finite epsilon.
+    row_bound : float
+        Public L2 bound on each client's row (rows are clipped to it).
+    p : float in [0, 1], default 0.0
+        Interpolation exponent: 0 is the local model, 1 the LTM.
+    neighbouring : {"replace", "add_remove"}, default "replace"
+        Neighbours differ in one client's row (replaced, or added/removed).
+    noise : {"aggregated", "per_client"}, keyword, default "aggregated"
+        How the shares are simulated, as in :func:`ltm_release`.
+    n_servers : int, keyword, default 2
+        Servers in the simulated aggregation (>= 2).
+    random_state : None, int or numpy Generator, keyword
+        Seeds the secret-sharing masks only; DP noise cannot be seeded.
+
+    Returns
+    -------
+    Release
+        ``value`` is the ``m x d`` noisy sketch; ``parameters["interpolation_p"]``
+        holds ``p`` and the rest as in :func:`ltm_release`.
+
+    Raises
+    ------
+    ParameterError
+        When ``p`` is not a number in ``[0, 1]`` (or another parameter is invalid).
 
     References
     ----------

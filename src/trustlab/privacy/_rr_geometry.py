@@ -80,6 +80,26 @@ def rr_hockey_stick(p0: Any, p1: Any, epsilon: float) -> Any:
     smallest ``delta`` for which the mechanism is ``(epsilon, delta)``-LabelDP. It is
     0 exactly when the largest log-ratio of output probabilities is at most ``epsilon``.
 
+    Parameters
+    ----------
+    p0, p1 : float or array-like
+        Keep probabilities ``P(y~=0 | y=0)`` and ``P(y~=1 | y=1)``, in ``[0, 1]``
+        (arrays broadcast).
+    epsilon : float
+        Privacy parameter, finite and > 0.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        The divergence (the smallest feasible ``delta``), in ``[0, 1]``, in the
+        broadcast shape of ``p0`` and ``p1`` (0-d for scalars).
+
+    References
+    ----------
+    Ce Zhang, Yixin Han, Yafei Wang, Xiaodong Yan, Linglong Kong, Ting Li, Bei Jiang.
+    "Differentially Private Analysis for Binary Response Models: Optimality,
+    Estimation, and Inference". ICML 2025.
+
     Examples
     --------
     >>> float(rr_hockey_stick(1.0, 0.01, 1.0))

@@ -119,6 +119,10 @@ class PrivatizedLabels:
         The pilot estimate of ``beta`` (intercept first when fitted) that chose the vertices.
     release : Release
         The privacy record: epsilon, delta, mechanism, parameters and notes.
+
+    See Also
+    --------
+    RandomizedResponseLabelDP.privatize : Releases the labels and builds this result.
     """
 
     y_tilde: np.ndarray
@@ -232,7 +236,21 @@ class RandomizedResponseLabelDP(ParamsValidationMixin, BaseEstimator):
         self.pos_label = pos_label
 
     def vertices(self) -> np.ndarray:
-        """The candidate ``(p0, p1)`` pairs for this budget (see :func:`rr_vertices`)."""
+        """The candidate ``(p0, p1)`` pairs for this budget (see :func:`rr_vertices`).
+
+        Depends only on the public ``epsilon`` and ``delta``, not on any data.
+
+        Returns
+        -------
+        numpy.ndarray of shape (1, 2) or (3, 2)
+            The symmetric vertex (row 0) and, when ``delta > 0``, the one-sided
+            vertices ``(1, delta)`` and ``(delta, 1)``.
+
+        Examples
+        --------
+        >>> RandomizedResponseLabelDP(epsilon=1.0, delta=0.01).vertices().shape
+        (3, 2)
+        """
         return rr_vertices(self.epsilon, self.delta)
 
     def privatize(self, X: Any, y: Any) -> PrivatizedLabels:

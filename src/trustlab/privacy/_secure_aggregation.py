@@ -66,9 +66,25 @@ def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> n
     uniform and independent of the message. The masks are public-seeded simulation
     randomness, not privacy noise.
 
+    Parameters
+    ----------
+    msg : float or array-like of float
+        The message; entries must have magnitude below ``MAX_ABS`` (``2**30``).
+        Values are rounded to the grid ``2**-32``.
+    n_servers : int, default 2
+        Number of shares (servers), ``>= 2``.
+    random_state : None, int or numpy Generator, default None
+        Seeds the masks (public simulation randomness).
+
     Returns
     -------
     numpy.ndarray of uint64, shape ``(n_servers, *msg.shape)``
+        The shares (a scalar ``msg`` is treated as shape ``(1,)``).
+
+    Raises
+    ------
+    DataError
+        When ``msg`` is not numeric or has an entry of magnitude ``>= MAX_ABS``.
 
     Examples
     --------
@@ -88,7 +104,34 @@ def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> n
 
 
 def reconstruct(shares: Any) -> np.ndarray:
-    """Add additive shares modulo ``2**64`` and decode the fixed-point result to floats."""
+    """Add additive shares modulo ``2**64`` and decode the fixed-point result to floats.
+
+    The inverse of :func:`additive_shares`: all shares together give back the
+    message rounded to the grid ``2**-32``; any fewer are uniform noise.
+
+    Parameters
+    ----------
+    shares : numpy.ndarray of uint64, shape (n_servers, ...)
+        Every server's share, as made by :func:`additive_shares` (``n_servers >= 2``).
+
+    Returns
+    -------
+    numpy.ndarray of float, shape ``shares.shape[1:]``
+        The decoded message.
+
+    Raises
+    ------
+    DataError
+        When ``shares`` is not a uint64 array with at least two shares.
+
+    Examples
+    --------
+    >>> sh = additive_shares([0.1, 3.0], random_state=1)
+    >>> sh.shape, float(reconstruct(sh)[1])
+    ((2, 2), 3.0)
+    >>> bool(abs(reconstruct(sh)[0] - 0.1) <= 2.0**-33)
+    True
+    """
     arr = np.asarray(shares)
     if arr.dtype != np.uint64 or arr.ndim < 1 or arr.shape[0] < 2:
         raise DataError(

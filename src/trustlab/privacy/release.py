@@ -167,7 +167,23 @@ class Release:
         return self.noise_scale / self.sensitivity
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the public metadata of the release (not its value) as plain types."""
+        """Return the public metadata of the release (not its value) as plain types.
+
+        Returns
+        -------
+        dict
+            ``description``, ``mechanism``, ``epsilon``, ``delta``, ``guarantee``,
+            ``measure`` (its string), ``sensitivity``/``noise_scale``/``rho`` when set,
+            and ``parameters`` with NumPy scalars and tuples turned into Python
+            numbers and lists (JSON-serialisable when the parameters are). The value
+            is left out.
+
+        Examples
+        --------
+        >>> d = Release(3.0, 0.5, description="noisy count").to_dict()
+        >>> d["epsilon"], d["measure"], "value" in d
+        (0.5, 'pure', False)
+        """
         out: dict[str, Any] = {
             "description": self.description,
             "mechanism": self.mechanism,

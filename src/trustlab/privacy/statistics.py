@@ -330,11 +330,28 @@ def dp_sum(
     resolution : int, default 2**12
         Grid steps between the bounds, ``1 <= resolution <= MAX_RESOLUTION`` and
         ``resolution / epsilon <= MAX_INTEGER_SCALE``.
+    description : str, default "sum"
+        What is released; names the release in the ledger.
     n : float, optional
         Public or released count, required with ``bounds=None``.
+    bounds_share : float, default 0.25
+        Share of ``epsilon`` spent on the bounds when ``bounds=None``, in ``(0, 1)``.
+    anchor : float, default 0.0
+        Public point the private bounds scans start from (``bounds=None`` only).
+    bounds_levels : (float, float), default (0.01, 0.99)
+        Quantile levels of the estimated bounds (``bounds=None`` only).
     accountant : Accountant, optional
         Budget to charge the whole ``epsilon`` (bounds included): checked before any
         noise is drawn, recorded after.
+
+    Returns
+    -------
+    Release
+        ``value`` is the noisy shifted sum ``sum(clip(x) - lower)`` in data units
+        (``>= 0``, a multiple of the grid step); ``epsilon`` is the total spent
+        (``delta`` 0, add/remove-one-record neighbours); ``parameters`` give the
+        bounds, grid step, resolution, sensitivity ``upper - lower`` and noise scale
+        (and, with ``bounds=None``, ``bounds_epsilon`` and ``sum_epsilon``).
 
     Notes
     -----
@@ -464,6 +481,31 @@ def dp_mean(
 
     With an ``accountant`` the planned parts (count, bounds, sum) are checked together
     before any noise is drawn and each release is recorded after.
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        The private values; may be empty. NaN counts as an absent record, ``+-inf``
+        is clipped.
+    bounds : (float, float) or None
+        Public ``(lower, upper)``, or None to estimate them privately.
+    epsilon : float
+        Privacy budget in total (count, bounds and sum); pure epsilon-DP under
+        add/remove-one-record neighbours.
+    count_share : float, default 0.5
+        Share of the count in the count-and-sum budget, in ``(0, 1)``.
+    resolution : int, default 2**12
+        Grid steps between the bounds for the sum (as in :func:`dp_sum`).
+    description : str, default "mean"
+        Prefix of the releases' descriptions.
+    bounds_share : float, default 0.25
+        Share of ``epsilon`` spent on the bounds when ``bounds=None``, in ``(0, 1)``.
+    anchor : float, default 0.0
+        Public point the private bounds scans start from (``bounds=None`` only).
+    bounds_levels : (float, float), default (0.01, 0.99)
+        Quantile levels of the estimated bounds (``bounds=None`` only).
+    accountant : Accountant, optional
+        Budget to charge all parts: checked before any noise is drawn, recorded after.
 
     Returns
     -------
