@@ -116,6 +116,19 @@ class UncertaintySection(Section):
     min_group: int = 30
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
+        """Calibrate and evaluate the conformal sets on the two halves of the held-out rows.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context (its cached held-out probabilities are reused).
+        budget : Accountant or None
+            Unused: in private mode the section releases nothing.
+
+        Returns
+        -------
+        SectionResult
+        """
         alpha = float(self.alpha)
         if ctx.private:
             released = {"released": False, "alpha": alpha, "target": 1.0 - alpha}
