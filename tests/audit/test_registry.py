@@ -123,7 +123,7 @@ def test_placement_before_after_position():
         (type("NoName", (RowCount,), {"name": ""}), "needs a name"),
         (type("Upper", (RowCount,), {"name": "Bad Name"}), "needs a name"),
         (type("NoTitle", (RowCount,), {"name": "t", "title": ""}), "non-empty title"),
-        (type("NoWeight", (RowCount,), {"name": "w", "budget_weight": 0.0}), "budget_weight"),
+        (type("NegWeight", (RowCount,), {"name": "w", "budget_weight": -1.0}), "budget_weight"),
     ],
 )
 def test_invalid_sections_are_refused(bad, match):

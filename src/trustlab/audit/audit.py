@@ -610,12 +610,13 @@ class Audit:
             accountant = Accountant(self.epsilon, name="audit")
             weights: dict[str, float] = {}
             for s in sections:
-                weights[s.key] = max(weights.get(s.key, 0.0), s.budget_weight)
-            budgets = accountant.split(weights)
+                if s.budget_weight > 0:  # a weight-0 section releases nothing: it gets budget None
+                    weights[s.key] = max(weights.get(s.key, 0.0), s.budget_weight)
+            budgets = accountant.split(weights) if weights else {}
         results: list[SectionResult] = []
         for s in sections:
             step(f"section: {s.title}")
-            results.append(s.compute(ctx, budgets.get(s.key)))
+            results.append(s.compute(ctx, budgets.get(s.key) if s.budget_weight > 0 else None))
         for key, acc in budgets.items():
             if acc.remaining_epsilon > 1e-9 * acc.total_epsilon:
                 raise RuntimeError(f"internal error: budget '{key}' left {acc.remaining_epsilon} unspent")

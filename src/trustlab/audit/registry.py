@@ -99,9 +99,11 @@ def _check_class(cls: Any) -> type[Section]:
     if not isinstance(getattr(cls, "title", None), str) or not cls.title:
         raise ParameterError(f"section {name!r} needs a non-empty title.", argument="section")
     weight = getattr(cls, "budget_weight", None)
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight < float("inf"):
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
         raise ParameterError(
-            f"section {name!r} needs a positive finite budget_weight, got {weight!r}.", argument="section"
+            f"section {name!r} needs a finite budget_weight >= 0 (0: it releases nothing in private "
+            f"mode), got {weight!r}.",
+            argument="section",
         )
     return cls
 

@@ -109,8 +109,7 @@ class UncertaintySection(Section):
 
     name = "uncertainty"
     title = "Uncertainty"
-    budget_key = "predictions"
-    budget_weight = 0.0
+    budget_weight = 0.0  # releases nothing in private mode: no share of epsilon
     alpha: float = 0.1
     tolerance: float = 0.05
     min_group: int = 30
