@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas
 import pandas as pd
 
-from trustlab._validation import check_choice, check_numeric_array, check_positive_int, make_generator
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin
+from trustlab._validation import check_numeric_array, check_positive_int, make_generator
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._fastpd_inputs import category_codes, frame_codes, model_frame
 from trustlab.explain._fastpd_leaves import LeafTables
@@ -20,7 +21,7 @@ from trustlab.explain._trees import TreeEnsemble, ensemble_from_model
 __all__ = ["FastPD"]
 
 
-class FastPD:
+class FastPD(ParamsValidationMixin):
     """Partial dependence functions, interventional SHAP and interactions of a tree ensemble.
 
     FastPD estimates, for a fitted tree ensemble ``m`` and a background sample, the
@@ -121,6 +122,14 @@ class FastPD:
     [2, 0, 3, 1]
     """
 
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "model": "no_validation",  # read by ensemble_from_model, which names what it accepts
+        "max_interaction": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "max_background": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "weights": [Options(("empirical", "path"))],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self,
         model: Any,
@@ -154,11 +163,7 @@ class FastPD:
         -------
         self : FastPD
         """
-        check_choice(self.weights, "weights", ("empirical", "path"))
-        if self.max_interaction is not None:
-            check_positive_int(self.max_interaction, "max_interaction")
-        if self.max_background is not None:
-            check_positive_int(self.max_background, "max_background")
+        self._validate_params()
         ens = ensemble_from_model(self.model)
         frame: pd.DataFrame | None = None
         names: list[Any] | None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab._validation import check_choice, check_positive, check_positive_int
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin
+from trustlab._validation import check_positive_int
 from trustlab.errors import NotFittedError, ParameterError
 from trustlab.explain._rec_inputs import check_action_set, check_score_range, linear_model_params
 from trustlab.explain._rec_regions import TOL, Box, ConfinedRegions
@@ -26,7 +28,7 @@ __all__ = ["ConfinedRegionFinder"]
 _SCALE_RANGE = (1e-2, 1e4)  # score ranges solved as they are
 
 
-class ConfinedRegionFinder:
+class ConfinedRegionFinder(ParamsValidationMixin):
     """Find confined regions of a linear classifier, or certify recourse (ReVer).
 
     Parameters
@@ -104,20 +106,24 @@ class ConfinedRegionFinder:
         self.dual_bound = dual_bound
 
     # -- fitting ---------------------------------------------------------------------------
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "action_set": "no_validation",  # checked by check_action_set, with its own message
+        "solver": [Options(("auto", "scip", "highs"))],
+        "mip_gap": [Interval(numbers.Real, 0, None, closed="left")],
+        "time_limit": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "gap": [Interval(numbers.Real, 0, None, closed="neither")],
+        "dual_bound": [None, Interval(numbers.Real, 0, None, closed="neither")],
+    }
+
     def _check_params(self) -> None:
         check_action_set(self.action_set)
-        check_choice(self.solver, "solver", ("auto", "scip", "highs"))
+        self._validate_params()
         if self.solver == "highs" and not milp_applies(self.action_set):
             raise ParameterError(
                 "solver='highs' needs a separable action set (joint constraints only on "
                 "immutable one-hot groups); use solver='scip' (the MIQCP) for this one.",
                 argument="solver",
             )
-        check_positive(self.mip_gap, "mip_gap", allow_zero=True)
-        check_positive(self.gap, "gap")
-        for name in ("time_limit", "dual_bound"):  # None: no limit, no bound
-            if getattr(self, name) is not None:
-                check_positive(getattr(self, name), name)
 
     def fit(self, model: Any, intercept: Any = None) -> ConfinedRegionFinder:
         """Load the linear classifier: a fitted model, or ``coef`` and ``intercept``.
