@@ -84,6 +84,8 @@ def test_draft_with_epsilon_is_usable_and_its_cost_is_reported(data, capsys):
     assert "epsilon=2 spent drafting the schema" in stdout
     meta = json.loads((d / "r2" / "report.json").read_text())["meta"]
     assert meta["schema_privacy"]["epsilon"] == 2
+    ledger = (d / "r2" / "report.html").read_text().split('<section id="ledger">')[1].split("</section>")[0]
+    assert "Plus &epsilon; = 2" in ledger and "spent drafting the schema" in ledger
 
 
 @pytest.mark.parametrize(
