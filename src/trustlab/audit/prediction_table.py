@@ -50,6 +50,7 @@ __all__ = [
     "group_levels",
     "prediction_codes",
     "release_prediction_histogram",
+    "shared_prediction_table",
     "size_rule",
 ]
 
@@ -342,3 +343,26 @@ def build_prediction_table(
         noise_scale=scale,
         replicates=reps,
     )
+
+
+def shared_prediction_table(ctx: AuditContext, budget: Accountant | None) -> PredictionTable:
+    """The audit's one prediction table, built on first use and shared by every section.
+
+    Performance and Fairness share the budget key ``"predictions"``: whichever computes
+    first builds (and, in private mode, releases) the table with that accountant, and
+    the other reads the same released counts.
+
+    Parameters
+    ----------
+    ctx : AuditContext
+        The audit's context.
+    budget : Accountant or None
+        The shared accountant in private mode, else None.
+
+    Returns
+    -------
+    PredictionTable
+    """
+    key = "prediction_table" if budget is not None else "prediction_table_raw"
+    table: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
+    return table

@@ -20,6 +20,19 @@ from trustlab.fairness._inputs import binary_labels
 from trustlab.fairness._mc_inputs import _LEVELS, _group_matrix, _levels, _probs
 
 
+def _predict_inputs(est: Any, fitted_attr: str, X: Any, groups: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``est`` is fitted and read ``predict``'s probabilities and group matrix."""
+    if not hasattr(est, fitted_attr):
+        raise NotFittedError(
+            f"{type(est).__name__} is not fitted; call fit(X, y, groups=...) first.", argument="self"
+        )
+    f = _probs(X, "X")
+    g, _ = _group_matrix(groups, f.size, "groups")
+    if g.shape[1] != est.n_groups_:
+        raise DataError(f"groups has {g.shape[1]} columns; fit saw {est.n_groups_}.", argument="groups")
+    return f, g
+
+
 class MultiaccuracyBoost(ParamsValidationMixin, BaseEstimator):
     """Post-process probabilities to be multiaccurate on (proxy) groups.
 
@@ -153,14 +166,7 @@ class MultiaccuracyBoost(ParamsValidationMixin, BaseEstimator):
         -------
         numpy.ndarray of shape (n_samples,)
         """
-        if not hasattr(self, "n_groups_"):
-            raise NotFittedError(
-                "MultiaccuracyBoost is not fitted; call fit(X, y, groups=...) first.", argument="self"
-            )
-        f = _probs(X, "X")
-        g, _ = _group_matrix(groups, f.size, "groups")
-        if g.shape[1] != self.n_groups_:
-            raise DataError(f"groups has {g.shape[1]} columns; fit saw {self.n_groups_}.", argument="groups")
+        f, g = _predict_inputs(self, "n_groups_", X, groups)
         if self.method == "lstsq":
             out = f + self._design(g) @ self.coef_
             return np.clip(out, 0.0, 1.0) if self.clip else out
@@ -325,14 +331,7 @@ class MulticalibrationBoost(ParamsValidationMixin, BaseEstimator):
         -------
         numpy.ndarray of shape (n_samples,)
         """
-        if not hasattr(self, "patches_"):
-            raise NotFittedError(
-                "MulticalibrationBoost is not fitted; call fit(X, y, groups=...) first.", argument="self"
-            )
-        f = _probs(X, "X")
-        g, _ = _group_matrix(groups, f.size, "groups")
-        if g.shape[1] != self.n_groups_:
-            raise DataError(f"groups has {g.shape[1]} columns; fit saw {self.n_groups_}.", argument="groups")
+        f, g = _predict_inputs(self, "patches_", X, groups)
         code = _levels(f, self.n_levels_)
         for v, j, new in self.patches_:
             code = np.where((code == v) & (g[:, j] == 1), new, code)

@@ -10,10 +10,9 @@ from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
     N_BOOT,
-    PredictionTable,
     binned_metrics,
-    build_prediction_table,
     confusion_from_bins,
+    shared_prediction_table,
     size_rule,
 )
 from trustlab.audit.section import (
@@ -101,8 +100,7 @@ class FairnessSection(Section):
         -------
         SectionResult
         """
-        key = "prediction_table" if budget is not None else "prediction_table_raw"
-        tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
+        tab = shared_prediction_table(ctx, budget)
         per_attr: dict[str, dict[str, Any]] = {}
         checks: list[Check] = []
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):

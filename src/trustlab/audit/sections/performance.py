@@ -14,7 +14,7 @@ from trustlab.audit.prediction_table import (
     OTHER,
     PredictionTable,
     binned_metrics,
-    build_prediction_table,
+    shared_prediction_table,
     size_rule,
 )
 from trustlab.audit.section import (
@@ -222,8 +222,7 @@ class PerformanceSection(Section):
         -------
         SectionResult
         """
-        key = "prediction_table" if budget is not None else "prediction_table_raw"
-        tab: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))
+        tab = shared_prediction_table(ctx, budget)
         reps_all = binned_metrics(tab.overall(tab.replicates))
         centre_all = binned_metrics(tab.overall())
         groups: dict[str, list[dict[str, Any]]] = {}
