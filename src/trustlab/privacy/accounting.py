@@ -192,19 +192,19 @@ class Accountant:
         self._spent_epsilon += epsilon
         self._spent_delta += delta
 
-    def _check_basic(self, epsilon: float, delta: float, what: str) -> None:
+    def _check_basic(self, epsilon: float, delta: float, what: str, verb: str = "needs") -> None:
         """Raise BudgetExceededError if ``(epsilon, delta)`` more do not fit (basic composition)."""
         tol = _SLACK * max(1.0, self.total_epsilon)
         if self._spent_epsilon + epsilon > self.total_epsilon + tol:
             raise BudgetExceededError(
-                f"{what} needs epsilon={epsilon:.6g} but only {self.remaining_epsilon:.6g} of "
+                f"{what} {verb} epsilon={epsilon:.6g} but only {self.remaining_epsilon:.6g} of "
                 f"budget '{self.name}' (total {self.total_epsilon:.6g}) remains; "
                 "raise the total epsilon or release less.",
                 argument="epsilon",
             )
         if self._spent_delta + delta > self.total_delta + _SLACK * max(1e-12, self.total_delta):
             raise BudgetExceededError(
-                f"{what} needs delta={delta:.3g} but only {self.remaining_delta:.3g} of "
+                f"{what} {verb} delta={delta:.3g} but only {self.remaining_delta:.3g} of "
                 f"budget '{self.name}' remains.",
                 argument="delta",
             )
@@ -607,7 +607,7 @@ class Accountant:
         if self.composition == "basic":
             epsilon = sum(e for _, e, _ in planned)
             delta = sum(d for _, _, d in planned)
-            self._check_basic(epsilon, delta, what)
+            self._check_basic(epsilon, delta, what, verb="need")
             return
         items = [it for it, _, _ in planned if it is not None]
         self._plan_items(items, what)
