@@ -267,6 +267,7 @@ def validate_params(constraints: Mapping[str, Any]) -> Callable[[F], F]:
             return func(*args, **kwargs)
 
         wrapper.__signature__ = signature  # type: ignore[attr-defined]
+        wrapper._parameter_constraints = dict(constraints)  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorator

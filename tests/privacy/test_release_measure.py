@@ -30,6 +30,7 @@ from trustlab.privacy import (
     dp_sum,
     unbounded_quantile,
 )
+from trustlab.privacy import _selection as selection_module
 from trustlab.privacy import samplers as samplers_module
 from trustlab.privacy.release import PrivacyMeasure
 
@@ -117,7 +118,7 @@ class _Counter:
         self.calls = 0
         real_opendp = samplers_module.opendp
         real_urandom = os.urandom
-        real_gumbel = samplers_module._gumbel_max
+        real_gumbel = selection_module._gumbel_max
 
         def opendp():
             self.calls += 1
@@ -132,7 +133,8 @@ class _Counter:
             return real_urandom(n)
 
         monkeypatch.setattr(samplers_module, "opendp", opendp)
-        monkeypatch.setattr(samplers_module, "_gumbel_max", gumbel)
+        monkeypatch.setattr(selection_module, "opendp", opendp)
+        monkeypatch.setattr(selection_module, "_gumbel_max", gumbel)
         monkeypatch.setattr(os, "urandom", urandom)
 
 
