@@ -15,15 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_choice, check_fraction, check_positive, check_positive_int
+from trustlab._param_validation import EPSILON, Interval, Options, check_params
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._boxplot_results import BoxplotStats
-from trustlab.privacy._grid import check_resolution
-from trustlab.privacy._inputs import MAX_PUBLIC_N, check_base
+from trustlab.privacy._grid import MAX_RESOLUTION
+from trustlab.privacy._inputs import BASE, MAX_PUBLIC_N
 
 __all__ = [
+    "BOXPLOT_OPTIONS",
     "DEFAULT_COUNT_WEIGHT",
     "DEFAULT_N_WEIGHT",
+    "EPSILON_OR_INF",
     "METHODS",
     "MIN_GROUP_RANKS",
     "OTHER_LABEL",
@@ -114,38 +116,32 @@ def check_n(n: Any) -> float | None:
     return float(n)
 
 
-OPTIONS = ("quantile_weight", "c", "lam", "base", "n_min", "method", "gap_rule", "resolution")
+BOXPLOT_OPTIONS: dict[str, list[Any]] = {
+    "quantile_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "c": [Interval(numbers.Real, 0, None, closed="neither")],
+    "lam": [Interval(numbers.Real, 0, 0.5, closed="both")],
+    "base": [BASE],
+    "n_min": [Interval(numbers.Integral, 1, None, closed="left")],
+    "method": [Options(METHODS)],
+    "gap_rule": [Options({"fence", "iqr"})],
+    "resolution": [Interval(numbers.Integral, 1, MAX_RESOLUTION, closed="both")],
+}
+"""The tuning options of the boxplot mechanism (shared by the single and grouped boxplots)."""
+
+EPSILON_OR_INF = [EPSILON, Options({math.inf})]
+"""A boxplot's ``epsilon``: a privacy budget, or ``math.inf`` for the non-private boxplot."""
 
 
 def check_options(**opts: Any) -> dict[str, Any]:
-    """Check the mechanism's tuning options (shared by the single and grouped boxplots)."""
+    """Check the tuning options passed on by :func:`grouped_dp_boxplot` (``**kwargs``)."""
     for key in opts:
-        if key not in OPTIONS:
+        if key not in BOXPLOT_OPTIONS:
             raise ParameterError(
-                f"unexpected argument {key!r}; the boxplot's options are {', '.join(OPTIONS)}.",
+                f"unexpected argument {key!r}; the boxplot's options are {', '.join(BOXPLOT_OPTIONS)}.",
                 argument=key,
             )
-    out = dict(opts)
-    if "quantile_weight" in opts:
-        out["quantile_weight"] = check_fraction(opts["quantile_weight"], "quantile_weight")
-    if "c" in opts:
-        out["c"] = check_positive(opts["c"], "c")
-    if "lam" in opts:
-        lam = opts["lam"]
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not (0 <= float(lam) <= 0.5):
-            raise ParameterError(f"lam must be a number in [0, 0.5], got {lam!r}.", argument="lam")
-        out["lam"] = float(lam)
-    if "base" in opts:
-        out["base"] = check_base(opts["base"])
-    if "n_min" in opts:
-        out["n_min"] = check_positive_int(opts["n_min"], "n_min")
-    if "method" in opts:
-        check_choice(opts["method"], "method", METHODS)
-    if "gap_rule" in opts:
-        check_choice(opts["gap_rule"], "gap_rule", ("fence", "iqr"))
-    if "resolution" in opts:
-        out["resolution"] = check_resolution(opts["resolution"])
-    return out
+    check_params(opts, BOXPLOT_OPTIONS, "grouped_dp_boxplot")
+    return dict(opts)
 
 
 def check_str(value: Any, name: str) -> str:

@@ -19,12 +19,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._param_validation import Interval, Options
 from trustlab._validation import check_choice
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
+    "BASE",
+    "MAX_BUCKETS",
     "MAX_PUBLIC_N",
     "NEIGHBOURING",
+    "NEIGHBOURING_OPTION",
     "check_anchor",
     "check_base",
     "check_levels",
@@ -35,6 +39,15 @@ __all__ = [
 
 NEIGHBOURING = {"replace": "replace one record", "add_remove": "add/remove one record"}
 """The neighbouring relations of the record-level mechanisms, with their ledger wording."""
+
+NEIGHBOURING_OPTION = Options(NEIGHBOURING)
+"""The ``neighbouring`` constraint of the record-level mechanisms (trustlab._param_validation)."""
+
+BASE = Interval(numbers.Real, 1, None, closed="neither")
+"""The growth factor of geometric buckets: a finite number > 1 (e.g. 1.001)."""
+
+MAX_BUCKETS = Interval(numbers.Integral, 1, 10**8, closed="both")
+"""How many geometric buckets a scan may visit."""
 
 MAX_PUBLIC_N = 2**53
 """Largest public sample size the quantile mechanisms accept (exact in float64)."""

@@ -20,18 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_bounds, check_epsilon, check_positive_int
+from trustlab._param_validation import EPSILON, validate_params
+from trustlab._validation import check_bounds
 from trustlab.errors import ParameterError
 from trustlab.privacy._durfee import scan
 from trustlab.privacy._inputs import (
+    BASE,
+    MAX_BUCKETS,
     NEIGHBOURING,
+    NEIGHBOURING_OPTION,
     check_anchor,
-    check_base,
-    check_neighbouring,
     check_public_n,
     read_private_sample,
 )
-from trustlab.privacy.accounting import charge
+from trustlab.privacy.accounting import Accountant, charge
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -44,7 +46,6 @@ __all__ = [
 ]
 
 DEFAULT_BOUNDS_LEVELS = (0.01, 0.99)
-_MAX_BUCKETS = 10**8
 
 MAX_ABS_BOUND = 1e270
 """Largest magnitude of a bound (public or released) the DP statistics work with.
@@ -110,6 +111,16 @@ def check_bounds_levels(levels: Any, name: str = "levels") -> tuple[float, float
     return q_lo, q_hi
 
 
+@validate_params(
+    {
+        "epsilon": [EPSILON],
+        "base": [BASE],
+        "neighbouring": [NEIGHBOURING_OPTION],
+        "max_buckets": [MAX_BUCKETS],
+        "description": [str],
+        "accountant": [None, Accountant],
+    }
+)
 def dp_bounds(
     x: Any,
     epsilon: float,
@@ -197,18 +208,9 @@ def dp_bounds(
     >>> bool(15 < lo < 35 and 65 < hi < 85), r.epsilon
     (True, 1.0)
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon, base, max_buckets = float(epsilon), float(base), int(max_buckets)
     anchor = check_anchor(anchor, "anchor", max_abs=MAX_ABS_BOUND / 2)
     q_lo, q_hi = check_bounds_levels(levels)
-    base = check_base(base)
-    neighbouring = check_neighbouring(neighbouring)
-    max_buckets = check_positive_int(max_buckets, "max_buckets")
-    if max_buckets > _MAX_BUCKETS:
-        raise ParameterError(
-            f"max_buckets must be at most {_MAX_BUCKETS:.0e} (each scan may visit every bucket), "
-            f"got {max_buckets}; raise base instead.",
-            argument="max_buckets",
-        )
     arr = read_private_sample(x)
     n_public = check_public_n(n, arr.size, neighbouring)
     z = np.sort(arr[~np.isnan(arr)])

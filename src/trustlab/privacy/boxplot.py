@@ -15,17 +15,21 @@ released) sample size ``n``, i.e. multiples of ``1 / n``. Nothing is seeded.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_bounds, check_epsilon, check_fraction, check_positive_int
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_bounds
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._boxplot_results import BoxplotStats, GroupedBoxplots, boxplot_distance
 from trustlab.privacy._boxplot_rules import (
+    BOXPLOT_OPTIONS,
     DEFAULT_COUNT_WEIGHT,
     DEFAULT_N_WEIGHT,
+    EPSILON_OR_INF,
     METHODS,
     MIN_GROUP_RANKS,
     OTHER_LABEL,
@@ -34,7 +38,6 @@ from trustlab.privacy._boxplot_rules import (
     check_counts,
     check_n,
     check_options,
-    check_str,
     check_values,
     clamp_counts,
     count_scale,
@@ -46,8 +49,9 @@ from trustlab.privacy._boxplot_rules import (
 )
 from trustlab.privacy._durfee import unbounded_sorted
 from trustlab.privacy._grid import DEFAULT_RESOLUTION
-from trustlab.privacy._inputs import NEIGHBOURING, check_neighbouring
+from trustlab.privacy._inputs import NEIGHBOURING, NEIGHBOURING_OPTION
 from trustlab.privacy._jointexp import jointexp_values
+from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -64,6 +68,16 @@ __all__ = [
 ]
 
 
+@validate_params(
+    {
+        "epsilon": EPSILON_OR_INF,
+        **BOXPLOT_OPTIONS,
+        "neighbouring": [NEIGHBOURING_OPTION],
+        "n_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "description": [str],
+        "accountant": [None, Accountant],
+    }
+)
 def dp_boxplot_stats(
     x: Any,
     epsilon: float,
@@ -82,6 +96,7 @@ def dp_boxplot_stats(
     resolution: int = DEFAULT_RESOLUTION,
     description: str = "boxplot",
     random_state: Any = UNSET,
+    accountant: Any = None,
 ) -> BoxplotStats:
     """Compute the five numbers and outlier shares of a boxplot under pure ``epsilon``-DP.
 
@@ -139,6 +154,9 @@ def dp_boxplot_stats(
     random_state : not accepted
         Raises :class:`~trustlab.errors.ParameterError`: a DP boxplot is never seeded
         (all its randomness comes from the secure samplers).
+    accountant : Accountant, optional
+        Budget to charge: the whole ``epsilon`` is checked against it before any
+        noise is drawn, and each release is recorded after (not with ``epsilon=inf``).
 
     Returns
     -------
@@ -180,35 +198,24 @@ def dp_boxplot_stats(
     True
     """
     reject_seed(random_state)
-    epsilon = check_epsilon(epsilon, allow_inf=True)
+    epsilon = float(epsilon)
     lower, upper = check_bounds(bounds)
-    opts = check_options(
-        quantile_weight=quantile_weight,
-        c=c,
-        lam=lam,
-        base=base,
-        n_min=n_min,
-        method=method,
-        gap_rule=gap_rule,
-        resolution=resolution,
-    )
-    w, c, lam, base, n_min, resolution = (
-        opts["quantile_weight"],
-        opts["c"],
-        opts["lam"],
-        opts["base"],
-        opts["n_min"],
-        opts["resolution"],
-    )
-    neighbouring = check_neighbouring(neighbouring)
+    w, c, lam, base = float(quantile_weight), float(c), float(lam), float(base)
+    n_min, resolution, n_weight = int(n_min), int(resolution), float(n_weight)
     n_given = check_n(n)
-    n_weight = check_fraction(n_weight, "n_weight")
-    description = check_str(description, "description")
     arr, length = check_values(x)
     if math.isinf(epsilon):
+        if accountant is not None:
+            raise ParameterError(
+                "epsilon=inf draws the non-private boxplot, which no privacy budget can pay for; "
+                "pass a finite epsilon or leave accountant out.",
+                argument="accountant",
+            )
         if arr.size == 0:
             raise DataError("x has no values (empty or all NaN): nothing to draw.", argument="x")
         return nonprivate(arr, lower, upper)
+    if accountant is not None:  # the plan: pure epsilon, checked before any noise is drawn
+        accountant.check(Release(None, epsilon, description=description))
     if neighbouring == "replace" and n_given is None and length == 0:
         raise DataError(
             "x is empty. Under neighbouring='replace' the sample size len(x) is public and must "
@@ -358,6 +365,8 @@ def dp_boxplot_stats(
     )
     whisker_lo = min(max(whisker_lo, lower), q1)
     whisker_hi = max(min(whisker_hi, upper), q3)
+    if accountant is not None:
+        releases = [accountant.record(r) for r in releases]
     return BoxplotStats(
         whisker_lo=float(whisker_lo),
         q1=q1,
@@ -382,6 +391,16 @@ _GROUPED_FORBIDDEN = {
 }
 
 
+@validate_params(
+    {
+        "epsilon": EPSILON_OR_INF,
+        "neighbouring": [NEIGHBOURING_OPTION],
+        "count_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "min_group_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "description": [str],
+        "accountant": [None, Accountant],
+    }
+)
 def grouped_dp_boxplot(
     x: Any,
     groups: Any,
@@ -396,6 +415,7 @@ def grouped_dp_boxplot(
     other_label: Any = OTHER_LABEL,
     description: str = "boxplot",
     random_state: Any = UNSET,
+    accountant: Any = None,
     **kwargs: Any,
 ) -> GroupedBoxplots:
     """DP boxplots of ``x`` by a public grouping, the whole figure under pure ``epsilon``-DP.
@@ -444,6 +464,9 @@ def grouped_dp_boxplot(
         Prefix of the releases' descriptions.
     random_state : not accepted
         Raises :class:`~trustlab.errors.ParameterError`: never seeded.
+    accountant : Accountant, optional
+        Budget to charge: the whole ``epsilon`` is checked against it before any
+        noise is drawn, and each release is recorded after (not with ``epsilon=inf``).
     **kwargs
         Passed to :func:`dp_boxplot_stats` (``quantile_weight``, ``c``, ``lam``,
         ``base``, ``n_min``, ``method``, ``gap_rule``, ``resolution``).
@@ -475,17 +498,22 @@ def grouped_dp_boxplot(
         if key in kwargs:
             raise ParameterError(f"{key} is not accepted by grouped_dp_boxplot: {why}.", argument=key)
     kwargs = check_options(**kwargs)
-    epsilon = check_epsilon(epsilon, allow_inf=True)
+    epsilon, count_weight = float(epsilon), float(count_weight)
     lower, upper = check_bounds(bounds)
-    neighbouring = check_neighbouring(neighbouring)
-    count_weight = check_fraction(count_weight, "count_weight")
-    description = check_str(description, "description")
     cats = check_categories(categories, other_label)
     labels = [*cats, other_label] if other_label is not None else list(cats)
     public = None if counts is None else check_counts(counts, labels)
     if min_group_size is not None:
-        min_group_size = check_positive_int(min_group_size, "min_group_size")
+        min_group_size = int(min_group_size)
     check_values(x)  # type and shape (public facts)
+    if accountant is not None:
+        if math.isinf(epsilon):
+            raise ParameterError(
+                "epsilon=inf draws non-private boxplots, which no privacy budget can pay for; "
+                "pass a finite epsilon or leave accountant out.",
+                argument="accountant",
+            )
+        accountant.check(Release(None, epsilon, description=description))
     full = np.asarray(x, dtype=float)
     present = ~np.isnan(full)  # a NaN value is an absent record, whatever its label
     codes = group_codes(groups, cats, full.size)[present]
@@ -579,6 +607,8 @@ def grouped_dp_boxplot(
                 f"{description}: one boxplot per group",
             )
         )
+    if accountant is not None:
+        releases = [accountant.record(r) for r in releases]
     return GroupedBoxplots(
         boxes=boxes,
         categories=tuple(labels),

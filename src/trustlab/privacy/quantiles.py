@@ -34,31 +34,30 @@ Neighbouring relations: ``"replace"`` (swap one record; ``n`` is public) and
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
-from trustlab._validation import (
-    check_bounds,
-    check_choice,
-    check_epsilon,
-    check_positive_int,
-)
+from trustlab._param_validation import EPSILON, Interval, Options, validate_params
+from trustlab._validation import check_bounds
 from trustlab.errors import ParameterError
 from trustlab.privacy._durfee import scan_cap, unbounded_sorted
 from trustlab.privacy._grid import DEFAULT_RESOLUTION, MAX_RESOLUTION, QuantileGrid, sorted_clipped
 from trustlab.privacy._inputs import (
+    BASE,
+    MAX_BUCKETS,
     MAX_PUBLIC_N,
     NEIGHBOURING,
+    NEIGHBOURING_OPTION,
     check_anchor,
-    check_base,
     check_levels,
     check_neighbouring,
     check_public_n,
     read_private_sample,
 )
 from trustlab.privacy._jointexp import jointexp_sensitivity, jointexp_values
-from trustlab.privacy.accounting import charge, check_accountant
+from trustlab.privacy.accounting import Accountant, charge
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -94,6 +93,16 @@ def _present_values(x: Any) -> tuple[np.ndarray, int]:
     return (arr[~missing] if missing.any() else arr), int(arr.size)
 
 
+_RESOLUTION = Interval(numbers.Integral, 1, MAX_RESOLUTION, closed="both")
+_COMMON = {
+    "epsilon": [EPSILON],
+    "neighbouring": [NEIGHBOURING_OPTION],
+    "description": [str],
+    "accountant": [None, Accountant],
+}
+
+
+@validate_params({**_COMMON, "method": [Options({"jointexp", "independent"})], "resolution": [_RESOLUTION]})
 def dp_quantiles(
     x: Any,
     q: Any,
@@ -191,12 +200,10 @@ def dp_quantiles(
     """
     if random_state is not None:
         raise ParameterError(_NO_SEED, argument="random_state")
-    epsilon = check_epsilon(epsilon)
+    epsilon = float(epsilon)
     lower, upper = check_bounds(bounds)
     grid = QuantileGrid((lower, upper), resolution)
     levels = check_levels(q)
-    neighbouring = check_neighbouring(neighbouring)
-    check_choice(method, "method", ("jointexp", "independent"))
     arr, _ = _present_values(x)
     z = arr if _presorted else sorted_clipped(arr, lower, upper)
     res = grid.resolution
@@ -254,6 +261,7 @@ def dp_quantiles(
     return charge(accountant, plan, draw)
 
 
+@validate_params({**_COMMON, "resolution": [_RESOLUTION]})
 def dp_quantile(
     x: Any,
     q: float,
@@ -301,9 +309,8 @@ def dp_quantile(
     """
     if random_state is not None:
         raise ParameterError(_NO_SEED, argument="random_state")
-    accountant = check_accountant(accountant)
     if accountant is not None:  # the plan: pure epsilon, checked before dp_quantiles draws
-        accountant.check(Release(None, check_epsilon(epsilon), description=description))
+        accountant.check(Release(None, float(epsilon), description=description))
     rel = dp_quantiles(
         x,
         [q],
@@ -324,6 +331,7 @@ def dp_quantile(
     return single if accountant is None else accountant.record(single)
 
 
+@validate_params({**_COMMON, "base": [BASE], "max_buckets": [MAX_BUCKETS]})
 def unbounded_quantile(
     x: Any,
     q: float,
@@ -394,13 +402,10 @@ def unbounded_quantile(
     >>> 1.0 < r.value < 4.0
     True
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon, base, max_buckets = float(epsilon), float(base), int(max_buckets)
     lower = check_anchor(lower, "lower")
-    base = check_base(base)
     scan_cap(lower, base, "lower")
-    neighbouring = check_neighbouring(neighbouring)
     level = float(check_levels(q)[0])
-    max_buckets = check_positive_int(max_buckets, "max_buckets")
     arr, length = _present_values(x)
     n_public = check_public_n(n, max(length, 1), neighbouring, maximum=MAX_PUBLIC_N)
     z = np.maximum(arr, lower)
