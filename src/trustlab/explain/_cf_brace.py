@@ -10,16 +10,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_choice, check_numeric_array, make_generator
+from trustlab._param_validation import Options, validate_params
+from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._cf_causal import causal_recourse
 from trustlab.explain._cf_exact import exact_cf, linear_problem
 from trustlab.explain._cf_model import SUPPORTED
 from trustlab.explain._cf_penalty import penalty_cf
 from trustlab.explain._cf_problem import (
-    SOLVERS,
+    SEARCH_PARAMETERS,
     check_scm,
-    check_time_limit,
     infeasible_result,
     make_result,
     method_name,
@@ -32,6 +32,7 @@ from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
 __all__ = ["brace", "brace_path", "counterfactuals", "deep_backtracking", "wachter"]
 
 
+@validate_params(SEARCH_PARAMETERS)
 def brace(
     model: Any,
     scm: AdditiveNoiseSCM,
@@ -132,8 +133,7 @@ def brace(
     'infeasible'
     """
     p = setup_problem(model, scm, x, target, lam, immutable, scales, noise_scales, tau, bounds)
-    solver = check_choice(solver, "solver", SOLVERS)
-    limit = check_time_limit(time_limit)
+    limit = float(time_limit)
     rng = make_generator(random_state)
     method = method_name(p.lam)
     if p.valid(p.x)[0]:
@@ -311,6 +311,7 @@ def brace_path(
     return [brace(model, scm, x, target, lam=lam, **kwargs) for lam in lam_list]
 
 
+@validate_params({"method": [Options({"brace", "wachter", "deep_backtracking", "causal_recourse"})]})
 def counterfactuals(
     model: Any, scm: AdditiveNoiseSCM, X: Any, *, method: str = "brace", target: Any = None, **kwargs: Any
 ) -> list[CounterfactualResult]:
@@ -362,7 +363,6 @@ def counterfactuals(
         "deep_backtracking": deep_backtracking,
         "causal_recourse": causal_recourse,
     }
-    method = check_choice(method, "method", sorted(funcs))
     scm = check_scm(scm)
     if isinstance(X, pd.DataFrame):
         rows: list[Any] = [X.iloc[[i]] for i in range(len(X))]

@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from trustlab._validation import check_choice, make_generator
-from trustlab.errors import ModelError, ParameterError
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import make_generator
+from trustlab.errors import ModelError
 from trustlab.explain._cf_model import SUPPORTED
 from trustlab.explain._cf_problem import (
-    SOLVERS,
+    SEARCH_PARAMETERS,
     Problem,
-    check_time_limit,
     infeasible_result,
     make_result,
     setup_problem,
@@ -109,6 +109,9 @@ def _search_subsets(
     return best, False
 
 
+@validate_params(
+    {**SEARCH_PARAMETERS, "max_subset_size": [None, Interval(numbers.Integral, 1, None, closed="left")]}
+)
 def causal_recourse(
     model: Any,
     scm: AdditiveNoiseSCM,
@@ -179,18 +182,8 @@ def causal_recourse(
     (True, ('a', 'b'), 3)
     """
     p = setup_problem(model, scm, x, target, 0.0, immutable, scales, noise_scales, tau, bounds)
-    solver = check_choice(solver, "solver", SOLVERS)
-    limit = check_time_limit(time_limit)
+    limit = float(time_limit)
     rng = make_generator(random_state)
-    if max_subset_size is not None and (
-        isinstance(max_subset_size, bool)
-        or not isinstance(max_subset_size, numbers.Integral)
-        or max_subset_size < 1
-    ):
-        raise ParameterError(
-            f"max_subset_size must be None or an integer >= 1, got {max_subset_size!r}.",
-            argument="max_subset_size",
-        )
     if p.valid(p.x)[0]:
         return make_result(p, p.x.copy(), "causal_recourse", "none", "already_target", 0)
     if p.immutable_outside():

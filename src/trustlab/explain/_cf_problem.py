@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._param_validation import Interval, Options
 from trustlab._validation import check_choice, check_positive
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._cf_model import CounterfactualModel, check_model
@@ -19,10 +20,10 @@ from trustlab.explain._inputs import MAX_MAGNITUDE, check_instance
 from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
 
 __all__ = [
+    "SEARCH_PARAMETERS",
     "SOLVERS",
     "Problem",
     "check_scm",
-    "check_time_limit",
     "infeasible_result",
     "make_result",
     "method_name",
@@ -30,6 +31,14 @@ __all__ = [
 ]
 
 SOLVERS = ("auto", "exact", "penalty", "search")
+
+SEARCH_PARAMETERS: dict[str, list[Any]] = {
+    "solver": [Options(SOLVERS)],
+    "tau": [Interval(numbers.Real, 0, None, closed="left")],
+    "time_limit": [Interval(numbers.Real, 0, None, closed="neither")],
+    "random_state": ["random_state"],
+}
+"""Constraints of the search options shared by :func:`brace` and :func:`causal_recourse`."""
 _MIN_SCALE = 1e-50
 _MAX_LAM = 1e12
 
@@ -333,16 +342,6 @@ def infeasible_result(p: Problem, method: str, solver: str, calls: int, **kw: An
         else "no point within the bounds reaches the target class"
     )
     return make_result(p, p.x.copy(), method, solver, "infeasible", calls, notes=(note,), **kw)
-
-
-def check_time_limit(time_limit: Any) -> float:
-    """``time_limit`` as seconds > 0."""
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or not float(time_limit) > 0:
-        raise ParameterError(
-            f"time_limit must be a number of seconds > 0 (default 10), got {time_limit!r}.",
-            argument="time_limit",
-        )
-    return float(time_limit)
 
 
 def method_name(lam: float) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from trustlab._validation import check_choice
+from trustlab._param_validation import Options, validate_params
 from trustlab.errors import DataError
 from trustlab.explain._rec_inputs import (
     check_action_set,
@@ -20,6 +20,10 @@ from trustlab.explain.recourse_actions import ActionSet
 __all__ = ["has_recourse", "max_reachable_score"]
 
 
+_METHOD = {"method": [Options({"auto", "ilp"})]}
+
+
+@validate_params(_METHOD)
 def max_reachable_score(
     X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None, method: str = "auto"
 ) -> np.ndarray:
@@ -55,7 +59,6 @@ def max_reachable_score(
     >>> max_reachable_score([[30, 3], [70, 0]], np.array([-0.1, 1.0]), A, intercept=-2.0)
     array([ 1., -6.])
     """
-    check_choice(method, "method", ("auto", "ilp"))
     w, b = linear_model_params(model, intercept)
     A = check_action_set(action_set, len(w))
     check_score_range(w, b, A)
@@ -87,6 +90,7 @@ def max_reachable_score(
     return out
 
 
+@validate_params(_METHOD)
 def has_recourse(
     X: Any, model: Any, action_set: ActionSet, *, intercept: Any = None, method: str = "auto"
 ) -> np.ndarray:

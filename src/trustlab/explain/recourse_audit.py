@@ -13,6 +13,7 @@ table's own units ("age in [20, 30] and joblost in {slack_work}").
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_columns, check_frame, check_positive
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_columns, check_frame
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._inputs import as_list, check_magnitude
 from trustlab.explain._linear import decision_scores
@@ -129,6 +131,7 @@ class RawLinearModel:
         return self.encode(data) @ self.coef + self.intercept
 
 
+@validate_params({"atol": [Interval(numbers.Real, 0, None, closed="left")]})
 def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearModel:
     """Express a fitted binary classifier that is linear in the raw columns of ``X``.
 
@@ -177,7 +180,7 @@ def linearize(model: Any, X: pd.DataFrame, *, atol: float = 1e-6) -> RawLinearMo
             f"{type(model).__name__}.",
             argument="model",
         )
-    atol = check_positive(atol, "atol", allow_zero=True)
+    atol = float(atol)
     columns = X.columns  # the model's own labels; the raw model names them as strings
     X = _str_columns(X, "X")
     complete = X.dropna()
@@ -477,6 +480,12 @@ class RecourseCheck:
         }
 
 
+@validate_params(
+    {
+        "max_regions": [Interval(numbers.Integral, 1, None, closed="left")],
+        "time_limit": [Interval(numbers.Real, 0, None, closed="neither")],
+    }
+)
 def recourse_check(
     model: Any,
     reference: pd.DataFrame,
