@@ -1,0 +1,138 @@
+"""Data-driven targeting: reach curves, Wilson intervals, the Gaussian calibration (private)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from trustlab._validation import check_numeric_array
+from trustlab.errors import DataError
+from trustlab.fairness import _welfare_model as _model
+from trustlab.fairness._inputs import scores_1d
+
+
+def check_scores(scores: Any, name: str = "scores") -> np.ndarray:
+    """Finite 1-D risk scores (higher = more at risk)."""
+    arr = scores_1d(scores, name)
+    if arr.size < 2:
+        raise DataError(f"{name} must hold at least 2 rows, got {arr.size}.", argument=name)
+    return arr
+
+
+def worst_off_indicator(outcome: Any, n: int, worst_off_fraction: float | None) -> np.ndarray:
+    """0/1 worst-off flags: a 0/1 outcome as given, or the top ``worst_off_fraction`` of a continuous one."""
+    y = check_numeric_array(outcome, "worst_off", ndim=1)
+    if y.size != n:
+        raise DataError(
+            f"worst_off has {y.size} entries but scores has {n}; pass one per row.", argument="worst_off"
+        )
+    binary = bool(np.isin(y, (0.0, 1.0)).all())
+    if worst_off_fraction is None:
+        if not binary:
+            raise DataError(
+                "worst_off is continuous (not only 0/1): pass worst_off_fraction, the share with the "
+                "highest (worst) outcome counted as worst-off (e.g. 0.1), or pass 0/1 flags.",
+                argument="worst_off",
+            )
+        flags = y.astype(np.int64)
+    else:
+        # the ceil(beta n) highest outcomes; ties at the cut all count (documented)
+        k = max(1, math.ceil(worst_off_fraction * n - 1e-9))
+        cut = np.partition(y, n - k)[n - k]
+        flags = (y >= cut).astype(np.int64)
+    if flags.sum() == 0:
+        raise DataError("worst_off flags no one as worst-off; reach is undefined.", argument="worst_off")
+    if flags.sum() == n:
+        raise DataError("worst_off flags everyone as worst-off; targeting is moot.", argument="worst_off")
+    return flags
+
+
+def service_weights(scores: np.ndarray, capacity: float) -> np.ndarray:
+    """Serve the ``capacity * n`` highest scores; rows tied at the cut share the remaining places."""
+    n = scores.size
+    slots = capacity * n
+    order = np.argsort(-scores, kind="stable")
+    s = scores[order]
+    w = np.zeros(n)
+    if slots >= n:
+        return np.ones(n)
+    k = math.floor(slots)
+    cut = s[k] if k < n else s[-1]
+    above = scores > cut
+    tied = scores == cut
+    left = slots - above.sum()
+    w[above] = 1.0
+    w[tied] = left / tied.sum()
+    return w
+
+
+class SortedScores:
+    """Scores sorted once (descending) so that bootstrap resamples only reweight rows."""
+
+    def __init__(self, scores: np.ndarray) -> None:
+        self.order = np.argsort(-scores, kind="stable")
+        s = scores[self.order]
+        self.block_end = np.r_[s[1:] != s[:-1], True]  # last row of each tie block
+
+    def curve(self, flags: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(capacity, reach)`` knots of the piecewise-linear reach curve (rows weighted)."""
+        w = np.ones(flags.size) if weights is None else weights[self.order].astype(float)
+        f = flags[self.order] * w
+        cum_n = np.cumsum(w)[self.block_end]
+        cum_f = np.cumsum(f)[self.block_end]
+        return np.r_[0.0, cum_n / cum_n[-1]], np.r_[0.0, cum_f / cum_f[-1]]
+
+
+def reach_curve(scores: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(capacity, reach)`` knots of the piecewise-linear empirical curve (ties merged)."""
+    return SortedScores(scores).curve(flags)
+
+
+def capacity_for_reach(curve: tuple[np.ndarray, np.ndarray], target: float) -> float:
+    """Smallest capacity whose empirical reach is at least ``target`` (linear between knots)."""
+    cap, val = curve
+    target = min(target, 1.0)
+    i = int(np.searchsorted(val, target - 1e-12, side="left"))
+    if i == 0:
+        return 0.0
+    if i >= len(val):
+        return 1.0
+    v0, v1 = val[i - 1], val[i]
+    return float(cap[i - 1] + (cap[i] - cap[i - 1]) * (target - v0) / (v1 - v0))
+
+
+def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]:
+    """Wilson score interval for a proportion."""
+    if n <= 0:
+        return math.nan, math.nan
+    z = float(norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def comparison_point(
+    sorted_scores: SortedScores,
+    flags: np.ndarray,
+    capacity: float,
+    delta_r2: float,
+    improved: SortedScores | None,
+    weights: np.ndarray | None = None,
+) -> tuple[float, float, float, float, float, float]:
+    """``(beta, reach, r2_equivalent, par, reach_gain, capacity_increase)`` on one (re)sample."""
+    beta = float(np.average(flags, weights=weights))
+    curve = sorted_scores.curve(flags, weights)
+    v = float(np.interp(capacity, *curve))
+    r2 = _model.r2_from_value(capacity, v, beta)
+    par = _model.par(capacity, r2, beta) if 0 < r2 < 1 and capacity < 1 else math.nan
+    if improved is not None:
+        gain = float(np.interp(capacity, *improved.curve(flags, weights))) - v
+    else:
+        gain = _model.value(capacity, min(1.0, r2 + delta_r2), beta) - _model.value(capacity, r2, beta)
+    inc = max(0.0, capacity_for_reach(curve, v + gain) - capacity) if gain > 0 else 0.0
+    return beta, v, r2, par, gain, min(inc, 1.0 - capacity)
