@@ -407,7 +407,7 @@ class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimato
         self.max_iter = max_iter
         self.learning_rate = learning_rate
 
-    def fit(self, X: Any, y: Any, budgets: Any) -> MarketAwareClassifier:
+    def fit(self, X: Any, y: Any, budgets: Any = None) -> MarketAwareClassifier:
         """Learn the weights under the anticipated response.
 
         Parameters
@@ -416,8 +416,8 @@ class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimato
             Training features (before any response).
         y : array-like of shape (n_users,)
             True labels in {0, 1}; both must occur.
-        budgets : array-like of shape (n_users,)
-            Each user's budget (>= 0).
+        budgets : array-like of shape (n_users,), optional
+            Each user's budget (>= 0); default 1 for every user.
 
         Returns
         -------
@@ -427,7 +427,7 @@ class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimato
         self._validate_params()
         X = check_numeric_array(X, "X", ndim=2)
         y = binary_labels(y, "y", n=X.shape[0])
-        B = _budgets(budgets, X.shape[0])
+        B = np.ones(X.shape[0]) if budgets is None else _budgets(budgets, X.shape[0])
         d = X.shape[1]
         slope = _per_feature(self.supply_slope, "supply_slope", d, positive=True)
         cost = _per_feature(self.marginal_cost, "marginal_cost", d, positive=False)
