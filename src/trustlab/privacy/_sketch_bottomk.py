@@ -9,19 +9,21 @@ import numpy as np
 
 from trustlab._param_validation import Interval, check_params, validate_params
 from trustlab.errors import DataError, ParameterError
-from trustlab.privacy._sketch_hash import hash_keys, hashes_to_ranks, make_salt
+from trustlab.privacy._sketch_hash import hash_keys, hashes_to_ranks, make_salt, sorted_unique
 
 _CHUNK = 1 << 20
 
 
 def _bottom_k(h: np.ndarray, k: int) -> np.ndarray:
     """The (at most) k smallest distinct values of ``h``, sorted."""
-    if h.size > 2 * k:
-        t = np.partition(h, k - 1)[k - 1]
-        cand = np.unique(h[h <= t])
+    m = k
+    while m < h.size:
+        t = np.partition(h, m - 1)[m - 1]
+        cand = sorted_unique(h[h <= t])
         if cand.size >= k:
             return cand[:k]
-    return np.unique(h)[:k]
+        m = min(h.size, 2 * m + (k - cand.size))  # repeats among the smallest: look further
+    return sorted_unique(h)[:k]
 
 
 class BottomKSketch:
@@ -203,7 +205,7 @@ class BottomKSketch:
                 if part.size == 0:
                     continue
             part = _bottom_k(part, k)
-            self.hashes_ = np.union1d(self.hashes_, part)[:k]
+            self.hashes_ = sorted_unique(np.concatenate([self.hashes_, part]))[:k]
         return self
 
     def update(self, keys: Any) -> BottomKSketch:
@@ -283,7 +285,7 @@ class BottomKSketch:
                 argument="other",
             )
         out = self.empty_like()
-        out.hashes_ = np.union1d(self.hashes_, other.hashes_)[: self.k]
+        out.hashes_ = sorted_unique(np.concatenate([self.hashes_, other.hashes_]))[: self.k]
         return out
 
     @property

@@ -138,3 +138,18 @@ def hash_keys(keys: Any, salt: bytes) -> np.ndarray:
 def hashes_to_ranks(h: np.ndarray) -> np.ndarray:
     """Ranks in ``(0, 1]`` from 64-bit hashes (the top 53 bits, plus one unit)."""
     return ((h >> _RANK_SHIFT).astype(np.float64) + 1.0) * _RANK_UNIT
+
+
+def sorted_unique(h: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of a uint64 array.
+
+    Sort-based: NumPy 2.4's ``np.unique`` hashes and runs about 50x slower on 1M random
+    64-bit values.
+    """
+    s = np.sort(h)
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]

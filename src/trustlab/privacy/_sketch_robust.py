@@ -11,7 +11,7 @@ import numpy as np
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin
 from trustlab.errors import BudgetExceededError, DataError, ParameterError
 from trustlab.privacy._sketch_bottomk import BottomKSketch
-from trustlab.privacy._sketch_hash import hashes_to_ranks, make_salt
+from trustlab.privacy._sketch_hash import hashes_to_ranks, make_salt, sorted_unique
 from trustlab.privacy._sketch_store import ParticipationStore
 from trustlab.privacy.samplers import MAX_INTEGER_SCALE, add_discrete_gaussian
 
@@ -217,7 +217,7 @@ class RobustCardinalityEstimator(ParamsValidationMixin):
         3.0
         """
         self._setup()
-        h = np.unique(self._sketch.hash(keys))
+        h = sorted_unique(self._sketch.hash(keys))
         if h.size == 0:
             raise DataError(
                 "keys is empty: there is nothing to estimate; pass the query set's keys.",
@@ -325,8 +325,8 @@ class RobustCardinalityEstimator(ParamsValidationMixin):
         """
         self._setup()
         h = self._sketch.hash(keys)
-        uniq, inverse = np.unique(h, return_inverse=True)
-        return self._store.get(uniq)[inverse]
+        uniq = sorted_unique(h)
+        return self._store.get(uniq)[np.searchsorted(uniq, h)]
 
     def deactivated(self, keys: Any) -> np.ndarray:
         """Whether each key is deactivated (took part in ``r_`` queries).
