@@ -53,7 +53,7 @@ def test_platform_is_the_empirical_bayes_classifier() -> None:
 def test_bound_matches_hand_computation() -> None:
     """One free binary feature: the bound's terms recomputed by hand."""
     rng = np.random.default_rng(1)
-    n, N = 4000, 20000
+    n, N = 1000, 5000
     X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 2, n)])
     y = rng.integers(0, 2, n)
     est = collective_bound(X, y, n_total=N, signal={0: 1}, target=1, delta=0.1, n_test=5000)
@@ -68,8 +68,22 @@ def test_bound_matches_hand_computation() -> None:
     cert = a * (planted[mc] - 2 * r) - (1 - a) * (gap[mc] + 2 * r + 2 * r_rest) > 0
     expected = cert.mean() - r - np.sqrt(np.log(1 / d_t) / (2 * 5000))
     assert est.lower_bound == pytest.approx(expected)
+    plug = a * planted[mc] - (1 - a) * gap[mc] > 0
+    assert plug.mean() > cert.mean()  # the slacks matter here: the test sees a bound without them
     assert est.estimate == pytest.approx(np.mean(a * planted[mc] - (1 - a) * gap[mc] > 0))
     assert est.alpha == pytest.approx(0.2)
+
+
+def test_collective_share_weighs_against_the_rest_of_the_population() -> None:
+    """Cell won iff (n/N) P~ > ((N-n)/N) Delta: 9 members at the signal cell with label 0,
+    one elsewhere with label 1; planting label 1 puts P~ = 1 against Delta = 0.9."""
+    X = np.array([[1, 0]] * 9 + [[0, 0]])
+    y = np.array([0] * 9 + [1])
+    est = collective_bound(X, y, n_total=20, signal={0: 1}, target=1, cardinalities=[2, 1], n_classes=2)
+    assert est.estimate == 1.0  # 0.5 * 1 - 0.5 * 0.9 > 0
+    np.testing.assert_allclose(est.cell_thresholds, [0.9 / 1.9])
+    est = collective_bound(X, y, n_total=25, signal={0: 1}, target=1, cardinalities=[2, 1], n_classes=2)
+    assert est.estimate == 0.0  # 0.4 * 1 - 0.6 * 0.9 < 0
 
 
 def _tolerance(n_members: int, n_cells: int, n_test: int, delta: float = 0.05) -> float:

@@ -28,6 +28,7 @@ from trustlab.fairness._inputs import binary_labels
 from trustlab.fairness._strategic_learn import train_linear
 
 __all__ = [
+    "DEMO_SUPPLY",
     "MarketAwareClassifier",
     "StrategicResponse",
     "fixed_cost_response",
