@@ -214,3 +214,14 @@ def test_fuzz_only_trustlab_errors(X, y, signal, target, alpha) -> None:
             call()
         except TrustlabError:
             pass
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.one_of(st.integers(-3, 3), st.floats(allow_nan=True)), seed=st.one_of(st.integers(-2, 3), st.text())
+)
+def test_fuzz_generator_only_trustlab_errors(n, seed) -> None:
+    try:
+        make_product_ratings(n, random_state=seed)
+    except TrustlabError:
+        pass

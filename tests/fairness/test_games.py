@@ -187,3 +187,20 @@ def test_fuzz_only_trustlab_errors(payoffs, states, eta) -> None:
             call()
         except TrustlabError:
             pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    states=hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=4), elements=st.floats()),
+    rate=st.floats(allow_nan=True, allow_infinity=True),
+    k=st.one_of(st.integers(-2, 4), st.floats()),
+)
+def test_fuzz_generators_only_trustlab_errors(states, rate, k) -> None:
+    for call in (
+        lambda: noisy_predictions(states, error_rate=rate, n_states=k),
+        lambda: make_routing_game(k, k, k, random_state=0),
+    ):
+        try:
+            call()
+        except TrustlabError:
+            pass

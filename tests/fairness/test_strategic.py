@@ -214,3 +214,23 @@ def test_fuzz_only_trustlab_errors(
             func(X, coef, 0.0, budgets, **kw)
         except TrustlabError:
             pass
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    X=hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=2, max_side=4), elements=floats),
+    y=hnp.arrays(np.float64, hnp.array_shapes(max_dims=1, max_side=4), elements=floats),
+    budgets=st.one_of(
+        st.none(), hnp.arrays(np.float64, hnp.array_shapes(max_dims=1, max_side=4), elements=floats)
+    ),
+    n=st.one_of(st.integers(-3, 3), floats),
+)
+def test_fuzz_estimator_and_generator_only_trustlab_errors(X, y, budgets, n) -> None:
+    for call in (
+        lambda: MarketAwareClassifier(max_iter=2, **DEMO_SUPPLY).fit(X, y, budgets),
+        lambda: make_feature_market(n, random_state=0),
+    ):
+        try:
+            call()
+        except TrustlabError:
+            pass
