@@ -265,6 +265,12 @@ def test_model_without_logits() -> None:
     with pytest.raises(ModelError, match="predict_proba") as info:
         LogitsHierarchy(model=Bare()).fit(np.ones((3, 2)))
     assert info.value.argument == "model"
+    with pytest.raises(ModelError, match="not fitted"):
+        LogitsHierarchy(model=KMeans(3)).fit(np.ones((5, 2)))
+    fitted = KMeans(2, n_init=1, random_state=0).fit(np.arange(10.0).reshape(5, 2))
+    with pytest.raises(DataError, match="failed on X") as info:
+        LogitsHierarchy(model=fitted).fit(np.ones((5, 3)))
+    assert info.value.argument == "X"
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ModelError
@@ -36,12 +38,38 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def _call_model(model: Any, method: str, X: Any) -> Any:
+    try:
+        return getattr(model, method)(X)
+    except SklearnNotFittedError:
+        raise ModelError(
+            f"model ({type(model).__name__}) is not fitted; fit it before building its hierarchy.",
+            argument="model",
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise DataError(
+            f"model.{method}(X) failed on X ({exc}); pass the input the model was fitted on "
+            "(same features), or the logits themselves with model=None.",
+            argument="X",
+        ) from None
+
+
 def model_logits(model: Any, X: Any, temperature: float | None) -> np.ndarray:
     """Logits of a fitted flat model: log-probabilities, decision values or k-means distances."""
+    if callable(getattr(model, "fit", None)):
+        try:
+            check_is_fitted(model)
+        except SklearnNotFittedError:
+            raise ModelError(
+                f"model ({type(model).__name__}) is not fitted; fit it before building its hierarchy.",
+                argument="model",
+            ) from None
+        except TypeError:  # not a scikit-learn estimator: try its methods below
+            pass
     for method in ("predict_log_proba", "predict_proba", "decision_function"):
         if callable(getattr(model, method, None)):
             try:
-                out = np.asarray(getattr(model, method)(X), dtype=float)
+                out = np.asarray(_call_model(model, method, X), dtype=float)
             except AttributeError:  # e.g. predict_proba unavailable for this configuration
                 continue
             if method == "predict_proba":
@@ -50,7 +78,7 @@ def model_logits(model: Any, X: Any, temperature: float | None) -> np.ndarray:
                 out = np.column_stack([-out / 2, out / 2])
             return out
     if callable(getattr(model, "transform", None)) and hasattr(model, "cluster_centers_"):
-        d2 = np.asarray(model.transform(X), dtype=float) ** 2
+        d2 = np.asarray(_call_model(model, "transform", X), dtype=float) ** 2
         t = temperature
         if t is None:
             nearest = d2.min(axis=1)

@@ -328,6 +328,29 @@ class RobustCardinalityEstimator(ParamsValidationMixin):
         uniq = sorted_unique(h)
         return self._store.get(uniq)[np.searchsorted(uniq, h)]
 
+    def rho_spent(self, keys: Any) -> np.ndarray:
+        """The zCDP each key's rank has spent so far (participations x ``rho_per_query_``).
+
+        At most ``rho_per_key`` for every key unless ``max_participation`` overrides ``r_``.
+
+        Parameters
+        ----------
+        keys : array-like of int, str or bytes
+            Keys to look up.
+
+        Returns
+        -------
+        ndarray of float64
+
+        Examples
+        --------
+        >>> est = RobustCardinalityEstimator(k=256, salt=0)
+        >>> _ = est.estimate(range(1000))
+        >>> bool(est.rho_spent([0])[0] == est.rho_per_query_)
+        True
+        """
+        return self.participation(keys) * self.rho_per_query_
+
     def deactivated(self, keys: Any) -> np.ndarray:
         """Whether each key is deactivated (took part in ``r_`` queries).
 
