@@ -57,6 +57,9 @@ _FLAGS = {
     "use_sensitive": "--use-sensitive",
     "categorical": "--categorical",
     "alpha": "--alpha",
+    "mitigate": "--mitigate",
+    "proxy": "--proxy",
+    "proxy_error": "--proxy-error",
 }
 
 
@@ -118,6 +121,19 @@ def audit(
     alpha: Annotated[
         float, typer.Option(help="Miscoverage of the Uncertainty section's conformal sets (0 < alpha < 1).")
     ] = 0.1,
+    mitigate: Annotated[
+        str | None,
+        typer.Option(
+            help="Fairness post-processing to evaluate: "
+            "equalized_odds, equal_opportunity or demographic_parity."
+        ),
+    ] = None,
+    proxy: Annotated[
+        str | None, typer.Option(help="Column of proxy groups: bound the true multicalibration violation.")
+    ] = None,
+    proxy_error: Annotated[
+        float | None, typer.Option(help="Public error rate of the --proxy column, P(true group != proxy).")
+    ] = None,
 ) -> None:
     """Audit a table and a model; write DIR/report.html and DIR/report.json."""
     from trustlab.audit import Audit, default_sections
@@ -152,7 +168,10 @@ def audit(
                 f"--alpha must lie strictly between 0 and 1 (e.g. 0.1 for 90% coverage), got {alpha}.",
                 argument="--alpha",
             )
-        sections = default_sections()
+        from trustlab.audit.sections.fairness import FairnessSection
+
+        fairness = FairnessSection(mitigate=mitigate, proxy=proxy, proxy_error=proxy_error)
+        sections = [fairness if s.name == "fairness" else s for s in default_sections()]
         for section in sections:
             if section.name == "uncertainty":
                 section.alpha = alpha  # type: ignore[attr-defined]

@@ -129,5 +129,62 @@ def render_fairness(result: SectionResult) -> str:
             )
         )
         html.append(f"<p class='rule'>{escape(res['size_rule'])}.</p>")
+    html.extend(_calibration_html(result.figures.get("calibration")))
+    html.extend(
+        _mitigation_html(result.figures.get("mitigation"), result.figures.get("mitigation_constraint"))
+    )
     html.append(notes_list(result.notes))
     return "".join(html)
+
+
+def _triple(v: list[float]) -> str:
+    return fmt_ci(v[0], v[1], v[2])
+
+
+def _calibration_html(cal: dict[str, Any] | None) -> list[str]:
+    """One table per attribute: multiaccuracy and multicalibration by group (and the proxy bound)."""
+    if not cal:
+        return []
+    out = [f"<h3>Multiaccuracy and multicalibration ({cal['n_levels']} score levels)</h3>"]
+    for attr, res in cal["by_attribute"].items():
+        bound = "bound" in res
+        headers = ["group", "rows", "multiaccuracy", "multicalibration (l1)"]
+        headers += ["bound on the true violation"] if bound else []
+        rows = [
+            [g, n, _triple(ma), _triple(mc)] + ([_triple(b)] if bound else [])
+            for g, n, ma, mc, b in zip(
+                res["groups"], res["rows"], res["ma"], res["mc"], res.get("bound", res["mc"]), strict=True
+            )
+        ]
+        caption = f"proxy {attr} (error rate {res['proxy_error']:g})" if bound else f"by {attr}"
+        out.append(table(headers, rows, caption=caption))
+    return out
+
+
+def _mitigation_html(mit: dict[str, Any] | None, constraint: str | None) -> list[str]:
+    """Before/after table per attribute: rates by group, disparities and accuracy."""
+    if not mit:
+        return []
+    out = [f"<h3>Mitigation: {escape(str(constraint).replace('_', ' '))} post-processing</h3>"]
+    names = {"selection_rate": "selection rate", "true_positive_rate": "TPR", "false_positive_rate": "FPR"}
+    for attr, res in mit.items():
+        if not res["evaluated"]:
+            out.append(f"<p>By {escape(attr)}: not evaluable ({escape(res['reason'])}).</p>")
+            continue
+        rows: list[list[Any]] = []
+        for i, g in enumerate(res["groups"]):
+            for key, label in names.items():
+                rows.append([f"{g}: {label}", res["before"]["rates"][key][i], res["after"]["rates"][key][i]])
+        for key in ("demographic_parity", "equal_opportunity", "equalized_odds"):
+            rows.append(
+                [
+                    f"{key.replace('_', ' ')} difference",
+                    _triple(res["before"]["gaps"][key]),
+                    _triple(res["after"]["gaps"][key]),
+                ]
+            )
+        rows.append(["accuracy", _triple(res["before"]["accuracy"]), _triple(res["after"]["accuracy"])])
+        n_fit, n_eval = res["rows"]["fit"], res["rows"]["evaluate"]
+        caption = f"by {attr}: fitted on {n_fit:,} held-out rows, judged on {n_eval:,}"
+        out.append(table(["", "before (threshold 0.5)", "after"], rows, caption=caption))
+    return out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import numbers
+from typing import Any, ClassVar
 
 import numpy as np
 
+from trustlab._param_validation import Interval, Options, check_params
 from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
@@ -23,6 +25,14 @@ from trustlab.audit.section import (
     interval_rule,
     interval_verdict,
 )
+from trustlab.audit.sections._fairness_extras import (
+    MAX_MULTICALIBRATION,
+    MITIGATIONS,
+    N_LEVELS,
+    calibration_figures,
+    mitigation_figures,
+)
+from trustlab.errors import DataError, ParameterError
 from trustlab.fairness import rates_from_counts
 from trustlab.fairness.metrics import RATES
 from trustlab.privacy.accounting import Accountant
@@ -82,6 +92,37 @@ class FairnessSection(Section):
     title = "Fairness"
     budget_key = "predictions"
     budget_weight = 0.6
+
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "mitigate": [None, Options(MITIGATIONS)],
+        "proxy": [None, str],
+        "proxy_error": [None, Interval(numbers.Real, 0, 1, closed="both")],
+        "calibration": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        mitigate: str | None = None,
+        proxy: str | None = None,
+        proxy_error: float | None = None,
+        calibration: bool = True,
+    ) -> None:
+        check_params(
+            {"mitigate": mitigate, "proxy": proxy, "proxy_error": proxy_error, "calibration": calibration},
+            self._parameter_constraints,
+            type(self).__name__,
+        )
+        if (proxy is None) != (proxy_error is None):
+            raise ParameterError(
+                "proxy and proxy_error go together: name the proxy column and give its public error "
+                "rate P(true group != proxy group), e.g. --proxy region --proxy-error 0.1.",
+                argument="proxy_error" if proxy is not None else "proxy",
+            )
+        self.mitigate = mitigate
+        self.proxy = proxy
+        self.proxy_error = None if proxy_error is None else float(proxy_error)
+        self.calibration = calibration
 
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         """Group rates, gaps and their checks from the shared prediction table.
@@ -190,13 +231,67 @@ class FairnessSection(Section):
             if budget is not None
             else "Raw statistics on the held-out rows (not differentially private)."
         )
-        return SectionResult(
-            self.name,
-            self.title,
-            {"threshold": 0.5, "n_boot": N_BOOT, "interval_level": LEVEL, "by_attribute": per_attr},
-            checks,
-            notes,
-        )
+        figures: dict[str, Any] = {
+            "threshold": 0.5,
+            "n_boot": N_BOOT,
+            "interval_level": LEVEL,
+            "by_attribute": per_attr,
+        }
+        self._extras(ctx, budget is not None, figures, checks, notes)
+        return SectionResult(self.name, self.title, figures, checks, notes)
+
+    def _extras(
+        self, ctx: AuditContext, private: bool, figures: dict[str, Any], checks: list[Check], notes: list[str]
+    ) -> None:
+        """Multicalibration (and the proxy bound) and the mitigation, or the reason they are left out."""
+        if self.proxy is not None and self.proxy not in ctx.data.columns:
+            raise DataError(
+                f"the proxy column {self.proxy!r} is not in the table; name one of its columns "
+                "(the column names are public: this does not depend on the rows).",
+                argument="proxy",
+            )
+        wanted = [
+            name
+            for name, on in (
+                ("multicalibration", self.calibration or self.proxy is not None),
+                ("mitigation", self.mitigate is not None),
+            )
+            if on
+        ]
+        if private:
+            if wanted:
+                notes.append(
+                    f"Left out in private mode: {' and '.join(wanted)}. The post-processor's LP and the "
+                    "calibration tables read individual held-out rows, and trustlab has no DP release "
+                    "of them yet; nothing was spent on them."
+                )
+            return
+        if "multicalibration" in wanted:
+            figures["calibration"], more = calibration_figures(ctx, self.proxy, self.proxy_error)
+            checks.extend(more)
+            notes.append(
+                f"Multiaccuracy |E[g (f - y)]| and l1 multicalibration violation of each group on "
+                f"{N_LEVELS} score levels (Bharti et al., ICML 2025), with bootstrap intervals; the "
+                f"multicalibration check compares the worst group with {MAX_MULTICALIBRATION} (a "
+                "convention)."
+                + (
+                    f" Proxy {self.proxy}: the bound V(true) <= V(proxy) + min(err, sqrt(MSE err)) with the "
+                    f"public error rate err = {self.proxy_error:g} holds exactly when err is the proxy's "
+                    "error rate on these rows."
+                    if self.proxy is not None
+                    else ""
+                )
+            )
+        if self.mitigate is not None:
+            figures["mitigation"], more = mitigation_figures(ctx, self.mitigate, MAX_DIFFERENCE)
+            figures["mitigation_constraint"] = self.mitigate
+            checks.extend(more)
+            notes.append(
+                f"Mitigation ({self.mitigate}): Hardt-Price-Srebro randomised per-group thresholds "
+                "(trustlab.fairness.HardtPostProcessor, an LP solved with HiGHS) fitted on one half "
+                "of the held-out rows (a public per-row hash) and judged on the other half, beside the "
+                "model's own 0.5-threshold decisions on the same rows."
+            )
 
     def render(self, result: SectionResult) -> str:
         """The section's HTML (drawn by :mod:`trustlab.audit.render._fairness`; needs matplotlib)."""
