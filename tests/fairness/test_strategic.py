@@ -167,6 +167,8 @@ def test_estimator_errors_and_contract() -> None:
         MarketAwareClassifier(max_iter=2).fit(X, y, B[:-1])
     with pytest.raises(DataError, match="y"):
         MarketAwareClassifier(max_iter=2).fit(X, np.zeros(200), B)
+    quad = MarketAwareClassifier(anticipate="fixed", fixed_cost="quadratic", fixed_costs=2.0, max_iter=30)
+    assert quad.fit(X, y, B).coef_.shape == (3,) and np.isfinite(quad.loss_curve_).all()
     clf = MarketAwareClassifier(max_iter=5, anticipate="none").fit(X, y, B)
     assert clf.predict(X).shape == (200,) and set(clf.get_params()) >= {"anticipate", "temperature"}
     with pytest.raises(DataError, match="columns"):
