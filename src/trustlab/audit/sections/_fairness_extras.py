@@ -206,6 +206,19 @@ def _violation_replicates(cells: np.ndarray, rng: np.random.Generator) -> tuple[
     return _violations(draws.astype(float), np.array(n))
 
 
+def _bias_corrected(estimate: float, replicates: np.ndarray) -> tuple[float, float, float]:
+    """Bootstrap bias correction ``2 est - mean(reps)`` with the replicates' 95% spread, clipped at 0.
+
+    A plug-in l1 violation sums ``|level - mean label|`` over small cells, so sampling noise
+    alone makes it positive: on 1,400 held-out rows and 10 levels about 0.03 for a perfectly
+    calibrated model. The correction removes that first-order bias before the verdict.
+    """
+    centre = float(np.mean(replicates))
+    half = float(np.quantile(np.abs(replicates - centre), LEVEL))
+    corrected = max(0.0, 2.0 * estimate - centre)
+    return corrected, max(0.0, corrected - half), corrected + half
+
+
 def calibration_figures(
     ctx: AuditContext, proxy: str | None, proxy_error: float | None
 ) -> tuple[dict[str, Any], list[Check]]:
@@ -236,7 +249,7 @@ def calibration_figures(
     rng = np.random.default_rng(ctx.random_state)
     rule = (
         f"{interval_rule(MAX_MULTICALIBRATION, at_most=True)}; l1 multicalibration violation of the "
-        f"worst group on {N_LEVELS} score levels, bootstrap interval ({LEVEL:.0%})"
+        f"worst group on {N_LEVELS} score levels, bootstrap bias-corrected, bootstrap interval ({LEVEL:.0%})"
     )
     columns: dict[str, np.ndarray] = {a: _labels(ctx.sensitive_test[a]) for a in ctx.sensitive}
     if proxy is not None:
@@ -309,13 +322,13 @@ def calibration_figures(
                 detail, status = f"not evaluable: {groups_text}", "not_evaluable"
             else:
                 j = int(np.flatnonzero(ok)[np.argmax(mc[ok])])
-                lo_w, hi_w = symmetric_interval(mc[ok].max(), rmc[:, ok].max(axis=1))
-                res.update(worst_mc=[float(mc[j]), float(lo_w), float(hi_w)], worst_group=levels[j])
+                est, lo_w, hi_w = _bias_corrected(float(mc[ok].max()), rmc[:, ok].max(axis=1))
+                res.update(worst_mc=[est, lo_w, hi_w], worst_group=levels[j], worst_mc_plugin=float(mc[j]))
                 detail = (
-                    f"worst group {levels[j]}: l1 violation {mc[j]:.3f} (95% interval "
-                    f"{float(lo_w):.3f}..{float(hi_w):.3f}; threshold {MAX_MULTICALIBRATION}); {groups_text}"
+                    f"worst group {levels[j]}: l1 violation {est:.3f} bias-corrected (plug-in {mc[j]:.3f}; "
+                    f"95% interval {lo_w:.3f}..{hi_w:.3f}; threshold {MAX_MULTICALIBRATION}); {groups_text}"
                 )
-                status = interval_verdict(float(lo_w), float(hi_w), MAX_MULTICALIBRATION, at_most=True)
+                status = interval_verdict(lo_w, hi_w, MAX_MULTICALIBRATION, at_most=True)
             checks.append(Check(f"Multicalibration across {attr}", None, detail, status=status, rule=rule))
         figures["by_attribute"][attr] = res
     return figures, checks
