@@ -25,10 +25,16 @@ import pytest
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from trustlab.fairness import (
+    HardtPostProcessor,
+    MarketAwareClassifier,
+    MultiaccuracyBoost,
+    MulticalibrationBoost,
+)
 from trustlab.privacy import LabelDPBinaryRegression, LTMLowRank, LTMRidge, RandomizedResponseLabelDP
 from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal
 
-PACKAGES = ("trustlab.privacy", "trustlab.uncertainty")
+PACKAGES = ("trustlab.privacy", "trustlab.uncertainty", "trustlab.fairness", "trustlab.explain")
 """Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
 
 ESTIMATORS: list[BaseEstimator] = [
@@ -47,6 +53,23 @@ NOT_CHECKED: dict[type, str] = {
     KandinskyConformal: (
         "wraps an already fitted model passed as `estimator` and calibrates it; scikit-learn's checks "
         "clone it unfitted and treat fit(X, y) as training; tested in tests/uncertainty/test_conformal.py"
+    ),
+    HardtPostProcessor: (
+        "fit needs sensitive_features= (the group of each row) as fairlearn's ThresholdOptimizer does; "
+        "scikit-learn's checks call fit(X, y); tested in tests/fairness/test_postprocessing.py"
+    ),
+    MultiaccuracyBoost: (
+        "fit needs groups= (the subgroup memberships it post-processes over) and X is a probability; "
+        "tested in tests/fairness/test_multicalibration.py"
+    ),
+    MulticalibrationBoost: (
+        "fit needs groups= (the subgroup memberships it post-processes over) and X is a probability; "
+        "tested in tests/fairness/test_multicalibration.py"
+    ),
+    MarketAwareClassifier: (
+        "binary strategic classifier: labels must be 0/1 and the market needs budgets; scikit-learn's "
+        "checks fit multiclass y (30 of 55 checks fail for that reason); tested in "
+        "tests/fairness/test_strategic.py"
     ),
 }
 """Exported BaseEstimator subclasses that scikit-learn's checks do not apply to, and why."""

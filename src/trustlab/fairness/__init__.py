@@ -1,5 +1,16 @@
 """Fairness: group metrics from confusion counts, post-processing, multicalibration, ..."""
 
+from trustlab.fairness.collective import (
+    PRODUCT_CARDINALITIES,
+    PRODUCT_SIGNAL,
+    CollectiveEstimate,
+    CollectiveOutcome,
+    collective_bound,
+    make_product_ratings,
+    plant_signal,
+    simulate_collective,
+    unplant_signal,
+)
 from trustlab.fairness.coresets import (
     Coreset,
     KMedianResult,
@@ -17,6 +28,15 @@ from trustlab.fairness.ensembles import (
     group_rates,
     predictive_diversity,
 )
+from trustlab.fairness.games import (
+    CongestionGame,
+    GameRun,
+    NormalFormGame,
+    make_routing_game,
+    noisy_predictions,
+    omwu,
+    pomwu,
+)
 from trustlab.fairness.metrics import (
     bootstrap_counts,
     confusion_by_group,
@@ -33,18 +53,37 @@ from trustlab.fairness.multicalibration import (
     proxy_violation_bound,
 )
 from trustlab.fairness.postprocessing import HardtPostProcessor
+from trustlab.fairness.strategic import (
+    DEMO_SUPPLY,
+    MarketAwareClassifier,
+    StrategicResponse,
+    fixed_cost_response,
+    make_feature_market,
+    market_equilibrium,
+)
 
 __all__ = [
+    "DEMO_SUPPLY",
+    "PRODUCT_CARDINALITIES",
+    "PRODUCT_SIGNAL",
+    "CollectiveEstimate",
+    "CollectiveOutcome",
+    "CongestionGame",
     "Coreset",
     "DiversityResult",
     "EnsembleBenefits",
+    "GameRun",
     "HardtPostProcessor",
     "KMedianResult",
+    "MarketAwareClassifier",
     "MultiaccuracyBoost",
     "MulticalibrationBoost",
+    "NormalFormGame",
     "ProxyBound",
+    "StrategicResponse",
     "WeakStrongOracle",
     "bootstrap_counts",
+    "collective_bound",
     "confusion_by_group",
     "ensemble_benefits",
     "ensemble_size_curve",
@@ -52,12 +91,23 @@ __all__ = [
     "fair_kmedian",
     "fairness_differences",
     "fairness_gaps",
+    "fixed_cost_response",
     "group_rates",
+    "make_feature_market",
+    "make_product_ratings",
+    "make_routing_game",
+    "market_equilibrium",
     "multiaccuracy_violation",
     "multicalibration_violation",
+    "noisy_predictions",
+    "omwu",
+    "plant_signal",
+    "pomwu",
     "predictive_diversity",
     "proxy_error_rates",
     "proxy_violation_bound",
     "rates_from_counts",
+    "simulate_collective",
+    "unplant_signal",
     "weak_strong_coreset",
 ]
