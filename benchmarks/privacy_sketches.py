@@ -144,6 +144,34 @@ def run(quick: bool = False) -> dict:
             "trustlab_over_peer": float("nan"),
         }
     )
+    # queries until the attack pushes the over set past 2x: standard vs robust (tracking, r = k)
+    sweep = (16, 64, 256, 1024) if quick else (16, 32, 64, 128, 256, 512, 1024)
+    for m in sweep:
+        s = BottomKSketch(ka, salt=7)
+        std = attack_standard_estimator(
+            lambda q, s=s: s.sketch(q).estimate(), n_ground=16 * ka, n_queries=m, k=ka, random_state=7
+        )
+        rows.append(
+            {
+                "case": f"attack k=64, {m} queries (standard)",
+                "metric": "over-set ratio (> 2: broken)",
+                "trustlab": std.over_ratio,
+                "peer": float("nan"),
+                "trustlab_over_peer": float("nan"),
+            }
+        )
+    for m in (1024,) if quick else (1024, 4096, 16384):
+        est = RobustCardinalityEstimator(ka, max_participation=ka, mode="tracking", salt=7)
+        rob = attack_standard_estimator(est.estimate, n_ground=16 * ka, n_queries=m, k=ka, random_state=7)
+        rows.append(
+            {
+                "case": f"attack k=64, {m} queries (robust Tracking, r=k)",
+                "metric": "over-set ratio (> 2: broken)",
+                "trustlab": rob.over_ratio,
+                "peer": float("nan"),
+                "trustlab_over_peer": float("nan"),
+            }
+        )
     return {
         "title": "Bottom-k sketch vs datasketch (peer = datasketch " + datasketch.__version__ + ")",
         "rows": rows,
