@@ -89,6 +89,20 @@ def test_spec_example() -> None:
     assert logits_to_hierarchy(Z) == [((0,), (1,)), ((3,), (2,)), ((0, 1), (3, 2))]
 
 
+def test_group_mass_is_a_mean_over_its_clusters() -> None:
+    """After ({1}, {2}), cluster 0's samples send 3 + 3 top masked probabilities to {1, 2} and 4
+    to {3}: the mean (3 per cluster) loses to {3}; a summed mass (6) would win."""
+    z = np.array(
+        [[0, 2.0, 1.6, 0]] * 5
+        + [[2.0, 1.2, 0, 0]] * 3
+        + [[2.0, 0, 1.2, 0]] * 3
+        + [[2.0, 0, 0, 1.2]] * 4
+        + [[0, 0, 5, 0]] * 5
+        + [[0, 0, 0, 5]] * 5
+    )
+    assert logits_to_hierarchy(z) == [((1,), (2,)), ((0,), (3,)), ((1, 2), (0, 3))]
+
+
 def test_row_constants_and_column_permutation() -> None:
     shift = np.random.default_rng(0).normal(size=(8, 1)) * 10
     assert logits_to_hierarchy(Z + shift) == logits_to_hierarchy(Z)

@@ -55,6 +55,9 @@ def test_sketch_keeps_the_k_smallest_distinct_hashes() -> None:
     expected = np.unique(s.hash(keys))[:50]
     assert np.array_equal(s.hashes_, expected)
     assert s.hashes_.size == 50 and not s.is_exact
+    tau_k = np.sort(s.ranks(np.unique(keys)))[49]  # the 50th smallest rank, computed apart
+    assert s.threshold == tau_k
+    assert s.estimate() == 49 / tau_k  # (k - 1) / tau_k, not k / tau_k
 
 
 def test_chunked_and_batched_updates_agree() -> None:
