@@ -102,12 +102,30 @@ def test_zhu_wang_bound_is_above_the_exact_subsampled_gaussian():
         assert np.all(bound >= exact * (1 - 1e-12))
 
 
+def test_zhu_wang_formula_by_hand_at_order_three():
+    q, e2, e3 = 0.1, 0.4, 0.9
+    by_hand = (
+        math.log(
+            (1 - q) ** 2 * (3 * q - q + 1) + 3 * q**2 * (1 - q) * math.exp(e2) + 3 * q**3 * math.exp(2 * e3)
+        )
+        / 2
+    )
+    got = sr.zhu_wang_subsampled(np.array([3]), np.array([e2, e3]), q)[0]
+    assert got == pytest.approx(by_hand, rel=1e-12)
+    assert sr.zhu_wang_subsampled(np.array([2, 3]), np.array([e2, e3]), 1.0).tolist() == [e2, e3]
+
+
 def test_base_curve_at_order_two_and_against_post_processing():
     acc = SignMechanismAccountant("gaussian", 1.0)
     assert acc.rdp([2])[0] == pytest.approx(0.6618, abs=2e-3)
     assert acc.rdp_post_processing([2])[0] == pytest.approx(1.0)
     orders = list(range(2, 65))
     assert np.all(acc.rdp(orders) <= acc.rdp_post_processing(orders) + 1e-15)
+    # subsampled, where Zhu-Wang on the sign's curve is looser than the exact subsampled Gaussian
+    loose = SignMechanismAccountant("gaussian", 2.0, 0.1)
+    zw = sr.zhu_wang_subsampled(np.array(orders), np.asarray(sr.base_rdp("gaussian", 2.0)), 0.1)
+    assert np.any(zw > loose.rdp_post_processing(orders))
+    assert np.all(loose.rdp(orders) <= loose.rdp_post_processing(orders) + 1e-15)
 
 
 @pytest.mark.claims
@@ -144,6 +162,21 @@ def test_plan_is_charged_to_a_ledger():
     acc = Accountant(5.0, 1e-4)
     charge(acc, plan, lambda: "weights")
     assert acc.spent_epsilon == pytest.approx(plan.epsilon)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "logistic"])
+def test_empirical_privacy_audit_of_the_compressor(noise):
+    """One coordinate, neighbours v = -1.5 and v = -0.5 (one record of norm C = 1 at a point
+    where the sign is most revealing); the audit's lower bound stays below the accountant's
+    one-step epsilon, and is well above 0 (the audit sees the record)."""
+    from trustlab.privacy.audit import audit_epsilon
+
+    claimed = SignMechanismAccountant(noise, 1.0).get_epsilon(1e-5, 1)
+    res = audit_epsilon(
+        lambda d: float(sign_compress([d], noise, 1.0)[0]), -0.5, -1.5, n_trials=2000, delta=1e-5
+    )
+    assert res.epsilon_lower <= claimed
+    assert res.epsilon_lower > 0.2
 
 
 # --- Gaussian vs logistic at equal privacy -------------------------------------------------------
