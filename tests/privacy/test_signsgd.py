@@ -315,3 +315,30 @@ def test_fuzz_accountant(z, q, delta, steps):
         assert eps >= 0
     except TrustlabError:
         pass
+
+
+def test_torch_stays_optional():
+    """Without torch the accountants and the compressor work; NoisySignSGD says what to install."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError("blocked", name="torch")
+sys.meta_path.insert(0, Block())
+import trustlab.privacy.signsgd as m, trustlab.privacy.amplification
+from trustlab.errors import MissingDependencyError
+assert m.sign_compress([1.0]).shape == (1,)
+try:
+    m.NoisySignSGD
+except MissingDependencyError as err:
+    assert err.argument == "torch"
+else:
+    raise AssertionError("NoisySignSGD imported without torch")
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from trustlab._param_validation import Interval, Options, check_params, validate_params
-from trustlab.errors import DataError, ParameterError
+from trustlab.errors import DataError, MissingDependencyError, ParameterError
 from trustlab.privacy import _signsgd_rdp as _sr
 from trustlab.privacy._amplification_rdp import poisson_gaussian_log_moment
 from trustlab.privacy.release import PrivacyMeasure, Release
@@ -74,8 +74,14 @@ MAX_ACCOUNTED_NOISE_MULTIPLIER = 1e4
 
 def __getattr__(name: str) -> Any:
     if name == "NoisySignSGD":
-        from trustlab.privacy._signsgd_optim import NoisySignSGD
-
+        try:
+            from trustlab.privacy._signsgd_optim import NoisySignSGD
+        except ModuleNotFoundError as err:
+            if err.name != "torch":
+                raise
+            raise MissingDependencyError(
+                "NoisySignSGD needs torch: pip install 'trustlab[torch]' (torch==2.13.0).", argument="torch"
+            ) from None
         return NoisySignSGD
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
