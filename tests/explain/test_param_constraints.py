@@ -16,6 +16,7 @@ from trustlab.explain import (
     ConfinedRegionFinder,
     FastPD,
     LimeTabular,
+    LogitsHierarchy,
     brace,
     causal_recourse,
     counterfactuals,
@@ -37,6 +38,8 @@ class _Bad:
 def _fit(cls, **params):
     if cls is FastPD:
         return FastPD(GBR, **params).fit(X)
+    if cls is LogitsHierarchy:
+        return LogitsHierarchy(**params).fit(np.eye(3) * 3)
     if cls is ConfinedRegionFinder:
         return ConfinedRegionFinder(ActionSet(["a", "b"], lb=[-3, -3], ub=[3, 3]), **params).fit(
             np.array([1.0, -1.0]), -0.5
@@ -44,7 +47,7 @@ def _fit(cls, **params):
     return LimeTabular(**params).fit(X)
 
 
-@pytest.mark.parametrize("cls", [FastPD, ConfinedRegionFinder, LimeTabular])
+@pytest.mark.parametrize("cls", [FastPD, ConfinedRegionFinder, LimeTabular, LogitsHierarchy])
 def test_every_parameter_is_declared_and_checked(cls):
     params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     constraints = cls._parameter_constraints

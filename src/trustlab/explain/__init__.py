@@ -24,6 +24,14 @@ from trustlab.explain.counterfactual import (
     wachter,
 )
 from trustlab.explain.fastpd import FastPD, PDCurveDisplay
+from trustlab.explain.hierarchy import (
+    LogitsHierarchy,
+    dendrogram_purity,
+    lca_f1,
+    leaf_purity,
+    logits_to_hierarchy,
+    merges_to_linkage,
+)
 from trustlab.explain.lime import LimeExplanation, LimeStability, LimeTabular
 from trustlab.explain.recourse import (
     Box,
@@ -79,6 +87,7 @@ __all__ = [
     "LimeStability",
     "LimeTabular",
     "LinearSCM",
+    "LogitsHierarchy",
     "OneHot",
     "PDCurveDisplay",
     "RawLinearModel",
@@ -101,12 +110,17 @@ __all__ = [
     "counterfactuals",
     "deep_backtracking",
     "default_action_set",
+    "dendrogram_purity",
     "derive_seed",
     "ensemble_from_model",
     "find_border_point",
     "has_recourse",
+    "lca_f1",
+    "leaf_purity",
     "linearize",
+    "logits_to_hierarchy",
     "max_reachable_score",
+    "merges_to_linkage",
     "prove_explanation",
     "recourse_check",
     "trees_from_lightgbm",

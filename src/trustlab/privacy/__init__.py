@@ -63,13 +63,23 @@ from trustlab.privacy.samplers import (
     laplace,
     uniform_int,
 )
+from trustlab.privacy.sketches import (
+    AttackResult,
+    BottomKSketch,
+    ParticipationExceededError,
+    RobustCardinalityEstimator,
+    attack_standard_estimator,
+    standard_estimate,
+)
 from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
 
 __all__ = [
     "COMPOSITIONS",
     "DEFAULT_RESOLUTION",
     "Accountant",
+    "AttackResult",
     "AuditResult",
+    "BottomKSketch",
     "BoxplotStats",
     "DSIAccountant",
     "DSINoise",
@@ -78,10 +88,12 @@ __all__ = [
     "LTMRidge",
     "LabelDPBinaryRegression",
     "LedgerEntry",
+    "ParticipationExceededError",
     "PrivacyMeasure",
     "PrivatizedLabels",
     "RandomizedResponseLabelDP",
     "Release",
+    "RobustCardinalityEstimator",
     "add_discrete_gaussian",
     "add_discrete_laplace",
     "add_gaussian",
@@ -89,6 +101,7 @@ __all__ = [
     "additive_shares",
     "analytic_gaussian_epsilon",
     "analytic_gaussian_sigma",
+    "attack_standard_estimator",
     "audit_epsilon",
     "bernoulli",
     "boxplot_distance",
@@ -123,6 +136,7 @@ __all__ = [
     "rr_hockey_stick",
     "rr_is_feasible",
     "rr_vertices",
+    "standard_estimate",
     "unbounded_quantile",
     "uniform_int",
 ]
