@@ -12,8 +12,8 @@ Parts:
      majority vote; per-example gradients by ``torch.func.vmap(grad)``;
    - the same optimizer on an IID split;
    - Opacus ``PrivacyEngine`` DP-SGD (Poisson sampling, same C and z) with plain SGD,
-     when Opacus is importable (``pip install --no-deps --target DIR opacus==1.6.0`` and
-     ``TRUSTLAB_OPACUS_PATH=DIR``; default ``/tmp/opacus_peer``).
+     when Opacus is importable (the dev extra pins ``opacus==1.6.0``; or
+     ``pip install --no-deps --target DIR opacus==1.6.0`` and ``TRUSTLAB_OPACUS_PATH=DIR``).
    Median time per epoch over the repeats, test accuracy, and the epsilon each reports.
 
 torch runs with one intra-op thread (small tensors; threads only contend).
