@@ -22,18 +22,31 @@ from trustlab.errors import DataError
 
 
 def p_mean(x: np.ndarray, p: float) -> np.ndarray:
-    """Generalised mean along the last axis (``x >= 0``; 0 when an entry is 0 and ``p <= 0``)."""
+    """Generalised mean along the last axis (``x >= 0``; 0 when an entry is 0 and ``p <= 0``).
+
+    Computed in logs, ``exp((logsumexp(p log x) - log N) / p)``, so extreme p or values
+    neither overflow nor underflow.
+    """
     x = np.asarray(x, dtype=float)
     if p == -math.inf:
         return np.min(x, axis=-1)
+    with np.errstate(divide="ignore"):
+        lx = np.log(x)
+    zero = np.min(x, axis=-1) <= 0
     if p == 0:
-        with np.errstate(divide="ignore"):
-            return np.exp(np.mean(np.log(x), axis=-1))
+        out = np.exp(np.mean(np.where(np.isneginf(lx), 0.0, lx), axis=-1))
+        return np.where(zero, 0.0, out)
+    with np.errstate(invalid="ignore"):
+        z = np.where(np.isneginf(lx), -np.inf if p > 0 else np.inf, p * lx)
     if p < 0:
-        with np.errstate(divide="ignore"):
-            out = np.mean(x**p, axis=-1) ** (1.0 / p)
-        return np.where(np.min(x, axis=-1) <= 0, 0.0, out)
-    return np.mean(x**p, axis=-1) ** (1.0 / p)
+        z = np.where(zero[..., None], 0.0, z)
+    finite = z[np.isfinite(z)]
+    if finite.size == 0 or np.max(np.abs(finite)) < 600:  # direct powers are exact enough and safe
+        with np.errstate(divide="ignore", over="ignore"):
+            out = np.mean(np.exp(z), axis=-1) ** (1.0 / p)
+    else:
+        out = np.exp((logsumexp(z, axis=-1) - math.log(x.shape[-1])) / p)
+    return np.where(zero, 0.0, out) if p < 0 else out
 
 
 def p_mean_gradient(x: np.ndarray, p: float) -> np.ndarray:

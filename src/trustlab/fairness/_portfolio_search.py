@@ -89,5 +89,5 @@ def search(
 
 def size_bound(opt_low: float, opt_high: float, alpha: float) -> int:
     """``1 + ceil(ln(OPT_1 / OPT_-inf) / ln(1 / alpha))``."""
-    ratio = max(opt_high / opt_low, 1.0)
-    return 1 + math.ceil(math.log(ratio) / math.log(1.0 / alpha) - 1e-9)
+    log_ratio = max(math.log(opt_high) - math.log(opt_low), 0.0)
+    return 1 + math.ceil(log_ratio / -math.log(alpha) - 1e-9)
