@@ -142,6 +142,8 @@ def test_bad_input_names_the_problem() -> None:
         harm_ranking([("a", "b", "a")], success={"a": 1.0})
     with pytest.raises(DataError, match="methods"):
         harm_ranking([("a", "b", "a")], methods=["borda"])
+    with pytest.raises(ParameterError, match="rank_centrality_regularization"):
+        harm_ranking([("a", "b", "a")], rank_centrality_regularization=-1.0)
     with pytest.raises(ParameterError, match="k_factor"):
         elo_scores([("a", "b", "a")], k_factor=0)
     with pytest.raises(TrustlabError, match="columns item_a, item_b"):

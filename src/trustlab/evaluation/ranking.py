@@ -340,7 +340,12 @@ def _success(success: Any, items: tuple[Any, ...]) -> np.ndarray:
     return rates
 
 
-@validate_params({"methods": ["array-like"]})
+@validate_params(
+    {
+        "methods": ["array-like"],
+        "rank_centrality_regularization": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+)
 def harm_ranking(
     judgements: Any,
     *,
