@@ -22,7 +22,7 @@ from trustlab.audit import (
 )
 from trustlab.errors import ParameterError
 
-BUILT_IN = ["data", "performance", "fairness", "privacy", "explain", "uncertainty"]
+BUILT_IN = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty"]
 
 
 @pytest.fixture(autouse=True)

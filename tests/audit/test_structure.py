@@ -105,7 +105,14 @@ NEIGHBOURS = {
 
 def test_base_report_is_complete(base):
     assert "exception" not in base
-    assert list(base["report"]["sections"]) == ["data", "performance", "fairness", "privacy", "uncertainty"]
+    assert list(base["report"]["sections"]) == [
+        "data",
+        "performance",
+        "fairness",
+        "targeting",
+        "privacy",
+        "uncertainty",
+    ]
     assert base["html"].count("<svg") >= 5
 
 
