@@ -16,15 +16,13 @@ import numpy as np
 from scipy.linalg import eigh
 from threadpoolctl import threadpool_limits
 
-from trustlab._validation import (
-    check_numeric_array,
-    check_positive,
-    check_positive_int,
-)
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._dsi_noise import DSINoise
 
 __all__ = [
+    "SOLVER_CONSTRAINTS",
     "check_budgets",
     "dsi_gaussian_covariance",
 ]
@@ -37,6 +35,14 @@ _DECAY = 0.1
 _ETA_MIN = 1e-100
 _MU0 = 10.0
 _VIOLATION_TOL = 1e-3
+
+
+SOLVER_CONSTRAINTS: dict[str, list[Any]] = {
+    "rank_tol": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+    "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+}
+"""The solver's scalar constraints (the paper uses ``rank_tol = 1e-3``)."""
 
 
 def check_budgets(budgets: Any, m: int) -> np.ndarray:
@@ -126,6 +132,7 @@ def _mirror_ascent(
     return mu, w, v, f, it, converged
 
 
+@validate_params(SOLVER_CONSTRAINTS)
 def dsi_gaussian_covariance(
     differences: Any,
     budgets: Any = None,
@@ -215,12 +222,7 @@ def dsi_gaussian_covariance(
         raise DataError("differences must have at least one column (d >= 1).", argument="differences")
     m, d = diffs.shape
     b = check_budgets(budgets, m)
-    if isinstance(rank_tol, bool) or not isinstance(rank_tol, numbers.Real) or not (0 < rank_tol < 1):
-        raise ParameterError(
-            f"rank_tol must lie in (0, 1), got {rank_tol!r}; the paper uses 1e-3.", argument="rank_tol"
-        )
-    max_iter = check_positive_int(max_iter, "max_iter")
-    check_positive(tol, "tol")
+    rank_tol, max_iter, tol = float(rank_tol), int(max_iter), float(tol)
 
     norms2 = np.sum(diffs**2, axis=1)
     scale2 = float(np.max(norms2 / b))

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
-from trustlab._validation import (
-    check_choice,
-    check_positive,
-    check_positive_int,
-)
+from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
-from trustlab.privacy._ltm_inputs import NEIGHBOURING, clip_rows, joint, matrix, privacy, solve
+from trustlab.privacy._ltm_inputs import CONSTRAINTS, clip_rows, joint, matrix, privacy, solve
 from trustlab.privacy.calibration import DG_ROUNDING_TV, grid_gaussian_sigma
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import MAX_INTEGER_SCALE, add_discrete_gaussian
@@ -83,6 +80,10 @@ def noisy_gram(
     return noisy.astype(float) * step, sigma_int * step, sens_int * step, step
 
 
+_CENTRAL = {k: CONSTRAINTS[k] for k in ("epsilon", "delta", "row_bound", "neighbouring")}
+
+
+@validate_params({**_CENTRAL, "n_components": [Interval(numbers.Integral, 1, None, closed="left")]})
 def central_mod_sulq(
     A: Any,
     n_components: int,
@@ -141,12 +142,11 @@ def central_mod_sulq(
     [[0.6, 0.8]]
     """
     A = matrix(A, "A", private=True)
-    k = check_positive_int(n_components, "n_components")
+    k = int(n_components)
     if k > A.shape[1]:
         raise ParameterError(f"n_components must be <= d={A.shape[1]}, got {k}.", argument="n_components")
     eps, dlt = privacy(epsilon, delta, "gaussian")
-    neighbouring = check_choice(neighbouring, "neighbouring", NEIGHBOURING)
-    bound = check_positive(row_bound, "row_bound")
+    bound = float(row_bound)
     gram, sigma, sens, step = noisy_gram(clip_rows(A, bound), eps, dlt, bound, neighbouring)
     _, vecs = np.linalg.eigh(gram)
     comps = vecs[:, ::-1][:, :k].T
@@ -171,6 +171,7 @@ def central_mod_sulq(
     )
 
 
+@validate_params({**_CENTRAL, "alpha": [Interval(numbers.Real, 0, None, closed="left")]})
 def central_ssp_ridge(
     X: Any,
     y: Any,
@@ -226,10 +227,9 @@ def central_ssp_ridge(
     [0.5, -0.5]
     """
     Z = joint(X, y, private=True)
-    lam = check_positive(alpha, "alpha", allow_zero=True)
+    lam = float(alpha)
     eps, dlt = privacy(epsilon, delta, "gaussian")
-    neighbouring = check_choice(neighbouring, "neighbouring", NEIGHBOURING)
-    bound = check_positive(row_bound, "row_bound")
+    bound = float(row_bound)
     gram, sigma, sens, step = noisy_gram(clip_rows(Z, bound), eps, dlt, bound, neighbouring)
     d = Z.shape[1] - 1
     coef = solve(gram[:d, :d] + lam * np.eye(d), gram[:d, d])

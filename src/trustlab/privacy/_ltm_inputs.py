@@ -11,17 +11,17 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import DataConversionWarning
 
+from trustlab._param_validation import DELTA, EPSILON, Interval, Options, validate_params
 from trustlab._validation import (
-    check_choice,
     check_delta,
     check_epsilon,
     check_numeric_array,
-    check_positive_int,
     make_generator,
 )
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
+    "CONSTRAINTS",
     "KINDS",
     "MECHANISMS",
     "NEIGHBOURING",
@@ -42,6 +42,22 @@ KINDS = ("osnap", "dense")
 MECHANISMS = ("gaussian", "laplace")
 NEIGHBOURING = ("replace", "add_remove")
 NOISE = ("aggregated", "per_client")
+
+
+_COUNT = Interval(numbers.Integral, 1, None, closed="left")
+
+CONSTRAINTS: dict[str, list[Any]] = {
+    "epsilon": [EPSILON, Options({math.inf})],
+    "delta": [DELTA],
+    "row_bound": [Interval(numbers.Real, 0, None, closed="neither")],
+    "mechanism": [Options(MECHANISMS)],
+    "honest_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
+    "neighbouring": [Options(NEIGHBOURING)],
+    "noise": [Options(NOISE)],
+    "n_servers": [Interval(numbers.Integral, 2, None, closed="left")],
+    "random_state": ["random_state"],
+}
+"""The LTM functions' shared scalar constraints (``epsilon = math.inf``: the non-private answer)."""
 
 
 def honest(value: Any) -> float:
@@ -160,6 +176,9 @@ def clip_rows(A: np.ndarray, bound: float) -> np.ndarray:
     return unit * np.minimum(scale, bound / norms)[:, None]
 
 
+@validate_params(
+    {"m": [_COUNT], "n": [_COUNT], "kind": [Options(KINDS)], "s": [_COUNT], "random_state": ["random_state"]}
+)
 def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: Any = None) -> sp.csc_matrix:
     """Draw a public sketch matrix ``S`` (``m x n``) with unit-norm columns.
 
@@ -196,14 +215,11 @@ def make_sketch(m: int, n: int, kind: str = "osnap", s: int = 2, random_state: A
     >>> bool(np.allclose(np.sqrt(S.multiply(S).sum(axis=0)), 1.0))
     True
     """
-    m = check_positive_int(m, "m")
-    n = check_positive_int(n, "n")
-    kind = check_choice(kind, "kind", KINDS)
+    m, n, s = int(m), int(n), int(s)
     rng = make_generator(random_state)
     if kind == "dense":
         signs = rng.choice(np.array([-1.0, 1.0]), size=(m, n)) / math.sqrt(m)
         return sp.csc_matrix(signs)
-    s = check_positive_int(s, "s")
     if s > m:
         raise ParameterError(
             f"s must be <= m (non-zeros per column fit in {m} rows), got s={s}.", argument="s"

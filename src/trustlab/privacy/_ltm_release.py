@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import (
     check_choice,
     check_positive,
@@ -23,6 +24,7 @@ from trustlab._validation import (
 )
 from trustlab.errors import ParameterError
 from trustlab.privacy._ltm_inputs import (
+    CONSTRAINTS,
     MECHANISMS,
     NEIGHBOURING,
     NOISE,
@@ -340,6 +342,7 @@ def release(
     )
 
 
+@validate_params(CONSTRAINTS)
 def ltm_release(
     A: Any,
     S: Any,
@@ -448,6 +451,12 @@ def ltm_release(
     )
 
 
+@validate_params(
+    {
+        **{k: v for k, v in CONSTRAINTS.items() if k not in ("mechanism", "honest_fraction")},
+        "p": [Interval(numbers.Real, 0, 1, closed="both")],
+    }
+)
 def local_variant(
     A: Any,
     S: Any,
@@ -518,8 +527,6 @@ def local_variant(
     >>> rel.parameters["interpolation_p"], rel.value.shape
     (0.0, (4, 2))
     """
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not (0.0 <= float(p) <= 1.0):
-        raise ParameterError(f"p must be a number in [0, 1] (0: local, 1: LTM), got {p!r}.", argument="p")
     return release(
         A,
         S,

@@ -18,8 +18,8 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import expit, ndtr
 
+from trustlab._param_validation import Options, validate_params
 from trustlab._validation import (
-    check_choice,
     check_numeric_array,
 )
 from trustlab.errors import DataError, ParameterError
@@ -139,6 +139,7 @@ def info_ratio(p0: np.ndarray, p1: np.ndarray, F: np.ndarray) -> np.ndarray:
     return c * c / (G * (1.0 - G))
 
 
+@validate_params({"link": [Options(LINKS)]})
 def rr_fisher_trace(p0: Any, p1: Any, X: Any, beta: Any, link: str = "logit") -> float:
     """Trace of the Fisher information of ``beta`` from randomized-response labels.
 
@@ -165,7 +166,6 @@ def rr_fisher_trace(p0: Any, p1: Any, X: Any, beta: Any, link: str = "logit") ->
     >>> round(rr_fisher_trace(1.0, 1.0, X, [0.0, 0.0]), 4)  # non-private: sum f^2 |x|^2 / (F(1-F))
     0.75
     """
-    link = check_choice(link, "link", LINKS)
     Xa, _ = check_design(X)
     b = check_numeric_array(beta, "beta", ndim=1)
     if b.shape[0] != Xa.shape[1]:

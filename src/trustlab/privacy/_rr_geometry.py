@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy.special import expit
 
-from trustlab._validation import (
-    check_delta,
-    check_epsilon,
-)
+from trustlab._param_validation import DELTA, EPSILON, Interval, validate_params
 from trustlab.privacy._opendp import opendp
 
 __all__ = [
@@ -22,6 +20,9 @@ __all__ = [
 ]
 
 
+@validate_params(
+    {"epsilon": [EPSILON], "delta": [DELTA], "tol": [Interval(numbers.Real, 0, None, closed="left")]}
+)
 def rr_is_feasible(p0: Any, p1: Any, epsilon: float, delta: float = 0.0, *, tol: float = 1e-12) -> Any:
     """Whether randomized response with keep probabilities ``(p0, p1)`` is ``(epsilon, delta)``-LabelDP.
 
@@ -55,8 +56,7 @@ def rr_is_feasible(p0: Any, p1: Any, epsilon: float, delta: float = 0.0, *, tol:
     >>> bool(rr_is_feasible(0.731, 0.731, 1.0)), bool(rr_is_feasible(0.8, 0.8, 1.0))
     (True, False)
     """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    epsilon, delta = float(epsilon), float(delta)
     a = np.asarray(p0, dtype=float)
     b = np.asarray(p1, dtype=float)
     e = math.exp(epsilon)
@@ -73,6 +73,7 @@ def rr_is_feasible(p0: Any, p1: Any, epsilon: float, delta: float = 0.0, *, tol:
     return ok if ok.ndim else bool(ok)
 
 
+@validate_params({"epsilon": [EPSILON]})
 def rr_hockey_stick(p0: Any, p1: Any, epsilon: float) -> Any:
     """Exact hockey-stick divergence of randomized response between the two label values.
 
@@ -105,7 +106,7 @@ def rr_hockey_stick(p0: Any, p1: Any, epsilon: float) -> Any:
     >>> float(rr_hockey_stick(1.0, 0.01, 1.0))
     0.01
     """
-    e = math.exp(check_epsilon(epsilon, allow_inf=False))
+    e = math.exp(float(epsilon))
     a = np.asarray(p0, dtype=float)
     b = np.asarray(p1, dtype=float)
     given1 = (1 - b, b)  # P(y~=0 | y=1), P(y~=1 | y=1)
@@ -130,6 +131,7 @@ def _symmetric_keep(epsilon: float, delta: float) -> float:
     return p
 
 
+@validate_params({"epsilon": [EPSILON], "delta": [DELTA]})
 def rr_vertices(epsilon: float, delta: float = 0.0) -> np.ndarray:
     """The informative vertices ``(p0, p1)`` of the ``(epsilon, delta)``-LabelDP polygon.
 
@@ -166,8 +168,7 @@ def rr_vertices(epsilon: float, delta: float = 0.0) -> np.ndarray:
            [1.    , 0.01  ],
            [0.01  , 1.    ]])
     """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+    epsilon, delta = float(epsilon), float(delta)
     s = _symmetric_keep(epsilon, delta)
     if delta == 0.0:
         return np.array([[s, s]])

@@ -8,13 +8,14 @@ never privacy noise.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import (
     check_numeric_array,
-    check_positive_int,
     make_generator,
 )
 from trustlab.errors import DataError
@@ -57,6 +58,9 @@ def share_int(enc: np.ndarray, n_servers: int, rng: np.random.Generator) -> np.n
     return np.concatenate([masks, last[None]], axis=0)
 
 
+@validate_params(
+    {"n_servers": [Interval(numbers.Integral, 2, None, closed="left")], "random_state": ["random_state"]}
+)
 def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> np.ndarray:
     """Split a real array into ``n_servers`` additive shares modulo ``2**64`` (fixed point).
 
@@ -93,7 +97,7 @@ def additive_shares(msg: Any, n_servers: int = 2, random_state: Any = None) -> n
     [1.5, -2.25]
     """
     arr = np.asarray(check_numeric_array(np.atleast_1d(msg), "msg", min_rows=0), dtype=float)
-    n_servers = check_positive_int(n_servers, "n_servers", minimum=2)
+    n_servers = int(n_servers)
     rng = make_generator(random_state)
     if arr.size and np.abs(arr).max() >= MAX_ABS:
         raise DataError(

@@ -11,6 +11,7 @@ claimed epsilon is evidence of a bug (e.g. noise scaled for the wrong sensitivit
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta
 
-from trustlab._validation import check_delta, check_fraction, check_positive_int
+from trustlab._param_validation import DELTA, Interval, Options, validate_params
 from trustlab.errors import ParameterError
 
 __all__ = ["EVENT_KINDS", "AuditResult", "audit_epsilon", "clopper_pearson"]
@@ -56,6 +57,16 @@ class AuditResult:
     delta: float
 
 
+_ALPHA = Interval(numbers.Real, 0, 1, closed="neither")
+
+
+@validate_params(
+    {
+        "k": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n": [Interval(numbers.Integral, 1, None, closed="left")],
+        "alpha": [_ALPHA],
+    }
+)
 def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     """Two one-sided ``1 - alpha/2`` Clopper-Pearson bounds on a binomial proportion.
 
@@ -91,6 +102,8 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     >>> lo < 0.5 < hi
     True
     """
+    if k > n:
+        raise ParameterError(f"k must be <= n (successes among n trials), got k={k}, n={n}.", argument="k")
     lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lo, hi
@@ -147,6 +160,17 @@ def _candidate_events(select: np.ndarray, kinds: tuple[Any, ...], n_thresholds: 
     return events
 
 
+@validate_params(
+    {
+        "mechanism": [callable],
+        "n_trials": [Interval(numbers.Integral, 20, None, closed="left")],
+        "statistic": [None, callable],
+        "alpha": [_ALPHA],
+        "delta": [DELTA],
+        "n_thresholds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "events": [Options(EVENT_KINDS), callable, tuple, list],
+    }
+)
 def audit_epsilon(
     mechanism: Callable[[Any], Any],
     data: Any,
@@ -205,12 +229,7 @@ def audit_epsilon(
     >>> res.epsilon_lower <= 1.0
     True
     """
-    if not callable(mechanism):
-        raise ParameterError("mechanism must be callable.", argument="mechanism")
-    n_trials = check_positive_int(n_trials, "n_trials", minimum=20)
-    alpha = check_fraction(alpha, "alpha")
-    delta = check_delta(delta)
-    n_thresholds = check_positive_int(n_thresholds, "n_thresholds")
+    n_trials, alpha, delta, n_thresholds = int(n_trials), float(alpha), float(delta), int(n_thresholds)
     kinds = (events,) if isinstance(events, str) or callable(events) else tuple(events)
     if not kinds or any(not callable(k) and k not in EVENT_KINDS for k in kinds):
         raise ParameterError(

@@ -17,10 +17,12 @@ for the noise actually drawn.
 from __future__ import annotations
 
 import math
+import numbers
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
+from trustlab._param_validation import DELTA, EPSILON, Interval, validate_params
 from trustlab._validation import check_delta, check_epsilon, check_positive
 from trustlab.errors import ParameterError
 
@@ -96,6 +98,10 @@ def check_gaussian_delta(delta: float) -> float:
     return delta
 
 
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+
+
+@validate_params({"epsilon": [EPSILON], "delta": [DELTA], "sensitivity": [_POSITIVE]})
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest Gaussian noise std giving ``(epsilon, delta)``-DP at an L2 ``sensitivity``.
 
@@ -128,9 +134,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     >>> round(analytic_gaussian_sigma(1.0, 1e-5, 1.0), 4)
     3.7306
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_gaussian_delta(delta)
-    sens = check_positive(sensitivity, "sensitivity")
+    eps, sens = float(epsilon), float(sensitivity)
+    dlt = check_gaussian_delta(delta)  # keeps the hint: delta = 0 is out for the Gaussian mechanism
     # delta(eps) increases with mu = sens / sigma: bracket mu, then solve.
     lo, hi = 1e-6, 1.0
     while gaussian_delta(eps, hi) < dlt:
@@ -141,6 +146,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     return sens / mu * (1 + _SAFETY)
 
 
+@validate_params({"sigma": [_POSITIVE], "delta": [DELTA], "sensitivity": [_POSITIVE]})
 def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
     """The smallest epsilon for which Gaussian noise of std ``sigma`` is ``(epsilon, delta)``-DP.
 
@@ -171,9 +177,8 @@ def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1
     >>> round(analytic_gaussian_epsilon(3.7306, 1e-5, 1.0), 3)
     1.0
     """
-    sigma = check_positive(sigma, "sigma")
-    dlt = check_gaussian_delta(delta)
-    mu = check_positive(sensitivity, "sensitivity") / sigma
+    dlt = check_gaussian_delta(delta)  # keeps the hint: delta = 0 is out for the Gaussian mechanism
+    mu = float(sensitivity) / float(sigma)
     if gaussian_delta(0.0, mu) <= dlt:
         return 0.0
     hi = 1.0

@@ -23,10 +23,12 @@ reveal information about ``U`` beyond those references.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import DELTA, EPSILON, Interval, Options, validate_params
 from trustlab._validation import (
     check_choice,
     check_epsilon,
@@ -36,7 +38,7 @@ from trustlab._validation import (
 )
 from trustlab.errors import DataError
 from trustlab.privacy._dsi_noise import DSINoise
-from trustlab.privacy._dsi_solver import check_budgets, dsi_gaussian_covariance
+from trustlab.privacy._dsi_solver import SOLVER_CONSTRAINTS, check_budgets, dsi_gaussian_covariance
 from trustlab.privacy.calibration import (
     analytic_gaussian_epsilon,
     analytic_gaussian_sigma,
@@ -163,6 +165,15 @@ class DSIAccountant:
         return analytic_gaussian_sigma(eps, self.delta, math.sqrt(k))
 
 
+@validate_params(
+    {
+        "epsilon": [EPSILON],
+        "delta": [DELTA],
+        "compositions": [Interval(numbers.Integral, 1, None, closed="left")],
+        "accounting": [Options(_ACCOUNTING)],
+        **SOLVER_CONSTRAINTS,
+    }
+)
 def dsi_release(
     target: Any,
     references: Any,
@@ -247,9 +258,8 @@ def dsi_release(
     >>> rel.value.shape, rel.epsilon, rel.delta, rel.parameters["rank"]
     ((3,), 1.0, 1e-05, 2)
     """
-    eps = check_epsilon(epsilon)
-    accountant = DSIAccountant(delta, method=check_choice(accounting, "accounting", _ACCOUNTING))
-    k = check_positive_int(compositions, "compositions")
+    eps, k = float(epsilon), int(compositions)
+    accountant = DSIAccountant(delta, method=accounting)  # keeps the hint: delta = 0 is out
     tgt = check_numeric_array(target, "target", ndim=1)
     refs = check_numeric_array(references, "references", ndim=2)
     if refs.shape[1] != tgt.shape[0]:
@@ -301,6 +311,7 @@ def dsi_release(
     )
 
 
+@validate_params({"clip_norm": [None, Interval(numbers.Real, 0, None, closed="neither")]})
 def leave_one_group_out_differences(
     values: Any,
     groups: Any = None,
@@ -343,7 +354,7 @@ def leave_one_group_out_differences(
     """
     x = check_numeric_array(values, "values", ndim=2, min_rows=2)
     if clip_norm is not None:
-        clip = check_positive(clip_norm, "clip_norm")
+        clip = float(clip_norm)
         norms = np.linalg.norm(x, axis=1)
         x = x * np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))[:, None]
     n = x.shape[0]
