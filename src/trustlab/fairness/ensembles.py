@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._param_validation import validate_params
 from trustlab.errors import DataError, ParameterError
 from trustlab.fairness._inputs import binary_labels, group_codes, member_probabilities, member_weights
 
@@ -144,6 +145,7 @@ def group_rates(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> pd.Data
     return pd.DataFrame({k: rates[k] for k in ("count", *RATES)}, index=pd.Index(labels))
 
 
+@validate_params({"absolute": ["boolean"]})
 def fairness_gaps(
     y_true: Any, y_pred: Any, *, sensitive_features: Any, privileged: Any = None, absolute: bool = False
 ) -> dict[str, float]:
@@ -181,8 +183,6 @@ def fairness_gaps(
     >>> fairness_gaps([1, 0, 1, 0], [1, 0, 0, 0], sensitive_features=[1, 1, 0, 0])
     {'spd': 0.5, 'eod': 1.0, 'aod': 0.5}
     """
-    if not isinstance(absolute, bool | np.bool_):
-        raise ParameterError(f"absolute must be a bool, got {absolute!r}.", argument="absolute")
     y, p, codes, labels = _prepare(y_true, y_pred, sensitive_features)
     gaps = _gaps(_rates(_counts(p, y, codes, len(labels))), labels, privileged, bool(absolute))
     return {k: float(v) for k, v in gaps.items()}
@@ -376,6 +376,7 @@ class DiversityResult:
     gap: float | None
 
 
+@validate_params({"by_label": ["boolean"]})
 def predictive_diversity(
     member_probs: Any,
     y_true: Any,
@@ -421,8 +422,6 @@ def predictive_diversity(
     >>> r.table["diversity"].round(4).tolist()
     [0.0213, 0.0]
     """
-    if not isinstance(by_label, bool | np.bool_):
-        raise ParameterError(f"by_label must be a bool, got {by_label!r}.", argument="by_label")
     probs = member_probabilities(member_probs)
     y = binary_labels(y_true, "y_true", n=probs.shape[1], both_classes=False)
     w = member_weights(weights, probs.shape[0])

@@ -9,12 +9,14 @@ bootstrap replicates at once (the arrays carry leading replicate axes).
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_numeric_array, check_positive_int, make_generator
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError
 
 __all__ = [
@@ -144,6 +146,13 @@ def fairness_differences(counts: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+@validate_params(
+    {
+        "n_boot": [Interval(numbers.Integral, 1, None, closed="left")],
+        "noise_scale": [None, Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
 def bootstrap_counts(
     counts: np.ndarray,
     *,
@@ -189,7 +198,7 @@ def bootstrap_counts(
     >>> reps.shape, bool((reps.sum(axis=(1, 2, 3)) == c.sum()).all())
     ((200, 2, 2, 2), True)
     """
-    n_boot = check_positive_int(n_boot, "n_boot")
+    n_boot = int(n_boot)
     rng = make_generator(random_state)
     c = np.clip(np.asarray(counts, dtype=float), 0, None)
     if not np.isfinite(c).all():
