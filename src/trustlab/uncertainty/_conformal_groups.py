@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._param_validation import validate_params
 from trustlab._validation import check_columns, check_frame, check_numeric_array
 from trustlab.errors import DataError
 
@@ -60,6 +61,7 @@ def _weights(groups: Any, n: int, name: str = "groups") -> tuple[np.ndarray, lis
     return np.clip(w, 0.0, 1.0), names
 
 
+@validate_params({"intersections": ["boolean"]})
 def group_indicators(
     data: pd.DataFrame, columns: str | Iterable[str], *, intersections: bool = False
 ) -> pd.DataFrame:

@@ -244,6 +244,12 @@ def _correlation_eigenvalues(K: Any, name: str = "K") -> np.ndarray:
     return np.clip(ev, 0.0, None)
 
 
+@validate_params(
+    {
+        "n": [Interval(numbers.Integral, 1, None, closed="left")],
+        "xi": [Interval(numbers.Real, 0, None, closed="neither")],
+    }
+)
 def exponential_correlation(n: int, xi: float) -> np.ndarray:
     """The ``n x n`` matrix ``K_ts = exp(-|t - s|/xi)`` (AR(1) rows), for tests and forecasts.
 
@@ -270,9 +276,5 @@ def exponential_correlation(n: int, xi: float) -> np.ndarray:
            [0.368, 1.   , 0.368],
            [0.135, 0.368, 1.   ]])
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ParameterError(f"n must be a positive int, got {n!r}.", argument="n")
-    if isinstance(xi, bool) or not isinstance(xi, numbers.Real) or not (0 < xi < math.inf):
-        raise ParameterError(f"xi must be a positive finite float, got {xi!r}.", argument="xi")
     idx = np.arange(int(n))
     return np.exp(-np.abs(idx[:, None] - idx[None, :]) / float(xi))

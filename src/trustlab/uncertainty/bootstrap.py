@@ -18,12 +18,15 @@ confidence intervals". JRSS B 50(1), 1988.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_fraction
+from trustlab._param_validation import Interval, validate_params
+
+_LEVEL = Interval(numbers.Real, 0, 1, closed="neither")
 
 __all__ = ["GAP_METHOD", "gap_interval", "symmetric_interval"]
 
@@ -40,6 +43,7 @@ def _quantile(x: np.ndarray, q: float, axis: int = 0) -> np.ndarray:
         return np.asarray(np.nanquantile(x, q, axis=axis))
 
 
+@validate_params({"level": [_LEVEL]})
 def symmetric_interval(
     estimate: Any,
     replicates: Any,
@@ -76,7 +80,7 @@ def symmetric_interval(
     >>> float(lo), float(hi)
     (0.4, 0.6)
     """
-    level = check_fraction(level, "level")
+    level = float(level)
     est = np.asarray(estimate, dtype=float)
     reps = np.asarray(replicates, dtype=float)
     ctr = est if centre is None else np.asarray(centre, dtype=float)
@@ -87,6 +91,9 @@ def symmetric_interval(
     return lo, hi
 
 
+@validate_params(
+    {"level": [_LEVEL], "n_comparisons": [None, Interval(numbers.Integral, 1, None, closed="left")]}
+)
 def gap_interval(
     estimates: Any,
     replicates: Any,
@@ -134,10 +141,10 @@ def gap_interval(
     if k < 2:
         return float("nan"), float("nan"), float("nan")
     i, j = np.triu_indices(k, 1)
-    m = n_comparisons or i.size
+    m = i.size if n_comparisons is None else int(n_comparisons)
     d = est[i] - est[j]
     d_rep = reps[:, i] - reps[:, j]
-    half = _quantile(np.abs(d_rep - (ctr[i] - ctr[j])), 1 - (1 - check_fraction(level, "level")) / m)
+    half = _quantile(np.abs(d_rep - (ctr[i] - ctr[j])), 1 - (1 - float(level)) / m)
     gap = float(np.max(np.abs(d)))
     low = float(max(0.0, np.max(np.abs(d) - half)))
     high = float(np.max(np.abs(d) + half))

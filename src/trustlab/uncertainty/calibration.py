@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_numeric_array, check_positive_int
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError
 
 __all__ = ["calibration_table", "expected_calibration_error"]
@@ -28,6 +30,10 @@ def _check(y_true: Any, y_prob: Any) -> tuple[np.ndarray, np.ndarray]:
     return y, p
 
 
+_N_BINS = {"n_bins": [Interval(numbers.Integral, 1, None, closed="left")]}
+
+
+@validate_params(_N_BINS)
 def calibration_table(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> pd.DataFrame:
     """Reliability table on ``n_bins`` equal-width bins of the predicted probability.
 
@@ -52,7 +58,7 @@ def calibration_table(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> pd.DataF
     [2, 2]
     """
     y, p = _check(y_true, y_prob)
-    n_bins = check_positive_int(n_bins, "n_bins")
+    n_bins = int(n_bins)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     idx = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, n_bins - 1)
     count = np.bincount(idx, minlength=n_bins)
@@ -70,6 +76,7 @@ def calibration_table(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> pd.DataF
         )
 
 
+@validate_params(_N_BINS)
 def expected_calibration_error(y_true: Any, y_prob: Any, *, n_bins: int = 10) -> float:
     """Expected calibration error: the count-weighted mean |fraction positive - mean predicted|.
 

@@ -28,7 +28,6 @@ The S-transforms of the row correlation (:class:`STransform`, :func:`s_transform
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,7 +35,7 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from trustlab._param_validation import ParamsValidationMixin
+from trustlab._param_validation import ParamsValidationMixin, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.uncertainty._ridge_transform import (
@@ -95,18 +94,6 @@ def _spectral(x: np.ndarray, y: np.ndarray, lams: np.ndarray) -> tuple[np.ndarra
     return e_tr, df1
 
 
-def _resolve_s(s: Any) -> STransform | Callable[[Any], Any]:
-    if s is None:
-        return STransform("iid")
-    if isinstance(s, STransform) or callable(s):
-        return s
-    raise ParameterError(
-        f"s_transform must be an STransform (from trustlab.uncertainty.s_transform) or a callable S_K(t), "
-        f"got {type(s).__name__}.",
-        argument="s_transform",
-    )
-
-
 def _log_s_full_derivative(S: Any, t: np.ndarray) -> np.ndarray:
     if isinstance(S, STransform):
         d = S.log_derivative(t)
@@ -116,6 +103,7 @@ def _log_s_full_derivative(S: Any, t: np.ndarray) -> np.ndarray:
     return np.asarray(d, dtype=float) + 1.0 / (1.0 - t)
 
 
+@validate_params({"s_transform": [None, STransform, callable], "return_details": ["boolean"]})
 def corr_gcv(X: Any, y: Any, lam: Any, s_transform: Any = None, *, return_details: bool = False) -> Any:
     """CorrGCV estimate of the out-of-sample risk of ridge regression with correlated rows.
 
@@ -166,7 +154,7 @@ def corr_gcv(X: Any, y: Any, lam: Any, s_transform: Any = None, *, return_detail
     """
     x, yy = _check_xy(X, y)
     lams, scalar = _check_lams(lam)
-    S = _resolve_s(s_transform)
+    S = STransform("iid") if s_transform is None else s_transform
     e_tr, t = _spectral(x, yy, lams)
     with np.errstate(divide="ignore", invalid="ignore"):
         ok = (t > 0) & (t < 1 - 1e-12)
@@ -223,6 +211,7 @@ def gcv(X: Any, y: Any, lam: Any) -> Any:
     return float(risk[0]) if scalar else risk
 
 
+@validate_params({"s_transform": [None, STransform, callable], "return_details": ["boolean"]})
 def corr_gcv_forecast(
     X: Any, y: Any, lam: float, s_transform: Any, K: Any, k: Any, *, return_details: bool = False
 ) -> Any:
