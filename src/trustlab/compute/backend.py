@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
 from functools import reduce
 from typing import Any, TypeVar
 
 import pandas as pd
 
+from trustlab._param_validation import HasMethods, Interval, validate_params
 from trustlab.compute.statistics import MergeableStatistic
-from trustlab.errors import DataError, ParameterError
+from trustlab.errors import DataError
 
 __all__ = ["compute"]
 
@@ -20,6 +22,12 @@ def _is_dask(data: Any) -> bool:
     return type(data).__module__.startswith("dask")
 
 
+@validate_params(
+    {
+        "stat": [HasMethods(["partial", "merge", "finalize"])],
+        "chunksize": [None, Interval(numbers.Integral, 1, None, closed="left")],
+    }
+)
 def compute(
     stat: MergeableStatistic[S, R],
     data: Any,
@@ -74,7 +82,5 @@ def compute(
         )
     if chunksize is None or chunksize >= len(data):
         return stat.finalize(stat.partial(data))
-    if chunksize < 1:
-        raise ParameterError(f"chunksize must be >= 1, got {chunksize}.", argument="chunksize")
     chunks = (data.iloc[i : i + chunksize] for i in range(0, len(data), chunksize))
     return stat.finalize(reduce(stat.merge, map(stat.partial, chunks)))

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_delta, check_epsilon
+from trustlab._param_validation import DELTA, EPSILON, validate_params
+from trustlab._validation import check_epsilon
 from trustlab.errors import DataError, ParameterError
 
 __all__ = ["category_threshold", "dp_categories", "draft_schema"]
@@ -182,6 +183,7 @@ def _kinds(frame: pd.DataFrame, categorical: Iterable[Any]) -> dict[Any, str]:
     return kinds
 
 
+@validate_params({"epsilon": [None, EPSILON], "delta": [DELTA], "source": [str]})
 def draft_schema(
     frame: pd.DataFrame,
     *,
@@ -249,9 +251,8 @@ def draft_schema(
             argument="categorical",
         )
     if epsilon is not None:
-        epsilon = check_epsilon(epsilon)
-        delta = check_delta(delta)
-        if delta == 0:
+        epsilon, delta = float(epsilon), float(delta)
+        if delta == 0:  # a post-check that keeps the hint
             raise ParameterError(
                 "delta must be > 0: discovering categories from the data needs a delta.", argument="delta"
             )

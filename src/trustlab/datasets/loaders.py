@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
 
+from trustlab._param_validation import validate_params
 from trustlab.errors import DataError
 
 __all__ = ["load_table"]
@@ -14,6 +16,7 @@ _CSV = {".csv", ".txt", ".tsv", ".gz", ".bz2", ".zip"}
 _PARQUET = {".parquet", ".pq"}
 
 
+@validate_params({"path": [str, os.PathLike], "allow_empty": ["boolean"]})
 def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
     """Read a CSV (``.csv``, ``.tsv``, optionally compressed) or Parquet file into a DataFrame.
 

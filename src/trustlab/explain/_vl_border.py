@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_positive, check_positive_int
-from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.explain._lime_core import check_label, check_predict_fn, model_column
+from trustlab._param_validation import Interval, validate_params
+from trustlab.errors import DataError, ModelError
+from trustlab.explain._lime_core import check_predict_fn, model_column
 from trustlab.explain._spheres import grow_rings, shrink_ball
 from trustlab.explain._vl_commitment import int_vector
 from trustlab.explain._vl_fixed_point import quantize
@@ -17,6 +18,19 @@ from trustlab.explain._vl_fixed_point import quantize
 __all__ = ["find_border_point"]
 
 
+_COUNT = Interval(numbers.Integral, 1, None, closed="left")
+
+
+@validate_params(
+    {
+        "s": [_COUNT],
+        "label": [Interval(numbers.Integral, 0, None, closed="left")],
+        "rng": [np.random.Generator],
+        "radius": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_layer": [_COUNT],
+        "max_layers": [_COUNT],
+    }
+)
 def find_border_point(
     predict_fn: Callable[[np.ndarray], Any],
     x_q: np.ndarray,
@@ -71,13 +85,7 @@ def find_border_point(
     True
     """
     predict_fn = check_predict_fn(predict_fn)
-    label = check_label(label)
-    s = check_positive_int(s, "s")
-    n_layer = check_positive_int(n_layer, "n_layer")
-    max_layers = check_positive_int(max_layers, "max_layers")
-    radius = check_positive(radius, "radius")
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError("rng must be a numpy Generator.", argument="rng")
+    label, s, n_layer, max_layers, radius = int(label), int(s), int(n_layer), int(max_layers), float(radius)
     x = int_vector(x_q, "x_q").astype(float) / s
     if x.size == 0:
         raise DataError("x_q must hold at least one feature.", argument="x_q")

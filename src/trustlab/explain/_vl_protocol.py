@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
-from trustlab.explain._lime_core import check_label, check_predict_fn, model_column
+from trustlab.explain._lime_core import check_predict_fn, model_column
 from trustlab.explain._vl_certificate import check_certificate
 from trustlab.explain._vl_commitment import as_bytes, commit_model, derive_seed
 from trustlab.explain._vl_fixed_point import quantize, round_int
@@ -18,6 +20,15 @@ from trustlab.explain._vl_results import Checks, ExplanationProof, VerificationR
 __all__ = ["prove_explanation", "verify_explanation"]
 
 
+_COMMON = {
+    "commitment": [str],
+    "nonce": [str, bytes],
+    "lime": [None, AmenableLime],
+    "label": [Interval(numbers.Integral, 0, None, closed="left")],
+}
+
+
+@validate_params(_COMMON)
 def prove_explanation(
     predict_fn: Callable[[np.ndarray], Any],
     x: Any,
@@ -70,6 +81,7 @@ def prove_explanation(
     return ExplanationProof(commitment=commitment, nonce=nonce_b, prediction=exp.prediction, explanation=exp)
 
 
+@validate_params({**_COMMON, "proof": [ExplanationProof], "opening": [None, tuple, list]})
 def verify_explanation(
     proof: ExplanationProof,
     *,
@@ -121,11 +133,7 @@ def verify_explanation(
     (True, True, True)
     """
     lime = check_lime(lime)
-    label = check_label(label)
-    if not isinstance(proof, ExplanationProof):
-        raise ParameterError(
-            f"proof must be an ExplanationProof, got {type(proof).__name__}.", argument="proof"
-        )
+    label = int(label)
     p = public_params(lime)
     xq = lime.quantize(x)
     seed = derive_seed(commitment, xq, as_bytes(nonce))
@@ -138,7 +146,7 @@ def verify_explanation(
         "differs from the certified label of x",
     )
     if opening is not None:
-        if not isinstance(opening, tuple | list) or len(opening) != 3:
+        if len(opening) != 3:
             raise ParameterError(
                 "opening must be a tuple (predict_fn, weights, salt) or None.", argument="opening"
             )
