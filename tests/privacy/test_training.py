@@ -1,0 +1,277 @@
+"""Tests of trustlab.privacy.training (DP-SGD): accounting, empirical audit, accuracy, bad input."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trustlab.errors import BudgetExceededError, DataError, MissingDependencyError, ParameterError  # noqa: E402
+from trustlab.privacy import _training_core as core  # noqa: E402
+from trustlab.privacy.accounting import Accountant  # noqa: E402
+from trustlab.privacy.amplification import BISAccountant, PoissonAccountant  # noqa: E402
+from trustlab.privacy.audit import audit_epsilon  # noqa: E402
+from trustlab.privacy.signsgd import SignMechanismAccountant  # noqa: E402
+from trustlab.privacy.training import GUARANTEE_COVERS, DPSGDClassifier  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def toy() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (600, 3))
+    y = (X[:, 0] - 0.5 * X[:, 1] > 0).astype(int)
+    return X, y
+
+
+# -- claim 1: the spent epsilon is the accountant's figure, charged as one ledger line ------------
+def test_release_equals_poisson_accountant_and_one_ledger_line(toy):
+    X, y = toy
+    acc = Accountant(3.0, 1e-5)
+    clf = DPSGDClassifier(1.0, 1e-6, sample_rate=0.05, epochs=3, accountant=acc, n_hint=600).fit(X, y)
+    assert clf.steps_ == 60
+    expected = PoissonAccountant(clf.noise_multiplier_, 60, 0.05).get_epsilon(1e-6)
+    assert clf.release_.epsilon == pytest.approx(expected, rel=1e-12)
+    assert 0.99 <= clf.release_.epsilon <= 1.0  # calibrated to a relative 1e-3 of the target
+    assert len(acc.ledger()) == 1
+    assert acc.spent_epsilon == pytest.approx(clf.release_.epsilon, rel=1e-12)
+    assert acc.spent_delta == pytest.approx(1e-6)
+    p = clf.release_.parameters
+    for key in ("sample_rate", "steps", "noise_multiplier", "clip_norm", "covers", "divisor"):
+        assert key in p
+    assert p["covers"] == GUARANTEE_COVERS
+    assert p["steps"] == 60 and p["divisor"] == pytest.approx(30.0)
+    # the calibrated multiplier is the smallest (to 1e-3) that meets the target
+    assert PoissonAccountant(clf.noise_multiplier_ / 1.002, 60, 0.05).get_epsilon(1e-6) > 1.0
+
+
+def test_balanced_and_signsgd_are_priced_by_their_accountants(toy):
+    X, y = toy
+    bis = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=2, sampling="balanced", n_hint=600).fit(X, y)
+    assert bis.release_.epsilon == pytest.approx(
+        BISAccountant(20, 2, bis.noise_multiplier_).get_epsilon(1e-6), rel=1e-12
+    )
+    sign = DPSGDClassifier(2.0, 1e-6, sample_rate=0.1, epochs=2, optimizer="signsgd").fit(X, y)
+    expected = SignMechanismAccountant("gaussian", sign.noise_multiplier_, 0.1).get_epsilon(1e-6, 20)
+    assert sign.release_.epsilon == pytest.approx(expected, rel=1e-12) and expected <= 2.0
+    with pytest.raises(ParameterError) as err:
+        DPSGDClassifier(1.0, 1e-6, optimizer="signsgd", sampling="balanced").fit(X, y)
+    assert err.value.argument == "sampling"
+
+
+def test_given_noise_multiplier_is_used_and_must_meet_epsilon(toy):
+    X, y = toy
+    clf = DPSGDClassifier(5.0, 1e-5, sample_rate=0.1, epochs=1, noise_multiplier=2.0).fit(X, y)
+    assert clf.noise_multiplier_ == 2.0
+    assert clf.release_.epsilon == pytest.approx(PoissonAccountant(2.0, 10, 0.1).get_epsilon(1e-5))
+    with pytest.raises(ParameterError) as err:
+        DPSGDClassifier(0.1, 1e-5, sample_rate=0.1, epochs=1, noise_multiplier=0.5).fit(X, y)
+    assert err.value.argument == "noise_multiplier"
+
+
+def test_budget_checked_before_any_noise(toy, monkeypatch):
+    X, y = toy
+    draws = []
+    real = core.gaussian_noise
+    monkeypatch.setattr(core, "gaussian_noise", lambda *a: draws.append(1) or real(*a))
+    acc = Accountant(0.5, 1e-5)
+    clf = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=1, accountant=acc)
+    with pytest.raises(BudgetExceededError):
+        clf.fit(X, y)
+    assert draws == [] and acc.ledger() == [] and not hasattr(clf, "release_")
+
+
+# -- claim 2: empirical privacy audit (worst-case neighbour: a canary at the clip norm) ----------
+def _audit(epsilon_claim: float, sigma: float, n_trials: int):
+    # D: two rows at x = 0 whose bias gradients cancel; D': D plus a canary whose clipped gradient
+    # has norm exactly clip_norm. One full-batch step: the Gaussian mechanism with sensitivity C.
+    D = (np.zeros((2, 2)), np.array([0, 1]))
+    Dp = (np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]), np.array([0, 1, 0]))
+
+    def mechanism(data):
+        clf = DPSGDClassifier(
+            epsilon_claim, 1e-5, sample_rate=1.0, epochs=1, clip_norm=0.5, noise_multiplier=sigma,
+            learning_rate=1.0, n_hint=1,
+        ).fit(*data)
+        return -(clf.coef_[0, 0] + clf.intercept_[0])  # projection on the canary's gradient
+
+    return audit_epsilon(mechanism, D, Dp, n_trials=n_trials, delta=1e-5, alpha=0.05)
+
+
+def test_empirical_audit_below_claim_and_catches_weak_noise(monkeypatch):
+    sigma = 3.0
+    claim = PoissonAccountant(sigma, 1, 1.0).get_epsilon(1e-5)
+    assert 1.0 < claim < 2.0
+    honest = _audit(claim, sigma, 2000)
+    assert honest.epsilon_lower <= claim
+    real = core.gaussian_noise
+    monkeypatch.setattr(core, "gaussian_noise", lambda shape, std, gen, dtype: real(shape, std / 10, gen, dtype))
+    mutant = _audit(claim, sigma, 2000)
+    assert mutant.epsilon_lower > claim
+
+
+# -- per-example gradients against torch.func ---------------------------------------------------
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+def test_per_example_gradients_and_clipping_match_torch_func(model):
+    from torch.func import functional_call, grad, vmap  # noqa: F401
+
+    rng = np.random.default_rng(1)
+    X = torch.as_tensor(rng.uniform(-1, 1, (7, 4)), dtype=torch.float64)
+    y = torch.as_tensor(rng.integers(0, 2, 7), dtype=torch.float64)
+    params = core.init_params(model, 4, 5, rng, torch.float64)
+    params = [p + 0.3 * torch.as_tensor(rng.normal(size=tuple(p.shape))) for p in params]
+
+    def loss(ps, x, t):
+        z = core.logits(model, list(ps), x[None])[0]
+        return torch.nn.functional.binary_cross_entropy_with_logits(z, t)
+
+    ref = vmap(grad(loss), in_dims=(None, 0, 0))(tuple(params), X, y)
+    mine = core.per_example_grads(model, params, X, y)
+    for a, b in zip(mine, ref, strict=True):
+        torch.testing.assert_close(a, b)
+    C = 0.3
+    norms = torch.sqrt(sum((g.reshape(7, -1) ** 2).sum(1) for g in ref))
+    f = torch.clamp(C / norms, max=1.0)
+    for a, g in zip(core.clipped_sum(model, params, X, y, C), ref, strict=True):
+        torch.testing.assert_close(a, (g * f.reshape(-1, *[1] * (g.dim() - 1))).sum(0))
+
+
+# -- behaviour ---------------------------------------------------------------------------------
+def test_single_class_labels_allowed(toy):
+    X, _ = toy
+    clf = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=3, n_hint=600).fit(X, np.ones(600, dtype=int))
+    assert clf.classes_.tolist() == [0, 1]
+    assert clf.predict_proba(X).shape == (600, 2)
+    assert float(clf.predict_proba(X)[:, 1].mean()) > 0.5
+
+
+def test_mlp_learns_and_threads_restored(toy):
+    X, y = toy
+    before = torch.get_num_threads()
+    clf = DPSGDClassifier(8.0, 1e-6, model="mlp", hidden=8, sample_rate=0.1, epochs=5, n_hint=600,
+                          random_state=0).fit(X, y)
+    assert torch.get_num_threads() == before
+    assert [p.shape for p in clf.params_] == [(8, 3), (8,), (8,), ()]
+    assert clf.score(X, y) > 0.75
+    assert np.allclose(clf.predict_proba(X).sum(1), 1.0)
+
+
+def test_fits_differ_seed_drives_only_init(toy):
+    X, y = toy
+    a = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=1, random_state=0).fit(X, y)
+    b = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=1, random_state=0).fit(X, y)
+    assert not np.array_equal(a.coef_, b.coef_)
+    assert DPSGDClassifier().__sklearn_tags__().non_deterministic
+
+
+# -- bad input ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"delta": 0.0}, "delta"),
+        ({"delta": 1.0}, "delta"),
+        ({"sample_rate": 0.0}, "sample_rate"),
+        ({"sample_rate": 1.5}, "sample_rate"),
+        ({"epochs": 0}, "epochs"),
+        ({"clip_norm": 0.0}, "clip_norm"),
+        ({"clip_norm": -1.0}, "clip_norm"),
+        ({"model": "forest"}, "model"),
+        ({"optimizer": "adam"}, "optimizer"),
+        ({"sampling": "shuffle"}, "sampling"),
+        ({"noise_multiplier": 0.0}, "noise_multiplier"),
+        ({"n_hint": 0}, "n_hint"),
+        ({"accountant": "ledger"}, "accountant"),
+    ],
+)
+def test_bad_parameters(toy, kwargs, argument):
+    X, y = toy
+    with pytest.raises(ParameterError) as err:
+        DPSGDClassifier(**{"epsilon": 1.0, "delta": 1e-6, **kwargs}).fit(X, y)
+    assert err.value.argument == argument
+
+
+def test_epsilon_unreachable_is_a_parameter_error(toy):
+    X, y = toy
+    with pytest.raises(ParameterError) as err:
+        DPSGDClassifier(1e-9, 1e-6, sample_rate=1.0, epochs=1000).fit(X, y)
+    assert err.value.argument == "epsilon"
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "argument"),
+    [
+        (np.array([[0.5, 2.0]]), np.array([1]), "X"),  # outside [-1, 1]: never clipped silently
+        (np.array([[0.5, np.nan]]), np.array([1]), "X"),
+        (np.array([[0.5, np.inf]]), np.array([1]), "X"),
+        (np.array([0.5, 0.1]), np.array([1, 0]), "X"),
+        (np.zeros((0, 2)), np.zeros(0), "X"),
+        (np.zeros((2, 2)), np.array([0, 2]), "y"),
+        (np.zeros((2, 2)), np.array([0]), "y"),
+        (np.zeros((2, 2)), np.array([0, np.nan]), "y"),
+        ("text", np.array([0]), "X"),
+    ],
+)
+def test_bad_data(X, y, argument):
+    with pytest.raises(DataError) as err:
+        DPSGDClassifier(1.0, 1e-6, epochs=1, sample_rate=0.5).fit(X, y)
+    assert err.value.argument == argument
+
+
+def test_predict_checks(toy):
+    X, y = toy
+    with pytest.raises(Exception, match="not fitted"):
+        DPSGDClassifier().predict(X)
+    clf = DPSGDClassifier(1.0, 1e-6, sample_rate=0.5, epochs=1).fit(X, y)
+    with pytest.raises(DataError):
+        clf.predict(X[:, :2])
+
+
+def test_torch_optional():
+    code = "import sys, trustlab.privacy, trustlab.privacy.training; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_missing_torch_names_the_extra(toy, monkeypatch):
+    X, y = toy
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(MissingDependencyError, match=r"trustlab\[torch\]"):
+        DPSGDClassifier(1.0, 1e-6, epochs=1, sample_rate=0.5).fit(X, y)
+
+
+# -- claim 3: accuracy on the embedded Benefits data ------------------------------------------------
+def _benefits():
+    from sklearn.model_selection import train_test_split
+
+    from trustlab.datasets import load_default
+
+    df, info, schema = load_default()
+    cols = []
+    for name, spec in schema.columns.items():  # public schema only: categories and bounds
+        if name == info.target:
+            continue
+        if spec.categories is not None:
+            cols += [(df[name].astype(str) == str(c)).to_numpy(float) * 2 - 1 for c in spec.categories]
+        elif spec.bounds is not None:
+            lo, hi = spec.bounds
+            cols.append(np.clip((df[name].to_numpy(float) - lo) / (hi - lo), 0, 1) * 2 - 1)
+    X = np.column_stack(cols)
+    y = (df[info.target].astype(str) == str(info.positive)).to_numpy(int)
+    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+
+
+@pytest.mark.claims
+def test_benefits_accuracy_at_epsilon_one():
+    Xtr, Xte, ytr, yte = _benefits()
+    majority = max(yte.mean(), 1 - yte.mean())
+    accs = [DPSGDClassifier(1.0, 1e-6, n_hint=len(ytr)).fit(Xtr, ytr).score(Xte, yte) for _ in range(3)]
+    # tolerance: 2.5 binomial standard errors of a held-out accuracy on len(yte) rows
+    tol = 2.5 * math.sqrt(majority * (1 - majority) / len(yte))
+    assert np.mean(accs) >= majority - tol, (accs, majority, tol)
