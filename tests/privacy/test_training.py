@@ -94,8 +94,14 @@ def _audit(epsilon_claim: float, sigma: float, n_trials: int):
 
     def mechanism(data):
         clf = DPSGDClassifier(
-            epsilon_claim, 1e-5, sample_rate=1.0, epochs=1, clip_norm=0.5, noise_multiplier=sigma,
-            learning_rate=1.0, n_hint=1,
+            epsilon_claim,
+            1e-5,
+            sample_rate=1.0,
+            epochs=1,
+            clip_norm=0.5,
+            noise_multiplier=sigma,
+            learning_rate=1.0,
+            n_hint=1,
         ).fit(*data)
         return -(clf.coef_[0, 0] + clf.intercept_[0])  # projection on the canary's gradient
 
@@ -109,7 +115,9 @@ def test_empirical_audit_below_claim_and_catches_weak_noise(monkeypatch):
     honest = _audit(claim, sigma, 2000)
     assert honest.epsilon_lower <= claim
     real = core.gaussian_noise
-    monkeypatch.setattr(core, "gaussian_noise", lambda shape, std, gen, dtype: real(shape, std / 10, gen, dtype))
+    monkeypatch.setattr(
+        core, "gaussian_noise", lambda shape, std, gen, dtype: real(shape, std / 10, gen, dtype)
+    )
     mutant = _audit(claim, sigma, 2000)
     assert mutant.epsilon_lower > claim
 
@@ -152,8 +160,9 @@ def test_single_class_labels_allowed(toy):
 def test_mlp_learns_and_threads_restored(toy):
     X, y = toy
     before = torch.get_num_threads()
-    clf = DPSGDClassifier(8.0, 1e-6, model="mlp", hidden=8, sample_rate=0.1, epochs=5, n_hint=600,
-                          random_state=0).fit(X, y)
+    clf = DPSGDClassifier(
+        8.0, 1e-6, model="mlp", hidden=8, sample_rate=0.1, epochs=5, n_hint=600, random_state=0
+    ).fit(X, y)
     assert torch.get_num_threads() == before
     assert [p.shape for p in clf.params_] == [(8, 3), (8,), (8,), ()]
     assert clf.score(X, y) > 0.75

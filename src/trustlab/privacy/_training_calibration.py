@@ -34,7 +34,13 @@ def noise_range(optimizer: str) -> tuple[float, float]:
 
 @lru_cache(maxsize=512)
 def run_plan(
-    optimizer: str, sampling: str, noise_multiplier: float, steps: int, sample_rate: float, epochs: int, delta: float
+    optimizer: str,
+    sampling: str,
+    noise_multiplier: float,
+    steps: int,
+    sample_rate: float,
+    epochs: int,
+    delta: float,
 ) -> Release:
     """The accountant's plan for the run (``value=None``): its epsilon at ``delta`` and parameters."""
     if optimizer == "signsgd":
@@ -51,7 +57,9 @@ def run_plan(
 
 
 @lru_cache(maxsize=1024)
-def _epsilon(optimizer: str, sampling: str, sigma: float, steps: int, q: float, epochs: int, delta: float) -> float:
+def _epsilon(
+    optimizer: str, sampling: str, sigma: float, steps: int, q: float, epochs: int, delta: float
+) -> float:
     if optimizer == "signsgd" and sampling == "poisson":
         return float(SignMechanismAccountant("gaussian", sigma, q).get_epsilon(delta, steps))
     return float(run_plan(optimizer, sampling, sigma, steps, q, epochs, delta).epsilon)
@@ -98,7 +106,8 @@ def calibrate_noise(
         while True:
             if hi >= high:
                 raise ParameterError(
-                    f"epsilon={epsilon:g} cannot be met with {steps} steps even at noise multiplier {high:g}; "
+                    f"epsilon={epsilon:g} cannot be met with {steps} steps even at noise multiplier "
+                    f"{high:g}; "
                     "raise epsilon, or lower epochs or sample_rate.",
                     argument="epsilon",
                 )

@@ -28,12 +28,16 @@ def secure_generator() -> torch.Generator:
     return gen
 
 
-def gaussian_noise(shape: tuple[int, ...], std: float, gen: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+def gaussian_noise(
+    shape: tuple[int, ...], std: float, gen: torch.Generator, dtype: torch.dtype
+) -> torch.Tensor:
     """Gaussian noise of standard deviation ``std`` (float noise, as Opacus draws it)."""
     return torch.randn(shape, generator=gen, dtype=dtype) * std
 
 
-def init_params(model: str, d: int, hidden: int, rng: np.random.Generator, dtype: torch.dtype) -> list[torch.Tensor]:
+def init_params(
+    model: str, d: int, hidden: int, rng: np.random.Generator, dtype: torch.dtype
+) -> list[torch.Tensor]:
     """Initial parameters: zeros for the logistic model; He-uniform hidden layer for the MLP.
 
     The initialisation is independent of the data, so ``rng`` may be seeded.
@@ -55,7 +59,9 @@ def logits(model: str, params: list[torch.Tensor], X: torch.Tensor) -> torch.Ten
     return torch.relu(X @ w1.T + b1) @ w2 + b2
 
 
-def _factors(model: str, params: list[torch.Tensor], X: torch.Tensor, y: torch.Tensor) -> dict[str, torch.Tensor]:
+def _factors(
+    model: str, params: list[torch.Tensor], X: torch.Tensor, y: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Per-example pieces from which every per-example gradient is an outer product or a copy."""
     if model == "logistic":
         r = torch.sigmoid(X @ params[0] + params[1]) - y
@@ -102,8 +108,10 @@ def clipped_sum(
     return [cdh.T @ X, cdh.sum(dim=0), cr @ f["h"], cr.sum()]
 
 
-def batches(schedule: Any, n: int, steps: int, sample_rate: float, gen: torch.Generator) -> Iterator[torch.Tensor]:
-    """Row indices of every step: Poisson at ``sample_rate`` (``schedule=None``) or from a balanced schedule."""
+def batches(
+    schedule: Any, n: int, steps: int, sample_rate: float, gen: torch.Generator
+) -> Iterator[torch.Tensor]:
+    """Row indices of every step: Poisson at ``sample_rate`` (``schedule=None``) or a balanced schedule."""
     if schedule is None:
         for _ in range(steps):
             yield torch.nonzero(torch.rand(n, generator=gen) < sample_rate).flatten()
@@ -156,7 +164,7 @@ def train(
             sample_rate=sample_rate,
             num_workers=1,
         )
-        params = leaves
+        params = list(leaves)
     with torch.no_grad():
         for idx in batches(schedule, n, steps, sample_rate, gen):
             Xb, yb = Xt[idx], yt[idx]

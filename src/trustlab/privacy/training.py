@@ -339,7 +339,8 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         if float(np.max(np.abs(Xa))) > 1.0:
             raise DataError(
                 "X must lie in [-1, 1]: scale every feature with its PUBLIC bounds first "
-                "((x - low) / (high - low) * 2 - 1); DPSGDClassifier never clips or rescales the data itself.",
+                "((x - low) / (high - low) * 2 - 1); DPSGDClassifier never clips or rescales the data "
+                "itself.",
                 argument="X",
             )
         ya = check_numeric_array(y, "y", ndim=1)
