@@ -225,6 +225,7 @@ def test_epsilon_unreachable_is_a_parameter_error(toy):
         (np.zeros((2, 2)), np.array([0]), "y"),
         (np.zeros((2, 2)), np.array([0, np.nan]), "y"),
         ("text", np.array([0]), "X"),
+        (np.array([[0.5 + 0.1j, 0.0]]), np.array([1]), "X"),
     ],
 )
 def test_bad_data(X, y, argument):
@@ -284,3 +285,103 @@ def test_benefits_accuracy_at_epsilon_one():
     # tolerance: 2.5 binomial standard errors of a held-out accuracy on len(yte) rows
     tol = 2.5 * math.sqrt(majority * (1 - majority) / len(yte))
     assert np.mean(accs) >= majority - tol, (accs, majority, tol)
+
+
+# -- structure: noise every step, whatever the data; the balanced schedule -----------------------
+@pytest.mark.parametrize("model", ["logistic", "mlp"])
+def test_noise_drawn_every_step_independent_of_data(model, monkeypatch):
+    counts = []
+    real = core.gaussian_noise
+
+    def counting(*args):
+        counts[-1] += 1
+        return real(*args)
+
+    monkeypatch.setattr(core, "gaussian_noise", counting)
+    rng = np.random.default_rng(2)
+    for n, labels in ((3, np.zeros(3, int)), (400, rng.integers(0, 2, 400))):
+        counts.append(0)
+        X = rng.uniform(-1, 1, (n, 2))
+        DPSGDClassifier(1.0, 1e-6, model=model, hidden=4, sample_rate=0.25, epochs=2).fit(X, labels)
+    n_params = 2 if model == "logistic" else 4
+    assert counts == [8 * n_params, 8 * n_params]
+
+
+def test_balanced_schedule_uses_every_row_exactly_epochs_times():
+    from trustlab.privacy.training import _balanced_schedule
+
+    rows, cols = _balanced_schedule(1001, 40, 3)
+    assert np.bincount(rows, minlength=1001).tolist() == [3] * 1001
+    assert cols.min() >= 0 and cols.max() < 40
+    assert len(set(zip(rows.tolist(), cols.tolist(), strict=True))) == 3003  # distinct steps per row
+    batches = list(core.batches((rows, cols), 1001, 40, 0.075, core.secure_generator()))
+    assert len(batches) == 40 and sum(len(b) for b in batches) == 3003
+
+
+def test_signsgd_learns(toy):
+    X, y = toy
+    clf = DPSGDClassifier(8.0, 1e-6, optimizer="signsgd", sample_rate=0.1, epochs=10, learning_rate=0.02)
+    assert clf.fit(X, y).score(X, y) > 0.8
+    assert "epsilon_post_processing" in clf.release_.parameters
+
+
+# -- slow: the audit with Poisson subsampling over several steps -------------------------------------
+@pytest.mark.slow
+def test_poisson_audit_below_claim_and_catches_unsampled_canary(monkeypatch):
+    # ten steps at q = 0.1, z = 2: claimed epsilon 0.94; without the sampling the canary shifts the
+    # summed statistic by 1.58 noise standard deviations (a log-likelihood ratio near 2.7 at a threshold)
+    sigma, q = 2.0, 0.1
+    claim = PoissonAccountant(sigma, 10, q).get_epsilon(1e-5)
+    assert 0.9 < claim < 1.0
+    D = (np.zeros((2, 2)), np.array([0, 1]))
+    Dp = (np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]), np.array([0, 1, 0]))
+
+    def mechanism(data):
+        clf = DPSGDClassifier(
+            claim,
+            1e-5,
+            sample_rate=q,
+            epochs=1,
+            clip_norm=0.5,
+            noise_multiplier=sigma,
+            learning_rate=1e-3,
+            n_hint=1,
+        ).fit(*data)
+        return -(clf.coef_[0, 0] + clf.intercept_[0])
+
+    honest = audit_epsilon(mechanism, D, Dp, n_trials=4000, delta=1e-5)
+    assert honest.epsilon_lower <= claim
+    # mutant: every row in every batch, but still accounted as Poisson at q (amplification not earned)
+    real = core.batches
+    monkeypatch.setattr(core, "batches", lambda s, n, steps, rate, gen: real(s, n, steps, 1.0, gen))
+    mutant = audit_epsilon(mechanism, D, Dp, n_trials=4000, delta=1e-5)
+    assert mutant.epsilon_lower > claim, (mutant.epsilon_lower, claim)
+
+
+def test_nonfinite_per_example_gradient_counts_as_absent_row():
+    params = [torch.tensor([float("inf"), 0.0]), torch.tensor(0.0)]
+    X = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    y = torch.tensor([0.0, 1.0])
+    sums = core.clipped_sum("logistic", params, X, y, 1.0)
+    # row 1's logit is inf * 0 = NaN: its gradient is dropped; row 0's (finite, norm sqrt 2) is clipped to 1
+    assert all(bool(torch.isfinite(s).all()) for s in sums)
+    torch.testing.assert_close(sums[0], torch.tensor([2**-0.5, 0.0]))
+    torch.testing.assert_close(sums[1], torch.tensor(2**-0.5))
+
+
+def test_sklearn_contract():
+    from sklearn.base import clone
+
+    clf = DPSGDClassifier(2.0, 1e-7, model="mlp", hidden=4, n_hint=50)
+    twin = clone(clf)
+    assert twin.get_params() == clf.get_params()
+    assert "accountant" in clf.get_params() and "n_hint" in clf.get_params()
+
+
+def test_sparse_input_rejected_with_a_clear_message():
+    import scipy.sparse as sp
+
+    with pytest.raises(DataError, match="sparse"):
+        DPSGDClassifier(1.0, 1e-6, epochs=1, sample_rate=0.5).fit(
+            sp.csr_matrix(np.eye(3)), np.array([0, 1, 0])
+        )

@@ -100,7 +100,12 @@ def clipped_sum(
     """Sum over rows of the per-example gradients, each clipped to l2 norm ``clip_norm``."""
     f = _factors(model, params, X, y)
     norms = torch.sqrt(_sq_norms(model, f, X))
-    c = torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0)
+    # a non-finite per-example gradient counts as an absent row (factor 0, no branch, no error)
+    finite = torch.isfinite(norms)
+    f = {
+        k: torch.where(finite.reshape(-1, *[1] * (v.dim() - 1)), v, torch.zeros_like(v)) for k, v in f.items()
+    }
+    c = torch.where(finite, torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0), 0.0)
     cr = c * f["r"]
     if model == "logistic":
         return [cr @ X, cr.sum()]
@@ -163,6 +168,7 @@ def train(
             noise_multiplier=noise_multiplier,
             sample_rate=sample_rate,
             num_workers=1,
+            nonfinite="zero",
         )
         params = list(leaves)
     with torch.no_grad():

@@ -33,10 +33,10 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from trustlab._param_validation import EPSILON, HasMethods, Interval, Options, ParamsValidationMixin
+from trustlab._param_validation import EPSILON, Interval, Options, ParamsValidationMixin
 from trustlab._validation import check_numeric_array, make_generator
-from trustlab.errors import DataError, MissingDependencyError, NotFittedError
-from trustlab.privacy.accounting import charge
+from trustlab.errors import DataError, DataTypeError, MissingDependencyError, NotFittedError
+from trustlab.privacy.accounting import Accountant, charge
 from trustlab.privacy.release import PrivacyMeasure, Release
 
 __all__ = ["DEFAULT_N_HINT", "GUARANTEE_COVERS", "DPSGDClassifier"]
@@ -187,7 +187,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         "noise_multiplier": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "optimizer": [Options({"dpsgd", "signsgd"})],
         "sampling": [Options({"poisson", "balanced"})],
-        "accountant": [HasMethods(["check", "record"]), None],
+        "accountant": [Accountant, None],
         "description": [str],
         "n_hint": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -301,6 +301,12 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
     # -- input checks -------------------------------------------------------------
     @staticmethod
     def _check_X(X: Any, name: str = "X") -> np.ndarray:
+        if hasattr(X, "tocsr") or hasattr(X, "toarray"):
+            raise DataTypeError(
+                f"{name}: sparse input is not supported; pass a dense array (X.toarray()).", argument=name
+            )
+        if np.iscomplexobj(X):
+            raise DataTypeError(f"{name} holds complex numbers; pass real features.", argument=name)
         arr = check_numeric_array(X, name, ndim=2)
         if arr.shape[1] < 1:
             raise DataError(f"{name} must have at least one column.", argument=name)
