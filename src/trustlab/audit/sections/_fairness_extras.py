@@ -292,7 +292,7 @@ def calibration_figures(
                 bound=[[v + slack, lo + slack, hi + slack] for v, lo, hi in res["mc"]],
             )
             b, b_lo, b_hi = (float(mc.max()) + slack, float(w_lo) + slack, float(w_hi) + slack)
-            ok = b_hi <= MAX_MULTICALIBRATION
+            bounded = b_hi <= MAX_MULTICALIBRATION
             checks.append(
                 Check(
                     f"True multicalibration via proxy {attr}",
@@ -301,7 +301,7 @@ def calibration_figures(
                     f"(95% interval {b_lo:.3f}..{b_hi:.3f}; "
                     f"threshold {MAX_MULTICALIBRATION}) = worst proxy-group violation {mc.max():.3f} + "
                     f"min(err, sqrt(MSE err)) = {slack:.3f} with err = {proxy_error:g}, MSE = {mse:.3f}",
-                    status="pass" if ok else "inconclusive",
+                    status="pass" if bounded else "inconclusive",
                     rule=(
                         f"pass when the 95% interval of the bound lies at or below {MAX_MULTICALIBRATION}; "
                         "inconclusive otherwise (an upper bound cannot show a violation)"

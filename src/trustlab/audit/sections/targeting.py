@@ -72,8 +72,8 @@ class TargetingSection(Section):
 
         capacity = float(self.capacity)
         if ctx.private:
-            figures = {"released": False, "capacity": capacity}
-            return SectionResult(self.name, self.title, figures, [], [_PRIVATE_NOTE])
+            left_out: dict[str, Any] = {"released": False, "capacity": capacity}
+            return SectionResult(self.name, self.title, left_out, [], [_PRIVATE_NOTE])
         scores = np.asarray(ctx.proba_test, dtype=float)
         target = np.asarray(ctx.y_test, dtype=int)
         rule = (
@@ -94,8 +94,8 @@ class TargetingSection(Section):
             figures["released"] = False
             return SectionResult(self.name, self.title, figures, checks, notes)
         for attr in ctx.sensitive:
-            labels = ctx.sensitive_test[attr].astype(object)
-            labels = labels.where(labels.notna(), "(missing)").astype(str).to_numpy()
+            col = ctx.sensitive_test[attr].astype(object)
+            labels = col.where(col.notna(), "(missing)").astype(str).to_numpy()
             res = targeting_reach(
                 scores,
                 target,
