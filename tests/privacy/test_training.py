@@ -385,3 +385,10 @@ def test_sparse_input_rejected_with_a_clear_message():
         DPSGDClassifier(1.0, 1e-6, epochs=1, sample_rate=0.5).fit(
             sp.csr_matrix(np.eye(3)), np.array([0, 1, 0])
         )
+
+
+def test_poisson_batches_have_the_accounted_rate():
+    sizes = [len(b) for b in core.batches(None, 10_000, 50, 0.1, core.secure_generator())]
+    # mean of 50 Binomial(10000, 0.1) sizes: standard error sqrt(900 / 50) = 4.24; 5 standard errors
+    assert abs(np.mean(sizes) - 1000) < 5 * math.sqrt(900 / 50)
+    assert len(sizes) == 50
