@@ -104,6 +104,10 @@ def audit(
         bool, typer.Option("--private", help="Release every figure with differential privacy.")
     ] = False,
     epsilon: Annotated[float | None, typer.Option(help="Total privacy budget (with --private).")] = None,
+    delta: Annotated[
+        float,
+        typer.Option(help="Delta of the model's DP-SGD training (with --private and no --model PATH)."),
+    ] = 1e-6,
     schema: Annotated[
         Path | None,
         typer.Option(
@@ -186,6 +190,7 @@ def audit(
             use_sensitive=use_sensitive,
             test_size=test_size,
             random_state=seed,
+            delta=delta,
         )
         with Progress(
             SpinnerColumn(),
@@ -212,6 +217,8 @@ def audit(
         err.print(f"[yellow]note:[/] {escape(status)}", highlight=False, soft_wrap=True)
     counts = report.status_counts
     mode = f"differentially private, epsilon={epsilon:g}" if private else "raw statistics"
+    if private and report.meta.get("delta"):
+        mode += f", delta={report.meta['delta']:g} (the model's DP-SGD training)"
     spent = report.meta.get("schema_privacy")
     if spent:
         mode += f" after epsilon={spent['epsilon']:g} spent drafting the schema"

@@ -392,3 +392,14 @@ def test_poisson_batches_have_the_accounted_rate():
     # mean of 50 Binomial(10000, 0.1) sizes: standard error sqrt(900 / 50) = 4.24; 5 standard errors
     assert abs(np.mean(sizes) - 1000) < 5 * math.sqrt(900 / 50)
     assert len(sizes) == 50
+
+
+def test_no_rows_trains_on_noise_alone_and_charges_the_same():
+    """The row count is private: zero rows must not raise, and the charge is the same as for any n."""
+    pytest.importorskip("torch")
+    acc_empty, acc_full = Accountant(1.0, 1e-6), Accountant(1.0, 1e-6)
+    empty = DPSGDClassifier(1.0, 1e-6, accountant=acc_empty).fit(np.zeros((0, 3)), np.zeros(0))
+    rng = np.random.default_rng(0)
+    DPSGDClassifier(1.0, 1e-6, accountant=acc_full).fit(rng.uniform(-1, 1, (50, 3)), rng.integers(0, 2, 50))
+    assert acc_empty.spent_epsilon == acc_full.spent_epsilon > 0
+    assert empty.predict_proba(np.zeros((2, 3))).shape == (2, 2)

@@ -29,6 +29,7 @@ from trustlab.audit._audit_inputs import (
     column_names,
     model_frame,
 )
+from trustlab.audit._private_model import DP_MODEL, fit_private_model
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext, Section, SectionResult
@@ -51,7 +52,27 @@ _PARAMETERS: dict[str, Any] = {
     "use_sensitive": ["boolean"],
     "positive": [None, str, bool, numbers.Real],
     "random_state": [Interval(numbers.Integral, 0, 2**32 - 1, closed="both")],
+    "delta": [Interval(numbers.Real, 0, 1e-3, closed="neither")],
 }
+
+TRAINING_SHARE = 0.25
+"""Share of a private audit's epsilon spent training the model when trustlab fits it."""
+
+_PUBLIC_MODEL_SCOPE = (
+    "The model is treated as public. When trustlab fits the default model itself, the training "
+    "rows influence the held-out figures through the fitted model, and the model's behaviour is "
+    "not covered by the guarantee (including whether it could be fitted: if the training rows "
+    "cannot fit it, e.g. they hold a single outcome, a constant 0.5 model is used and "
+    "meta.model_status says so). For a complete guarantee, pass a model trained on other data "
+    "(--model PATH)."
+)
+_PRIVATE_MODEL_SCOPE = (
+    "The model was trained by trustlab with DP-SGD on the training rows and charged to the ledger "
+    "('model training'): the model and every figure computed from it are covered, so the whole "
+    "report is (epsilon, delta)-DP with the ledger's totals. Its features are encoded from the "
+    "public schema alone (bounds scale numbers into [-1, 1], declared categories become "
+    "indicators); columns the schema does not describe are left out of it."
+)
 
 PRIVACY_SCOPE = [
     "Unit of privacy: one row of the table (add/remove one record). Every figure derived from "
@@ -65,12 +86,7 @@ PRIVACY_SCOPE = [
     "held-out figures (a per-row filter), and counted in the Data section.",
     "The held-out split is a keyed hash of each row's own values (seed = key): adding or "
     "removing one row moves no other row between training and held-out.",
-    "The model is treated as public. When trustlab fits the default model itself, the training "
-    "rows influence the held-out figures through the fitted model, and the model's behaviour is "
-    "not covered by the guarantee (including whether it could be fitted: if the training rows "
-    "cannot fit it, e.g. they hold a single outcome, a constant 0.5 model is used and "
-    "meta.model_status says so). For a complete guarantee, pass a model trained on other data "
-    "(--model PATH).",
+    _PUBLIC_MODEL_SCOPE,
     "DP noise comes from OpenDP's samplers and is deliberately not reproducible from the seed; "
     "the seed drives only public choices (the split, the model, the bootstrap's simulation).",
 ]
@@ -123,6 +139,11 @@ class Audit:
     random_state : int, default 0
         Seed of the split, the model and the bootstrap's simulation: public choices
         only, never DP noise. An int in ``[0, 2**32 - 1]``.
+    delta : float, default 1e-6
+        Private mode with a model trustlab fits (a name such as ``"hgb"``): the delta of
+        the DP-SGD training run, which takes :data:`TRAINING_SHARE` of ``epsilon``
+        (every other release is pure DP). In ``(0, 1e-3)``; pick it well below one over
+        the number of rows.
 
     Raises
     ------
@@ -153,6 +174,7 @@ class Audit:
         positive: Any = None,
         ignore: Sequence[str] = (),
         random_state: int = 0,
+        delta: float = 1e-6,
     ) -> None:
         self.model = model
         self.sections = sections
@@ -164,6 +186,7 @@ class Audit:
         self.positive = positive
         self.ignore = ignore
         self.random_state = random_state
+        self.delta = delta
         self._validate_params()
 
     # -- validation -------------------------------------------------------------------------
@@ -266,9 +289,30 @@ class Audit:
         y = (labels == positive).to_numpy().astype(np.int64)
         return _Prepared(raw, conformed, sens, features, schema, y, labelled, positive, negative)
 
-    def _fit(self, X_train: pd.DataFrame, y_train: np.ndarray) -> tuple[Any, str, str]:
+    def trains_privately(self) -> bool:
+        """Whether a run trains the model with DP-SGD (private mode and a model name, not a model).
+
+        Returns
+        -------
+        bool
+        """
+        return bool(self.private) and isinstance(self.model, str | Path) and str(self.model) in MODEL_NAMES
+
+    def _fit(
+        self, X_train: pd.DataFrame, y_train: np.ndarray, schema: Schema, training_budget: Accountant | None
+    ) -> tuple[Any, str, str]:
         """The model, its name and a status line (private mode falls back to a constant model)."""
         model = self.model
+        if self.trains_privately():
+            if training_budget is None:
+                assert self.epsilon is not None
+                training_budget = Accountant(TRAINING_SHARE * self.epsilon, self.delta, name="model training")
+            fitted, status = fit_private_model(
+                X_train, y_train, schema, accountant=training_budget, delta=self.delta
+            )
+            if str(model) != "logistic":
+                status += f"; '{model}' has no DP trainer in trustlab, so a logistic regression was trained"
+            return fitted, DP_MODEL, status
         if isinstance(model, str | Path) and str(model) in MODEL_NAMES:
             try:
                 fitted = make_model(str(model), X_train, random_state=self.random_state)
@@ -343,6 +387,7 @@ class Audit:
         target: str,
         sensitive: Sequence[str] | str,
         progress: Callable[[str], None] | None = None,
+        training_budget: Accountant | None = None,
     ) -> AuditContext:
         """Validate, split, fit (or load) the model and predict the held-out rows once.
 
@@ -361,6 +406,10 @@ class Audit:
         progress : callable, optional
             Called with a short description before fitting (or loading) the model and
             before predicting.
+        training_budget : Accountant, optional
+            Private mode, when trustlab trains the model: the budget the DP-SGD run spends
+            in full (:meth:`run` passes its ``"model training"`` share; when None a budget
+            of ``TRAINING_SHARE * epsilon`` and ``delta`` of its own is used).
 
         Returns
         -------
@@ -395,7 +444,9 @@ class Audit:
         with warnings.catch_warnings():
             if self.private:  # e.g. an all-missing column: whether it warns is a fact about the rows
                 warnings.simplefilter("ignore")
-            model, model_name, status = self._fit(X.iloc[train_idx], prep.y[train_idx])
+            model, model_name, status = self._fit(
+                X.iloc[train_idx], prep.y[train_idx], prep.schema, training_budget
+            )
             step("predicting")
             proba, failed = self._proba(model, X.iloc[test_idx], prep.positive)
         return AuditContext(
@@ -464,14 +515,24 @@ class Audit:
             raise ParameterError(
                 f"progress must be None or a callable; got {type(progress).__name__}.", argument="progress"
             )
+        self._validate_params()
         step = progress or (lambda _msg: None)
-        ctx = self.context(data, target=target, sensitive=sensitive, progress=step)
-        sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]
-        budgets: dict[str, Accountant] = {}
         accountant = None
+        training_budget = None
         if self.private:
             assert self.epsilon is not None
-            accountant = Accountant(self.epsilon, name="audit")
+            trains = self.trains_privately()
+            accountant = Accountant(self.epsilon, self.delta if trains else 0.0, name="audit")
+            if trains:
+                training_budget = accountant.child(
+                    TRAINING_SHARE * self.epsilon, "model training", delta=self.delta
+                )
+        ctx = self.context(
+            data, target=target, sensitive=sensitive, progress=step, training_budget=training_budget
+        )
+        sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]
+        budgets: dict[str, Accountant] = {}
+        if accountant is not None:
             weights: dict[str, float] = {}
             for s in sections:
                 if s.budget_weight > 0:  # a weight-0 section releases nothing: it gets budget None
@@ -502,7 +563,9 @@ class Audit:
             "generated_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         }
         if self.private:
-            meta["privacy_scope"] = PRIVACY_SCOPE
+            scope = _PRIVATE_MODEL_SCOPE if training_budget is not None else _PUBLIC_MODEL_SCOPE
+            meta["privacy_scope"] = [scope if line == _PUBLIC_MODEL_SCOPE else line for line in PRIVACY_SCOPE]
+            meta["delta"] = self.delta if training_budget is not None else 0.0
             meta["schema_source"] = ctx.schema.source
             if ctx.schema.epsilon_spent or ctx.schema.delta_spent:
                 meta["schema_privacy"] = {

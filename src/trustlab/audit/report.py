@@ -111,6 +111,8 @@ class AuditReport:
             out["privacy_ledger"] = {
                 "total_epsilon": self.meta["epsilon"],
                 "spent_epsilon": self.epsilon_spent,
+                "total_delta": self.meta.get("delta", 0.0),
+                "spent_delta": float(sum(e.delta for e in self.ledger)),
                 "releases": [
                     {
                         "section": e.section,
@@ -161,10 +163,12 @@ class AuditReport:
         all_checks = [c for r in self.results for c in r.checks]
         counts = {s: sum(c.status == s for c in all_checks) for s in STATUSES}
         summary = "".join(f"<h3>{r.title}</h3>" + checks_list(r.checks) for r in self.results if r.checks)
+        with_delta = any(e.delta > 0 for e in self.ledger)
         ledger_html = table(
-            ["#", "budget", "release", "mechanism", "epsilon"],
+            ["#", "budget", "release", "mechanism", "epsilon"] + ["delta"] * with_delta,
             [
                 [i + 1, e.section, e.description, e.mechanism, f"{e.epsilon:.6g}"]
+                + [f"{e.delta:.3g}"] * with_delta
                 for i, e in enumerate(self.ledger)
             ],
         )

@@ -90,6 +90,7 @@ from trustlab.privacy.sketches import (
     standard_estimate,
 )
 from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
+from trustlab.privacy.training import DPSGDClassifier
 
 __all__ = [
     "COMPOSITIONS",
@@ -101,6 +102,7 @@ __all__ = [
     "BISAccountant",
     "BottomKSketch",
     "BoxplotStats",
+    "DPSGDClassifier",
     "DSIAccountant",
     "DSINoise",
     "GroupedBoxplots",

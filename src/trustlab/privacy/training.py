@@ -300,14 +300,14 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
 
     # -- input checks -------------------------------------------------------------
     @staticmethod
-    def _check_X(X: Any, name: str = "X") -> np.ndarray:
+    def _check_X(X: Any, name: str = "X", *, min_rows: int = 1) -> np.ndarray:
         if hasattr(X, "tocsr") or hasattr(X, "toarray"):
             raise DataTypeError(
                 f"{name}: sparse input is not supported; pass a dense array (X.toarray()).", argument=name
             )
         if np.iscomplexobj(X):
             raise DataTypeError(f"{name} holds complex numbers; pass real features.", argument=name)
-        arr = check_numeric_array(X, name, ndim=2)
+        arr = check_numeric_array(X, name, ndim=2, min_rows=min_rows)
         if arr.shape[1] < 1:
             raise DataError(f"{name} must have at least one column.", argument=name)
         return arr
@@ -341,15 +341,17 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
             torch is not installed.
         """
         self._validate_params()
-        Xa = self._check_X(X)
-        if float(np.max(np.abs(Xa))) > 1.0:
+        # No rows is legal: the row count is private (add/remove one row), so whether fit
+        # raises must not depend on it; every step then adds noise to an empty sum.
+        Xa = self._check_X(X, min_rows=0)
+        if Xa.size and float(np.max(np.abs(Xa))) > 1.0:
             raise DataError(
                 "X must lie in [-1, 1]: scale every feature with its PUBLIC bounds first "
                 "((x - low) / (high - low) * 2 - 1); DPSGDClassifier never clips or rescales the data "
                 "itself.",
                 argument="X",
             )
-        ya = check_numeric_array(y, "y", ndim=1)
+        ya = check_numeric_array(y, "y", ndim=1, min_rows=0)
         if ya.shape[0] != Xa.shape[0]:
             raise DataError(f"y has {ya.shape[0]} rows but X has {Xa.shape[0]}.", argument="y")
         if not np.all((ya == 0) | (ya == 1)):
