@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ModelError, ParameterError
 
@@ -33,6 +34,7 @@ def as_bytes(nonce: Any) -> bytes:
     raise ParameterError(f"nonce must be str or bytes, got {type(nonce).__name__}.", argument="nonce")
 
 
+@validate_params({"commitment": [str], "nonce": [str, bytes]})
 def derive_seed(commitment: str, x_q: Any, nonce: str | bytes = b"") -> bytes:
     """The public sampling seed: SHA-256 of the model commitment, the quantised instance and a nonce.
 
@@ -88,6 +90,7 @@ def byte_stream(seed: bytes, count: int) -> np.ndarray:
     return np.frombuffer(out[:count], dtype=np.uint8).astype(np.int64)
 
 
+@validate_params({"salt": [str, bytes]})
 def commit_model(weights: Any, salt: str | bytes) -> str:
     """Salted SHA-256 commitment to model weights (the light mode's commitment).
 

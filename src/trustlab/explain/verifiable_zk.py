@@ -40,6 +40,7 @@ References
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import time
 import warnings
@@ -49,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array, check_positive_int
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._vl_certificate import check_certificate
@@ -184,6 +186,14 @@ def _write_input(path: Path, batch_q: np.ndarray, s: int) -> None:
     path.write_text(json.dumps({"input_data": [(batch_q.astype(float) / s).ravel().tolist()]}))
 
 
+@validate_params(
+    {
+        "n_features": [Interval(numbers.Integral, 1, None, closed="left")],
+        "workdir": [str, os.PathLike],
+        "lime": [None, AmenableLime],
+        "srs_path": [None, str, os.PathLike],
+    }
+)
 def zk_setup(
     model: Any,
     n_features: int,
@@ -326,6 +336,7 @@ def _to_frac(values: list[int], out_scale: int, fb: int) -> np.ndarray:
     return np.array([v << (fb - out_scale) for v in values], dtype=np.int64)
 
 
+@validate_params({"nonce": [str, bytes], "name": [str]})
 def zk_prove_explanation(
     setup: ZKSetup, x: Any, *, nonce: str | bytes = b"", name: str = "query"
 ) -> ZKExplanationProof:
@@ -398,6 +409,7 @@ def zk_prove_explanation(
     )
 
 
+@validate_params({"nonce": [str, bytes], "lime": [None, AmenableLime]})
 def zk_verify_explanation(
     proof: ZKExplanationProof,
     public: ZKPublic,

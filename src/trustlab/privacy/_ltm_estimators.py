@@ -10,7 +10,14 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 
-from trustlab._param_validation import DELTA, EPSILON, Interval, Options, ParamsValidationMixin
+from trustlab._param_validation import (
+    DELTA,
+    EPSILON,
+    Interval,
+    Options,
+    ParamsValidationMixin,
+    validate_params,
+)
 from trustlab._validation import (
     check_choice,
     check_numeric_array,
@@ -93,6 +100,7 @@ def low_rank_excess(A: Any, components: Any) -> float:
     return captured_best - captured
 
 
+@validate_params({"alpha": [Interval(numbers.Real, 0, None, closed="left")]})
 def ridge_cost_ratio(X: Any, y: Any, coef: Any, alpha: float) -> float:
     """Return the paper's ``phi``: the ridge cost of ``coef`` over the optimal ridge cost.
 

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trustlab._param_validation import validate_params
 from trustlab.errors import ParameterError
 from trustlab.privacy.boxplot import BoxplotStats, GroupedBoxplots
 
 __all__ = ["plot_dp_boxplot"]
 
 
-def _check_text(value: Any, name: str, *, optional: bool = False) -> None:
-    if (value is None and optional) or isinstance(value, str):
-        return
-    raise ParameterError(f"{name} must be a string, got {value!r}.", argument=name)
-
-
+@validate_params({"title": [None, str], "xlabel": [str], "ylabel": [str], "show_counts": ["boolean"]})
 def plot_dp_boxplot(
     stats: BoxplotStats | Mapping[Any, BoxplotStats],
     *,
@@ -78,13 +74,6 @@ def plot_dp_boxplot(
         )
     if ax is not None and not (hasattr(ax, "bxp") and hasattr(ax, "annotate")):
         raise ParameterError(f"ax must be a matplotlib Axes, got {type(ax).__name__}.", argument="ax")
-    _check_text(title, "title", optional=True)
-    _check_text(xlabel, "xlabel")
-    _check_text(ylabel, "ylabel")
-    if not isinstance(show_counts, bool):
-        raise ParameterError(
-            f"show_counts must be True or False, got {show_counts!r}.", argument="show_counts"
-        )
     if ax is None:
         from matplotlib.figure import Figure
 
