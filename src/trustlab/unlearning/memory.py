@@ -230,7 +230,7 @@ class KNNMemory(MemoryOpsMixin, ParamsValidationMixin, ClassifierMixin, BaseEsti
             store: Any = FaissIndex(self.dim_, self.metric, self.index, n_lists, int(self.n_probe))
             if self.index == "ivf":
                 rng = make_generator(self.random_state)
-                n_train = min(emb.shape[0], 256 * int(n_lists or 1))
+                n_train = min(emb.shape[0], 64 * int(n_lists or 1))
                 rows = np.sort(rng.choice(emb.shape[0], n_train, replace=False))
                 store.train(emb[rows])
         else:
