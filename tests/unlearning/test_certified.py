@@ -1,4 +1,4 @@
-"""Certified unlearning by noisy fine-tuning (row 003-16): accountant oracles, unlearner, claims, bad input."""
+"""Certified unlearning by noisy fine-tuning (row 003-16): accountant, unlearner, claims, bad input."""
 
 from __future__ import annotations
 
