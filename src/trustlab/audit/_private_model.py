@@ -20,6 +20,7 @@ import pandas as pd
 
 from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError
+from trustlab.privacy.release import PrivacyMeasure, Release
 
 __all__ = ["DP_MODEL", "PrivateModel", "PublicEncoder", "fit_private_model"]
 
@@ -158,7 +159,8 @@ def fit_private_model(
     schema : Schema
         The public schema (feature encoding).
     accountant : Accountant
-        The model's share of the audit's budget; its whole epsilon and ``delta`` are spent.
+        The model's share of the audit's budget: checked before training, then charged
+        in full (epsilon and ``delta``) as one ledger line.
     delta : float
         The training run's delta.
 
@@ -183,14 +185,27 @@ def fit_private_model(
             "the schema describes none of them: add them to the schema (trustlab schema).",
             argument="schema",
         )
-    clf = DPSGDClassifier(
-        epsilon=accountant.total_epsilon,
-        delta=delta,
-        model="logistic",
-        accountant=accountant,
-        description="model training (DP-SGD)",
-    )
+    share = float(accountant.total_epsilon)
+    description = "model training (DP-SGD)"
+    # the plan is checked before any noise is drawn ...
+    accountant.check(Release(None, share, delta, description=description, measure=PrivacyMeasure.APPROXIMATE))
+    clf = DPSGDClassifier(epsilon=share, delta=delta, model="logistic", description=description)
     clf.fit(encoder.transform(X_train), np.asarray(y_train, dtype=int))
+    # ... and recorded at the whole share: the noise was calibrated so that the run's tight
+    # epsilon (kept as `accounted_epsilon`) is at most the share, within 0.1% below it, so
+    # the share is a valid (slightly loose) figure and the ledger adds up to the total.
+    run = clf.release_
+    accountant.record(
+        Release(
+            None,
+            share,
+            delta,
+            mechanism=run.mechanism,
+            parameters={**run.parameters, "accounted_epsilon": run.epsilon},
+            description=description,
+            measure=PrivacyMeasure.APPROXIMATE,
+        )
+    )
     left = f"; left out (no public bounds or categories): {', '.join(map(str, encoder.left_out_))}"
     status = (
         f"{DP_MODEL} trained by trustlab on the training rows (epsilon {accountant.total_epsilon:.4g}, "

@@ -26,7 +26,7 @@ def render_targeting(result: SectionResult) -> str:
     figs = result.figures
     html = [checks_list(result.checks)]
     for attr, res in figs.get("by_attribute", {}).items():
-        rows = [["all", "", "", figs["capacity"], fmt_ci(*res["overall"]), ""]]
+        rows = [["all", res["rows"], res["target_rows"], figs["capacity"], fmt_ci(*res["overall"]), ""]]
         for g in res["groups"]:
             rows.append(
                 [

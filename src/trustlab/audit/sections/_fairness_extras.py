@@ -270,10 +270,10 @@ def calibration_figures(
         cells = _cells(y, p, codes, len(levels))
         ma, mc = _violations(cells, np.array(len(y)))
         rma, rmc = _violation_replicates(cells, rng)
-        ma_lo, ma_hi = symmetric_interval(ma, rma)
-        mc_lo, mc_hi = symmetric_interval(mc, rmc)
+        ma_lo, ma_hi = symmetric_interval(ma, rma, limits=(0, 1))  # violations are >= 0
+        mc_lo, mc_hi = symmetric_interval(mc, rmc, limits=(0, 1))
         worst = int(np.argmax(mc))
-        w_lo, w_hi = symmetric_interval(mc.max(), rmc.max(axis=1))
+        w_lo, w_hi = symmetric_interval(mc.max(), rmc.max(axis=1), limits=(0, 1))
         res: dict[str, Any] = {
             "groups": levels,
             "rows": [int(v) for v in np.bincount(codes, minlength=len(levels))],

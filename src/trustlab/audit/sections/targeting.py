@@ -131,6 +131,8 @@ class TargetingSection(Section):
                     small.append(f"{group} ({int(row['n_worst_off'])} target rows)")
             figures["by_attribute"][attr] = {
                 "overall": [overall, float(table["reach_low"].iloc[0]), float(table["reach_high"].iloc[0])],
+                "rows": int(table["n"].iloc[0]),
+                "target_rows": int(table["n_worst_off"].iloc[0]),
                 "groups": groups,
             }
             name = f"Reach across {attr} at capacity {capacity:g}"
