@@ -19,7 +19,8 @@ from trustlab._param_validation import EPSILON, Interval, Options, check_params
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._boxplot_results import BoxplotStats
 from trustlab.privacy._grid import MAX_RESOLUTION
-from trustlab.privacy._inputs import BASE, MAX_PUBLIC_N
+from trustlab.privacy._inputs import BASE, MAX_PUBLIC_N, NEIGHBOURING_OPTION
+from trustlab.privacy.accounting import Accountant
 
 __all__ = [
     "BOXPLOT_OPTIONS",
@@ -130,6 +131,28 @@ BOXPLOT_OPTIONS: dict[str, list[Any]] = {
 
 EPSILON_OR_INF = [EPSILON, Options({math.inf})]
 """A boxplot's ``epsilon``: a privacy budget, or ``math.inf`` for the non-private boxplot."""
+
+
+SINGLE_PARAMETERS: dict[str, list[Any]] = {
+    "epsilon": EPSILON_OR_INF,
+    **BOXPLOT_OPTIONS,
+    "neighbouring": [NEIGHBOURING_OPTION],
+    "n_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "description": [str],
+    "accountant": [None, Accountant],
+}
+"""The declared parameters of :func:`~trustlab.privacy.boxplot.dp_boxplot_stats`."""
+
+GROUPED_PARAMETERS: dict[str, list[Any]] = {
+    "epsilon": EPSILON_OR_INF,
+    "neighbouring": [NEIGHBOURING_OPTION],
+    "count_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "min_group_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+    "description": [str],
+    "accountant": [None, Accountant],
+}
+"""The declared parameters of :func:`~trustlab.privacy.boxplot.grouped_dp_boxplot` (its
+``**kwargs`` are checked against :data:`BOXPLOT_OPTIONS` by :func:`check_options`)."""
 
 
 def check_options(**opts: Any) -> dict[str, Any]:

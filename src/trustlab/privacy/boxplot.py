@@ -15,24 +15,23 @@ released) sample size ``n``, i.e. multiples of ``1 / n``. Nothing is seeded.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from trustlab._param_validation import Interval, validate_params
+from trustlab._param_validation import validate_params
 from trustlab._validation import check_bounds
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._boxplot_results import BoxplotStats, GroupedBoxplots, boxplot_distance
 from trustlab.privacy._boxplot_rules import (
-    BOXPLOT_OPTIONS,
     DEFAULT_COUNT_WEIGHT,
     DEFAULT_N_WEIGHT,
-    EPSILON_OR_INF,
+    GROUPED_PARAMETERS,
     METHODS,
     MIN_GROUP_RANKS,
     OTHER_LABEL,
+    SINGLE_PARAMETERS,
     UNSET,
     check_categories,
     check_counts,
@@ -49,9 +48,8 @@ from trustlab.privacy._boxplot_rules import (
 )
 from trustlab.privacy._durfee import unbounded_sorted
 from trustlab.privacy._grid import DEFAULT_RESOLUTION
-from trustlab.privacy._inputs import NEIGHBOURING, NEIGHBOURING_OPTION
+from trustlab.privacy._inputs import NEIGHBOURING
 from trustlab.privacy._jointexp import jointexp_values
-from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
 
@@ -68,16 +66,7 @@ __all__ = [
 ]
 
 
-@validate_params(
-    {
-        "epsilon": EPSILON_OR_INF,
-        **BOXPLOT_OPTIONS,
-        "neighbouring": [NEIGHBOURING_OPTION],
-        "n_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "description": [str],
-        "accountant": [None, Accountant],
-    }
-)
+@validate_params(SINGLE_PARAMETERS)
 def dp_boxplot_stats(
     x: Any,
     epsilon: float,
@@ -391,16 +380,7 @@ _GROUPED_FORBIDDEN = {
 }
 
 
-@validate_params(
-    {
-        "epsilon": EPSILON_OR_INF,
-        "neighbouring": [NEIGHBOURING_OPTION],
-        "count_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "min_group_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
-        "description": [str],
-        "accountant": [None, Accountant],
-    }
-)
+@validate_params(GROUPED_PARAMETERS)
 def grouped_dp_boxplot(
     x: Any,
     groups: Any,
