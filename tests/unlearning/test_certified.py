@@ -203,3 +203,30 @@ def test_hostile_input_raises_trustlab_errors(forget, X, y, C0, sigma) -> None:
             call()
         except TrustlabError:
             pass
+
+
+@pytest.mark.claims
+def test_privacy_audit_of_the_certificate() -> None:
+    """Worst-case starts (opposite ends of the C0 ball), same retain data: the empirical lower
+    bound on epsilon never exceeds the certificate; without noise it would be unbounded."""
+    from trustlab.privacy.audit import audit_epsilon
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    a = LogisticRegression(fit_intercept=False).fit(X, y)
+    b = LogisticRegression(fit_intercept=False).fit(X, 1 - y)
+    u = np.array([1.0, 0.0])
+    a.coef_, b.coef_ = 0.5 * u[None, :], -0.5 * u[None, :]  # both on the C0 sphere, 2 C0 apart
+    unl = NoisyFinetuneUnlearner(
+        C0=0.5, C1=1.0, lr=0.5, weight_decay=0.0, target_rho=0.01, batch_size=None, finetune_iter=0
+    )
+    claimed = unl.plan(2)["epsilon"]
+    result = audit_epsilon(
+        lambda model: float(unl.unlearn(model, X, y, [0]).value.coef_[0] @ u),
+        a,
+        b,
+        n_trials=600,
+        delta=1e-5,
+    )
+    assert result.epsilon_lower <= claimed
