@@ -19,7 +19,14 @@ from trustlab.datasets import Schema
 from trustlab.errors import DataError, ParameterError, TrustlabError
 
 SCHEMA = Schema.from_dict(
-    {"columns": {"group": {"categories": ["a", "b"]}, "label": {"categories": ["no", "yes"]}}}
+    {
+        "columns": {
+            "group": {"categories": ["a", "b"]},
+            "label": {"categories": ["no", "yes"]},
+            # a feature with public bounds: private mode trains the model on it with DP-SGD
+            "x": {"bounds": [-5, 5]},
+        }
+    }
 )
 
 

@@ -12,7 +12,7 @@ from trustlab.audit._private_model import PublicEncoder
 from trustlab.audit.audit import TRAINING_SHARE
 from trustlab.cli import app
 from trustlab.datasets import Schema, load_default
-from trustlab.errors import ParameterError
+from trustlab.errors import DataError, ParameterError
 
 pytest.importorskip("torch")
 SENS = ["sex", "nwhite"]
@@ -83,3 +83,16 @@ def test_bad_delta(benefits):
     runner = CliRunner()
     res = runner.invoke(app, ["audit", "--private", "--epsilon", "1", "--delta", "0"])
     assert res.exit_code == 2 and "--delta" in res.output and "Traceback" not in res.output
+
+
+def test_a_schema_describing_no_feature_is_a_public_error():
+    """issue 13: private training without public feature bounds names the schema and the fix."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {"y": rng.choice(["no", "yes"], 100), "g": rng.choice(["a", "b"], 100), "x": rng.normal(size=100)}
+    )
+    columns = {"y": {"categories": ["no", "yes"]}, "g": {"categories": ["a", "b"]}}
+    schema = Schema.from_dict({"columns": columns})
+    with pytest.raises(DataError) as info:
+        Audit(private=True, epsilon=1.0, schema=schema).run(frame, target="y", sensitive="g")
+    assert info.value.argument == "schema" and "trustlab schema" in str(info.value)

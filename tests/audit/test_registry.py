@@ -53,7 +53,7 @@ class RowCount(Section):
 def test_built_in_sections_in_report_order():
     assert section_names() == BUILT_IN
     assert [s.name for s in default_sections()] == BUILT_IN
-    assert [c.name for c in SECTIONS] == BUILT_IN and len(SECTIONS) == 6
+    assert [c.name for c in SECTIONS] == BUILT_IN and len(SECTIONS) == 7
     assert get_section("fairness").__name__ == "FairnessSection"
 
 

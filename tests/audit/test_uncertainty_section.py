@@ -186,11 +186,13 @@ def test_private_mode_leaves_it_out_with_the_note_and_spends_nothing(benefits):
     assert "not differentially private" in body[: body.index("</section>")]
     assert "<svg" not in body[: body.index("</section>")]
 
-    # a weight-0 section takes no share and is handed no accountant, even on its own
+    # a weight-0 section takes no share and is handed no accountant, even on its own: only the
+    # model's DP training (trustlab fits the model) is on the ledger
     alone = Audit(
         private=True, epsilon=1.0, schema=schema, model="logistic", sections=[UncertaintySection()]
     ).run(frame, target="ui", sensitive=["sex"])
-    assert alone.ledger == [] and alone.epsilon_spent == 0.0
+    assert [e.section for e in alone.ledger] == ["model training"]
+    assert alone.epsilon_spent == pytest.approx(0.25)
 
 
 def test_group_names_that_look_like_internal_names_are_kept_apart(benefits):

@@ -124,7 +124,8 @@ def test_no_rows_is_not_an_error_where_privacy_applies(tmp_path, capsys):
     data.write_text("label,group,x\n")
     schema = tmp_path / "s.json"
     schema.write_text(
-        '{"columns": {"group": {"categories": ["a", "b"]}, "label": {"categories": ["no", "yes"]}}}'
+        '{"columns": {"group": {"categories": ["a", "b"]}, "label": {"categories": ["no", "yes"]}, '
+        '"x": {"bounds": [0, 1]}}}'
     )
     code, _, err = _main(capsys, "audit", data, "--target", "label", "--sensitive", "group", "--private",
                          "--epsilon", "1", "--schema", schema, "--out", tmp_path / "r")  # fmt: skip
