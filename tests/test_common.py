@@ -39,8 +39,15 @@ from trustlab.privacy import (
     RandomizedResponseLabelDP,
 )
 from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal
+from trustlab.unlearning import KNNMemory
 
-PACKAGES = ("trustlab.privacy", "trustlab.uncertainty", "trustlab.fairness", "trustlab.explain")
+PACKAGES = (
+    "trustlab.privacy",
+    "trustlab.uncertainty",
+    "trustlab.fairness",
+    "trustlab.explain",
+    "trustlab.unlearning",
+)
 """Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
 
 ESTIMATORS: list[BaseEstimator] = [
@@ -49,6 +56,7 @@ ESTIMATORS: list[BaseEstimator] = [
     # Symmetric randomized response at epsilon = log(3): both keep probabilities 0.75.
     LabelDPBinaryRegression(p0=0.75, p1=0.75),
     CorrGCVRidgeCV(),
+    KNNMemory(k=5, backend="numpy"),
 ]
 
 NOT_CHECKED: dict[type, str] = {

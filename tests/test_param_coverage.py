@@ -42,6 +42,7 @@ PACKAGES = (
     "trustlab.audit",
     "trustlab.datasets",
     "trustlab.compute",
+    "trustlab.unlearning",
 )
 
 _SAMPLER = (

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from trustlab._param_validation import HasMethods, validate_params
+from trustlab._param_validation import HasMethods, Interval, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ModelError
 from trustlab.privacy.release import Release
@@ -129,6 +130,7 @@ class UnlearningComparison:
     mia_noise_level: float
 
 
+@validate_params({"retrain_max_iter": [Interval(numbers.Integral, 1, None, closed="left")]})
 def compare_to_retraining(
     unlearner: Any,
     model: Any,

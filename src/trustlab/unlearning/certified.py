@@ -113,9 +113,16 @@ def certificate_epsilon(
     >>> round(R, 6), round(eps, 3)
     (1.0, 7.077)
     """
-    sig = np.atleast_1d(np.asarray(sigmas, dtype=float))
-    if sig.ndim != 1 or sig.size == 0 or not np.all(np.isfinite(sig)) or np.any(sig <= 0):
-        raise ParameterError("sigmas must be positive finite noise stds, one per step.", argument="sigmas")
+    try:
+        sig = np.atleast_1d(np.asarray(sigmas, dtype=float))
+    except (TypeError, ValueError):
+        sig = np.zeros(0)  # ragged or non-numeric: refused below
+    if sig.ndim != 1 or sig.size == 0 or not np.all(np.isfinite(sig)) or np.any(sig * sig <= 0):
+        raise ParameterError(
+            "sigmas must be positive finite noise stds, one per step (squares above the float64 "
+            "underflow, about 1e-154).",
+            argument="sigmas",
+        )
     if not lr * weight_decay < 1:
         raise ParameterError("lr * weight_decay must be < 1 (a contraction).", argument="weight_decay")
     R = pabi_rho(float(C0), float(C1), float(lr), float(weight_decay), sig)
