@@ -266,7 +266,7 @@ def section_names() -> list[str]:
     Examples
     --------
     >>> section_names()[:5]
-    ['data', 'performance', 'fairness', 'privacy', 'explain']
+    ['data', 'performance', 'fairness', 'targeting', 'privacy']
     """
     return list(_REGISTRY)
 
@@ -310,7 +310,7 @@ def default_sections() -> list[Section]:
     Examples
     --------
     >>> [s.name for s in default_sections()][:5]
-    ['data', 'performance', 'fairness', 'privacy', 'explain']
+    ['data', 'performance', 'fairness', 'targeting', 'privacy']
     """
     return [_load(name)() for name in list(_REGISTRY)]
 

@@ -275,8 +275,18 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
             if self.epsilon is not None
             else float(self.target_rho)
         )
-        sigmas = calibrate_sigmas(C0, C1, lr, lam, T, R, self.noise_schedule, slack)
-        R_check = pabi_rho(C0, C1, lr, lam, sigmas, slack)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                sigmas = calibrate_sigmas(C0, C1, lr, lam, T, R, self.noise_schedule, slack)
+                R_check = pabi_rho(C0, C1, lr, lam, sigmas, slack)
+        except (OverflowError, ZeroDivisionError):
+            sigmas, R_check = np.full(T, np.inf), math.inf
+        if not (np.all(np.isfinite(sigmas)) and np.all(sigmas > 0) and math.isfinite(R_check)):
+            raise ParameterError(
+                "the noise for these bounds does not fit in float64 (C0, C1 or lr far too large, or "
+                "the target privacy far too small); rescale the model's parameter bound C0.",
+                argument="C0",
+            )
         eps, alpha = rho_to_epsilon(R_check, float(self.delta))
         return {
             "n_steps": T,
