@@ -187,3 +187,15 @@ def test_fuzz_only_trustlab_errors(u: object, p: object, alpha: object) -> None:
             call()
         except TrustlabError:
             pass
+
+
+def test_line_search_chains_from_the_covered_lower_end() -> None:
+    """As the authors' line search: once [p, lo] is covered, [lo, mid] is tested with M_lo(x).
+
+    Testing every midpoint with the segment-start value M_p(x) (the former rule) is sound
+    but splits the first member's range into two segments here ([0, 0, 1]).
+    """
+    u = [[10.0, 1.0], [6.0, 4.0], [1.0, 10.0], [3.0, 3.0]]
+    port = allocation_portfolio(u, alpha=0.9)
+    assert port.segment_members.tolist() == [0, 1]
+    assert check_portfolio(port)["ok"].all()

@@ -9,11 +9,14 @@ Facts used (x > 0 with N entries, p <= q <= 1):
    ``M_p(x) >= alpha * UB(OPT_p')``: for such q, ``M_q(x) >= M_p(x)`` (fact 1) and
    ``OPT_q <= OPT_p' <= UB(OPT_p')``.
 
-The search keeps the current member's covered value ``c = M_p(x)``, bisects for the
-largest p' that fact 3 certifies, and starts the next segment at the first p past it
-with the optimum there (checking that it also covers the bisection's last gap; when that
-optimum is already a member, the member simply gets a further segment). Each segment's
-value exceeds the previous ``c / alpha`` (up to solver tolerance), so there are at most
+The search bisects for the largest p' that fact 3 certifies, chaining it as the authors'
+line search does (``line_search`` in github.com/jaimoondra/approximation-portfolios-for-rl,
+``src/portfolio.py``): once ``[p, lo]`` is covered, ``[lo, mid]`` needs only
+``M_lo(x) >= alpha * UB(OPT_mid)``, and ``M_lo(x) >= M_p(x)`` (fact 1). It starts the next
+segment at the first p past it with the optimum there (checking that it also covers the
+bisection's last gap; when that optimum is already a member, the member simply gets a
+further segment). Each segment's value ``c = M_p(x)`` at its start exceeds the previous
+one's ``c / alpha`` (up to solver tolerance), so there are at most
 ``1 + ceil(ln(OPT_1 / OPT_-inf) / ln(1 / alpha))`` segments, hence members.
 """
 
@@ -66,10 +69,12 @@ def search(
         if alpha * solve(1.0).upper <= c:
             return members, starts, owner, calls
         lo, hi = p_cur, 1.0
+        c_lo = c  # M_lo(x): [p_cur, lo] is covered, so [lo, mid] needs only M_lo(x) >= alpha UB(OPT_mid)
         while hi - lo > p_tol:
             mid = 0.5 * (lo + hi)
-            if alpha * solve(mid).upper <= c:
+            if alpha * solve(mid).upper <= c_lo:
                 lo = mid
+                c_lo = max(c_lo, float(p_mean(members[owner[-1]].values, lo)))
             else:
                 hi = mid
         nxt = solve(hi)

@@ -421,7 +421,7 @@ def allocation_portfolio(utilities: Any, *, alpha: float, p_tol: float = 1e-3) -
     >>> u = [[10.0, 1.0], [6.0, 4.0], [1.0, 10.0], [3.0, 3.0]]
     >>> port = allocation_portfolio(u, alpha=0.9)
     >>> port.members, port.segment_members.tolist(), bool(check_portfolio(port)["ok"].all())
-    ((1, 0), [0, 0, 1], True)
+    ((1, 0), [0, 1], True)
     """
     u = check_utilities(utilities)
 
