@@ -185,10 +185,13 @@ MUTANTS: list[Mutant] = [
 ]
 
 
-def _pytest(workdir: Path, tests: tuple[str, ...]) -> int:
+def _pytest(workdir: Path, tests: tuple[str, ...], *, show: bool = False) -> int:
     env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
-    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800).returncode
+    done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800)
+    if show and done.returncode != 0:
+        print((done.stdout + done.stderr)[-4000:])
+    return done.returncode
 
 
 def run(mutant: Mutant, workdir: Path) -> str:
@@ -213,7 +216,8 @@ def main(argv: list[str]) -> int:
         skip = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".ruff_cache", ".mypy_cache")
         shutil.copytree(ROOT, work, ignore=skip)
         control = tuple(sorted({t for m in chosen for t in m.tests}))
-        if _pytest(work, control) != 0:  # a mutant only counts as caught if the tests pass without it
+        # a mutant only counts as caught if the tests pass without it
+        if _pytest(work, control, show=True) != 0:
             print(f"control failed: the unmutated tree does not pass {', '.join(control)}")
             return 2
         bad = 0
