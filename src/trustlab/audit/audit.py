@@ -289,6 +289,10 @@ class Audit:
         y = (labels == positive).to_numpy().astype(np.int64)
         return _Prepared(raw, conformed, sens, features, schema, y, labelled, positive, negative)
 
+    def _fits_model(self) -> bool:
+        """Whether trustlab fits the model itself (a model name, not a path or an estimator)."""
+        return isinstance(self.model, str | Path) and str(self.model) in MODEL_NAMES
+
     def trains_privately(self) -> bool:
         """Whether a run trains the model with DP-SGD (private mode and a model name, not a model).
 
@@ -296,7 +300,7 @@ class Audit:
         -------
         bool
         """
-        return bool(self.private) and isinstance(self.model, str | Path) and str(self.model) in MODEL_NAMES
+        return bool(self.private) and self._fits_model()
 
     def _fit(
         self, X_train: pd.DataFrame, y_train: np.ndarray, schema: Schema, training_budget: Accountant | None
@@ -313,7 +317,7 @@ class Audit:
             if str(model) != "logistic":
                 status += f"; '{model}' has no DP trainer in trustlab, so a logistic regression was trained"
             return fitted, DP_MODEL, status
-        if isinstance(model, str | Path) and str(model) in MODEL_NAMES:
+        if self._fits_model():
             try:
                 fitted = make_model(str(model), X_train, random_state=self.random_state)
                 return fitted.fit(X_train, y_train), str(model), "fitted on the training rows"
@@ -438,9 +442,7 @@ class Audit:
                 argument="data",
             )
         X = model_frame(prep.data[prep.features], prep.schema) if self.private else prep.data[prep.features]
-        step(
-            "fitting model" if isinstance(self.model, str) and self.model in MODEL_NAMES else "loading model"
-        )
+        step("fitting model" if self._fits_model() else "loading model")
         with warnings.catch_warnings():
             if self.private:  # e.g. an all-missing column: whether it warns is a fact about the rows
                 warnings.simplefilter("ignore")

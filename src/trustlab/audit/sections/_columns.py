@@ -22,7 +22,7 @@ import pandas as pd
 
 from trustlab.audit.section import AuditContext
 
-__all__ = ["integer_resolution", "name_tokens", "suspect_columns"]
+__all__ = ["group_labels", "integer_resolution", "name_tokens", "suspect_columns"]
 
 _ID = {
     "id", "ids", "uid", "uuid", "guid", "identifier", "serial", "ssn", "rowid", "recid",
@@ -40,6 +40,21 @@ _WEIGHT = {
 }  # fmt: skip
 
 KINDS = ("identifier", "code", "weight")
+
+
+def group_labels(values: pd.Series) -> np.ndarray:
+    """A sensitive column's values as text, missing values as ``"(missing)"`` (one group).
+
+    Parameters
+    ----------
+    values : pandas.Series
+        The column (any dtype).
+
+    Returns
+    -------
+    numpy.ndarray of str
+    """
+    return values.astype(object).where(values.notna(), "(missing)").astype(str).to_numpy()
 
 
 def name_tokens(name: Any) -> list[str]:

@@ -21,10 +21,10 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from trustlab.audit.prediction_table import LEVEL, MIN_GROUP
 from trustlab.audit.section import AuditContext, Check, interval_rule, interval_verdict
+from trustlab.audit.sections._columns import group_labels
 from trustlab.audit.split import row_split
 from trustlab.errors import DataError
 from trustlab.fairness import HardtPostProcessor, bootstrap_counts, rates_from_counts
@@ -59,10 +59,6 @@ _RATES = ("selection_rate", "true_positive_rate", "false_positive_rate")
 _SPLIT_KEY = 104_729  # the fit/evaluate halves differ from the Uncertainty section's halves
 
 
-def _labels(values: pd.Series) -> np.ndarray:
-    return values.astype(object).where(values.notna(), "(missing)").astype(str).to_numpy()
-
-
 def _gap_figures(
     y: np.ndarray, pred: np.ndarray, codes: np.ndarray, k: int, rng: np.random.Generator
 ) -> dict[str, Any]:
@@ -71,8 +67,9 @@ def _gap_figures(
     reps = bootstrap_counts(counts, n_boot=N_BOOT, random_state=rng)
     rates, rrates = rates_from_counts(counts), rates_from_counts(reps)
     gaps: dict[str, list[float]] = {}
+    pairs = k * (k - 1) // 2  # Bonferroni over the pairs of groups and the rates, as in the section's gaps
     for name, keys in _GAPS.items():
-        parts = [gap_interval(rates[m], rrates[m], n_comparisons=len(keys)) for m in keys]
+        parts = [gap_interval(rates[m], rrates[m], n_comparisons=len(keys) * pairs) for m in keys]
         gaps[name] = [max(p[i] for p in parts) for i in range(3)]
     correct = counts[:, 0, 0] + counts[:, 1, 1]
     acc = float(correct.sum() / counts.sum())
@@ -120,7 +117,7 @@ def mitigation_figures(
     out: dict[str, Any] = {}
     checks: list[Check] = []
     for attr in ctx.sensitive:
-        g = _labels(ctx.sensitive_test[attr])
+        g = group_labels(ctx.sensitive_test[attr])
         levels = sorted(set(g))
         usable = [
             lv
@@ -251,7 +248,7 @@ def calibration_figures(
         f"{interval_rule(MAX_MULTICALIBRATION, at_most=True)}; l1 multicalibration violation of the "
         f"worst group on {N_LEVELS} score levels, bootstrap bias-corrected, bootstrap interval ({LEVEL:.0%})"
     )
-    columns: dict[str, np.ndarray] = {a: _labels(ctx.sensitive_test[a]) for a in ctx.sensitive}
+    columns: dict[str, np.ndarray] = {a: group_labels(ctx.sensitive_test[a]) for a in ctx.sensitive}
     if proxy is not None:
         raw = ctx.data[proxy].iloc[ctx.test_index]
         if raw.isna().any():
@@ -261,7 +258,7 @@ def calibration_figures(
                 "choose another column.",
                 argument="proxy",
             )
-        columns[proxy] = _labels(raw)
+        columns[proxy] = group_labels(raw)
     figures: dict[str, Any] = {"n_levels": N_LEVELS, "threshold": MAX_MULTICALIBRATION, "by_attribute": {}}
     checks: list[Check] = []
     for attr, g in columns.items():
@@ -272,17 +269,17 @@ def calibration_figures(
         rma, rmc = _violation_replicates(cells, rng)
         ma_lo, ma_hi = symmetric_interval(ma, rma, limits=(0, 1))  # violations are >= 0
         mc_lo, mc_hi = symmetric_interval(mc, rmc, limits=(0, 1))
-        worst = int(np.argmax(mc))
-        w_lo, w_hi = symmetric_interval(mc.max(), rmc.max(axis=1), limits=(0, 1))
         res: dict[str, Any] = {
             "groups": levels,
             "rows": [int(v) for v in np.bincount(codes, minlength=len(levels))],
             "ma": [[float(a), float(b), float(c)] for a, b, c in zip(ma, ma_lo, ma_hi, strict=True)],
             "mc": [[float(a), float(b), float(c)] for a, b, c in zip(mc, mc_lo, mc_hi, strict=True)],
-            "worst_mc": [float(mc.max()), float(w_lo), float(w_hi)],
-            "worst_group": levels[worst],
         }
         if attr == proxy and proxy_error is not None:
+            w_lo, w_hi = symmetric_interval(mc.max(), rmc.max(axis=1), limits=(0, 1))
+            res.update(
+                worst_mc=[float(mc.max()), float(w_lo), float(w_hi)], worst_group=levels[int(np.argmax(mc))]
+            )
             mse = float(np.mean((p - y) ** 2))
             slack = min(proxy_error, math.sqrt(mse * proxy_error))
             res.update(

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from trustlab.audit.section import AuditContext, Check, Section, SectionResult, interval_verdict
+from trustlab.audit.sections._columns import group_labels
 
 __all__ = ["TargetingSection"]
 
@@ -94,8 +95,7 @@ class TargetingSection(Section):
             figures["released"] = False
             return SectionResult(self.name, self.title, figures, checks, notes)
         for attr in ctx.sensitive:
-            col = ctx.sensitive_test[attr].astype(object)
-            labels = col.where(col.notna(), "(missing)").astype(str).to_numpy()
+            labels = group_labels(ctx.sensitive_test[attr])
             res = targeting_reach(
                 scores,
                 target,
