@@ -12,7 +12,12 @@ import math
 from functools import lru_cache
 
 from trustlab.errors import ParameterError
-from trustlab.privacy.amplification import MIN_NOISE_MULTIPLIER, BISAccountant, PoissonAccountant
+from trustlab.privacy.amplification import (
+    MIN_NOISE_MULTIPLIER,
+    BISAccountant,
+    ModelSplitAccountant,
+    PoissonAccountant,
+)
 from trustlab.privacy.release import Release
 from trustlab.privacy.signsgd import (
     MAX_ACCOUNTED_NOISE_MULTIPLIER,
@@ -41,6 +46,7 @@ def run_plan(
     sample_rate: float,
     epochs: int,
     delta: float,
+    num_blocks: int = 1,
 ) -> Release:
     """The accountant's plan for the run (``value=None``): its epsilon at ``delta`` and parameters."""
     if optimizer == "signsgd":
@@ -53,21 +59,37 @@ def run_plan(
         return SignMechanismAccountant("gaussian", noise_multiplier, sample_rate).plan(delta, steps)
     if sampling == "balanced":
         return BISAccountant(steps, epochs, noise_multiplier).plan(delta)
+    if sampling == "model_split":
+        return ModelSplitAccountant(num_blocks, noise_multiplier, steps, sample_rate).plan(delta)
     return PoissonAccountant(noise_multiplier, steps, sample_rate).plan(delta)
 
 
 @lru_cache(maxsize=1024)
 def _epsilon(
-    optimizer: str, sampling: str, sigma: float, steps: int, q: float, epochs: int, delta: float
+    optimizer: str,
+    sampling: str,
+    sigma: float,
+    steps: int,
+    q: float,
+    epochs: int,
+    delta: float,
+    num_blocks: int,
 ) -> float:
     if optimizer == "signsgd" and sampling == "poisson":
         return float(SignMechanismAccountant("gaussian", sigma, q).get_epsilon(delta, steps))
-    return float(run_plan(optimizer, sampling, sigma, steps, q, epochs, delta).epsilon)
+    return float(run_plan(optimizer, sampling, sigma, steps, q, epochs, delta, num_blocks).epsilon)
 
 
 @lru_cache(maxsize=256)
 def calibrate_noise(
-    optimizer: str, sampling: str, epsilon: float, delta: float, steps: int, sample_rate: float, epochs: int
+    optimizer: str,
+    sampling: str,
+    epsilon: float,
+    delta: float,
+    steps: int,
+    sample_rate: float,
+    epochs: int,
+    num_blocks: int = 1,
 ) -> float:
     """The smallest noise multiplier (to a relative ``1e-3``) whose run costs at most ``epsilon``.
 
@@ -82,7 +104,7 @@ def calibrate_noise(
         ``epsilon`` (too many steps for that epsilon).
     """
     low, high = noise_range(optimizer)
-    args = (steps, sample_rate, epochs, delta)
+    args = (steps, sample_rate, epochs, delta, num_blocks)
     target = math.log(epsilon)
 
     def f(sigma: float) -> float:  # decreasing in sigma; <= 0 means the target is met

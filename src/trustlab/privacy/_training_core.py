@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["gaussian_noise", "init_params", "per_example_grads", "secure_generator", "train"]
+__all__ = [
+    "block_of_coordinates",
+    "gaussian_noise",
+    "init_params",
+    "per_example_grads",
+    "secure_generator",
+    "split_clipped_sum",
+    "train",
+]
 
 
 def secure_generator() -> torch.Generator:
@@ -113,6 +121,56 @@ def clipped_sum(
     return [cdh.T @ X, cdh.sum(dim=0), cr @ f["h"], cr.sum()]
 
 
+def block_of_coordinates(params: list[torch.Tensor], num_blocks: int) -> list[torch.Tensor]:
+    """The public partition of the parameters into ``num_blocks`` disjoint blocks.
+
+    Coordinate ``i`` of the parameters flattened and concatenated in order belongs to
+    block ``i mod num_blocks`` (a fixed, data-independent partition: every block holds
+    ``floor`` or ``ceil`` of ``P / num_blocks`` coordinates).
+    """
+    out, start = [], 0
+    for p in params:
+        size = int(p.numel())
+        out.append((torch.arange(start, start + size) % num_blocks).reshape(p.shape))
+        start += size
+    return out
+
+
+def split_clipped_sum(
+    model: str,
+    params: list[torch.Tensor],
+    X: torch.Tensor,
+    y: torch.Tensor,
+    clip_norm: float,
+    blocks: list[torch.Tensor],
+    num_blocks: int,
+    gen: torch.Generator,
+) -> list[torch.Tensor]:
+    """Model splitting: each row updates one secret, uniformly drawn block, clipped to ``clip_norm``.
+
+    Row ``i`` draws ``b_i`` uniformly from ``{0, .., num_blocks - 1}`` (from the
+    ``os.urandom``-seeded generator); its gradient is restricted to the coordinates of
+    block ``b_i``, that restriction is clipped to l2 norm ``clip_norm``, and the rows are
+    summed. A row whose gradient is not finite counts as an absent row (as in
+    :func:`clipped_sum`).
+    """
+    grads = per_example_grads(model, params, X, y)
+    m = int(X.shape[0])
+    finite = torch.ones(m, dtype=torch.bool)
+    for g in grads:
+        finite &= torch.isfinite(g.reshape(m, -1)).all(dim=1)
+    chosen = torch.randint(num_blocks, (m,), generator=gen)
+    masked = []
+    for g, blk in zip(grads, blocks, strict=True):
+        keep = (blk.reshape(1, *blk.shape) == chosen.reshape(-1, *[1] * blk.dim())) & finite.reshape(
+            -1, *[1] * blk.dim()
+        )
+        masked.append(torch.where(keep, g, torch.zeros_like(g)))
+    norms = torch.sqrt(sum((g * g).reshape(m, -1).sum(dim=1) for g in masked))
+    c = torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0)
+    return [(c.reshape(-1, *[1] * (g.dim() - 1)) * g).sum(dim=0) for g in masked]
+
+
 def batches(
     schedule: Any, n: int, steps: int, sample_rate: float, gen: torch.Generator
 ) -> Iterator[torch.Tensor]:
@@ -145,11 +203,13 @@ def train(
     divisor: float,
     optimizer: str,
     schedule: Any,
+    num_blocks: int = 0,
 ) -> list[np.ndarray]:
     """Run DP-SGD (or noisy SignSGD) and return the final parameters as NumPy arrays.
 
     Every step draws its noise whether or not the batch is empty: the structure of the
-    run never depends on the data.
+    run never depends on the data. ``num_blocks >= 1`` selects model splitting
+    (:func:`split_clipped_sum`); ``0`` clips whole per-example gradients.
     """
     dtype = params[0].dtype
     Xt = torch.as_tensor(X, dtype=dtype)
@@ -172,6 +232,7 @@ def train(
             nonfinite="zero",
         )
         params = list(leaves)
+    blocks = block_of_coordinates(params, num_blocks) if num_blocks else []
     with torch.no_grad():
         for idx in batches(schedule, n, steps, sample_rate, gen):
             Xb, yb = Xt[idx], yt[idx]
@@ -179,7 +240,10 @@ def train(
                 grads = per_example_grads(model, [p.data for p in params], Xb, yb)
                 sign_opt.step(grads, workers=torch.zeros(int(Xb.shape[0]), dtype=torch.long))
                 continue
-            sums = clipped_sum(model, params, Xb, yb, clip_norm)
+            if num_blocks:
+                sums = split_clipped_sum(model, params, Xb, yb, clip_norm, blocks, num_blocks, gen)
+            else:
+                sums = clipped_sum(model, params, Xb, yb, clip_norm)
             for p, s in zip(params, sums, strict=True):
                 noisy = s + gaussian_noise(tuple(p.shape), std, gen, dtype)
                 p.sub_(noisy, alpha=learning_rate / divisor)

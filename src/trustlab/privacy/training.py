@@ -6,7 +6,8 @@ batch), clips every per-example gradient to ``clip_norm``, sums them, adds Gauss
 noise of standard deviation ``noise_multiplier * clip_norm`` and takes a gradient
 step. The noise multiplier is calibrated from ``(epsilon, delta)`` *before* training
 with trustlab's accountants (:class:`~trustlab.privacy.amplification.PoissonAccountant`,
-:class:`~trustlab.privacy.amplification.BISAccountant`, or
+:class:`~trustlab.privacy.amplification.BISAccountant`,
+:class:`~trustlab.privacy.amplification.ModelSplitAccountant`, or
 :class:`~trustlab.privacy.signsgd.SignMechanismAccountant` for the noisy-SignSGD
 optimizer), and the run is charged to an
 :class:`~trustlab.privacy.accounting.Accountant` as one ledger line.
@@ -71,14 +72,20 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
     Every step ``t = 1..T`` (``T = round(epochs / sample_rate)``):
 
     1. a batch ``B_t``: each row joins with probability ``sample_rate`` (Poisson,
-       ``sampling="poisson"``), or every row joins exactly ``epochs`` of the ``T``
-       steps chosen uniformly at random (``sampling="balanced"``);
+       ``sampling="poisson"`` or ``"model_split"``), or every row joins exactly
+       ``epochs`` of the ``T`` steps chosen uniformly at random (``sampling="balanced"``);
     2. per-example gradients of the cross-entropy loss, each clipped to l2 norm
-       ``clip_norm`` (over all parameters);
+       ``clip_norm`` (over all parameters). With ``sampling="model_split"`` the
+       parameters are split into ``num_blocks`` fixed disjoint blocks (coordinate ``i``
+       of the flattened parameters in block ``i mod num_blocks``); each row of the batch
+       draws one block uniformly at random (secretly) and only that block's part of its
+       gradient is clipped and kept (Dong, Chen, Ozgur 2025, model splitting);
     3. ``g_t = (sum_{i in B_t} clip(grad_i) + N(0, (noise_multiplier * clip_norm)^2 I)) / L``
-       with the public divisor ``L = sample_rate * n_hint`` (the expected batch size of
-       a dataset of ``n_hint`` rows: the true row count is private under add/remove-one,
-       so it never enters; a wrong ``n_hint`` only rescales the step size);
+       with the public divisor ``L = sample_rate * n_hint / num_blocks`` (``num_blocks``
+       is 1 unless model splitting: the expected number of rows updating one coordinate
+       in a dataset of ``n_hint`` rows; the true row count is private under
+       add/remove-one, so it never enters; a wrong ``n_hint`` only rescales the step
+       size);
     4. ``theta <- theta - learning_rate * g_t``.
 
     With ``optimizer="signsgd"`` steps 3-4 are :class:`~trustlab.privacy.signsgd.NoisySignSGD`
@@ -120,8 +127,14 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         Noise std over ``clip_norm``; default: calibrated from ``epsilon``.
     optimizer : {"dpsgd", "signsgd"}, default "dpsgd"
         Noisy gradient steps (DP-SGD) or noisy SignSGD.
-    sampling : {"poisson", "balanced"}, default "poisson"
-        Poisson subsampling, or balanced iteration subsampling (``"dpsgd"`` only).
+    sampling : {"poisson", "balanced", "model_split"}, default "poisson"
+        Poisson subsampling, balanced iteration subsampling, or Poisson subsampling
+        with model splitting (the last two with ``"dpsgd"`` only), accounted by
+        :class:`~trustlab.privacy.amplification.PoissonAccountant`,
+        :class:`~trustlab.privacy.amplification.BISAccountant` and
+        :class:`~trustlab.privacy.amplification.ModelSplitAccountant`.
+    num_blocks : int, default 4
+        Number of parameter blocks with ``sampling="model_split"`` (ignored otherwise).
     accountant : Accountant, optional
         Checked before the first noise draw and charged after training (one ledger line).
     description : str, default "model training"
@@ -158,7 +171,8 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
     Abadi et al. "Deep Learning with Differential Privacy". CCS 2016. Mironov, Talwar,
     Zhang. "Renyi Differential Privacy of the Sampled Gaussian Mechanism". 2019 (the
     Poisson accountant). Dong, Chen, Ozgur. "Leveraging Randomness in Model and Data
-    Partitioning for Privacy Amplification". ICML 2025 (``sampling="balanced"``).
+    Partitioning for Privacy Amplification". ICML 2025 (``sampling="balanced"`` and
+    ``"model_split"``).
     Jin, Dai. "Noisy SIGNSGD Is More Differentially Private Than You (Might) Think".
     ICML 2025 (``optimizer="signsgd"``).
 
@@ -186,7 +200,8 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "noise_multiplier": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "optimizer": [Options({"dpsgd", "signsgd"})],
-        "sampling": [Options({"poisson", "balanced"})],
+        "sampling": [Options({"poisson", "balanced", "model_split"})],
+        "num_blocks": [Interval(numbers.Integral, 1, None, closed="left")],
         "accountant": [Accountant, None],
         "description": [str],
         "n_hint": [Interval(numbers.Integral, 1, None, closed="left"), None],
@@ -207,6 +222,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         noise_multiplier: float | None = None,
         optimizer: str = "dpsgd",
         sampling: str = "poisson",
+        num_blocks: int = 4,
         accountant: Any = None,
         description: str = "model training",
         n_hint: int | None = None,
@@ -223,6 +239,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         self.noise_multiplier = noise_multiplier
         self.optimizer = optimizer
         self.sampling = sampling
+        self.num_blocks = num_blocks
         self.accountant = accountant
         self.description = description
         self.n_hint = n_hint
@@ -238,6 +255,9 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
     def _steps(self) -> int:
         return max(1, round(int(self.epochs) / float(self.sample_rate)))
 
+    def _blocks(self) -> int:
+        return int(self.num_blocks) if self.sampling == "model_split" else 1
+
     def _plan(self) -> tuple[Release, float, int]:
         from trustlab.errors import ParameterError
         from trustlab.privacy._training_calibration import calibrate_noise, noise_range, run_plan
@@ -250,7 +270,9 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                 argument="sampling",
             )
         if self.noise_multiplier is None:
-            sigma = calibrate_noise(self.optimizer, self.sampling, eps, delta, steps, q, int(self.epochs))
+            sigma = calibrate_noise(
+                self.optimizer, self.sampling, eps, delta, steps, q, int(self.epochs), self._blocks()
+            )
         else:
             sigma = float(self.noise_multiplier)
             lo, hi = noise_range(self.optimizer)
@@ -260,7 +282,9 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                     f"got {sigma:g}.",
                     argument="noise_multiplier",
                 )
-        plan = run_plan(self.optimizer, self.sampling, sigma, steps, q, int(self.epochs), delta)
+        plan = run_plan(
+            self.optimizer, self.sampling, sigma, steps, q, int(self.epochs), delta, self._blocks()
+        )
         if plan.epsilon > eps * (1 + 1e-12):
             raise ParameterError(
                 f"noise_multiplier={sigma:g} costs epsilon {plan.epsilon:.4g} over {steps} steps, more than "
@@ -268,13 +292,14 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                 argument="noise_multiplier",
             )
         n_hint = DEFAULT_N_HINT if self.n_hint is None else int(self.n_hint)
-        divisor = max(1.0, q * n_hint)
+        divisor = max(1.0, q * n_hint / self._blocks())
         parameters = dict(plan.parameters)
         parameters.update(
             {
                 "model": self.model,
                 "optimizer": self.optimizer,
                 "sampling": self.sampling,
+                "num_blocks": self._blocks(),
                 "sample_rate": q,
                 "steps": steps,
                 "epochs": int(self.epochs),
@@ -388,6 +413,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                     divisor=float(release.parameters["divisor"]),
                     optimizer=self.optimizer,
                     schedule=schedule,
+                    num_blocks=self._blocks() if self.sampling == "model_split" else 0,
                 )
             finally:
                 torch.set_num_threads(threads)
