@@ -96,3 +96,28 @@ def test_a_schema_describing_no_feature_is_a_public_error():
     with pytest.raises(DataError) as info:
         Audit(private=True, epsilon=1.0, schema=schema).run(frame, target="y", sensitive="g")
     assert info.value.argument == "schema" and "trustlab schema" in str(info.value)
+
+
+def test_step_size_uses_the_schemas_public_row_estimate(benefits):
+    """The DP-SGD divisor comes from the schema's public ``rows`` and the split share, never the data."""
+    frame, info, schema = benefits
+    assert schema.rows == 4877
+    ctx = Audit(private=True, epsilon=1.0, schema=schema).context(frame, target=info.target, sensitive=SENS)
+    params = ctx.model.classifier.release_.parameters
+    assert params["n_hint"] == round(4877 * 0.7)
+    # the same plan whatever the rows: half the table gives the same divisor
+    half = Audit(private=True, epsilon=1.0, schema=schema).context(
+        frame.iloc[::2], target=info.target, sensitive=SENS
+    )
+    assert half.model.classifier.release_.parameters["divisor"] == params["divisor"]
+    # without an estimate: the trainer's default, and the status line says how to add one
+    bare = Schema.from_dict({k: v for k, v in schema.to_dict().items() if k != "rows"})
+    ctx = Audit(private=True, epsilon=1.0, schema=bare).context(frame, target=info.target, sensitive=SENS)
+    assert ctx.model.classifier.release_.parameters["n_hint"] == 1000
+
+
+@pytest.mark.parametrize("rows", [0, -3, 2.5, True, "many", 10**16])
+def test_schema_rows_must_be_a_positive_whole_number(rows):
+    with pytest.raises(DataError) as info:
+        Schema.from_dict({"columns": {"a": {"bounds": [0, 1]}}, "rows": rows})
+    assert info.value.argument == "schema" and '"rows"' in str(info.value)

@@ -146,7 +146,13 @@ class PrivateModel:
 
 
 def fit_private_model(
-    X_train: pd.DataFrame, y_train: np.ndarray, schema: Schema, *, accountant: Any, delta: float
+    X_train: pd.DataFrame,
+    y_train: np.ndarray,
+    schema: Schema,
+    *,
+    accountant: Any,
+    delta: float,
+    train_fraction: float = 0.7,
 ) -> tuple[PrivateModel, str]:
     """Train the audit's DP model on the training rows, charged in full to ``accountant``.
 
@@ -163,6 +169,12 @@ def fit_private_model(
         in full (epsilon and ``delta``) as one ledger line.
     delta : float
         The training run's delta.
+    train_fraction : float, default 0.7
+        The public share of rows the audit trains on (``1 - test_size``). With the
+        schema's public row estimate ``rows`` it sets DP-SGD's step-size divisor
+        (``n_hint = round(rows * train_fraction)``); without one the trainer's default
+        (:data:`~trustlab.privacy.training.DEFAULT_N_HINT`) is used. The true row count is
+        private and never enters.
 
     Returns
     -------
@@ -176,7 +188,7 @@ def fit_private_model(
         When the schema describes none of the feature columns (nothing public to encode:
         a fact about the schema, not the rows).
     """
-    from trustlab.privacy.training import DPSGDClassifier
+    from trustlab.privacy.training import DEFAULT_N_HINT, DPSGDClassifier
 
     encoder = PublicEncoder(schema, list(X_train.columns))
     if not encoder.used_:
@@ -189,7 +201,10 @@ def fit_private_model(
     description = "model training (DP-SGD)"
     # the plan is checked before any noise is drawn ...
     accountant.check(Release(None, share, delta, description=description, measure=PrivacyMeasure.APPROXIMATE))
-    clf = DPSGDClassifier(epsilon=share, delta=delta, model="logistic", description=description)
+    n_hint = DEFAULT_N_HINT if schema.rows is None else max(1, round(schema.rows * float(train_fraction)))
+    clf = DPSGDClassifier(
+        epsilon=share, delta=delta, model="logistic", description=description, n_hint=n_hint
+    )
     clf.fit(encoder.transform(X_train), np.asarray(y_train, dtype=int))
     # ... and recorded at the whole share: the noise was calibrated so that the run's tight
     # epsilon (kept as `accounted_epsilon`) is at most the share, within 0.1% below it, so
@@ -209,7 +224,12 @@ def fit_private_model(
     left = f"; left out (no public bounds or categories): {', '.join(map(str, encoder.left_out_))}"
     status = (
         f"{DP_MODEL} trained by trustlab on the training rows (epsilon {accountant.total_epsilon:.4g}, "
-        f"delta {delta:g}, on {len(encoder.names_)} schema-encoded features"
+        f"delta {delta:g}, on {len(encoder.names_)} schema-encoded features; step size set for "
+        + (
+            f"{n_hint:,} training rows from the schema's public estimate of {schema.rows:,} rows"
+            if schema.rows is not None
+            else f'{n_hint:,} training rows (the schema gives no public row estimate: add "rows")'
+        )
         + (left if encoder.left_out_ else "")
         + ")"
     )

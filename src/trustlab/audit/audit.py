@@ -312,7 +312,12 @@ class Audit:
                 assert self.epsilon is not None
                 training_budget = Accountant(TRAINING_SHARE * self.epsilon, self.delta, name="model training")
             fitted, status = fit_private_model(
-                X_train, y_train, schema, accountant=training_budget, delta=self.delta
+                X_train,
+                y_train,
+                schema,
+                accountant=training_budget,
+                delta=self.delta,
+                train_fraction=1.0 - float(self.test_size),
             )
             if str(model) != "logistic":
                 status += f"; '{model}' has no DP trainer in trustlab, so a logistic regression was trained"

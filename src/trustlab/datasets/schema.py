@@ -97,6 +97,10 @@ class Schema:
         The privacy budget spent to draft the schema from the data (zero when it was
         declared from public knowledge); a private audit that uses it spends this on
         top of its own ``epsilon`` (basic composition).
+    rows : int or None
+        A public estimate of the table's row count (from the study design or
+        documentation, never counted from the private rows), or None. Used only where a
+        step size needs a scale: the private model's DP-SGD divisor.
 
     Examples
     --------
@@ -110,6 +114,7 @@ class Schema:
     source: str = "declared by the user"
     epsilon_spent: float = 0.0
     delta_spent: float = 0.0
+    rows: int | None = None
 
     def __contains__(self, name: object) -> bool:
         return name in self.columns
@@ -249,8 +254,9 @@ class Schema:
         booleans), and optionally ``description`` (text), ``actionable`` (one of
         :data:`ACTIONABLE`), ``integer`` (a boolean, with ``bounds``) and ``review`` (text).
         A top-level ``privacy`` object (``{"epsilon": e, "delta": d}``) records the budget
-        a draft spent reading the data (:func:`trustlab.datasets.draft_schema`), and a
-        top-level ``source`` (text) overrides the ``source`` argument.
+        a draft spent reading the data (:func:`trustlab.datasets.draft_schema`), a
+        top-level ``source`` (text) overrides the ``source`` argument, and a top-level
+        ``rows`` (a positive integer) is a public estimate of the row count.
 
         Parameters
         ----------
@@ -291,7 +297,7 @@ class Schema:
         if not isinstance(src, str):
             raise DataError(f'schema "source" must be text, got {type(src).__name__}.', argument="schema")
         epsilon, delta = _privacy_spent(raw.get("privacy"))
-        return cls(specs, source=src, epsilon_spent=epsilon, delta_spent=delta)
+        return cls(specs, source=src, epsilon_spent=epsilon, delta_spent=delta, rows=_rows(raw.get("rows")))
 
     @classmethod
     def from_json(cls, path: str | Path) -> Schema:
@@ -403,6 +409,8 @@ class Schema:
         result: dict[str, Any] = {"source": self.source, "columns": out}
         if self.epsilon_spent or self.delta_spent:
             result["privacy"] = {"epsilon": self.epsilon_spent, "delta": self.delta_spent}
+        if self.rows is not None:
+            result["rows"] = self.rows
         return result
 
 
@@ -544,6 +552,18 @@ def _privacy_spent(value: Any) -> tuple[float, float]:
             )
         out.append(float(v))
     return out[0], out[1]
+
+
+def _rows(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= int(value) <= 10**15:
+        raise DataError(
+            f'schema "rows" must be a positive whole number (a public estimate of the row count), '
+            f"got {value!r}; remove it if no public estimate exists.",
+            argument="schema",
+        )
+    return int(value)
 
 
 def _missing(v: Any) -> bool:
