@@ -40,29 +40,34 @@ def run_dynamics(
     n_actions: int,
     states: np.ndarray,
     contexts: np.ndarray,
+    updates: np.ndarray,
     n_contexts: int,
     step_size: float,
 ) -> dict[str, np.ndarray]:
     """Optimistic MWU with one weight table per context; returns per-round and per-player statistics.
 
-    ``contexts[t]`` selects the table player strategies come from at round ``t`` (the
-    predicted state for POMWU, 0 for OMWU). Strategy
-    ``x = softmax(eta * (cum[c] + hint[c]))``; after the round, ``cum[c] += u`` and
-    ``hint[c] = u`` (the optimistic guess that the next utility in this context equals
-    the last one).
+    Algorithm 1 of Capitaine et al. (2025), vectorised over players. ``contexts[t, i]``
+    selects the table player ``i`` plays from at round ``t`` (its predicted state for
+    POMWU, 0 for OMWU); ``updates[t]`` the table the round's feedback goes to (the
+    realised state for POMWU, 0 for OMWU). Strategy
+    ``x = softmax(eta * (cum[c] + hint[c]))``; after the round, ``cum[s] += u`` and
+    ``hint[s] = u`` for ``s = updates[t]`` (the optimistic guess that the next utility
+    in a state equals the last one seen in it). Written with utilities (the paper
+    minimises costs ``<Z, Phi w>``): ``u = -Phi^T Z``, the same iterates.
     """
     cum = np.zeros((n_contexts, n_players, n_actions))
     hint = np.zeros((n_contexts, n_players, n_actions))
     per_state = np.zeros((n_states, n_players, n_actions))
     per_context = np.zeros((n_contexts, n_players, n_actions))
     earned = np.zeros(n_players)
+    players = np.arange(n_players)
     T = states.size
     welfare = np.empty(T)
     gap = np.empty(T)
     mean_strategy = np.zeros((n_players, n_actions))
     for t in range(T):
-        c, s = int(contexts[t]), int(states[t])
-        z = step_size * (cum[c] + hint[c])
+        c, s, k = contexts[t], int(states[t]), int(updates[t])
+        z = step_size * (cum[c, players] + hint[c, players])
         z -= z.max(axis=1, keepdims=True)
         X = np.exp(z)
         X /= X.sum(axis=1, keepdims=True)
@@ -72,9 +77,9 @@ def run_dynamics(
         welfare[t] = value.sum()
         gap[t] = float(np.max(u.max(axis=1) - value))
         per_state[s] += u
-        per_context[c] += u
-        cum[c] += u
-        hint[c] = u
+        per_context[c, players] += u
+        cum[k] += u
+        hint[k] = u
         mean_strategy += X
     return {
         "regret_true_state": per_state.max(axis=2).sum(axis=0) - earned,

@@ -1,14 +1,15 @@
 """Prediction-aware learning in time-varying games: POMWU (Capitaine et al., ICML 2025).
 
 The game's payoffs depend on a state of nature ``theta_t`` that changes every round;
-players predict it (``theta_hat_t``) before they play. :func:`pomwu` runs the
-prediction-aware optimistic multiplicative-weights update — one optimistic MWU weight
-table per predicted state, played from the table of the predicted state — and
-:func:`omwu` the plain optimistic MWU baseline that ignores the state. Both report each
-player's regret against the best state-dependent action (the comparator a
-prediction-aware player aims at), the static external regret, social welfare and the
-Nash gap per round. Games: :class:`NormalFormGame` (payoff tensors) and
-:class:`CongestionGame` (the paper's traffic-routing setting, vectorised over players).
+each player predicts it (``theta_hat_t``) before playing. :func:`pomwu` runs the
+paper's Algorithm 1 — one optimistic-MWU instance per state; a player plays from the
+instance of its *predicted* state and, once the state is revealed, feeds the round's
+utilities to the instance of the *realised* state — and :func:`omwu` the plain
+optimistic MWU baseline that ignores the state. Both report each player's contextual
+regret (against the best state-dependent action, the paper's eq. 4), the static
+external regret, social welfare and the Nash gap per round; :func:`social_regret_bound`
+is the paper's Proposition 7. Games: :class:`NormalFormGame` (payoff tensors) and
+:class:`CongestionGame` (traffic routing on parallel routes, vectorised over players).
 See docs/fairness/games.md.
 """
 
@@ -34,6 +35,7 @@ __all__ = [
     "noisy_predictions",
     "omwu",
     "pomwu",
+    "social_regret_bound",
 ]
 
 
@@ -107,7 +109,8 @@ class GameRun:
     mean_strategy : numpy.ndarray of shape (n_players, n_actions)
         Average mixed strategy over the rounds.
     n_prediction_errors : int
-        Rounds where the prediction differed from the state (0 for OMWU's reference).
+        The paper's ``L_T``: mispredictions summed over players (``sum_j L_T^j``; 0
+        for OMWU).
     step_size : float
         The learning rate used.
 
@@ -171,6 +174,43 @@ def _states(states: Any, n_states: int, name: str, n: int | None = None) -> np.n
     return arr.astype(np.int64)
 
 
+def _predictions(predictions: Any, n_states: int, n_rounds: int, n_players: int) -> np.ndarray:
+    """Predictions as an ``(n_rounds, n_players)`` int array (one column shared by all if 1-D)."""
+    arr = check_numeric_array(predictions, "predictions")
+    if arr.ndim == 1:
+        arr = np.repeat(arr[:, None], n_players, axis=1)
+    elif arr.ndim != 2 or arr.shape[1] != n_players:
+        raise DataError(
+            f"predictions must have shape (n_rounds,) or (n_rounds, {n_players}); got {arr.shape}.",
+            argument="predictions",
+        )
+    if arr.shape[0] != n_rounds:
+        raise DataError(
+            f"predictions has {arr.shape[0]} rounds but states has {n_rounds}; pass one per round.",
+            argument="predictions",
+        )
+    if not np.all(arr == np.round(arr)) or (arr < 0).any() or (arr >= n_states).any():
+        raise DataError(f"predictions must hold state indices 0..{n_states - 1}.", argument="predictions")
+    return arr.astype(np.int64)
+
+
+def _payoff_bound(game: Any) -> float:
+    """Largest absolute utility any player can get (the scale the paper's H1 normalises to 1)."""
+    if isinstance(game, NormalFormGame):
+        return float(np.max(np.abs(np.asarray(game.payoffs, dtype=float)), initial=0.0))
+    return float(np.max(np.asarray(game.free_flow, float) + np.asarray(game.slope, float), initial=0.0))
+
+
+def _step(step_size: float | None, game: Any, n_players: int) -> float:
+    """The paper's learning rate ``1 / (4 (J - 1))`` (Prop. 7) on utilities scaled into [-1, 1]."""
+    if step_size is not None:
+        return float(step_size)
+    bound = _payoff_bound(game)
+    if not np.isfinite(bound):
+        raise DataError("game payoffs must be finite.", argument="game")
+    return 1.0 / (4.0 * max(n_players - 1, 1) * (bound if bound > 0 else 1.0))
+
+
 def _result(stats: dict[str, np.ndarray], errors: int, step_size: float) -> GameRun:
     return GameRun(
         regret=stats["regret_true_state"],
@@ -189,18 +229,20 @@ def _result(stats: dict[str, np.ndarray], errors: int, step_size: float) -> Game
         "game": [NormalFormGame, CongestionGame],
         "states": ["array-like"],
         "predictions": ["array-like"],
-        "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
+        "step_size": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 )
-def pomwu(game: Any, states: Any, predictions: Any, *, step_size: float = 0.5) -> GameRun:
+def pomwu(game: Any, states: Any, predictions: Any, *, step_size: float | None = None) -> GameRun:
     """Prediction-aware optimistic multiplicative weights (POMWU) in a time-varying game.
 
-    Each player keeps one optimistic-MWU table per state. At round ``t`` all players
-    predict the state ``theta_hat_t`` and play
-    ``x = softmax(eta * (S[theta_hat] + m[theta_hat]))``, where ``S[c]`` sums the
-    utility vectors observed in rounds played from table ``c`` and ``m[c]`` is the last
-    of them (the optimistic hint). The realised state ``theta_t`` sets the payoffs; the
-    observed utility vector updates table ``theta_hat_t``.
+    The paper's Algorithm 1, for every player at once. Each player keeps one
+    optimistic-MWU instance per state ``z``: ``S[z]`` (the sum of the utility vectors of
+    the rounds whose realised state was ``z``) and ``m[z]`` (the last of them, the
+    optimistic hint). At round ``t`` player ``j`` predicts ``theta_hat_t^j`` and plays
+    ``x = softmax(eta * (S[theta_hat] + m[theta_hat]))``; the realised state
+    ``theta_t`` sets the payoffs, and the observed utility vector updates
+    ``S[theta_t]`` and ``m[theta_t]`` — a wrong prediction costs the round, it never
+    feeds one state's instance with another state's utilities.
 
     Parameters
     ----------
@@ -208,10 +250,14 @@ def pomwu(game: Any, states: Any, predictions: Any, *, step_size: float = 0.5) -
         The game; its payoffs depend on the state.
     states : array-like of int, shape (n_rounds,)
         The realised states ``theta_t``.
-    predictions : array-like of int, shape (n_rounds,)
-        The players' predictions ``theta_hat_t`` (made before round ``t``).
-    step_size : float, default 0.5
-        The learning rate ``eta`` (> 0).
+    predictions : array-like of int, shape (n_rounds,) or (n_rounds, n_players)
+        The players' predictions ``theta_hat_t`` (made before round ``t``): one column
+        shared by every player (the paper's experiment: a common predictor) or one per
+        player.
+    step_size : float or None, default None
+        The learning rate ``eta`` (> 0). ``None``: the paper's Proposition 7 rate
+        ``1 / (4 (J - 1))`` for utilities in [-1, 1], divided by the game's largest
+        absolute utility (so that it applies to payoffs on any scale).
 
     Returns
     -------
@@ -230,23 +276,24 @@ def pomwu(game: Any, states: Any, predictions: Any, *, step_size: float = 0.5) -
     References
     ----------
     A. Capitaine, E. Boursier, E. Moulines, M. I. Jordan, A. Durmus. Prediction-aware
-    Learning in Multi-agent Systems. ICML 2025.
+    Learning in Multi-agent Systems. ICML 2025 (PMLR 267), Algorithm 1.
     """
     utilities, n_states, n_players, n_actions = _game(game)
     s = _states(states, n_states, "states")
-    p = _states(predictions, n_states, "predictions", s.size)
-    stats = core.run_dynamics(utilities, n_states, n_players, n_actions, s, p, n_states, float(step_size))
-    return _result(stats, int(np.sum(s != p)), step_size)
+    p = _predictions(predictions, n_states, s.size, n_players)
+    eta = _step(step_size, game, n_players)
+    stats = core.run_dynamics(utilities, n_states, n_players, n_actions, s, p, s, n_states, eta)
+    return _result(stats, int(np.sum(s[:, None] != p)), eta)
 
 
 @validate_params(
     {
         "game": [NormalFormGame, CongestionGame],
         "states": ["array-like"],
-        "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
+        "step_size": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 )
-def omwu(game: Any, states: Any, *, step_size: float = 0.5) -> GameRun:
+def omwu(game: Any, states: Any, *, step_size: float | None = None) -> GameRun:
     """Optimistic multiplicative weights (Syrgkanis et al. 2015), blind to the state: the baseline.
 
     One table per player: ``x = softmax(eta * (S + m))`` with ``S`` the sum of past
@@ -258,8 +305,8 @@ def omwu(game: Any, states: Any, *, step_size: float = 0.5) -> GameRun:
         The game.
     states : array-like of int, shape (n_rounds,)
         The realised states (they set the payoffs; the players do not see them).
-    step_size : float, default 0.5
-        The learning rate ``eta`` (> 0).
+    step_size : float or None, default None
+        The learning rate ``eta`` (> 0); ``None``: the same default as :func:`pomwu`.
 
     Returns
     -------
@@ -281,10 +328,57 @@ def omwu(game: Any, states: Any, *, step_size: float = 0.5) -> GameRun:
     """
     utilities, n_states, n_players, n_actions = _game(game)
     s = _states(states, n_states, "states")
-    stats = core.run_dynamics(
-        utilities, n_states, n_players, n_actions, s, np.zeros_like(s), 1, float(step_size)
-    )
-    return _result(stats, 0, step_size)
+    eta = _step(step_size, game, n_players)
+    zeros = np.zeros((s.size, n_players), dtype=np.int64)
+    stats = core.run_dynamics(utilities, n_states, n_players, n_actions, s, zeros, zeros[:, 0], 1, eta)
+    return _result(stats, 0, eta)
+
+
+@validate_params(
+    {
+        "n_players": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_actions": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_states": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_prediction_errors": [Interval(numbers.Integral, 0, None, closed="left")],
+    }
+)
+def social_regret_bound(n_players: int, n_actions: int, n_states: int, n_prediction_errors: int) -> float:
+    """The paper's Proposition 7: a bound on the players' summed contextual regret under POMWU.
+
+    When every player runs POMWU with ``eta = 1 / (4 (J - 1))`` and utilities lie in
+    [-1, 1], ``sum_j R_T^j <= 4 J ((5 + ln K) L_T + m J ln K) + L_T / (J - 1)``, where
+    ``L_T`` is the number of mispredictions summed over players. Multiply by the
+    game's largest absolute utility for payoffs on another scale (what
+    ``pomwu(..., step_size=None)`` assumes).
+
+    Parameters
+    ----------
+    n_players : int
+        ``J`` (>= 2).
+    n_actions : int
+        ``K``, actions per player.
+    n_states : int
+        ``m``, the number of states of nature.
+    n_prediction_errors : int
+        ``L_T`` (:attr:`GameRun.n_prediction_errors`).
+
+    Returns
+    -------
+    float
+        The bound, constant in the number of rounds.
+
+    Examples
+    --------
+    >>> round(social_regret_bound(2, 2, 1, 0), 2)
+    11.09
+
+    References
+    ----------
+    A. Capitaine, E. Boursier, E. Moulines, M. I. Jordan, A. Durmus. Prediction-aware
+    Learning in Multi-agent Systems. ICML 2025, Proposition 7.
+    """
+    J, K, m, L = int(n_players), int(n_actions), int(n_states), int(n_prediction_errors)
+    return float(4 * J * ((5 + np.log(K)) * L + m * J * np.log(K)) + L / (J - 1))
 
 
 @validate_params(
