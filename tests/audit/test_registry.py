@@ -22,7 +22,7 @@ from trustlab.audit import (
 )
 from trustlab.errors import ParameterError
 
-BUILT_IN = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty"]
+BUILT_IN = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning"]
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +53,7 @@ class RowCount(Section):
 def test_built_in_sections_in_report_order():
     assert section_names() == BUILT_IN
     assert [s.name for s in default_sections()] == BUILT_IN
-    assert [c.name for c in SECTIONS] == BUILT_IN and len(SECTIONS) == 7
+    assert [c.name for c in SECTIONS] == BUILT_IN and len(SECTIONS) == len(BUILT_IN)
     assert get_section("fairness").__name__ == "FairnessSection"
 
 

@@ -54,6 +54,7 @@ _REGISTRY: dict[str, type[Section] | str] = {
     "privacy": "trustlab.audit.sections.privacy:PrivacySection",
     "explain": "trustlab.audit.sections.explain:ExplainSection",
     "uncertainty": "trustlab.audit.sections.uncertainty:UncertaintySection",
+    "unlearning": "trustlab.audit.sections.unlearning:UnlearningSection",
 }
 
 

@@ -18,7 +18,8 @@ from trustlab.privacy.release import Release
 
 
 def _losses(model: Any, X: Any, y: Any, name: str) -> np.ndarray:
-    Xa = check_numeric_array(X, name, ndim=2)
+    # a DataFrame goes to the model as is (e.g. a pipeline that encodes its own columns)
+    Xa = X if isinstance(X, pd.DataFrame) else check_numeric_array(X, name, ndim=2)
     try:
         ya = np.asarray(y)
     except (TypeError, ValueError):
@@ -65,7 +66,9 @@ def membership_advantage(
     model : classifier with predict_proba and classes_
         The model attacked.
     X_members, y_members : array-like
-        Rows whose membership is tested (e.g. the forgotten rows).
+        Rows whose membership is tested (e.g. the forgotten rows). A pandas DataFrame
+        is passed to ``model.predict_proba`` as it is (for a pipeline that encodes its
+        own columns); anything else must be numeric.
     X_nonmembers, y_nonmembers : array-like
         Rows never trained on (e.g. a test split).
 
