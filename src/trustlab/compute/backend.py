@@ -54,7 +54,15 @@ def compute(
     -------
     result
         ``stat.finalize`` of the merged partial states; the same whatever the
-        partitioning (exactly for counts, up to float rounding for sums).
+        partitioning (exactly for counts, up to float rounding for sums). When
+        ``stat.needs_positions``, each chunk's index holds its rows' positions
+        ``0 .. n - 1`` in the whole table (for a Dask frame: the partitions in order).
+
+    Raises
+    ------
+    DataError
+        ``data`` is neither a pandas nor a Dask DataFrame, or a partition fails to
+        load (the message names the partition and the cause).
 
     Examples
     --------
@@ -64,22 +72,16 @@ def compute(
     2.0
     """
     if _is_dask(data):
-        import dask
+        from trustlab.compute._dask import compute_dask
 
-        parts = data.to_delayed()
-        states = [dask.delayed(stat.partial)(p) for p in parts]
-        while len(states) > 1:  # a balanced tree of merges
-            states = [
-                dask.delayed(stat.merge)(states[i], states[i + 1]) if i + 1 < len(states) else states[i]
-                for i in range(0, len(states), 2)
-            ]
-        state = client.compute(states[0]).result() if client is not None else states[0].compute()
-        return stat.finalize(state)
+        return compute_dask(stat, data, client=client)
     if not isinstance(data, pd.DataFrame):
         raise DataError(
             f"data must be a pandas or Dask DataFrame, got {type(data).__name__}.",
             argument="data",
         )
+    if getattr(stat, "needs_positions", False):
+        data = data.set_axis(pd.RangeIndex(len(data)), axis=0)
     if chunksize is None or chunksize >= len(data):
         return stat.finalize(stat.partial(data))
     chunks = (data.iloc[i : i + chunksize] for i in range(0, len(data), chunksize))

@@ -22,6 +22,7 @@ __all__ = [
     "MergeableStatistic",
     "Moments",
     "MomentsState",
+    "Several",
     "ValueCounts",
 ]
 
@@ -49,6 +50,12 @@ class MergeableStatistic(ABC, Generic[S, R]):
     >>> compute(RowCount(), pd.DataFrame({"x": range(10)}), chunksize=3)
     10
     """
+
+    needs_positions: bool = False
+    """Whether :meth:`partial` reads each row's position in the whole table from the chunk's
+    index. When True, :func:`~trustlab.compute.compute` hands every chunk with its index set
+    to the rows' global positions ``0 .. n - 1`` (in the data's order), whatever the
+    partitioning; otherwise the index is whatever the partition carries."""
 
     @abstractmethod
     def partial(self, chunk: pd.DataFrame) -> S:
@@ -251,3 +258,41 @@ class CodeHistogram(MergeableStatistic[np.ndarray, np.ndarray]):
     @override
     def finalize(self, state: np.ndarray) -> np.ndarray:
         return state
+
+
+class Several(MergeableStatistic[dict[str, Any], dict[str, Any]]):
+    """Several statistics computed in one pass over the data (one read of each partition).
+
+    Parameters
+    ----------
+    statistics : dict of str to MergeableStatistic
+        The statistics, by name; the result has the same keys.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> df = pd.DataFrame({"x": [1.0, 2.0, 3.0], "c": ["a", "b", "a"]})
+    >>> r = compute(Several({"x": Moments("x"), "c": ValueCounts("c")}), df, chunksize=2)
+    >>> r["x"]["mean"], r["c"]
+    (2.0, {'a': 2, 'b': 1})
+    """
+
+    def __init__(self, statistics: dict[str, MergeableStatistic[Any, Any]]) -> None:
+        self.statistics = dict(statistics)
+
+    @property
+    def needs_positions(self) -> bool:  # type: ignore[override]
+        """True when one of the statistics needs the rows' global positions."""
+        return any(getattr(s, "needs_positions", False) for s in self.statistics.values())
+
+    @override
+    def partial(self, chunk: pd.DataFrame) -> dict[str, Any]:
+        return {k: s.partial(chunk) for k, s in self.statistics.items()}
+
+    @override
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        return {k: s.merge(a[k], b[k]) for k, s in self.statistics.items()}
+
+    @override
+    def finalize(self, state: dict[str, Any]) -> dict[str, Any]:
+        return {k: s.finalize(state[k]) for k, s in self.statistics.items()}

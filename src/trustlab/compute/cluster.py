@@ -1,0 +1,106 @@
+"""Connect to a Dask cluster (an existing scheduler, or a local one) with a timeout."""
+
+from __future__ import annotations
+
+import numbers
+import re
+from typing import Any
+
+from trustlab._param_validation import Interval, validate_params
+from trustlab.errors import MissingDependencyError, ParameterError
+
+__all__ = ["connect"]
+
+_LOCAL = re.compile(r"^local(?::(\d+))?$")
+
+
+@validate_params(
+    {
+        "scheduler": [str],
+        "timeout": [Interval(numbers.Real, 0, 3600, closed="neither")],
+        "threads_per_worker": [Interval(numbers.Integral, 1, 1024, closed="both")],
+        "memory_limit": [None, str],
+    }
+)
+def connect(
+    scheduler: str,
+    *,
+    timeout: float = 10.0,
+    threads_per_worker: int = 1,
+    memory_limit: str | None = None,
+) -> Any:
+    """A ``dask.distributed.Client`` on an existing scheduler or on a new local cluster.
+
+    Parameters
+    ----------
+    scheduler : str
+        ``"tcp://HOST:PORT"`` (or ``HOST:PORT``) of a running scheduler; ``"local"`` for a
+        :class:`~dask.distributed.LocalCluster` of 2 worker processes; ``"local:N"`` for
+        ``N`` worker processes.
+    timeout : float, default 10
+        Seconds to wait for the scheduler before giving up.
+    threads_per_worker : int, default 1
+        Threads of each local worker (local clusters only). One thread per process keeps
+        NumPy and scikit-learn from oversubscribing the cores (see docs/scale.md).
+    memory_limit : str, optional
+        Per-worker memory limit of a local cluster (e.g. ``"3GiB"``); Dask's default
+        (the machine's memory shared evenly) when None.
+
+    Returns
+    -------
+    dask.distributed.Client
+        Close it (``client.close()``; for a local cluster also ``client.cluster.close()``)
+        or use it as a context manager.
+
+    Raises
+    ------
+    ParameterError
+        ``scheduler`` is malformed, or no scheduler answered within ``timeout`` seconds
+        (``argument="dask"``: the message names the address and the fix).
+    MissingDependencyError
+        ``dask[distributed]`` is not installed (``pip install 'trustlab[scale]'``).
+
+    Examples
+    --------
+    >>> connect("tcp://127.0.0.1:1", timeout=0.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: no Dask scheduler answered at tcp://127.0.0.1:1 within 0.5 s...
+    """
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise MissingDependencyError(
+            "--dask needs dask[distributed]: pip install 'trustlab[scale]'.", argument="dask"
+        ) from None
+    local = _LOCAL.match(scheduler.strip())
+    if local:
+        n = int(local.group(1) or 2)
+        if not 1 <= n <= 256:
+            raise ParameterError(f"local:N needs 1 <= N <= 256 workers, got {n}.", argument="dask")
+        kwargs: dict[str, Any] = {"memory_limit": memory_limit} if memory_limit else {}
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=int(threads_per_worker),
+            processes=True,
+            dashboard_address=None,
+            **kwargs,
+        )
+        return Client(cluster, timeout=timeout)
+    address = scheduler.strip()
+    if not re.match(r"^([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+$", address):
+        raise ParameterError(
+            f"--dask must be a scheduler address such as tcp://10.0.0.5:8786, or local / local:N; "
+            f"got {scheduler!r}.",
+            argument="dask",
+        )
+    if "://" not in address:
+        address = "tcp://" + address
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ParameterError(
+            f"no Dask scheduler answered at {address} within {timeout:g} s ({type(exc).__name__}); "
+            "start one (dask scheduler) and check the address and port, or use --dask local.",
+            argument="dask",
+        ) from None
