@@ -182,6 +182,20 @@ MUTANTS: list[Mutant] = [
         "    return np.random.default_rng(0).permutation(u.size) < float(test_size) * u.size",
         ("tests/audit/test_split.py",),
     ),
+    Mutant(
+        "training: model splitting keeps the whole gradient (amplification not earned)",
+        "src/trustlab/privacy/_training_core.py",
+        "masked.append(torch.where(keep, g, torch.zeros_like(g)))",
+        "masked.append(torch.where(finite.reshape(-1, *[1] * blk.dim()), g, torch.zeros_like(g)))",
+        ("tests/privacy/test_training.py",),
+    ),
+    Mutant(
+        "training: balanced schedule puts every row in every step",
+        "src/trustlab/privacy/training.py",
+        "r, c = np.nonzero(bis_schedule(m, steps, participations))",
+        "r, c = np.nonzero(bis_schedule(m, steps, steps))",
+        ("tests/privacy/test_training.py",),
+    ),
 ]
 
 
