@@ -149,7 +149,7 @@ class UnlearningSection(Section):
         )
         detail = (
             f"advantage {adv:.3f} (95% interval {low:.3f}..{high:.3f}; threshold {self.max_advantage}) "
-            f"separating {len(y_tr)} training rows from {len(y_te)} held-out rows"
+            f"separating {len(y_tr):,} training rows from {len(y_te):,} held-out rows"
         )
         status = interval_verdict(low, high, float(self.max_advantage), at_most=True)
         checks = [Check("Membership inference on training rows", None, detail, status=status, rule=rule)]
