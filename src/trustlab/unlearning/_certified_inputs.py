@@ -12,7 +12,7 @@ from trustlab.unlearning._certified_logistic import LogisticShape
 
 SUPPORTED = (
     "a fitted scikit-learn LogisticRegression (binary or multinomial) with an L2 penalty or none "
-    "(l1_ratio 0, no class_weight)"
+    "(l1_ratio 0, no class_weight), or a torch.nn.Module returning logits"
 )
 
 

@@ -15,7 +15,8 @@ divergence between this output and the same procedure run from *any* start in th
 fine-tuning on the retain data follows (post-processing: the certificate stands).
 
 Implemented for an L2-regularised logistic regression (scikit-learn's
-``LogisticRegression``, binary or multinomial), in NumPy; noise is drawn by OpenDP's exact
+``LogisticRegression``, binary or multinomial), in NumPy, and for any torch classifier
+returning logits (the certificate assumes no convexity); noise is drawn by OpenDP's exact
 sampler on the grid ``2**grid_exponent``, whose rounding slack enters ``D_T``. See
 ``docs/unlearning/certified.md``.
 """
@@ -303,12 +304,14 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
 
         Parameters
         ----------
-        model : sklearn.linear_model.LogisticRegression
-            Fitted on ``(X, y)`` (binary or multinomial; L2 or no penalty).
-        X : array-like of shape (n, d)
+        model : sklearn.linear_model.LogisticRegression or torch.nn.Module
+            Fitted on ``(X, y)``: a logistic regression (binary or multinomial; L2 or no
+            penalty), or a torch classifier mapping a batch of rows to logits (its
+            cross-entropy is the loss; fine-tuning is full-batch L-BFGS).
+        X : array-like of shape (n, d) (or (n, ...) for a torch module)
             The training rows.
         y : array-like of shape (n,)
-            Their labels.
+            Their labels (for a torch module: class indices ``0..C-1``).
         forget : array-like of int or bool
             Row indices (or a boolean mask) of the rows to forget; not empty, not all.
 
@@ -319,6 +322,10 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
             certificate; ``parameters``: bounds, steps, noise stds, ``renyi_rho``,
             gradient evaluations of each phase.
         """
+        from trustlab.unlearning._certified_torch import is_torch_module
+
+        if is_torch_module(model):
+            return self._unlearn_module(model, X, y, forget)
         model = check_model(model)
         Xa, codes = check_rows(model, X, y)
         mask = forget_mask(forget, Xa.shape[0])
@@ -349,15 +356,55 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
         unlearned.intercept_ = b.copy() if model.fit_intercept else np.zeros(shape.n_out)
         if hasattr(unlearned, "n_iter_"):
             unlearned.n_iter_ = np.array([int(self.finetune_iter)])
+        description = f"logistic regression with {int(mask.sum())} training rows unlearned"
+        return self._release(unlearned, plan, mask, batch, noisy_evals, ft_evals, description)
+
+    def _unlearn_module(self, module: Any, X: Any, y: Any, forget: Any) -> Release:
+        from trustlab.unlearning._certified_torch import check_module_rows, unlearn_module
+
+        Xt, yt, _ = check_module_rows(module, X, y)
+        mask = forget_mask(forget, int(Xt.shape[0]))
+        n_params = sum(int(p.numel()) for p in module.parameters() if p.requires_grad)
+        plan = self.plan(max(n_params, 1))
+        keep = np.flatnonzero(~mask)
+        n_retain = int(keep.size)
+        batch = n_retain if self.batch_size is None else min(int(self.batch_size), n_retain)
+        unlearned, noisy_evals, ft_evals = unlearn_module(
+            module,
+            Xt[keep],
+            yt[keep],
+            sigmas=plan["sigmas"],
+            C0=float(self.C0),
+            C1=float(self.C1),
+            lr=float(self.lr),
+            weight_decay=float(self.weight_decay),
+            batch_size=self.batch_size,
+            finetune_iter=int(self.finetune_iter),
+            grid_exponent=int(self.grid_exponent),
+            rng=make_generator(self.random_state),
+        )
+        description = f"{type(module).__name__} (torch) with {int(mask.sum())} training rows unlearned"
+        return self._release(unlearned, plan, mask, batch, noisy_evals, ft_evals, description)
+
+    def _release(
+        self,
+        value: Any,
+        plan: dict[str, Any],
+        mask: np.ndarray,
+        batch: int,
+        noisy_evals: int,
+        ft_evals: int,
+        description: str,
+    ) -> Release:
         sig = plan["sigmas"]
         return Release(
-            value=unlearned,
+            value=value,
             epsilon=plan["epsilon"],
             delta=plan["delta"],
             mechanism="noisy fine-tuning, gradient clipping (Koloskova et al., ICML 2025)",
             guarantee=GUARANTEE,
             measure="approximate",
-            description=f"logistic regression with {int(mask.sum())} training rows unlearned",
+            description=description,
             parameters={
                 "C0": float(self.C0),
                 "C1": float(self.C1),
@@ -374,7 +421,7 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
                 "batch_size": batch,
                 "finetune_iter": int(self.finetune_iter),
                 "n_forget": int(mask.sum()),
-                "n_retain": int(Xr.shape[0]),
+                "n_retain": int((~mask).sum()),
                 "gradient_evaluations_noisy": int(noisy_evals),
                 "gradient_evaluations_finetune": int(ft_evals),
                 "gradient_evaluations": int(noisy_evals + ft_evals),
