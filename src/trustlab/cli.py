@@ -58,6 +58,8 @@ _FLAGS = {
     "categorical": "--categorical",
     "alpha": "--alpha",
     "mitigate": "--mitigate",
+    "dask": "--dask",
+    "sample_rows": "--sample-rows",
     "proxy": "--proxy",
     "proxy_error": "--proxy-error",
 }
@@ -86,6 +88,112 @@ def _fail(exc: TrustlabError) -> NoReturn:
     head, _, rest = line.partition(":")
     err.print(f"[bold red]{escape(head)}:[/]{escape(rest)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+def _audit_dask(
+    data: Path | None,
+    scheduler: str,
+    target: str | None,
+    sensitive: str | None,
+    model: str,
+    out: Path,
+    sample_rows: int,
+    timeout: float,
+    private: bool,
+    epsilon: float | None,
+    ignore: list[str],
+    use_sensitive: bool,
+    test_size: float,
+    seed: int,
+    positive: str | None,
+    mitigate: str | None,
+    proxy: str | None,
+) -> None:
+    """``trustlab audit DATA --dask ...``: the Data, Performance and Fairness sections on a cluster."""
+    from trustlab.audit import Audit
+    from trustlab.audit.report import check_out_dir
+
+    client = None
+    try:
+        check_out_dir(out)
+        if data is None:
+            raise TrustlabError(
+                "--dask needs DATA: a Parquet file or a folder of Parquet files.", argument="data"
+            )
+        if not target or not _split(sensitive):
+            raise TrustlabError(
+                "--dask needs --target and --sensitive (the columns of your Parquet files).",
+                argument="--target" if not target else "--sensitive",
+            )
+        if mitigate or proxy:
+            raise TrustlabError(
+                "--mitigate and --proxy read individual held-out rows; they are not available with "
+                "--dask: drop them, or run in process.",
+                argument="dask",
+            )
+        if sample_rows < 100:
+            raise TrustlabError(
+                f"--sample-rows must be at least 100, got {sample_rows}.", argument="sample_rows"
+            )
+        from trustlab.audit._scale import run_scaled
+        from trustlab.compute.cluster import connect
+        from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
+
+        # the files' footers first: a bad file fails before any cluster starts
+        check_parquet_schemas(parquet_files(data), required=(target, *_split(sensitive)))
+
+        if not 0.0 < timeout <= 3600.0:
+            raise TrustlabError(
+                f"--dask-timeout must lie in (0, 3600] seconds, got {timeout}.", argument="dask"
+            )
+        runner = Audit(
+            model=model,
+            private=private,
+            epsilon=epsilon,
+            positive=positive,
+            ignore=ignore,
+            use_sensitive=use_sensitive,
+            test_size=test_size,
+            random_state=seed,
+        )
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress:
+            task = progress.add_task(f"connecting to {scheduler}", total=None)
+            client = connect(scheduler, timeout=timeout)
+            report = run_scaled(
+                runner,
+                data,
+                target=target,
+                sensitive=_split(sensitive),
+                client=client,
+                sample_rows=sample_rows,
+                dataset_name=data.name,
+                progress=lambda msg: progress.update(task, description=msg),
+            )
+            progress.update(task, description="writing report")
+            html_path, json_path = report.save(out)
+    except TrustlabError as exc:
+        _fail(exc)
+    finally:
+        if client is not None:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    counts = report.status_counts
+    scale = report.meta["scale"]
+    typer.echo(
+        f"report written: {html_path} and {json_path} (raw statistics on Dask: {scale['rows']:,} rows, "
+        f"{scale['partitions']} partitions, {scale['workers']} workers; model fitted on "
+        f"{scale['sample_rows']:,} sampled rows); checks: {counts['pass']} passed, {counts['fail']} "
+        f"failed, {counts['inconclusive']} inconclusive, {counts['not_evaluable']} not evaluable"
+    )
 
 
 @app.command()
@@ -138,8 +246,42 @@ def audit(
     proxy_error: Annotated[
         float | None, typer.Option(help="Public error rate of the --proxy column, P(true group != proxy).")
     ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            help="Run on Dask: a scheduler address (tcp://HOST:8786) or local / local:N worker "
+            "processes. DATA is then a Parquet file or folder, read lazily (docs/scale.md)."
+        ),
+    ] = None,
+    sample_rows: Annotated[
+        int, typer.Option(help="With --dask: training rows sampled to fit the model (all rows are scored).")
+    ] = 200_000,
+    dask_timeout: Annotated[
+        float, typer.Option(help="With --dask: seconds to wait for the scheduler.")
+    ] = 10.0,
 ) -> None:
     """Audit a table and a model; write DIR/report.html and DIR/report.json."""
+    if dask is not None:
+        _audit_dask(
+            data,
+            dask,
+            target,
+            sensitive,
+            model,
+            out,
+            sample_rows,
+            dask_timeout,
+            private,
+            epsilon,
+            _split(ignore),
+            use_sensitive,
+            test_size,
+            seed,
+            positive,
+            mitigate,
+            proxy,
+        )
+        return
     from trustlab.audit import Audit, default_sections
     from trustlab.audit.report import check_out_dir
     from trustlab.datasets import Schema, load_default, load_table

@@ -30,6 +30,7 @@ from trustlab.audit._audit_inputs import (
     model_frame,
 )
 from trustlab.audit._private_model import DP_MODEL, fit_private_model
+from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext, Section, SectionResult
@@ -325,7 +326,9 @@ class Audit:
         if self._fits_model():
             try:
                 fitted = make_model(str(model), X_train, random_state=self.random_state)
-                return fitted.fit(X_train, y_train), str(model), "fitted on the training rows"
+                with native_threads():
+                    fitted.fit(X_train, y_train)
+                return fitted, str(model), "fitted on the training rows"
             except ModelError:
                 raise
             except Exception as exc:
@@ -362,7 +365,8 @@ class Audit:
                     f"the model knows {len(classes)} class(es); a binary classifier is needed.",
                     argument="model",
                 )
-            proba = np.asarray(model.predict_proba(X), dtype=float)
+            with native_threads():
+                proba = np.asarray(model.predict_proba(X), dtype=float)
             if proba.ndim != 2 or proba.shape != (len(X), 2):
                 raise ModelError(
                     f"predict_proba must return shape (n, 2), got {proba.shape}.", argument="model"
@@ -384,7 +388,10 @@ class Audit:
         classes = list(getattr(model, "classes_", [0, 1]))
         col = 1
         for i, c in enumerate(classes):
-            if str(c) == str(positive) or (isinstance(model, ConstantModel) and c == 1):
+            # a model trustlab fitted learnt the 0/1 encoding (1 = positive): never match the
+            # user's label there (positive=0 would pick the negative class's column)
+            own = self._fits_model() or isinstance(model, ConstantModel)
+            if (c == 1) if own else str(c) == str(positive):
                 col = i
         p = proba[:, col]
         return np.clip(np.where(np.isfinite(p), p, 0.5), 0.0, 1.0), None

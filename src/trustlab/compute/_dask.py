@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,37 @@ def run_graph(obj: Any, client: Any = None) -> Any:
         ) from exc
 
 
-def compute_dask(stat: Any, data: Any, *, client: Any = None, fan_in: int = 8) -> Any:
+def _with_progress(states: list[Any], client: Any, progress: Callable[[int, int], None]) -> list[Any]:
+    """Submit the partial states as futures and report each one that finishes."""
+    from dask.distributed import as_completed
+
+    futures = client.compute(states)
+    progress(0, len(futures))
+    try:
+        for done, fut in enumerate(as_completed(futures), start=1):
+            if fut.status == "error":
+                fut.result()  # raises the worker's error
+            progress(done, len(futures))
+    except TrustlabError:
+        raise
+    except Exception as exc:
+        raise DataError(
+            f"a Dask task failed while computing the statistics ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]}); check the input files (same columns and types "
+            "in every file) and that the workers can read them.",
+            argument="data",
+        ) from exc
+    return list(futures)
+
+
+def compute_dask(
+    stat: Any,
+    data: Any,
+    *,
+    client: Any = None,
+    fan_in: int = 8,
+    progress: Callable[[int, int], None] | None = None,
+) -> Any:
     """Partial states on the workers, merged in a tree of fan-in ``fan_in``, finalised here.
 
     Only the partial states (small: counts, sums) and the statistic object travel; the
@@ -66,6 +97,8 @@ def compute_dask(stat: Any, data: Any, *, client: Any = None, fan_in: int = 8) -
     states = [dask.delayed(_partial_at, pure=True)(stat_d, p, o) for p, o in zip(parts, offsets, strict=True)]
     if not states:
         raise DataError("the Dask DataFrame has no partitions.", argument="data")
+    if client is not None and progress is not None:
+        states = _with_progress(states, client, progress)
     while len(states) > 1:  # a tree of merges, so no single task holds every state
         states = [
             dask.delayed(_merge_all, pure=True)(stat_d, *states[i : i + fan_in])

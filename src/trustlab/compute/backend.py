@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from functools import reduce
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ def _is_dask(data: Any) -> bool:
     {
         "stat": [HasMethods(["partial", "merge", "finalize"])],
         "chunksize": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "progress": [None, callable],
     }
 )
 def compute(
@@ -34,6 +36,7 @@ def compute(
     *,
     chunksize: int | None = None,
     client: Any = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> R:
     """Compute ``stat`` on ``data``.
 
@@ -49,6 +52,9 @@ def compute(
         Rows per chunk for pandas input.
     client : dask.distributed.Client, optional
         Where to run a Dask computation.
+    progress : callable, optional
+        With ``client``: called as ``progress(done, total)`` each time a partition's
+        partial state is ready (the CLI's progress bar follows the Dask tasks this way).
 
     Returns
     -------
@@ -74,7 +80,7 @@ def compute(
     if _is_dask(data):
         from trustlab.compute._dask import compute_dask
 
-        return compute_dask(stat, data, client=client)
+        return compute_dask(stat, data, client=client, progress=progress)
     if not isinstance(data, pd.DataFrame):
         raise DataError(
             f"data must be a pandas or Dask DataFrame, got {type(data).__name__}.",

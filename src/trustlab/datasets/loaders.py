@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from trustlab._param_validation import validate_params
 from trustlab.errors import DataError
 
-__all__ = ["load_table"]
+__all__ = ["check_parquet_schemas", "load_table", "parquet_files"]
 
 _CSV = {".csv", ".txt", ".tsv", ".gz", ".bz2", ".zip"}
 _PARQUET = {".parquet", ".pq"}
@@ -87,3 +88,117 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
         if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
             df[col] = df[col].astype("category")
     return df
+
+
+_PARQUET_FIX = (
+    "rewrite the file(s) with the same columns and types as the others (e.g. "
+    "pyarrow.parquet.write_table with one schema), or move them out of the dataset folder"
+)
+
+
+def parquet_files(path: str | Path) -> list[Path]:
+    """The Parquet files of a dataset: one file, or every ``*.parquet`` / ``*.pq`` under a folder.
+
+    Parameters
+    ----------
+    path : str or Path
+        A Parquet file or a folder of them (searched recursively, e.g. a Hive-partitioned
+        dataset), sorted by path so that the rows' order is reproducible.
+
+    Returns
+    -------
+    list of Path
+
+    Raises
+    ------
+    DataError
+        The path does not exist, or names no Parquet file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     pd.DataFrame({"x": [1]}).to_parquet(Path(tmp) / "a.parquet")
+    ...     [p.name for p in parquet_files(tmp)]
+    ['a.parquet']
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"data path {str(p)!r} does not exist; check the path.", argument="data")
+    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.suffix.lower() in _PARQUET)
+    if not files or any(f.suffix.lower() not in _PARQUET for f in files):
+        raise DataError(
+            f"data path {str(p)!r} holds no Parquet file (.parquet or .pq); --dask reads Parquet "
+            "only: convert the table (pandas.DataFrame.to_parquet).",
+            argument="data",
+        )
+    return files
+
+
+def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> tuple[Any, int]:
+    """Read every file's schema (metadata only) and check that they agree.
+
+    Parameters
+    ----------
+    files : list of Path
+        The dataset's files.
+    required : tuple of str
+        Columns every file must hold (e.g. the target and the sensitive columns).
+
+    Returns
+    -------
+    schema : pyarrow.Schema
+        The common schema.
+    rows : int
+        Total rows (from the files' footers).
+
+    Raises
+    ------
+    DataError
+        A file cannot be read as Parquet, lacks a required column, or has columns or
+        types that differ from the first file's; the message names the file and the fix.
+    """
+    import pyarrow.parquet as pq
+
+    ref = None
+    rows = 0
+    for f in files:
+        try:
+            meta = pq.ParquetFile(f).metadata
+            schema = meta.schema.to_arrow_schema()
+        except Exception as exc:
+            raise DataError(
+                f"Parquet file {str(f)!r} could not be read ({type(exc).__name__}: {exc}); "
+                "replace it or remove it from the dataset.",
+                argument="data",
+            ) from None
+        rows += meta.num_rows
+        missing = [c for c in required if c not in schema.names]
+        if missing:
+            raise DataError(
+                f"Parquet file {str(f)!r} has no column(s) {missing} (e.g. the target); every file "
+                f"needs them: {_PARQUET_FIX}.",
+                argument="data",
+            )
+        if ref is None:
+            ref = (f, schema)
+            continue
+        first, want = ref
+        if schema.names != want.names:
+            extra = sorted(set(schema.names) - set(want.names))
+            lack = sorted(set(want.names) - set(schema.names))
+            raise DataError(
+                f"Parquet file {str(f)!r} has different columns from {str(first)!r} (extra "
+                f"{extra}, missing {lack}, or another order); {_PARQUET_FIX}.",
+                argument="data",
+            )
+        for name in want.names:
+            a, b = want.field(name).type, schema.field(name).type
+            if a != b:
+                raise DataError(
+                    f"Parquet file {str(f)!r} stores column {name!r} as {b} but {str(first)!r} as "
+                    f"{a}; {_PARQUET_FIX}.",
+                    argument="data",
+                )
+    assert ref is not None
+    return ref[1], rows

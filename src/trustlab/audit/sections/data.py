@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.audit._scale_stats import column_summaries
 from trustlab.audit.prediction_table import discrete_laplace_sd
 from trustlab.audit.section import (
     AuditContext,
@@ -17,7 +18,6 @@ from trustlab.audit.section import (
     interval_verdict,
 )
 from trustlab.audit.sections._columns import suspect_columns
-from trustlab.compute import Moments, ValueCounts, compute
 from trustlab.models import categorical_columns
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.statistics import dp_count, dp_histogram, dp_sum
@@ -61,12 +61,15 @@ class DataSection(Section):
 
     def _raw(self, ctx: AuditContext) -> SectionResult:
         df = ctx.data
-        cats = set(categorical_columns(df))
+        cats = categorical_columns(df)
+        stats = column_summaries(ctx, cats)  # one pass over the table (trustlab.compute)
         columns: list[dict[str, Any]] = []
-        for col in df.columns:
+        n_rows = 0
+        for i, col in enumerate(df.columns):
             entry: dict[str, Any] = {"name": str(col), "dtype": str(df[col].dtype)}
-            if col in cats:
-                counts = compute(ValueCounts(col), df)
+            if col in set(cats):
+                counts = dict(stats[str(i)])
+                n_rows = sum(counts.values())
                 missing = counts.pop(None, 0)
                 entry |= {
                     "kind": "categorical",
@@ -74,14 +77,16 @@ class DataSection(Section):
                     "top": [[str(k), int(v)] for k, v in list(counts.items())[:TOP_LEVELS]],
                 }
             else:
-                m = compute(Moments(col), df)
+                m = stats[str(i)]
+                n_rows = int(m["rows"])
                 missing = int(m["missing"])
                 entry |= {"kind": "numeric"} | {k: float(m[k]) for k in ("mean", "std", "min", "max")}
             entry["missing"] = int(missing)
-            entry["missing_rate"] = missing / len(df)
             columns.append(entry)
+        for entry in columns:
+            entry["missing_rate"] = entry["missing"] / n_rows
         figures = {
-            "rows": len(df),
+            "rows": n_rows,
             "columns": df.shape[1],
             "column_summaries": columns,
             "model_inputs": model_inputs(ctx),
@@ -91,7 +96,11 @@ class DataSection(Section):
             self.title,
             figures,
             self._checks(ctx, columns),
-            ["Raw statistics of the whole table (not differentially private)."],
+            [
+                "Raw statistics of the whole table (not differentially private), computed in one "
+                "pass as mergeable statistics (trustlab.compute): exact counts; sums up to float "
+                "rounding."
+            ],
         )
 
     def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:

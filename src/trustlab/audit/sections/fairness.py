@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab._param_validation import Interval, Options, check_params
+from trustlab.audit._scale_stats import prediction_table
 from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
     N_BOOT,
     binned_metrics,
     confusion_from_bins,
-    shared_prediction_table,
     size_rule,
 )
 from trustlab.audit.section import (
@@ -141,7 +141,7 @@ class FairnessSection(Section):
         -------
         SectionResult
         """
-        tab = shared_prediction_table(ctx, budget)
+        tab = prediction_table(ctx, budget)
         per_attr: dict[str, dict[str, Any]] = {}
         checks: list[Check] = []
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):

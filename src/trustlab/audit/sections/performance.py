@@ -5,16 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import accuracy_score, brier_score_loss, roc_auc_score
 
+from trustlab.audit._scale_stats import prediction_table, score_tables
 from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
     N_BOOT,
-    OTHER,
     PredictionTable,
     binned_metrics,
-    shared_prediction_table,
     size_rule,
 )
 from trustlab.audit.section import (
@@ -26,13 +24,7 @@ from trustlab.audit.section import (
     interval_verdict,
 )
 from trustlab.privacy.accounting import Accountant
-from trustlab.uncertainty import (
-    GAP_METHOD,
-    calibration_table,
-    expected_calibration_error,
-    gap_interval,
-    symmetric_interval,
-)
+from trustlab.uncertainty import GAP_METHOD, gap_interval, symmetric_interval
 
 __all__ = ["PerformanceSection"]
 
@@ -42,24 +34,9 @@ METRICS = ("accuracy", "roc_auc", "brier", "ece")
 N_CAL_BINS = 10
 
 
-def _exact(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    out: dict[str, float] = {"count": float(y.size)}
-    if y.size == 0:
-        return out | dict.fromkeys(METRICS, np.nan)
-    out["accuracy"] = float(accuracy_score(y, p >= 0.5))
-    out["roc_auc"] = float(roc_auc_score(y, p)) if 0 < y.sum() < y.size else np.nan
-    out["brier"] = float(brier_score_loss(y, p, pos_label=1))
-    out["ece"] = expected_calibration_error(y, p)
-    return out
-
-
-def _curve_exact(y: np.ndarray, p: np.ndarray) -> list[list[float]]:
-    """Ten points (mean predicted, fraction positive); NaN for empty bins (fixed length)."""
-    if y.size == 0:
-        centre = (np.arange(N_CAL_BINS) + 0.5) / N_CAL_BINS
-        return [[float(c), float("nan")] for c in centre]
-    t = calibration_table(y, p, n_bins=N_CAL_BINS)
-    return t[["mean_predicted", "fraction_positive"]].to_numpy().tolist()
+def _exact(metrics: dict[str, Any]) -> dict[str, float]:
+    """The exact figures of a merged :class:`~trustlab.compute.scores.ScoreTable` group."""
+    return {"count": float(metrics["count"])} | {m: float(metrics[m]) for m in METRICS}
 
 
 def _curve_binned(binned: np.ndarray) -> list[list[float]]:
@@ -222,7 +199,7 @@ class PerformanceSection(Section):
         -------
         SectionResult
         """
-        tab = shared_prediction_table(ctx, budget)
+        tab = prediction_table(ctx, budget)
         reps_all = binned_metrics(tab.overall(tab.replicates))
         centre_all = binned_metrics(tab.overall())
         groups: dict[str, list[dict[str, Any]]] = {}
@@ -234,12 +211,12 @@ class PerformanceSection(Section):
             curves["overall"] = _curve_binned(tab.overall())
             count_hw = tab.count_halfwidth()
         else:
-            y, p = ctx.y_test, ctx.proba_test
-            overall = _exact(y, p)
-            curves["overall"] = _curve_exact(y, p)
+            scores = score_tables(ctx)
+            m_all = scores["overall"].metrics(n_bins=N_CAL_BINS)
+            overall = _exact(m_all)
+            curves["overall"] = m_all["curve"]
             count_hw = 0.0
         overall_entry = _entry(overall, centre_all, reps_all, count_hw)
-        sens = ctx.sensitive_test
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):
             marg = tab.by_attribute(attr)
             centre = binned_metrics(marg)
@@ -248,17 +225,14 @@ class PerformanceSection(Section):
             counts = tab.group_counts(attr)
             hw = tab.count_halfwidth(attr)
             rows, curves[attr] = [], {}
-            if budget is None:
-                values = sens[attr].astype(object).to_numpy()
-                isna = sens[attr].isna().to_numpy()
             for i, lv in enumerate(levels):
                 if budget is not None:
                     est = {k: float(v[i]) for k, v in centre.items()} | {"count": float(counts[i])}
                     curves[attr][str(lv)] = _curve_binned(marg[i])
                 else:
-                    mask = isna if lv == OTHER else (values == lv) & ~isna
-                    est = _exact(ctx.y_test[mask], ctx.proba_test[mask])
-                    curves[attr][str(lv)] = _curve_exact(ctx.y_test[mask], ctx.proba_test[mask])
+                    m = scores[attr].metrics(i, n_bins=N_CAL_BINS)
+                    est = _exact(m)
+                    curves[attr][str(lv)] = m["curve"]
                 row = {"group": str(lv)} | _entry(est, centre, reps, hw, (i,))
                 row["evaluable"] = bool(ok[i])
                 rows.append(row)
@@ -285,7 +259,9 @@ class PerformanceSection(Section):
             ]
         else:
             notes = [
-                "Raw statistics on the held-out rows (not differentially private).",
+                "Raw statistics on the held-out rows (not differentially private), computed as "
+                "mergeable statistics (trustlab.compute): exact counts of each distinct score by "
+                "label, merged over partitions; equal to the row-level figures up to float rounding.",
                 "ECE: expected calibration error on 10 equal-width bins of the predicted probability.",
                 f"Intervals ({LEVEL:.0%}): the exact estimate +- the 95% quantile of |replicate - "
                 f"estimate| over {N_BOOT} row-bootstrap replicates of the held-out rows (scores "

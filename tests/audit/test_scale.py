@@ -1,0 +1,157 @@
+"""The distributed audit (Parquet files on a 2-process LocalCluster) vs the in-process audit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+distributed = pytest.importorskip("dask.distributed")
+
+from trustlab.audit import Audit  # noqa: E402
+from trustlab.audit._scale import run_scaled  # noqa: E402
+from trustlab.audit.registry import default_sections  # noqa: E402
+from trustlab.datasets import load_table  # noqa: E402
+from trustlab.errors import DataError, ParameterError  # noqa: E402
+
+SECTIONS = ("data", "performance", "fairness")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    )
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _table(n: int = 6000, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n)
+    g = rng.choice(["x", "y", "z"], n).astype(object)
+    g[rng.random(n) < 0.03] = None
+    df = pd.DataFrame(
+        {
+            "a": a,
+            "b": rng.integers(0, 5, n).astype(float),
+            "g": g,
+            "h": rng.choice(["u", "v"], n),
+        }
+    )
+    df["y"] = np.where(rng.random(n) < 1 / (1 + np.exp(-2 * a)), "yes", "no")
+    return df
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    df = _table()
+    root = tmp_path_factory.mktemp("parts")
+    for i, part in enumerate(np.array_split(np.arange(len(df)), 4)):
+        df.iloc[part].to_parquet(root / f"part-{i}.parquet", index=False)
+    df.to_parquet(root.parent / "whole.parquet", index=False)
+    return root, root.parent / "whole.parquet"
+
+
+def _sections():
+    from trustlab.audit.sections.fairness import FairnessSection
+
+    return [
+        FairnessSection(calibration=False) if s.name == "fairness" else s
+        for s in default_sections()
+        if s.name in SECTIONS
+    ]
+
+
+def _walk(a, b, path, out):
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        for k in a:
+            _walk(a[k], b[k], f"{path}/{k}", out)
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b, strict=True)):
+            _walk(u, v, f"{path}[{i}]", out)
+    elif isinstance(a, float) and isinstance(b, float):
+        if not (a == b or (math.isnan(a) and math.isnan(b))):
+            out.append((path, abs(a - b)))
+    else:
+        assert a == b, (path, a, b)
+
+
+def test_dask_audit_equals_in_process(client, files):
+    """Sample = every training row: same model, same held-out rows, so the same report."""
+    root, whole = files
+    frame = load_table(whole)
+    local = Audit(model="logistic", sections=_sections()).run(frame, target="y", sensitive=["g", "h"])
+    remote = run_scaled(
+        Audit(model="logistic", sections=_sections()),
+        root,
+        target="y",
+        sensitive=["g", "h"],
+        client=client,
+        sample_rows=10**9,
+    )
+    assert [r.name for r in remote.results] == list(SECTIONS)
+    assert remote.meta["scale"]["rows"] == len(frame)
+    assert remote.meta["scale"]["partitions"] == 4
+    diffs: list = []
+    for lr, rr in zip(local.results, remote.results, strict=True):
+        lf, rf = lr.to_dict(), rr.to_dict()
+        fig_l, fig_r = dict(lf["figures"]), dict(rf["figures"])
+        if lr.name == "data":  # the identifier heuristics read the sample (here every training row)
+            fig_l.pop("model_inputs"), fig_r.pop("model_inputs")
+        _walk(fig_l, fig_r, lr.name, diffs)
+        assert [c["status"] for c in lf["checks"]] == [c["status"] for c in rf["checks"]]
+    # counts bit for bit (compared exactly above); sums within float rounding
+    assert all(d < 1e-12 for _, d in diffs), diffs[:5]
+
+
+def test_sample_size_and_status(client, files):
+    root, _ = files
+    report = run_scaled(
+        Audit(model="logistic", sections=_sections()),
+        root,
+        target="y",
+        sensitive="g",
+        client=client,
+        sample_rows=1000,
+    )
+    n_sample = report.meta["scale"]["sample_rows"]
+    # a Bernoulli(rate) sample of about 4,200 training rows at rate 1000/4200: sd about 28
+    assert 850 < n_sample < 1150
+    assert "hash sample" in report.meta["model_status"]
+    # every held-out row is scored on the workers, whatever the sample
+    held = report["performance"].figures["overall"]["count"]
+    assert 0.27 * 6000 < held < 0.33 * 6000
+
+
+def test_bad_inputs_name_the_file(client, tmp_path):
+    df = _table(200)
+    df.iloc[:100].to_parquet(tmp_path / "a.parquet", index=False)
+    df.iloc[100:].drop(columns=["y"]).to_parquet(tmp_path / "b.parquet", index=False)
+    with pytest.raises(DataError, match=r"b\.parquet.*has no column"):
+        run_scaled(Audit(sections=_sections()), tmp_path, target="y", sensitive="g", client=client)
+    other = tmp_path / "types"
+    other.mkdir()
+    df.iloc[:100].to_parquet(other / "a.parquet", index=False)
+    pq.write_table(
+        pa.Table.from_pandas(df.iloc[100:].astype({"b": "int64"}), preserve_index=False), other / "b.parquet"
+    )
+    with pytest.raises(DataError, match=r"b\.parquet.*stores column 'b' as int64"):
+        run_scaled(Audit(sections=_sections()), other, target="y", sensitive="g", client=client)
+    empty = tmp_path / "csv"
+    empty.mkdir()
+    df.to_csv(empty / "a.csv", index=False)
+    with pytest.raises(DataError, match="no Parquet file"):
+        run_scaled(Audit(sections=_sections()), empty, target="y", sensitive="g", client=client)
+    with pytest.raises(ParameterError, match="--private is not available"):
+        run_scaled(
+            Audit(private=True, epsilon=1.0), tmp_path / "types", target="y", sensitive="g", client=client
+        )
