@@ -254,6 +254,22 @@ def dp_histogram(
     else:
         valid = (arr >= 0) & (arr < n_bins)
     counts = np.bincount(arr[valid].astype(np.int64), minlength=n_bins)
+    return release_counts(counts, epsilon, description=description, accountant=accountant)
+
+
+def release_counts(
+    counts: np.ndarray, epsilon: float, *, description: str = "histogram", accountant: Any = None
+) -> Release:
+    """The mechanism of :func:`dp_histogram` on exact counts computed elsewhere (private helper).
+
+    ``counts`` are the exact per-bin counts of records that each fall in at most one bin
+    (e.g. merged from the partitions of a distributed table: :mod:`trustlab.compute`), so
+    adding or removing a record changes one count by one. Its length is the public bin
+    count. Nothing about the counts' values raises: the caller has checked their type.
+    """
+    epsilon = float(epsilon)
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+    n_bins = int(counts.size)
 
     def draw() -> np.ndarray:
         noisy = add_discrete_laplace(counts, 1.0 / epsilon)
