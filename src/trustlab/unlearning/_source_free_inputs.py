@@ -18,6 +18,8 @@ __all__ = [
     "import_torch",
 ]
 
+_MAX_INPUT_SIZE = 10**8  # values in one input: far above images, below an accidental allocation of terabytes
+
 
 def import_torch() -> Any:
     """Import torch or raise MissingDependencyError naming the extra."""
@@ -36,7 +38,7 @@ def check_input_range(input_range: Any) -> tuple[float, float]:
     """``(low, high)`` as two finite floats with ``low < high``."""
     try:
         low, high = (float(v) for v in input_range)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ParameterError(
             f"input_range must be a pair (low, high) of numbers, e.g. (-1.0, 1.0); got {input_range!r}.",
             argument="input_range",
@@ -76,14 +78,17 @@ def check_model(model: Any, input_shape: Any, low: float, high: float) -> tuple[
     if not params:
         raise ModelError("the model has no trainable parameters to unlearn.", argument="model")
     dtype = params[0].dtype
-    if not dtype.is_floating_point:
-        raise ModelError(f"the model's parameters must be floating point; got {dtype}.", argument="model")
+    if dtype not in (torch.float32, torch.float64):
+        raise ModelError(
+            f"the model's parameters must be float32 or float64; got {dtype}: pass model.float().",
+            argument="model",
+        )
     if input_shape is None:
         shape = _infer_input_shape(model)
     else:
         try:
             shape = tuple(int(s) for s in input_shape)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             shape = ()
         if (
             not shape
@@ -95,6 +100,12 @@ def check_model(model: Any, input_shape: Any, low: float, high: float) -> tuple[
                 f"got {input_shape!r}.",
                 argument="input_shape",
             )
+    if int(np.prod(shape, dtype=object)) > _MAX_INPUT_SIZE:
+        raise ParameterError(
+            f"input_shape {shape} has more than {_MAX_INPUT_SIZE:,} values per input; pass the shape of one "
+            "input without the batch axis.",
+            argument="input_shape",
+        )
     probe = torch.full((2, *shape), (low + high) / 2, dtype=dtype)
     was_training = model.training
     try:
@@ -115,6 +126,10 @@ def check_model(model: Any, input_shape: Any, low: float, high: float) -> tuple[
             "the model must return logits of shape (batch, n_classes) (a tensor, before softmax); it "
             f"returned {type(out).__name__} of shape {tuple(getattr(out, 'shape', ()))}.",
             argument="model",
+        )
+    if not out.dtype.is_floating_point:
+        raise ModelError(
+            f"the model must return floating-point logits; it returned {out.dtype}.", argument="model"
         )
     if int(out.shape[1]) < 2:
         raise ModelError("the model must have at least 2 output classes (logits).", argument="model")

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from trustlab.errors import ModelError
 from trustlab.unlearning._source_free_inputs import check_finite, import_torch
 
 __all__ = ["class_score", "run_chain"]
@@ -33,13 +34,20 @@ def class_score(model: Any, energy: str) -> Callable[[Any, Any], tuple[Any, Any]
     def score(x: Any, y: Any) -> tuple[Any, Any]:
         with torch.enable_grad():
             xg = x.detach().requires_grad_(True)
-            logits = model(xg)
-            rows = torch.arange(logits.shape[0])
-            if energy == "softmax":
-                e = -torch.log_softmax(logits, dim=1)[rows, y]
-            else:
-                e = -logits[rows, y]
-            (grad,) = torch.autograd.grad(e.sum(), xg)
+            try:
+                logits = model(xg)
+                rows = torch.arange(logits.shape[0])
+                if energy == "softmax":
+                    e = -torch.log_softmax(logits, dim=1)[rows, y]
+                else:
+                    e = -logits[rows, y]
+                (grad,) = torch.autograd.grad(e.sum(), xg)
+            except (RuntimeError, NotImplementedError, TypeError, IndexError) as exc:
+                raise ModelError(
+                    f"the energy gradient of the model could not be computed ({type(exc).__name__}: {exc}); "
+                    "the model's logits must be differentiable with respect to its input.",
+                    argument="model",
+                ) from None
         return -grad.detach(), e.detach()
 
     return score

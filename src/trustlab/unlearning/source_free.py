@@ -424,6 +424,10 @@ class SourceFreeUnlearner(ParamsValidationMixin):
 
     Attributes
     ----------
+    input_shape_ : tuple of int
+        Shape of one input.
+    n_classes_ : int
+        Logits of the model.
     model_ : torch.nn.Module
         The unlearned copy (``model`` itself is not changed).
     report_ : SourceFreeReport
@@ -541,7 +545,7 @@ class SourceFreeUnlearner(ParamsValidationMixin):
         lam = self._check_weights()
         import_torch()
         low, high = check_input_range(self.input_range)
-        _, n_classes, _ = check_model(model, self.input_shape, low, high)
+        shape, n_classes, _ = check_model(model, self.input_shape, low, high)
         forget = check_classes(forget_classes, n_classes, "forget_classes", allow_all=False)
         retain = tuple(c for c in range(n_classes) if c not in forget)
         gen = _torch_generator(self.random_state)
@@ -600,6 +604,7 @@ class SourceFreeUnlearner(ParamsValidationMixin):
             o_n=float(self.disc_o_n),
             generator=gen,
         )
+        self.input_shape_, self.n_classes_ = shape, n_classes
         self.report_ = SourceFreeReport(
             forget_classes=forget,
             retain_classes=retain,
@@ -629,10 +634,15 @@ class SourceFreeUnlearner(ParamsValidationMixin):
         torch = import_torch()
         dtype = next(p for p in self.model_.parameters()).dtype
         try:
-            Xt = torch.as_tensor(np.asarray(X, dtype=np.float64), dtype=dtype)
-        except (TypeError, ValueError):
+            Xa = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            Xa = np.zeros(0)
+        if Xa.ndim < 1 or tuple(Xa.shape[1:]) != self.input_shape_ or not np.all(np.isfinite(Xa)):
             raise DataError(
-                "X must be an array of numbers shaped like the model's inputs.", argument="X"
-            ) from None
+                f"X must be a finite array of inputs of shape (n, *{self.input_shape_}); "
+                f"got shape {Xa.shape}.",
+                argument="X",
+            )
+        Xt = torch.as_tensor(Xa, dtype=dtype)
         with torch.no_grad():
             return self.model_(Xt).argmax(dim=1).numpy()
