@@ -1,0 +1,281 @@
+"""The Robustness section: held-out rows unlike the training data, and label flips.
+
+Two questions about the fitted model on the held-out rows
+(:mod:`trustlab.security.robustness`):
+
+1. *Which held-out rows are unlike anything the model was trained on?* The distance of
+   each held-out row to its 5th nearest training row (numeric columns scaled by the
+   training IQR, categories one-hot), the share above the 95th percentile of the training
+   rows' own distances (about 5% when the held-out rows come from the same population),
+   and the rows most unlike the training data. Model-agnostic: trees included.
+2. *Do predictions flip under small changes of the numeric inputs?* For each held-out
+   row (up to ``max_rows``, a seeded sample), whether some change of at most
+   ``eps`` x the feature's training IQR on every numeric feature changes the predicted
+   label; the share of rows that flip, overall and per sensitive group, with Wilson
+   intervals. Torch models and bare scikit-learn logistic regressions / MLPs are searched
+   by gradient, other models by a black-box search (stated); tree models are piecewise
+   constant and get part 1 only (stated). Columns that look like identifiers, codes or
+   weights are not perturbed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trustlab.audit.section import (
+    AuditContext,
+    Check,
+    Section,
+    SectionResult,
+    interval_rule,
+    interval_verdict,
+)
+from trustlab.audit.sections._columns import group_labels, suspect_columns
+
+__all__ = ["RobustnessSection"]
+
+_PRIVATE_NOTE = (
+    "Left out in private mode: the nearest-neighbour distances and the perturbation search read "
+    "individual rows and trustlab has no DP release of them; nothing was spent on this section."
+)
+
+
+class RobustnessSection(Section):
+    """OOD scores of the held-out rows and the share of predictions that flip under small changes.
+
+    Attributes
+    ----------
+    eps : float, default 0.05
+        Perturbation radius per numeric feature, as a multiple of its training IQR.
+    max_rows : int, default 1000
+        Held-out rows searched for flips (a seeded sample when there are more).
+    n_top : int, default 10
+        Held-out rows listed as the most unlike the training data.
+    max_ood_share : float, default 0.10
+        The share of held-out rows above the training 95th percentile may reach this
+        (twice the nominal 5%) before the check fails.
+    max_flip_share : float, default 0.10
+        Share of rows whose label may flip before a flip check fails.
+    min_group : int, default 30
+        Fewest searched rows a group needs to be judged.
+
+    References
+    ----------
+    Sun, Y. et al. "Out-of-Distribution Detection with Deep Nearest Neighbors". ICML 2022.
+    Madry, A. et al. "Towards Deep Learning Models Resistant to Adversarial Attacks". ICLR 2018.
+    """
+
+    name = "robustness"
+    title = "Robustness"
+    budget_weight = 0.0  # releases nothing in private mode
+    eps: float = 0.05
+    max_rows: int = 1000
+    n_top: int = 10
+    max_ood_share: float = 0.10
+    max_flip_share: float = 0.10
+    min_group: int = 30
+
+    def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
+        """OOD scores of the held-out rows, the most unlike rows, and the flip shares by group.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+        budget : Accountant or None
+            Unused: in private mode the section releases nothing.
+
+        Returns
+        -------
+        SectionResult
+        """
+        from trustlab.security._robustness_flips import wilson
+        from trustlab.security._robustness_models import is_tree_model
+        from trustlab.security.robustness import prediction_flips, tabular_ood_scores
+
+        if ctx.private:
+            return SectionResult(self.name, self.title, {"released": False}, [], [_PRIVATE_NOTE])
+        X_train, X_test = ctx.X_train, ctx.X_test
+        figures: dict[str, Any] = {"released": True, "model": ctx.model_name}
+        checks: list[Check] = []
+        notes: list[str] = []
+        if len(X_train) < 6 or len(X_test) == 0:
+            notes.append("Too few training or held-out rows for the nearest-neighbour score.")
+            return SectionResult(self.name, self.title, {"released": False}, checks, notes)
+
+        ood = tabular_ood_scores(X_train, X_test, n_top=int(self.n_top))
+        lo, hi = ood.share_interval
+        top = []
+        for pos, score in zip(ood.top_index, ood.top_scores, strict=True):
+            row = X_test.iloc[int(pos)]
+            top.append(
+                {
+                    "row": str(X_test.index[int(pos)]),
+                    "score": float(score),
+                    "values": {str(c): _plain(row[c]) for c in X_test.columns},
+                }
+            )
+        figures["ood"] = {
+            "n_neighbors": ood.n_neighbors,
+            "threshold": ood.threshold,
+            "share_above": ood.share_above,
+            "intervals": {"share_above": [lo, hi]},
+            "rows": len(X_test),
+            "median_score": float(np.median(ood.scores)),
+            "top": top,
+        }
+        checks.append(
+            Check(
+                "Held-out rows unlike the training data",
+                None,
+                f"{ood.share_above:.3f} of {len(X_test):,} held-out rows lie beyond the training rows' 95th "
+                f"percentile distance (95% interval {lo:.3f}..{hi:.3f}; nominal 0.05, threshold "
+                f"{self.max_ood_share:g})",
+                status=interval_verdict(lo, hi, float(self.max_ood_share), at_most=True),
+                rule=interval_rule(float(self.max_ood_share), at_most=True),
+            )
+        )
+        notes.append(
+            f"OOD score: distance of each held-out row to its {ood.n_neighbors}th nearest training row, "
+            "numeric columns centred on the training median and divided by the training IQR, "
+            "categories one-hot (a different category adds 1 per column, like one IQR). The "
+            "threshold is the 95th percentile of the training rows' distances to the other training "
+            "rows. Model-agnostic (Sun et al., ICML 2022)."
+        )
+
+        if is_tree_model(ctx.model):
+            figures["flips"] = {"evaluated": False, "reason": "tree model"}
+            notes.append(
+                f"{ctx.model_name} is a tree model: its predictions are piecewise constant in each "
+                "feature, so there is no gradient to search for label flips; this section reports the "
+                "model-agnostic OOD score only."
+            )
+            return SectionResult(self.name, self.title, figures, checks, notes)
+
+        skip = {s["column"] for s in suspect_columns(ctx)}
+        cols = [
+            c
+            for c in X_test.columns
+            if c not in skip
+            and c not in ctx.sensitive
+            and np.issubdtype(np.asarray(X_test[c]).dtype, np.number)
+            and not str(X_test[c].dtype) == "category"
+        ]
+        if not cols:
+            figures["flips"] = {"evaluated": False, "reason": "no numeric feature"}
+            notes.append("No numeric feature to perturb: the flip search was not run.")
+            return SectionResult(self.name, self.title, figures, checks, notes)
+        rng = np.random.default_rng(ctx.random_state)
+        n = len(X_test)
+        take = (
+            np.sort(rng.choice(n, size=int(self.max_rows), replace=False))
+            if n > self.max_rows
+            else np.arange(n)
+        )
+        sample = X_test.iloc[take]
+        finite = np.isfinite(sample[cols].to_numpy(dtype=float)).all(axis=1)
+        sample = sample[finite]
+        flips = prediction_flips(
+            ctx.model,
+            sample,
+            eps=float(self.eps),
+            reference=X_train,
+            columns=cols,
+            random_state=ctx.random_state,
+        )
+        flo, fhi = flips.interval
+        by_attr: dict[str, Any] = {}
+        rule = interval_rule(float(self.max_flip_share), at_most=True)
+        checks.append(
+            Check(
+                f"Labels stable under changes of {self.eps:g} x IQR",
+                None,
+                f"{flips.share:.3f} of {len(sample):,} searched held-out rows flip (95% interval "
+                f"{flo:.3f}..{fhi:.3f}; threshold {self.max_flip_share:g})",
+                status=interval_verdict(flo, fhi, float(self.max_flip_share), at_most=True),
+                rule=rule,
+            )
+        )
+        sens = ctx.sensitive_test.iloc[take][finite] if ctx.sensitive else None
+        group_rule = (
+            f"per group (at least {self.min_group} searched rows), a 95% Wilson interval of the flip "
+            f"share: pass when every group's lies at or below {self.max_flip_share:g}, fail when one "
+            "lies above, inconclusive otherwise"
+        )
+        for attr in ctx.sensitive:
+            assert sens is not None
+            labels = group_labels(sens[attr])
+            groups = []
+            judged_groups: list[tuple[str, float, float, float]] = []  # group, share, low, high
+            for g in sorted(set(labels)):
+                m = labels == g
+                k, size = int(flips.flipped[m].sum()), int(m.sum())
+                glo, ghi = wilson(k, size)
+                judged = size >= self.min_group
+                groups.append(
+                    {
+                        "group": g,
+                        "rows": size,
+                        "flipped": k,
+                        "share": [k / size, glo, ghi],
+                        "evaluated": judged,
+                    }
+                )
+                if judged:
+                    judged_groups.append((g, k / size, glo, ghi))
+            by_attr[attr] = groups
+            name = f"Flip share across {attr}"
+            if not judged_groups:
+                detail = f"not evaluable: no group of {attr} has {self.min_group} searched rows"
+                checks.append(Check(name, None, detail, status="not_evaluable", rule=group_rule))
+                continue
+            # every judged group must pass: fail when one interval lies above the threshold,
+            # pass when all lie at or below it, inconclusive otherwise
+            thr = float(self.max_flip_share)
+            statuses = [interval_verdict(lo_, hi_, thr, at_most=True) for _, _, lo_, hi_ in judged_groups]
+            status = "fail" if "fail" in statuses else "pass" if set(statuses) == {"pass"} else "inconclusive"
+            g, share, glo, ghi = max(judged_groups, key=lambda t: t[1])
+            detail = (
+                f"highest flip share {share:.3f} ({g}; 95% interval {glo:.3f}..{ghi:.3f}); "
+                f"{statuses.count('pass')} of {len(statuses)} judged groups lie at or below {thr:g}"
+            )
+            checks.append(Check(name, None, detail, status=status, rule=group_rule))
+        figures["flips"] = {
+            "evaluated": True,
+            "eps": flips.eps,
+            "method": flips.method,
+            "columns": [str(c) for c in flips.columns],
+            "radius": [float(r) for r in flips.radius],
+            "rows": len(sample),
+            "share": flips.share,
+            "intervals": {"share": [flo, fhi]},
+            "by_attribute": by_attr,
+        }
+        notes.append(
+            f"Flip search: each searched held-out row may move by at most {self.eps:g} x the training IQR "
+            f"on each of {len(cols)} numeric feature(s) ({', '.join(map(str, cols))}); method: "
+            f"{flips.method}. A search finds flips but cannot prove there are none, so the shares are "
+            "lower bounds. Columns that look like identifiers, codes or weights and the sensitive "
+            "columns are not perturbed; intervals are 95% Wilson."
+        )
+        if len(take) < n:
+            notes.append(
+                f"The flip search ran on a seeded sample of {len(take):,} of the {n:,} held-out rows."
+            )
+        return SectionResult(self.name, self.title, figures, checks, notes)
+
+    def render(self, result: SectionResult) -> str:
+        """The section's HTML: checks, the most unlike rows and the flip shares by group."""
+        from trustlab.audit.render._robustness import render_robustness
+
+        return render_robustness(result)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value if isinstance(value, int | float | str | bool) or value is None else str(value)
