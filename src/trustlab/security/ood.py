@@ -405,6 +405,10 @@ class OODMetrics:
         Share of OOD rows accepted as ID at the threshold that accepts 95% of ID rows.
     n_id, n_ood : int
         Sample sizes.
+
+    See Also
+    --------
+    ood_metrics : builds it.
     """
 
     auroc: float

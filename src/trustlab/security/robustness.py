@@ -216,6 +216,10 @@ class TabularOODResult:
         Their scores, highest first.
     n_neighbors : int
         ``k``.
+
+    See Also
+    --------
+    tabular_ood_scores : builds it.
     """
 
     scores: np.ndarray
@@ -304,6 +308,10 @@ class FlipResult:
         The perturbed columns.
     radius : ndarray
         The box half-width per perturbed column (``eps * scale``).
+
+    See Also
+    --------
+    prediction_flips : builds it.
     """
 
     flipped: np.ndarray

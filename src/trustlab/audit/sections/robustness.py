@@ -61,6 +61,10 @@ class RobustnessSection(Section):
     min_group : int, default 30
         Fewest searched rows a group needs to be judged.
 
+    See Also
+    --------
+    trustlab.security.robustness.tabular_ood_scores, trustlab.security.robustness.prediction_flips
+
     References
     ----------
     Sun, Y. et al. "Out-of-Distribution Detection with Deep Nearest Neighbors". ICML 2022.
@@ -267,7 +271,18 @@ class RobustnessSection(Section):
         return SectionResult(self.name, self.title, figures, checks, notes)
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML: checks, the most unlike rows and the flip shares by group."""
+        """The section's HTML: checks, the most unlike rows and the flip shares by group.
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            An HTML fragment.
+        """
         from trustlab.audit.render._robustness import render_robustness
 
         return render_robustness(result)
