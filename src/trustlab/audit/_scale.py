@@ -49,7 +49,7 @@ from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import OTHER
 from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext
-from trustlab.audit.split import row_hash, row_split
+from trustlab.audit.split import _mix, row_hash, row_split
 from trustlab.compute.backend import compute
 from trustlab.compute.statistics import MergeableStatistic, Several, ValueCounts
 from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
@@ -82,9 +82,10 @@ class _TrainingSample(MergeableStatistic[pd.DataFrame, pd.DataFrame]):
 
     @override
     def partial(self, chunk: pd.DataFrame) -> pd.DataFrame:
-        train = ~row_split(chunk, self.test_size, self.seed)
-        u = (row_hash(chunk, self.seed + _SAMPLE_KEY) >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        return chunk[train & (u < self.rate)]
+        h = row_hash(chunk, self.seed)  # one hash: the split reads its top bits (row_split)
+        train = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53 >= self.test_size
+        v = _mix(h ^ np.uint64(_SAMPLE_KEY)) >> np.uint64(11)  # an independent uniform per row
+        return chunk[train & (v.astype(np.float64) * 2.0**-53 < self.rate)]
 
     @override
     def merge(self, a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
