@@ -19,61 +19,85 @@ from trustlab.fairness.strategic import (
 )
 
 
-def test_hand_computed_market_with_rationing() -> None:
+def test_hand_computed_revenue_market() -> None:
+    # distances 1 and 0.5; budgets 0.4: reservation prices 0.4 and 0.8 per unit of distance.
+    # revenue at 0.8: 0.8 * 0.5 = 0.4; at 0.4: 0.4 * 1.5 = 0.6 -> rho = 0.4, both buy.
+    X = np.array([[-1.0, 0.0], [-0.5, 0.0], [1.0, 0.0]])
+    r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.4, 0.4, 0.0])
+    assert r.unit_price == pytest.approx(0.4)
+    assert r.moved.tolist() == [True, True, False] and r.accepted.all()
+    assert r.demand == pytest.approx(1.5 / 3) and r.revenue == pytest.approx(0.6 / 3)
+    np.testing.assert_allclose(r.X_response[:2], [[0.0, 0.0], [0.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(r.prices, [0.4, 0.0])  # p = rho * w / ||w||
+    # budget 0.2 for the far user: 0.2 * 1.5 = 0.3 < 0.4 -> the sellers price it out
+    r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.2, 0.4, 0.0])
+    assert r.unit_price == pytest.approx(0.8) and r.moved.tolist() == [False, True, False]
+    # ties at the price all buy
+    r = market_equilibrium(np.array([[-1.0], [-1.0], [-2.0]]), [1.0], 0.0, [1.0, 1.0, 2.0])
+    assert r.unit_price == pytest.approx(1.0) and r.moved.all()
+    # nobody rejected, or a zero classifier that rejects everyone: no sale
+    assert np.isinf(market_equilibrium([[1.0]], [1.0], 0.0, [1.0]).unit_price)
+    r = market_equilibrium([[1.0], [2.0]], [0.0], -1.0, [5.0, 5.0])
+    assert np.isinf(r.unit_price) and not r.moved.any() and not r.accepted.any()
+
+
+def test_revenue_price_maximises_revenue_over_every_price() -> None:
+    X, _, B = make_feature_market(2000, random_state=3)
+    w, b = np.array([0.8, 0.5]), -0.4
+    r = market_equilibrium(X, w, b, B)
+    u = mk.distances(X, w, b)
+    np.testing.assert_allclose(u, np.maximum(-(X @ w + b), 0) / np.linalg.norm(w))
+
+    def revenue(rho: float) -> float:
+        return rho * float(np.sum(u[(u > 0) & (B >= rho * u)])) / u.size
+
+    assert r.revenue == pytest.approx(revenue(r.unit_price))
+    grid = np.r_[np.geomspace(1e-3, 1e4, 4000), B[u > 0] / u[u > 0]]
+    assert max(revenue(p) for p in grid) <= r.revenue * (1 + 1e-12)
+    # buyers are exactly those who can afford the crossing; they land on the boundary
+    np.testing.assert_array_equal(r.moved, (u > 0) & (B >= r.unit_price * u))
+    np.testing.assert_allclose((r.X_response @ w + b)[r.moved], 0.0, atol=1e-9)
+    np.testing.assert_array_equal(r.X_response[~r.moved], X[~r.moved])
+    # distances, hence prices and buyers, do not depend on the scale of (w, b)
+    r3 = market_equilibrium(X, 3 * w, 3 * b, B)
+    assert r3.unit_price == pytest.approx(r.unit_price) and (r3.moved == r.moved).all()
+
+
+def test_smooth_price_tends_to_the_revenue_price_and_has_a_gradient() -> None:
+    torch = pytest.importorskip("torch")
+    from trustlab.fairness._strategic_learn import smooth_price
+
+    X, _, B = make_feature_market(300, random_state=5)
+    w, b = np.array([0.8, 0.5]), -0.2
+    rho = market_equilibrium(X, w, b, B).unit_price
+    wt = torch.tensor(w, requires_grad=True)
+    s = torch.tensor(X) @ wt + b
+    u = torch.clamp(-s / torch.linalg.vector_norm(wt), min=0.0)
+    hard = smooth_price(torch, u, torch.tensor(B), 1e-4, 1e4)
+    assert float(hard.detach()) == pytest.approx(rho, rel=1e-6)
+    soft = smooth_price(torch, u, torch.tensor(B), 0.1, 2.0)
+    (grad,) = torch.autograd.grad(soft, wt)
+    assert np.isfinite(grad.numpy()).all() and np.abs(grad.numpy()).sum() > 0
+
+
+def test_clearing_market_is_kept_as_an_alternative() -> None:
     # gaps 1 and 0.5, budgets 0.4: reservation prices 0.4 and 0.8; supply Q(lam) = lam.
     # D = 0.5 for lam <= 0.4 > Q(0.4) = 0.4, D = 1/6 above: clears at lam = 0.4 with user 0 rationed.
     X = np.array([[-1.0, 0.0], [-0.5, 0.0], [1.0, 0.0]])
-    r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.4, 0.4, 0.0], supply_slope=[1.0, 1.0])
-    assert r.score_price == pytest.approx(0.4, abs=1e-9)
+    r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.4, 0.4, 0.0], pricing="clearing", supply_slope=[1.0, 1.0])
+    assert r.unit_price == pytest.approx(0.4, abs=1e-9)
     assert r.moved.tolist() == [False, True, False]
     assert r.demand == pytest.approx(0.5 / 3)
-    np.testing.assert_allclose(r.X_response[1], [0.0, 0.0], atol=1e-12)
-    assert np.isnan(r.prices[1])  # feature 1 has no weight: not traded
-    # larger budgets: both buy at lam = 0.5 where Q = D = 0.5
-    r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.8, 0.8, 0.0], supply_slope=[1.0, 1.0])
-    assert r.score_price == pytest.approx(0.5, abs=1e-9)
-    assert r.moved.tolist() == [True, True, False]
-    assert r.supply == pytest.approx(r.demand, abs=1e-9)
-
-
-def test_clearing_price_is_the_least_price_where_supply_meets_demand() -> None:
     X, _, B = make_feature_market(3000, random_state=3)
-    w, b = np.array([0.6, 0.7, 0.4]), -0.5
-    r = market_equilibrium(X, w, b, B, **DEMO_SUPPLY)
-    lam = r.score_price
-    demand = mk._Demand(mk.gaps(X, w, b), B)
+    w, b = np.array([0.6, 0.7]), -0.5
+    r = market_equilibrium(X, w, b, B / 64, pricing="clearing", **DEMO_SUPPLY)
+    lam = r.unit_price / np.linalg.norm(w)
+    demand = mk._Demand(mk.gaps(X, w, b), B / 64)
     slope, cost = DEMO_SUPPLY["supply_slope"], DEMO_SUPPLY["marginal_cost"]
-    assert mk.score_supply(lam, w, slope, cost) >= demand(lam)
+    assert mk.score_supply(lam, w, slope, cost) >= demand(lam * (1 + 1e-9))
     assert mk.score_supply(lam * (1 - 1e-6), w, slope, cost) < demand(lam * (1 - 1e-6))
-    # every traded feature sells score at the same price: p_j / w_j = lam
     np.testing.assert_allclose(r.prices / w, lam)
-    # the movers land on the boundary; nobody else moves; features only increase
-    s_new = r.X_response @ w + b
-    np.testing.assert_allclose(s_new[r.moved], 0.0, atol=1e-9)
-    assert np.all(r.X_response >= X - 1e-12)
-    np.testing.assert_array_equal(r.X_response[~r.moved], X[~r.moved])
-    # units bought per feature follow the sellers' supply shares
-    bought = (r.X_response - X).sum(0) / X.shape[0]
-    per_feature_supply = slope * np.maximum(lam * w - cost, 0.0)
-    np.testing.assert_allclose(
-        bought / bought.sum(), per_feature_supply / per_feature_supply.sum(), rtol=1e-6
-    )
-
-
-def test_market_is_invariant_to_scaling_the_classifier() -> None:
-    X, _, B = make_feature_market(500, random_state=4)
-    w, b = np.array([0.5, 0.8, 0.2]), -0.3
-    r1 = market_equilibrium(X, w, b, B, **DEMO_SUPPLY)
-    r2 = market_equilibrium(X, 3 * w, 3 * b, B, **DEMO_SUPPLY)
-    assert r2.score_price == pytest.approx(r1.score_price / 3, rel=1e-6)
-    np.testing.assert_array_equal(r1.moved, r2.moved)
-    np.testing.assert_allclose(r1.prices, r2.prices, rtol=1e-6)
-
-
-def test_no_supply_for_rewarded_features_means_no_market() -> None:
-    X = np.array([[-1.0, 0.0], [2.0, 0.0]])
-    r = market_equilibrium(X, [1.0, 0.0], 0.0, [5.0, 5.0], supply_slope=[0.0, 1.0])
-    assert r.score_price == np.inf and not r.moved.any()
+    assert mk.score_supply(lam, w, np.zeros(2), cost) == 0.0
 
 
 def test_fixed_cost_linear_and_quadratic() -> None:
@@ -81,7 +105,7 @@ def test_fixed_cost_linear_and_quadratic() -> None:
     w = np.array([1.0, 2.0])
     r = fixed_cost_response(X, w, 0.0, [1.0, 1.0, 1.0], unit_costs=[1.0, 1.0])
     # cheapest score: feature 1 at 1/2 per unit of score; user 0 lacks 3 (cost 1.5 > 1)
-    assert r.score_price == pytest.approx(0.5)
+    assert r.unit_price == pytest.approx(0.5 * np.sqrt(5))  # per unit of distance
     assert r.moved.tolist() == [False, True, False]
     np.testing.assert_allclose(r.X_response[1], [-0.2, 0.1])
     q = fixed_cost_response(X, w, 0.0, [1.0, 1.0, 1.0], unit_costs=2.0, cost="quadratic")
@@ -90,89 +114,101 @@ def test_fixed_cost_linear_and_quadratic() -> None:
     np.testing.assert_allclose(q.X_response[1] @ w, 0.0, atol=1e-12)
 
 
-def test_implicit_gradient_of_the_clearing_price_matches_finite_differences() -> None:
-    torch = pytest.importorskip("torch")
-    from trustlab.fairness._strategic_learn import _smooth_clearing
+@pytest.mark.claims
+def test_claim_high_accuracy_needs_budget_inequality() -> None:
+    """The paper's finding: with equal budgets nearly every rejected user buys (accuracy ~ 1/2).
 
-    X, _, B = make_feature_market(400, random_state=5)
-    tau = 0.05
-    slope = torch.tensor(DEMO_SUPPLY["supply_slope"], dtype=torch.float64)
-    cost = torch.tensor(DEMO_SUPPLY["marginal_cost"], dtype=torch.float64)
-    Bt = torch.tensor(B)
-    Xt = torch.tensor(X)
-
-    def lam_of(theta: torch.Tensor) -> torch.Tensor:
-        w, b = theta[:3], theta[3]
-        g = tau * torch.nn.functional.softplus(-(Xt @ w + b) / tau)
-        return _smooth_clearing(torch, g, Bt, w, slope, cost, tau)
-
-    theta = torch.tensor([0.6, 0.7, 0.4, -0.3], dtype=torch.float64, requires_grad=True)
-    grad = torch.autograd.grad(lam_of(theta), theta)[0].numpy()
-    h = 1e-5
-    fd = []
-    for k in range(4):
-        e = torch.zeros(4, dtype=torch.float64)
-        e[k] = h
-        with torch.no_grad():
-            fd.append((float(lam_of(theta + e)) - float(lam_of(theta - e))) / (2 * h))
-    np.testing.assert_allclose(grad, fd, rtol=1e-3, atol=1e-6)
+    Naive classifier, 20,000 test users (standard error of an accuracy <= 0.0036).
+    Measured: strategic accuracy 0.544 / 0.595 / 0.817 / 0.799 at inequality
+    ``b_max / b_min`` = 1 / 4 / 64 / 1024 (clean accuracy 0.746); at equal budgets 0.9 of
+    the rejected users buy.
+    """
+    X, y, B = make_feature_market(3000, random_state=1)
+    clf = MarketAwareClassifier(anticipate="none").fit(X, y, B)
+    acc = {}
+    for ineq in (1.0, 4.0, 64.0, 1024.0):
+        Xt, yt, Bt = make_feature_market(20000, inequality=ineq, random_state=2)
+        acc[ineq] = clf.score_strategic(Xt, yt, Bt)
+        if ineq == 1.0:
+            rejected = clf.predict(Xt) == 0
+            assert clf.respond(Xt, Bt).moved[rejected].mean() > 0.85
+            clean = float(np.mean(clf.predict(Xt) == yt))
+    assert acc[1.0] < 0.6 < clean - 0.1
+    assert acc[1.0] < acc[4.0] < acc[64.0] - 0.1
+    assert acc[1024.0] > 0.75
 
 
 @pytest.mark.claims
-def test_claim_market_aware_learning_keeps_accuracy_under_market_response() -> None:
-    """Headline pattern: under the induced market, the market-aware learner is the most accurate.
+def test_claim_strat_beats_naive_and_masc_lowers_its_market_loss() -> None:
+    """Inequality 64, budgets correlated with the label (Adult-like), 1,500 train / 20,000 test.
 
-    Test accuracy on 20,000 users has standard error <= 0.0036; the margins asserted
-    (0.05) are > 13 standard errors of a difference. Measured (seeds 1/2): market
-    0.708, naive 0.587, fixed cost at the sellers' marginal cost 0.548, fixed cost at the
-    prices observed under the naive classifier 0.699.
+    Measured: naive 0.819, Strat (naive weights, intercept line-searched at the
+    naive-induced price) 0.856. MASC (10 epochs) lowers the market hinge it optimises,
+    measured at the hard price its own weights induce on the training users, from 0.442
+    (naive weights; price 21.5 per unit of distance) to 0.417 (price 26.2). The 0.02 margin is > 10 standard errors of a paired
+    difference on 20,000 users.
     """
-    X, y, B = make_feature_market(3000, random_state=1)
+    from trustlab.fairness._strategic_learn import hinge_at_price
+
+    X, y, B = make_feature_market(1500, random_state=1)
     Xt, yt, Bt = make_feature_market(20000, random_state=2)
-    acc = {}
-    for name, kw in [
-        ("none", {}),
-        ("fixed", {"fixed_costs": DEMO_SUPPLY["marginal_cost"]}),
-        ("market", {}),
-    ]:
-        clf = MarketAwareClassifier(anticipate=name, **DEMO_SUPPLY, **kw).fit(X, y, B)
-        acc[name] = clf.score_strategic(Xt, yt, Bt)
-        if name == "none":
-            naive = clf
-            static = float(np.mean(clf.predict(Xt) == yt))
-    assert static - acc["none"] > 0.1  # the response costs the naive classifier accuracy
-    assert acc["market"] - acc["none"] > 0.05
-    assert acc["market"] - acc["fixed"] > 0.05
-    # a fixed-cost learner told the prices observed under the naive classifier is not better
-    observed = naive.respond(X, B).prices
-    fixed_obs = MarketAwareClassifier(
-        anticipate="fixed",
-        fixed_costs=np.where(np.isfinite(observed), np.maximum(observed, 1e-3), 1e3),
-        **DEMO_SUPPLY,
-    ).fit(X, y, B)
-    assert acc["market"] >= fixed_obs.score_strategic(Xt, yt, Bt) - 0.01
+    naive = MarketAwareClassifier(anticipate="none").fit(X, y, B)
+    strat = MarketAwareClassifier(anticipate="fixed").fit(X, y, B)
+    assert strat.score_strategic(Xt, yt, Bt) > naive.score_strategic(Xt, yt, Bt) + 0.02
+    masc = MarketAwareClassifier(max_iter=10).fit(X, y, B)
+
+    def hard_loss(clf: MarketAwareClassifier) -> float:
+        return hinge_at_price(X, y, B, clf.coef_, clf.intercept_, clf.train_price_) + 0.01 * float(
+            clf.coef_ @ clf.coef_
+        )
+
+    assert hard_loss(masc) < hard_loss(naive) - 0.01
+
+
+@pytest.mark.claims
+@pytest.mark.slow
+def test_claim_masc_beats_the_naive_learner_on_average() -> None:
+    """MASC's gain over the naive learner, averaged over 3 mini-batch orders (30 epochs each).
+
+    Measured (train seed 1): 0.818 / 0.827 / 0.838 vs naive 0.819 (mean gain +0.009);
+    train seeds 3 and 4 (random_state 0): 0.850 and 0.851 vs 0.819 and 0.815. The paper
+    reports MASC above Strat on Adult and Folktables; here it is not reliably
+    (Strat 0.856 / 0.847 / 0.847 on train seeds 1 / 3 / 4; docs/fairness/strategic.md).
+    """
+    Xt, yt, Bt = make_feature_market(20000, random_state=2)
+    gains = []
+    for seed in (1, 3, 4):
+        X, y, B = make_feature_market(1500, random_state=seed)
+        naive = MarketAwareClassifier(anticipate="none").fit(X, y, B).score_strategic(Xt, yt, Bt)
+        masc = MarketAwareClassifier(max_iter=30).fit(X, y, B).score_strategic(Xt, yt, Bt)
+        gains.append(masc - naive)
+    assert np.mean(gains) > 0.01
+    assert min(gains) > -0.005
 
 
 def test_estimator_errors_and_contract() -> None:
     X, y, B = make_feature_market(200, random_state=0)
     with pytest.raises(NotFittedError):
         MarketAwareClassifier().predict(X)
-    with pytest.raises(ParameterError, match="temperature"):
-        MarketAwareClassifier(temperature=0.0).fit(X, y, B)
+    with pytest.raises(ParameterError, match="sort_temperature"):
+        MarketAwareClassifier(sort_temperature=0.0).fit(X, y, B)
     with pytest.raises(ParameterError, match="learning_rate"):
         MarketAwareClassifier(learning_rate=-1.0).fit(X, y, B)
     with pytest.raises(ParameterError, match="anticipate"):
         MarketAwareClassifier(anticipate="oracle").fit(X, y, B)
+    with pytest.raises(ParameterError, match="fixed_price"):
+        MarketAwareClassifier(anticipate="fixed", fixed_price=0.0).fit(X, y, B)
     with pytest.raises(DataError, match="budgets"):
         MarketAwareClassifier(max_iter=2).fit(X, y, B[:-1])
     with pytest.raises(DataError, match="y"):
         MarketAwareClassifier(max_iter=2).fit(X, np.zeros(200), B)
-    quad = MarketAwareClassifier(anticipate="fixed", fixed_cost="quadratic", fixed_costs=2.0, max_iter=30)
-    assert quad.fit(X, y, B).coef_.shape == (3,) and np.isfinite(quad.loss_curve_).all()
-    clf = MarketAwareClassifier(max_iter=5, anticipate="none").fit(X, y, B)
-    assert clf.predict(X).shape == (200,) and set(clf.get_params()) >= {"anticipate", "temperature"}
+    fixed = MarketAwareClassifier(anticipate="fixed", fixed_price=2.0).fit(X, y, B)
+    assert len(fixed.loss_curve_) == 100 and fixed.intercept_ in np.linspace(-3, 3, 100)
+    clf = MarketAwareClassifier(max_iter=3, batch_size=64).fit(X, y, B)
+    assert len(clf.loss_curve_) == 3 and np.isfinite(clf.loss_curve_).all()
+    assert clf.predict(X).shape == (200,) and set(clf.get_params()) >= {"anticipate", "price_temperature"}
     with pytest.raises(DataError, match="columns"):
-        clf.predict(X[:, :2])
+        clf.predict(X[:, :1])
 
 
 @pytest.mark.parametrize(
@@ -182,9 +218,10 @@ def test_estimator_errors_and_contract() -> None:
         ({"X": [[np.nan, 1.0]]}, "X"),
         ({"coef": [1.0]}, "coef"),
         ({"budgets": [-1.0]}, "budgets"),
-        ({"supply_slope": [0.0, 0.0]}, "supply_slope"),
+        ({"supply_slope": [0.0, 0.0], "pricing": "clearing"}, "supply_slope"),
         ({"supply_slope": -1.0}, "supply_slope"),
-        ({"marginal_cost": [np.inf, 0.0]}, "marginal_cost"),
+        ({"marginal_cost": [np.inf, 0.0], "pricing": "clearing"}, "marginal_cost"),
+        ({"pricing": "auction"}, "pricing"),
     ],
 )
 def test_bad_input_names_the_argument(kwargs: dict, arg: str) -> None:
@@ -210,8 +247,11 @@ floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 def test_fuzz_only_trustlab_errors(
     X: np.ndarray, coef: np.ndarray, budgets: np.ndarray, slope: object
 ) -> None:
-    for func in (market_equilibrium, fixed_cost_response):
-        kw = {"supply_slope": slope} if func is market_equilibrium else {"unit_costs": slope}
+    for func, kw in (
+        (market_equilibrium, {}),
+        (market_equilibrium, {"pricing": "clearing", "supply_slope": slope}),
+        (fixed_cost_response, {"unit_costs": slope}),
+    ):
         try:
             func(X, coef, 0.0, budgets, **kw)
         except TrustlabError:
@@ -229,8 +269,9 @@ def test_fuzz_only_trustlab_errors(
 )
 def test_fuzz_estimator_and_generator_only_trustlab_errors(X, y, budgets, n) -> None:
     for call in (
-        lambda: MarketAwareClassifier(max_iter=2, **DEMO_SUPPLY).fit(X, y, budgets),
-        lambda: make_feature_market(n, random_state=0),
+        lambda: MarketAwareClassifier(max_iter=2).fit(X, y, budgets),
+        lambda: MarketAwareClassifier(anticipate="fixed").fit(X, y, budgets),
+        lambda: make_feature_market(n, inequality=n, random_state=0),
     ):
         try:
             call()

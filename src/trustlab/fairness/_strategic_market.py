@@ -1,19 +1,30 @@
 """Market prices a linear classifier induces for features, and the users' response to them.
 
-The model (written down in docs/fairness/strategic.md): a user with features ``x``,
-score ``s = w.x + b < 0`` and budget ``B`` buys units of features to reach the
-boundary. Feature ``j`` sells at ``p_j`` per unit and raises the score by ``w_j`` per
-unit, so the user buys score at ``p_j / w_j`` per unit of score, from the features with
-the lowest such ratio. Sellers of feature ``j`` supply ``slope_j * max(p_j - cost_j, 0)``
-units per user at price ``p_j``. In a competitive equilibrium every traded feature sells
-score at the same price ``lam`` (else no one buys the dearer one): ``p_j = lam * w_j``.
-Score demand per user, ``D(lam) = mean(g_i * [lam * g_i <= B_i])`` with gap
-``g_i = max(-s_i, 0)``, falls with ``lam``; score supply
-``Q(lam) = sum_j w_j * slope_j * max(lam * w_j - cost_j, 0)`` rises with it. The
-clearing price is the least ``lam`` with ``Q(lam) >= D(lam)``; ``D`` is a step function
-evaluated by a binary search over the sorted reservation prices ``B_i / g_i`` and the
-crossing is found by bisection on ``lam`` (monotone, so 200 halvings reach float
-resolution).
+Two price models (written down in docs/fairness/strategic.md):
+
+* ``revenue`` (the paper's, Sommer et al. 2025, as in the authors' code): features sell
+  at prices proportional to the weights, ``p = rho * w / ||w||``, so crossing the
+  boundary costs ``rho * u`` for a user at distance ``u = max(-(w.x + b) / ||w||, 0)``;
+  a user with budget ``B`` buys iff ``B / u >= rho``. The sellers set ``rho`` to maximise
+  revenue ``rho * sum{u_i : B_i / u_i >= rho}``: sort the rejected users by ``B / u``
+  (their reservation price per unit of distance), descending; the revenue at the k-th
+  candidate is ``(B / u)_(k) * cumsum(u)_(k)``; the price is the maximising candidate
+  (:func:`revenue_price`, ``O(n log n)``).
+* ``clearing`` (this module's earlier reconstruction, kept as an alternative): a
+  competitive market with linear supply per feature; see :func:`clearing_price`.
+  A user with score ``s = w.x + b < 0`` buys units of features to reach the
+  boundary. Feature ``j`` sells at ``p_j`` per unit and raises the score by ``w_j`` per
+  unit, so the user buys score at ``p_j / w_j`` per unit of score, from the features with
+  the lowest such ratio. Sellers of feature ``j`` supply ``slope_j * max(p_j - cost_j, 0)``
+  units per user at price ``p_j``. In a competitive equilibrium every traded feature sells
+  score at the same price ``lam`` (else no one buys the dearer one): ``p_j = lam * w_j``.
+  Score demand per user, ``D(lam) = mean(g_i * [lam * g_i <= B_i])`` with gap
+  ``g_i = max(-s_i, 0)``, falls with ``lam``; score supply
+  ``Q(lam) = sum_j w_j * slope_j * max(lam * w_j - cost_j, 0)`` rises with it. The
+  clearing price is the least ``lam`` with ``Q(lam) >= D(lam)``; ``D`` is a step function
+  evaluated by a binary search over the sorted reservation prices ``B_i / g_i`` and the
+  crossing is found by bisection on ``lam`` (monotone, so 200 halvings reach float
+  resolution).
 """
 
 from __future__ import annotations
@@ -122,3 +133,35 @@ def fixed_cost_price(w: np.ndarray, unit_costs: np.ndarray) -> float:
     if not (wp > 0).any():
         return float("inf")
     return float(np.min(np.where(wp > 0, unit_costs / np.where(wp > 0, wp, 1.0), np.inf)))
+
+
+def distances(X: np.ndarray, w: np.ndarray, b: float) -> np.ndarray:
+    """Euclidean distance of each rejected user to the boundary (0 if accepted, inf if unreachable)."""
+    norm = float(np.linalg.norm(w))
+    s = X @ w + b
+    if norm == 0.0:
+        return np.where(s >= 0, 0.0, np.inf)
+    return np.maximum(-s / norm, 0.0)
+
+
+def revenue_price(u: np.ndarray, budgets: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Revenue-maximising price per unit of distance: ``(rho, revenue per user, movers)``.
+
+    Candidates are the rejected users' reservation prices ``B / u``; sorted descending,
+    the k-th candidate sells ``cumsum(u)`` units. The first maximiser is taken (the
+    authors' strict ``>`` scan); every user with ``B / u >= rho`` buys. No rejected user
+    or no positive revenue: ``rho = inf``, nobody buys.
+    """
+    need = (u > 0) & np.isfinite(u)
+    movers = np.zeros(u.size, dtype=bool)
+    if not need.any():
+        return float("inf"), 0.0, movers
+    bpu = budgets[need] / u[need]
+    order = np.argsort(-bpu, kind="stable")
+    revenue = bpu[order] * np.cumsum(u[need][order])
+    k = int(np.argmax(revenue))
+    if not revenue[k] > 0:
+        return float("inf"), 0.0, movers
+    rho = float(bpu[order][k])
+    movers[np.flatnonzero(need)] = bpu >= rho
+    return rho, float(revenue[k]) / u.size, movers

@@ -1,13 +1,15 @@
 """Strategic classification with classifier-induced feature markets (Sommer et al., ICML 2025).
 
-Users who are rejected by a deployed linear classifier buy features to cross its
-boundary; the prices they pay are not fixed but set by a market that the classifier
-itself creates (demand for the features it rewards meets the sellers' supply).
-:func:`market_equilibrium` computes the clearing prices and the users' response,
-:func:`fixed_cost_response` is the standard strategic-classification response with an
-exogenous cost (Hardt et al., ITCS 2016), and :class:`MarketAwareClassifier` learns a
-linear classifier through a differentiable model of either response (or of none).
-See docs/fairness/strategic.md for the model written out and the measured results.
+Users rejected by a deployed linear classifier buy features to cross its boundary; the
+prices they pay are not fixed but set by the sellers of the features the classifier
+rewards. :func:`market_equilibrium` computes the paper's revenue-maximising market
+price (prices proportional to the weights; one scalar found by a sorted sweep) and the
+users' response, :func:`fixed_cost_response` is the standard strategic-classification
+response with an exogenous cost (Hardt et al., ITCS 2016), and
+:class:`MarketAwareClassifier` learns a linear classifier with the paper's market-aware
+strategic classification (MASC: a market hinge loss through a differentiable price),
+beside the paper's naive and fixed-price ("Strat") baselines. See
+docs/fairness/strategic.md for the model written out and the measured results.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, NotFittedError
 from trustlab.fairness import _strategic_market as _mk
 from trustlab.fairness._inputs import binary_labels
-from trustlab.fairness._strategic_learn import train_linear
+from trustlab.fairness._strategic_learn import hinge_at_price, train_masc
 
 __all__ = [
     "DEMO_SUPPLY",
@@ -45,11 +47,14 @@ class StrategicResponse:
 
     Attributes
     ----------
-    score_price : float
-        Price of one unit of score (``inf`` when no feature can be bought).
+    unit_price : float
+        Cost of moving one unit of distance towards the boundary (the paper's ``rho``:
+        crossing costs ``unit_price * u`` at distance ``u``); ``inf`` when nothing is
+        sold, ``nan`` for the quadratic fixed cost.
     prices : numpy.ndarray
-        Per-unit price of each feature (market: ``score_price * w_j`` for features with
-        positive weight; fixed cost: the given unit costs).
+        Per-unit price of each feature (revenue market: ``unit_price * w / ||w||``;
+        clearing market: ``lam * w_j`` for features with positive weight; fixed cost:
+        the given unit costs).
     moved : numpy.ndarray
         Boolean mask of the users who bought features.
     X_response : numpy.ndarray
@@ -57,23 +62,22 @@ class StrategicResponse:
     accepted : numpy.ndarray
         Boolean mask of the users the classifier accepts after the response.
     demand : float
-        Units of score bought per user.
-    supply : float
-        Units of score the sellers supply per user at ``score_price`` (market only;
-        equals ``demand`` up to the rationing of users whose cost equals their budget).
+        Units of distance bought per user (mean over all users).
+    revenue : float
+        The sellers' revenue per user (``unit_price * demand``; 0 for a fixed cost).
 
     See Also
     --------
     market_equilibrium, fixed_cost_response
     """
 
-    score_price: float
+    unit_price: float
     prices: np.ndarray
     moved: np.ndarray
     X_response: np.ndarray
     accepted: np.ndarray
     demand: float
-    supply: float
+    revenue: float
 
 
 def _check_population(
@@ -126,6 +130,7 @@ def _per_feature(value: Any, name: str, d: int, *, positive: bool) -> np.ndarray
         "coef": ["array-like"],
         "intercept": [numbers.Real],
         "budgets": ["array-like"],
+        "pricing": [Options({"revenue", "clearing"})],
         "supply_slope": ["array-like", Interval(numbers.Real, 0, None, closed="neither")],
         "marginal_cost": ["array-like", Interval(numbers.Real, 0, None, closed="left")],
     }
@@ -136,10 +141,21 @@ def market_equilibrium(
     intercept: float,
     budgets: Any,
     *,
+    pricing: str = "revenue",
     supply_slope: Any = 1.0,
     marginal_cost: Any = 0.0,
 ) -> StrategicResponse:
-    """Clearing prices of the feature market a linear classifier induces, and the response.
+    """Market price a linear classifier induces for features, and the users' response.
+
+    ``pricing="revenue"`` is the paper's market: feature prices are proportional to the
+    weights, ``p = rho * w / ||w||``, so a rejected user at distance ``u`` from the
+    boundary can cross for ``rho * u`` and does iff that is at most its budget; the
+    sellers choose ``rho`` to maximise their revenue ``rho * sum(u of the buyers)``
+    (the maximiser is one of the users' reservation prices ``B / u``: a sorted sweep,
+    ``O(n log n)``). Buyers move straight to the boundary (along ``w``).
+    ``pricing="clearing"`` is an alternative this module keeps: a competitive market with
+    linear supply ``supply_slope * max(p - marginal_cost, 0)`` per feature, cleared at
+    the least price where supply meets demand (docs/fairness/strategic.md).
 
     Parameters
     ----------
@@ -148,52 +164,73 @@ def market_equilibrium(
     coef, intercept : array-like of shape (n_features,), float
         The deployed classifier: accept iff ``X @ coef + intercept >= 0``.
     budgets : array-like of shape (n_users,)
-        What each user is willing to pay to be accepted (>= 0).
+        What each user can pay to be accepted (>= 0).
+    pricing : {"revenue", "clearing"}, default "revenue"
+        The paper's revenue-maximising sellers, or a competitive clearing market.
     supply_slope : float or array-like of shape (n_features,), default 1.0
-        Units of feature ``j`` supplied per user per unit of price above its marginal
-        cost (linear supply ``slope_j * max(p_j - marginal_cost_j, 0)``); > 0 for at
-        least one feature.
+        ``pricing="clearing"`` only: units of feature ``j`` supplied per user per unit of
+        price above its marginal cost; > 0 for at least one feature.
     marginal_cost : float or array-like of shape (n_features,), default 0.0
-        The sellers' marginal cost of each feature (the price below which none is sold).
+        ``pricing="clearing"`` only: the sellers' marginal cost of each feature.
 
     Returns
     -------
     StrategicResponse
-        Clearing score price, feature prices, who moved and the responded features.
+        Unit price, feature prices, who moved and the responded features.
 
     Examples
     --------
     >>> import numpy as np
     >>> X = np.array([[-1.0, 0.0], [-0.5, 0.0], [1.0, 0.0]])
-    >>> r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.4, 0.4, 0.0], supply_slope=[1.0, 1.0])
-    >>> round(r.score_price, 3), r.moved.tolist()
-    (0.4, [False, True, False])
-    >>> r.accepted.tolist()
-    [False, True, True]
+    >>> r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.4, 0.4, 0.0])
+    >>> round(r.unit_price, 3), r.moved.tolist(), r.accepted.tolist()
+    (0.4, [True, True, False], [True, True, True])
+    >>> r = market_equilibrium(X, [1.0, 0.0], 0.0, [0.2, 0.4, 0.0])
+    >>> round(r.unit_price, 3), r.moved.tolist()
+    (0.8, [False, True, False])
 
     References
     ----------
     Y. Sommer, I. Hikri, L. Amit, N. Rosenfeld. Learning Classifiers That Induce
-    Markets. ICML 2025.
+    Markets. ICML 2025 (PMLR 267).
     """
     X, w, b, B = _check_population(X, coef, intercept, budgets)
+    if pricing == "revenue":
+        u = _mk.distances(X, w, b)
+        rho, revenue, moved = _mk.revenue_price(u, B)
+        norm = float(np.linalg.norm(w))
+        direction = w / norm if norm > 0 else np.zeros_like(w)
+        X_new = X + np.where(moved, u, 0.0)[:, None] * direction[None, :]
+        prices = rho * direction if np.isfinite(rho) else np.full(w.size, np.inf)
+        demand = float(np.sum(u[moved]) / X.shape[0])
+        return StrategicResponse(
+            unit_price=float(rho),
+            prices=prices,
+            moved=moved,
+            X_response=X_new,
+            accepted=(np.where(moved, 0.0, X @ w + b) >= 0),
+            demand=demand,
+            revenue=revenue,
+        )
     slope = _per_feature(supply_slope, "supply_slope", X.shape[1], positive=True)
     cost = _per_feature(marginal_cost, "marginal_cost", X.shape[1], positive=False)
     lam = _mk.clearing_price(X, w, b, B, slope, cost)
     shares = _mk.supply_shares(lam, w, slope, cost)
     X_new, moved = _mk.respond(X, w, b, B, lam, shares)
+    norm = float(np.linalg.norm(w))
     g = _mk.gaps(X, w, b)
     prices = (
         np.where(w > 0, lam * np.maximum(w, 0.0), np.nan) if np.isfinite(lam) else np.full(w.size, np.inf)
     )
+    demand = float(np.sum(g[moved]) / X.shape[0]) / norm if norm > 0 else 0.0
     return StrategicResponse(
-        score_price=float(lam),
+        unit_price=float(lam * norm),
         prices=prices,
         moved=moved,
         X_response=X_new,
         accepted=(np.where(moved, 0.0, X @ w + b) >= 0),
-        demand=float(np.sum(g[moved]) / X.shape[0]),
-        supply=_mk.score_supply(lam, w, slope, cost) if np.isfinite(lam) else 0.0,
+        demand=demand,
+        revenue=float(lam * norm * demand) if np.isfinite(lam) else 0.0,
     )
 
 
@@ -237,8 +274,9 @@ def fixed_cost_response(
     Returns
     -------
     StrategicResponse
-        ``score_price`` is the cost of one unit of score for the linear cost (``nan``
-        for the quadratic cost, whose cost is not linear in the gap); ``supply`` is 0.
+        ``unit_price`` is the cost of one unit of distance to the boundary for the
+        linear cost (``nan`` for the quadratic cost, whose cost is not linear in the
+        distance); ``revenue`` is 0.
 
     Examples
     --------
@@ -268,145 +306,179 @@ def fixed_cost_response(
         shares = (ratio == ratio.min()).astype(float) if np.isfinite(lam) else np.zeros(w.size)
         shares /= max(shares.sum(), 1.0)
         X_new, moved = _mk.respond(X, w, b, B, lam, shares)
+    norm = float(np.linalg.norm(w))
     return StrategicResponse(
-        score_price=lam,
+        unit_price=lam * norm if np.isfinite(lam) else lam,
         prices=c.copy(),
         moved=moved,
         X_response=X_new,
         accepted=(np.where(moved, 0.0, X @ w + b) >= 0),
-        demand=float(np.sum(g[moved]) / X.shape[0]),
-        supply=0.0,
+        demand=float(np.sum(g[moved]) / X.shape[0]) / norm if norm > 0 else 0.0,
+        revenue=0.0,
     )
 
 
 @validate_params(
     {
         "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "inequality": [Interval(numbers.Real, 1, 2.0**60, closed="both")],
+        "budget_label_correlation": [Interval(numbers.Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
     }
 )
-def make_feature_market(n_samples: int = 2000, *, random_state: Any = None) -> tuple[np.ndarray, ...]:
-    """Synthetic loan-style population for feature-market experiments.
+def make_feature_market(
+    n_samples: int = 2000,
+    *,
+    inequality: float = 64.0,
+    budget_label_correlation: float = 0.5,
+    random_state: Any = None,
+) -> tuple[np.ndarray, ...]:
+    """Synthetic loan-style population with budgets of a given inequality.
 
-    Three features, labels ``y ~ Bernoulli(1/2)``, ``x = N(0, I) + (2y - 1) * mu / 2``
-    with ``mu = (1, 1, 0.6)``, budgets uniform on ``[0, 1]``. The supply used with it in
-    the docs and tests (:data:`DEMO_SUPPLY`): feature 0 abundant (slope 4), feature 1
-    scarce (slope 0.2), feature 2 in between (slope 1), marginal cost 0.05 each.
+    Two features, labels ``y ~ Bernoulli(1/2)``, ``x = N(0, I) + (2y - 1) * (0.6, 0.3)``.
+    Budgets span ``[1, inequality]`` (the paper's budget-inequality scale
+    ``b_max / b_min``): ``B = inequality ** z`` with
+    ``z = (1 - c) U + c y``, ``U`` uniform on [0, 1] and ``c`` the
+    ``budget_label_correlation`` (as the Adult data's capital gain, the paper's budget
+    proxy, rises with the income label; ``c = 0``: budgets independent of the label).
 
     Parameters
     ----------
     n_samples : int, default 2000
         Number of users.
+    inequality : float, default 64
+        ``b_max / b_min`` in [1, 2**60]; 1 gives every user the same budget.
+    budget_label_correlation : float, default 0.5
+        ``c`` in [0, 1].
     random_state : int, numpy Generator or None
         Seed of the draw.
 
     Returns
     -------
-    X : numpy.ndarray of shape (n_samples, 3)
+    X : numpy.ndarray of shape (n_samples, 2)
     y : numpy.ndarray of shape (n_samples,)
     budgets : numpy.ndarray of shape (n_samples,)
 
     Examples
     --------
     >>> X, y, budgets = make_feature_market(5, random_state=0)
-    >>> X.shape, y.shape, budgets.shape
-    ((5, 3), (5,), (5,))
+    >>> X.shape, y.shape, bool(budgets.min() >= 1 and budgets.max() <= 64)
+    ((5, 2), (5,), True)
     """
     rng = make_generator(random_state)
     y = rng.integers(0, 2, n_samples)
-    X = rng.normal(size=(n_samples, 3)) + np.outer(2 * y - 1, [1.0, 1.0, 0.6]) * 0.5
-    budgets = rng.uniform(0.0, 1.0, n_samples)
+    X = rng.normal(size=(n_samples, 2)) + np.outer(2 * y - 1, [0.6, 0.3])
+    c = float(budget_label_correlation)
+    z = (1.0 - c) * rng.uniform(size=n_samples) + c * y
+    budgets = float(inequality) ** z
     return X, y, budgets
 
 
-DEMO_SUPPLY = {"supply_slope": np.array([4.0, 0.2, 1.0]), "marginal_cost": np.array([0.05, 0.05, 0.05])}
+DEMO_SUPPLY = {"supply_slope": np.array([4.0, 0.2]), "marginal_cost": np.array([0.05, 0.05])}
+"""A competitive supply for ``market_equilibrium(..., pricing="clearing", **DEMO_SUPPLY)`` on
+:func:`make_feature_market` data: feature 0 abundant (slope 4), feature 1 scarce (0.2)."""
 
 
 class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
-    """Linear classifier trained to be accurate after users respond to it.
+    """Linear classifier trained to be accurate after users buy features at the prices it induces.
 
-    ``anticipate="market"`` is the paper's market-aware learner: it differentiates
-    through the clearing price its own weights induce. ``"fixed"`` is the standard
-    strategic learner with an exogenous cost (``fixed_costs``, Hardt et al. 2016), and
-    ``"none"`` the naive learner that ignores the response. All three share the
-    smoothed objective of docs/fairness/strategic.md; evaluate them with
-    :meth:`score_strategic`, which lets the population respond at the market prices
-    the deployed classifier induces.
+    ``anticipate="market"`` is the paper's market-aware strategic classification
+    (MASC): the market hinge loss ``max(0, 1 - y (w.x + b + (B / rho) ||w||))`` with
+    the revenue-maximising price ``rho`` made differentiable (SoftSort of the users'
+    reservation prices, softmax over the revenue), plus ``regularization * ||w||^2``,
+    by Adam from the naive fit. ``"fixed"`` is the paper's "Strat" baseline: the naive
+    weights, the price the naive classifier induces on the training users (or
+    ``fixed_price``) held fixed, and the intercept that minimises the market hinge at
+    that price (a grid on [-3, 3], the authors' line search). ``"none"`` is the naive
+    learner (logistic regression, blind to the response). Evaluate all three with
+    :meth:`score_strategic`: the test population responds at the price the deployed
+    classifier induces on it (the paper's "long-term" accuracy).
 
     Parameters
     ----------
     anticipate : {"market", "fixed", "none"}, default "market"
-        The response the learner models.
-    supply_slope, marginal_cost : float or array-like of shape (n_features,)
-        The feature market (see :func:`market_equilibrium`); used by ``"market"`` in
-        training and by every learner in :meth:`respond` / :meth:`score_strategic`.
-    fixed_costs : float or array-like of shape (n_features,), default 1.0
-        Per-unit costs the ``"fixed"`` learner assumes (for ``fixed_cost="quadratic"``
-        the scale of ``c * ||x' - x||^2``).
-    fixed_cost : {"linear", "quadratic"}, default "linear"
-        Cost family of the ``"fixed"`` learner.
-    temperature : float, default 0.05
-        Smoothing of the sigmoids in training (> 0).
-    max_iter : int, default 400
-        Adam steps.
-    learning_rate : float, default 0.05
+        The learner.
+    fixed_price : float or None, default None
+        ``"fixed"`` only: the price per unit of distance the learner assumes; ``None``:
+        the price the naive classifier induces on the training users.
+    regularization : float, default 0.01
+        Weight of ``||w||^2`` in the MASC objective (>= 0).
+    sort_temperature : float, default 0.1
+        SoftSort temperature (> 0; smaller is closer to a hard sort; the authors' 0.1).
+    price_temperature : float, default 2.0
+        Softmax temperature over the revenues (> 0; larger is closer to the argmax; the
+        authors' 2).
+    max_iter : int, default 100
+        Epochs of Adam.
+    learning_rate : float, default 0.01
         Adam step size (> 0).
+    batch_size : int, default 256
+        Users per mini-batch; the price is computed per batch, as in the authors' code
+        (SoftSort costs ``batch_size ** 2``; the paper's batch size was not readable).
+    random_state : int, default 0
+        Seed of the mini-batch order.
 
     Attributes
     ----------
     coef_ : numpy.ndarray of shape (n_features,)
-        Unit-norm weights.
+        Weights.
     intercept_ : float
         Intercept.
+    train_price_ : float
+        The price the fitted classifier induces on the training users.
     loss_curve_ : list of float
-        Training loss per step.
+        Training loss per epoch (``"market"``), per grid point (``"fixed"``), empty
+        (``"none"``).
     classes_ : numpy.ndarray
         ``[0, 1]``.
 
     Examples
     --------
     >>> X, y, budgets = make_feature_market(1000, random_state=0)
-    >>> clf = MarketAwareClassifier(max_iter=50, **DEMO_SUPPLY).fit(X, y, budgets)
+    >>> clf = MarketAwareClassifier(max_iter=5).fit(X, y, budgets)
     >>> 0.5 < clf.score_strategic(X, y, budgets) <= 1.0
     True
 
     References
     ----------
     Y. Sommer, I. Hikri, L. Amit, N. Rosenfeld. Learning Classifiers That Induce
-    Markets. ICML 2025.
+    Markets. ICML 2025 (PMLR 267).
     """
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "anticipate": [Options(set(_ANTICIPATE))],
-        "supply_slope": ["array-like", Interval(numbers.Real, 0, None, closed="neither")],
-        "marginal_cost": ["array-like", Interval(numbers.Real, 0, None, closed="left")],
-        "fixed_costs": ["array-like", Interval(numbers.Real, 0, None, closed="neither")],
-        "fixed_cost": [Options({"linear", "quadratic"})],
-        "temperature": [Interval(numbers.Real, 0, None, closed="neither")],
+        "fixed_price": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "regularization": [Interval(numbers.Real, 0, None, closed="left")],
+        "sort_temperature": [Interval(numbers.Real, 0, None, closed="neither")],
+        "price_temperature": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 2, None, closed="left")],
+        "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
     def __init__(
         self,
         anticipate: str = "market",
         *,
-        supply_slope: Any = 1.0,
-        marginal_cost: Any = 0.0,
-        fixed_costs: Any = 1.0,
-        fixed_cost: str = "linear",
-        temperature: float = 0.05,
-        max_iter: int = 400,
-        learning_rate: float = 0.05,
+        fixed_price: float | None = None,
+        regularization: float = 0.01,
+        sort_temperature: float = 0.1,
+        price_temperature: float = 2.0,
+        max_iter: int = 100,
+        learning_rate: float = 0.01,
+        batch_size: int = 256,
+        random_state: int = 0,
     ) -> None:
         self.anticipate = anticipate
-        self.supply_slope = supply_slope
-        self.marginal_cost = marginal_cost
-        self.fixed_costs = fixed_costs
-        self.fixed_cost = fixed_cost
-        self.temperature = temperature
+        self.fixed_price = fixed_price
+        self.regularization = regularization
+        self.sort_temperature = sort_temperature
+        self.price_temperature = price_temperature
         self.max_iter = max_iter
         self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.random_state = random_state
 
     def fit(self, X: Any, y: Any, budgets: Any = None) -> MarketAwareClassifier:
         """Learn the weights under the anticipated response.
@@ -427,32 +499,38 @@ class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimato
         """
         self._validate_params()
         X = check_numeric_array(X, "X", ndim=2)
+        if X.shape[1] == 0:
+            raise DataError("X has no columns; pass one column per feature.", argument="X")
         y = binary_labels(y, "y", n=X.shape[0])
         B = np.ones(X.shape[0]) if budgets is None else _budgets(budgets, X.shape[0])
-        d = X.shape[1]
-        slope = _per_feature(self.supply_slope, "supply_slope", d, positive=True)
-        cost = _per_feature(self.marginal_cost, "marginal_cost", d, positive=False)
-        fixed = _per_feature(self.fixed_costs, "fixed_costs", d, positive=True)
-        if self.anticipate == "fixed" and (fixed <= 0).any():
-            raise DataError("fixed_costs must be > 0 for every feature.", argument="fixed_costs")
         lr = LogisticRegression().fit(X, y)
-        w, b, losses = train_linear(
-            X,
-            y.astype(float),
-            B,
-            anticipate=self.anticipate,
-            slope=slope,
-            cost=cost,
-            fixed_costs=fixed,
-            cost_kind=self.fixed_cost,
-            tau=float(self.temperature),
-            max_iter=int(self.max_iter),
-            learning_rate=float(self.learning_rate),
-            init=(lr.coef_[0].astype(float), float(lr.intercept_[0])),
-        )
+        w, b = lr.coef_[0].astype(float), float(lr.intercept_[0])
+        losses: list[float] = []
+        if self.anticipate == "market":
+            w, b, losses = train_masc(
+                X,
+                y.astype(float),
+                B,
+                init=(w, b),
+                regularization=float(self.regularization),
+                sort_tau=float(self.sort_temperature),
+                price_tau=float(self.price_temperature),
+                max_iter=int(self.max_iter),
+                learning_rate=float(self.learning_rate),
+                batch_size=int(self.batch_size),
+                seed=int(self.random_state),
+            )
+        elif self.anticipate == "fixed":
+            rho = self.fixed_price
+            if rho is None:
+                rho, _, _ = _mk.revenue_price(_mk.distances(X, w, b), B)
+            grid = np.linspace(-3.0, 3.0, 100)
+            losses = [hinge_at_price(X, y.astype(float), B, w, float(c), float(rho)) for c in grid]
+            b = float(grid[int(np.argmin(losses))])
         self.coef_, self.intercept_, self.loss_curve_ = w, b, losses
+        self.train_price_ = _mk.revenue_price(_mk.distances(X, w, b), B)[0]
         self.classes_ = np.array([0, 1])
-        self.n_features_in_ = d
+        self.n_features_in_ = X.shape[1]
         return self
 
     def _check_fitted(self, X: Any) -> np.ndarray:
@@ -498,7 +576,7 @@ class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimato
         return (self.decision_function(X) >= 0).astype(np.int64)
 
     def respond(self, X: Any, budgets: Any) -> StrategicResponse:
-        """The population's response at the market prices this classifier induces.
+        """The population's response at the market price this classifier induces on it.
 
         Parameters
         ----------
@@ -513,17 +591,10 @@ class MarketAwareClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimato
             See :func:`market_equilibrium`.
         """
         X = self._check_fitted(X)
-        return market_equilibrium(
-            X,
-            self.coef_,
-            self.intercept_,
-            budgets,
-            supply_slope=self.supply_slope,
-            marginal_cost=self.marginal_cost,
-        )
+        return market_equilibrium(X, self.coef_, self.intercept_, budgets)
 
     def score_strategic(self, X: Any, y: Any, budgets: Any) -> float:
-        """Accuracy after the population responds at the induced market prices.
+        """Accuracy after the population responds at the price the classifier induces on it.
 
         Parameters
         ----------
