@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -13,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError, TrustlabError  # noqa: E402
 from trustlab.security._nets import digits, make_net, predict, train  # noqa: E402
-from trustlab.security._ood_layers import split_integrate_ratios  # noqa: E402
+from trustlab.security._ood_layers import attribution_path, split_integrate_ratios  # noqa: E402
 from trustlab.security.ood import (  # noqa: E402
     EnergyDetector,
     GAIADetector,
@@ -124,6 +125,22 @@ def test_multiply_integration_is_a_subset_of_the_clean_pattern(cnn_setup):
     assert torch.all(mult <= clean + 1e-7)
     assert torch.any(mult < clean - 1e-7)  # the adversarial path changes the pattern
     assert torch.all(add >= mult - 1e-7)
+
+
+def test_attribution_path_moves_away_from_the_prediction(cnn_setup):
+    """Each adversarial step raises the cross-entropy to the clean prediction (and keeps h_0)."""
+    net, _, X_te, _, _, _ = cnn_setup
+    x = torch.as_tensor(X_te[:64])
+    with torch.no_grad():
+        h0 = net[0](x)
+        y_hat = net(x).argmax(1)
+    path = attribution_path(net, net[0], x, h0, steps=4, alpha=0.05, loss="ce")
+    assert len(path) == 4 and torch.equal(path[0][0], h0)
+    ce = [torch.nn.functional.cross_entropy(y, y_hat).item() for _, y, _ in path]
+    assert ce[0] < ce[1] < ce[2] < ce[3]
+    for (h, _, _), (h_next, _, _) in itertools.pairwise(path):
+        step = (h_next - h).abs()  # alpha * |sign(grad)|: 0 where the gradient is 0 (inactive units)
+        assert torch.all((step < 1e-6) | ((step - 0.05).abs() < 1e-6)) and (step > 0).any()
 
 
 def test_scores_are_per_row_and_batch_independent(mlp_setup):

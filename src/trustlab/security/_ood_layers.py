@@ -19,7 +19,13 @@ import numpy as np
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.security._nets import require_torch
 
-__all__ = ["as_tensor_batches", "default_layers", "resolve_layers", "split_integrate_ratios"]
+__all__ = [
+    "as_tensor_batches",
+    "attribution_path",
+    "default_layers",
+    "resolve_layers",
+    "split_integrate_ratios",
+]
 
 
 def default_layers(model: Any) -> list[str]:
@@ -130,6 +136,43 @@ def _channel_ratio(indicator: Any) -> Any:
     return indicator.reshape(indicator.shape[0], -1)
 
 
+def attribution_path(
+    model: Any, module: Any, x: Any, h0: Any, *, steps: int, alpha: float, loss: str
+) -> list[tuple[Any, Any, Any]]:
+    """The points of the adversarial attribution path at one split layer.
+
+    Returns ``steps`` triples ``(h_t, logits_t, g_t)`` (detached): the split feature, the
+    remainder's logits on it and the gradient of the maximum logit w.r.t. it, with
+    ``h_{t+1} = h_t + alpha * sign(grad_h CE(remainder(h_t), y_hat))`` (``loss="max"``:
+    the maximum logit's gradient instead), ``y_hat`` the prediction at ``h_0``.
+    """
+    torch = require_torch()
+    func = torch.nn.functional
+    h = h0.clone()
+    target: Any = None
+    out: list[tuple[Any, Any, Any]] = []
+    for t in range(steps):
+        h = h.detach().requires_grad_(True)
+        current = h
+        handle = module.register_forward_hook(lambda _m, _i, _o, v=current: v)
+        try:
+            y = model(x)
+        finally:
+            handle.remove()
+        last = t == steps - 1
+        g = torch.autograd.grad(y.max(dim=1).values.sum(), h, retain_graph=not last and loss == "ce")[0]
+        out.append((h.detach(), y.detach(), g.detach()))
+        if not last:
+            if target is None:
+                target = y.argmax(dim=1).detach()
+            if loss == "ce":
+                adv = torch.autograd.grad(func.cross_entropy(y, target, reduction="sum"), h)[0]
+            else:
+                adv = g
+            h = h + alpha * adv.sign()
+    return out
+
+
 def split_integrate_ratios(
     model: Any,
     layers: list[tuple[str, Any]],
@@ -151,38 +194,17 @@ def split_integrate_ratios(
     ``steps=1`` is GAIA-Z: the clean gradient only. Returns an (N, total channels) tensor.
     """
     torch = require_torch()
-    func = torch.nn.functional
     _, feats = _capture(model, layers, x)
     ratios: list[Any] = []
     for name, module in layers:
-        h = feats[name].clone()
         integrated: Any = None
-        target: Any = None
-        for t in range(steps):
-            h = h.detach().requires_grad_(True)
-            current = h
-            handle = module.register_forward_hook(lambda _m, _i, _o, v=current: v)
-            try:
-                y = model(x)
-            finally:
-                handle.remove()
-            top = y.max(dim=1).values.sum()
-            last = t == steps - 1
-            g = torch.autograd.grad(top, h, retain_graph=not last and loss == "ce")[0]
-            if not last:
-                if target is None:
-                    target = y.argmax(dim=1).detach()
-                if loss == "ce":
-                    adv = torch.autograd.grad(func.cross_entropy(y, target, reduction="sum"), h)[0]
-                else:
-                    adv = g
-                h = h + alpha * adv.sign()
+        for _h, _y, g in attribution_path(model, module, x, feats[name], steps=steps, alpha=alpha, loss=loss):
             if integrated is None:
-                integrated = g.detach().clone()
+                integrated = g.clone()
             elif integration == "multiply":
-                integrated = integrated * g.detach()
+                integrated = integrated * g
             else:
-                integrated = integrated + g.detach()
+                integrated = integrated + g
         if not torch.all(torch.isfinite(integrated)):
             raise DataError(
                 f"the gradients at layer {name!r} are not finite; check that X is on the scale the "
