@@ -9,14 +9,16 @@ is added once, after merging.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from typing_extensions import override
 
+from trustlab._param_validation import Interval, check_params
 from trustlab.compute.statistics import MergeableStatistic
 from trustlab.errors import ParameterError
 
@@ -222,15 +224,22 @@ class GridHistogram(MergeableStatistic[tuple[np.ndarray, int], Histogram]):
     ([2, 3], 1)
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "lower": [Interval(numbers.Real, None, None, closed="neither")],
+        "upper": [Interval(numbers.Real, None, None, closed="neither")],
+        "n_bins": [Interval(numbers.Integral, 1, 10**7, closed="both")],
+    }
+
     def __init__(self, column: str, lower: float, upper: float, n_bins: int) -> None:
+        check_params(
+            {"lower": lower, "upper": upper, "n_bins": n_bins}, self._parameter_constraints, "GridHistogram"
+        )
         lower, upper = float(lower), float(upper)
         if not (np.isfinite(lower) and np.isfinite(upper) and lower < upper):
             raise ParameterError(
                 f"GridHistogram needs finite public bounds with lower < upper; got {lower}, {upper}.",
                 argument="bounds",
             )
-        if int(n_bins) < 1:
-            raise ParameterError(f"n_bins must be at least 1, got {n_bins}.", argument="n_bins")
         self.column, self.lower, self.upper, self.n_bins = column, lower, upper, int(n_bins)
 
     @override
