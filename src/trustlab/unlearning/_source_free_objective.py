@@ -35,25 +35,23 @@ def cagrad_weights(gram: np.ndarray, lam: np.ndarray, c: float) -> tuple[np.ndar
     sqrt_phi = c * math.sqrt(gt_sq)
     b = gram @ lam
 
-    def objective(w: np.ndarray) -> float:
-        return float(w @ b + sqrt_phi * math.sqrt(max(float(w @ gram @ w), 0.0) + 1e-30))
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+        gw = gram @ w
+        norm = math.sqrt(max(float(w @ gw), 0.0)) + 1e-30
+        return float(w @ b + sqrt_phi * norm), b + (sqrt_phi / norm) * gw
 
-    best = None
-    starts = [np.full(k, 1.0 / k), *np.eye(k)]
-    for w0 in starts:
-        res = minimize(
-            objective,
-            w0,
-            method="SLSQP",
-            bounds=[(0.0, 1.0)] * k,
-            constraints=[{"type": "eq", "fun": lambda w: float(w.sum() - 1.0)}],
-            options={"ftol": 1e-12, "maxiter": 200},
-        )
-        w = np.clip(np.asarray(res.x, dtype=float), 0.0, None)
-        w = w / w.sum() if w.sum() > 0 else np.full(k, 1.0 / k)
-        if best is None or objective(w) < objective(best):
-            best = w
-    assert best is not None
+    # The objective is convex in w (linear plus the norm of a linear map): one start suffices.
+    res = minimize(
+        objective,
+        np.full(k, 1.0 / k),
+        jac=True,
+        method="SLSQP",
+        bounds=[(0.0, 1.0)] * k,
+        constraints=[{"type": "eq", "fun": lambda w: float(w.sum() - 1.0), "jac": lambda w: np.ones_like(w)}],
+        options={"ftol": 1e-12, "maxiter": 200},
+    )
+    best = np.clip(np.asarray(res.x, dtype=float), 0.0, None)
+    best = best / best.sum() if best.sum() > 0 else np.full(k, 1.0 / k)
     gw_norm = math.sqrt(max(float(best @ gram @ best), 0.0))
     if not gw_norm > 1e-12 * math.sqrt(gt_sq):
         return best, lam.copy()
