@@ -119,6 +119,15 @@ def test_registered_and_rendered(benefits, logistic_report):
             unregister_section("robustness")
 
 
+def test_group_verdicts_combine_as_all_must_pass():
+    from trustlab.audit.sections.robustness import _all_groups
+
+    assert _all_groups(["pass", "pass"]) == "pass"
+    assert _all_groups(["pass", "fail", "inconclusive"]) == "fail"
+    assert _all_groups(["inconclusive", "pass"]) == "inconclusive"
+    assert _all_groups(["pass", "inconclusive"]) == "inconclusive"
+
+
 def test_flip_search_is_exact_on_a_linear_score():
     # the section's search on a pipeline agrees with the closed form for a linear model
     from sklearn.linear_model import LogisticRegression

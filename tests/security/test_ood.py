@@ -173,6 +173,9 @@ def test_metrics_known_values():
     # ID keeps rows scoring <= 94.05 (95th of 0..99); OOD rows 0.5 .. 93.5 fall below: 94 of 100
     assert m.fpr95 == pytest.approx(0.94)
     assert m.auroc == pytest.approx(0.505)
+    # ID is the positive class of the TPR: 10 OOD rows below every ID row are accepted as ID
+    ood = np.r_[np.full(10, -1.0), 200.0 + np.arange(90)]
+    assert ood_metrics(np.arange(100), ood).fpr95 == pytest.approx(0.10)
 
 
 def test_default_layers_and_model_without_layers():

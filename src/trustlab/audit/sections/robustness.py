@@ -239,7 +239,7 @@ class RobustnessSection(Section):
             # pass when all lie at or below it, inconclusive otherwise
             thr = float(self.max_flip_share)
             statuses = [interval_verdict(lo_, hi_, thr, at_most=True) for _, _, lo_, hi_ in judged_groups]
-            status = "fail" if "fail" in statuses else "pass" if set(statuses) == {"pass"} else "inconclusive"
+            status = _all_groups(statuses)
             g, share, glo, ghi = max(judged_groups, key=lambda t: t[1])
             detail = (
                 f"highest flip share {share:.3f} ({g}; 95% interval {glo:.3f}..{ghi:.3f}); "
@@ -286,6 +286,13 @@ class RobustnessSection(Section):
         from trustlab.audit.render._robustness import render_robustness
 
         return render_robustness(result)
+
+
+def _all_groups(statuses: list[str]) -> str:
+    """Every group must pass: fail if one fails, pass if all pass, inconclusive otherwise."""
+    if "fail" in statuses:
+        return "fail"
+    return "pass" if statuses and set(statuses) == {"pass"} else "inconclusive"
 
 
 def _plain(value: Any) -> Any:
