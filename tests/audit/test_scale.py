@@ -146,6 +146,12 @@ def test_bad_inputs_name_the_file(client, tmp_path):
     )
     with pytest.raises(DataError, match=r"b\.parquet.*stores column 'b' as int64"):
         run_scaled(Audit(sections=_sections()), other, target="y", sensitive="g", client=client)
+    holes = tmp_path / "holes"
+    holes.mkdir()
+    df.assign(y=df["y"].where(df.index != 5)).to_parquet(holes / "a.parquet", index=False)
+    with pytest.raises(DataError, match="has 1 missing value") as info:
+        run_scaled(Audit(sections=_sections()), holes, target="y", sensitive="g", client=client)
+    assert info.value.argument == "target"
     empty = tmp_path / "csv"
     empty.mkdir()
     df.to_csv(empty / "a.csv", index=False)

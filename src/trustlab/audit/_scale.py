@@ -198,6 +198,12 @@ def run_scaled(
     first = compute(stats, frame, client=client, progress=lambda d, n: step(f"pass 1/2: {d}/{n} partitions"))
     t1 = time.perf_counter()
     labels = first["target"]
+    if labels.get(None):
+        raise DataError(
+            f"target {target!r} has {labels[None]:,} missing value(s) in the files; drop those rows "
+            "first (or rewrite the files without them).",
+            argument="target",
+        )
     fake = pd.Series([k if k is not None else np.nan for k in labels], dtype=object)
     _, negative, positive = check_binary_target(fake, f"target {target!r}", runner.positive)
     sample = _as_category(first["sample"])
