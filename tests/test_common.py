@@ -47,6 +47,7 @@ PACKAGES = (
     "trustlab.fairness",
     "trustlab.explain",
     "trustlab.unlearning",
+    "trustlab.security",
 )
 """Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
 

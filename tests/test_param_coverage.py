@@ -43,6 +43,7 @@ PACKAGES = (
     "trustlab.datasets",
     "trustlab.compute",
     "trustlab.unlearning",
+    "trustlab.security",
 )
 
 _SAMPLER = (

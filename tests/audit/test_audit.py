@@ -9,7 +9,7 @@ import pytest
 from trustlab.audit import Audit
 from trustlab.errors import DataError, ParameterError
 
-SECTIONS = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning"]
+SECTIONS = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning", "robustness"]
 
 
 def test_sections_and_figures(raw_report):

@@ -22,7 +22,7 @@ from trustlab.audit import (
 )
 from trustlab.errors import ParameterError
 
-BUILT_IN = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning"]
+BUILT_IN = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning", "robustness"]
 
 
 @pytest.fixture(autouse=True)

@@ -55,6 +55,7 @@ _REGISTRY: dict[str, type[Section] | str] = {
     "explain": "trustlab.audit.sections.explain:ExplainSection",
     "uncertainty": "trustlab.audit.sections.uncertainty:UncertaintySection",
     "unlearning": "trustlab.audit.sections.unlearning:UnlearningSection",
+    "robustness": "trustlab.audit.sections.robustness:RobustnessSection",
 }
 
 
