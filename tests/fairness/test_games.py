@@ -101,7 +101,9 @@ def test_pomwu_is_the_papers_algorithm_1_with_per_player_predictions() -> None:
     W = _algorithm_1_literally(U, states, preds, 0.7)
     run = pomwu(NormalFormGame(U), states, preds, step_size=0.7)
     np.testing.assert_allclose(run.mean_strategy, W.mean(axis=0), atol=1e-12)
-    value = [np.einsum("pa,pa->p", W[t], core.normal_form_utilities(U, int(states[t]), W[t])) for t in range(60)]
+    value = [
+        np.einsum("pa,pa->p", W[t], core.normal_form_utilities(U, int(states[t]), W[t])) for t in range(60)
+    ]
     np.testing.assert_allclose(run.welfare, np.sum(value, axis=1), atol=1e-12)
     assert run.n_prediction_errors == int(np.sum(preds != states[:, None]))
 
@@ -127,9 +129,7 @@ def test_wrong_predictions_never_feed_another_states_instance() -> None:
     assert first.regret[0] > 150  # wrong predictions: the wrong action nearly every round
     assert second_half_regret < 5  # no unlearning needed once the predictions are right
     # the swapped update would need ~100 rounds per state to unlearn (regret > 50)
-    bad = core.run_dynamics(
-        lambda s, X: np.stack([U[s, 0]]), 2, 1, 2, states, preds[:, None], preds, 2, 1.0
-    )
+    bad = core.run_dynamics(lambda s, X: np.stack([U[s, 0]]), 2, 1, 2, states, preds[:, None], preds, 2, 1.0)
     bad_first = core.run_dynamics(
         lambda s, X: np.stack([U[s, 0]]), 2, 1, 2, states[:200], preds[:200, None], preds[:200], 2, 1.0
     )
@@ -143,7 +143,7 @@ def test_claim_proposition_7_social_regret_bound_holds_with_the_papers_rate() ->
     Measured (routing, 20 drivers, 3 routes, 1500 rounds, largest latency B = 1.76):
     summed regret 5,636 with perfect predictions <= B * bound = 9,256 (OMWU: 12,684);
     8,313 with 20% wrong predictions (the bound, 5.3e6, grows with L_T). OMWU's summed
-    regret: 25,218 after 3000 rounds, 99,914 after 12,000.
+    regret grows linearly: 16,720 after 2,000 rounds, 66,429 after 8,000.
     """
     game = make_routing_game(20, 3, 3, random_state=0)
     B = float(np.max(game.free_flow + game.slope))
@@ -155,8 +155,8 @@ def test_claim_proposition_7_social_regret_bound_holds_with_the_papers_rate() ->
         bound = B * social_regret_bound(20, 3, 3, run.n_prediction_errors)
         assert run.regret.sum() <= bound
     # the state-blind baseline's summed regret grows linearly and leaves any constant bound behind
-    long_states = np.random.default_rng(1).integers(0, 3, 12000)
-    o_short, o_long = omwu(game, long_states[:3000]), omwu(game, long_states)
+    long_states = np.random.default_rng(1).integers(0, 3, 8000)
+    o_short, o_long = omwu(game, long_states[:2000]), omwu(game, long_states)
     assert o_long.regret.sum() > 3.0 * o_short.regret.sum()
 
 

@@ -145,8 +145,8 @@ def test_claim_strat_beats_naive_and_masc_lowers_its_market_loss() -> None:
     Measured: naive 0.819, Strat (naive weights, intercept line-searched at the
     naive-induced price) 0.856. MASC (10 epochs) lowers the market hinge it optimises,
     measured at the hard price its own weights induce on the training users, from 0.442
-    (naive weights; price 21.5 per unit of distance) to 0.417 (price 26.2). The 0.02 margin is > 10 standard errors of a paired
-    difference on 20,000 users.
+    (naive weights; price 21.5 per unit of distance) to 0.417 (price 26.2). The 0.02
+    margin is > 10 standard errors of a paired difference on 20,000 users.
     """
     from trustlab.fairness._strategic_learn import hinge_at_price
 
