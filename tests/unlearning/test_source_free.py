@@ -170,6 +170,22 @@ def test_disc_loss_is_log_n_retain_with_zero_gradient_at_its_optimum():
     loss_off = disc_loss(off, torch.tensor([0]), centres, 64.0, 1.25, -0.25)
     (g_off,) = torch.autograd.grad(loss_off, off)
     assert float(loss_off.detach()) > math.log(3) and float(g_off[0, 0]) < 0 < float(g_off[0, 1])
+    # Eq. 7 written out in NumPy, on features with similarities on both sides of O_p and O_n.
+    rng = np.random.default_rng(0)
+    f, cen, lab = rng.normal(size=(6, 4)), rng.normal(size=(3, 4)), np.array([0, 1, 2, 0, 1, 2])
+    unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)  # noqa: E731
+    sims = unit(f) @ unit(cen).T
+    assert sims.min() < -0.25 < sims.max()
+    for o_p in (1.25, 0.0):  # O_p = 0 puts some s_p above O_p (a_p = 0 there)
+        want = []
+        for i, y in enumerate(lab):
+            s_p, a_p = sims[i, y], max(o_p - sims[i, y], 0.0)
+            negatives = [s for j, s in enumerate(sims[i]) if j != y]
+            terms = [math.exp(8 * max(s + 0.25, 0.0) * s - 8 * a_p * s_p) for s in negatives]
+            want.append(math.log(1.0 + sum(terms)))
+        got = disc_loss(torch.as_tensor(f), torch.as_tensor(lab), torch.as_tensor(cen), 8.0, o_p, -0.25)
+        assert float(got) == pytest.approx(np.mean(want), rel=1e-12)
+    assert sims[np.arange(6), lab].max() > 0.0
 
 
 def test_conflict_averse_direction_matches_the_worked_example_and_its_properties():
