@@ -67,6 +67,12 @@ def test_score_counts_with_ties_and_rounding():
     assert m["roc_auc"] == pytest.approx(roc_auc_score(y, p), abs=1e-13)
     curve = calibration_table(y, p)[["mean_predicted", "fraction_positive"]].to_numpy()
     np.testing.assert_allclose(np.array(m["curve"]), curve, atol=1e-13)
+    g = np.where(rng.random(n) < 0.5, "a", "b")
+    grouped = compute(ScoreCounts("p", "y", group="g", levels=["a", "b"]), df.assign(g=g), chunksize=2999)
+    for i, level in enumerate(["a", "b"]):
+        sel = g == level
+        assert grouped.metrics(i)["roc_auc"] == pytest.approx(roc_auc_score(y[sel], p[sel]), abs=1e-13)
+        assert grouped.metrics(i)["brier"] == pytest.approx(brier_score_loss(y[sel], p[sel]), abs=1e-13)
     # beyond max_distinct the scores are floored to a grid: the same result on any chunking
     a = compute(ScoreCounts("p", "y", max_distinct=50, grid_bits=4), df, chunksize=997)
     b = compute(ScoreCounts("p", "y", max_distinct=50, grid_bits=4), df)
