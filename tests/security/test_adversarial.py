@@ -48,7 +48,7 @@ def test_pgd_stays_in_the_ball_and_hurts(data) -> None:
     assert X_adv.min() >= 0 and X_adv.max() <= 1
     clean = np.mean(predict(net, Xte) == yte)
     robust = np.mean(predict(net, X_adv) == yte)
-    # measured: 0.97 clean, 0.28 under PGD-10 at eps 0.1 for a standard-trained MLP
+    # measured: 0.97 clean, 0.24 under PGD-10 at eps 0.1 for a standard-trained MLP
     assert robust < clean - 0.3
     # no random start and one step of size eps is FGSM: the sign of the input gradient
     Xt = torch.as_tensor(Xte[:5])
@@ -98,7 +98,7 @@ def test_adversarial_training_buys_robustness_and_tracks_every_epoch(data) -> No
     assert best_robust == pytest.approx(h["robust_accuracy"].max(), abs=0.03)  # a fresh random start
     standard = train(make_net("mlp"), Xtr, ytr, epochs=20)
     plain_robust = np.mean(predict(standard, pgd_attack(standard, Xte, yte, eps=0.1, steps=20)) == yte)
-    # measured: 0.73 vs 0.25 (597 test rows: standard error <= 0.02)
+    # measured: 0.83 vs 0.23 (597 test rows: standard error <= 0.02)
     assert h["robust_accuracy"].max() > plain_robust + 0.2
     assert (h["cas"] >= 0).all() and (h["cas"] <= 90).all()
 
