@@ -102,6 +102,10 @@ class BootstrapMeans:
         The mean of the present values.
     replicates : numpy.ndarray
         ``n_boot`` replicate means (weighted by the rows' Poisson weights).
+
+    See Also
+    --------
+    PoissonBootstrap : the statistic that builds it.
     """
 
     mean: float

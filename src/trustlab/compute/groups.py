@@ -102,6 +102,10 @@ class ConfusionCounts:
         The group levels (the public levels, then ``"other"`` when counted).
     counts : numpy.ndarray
         ``int64`` array ``[group, predicted, label]`` (``predicted`` and ``label`` in {0, 1}).
+
+    See Also
+    --------
+    GroupConfusion : the statistic that builds it.
     """
 
     groups: tuple[Any, ...]
@@ -192,6 +196,10 @@ class Histogram:
         ``int64`` counts per bin (values outside the grid clipped into the end bins).
     missing : int
         Rows whose value is missing or not a number.
+
+    See Also
+    --------
+    GridHistogram : the statistic that builds it.
     """
 
     edges: np.ndarray

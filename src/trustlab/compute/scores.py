@@ -59,6 +59,10 @@ class ScoreTable:
         ``int64`` counts of rows with label 0 and 1 at each ``(group, score)``.
     rounded : bool
         Whether the scores were rounded to the grid (see the module's notes).
+
+    See Also
+    --------
+    ScoreCounts : the statistic that builds it.
     """
 
     groups: tuple[Any, ...]
