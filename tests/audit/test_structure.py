@@ -112,6 +112,8 @@ def test_base_report_is_complete(base):
         "targeting",
         "privacy",
         "uncertainty",
+        "unlearning",
+        "robustness",
     ]
     assert base["html"].count("<svg") >= 5
 
