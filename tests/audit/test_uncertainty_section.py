@@ -44,8 +44,8 @@ def _rows(res):
 
 
 def test_section_is_in_the_default_audit_json_and_html(full_report, result):
-    assert section_names()[-1] == "uncertainty"
-    assert [r.name for r in full_report.results][-1] == "uncertainty"
+    assert "uncertainty" in section_names()
+    assert "uncertainty" in [r.name for r in full_report.results]
     data = json.loads(full_report.to_json())["sections"]["uncertainty"]
     assert data["figures"]["alpha"] == 0.1 and data["figures"]["released"] is True
     expected = {"all", "sex=female", "sex=male", "nwhite=no", "nwhite=yes", "ui=no", "ui=yes"}

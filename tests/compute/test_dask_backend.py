@@ -167,8 +167,8 @@ def test_failed_partition_is_a_data_error(client):
 def test_bad_counts_and_bounds():
     with pytest.raises(DataError, match="non-negative integers"):
         dp_histogram_of_counts([1, -2], 1.0)
-    with pytest.raises(DataError, match="max_rows"):
-        dp_histogram_of_counts([10, 10], 1.0, max_rows=5)
+    # no check on the (private) total: large counts are released like small ones
+    assert dp_histogram_of_counts([10**12, 0], 1.0).value.shape == (2,)
     with pytest.raises(ParameterError):
         GridHistogram("x", 1.0, 1.0, 4)
     with pytest.raises(ParameterError):

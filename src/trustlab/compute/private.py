@@ -9,16 +9,15 @@ once per partition and leak through the merge).
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
-from trustlab._param_validation import EPSILON, Interval, validate_params
+from trustlab._param_validation import EPSILON, validate_params
 from trustlab.errors import DataError
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.release import Release
-from trustlab.privacy.statistics import MAX_BINS, dp_histogram
+from trustlab.privacy.statistics import MAX_BINS, release_counts
 
 __all__ = ["dp_histogram_of_counts"]
 
@@ -28,7 +27,6 @@ __all__ = ["dp_histogram_of_counts"]
         "epsilon": [EPSILON],
         "description": [str],
         "accountant": [None, Accountant],
-        "max_rows": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 )
 def dp_histogram_of_counts(
@@ -37,28 +35,26 @@ def dp_histogram_of_counts(
     *,
     description: str = "histogram",
     accountant: Accountant | None = None,
-    max_rows: int = 2**31,
 ) -> Release:
-    """Release merged exact counts with :func:`~trustlab.privacy.dp_histogram`, unchanged.
+    """Release merged exact counts with the mechanism of :func:`~trustlab.privacy.dp_histogram`.
 
-    The counts are turned back into the bin codes they count (``np.repeat``, ``uint16`` or
-    ``uint32`` codes) and handed to ``dp_histogram``: the mechanism, its noise scale, its
-    ledger entry and the distribution of its output are exactly those of the in-process
-    call on the rows' codes. The bin set (``counts.size``) is public.
+    The counts go straight to the mechanism ``dp_histogram`` applies to the counts it
+    takes of its codes (:func:`trustlab.privacy.statistics.release_counts`): the noise
+    scale, the ledger entry and the distribution of the output are exactly those of the
+    in-process call on the rows' codes. The bin set (``counts.size``) is public; no
+    check reads the counts' values beyond their type and sign.
 
     Parameters
     ----------
     counts : array-like of int
         Exact non-negative counts per bin (e.g. a merged :class:`~trustlab.compute.CodeHistogram`
-        or :class:`~trustlab.compute.groups.CrossCounts`, any shape: flattened in C order).
+        or :class:`~trustlab.compute.CrossCounts`, any shape: flattened in C order).
     epsilon : float
         Privacy budget.
     description : str
         What is counted, for the ledger.
     accountant : Accountant, optional
-        Budget to charge.
-    max_rows : int, default 2**31
-        Refuse totals above this (the codes are materialised: 2 or 4 bytes a row).
+        Budget to charge, checked before any noise is drawn.
 
     Returns
     -------
@@ -68,7 +64,7 @@ def dp_histogram_of_counts(
     Raises
     ------
     DataError
-        ``counts`` is not an array of non-negative integers, or its total exceeds ``max_rows``.
+        ``counts`` is not a non-empty array of non-negative integers (at most ``MAX_BINS``).
 
     References
     ----------
@@ -89,13 +85,4 @@ def dp_histogram_of_counts(
             argument="counts",
         )
     flat = c.reshape(-1).astype(np.int64)
-    total = int(flat.sum())
-    if total > max_rows:
-        raise DataError(
-            f"counts total {total:,} rows, more than max_rows={max_rows:,}; raise max_rows if the "
-            "memory allows (4 bytes a row).",
-            argument="counts",
-        )
-    dtype = np.uint16 if flat.size <= 2**16 else np.uint32
-    codes = np.repeat(np.arange(flat.size, dtype=dtype), flat)
-    return dp_histogram(codes, flat.size, epsilon, description=description, accountant=accountant)
+    return release_counts(flat, epsilon, description=description, accountant=accountant)

