@@ -36,6 +36,7 @@ from trustlab.fairness.games import (
     noisy_predictions,
     omwu,
     pomwu,
+    social_regret_bound,
 )
 from trustlab.fairness.metrics import (
     bootstrap_counts,
@@ -139,6 +140,7 @@ __all__ = [
     "rates_from_counts",
     "screening_value",
     "simulate_collective",
+    "social_regret_bound",
     "targeting_reach",
     "unplant_signal",
     "weak_strong_coreset",

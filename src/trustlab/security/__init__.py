@@ -4,6 +4,21 @@ torch is imported inside the methods that need it: ``import trustlab.security`` 
 See ``docs/security/`` for one page per method.
 """
 
+from trustlab.security.adversarial import (
+    AdversarialTrainingResult,
+    CrossClassAttribution,
+    adversarial_train,
+    cross_class_attribution,
+    pgd_attack,
+)
+from trustlab.security.backdoor import (
+    PoisonedData,
+    TSCResult,
+    add_trigger,
+    attack_success_rate,
+    badnets_poison,
+    tsc_purify,
+)
 from trustlab.security.ood import (
     EnergyDetector,
     GAIADetector,
@@ -22,16 +37,27 @@ from trustlab.security.robustness import (
 )
 
 __all__: list[str] = [
+    "AdversarialTrainingResult",
+    "CrossClassAttribution",
     "EnergyDetector",
     "FlipResult",
     "GAIADetector",
     "KNNShiftDetector",
     "MSPDetector",
     "OODMetrics",
+    "PoisonedData",
     "SplitIntegrateDetector",
+    "TSCResult",
     "TabularOODResult",
+    "add_trigger",
+    "adversarial_train",
+    "attack_success_rate",
+    "badnets_poison",
+    "cross_class_attribution",
     "fpr_at_tpr",
     "ood_metrics",
+    "pgd_attack",
     "prediction_flips",
     "tabular_ood_scores",
+    "tsc_purify",
 ]

@@ -1,4 +1,4 @@
-"""Unlearning and memory: a kNN memory with exact removal, certified unlearning by noisy fine-tuning."""
+"""Unlearning and memory: a kNN memory with exact removal, certified and source-free unlearning."""
 
 from trustlab.unlearning.certified import (
     NoisyFinetuneUnlearner,
@@ -17,6 +17,13 @@ from trustlab.unlearning.memory import (
     rank_vote,
     softmax_vote,
 )
+from trustlab.unlearning.source_free import (
+    SourceFreeReport,
+    SourceFreeUnlearner,
+    SyntheticSamples,
+    conflict_averse_direction,
+    synthesize,
+)
 
 __all__: list[str] = [
     "KNNMemory",
@@ -24,12 +31,17 @@ __all__: list[str] = [
     "MemoryNeighbour",
     "NoisyFinetuneUnlearner",
     "PruneResult",
+    "SourceFreeReport",
+    "SourceFreeUnlearner",
+    "SyntheticSamples",
     "UnlearningComparison",
     "certificate_epsilon",
     "compare_to_retraining",
+    "conflict_averse_direction",
     "distance_vote",
     "membership_advantage",
     "plurality_vote",
     "rank_vote",
     "softmax_vote",
+    "synthesize",
 ]
