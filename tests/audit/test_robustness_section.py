@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from trustlab.audit import Audit, register_section, section_names, unregister_section
@@ -141,3 +142,27 @@ def test_flip_search_is_exact_on_a_linear_score():
     res = prediction_flips(model, X, eps=0.1, method="search")
     w = model[-1].coef_[0] / model[0].scale_
     np.testing.assert_array_equal(res.flipped, np.abs(model.decision_function(X)) <= np.abs(w) @ res.radius)
+
+
+def test_missing_values_and_large_tables_do_not_break_the_ood_score():
+    """Missing numeric values count as typical (stated); tables above max_ood_rows are sampled."""
+    from trustlab.audit import Audit
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n),
+            "c": rng.choice(["x", "y"], n),
+            "g": rng.choice(["m", "f"], n),
+        }
+    )
+    df.loc[::7, "a"] = np.nan
+    df["y"] = np.where(rng.random(n) < 0.5, "yes", "no")
+    section = RobustnessSection()
+    section.max_ood_rows = 300
+    res = Audit(model="hgb", sections=[section]).run(df, target="y", sensitive="g").results[0]
+    assert res.figures["ood"]["rows"] == 300
+    assert any("missing or infinite numeric values" in n for n in res.notes)
+    assert any("seeded sample of 300" in n for n in res.notes)

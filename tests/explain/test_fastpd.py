@@ -199,6 +199,23 @@ def test_missing_values_in_queries_follow_default_direction():
     np.testing.assert_allclose(fpd.expected_value_ + phi.sum(1), raw, atol=1e-5)
 
 
+def test_hgb_split_sending_only_missing_values_right():
+    # HistGradientBoosting stores threshold +inf for a split that keeps every value left and
+    # sends missing values right; its right child admits no finite value. (Found by the
+    # audit: a two-valued column with missing values broke FastPD's reproduction check.)
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    Z = np.column_stack([rng.integers(0, 2, 3000).astype(float), rng.normal(size=3000)])
+    Z[::5, 0] = np.nan
+    y = (rng.random(3000) < 0.5).astype(int)
+    model = HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(Z, y)
+    fpd = FastPD(model).fit(Z[:300])
+    raw = model.decision_function(Z[300:400])
+    np.testing.assert_allclose(fpd.predict(Z[300:400]), raw, atol=1e-6)
+    np.testing.assert_allclose(fpd.expected_value_ + fpd.shap_values(Z[300:400]).sum(1), raw, atol=1e-6)
+
+
 def test_dataframe_names_and_determinism():
     frame = pd.DataFrame(X, columns=list("abcde"))
     model = GradientBoostingRegressor(n_estimators=10, max_depth=3, random_state=0).fit(frame, Y)

@@ -134,8 +134,12 @@ def rank_intervals(groups: dict[int, LeafGroup], n_features: int) -> list[np.nda
             sel = g.feat == f
             u = cuts[f]
             lo, hi = g.lo[sel], g.hi[sel]
-            lo_r[sel] = np.where(np.isfinite(lo), np.searchsorted(u, lo) + 1, 0)
-            hi_r[sel] = np.where(np.isfinite(hi), np.searchsorted(u, hi) + 1, len(u) + 1)
+            # an infinite bound is not a cut: -inf admits every value and +inf none from below
+            # (HistGradientBoosting stores threshold +inf for a split that sends only missing
+            # values right; its right child's lower bound +inf admits no finite value)
+            top = len(u) + 1
+            lo_r[sel] = np.where(np.isfinite(lo), np.searchsorted(u, lo) + 1, np.where(lo > 0, top, 0))
+            hi_r[sel] = np.where(np.isfinite(hi), np.searchsorted(u, hi) + 1, np.where(hi > 0, top, 0))
         g.lo_r = lo_r.astype(np.int32)
         g.width = np.maximum(hi_r - lo_r, 0).astype(np.uint32)
     return cuts

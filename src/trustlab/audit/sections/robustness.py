@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from trustlab.audit.section import (
     AuditContext,
@@ -60,6 +61,9 @@ class RobustnessSection(Section):
         Share of rows whose label may flip before a flip check fails.
     min_group : int, default 30
         Fewest searched rows a group needs to be judged.
+    max_ood_rows : int, default 20000
+        Training rows indexed and held-out rows scored by the OOD score (seeded samples
+        when there are more: the nearest-neighbour search grows with both).
 
     See Also
     --------
@@ -80,6 +84,7 @@ class RobustnessSection(Section):
     max_ood_share: float = 0.10
     max_flip_share: float = 0.10
     min_group: int = 30
+    max_ood_rows: int = 20_000
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
         """OOD scores of the held-out rows, the most unlike rows, and the flip shares by group.
@@ -109,14 +114,16 @@ class RobustnessSection(Section):
             notes.append("Too few training or held-out rows for the nearest-neighbour score.")
             return SectionResult(self.name, self.title, {"released": False}, checks, notes)
 
-        ood = tabular_ood_scores(X_train, X_test, n_top=int(self.n_top))
+        ref, scored, ood_notes = _ood_inputs(X_train, X_test, int(self.max_ood_rows), int(ctx.random_state))
+        notes.extend(ood_notes)
+        ood = tabular_ood_scores(ref, scored, n_top=int(self.n_top))
         lo, hi = ood.share_interval
         top = []
         for pos, score in zip(ood.top_index, ood.top_scores, strict=True):
-            row = X_test.iloc[int(pos)]
+            row = X_test.loc[scored.index[int(pos)]]
             top.append(
                 {
-                    "row": str(X_test.index[int(pos)]),
+                    "row": str(scored.index[int(pos)]),
                     "score": float(score),
                     "values": {str(c): _plain(row[c]) for c in X_test.columns},
                 }
@@ -126,7 +133,7 @@ class RobustnessSection(Section):
             "threshold": ood.threshold,
             "share_above": ood.share_above,
             "intervals": {"share_above": [lo, hi]},
-            "rows": len(X_test),
+            "rows": len(scored),
             "median_score": float(np.median(ood.scores)),
             "top": top,
         }
@@ -134,7 +141,7 @@ class RobustnessSection(Section):
             Check(
                 "Held-out rows unlike the training data",
                 None,
-                f"{ood.share_above:.3f} of {len(X_test):,} held-out rows lie beyond the training rows' 95th "
+                f"{ood.share_above:.3f} of {len(scored):,} held-out rows lie beyond the training rows' 95th "
                 f"percentile distance (95% interval {lo:.3f}..{hi:.3f}; nominal 0.05, threshold "
                 f"{self.max_ood_share:g})",
                 status=interval_verdict(lo, hi, float(self.max_ood_share), at_most=True),
@@ -301,3 +308,37 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value if isinstance(value, int | float | str | bool) or value is None else str(value)
+
+
+def _ood_inputs(X_train: Any, X_test: Any, max_rows: int, seed: int) -> tuple[Any, Any, list[str]]:
+    """Seeded samples of at most ``max_rows`` rows each, missing numeric values at the training median."""
+    notes: list[str] = []
+    rng = np.random.default_rng(seed)
+    ref, scored = X_train, X_test
+    if len(ref) > max_rows:
+        ref = ref.iloc[np.sort(rng.choice(len(ref), size=max_rows, replace=False))]
+    if len(scored) > max_rows:
+        scored = scored.iloc[np.sort(rng.choice(len(scored), size=max_rows, replace=False))]
+    if len(ref) < len(X_train) or len(scored) < len(X_test):
+        notes.append(
+            f"The OOD score indexes a seeded sample of {len(ref):,} of the {len(X_train):,} training rows "
+            f"and scores {len(scored):,} of the {len(X_test):,} held-out rows."
+        )
+    numeric = [
+        c
+        for c in ref.columns
+        if pd.api.types.is_numeric_dtype(ref[c]) and not isinstance(ref[c].dtype, pd.CategoricalDtype)
+    ]
+    if numeric:
+        ref_num = ref[numeric].astype(float).replace([np.inf, -np.inf], np.nan)
+        scored_num = scored[numeric].astype(float).replace([np.inf, -np.inf], np.nan)
+        missing = int(ref_num.isna().to_numpy().sum() + scored_num.isna().to_numpy().sum())
+        if missing:
+            fill = ref_num.median().fillna(0.0)
+            ref = ref.assign(**{c: ref_num[c].fillna(fill[c]) for c in numeric})
+            scored = scored.assign(**{c: scored_num[c].fillna(fill[c]) for c in numeric})
+            notes.append(
+                f"{missing:,} missing or infinite numeric values were set to the training median for the "
+                "OOD score only (such a value then counts as typical)."
+            )
+    return ref, scored, notes
