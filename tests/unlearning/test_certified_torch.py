@@ -69,7 +69,9 @@ def test_unlearned_mlp_approaches_retraining_with_a_certificate(setting):
     # retrained 0.97-0.99 / 0.97-0.98; 27,748 gradient evaluations vs 50,280 for retraining
     assert mia_un < noise_level and mia_re < noise_level  # forgotten rows look never trained on
     assert abs(f_un - f_re) <= 0.10  # 100 forgotten rows: 2.5 binomial s.e. is about 0.05 each
-    assert t_re - t_un <= 0.06
+    # six runs of the unseeded noise: held-out 0.906-0.967 against retraining's 0.963 (mean gap 0.03,
+    # sd 0.02): 0.08 is 2.5 sd above the mean gap
+    assert t_re - t_un <= 0.08
     # a fraction of retraining's per-example gradients (40 epochs)
     assert rel.parameters["gradient_evaluations"] < 0.6 * 40 * keep.size
 
