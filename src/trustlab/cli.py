@@ -65,6 +65,18 @@ _FLAGS = {
 }
 
 
+def _spinner(err: Any) -> Progress:
+    """A transient spinner on stderr (a log, not a terminal, gets only the result or one error)."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+
+
 def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
@@ -156,14 +168,7 @@ def _audit_dask(
             test_size=test_size,
             random_state=seed,
         )
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
-        ) as progress:
+        with _spinner(err) as progress:
             task = progress.add_task(f"connecting to {scheduler}", total=None)
             client = connect(scheduler, timeout=timeout)
             report = run_scaled(
@@ -334,14 +339,7 @@ def audit(
             random_state=seed,
             delta=delta,
         )
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,  # a log gets no spinner lines, only the result or one error
-        ) as progress:
+        with _spinner(err) as progress:
             task = progress.add_task("auditing", total=None)
             report = runner.run(
                 frame,

@@ -42,12 +42,17 @@ def run_graph(obj: Any, client: Any = None) -> Any:
     except TrustlabError:
         raise
     except Exception as exc:
-        raise DataError(
-            f"a Dask task failed while computing the statistics ({type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:300]}); check the input files (same columns and types "
-            "in every file) and that the workers can read them.",
-            argument="data",
-        ) from exc
+        raise _task_failed(exc) from exc
+
+
+def _task_failed(exc: Exception) -> DataError:
+    """The DataError for a failed Dask task, with the worker's message on one line."""
+    return DataError(
+        f"a Dask task failed while computing the statistics ({type(exc).__name__}: "
+        f"{' '.join(str(exc).split())[:300]}); check the input files (same columns and types "
+        "in every file) and that the workers can read them.",
+        argument="data",
+    )
 
 
 def _with_progress(states: list[Any], client: Any, progress: Callable[[int, int], None]) -> list[Any]:
@@ -64,12 +69,7 @@ def _with_progress(states: list[Any], client: Any, progress: Callable[[int, int]
     except TrustlabError:
         raise
     except Exception as exc:
-        raise DataError(
-            f"a Dask task failed while computing the statistics ({type(exc).__name__}: "
-            f"{' '.join(str(exc).split())[:300]}); check the input files (same columns and types "
-            "in every file) and that the workers can read them.",
-            argument="data",
-        ) from exc
+        raise _task_failed(exc) from exc
     return list(futures)
 
 
