@@ -29,20 +29,12 @@ import numpy as np
 import pandas as pd
 from pandas.util import hash_array
 
+from trustlab._stats import splitmix64 as _mix
+
 __all__ = ["row_hash", "row_split"]
 
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 _MISSING = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser: a bijective avalanche mix of 64-bit words."""
-    with np.errstate(over="ignore"):
-        h = h ^ (h >> np.uint64(30))
-        h = h * np.uint64(0xBF58476D1CE4E5B9)
-        h = h ^ (h >> np.uint64(27))
-        h = h * np.uint64(0x94D049BB133111EB)
-        return h ^ (h >> np.uint64(31))
 
 
 def _key(seed: Any) -> tuple[str, np.uint64]:

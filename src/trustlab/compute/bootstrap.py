@@ -22,6 +22,7 @@ import pandas as pd
 from typing_extensions import override
 
 from trustlab._param_validation import Interval, validate_params
+from trustlab._stats import splitmix64 as _mix
 from trustlab.compute.statistics import MergeableStatistic
 from trustlab.errors import ParameterError
 
@@ -31,16 +32,6 @@ _K = 20  # P(Poisson(1) > 20) < 1e-19: below the 2**-53 resolution of the unifor
 _CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(_K + 1)])
 _G1, _G2, _G3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD1B54A32D192ED03), np.uint64(0x8CB92BA72F3D8DD7)
 _BLOCK = 1 << 22  # rows x replicates generated at a time
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser (a bijection of 64-bit words with full avalanche)."""
-    with np.errstate(over="ignore"):
-        h = h ^ (h >> np.uint64(30))
-        h = h * np.uint64(0xBF58476D1CE4E5B9)
-        h = h ^ (h >> np.uint64(27))
-        h = h * np.uint64(0x94D049BB133111EB)
-        return h ^ (h >> np.uint64(31))
 
 
 @validate_params(

@@ -6,7 +6,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError
@@ -102,18 +101,6 @@ def capacity_for_reach(curve: tuple[np.ndarray, np.ndarray], target: float) -> f
         return 1.0
     v0, v1 = val[i - 1], val[i]
     return float(cap[i - 1] + (cap[i] - cap[i - 1]) * (target - v0) / (v1 - v0))
-
-
-def wilson(successes: float, n: float, confidence: float) -> tuple[float, float]:
-    """Wilson score interval for a proportion."""
-    if n <= 0:
-        return math.nan, math.nan
-    z = float(norm.ppf(0.5 + confidence / 2))
-    p = successes / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
 
 
 def comparison_point(

@@ -8,28 +8,15 @@ the first step (the box corner against the score's sign) is exact.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
+from trustlab._stats import wilson
 from trustlab.security._nets import require_torch
 
 __all__ = ["gradient_flips", "search_flips", "wilson"]
-
-
-def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (NaNs for n = 0)."""
-    if n <= 0:
-        return math.nan, math.nan
-    z = float(norm.ppf(0.5 + confidence / 2))
-    p = successes / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
 
 
 def gradient_flips(logits_fn: Any, X: np.ndarray, radius: np.ndarray, *, n_steps: int) -> np.ndarray:
