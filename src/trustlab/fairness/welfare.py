@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from trustlab._param_validation import Interval, Options, validate_params
+from trustlab._stats import wilson
 from trustlab._validation import make_generator
 from trustlab.errors import DataError
 from trustlab.fairness import _welfare_empirical as _emp
@@ -475,7 +476,7 @@ def targeting_reach(
     for lab, mask in rows.items():
         nw = float(flags[mask].sum())
         hit = float(w[mask] @ flags[mask])
-        lo, hi = _emp.wilson(hit, nw, float(confidence))
+        lo, hi = wilson(hit, nw, float(confidence))
         records.append(
             {
                 "group": lab,
