@@ -187,8 +187,13 @@ def test_label_noise_robust_overfitting_and_cas_falls_with_it_fast() -> None:
     assert h["cas"].iloc[best] - h["cas"].iloc[-1] > 1.5
 
 
+@pytest.fixture(scope="module")
+def noisy150():
+    return _noisy_at(150)
+
+
 @pytest.mark.slow
-def test_label_noise_robust_overfitting_and_cas_falls_with_it() -> None:
+def test_label_noise_robust_overfitting_and_cas_falls_with_it(noisy150) -> None:
     """The paper's pattern under 30% label noise (docs: "Robust overfitting under label noise").
 
     Measured (seed 0): test robust accuracy peaks at 0.834 (epoch 16) and ends at 0.575;
@@ -197,7 +202,7 @@ def test_label_noise_robust_overfitting_and_cas_falls_with_it() -> None:
     (bootstrap s.e. over test rows 0.11-0.16); after the best epoch CAS and robust accuracy
     move together (correlation 0.96).
     """
-    res, X_held, y_held = _noisy_at(150)
+    res, X_held, y_held = noisy150
     h = res.history
     drop, se = _paired_drop(res, X_held, y_held)
     # robust overfitting, judged on rows that did not pick the checkpoint: > 5 s.e. and > 0.1
@@ -213,6 +218,32 @@ def test_label_noise_robust_overfitting_and_cas_falls_with_it() -> None:
     assert h["cas"].iloc[best] - h["cas"].iloc[-1] > 2.0
     after = h.iloc[best:]
     assert np.corrcoef(after["cas"], after["robust_accuracy"])[0, 1] > 0.7
+
+
+def _robust_on(model, X, y) -> np.ndarray:
+    return predict(model, pgd_attack(model, X, y, eps=0.05, steps=20, random_state=7)) == y
+
+
+@pytest.mark.slow
+def test_label_noise_soft_labels_mitigate_overfitting_but_do_not_raise_cas(noisy150) -> None:
+    """Soft labels in the label-noise setting (docs: "Soft labels in the same setting").
+
+    Measured (seed 0, epoch 150, test rows): one-hot AT robust accuracy 0.575, CAS 2.96;
+    distillation from its best checkpoint 0.799, CAS 3.53; label smoothing 0.2 0.633,
+    CAS 1.36 (bootstrap s.e. of CAS <= 0.16). The paper's "soft labels keep CAS higher"
+    is not what digits shows: smoothing ends lower in all three seeds measured and
+    distillation's sign varies by seed, so only smoothing's direction is pinned here.
+    """
+    plain, X_held, y_held = noisy150
+    kd, _, _ = _noisy_at(150, teacher=plain.best_model)
+    ls, _, _ = _noisy_at(150, label_smoothing=0.2)
+    base = _robust_on(plain.model, X_held, y_held)
+    for res, floor in ((kd, 0.1), (ls, 0.02)):
+        d = _robust_on(res.model, X_held, y_held).astype(float) - base
+        # the last model of soft-label AT is more robust than one-hot AT's: > 4 paired s.e.
+        assert d.mean() > max(floor, 4 * d.std() / np.sqrt(len(d)))
+    # label smoothing ends with LOWER CAS than one-hot AT (measured 1.36 vs 2.96)
+    assert ls.history["cas"].iloc[-1] < plain.history["cas"].iloc[-1] - 1.0
 
 
 def test_bad_input_names_the_argument(data) -> None:
