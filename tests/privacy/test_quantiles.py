@@ -165,7 +165,11 @@ def test_large_epsilon_converges_to_the_exact_quantile(eps):
         v = dp_quantile(np.arange(1001.0), 0.5, eps, (0, 1000)).value
         assert 499 < v <= 501
     v = dp_quantiles(np.arange(1000.0), [0.1, 0.5, 0.9], eps, (0, 1000)).value
-    assert np.all(np.abs(v - [100, 500, 900]) <= 1)
+    # JointExp (sensitivity 2) moves an estimate k ranks with probability about exp(-eps k / 4):
+    # k = ceil(4 ln(6e4) / eps) keeps the chance that any of the 3 (either side) does below 1e-4
+    # (at eps = 10 that is 5 ranks; one rank was exceeded once in a clean-clone CI run: 1.8)
+    tolerance = max(1, int(np.ceil(4 * np.log(6e4) / eps)))
+    assert np.all(np.abs(v - [100, 500, 900]) <= tolerance)
 
 
 def test_tiny_epsilon_is_uniform_over_the_grid():
