@@ -10,7 +10,17 @@ from trustlab.audit import Audit
 from trustlab.datasets import Schema
 from trustlab.errors import DataError, ParameterError
 
-SECTIONS = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning", "robustness"]
+SECTIONS = [
+    "data",
+    "performance",
+    "fairness",
+    "targeting",
+    "privacy",
+    "explain",
+    "uncertainty",
+    "unlearning",
+    "robustness",
+]
 
 
 def test_sections_and_figures(raw_report):

@@ -22,7 +22,17 @@ from trustlab.audit import (
 )
 from trustlab.errors import ParameterError
 
-BUILT_IN = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty", "unlearning", "robustness"]
+BUILT_IN = [
+    "data",
+    "performance",
+    "fairness",
+    "targeting",
+    "privacy",
+    "explain",
+    "uncertainty",
+    "unlearning",
+    "robustness",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -166,7 +166,7 @@ def split_clipped_sum(
             -1, *[1] * blk.dim()
         )
         masked.append(torch.where(keep, g, torch.zeros_like(g)))
-    norms = torch.sqrt(sum((g * g).reshape(m, -1).sum(dim=1) for g in masked))
+    norms = torch.sqrt(torch.stack([(g * g).reshape(m, -1).sum(dim=1) for g in masked]).sum(dim=0))
     c = torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0)
     return [(c.reshape(-1, *[1] * (g.dim() - 1)) * g).sum(dim=0) for g in masked]
 
