@@ -19,37 +19,9 @@ import numpy as np
 
 from trustlab.security._backdoor_layers import _activation, read_chain
 from trustlab.security._nets import require_torch
+from trustlab.security._nets import train as _train
 
 __all__ = ["fine_prune", "fine_tune"]
-
-
-def _train(
-    model: Any,
-    X: np.ndarray,
-    y: np.ndarray,
-    *,
-    epochs: int,
-    lr: float,
-    batch_size: int,
-    seed: int,
-    after_step: Any = None,
-) -> Any:
-    torch = require_torch()
-    gen = torch.Generator().manual_seed(seed)
-    Xt = torch.as_tensor(X, dtype=torch.float32)
-    yt = torch.as_tensor(y, dtype=torch.int64)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    for _ in range(epochs):
-        order = torch.randperm(len(Xt), generator=gen)
-        for start in range(0, len(Xt), batch_size):
-            idx = order[start : start + batch_size]
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(Xt[idx]), yt[idx]).backward()
-            opt.step()
-            if after_step is not None:
-                after_step()
-    return model.eval()
 
 
 def fine_tune(

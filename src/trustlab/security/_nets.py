@@ -78,8 +78,13 @@ def train(
     lr: float = 1e-2,
     batch_size: int = 64,
     seed: int = 0,
+    after_step: Any = None,
 ) -> Any:
-    """Train ``net`` in place with Adam and cross-entropy; return it in eval mode."""
+    """Train ``net`` in place with Adam and cross-entropy; return it in eval mode.
+
+    ``after_step()``, when given, runs after every optimiser step (e.g. to re-apply a
+    pruning mask).
+    """
     torch = require_torch()
     gen = torch.Generator().manual_seed(seed)
     Xt = torch.as_tensor(X, dtype=torch.float32)
@@ -94,6 +99,8 @@ def train(
             opt.zero_grad()
             loss_fn(net(Xt[idx]), yt[idx]).backward()
             opt.step()
+            if after_step is not None:
+                after_step()
     return net.eval()
 
 
