@@ -259,7 +259,11 @@ def audit(
         ),
     ] = None,
     sample_rows: Annotated[
-        int, typer.Option(help="With --dask: training rows sampled to fit the model (all rows are scored).")
+        int,
+        typer.Option(
+            help="Training rows sampled (a hash sample) to fit the default model; every held-out row "
+            "is scored. Not in private mode, which trains on every training row."
+        ),
     ] = 200_000,
     dask_timeout: Annotated[
         float, typer.Option(help="With --dask: seconds to wait for the scheduler.")
@@ -338,6 +342,7 @@ def audit(
             test_size=test_size,
             random_state=seed,
             delta=delta,
+            sample_rows=sample_rows,
         )
         with _spinner(err) as progress:
             task = progress.add_task("auditing", total=None)

@@ -7,6 +7,8 @@ sensitivity 1 by L1 = 42..130 (Benefits, model held fixed).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +17,8 @@ from sklearn.model_selection import train_test_split
 import trustlab.audit.audit as audit_module
 from trustlab.audit import Audit
 from trustlab.audit.prediction_table import build_prediction_table
-from trustlab.audit.split import row_hash, row_split
+from trustlab.audit.split import row_hash, row_split, sample_rate
+from trustlab.errors import ParameterError
 from trustlab.models import make_model
 
 SENS = ["sex", "nwhite"]
@@ -120,9 +123,37 @@ def test_sensitivity_check_catches_a_reshuffling_split(benefits, fixed_model, mo
         mask[test] = True
         return mask
 
-    monkeypatch.setattr(audit_module, "row_split", old_split)
+    def table(frame):  # the audit reads the split from the rows' hashes: swap that step
+        monkeypatch.setattr(audit_module, "split_from_hash", lambda h, t: old_split(frame, t, 0))
+        return _table(frame, fixed_model, private=False)[1]
+
     df, _info, _ = benefits
     a, b, _ = _neighbours(df, odd_values=False)["add middle"]
-    _, ha = _table(a, fixed_model, private=False)
-    _, hb = _table(b, fixed_model, private=False)
+    ha, hb = table(a), table(b)
     assert np.abs(ha - hb).sum() > 10
+
+
+def test_model_fitted_on_the_hash_sample_of_the_dask_run(benefits):
+    """`sample_rows` fits on a hash sample: the rows a distributed run samples, stated in the status."""
+    from trustlab.audit._scale import _TrainingSample
+
+    df, _info, _ = benefits
+    ctx = Audit(model="logistic", sample_rows=1000).context(df, target="ui", sensitive=SENS)
+    full = Audit(model="logistic", sample_rows=None).context(df, target="ui", sensitive=SENS)
+    assert (ctx.test_index == full.test_index).all()  # every held-out row is still scored
+    assert set(ctx.train_index) < set(full.train_index)
+    sd = np.sqrt(1000)  # the sample's size is binomial around sample_rows
+    assert abs(len(ctx.train_index) - 1000) < 5 * sd
+    assert f"a hash sample of {len(ctx.train_index):,} of the {len(full.train_index):,}" in ctx.model_status
+    rate = sample_rate(1000, len(df), 0.3)
+    chunks = [df.iloc[i : i + 700] for i in range(0, len(df), 700)]  # any partitioning
+    stat = _TrainingSample(0.3, 0, rate)
+    dask_rows = stat.finalize(functools.reduce(stat.merge, [stat.partial(c) for c in chunks]))
+    ours = df.iloc[ctx.train_index]
+    assert len(dask_rows) == len(ours) and (dask_rows.to_numpy() == ours.to_numpy()).all()
+    assert Audit(model="logistic").context(df, target="ui", sensitive=SENS).model_status == full.model_status
+
+
+def test_sample_rows_is_checked():
+    with pytest.raises(ParameterError, match="sample_rows"):
+        Audit(sample_rows=5)

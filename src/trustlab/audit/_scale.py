@@ -49,7 +49,14 @@ from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import OTHER
 from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext
-from trustlab.audit.split import _mix, row_hash, row_split
+from trustlab.audit.split import (
+    DEFAULT_SAMPLE_ROWS,
+    row_hash,
+    row_split,
+    sample_rate,
+    split_from_hash,
+    training_sample,
+)
 from trustlab.compute.backend import compute
 from trustlab.compute.statistics import MergeableStatistic, Several, ValueCounts
 from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
@@ -59,10 +66,7 @@ from trustlab.models import categorical_columns
 
 __all__ = ["DEFAULT_SAMPLE_ROWS", "SCALE_SECTIONS", "run_scaled"]
 
-DEFAULT_SAMPLE_ROWS = 200_000
-"""Training rows the model is fitted on in a distributed audit (a hash sample of the training side)."""
 SCALE_SECTIONS = ("data", "performance", "fairness")
-_SAMPLE_KEY = 0x5CA1E  # the sample's hash key is seed + this (the split's is seed)
 
 
 def _as_category(frame: pd.DataFrame) -> pd.DataFrame:
@@ -82,10 +86,8 @@ class _TrainingSample(MergeableStatistic[pd.DataFrame, pd.DataFrame]):
 
     @override
     def partial(self, chunk: pd.DataFrame) -> pd.DataFrame:
-        h = row_hash(chunk, self.seed)  # one hash: the split reads its top bits (row_split)
-        train = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53 >= self.test_size
-        v = _mix(h ^ np.uint64(_SAMPLE_KEY)) >> np.uint64(11)  # an independent uniform per row
-        return chunk[train & (v.astype(np.float64) * 2.0**-53 < self.rate)]
+        h = row_hash(chunk, self.seed)  # one hash: the split and the sample (as in process)
+        return chunk[~split_from_hash(h, self.test_size) & training_sample(h, self.rate)]
 
     @override
     def merge(self, a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -186,7 +188,7 @@ def run_scaled(
     meta = _as_category(frame._meta)
     cats = categorical_columns(meta)
     seed, test_size = int(runner.random_state), float(runner.test_size)
-    rate = min(1.0, sample_rows / max(1.0, n_total * (1.0 - test_size)))
+    rate = sample_rate(sample_rows, n_total, test_size)
     parts: dict[str, MergeableStatistic[Any, Any]] = {
         "columns": column_statistic(meta, cats),
         "target": ValueCounts(target),

@@ -34,7 +34,13 @@ from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext, Section, SectionResult
-from trustlab.audit.split import row_split
+from trustlab.audit.split import (
+    DEFAULT_SAMPLE_ROWS,
+    row_hash,
+    sample_rate,
+    split_from_hash,
+    training_sample,
+)
 from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.models import MODEL_NAMES, ConstantModel, check_model, load_model, make_model
@@ -54,6 +60,7 @@ _PARAMETERS: dict[str, Any] = {
     "positive": [None, str, bool, numbers.Real],
     "random_state": [Interval(numbers.Integral, 0, 2**32 - 1, closed="both")],
     "delta": [Interval(numbers.Real, 0, 1e-3, closed="neither")],
+    "sample_rows": [None, Interval(numbers.Integral, 100, None, closed="left")],
 }
 
 TRAINING_SHARE = 0.25
@@ -145,6 +152,16 @@ class Audit:
         the DP-SGD training run, which takes :data:`TRAINING_SHARE` of ``epsilon``
         (every other release is pure DP). In ``(0, 1e-3)``; pick it well below one over
         the number of rows.
+    sample_rows : int or None, default 200,000
+        A model trustlab fits (a name such as ``"hgb"``) outside private mode is fitted
+        on about this many training rows, a hash sample (each training row is kept when
+        an independent keyed hash of its values falls below ``sample_rows`` / the
+        training side's expected size: :func:`~trustlab.audit.split.training_sample`),
+        so that a table of millions of rows audits in minutes; every held-out row is
+        still scored. The same rows are sampled as in a distributed run
+        (``trustlab audit --dask``). None fits on every training row. Private mode
+        always trains on every training row (a rate computed from the row count would
+        depend on the private data). At least 100.
 
     Raises
     ------
@@ -176,6 +193,7 @@ class Audit:
         ignore: Sequence[str] = (),
         random_state: int = 0,
         delta: float = 1e-6,
+        sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
     ) -> None:
         self.model = model
         self.sections = sections
@@ -188,6 +206,7 @@ class Audit:
         self.ignore = ignore
         self.random_state = random_state
         self.delta = delta
+        self.sample_rows = sample_rows
         self._validate_params()
 
     # -- validation -------------------------------------------------------------------------
@@ -443,14 +462,23 @@ class Audit:
         """
         step = progress or (lambda _msg: None)
         prep = self._prepare(data, target, sensitive)
-        held_out = row_split(prep.raw, self.test_size, self.random_state)
+        h = row_hash(prep.raw, self.random_state)
+        held_out = split_from_hash(h, self.test_size)
         train_idx = np.flatnonzero(prep.labelled & ~held_out)
         test_idx = np.flatnonzero(prep.labelled & held_out)
+        sampled = ""
+        if not self.private and self._fits_model():
+            rate = sample_rate(self.sample_rows, len(prep.raw), self.test_size)
+            if rate < 1.0:
+                kept = train_idx[training_sample(h[train_idx], rate)]
+                sampled = f" (a hash sample of {kept.size:,} of the {train_idx.size:,} training rows)"
+                train_idx = kept
         if not self.private and (test_idx.size == 0 or len(np.unique(prep.y[train_idx])) < 2):
             raise DataError(
                 f"the held-out split left {test_idx.size} held-out rows and "
                 f"{len(np.unique(prep.y[train_idx]))} outcome(s) among the training rows; the data "
-                "needs more rows of each outcome (or another --test-size / --seed).",
+                "needs more rows of each outcome (or another --test-size / --seed"
+                + (", or a larger --sample-rows)." if sampled else ")."),
                 argument="data",
             )
         X = model_frame(prep.data[prep.features], prep.schema) if self.private else prep.data[prep.features]
@@ -479,7 +507,7 @@ class Audit:
             schema=prep.schema,
             private=self.private,
             random_state=self.random_state,
-            model_status=failed or status,
+            model_status=failed or status + sampled,
         )
 
     # -- running ----------------------------------------------------------------------------

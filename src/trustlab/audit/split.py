@@ -31,10 +31,20 @@ from pandas.util import hash_array
 
 from trustlab._stats import splitmix64 as _mix
 
-__all__ = ["row_hash", "row_split"]
+__all__ = [
+    "DEFAULT_SAMPLE_ROWS",
+    "row_hash",
+    "row_split",
+    "sample_rate",
+    "split_from_hash",
+    "training_sample",
+]
 
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 _MISSING = np.uint64(0x9E3779B97F4A7C15)
+DEFAULT_SAMPLE_ROWS = 200_000
+"""Training rows a model trustlab fits is fitted on (a hash sample of the training side)."""
+_SAMPLE_KEY = np.uint64(0x5CA1E)  # the training sample's draw: splitmix64(row hash ^ this)
 
 
 def _key(seed: Any) -> tuple[str, np.uint64]:
@@ -126,5 +136,90 @@ def row_split(data: pd.DataFrame, test_size: float, seed: Any = 0) -> np.ndarray
     >>> bool((row_split(df.iloc[::-1], 0.3, seed=0)[::-1] == mask).all())  # order does not matter
     True
     """
-    u = (row_hash(data, seed) >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    return u < float(test_size)
+    return split_from_hash(row_hash(data, seed), test_size)
+
+
+def _unit(h: np.ndarray) -> np.ndarray:
+    """The top 53 bits of each hash as a number in ``[0, 1)``."""
+    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def split_from_hash(h: np.ndarray, test_size: float) -> np.ndarray:
+    """The held-out mask of :func:`row_split` from the rows' :func:`row_hash` (computed once).
+
+    Parameters
+    ----------
+    h : numpy.ndarray of uint64
+        :func:`row_hash` of the rows, with the split's seed.
+    test_size : float
+        Share of rows held out.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where the row is held out.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"x": range(1000)})
+    >>> bool((split_from_hash(row_hash(df, 3), 0.3) == row_split(df, 0.3, 3)).all())
+    True
+    """
+    return _unit(h) < float(test_size)
+
+
+def sample_rate(sample_rows: int | None, rows: float, test_size: float) -> float:
+    """The rate that keeps about ``sample_rows`` of the training side of ``rows`` rows (at most 1).
+
+    Parameters
+    ----------
+    sample_rows : int or None
+        The wanted number of training rows; None keeps them all.
+    rows : float
+        The table's row count (the training side is ``rows * (1 - test_size)``).
+    test_size : float
+        Share of rows held out.
+
+    Returns
+    -------
+    float
+        The rate in ``(0, 1]`` that :func:`training_sample` compares each row's hash with.
+
+    Examples
+    --------
+    >>> sample_rate(200_000, 1_000_000, 0.3), sample_rate(None, 10, 0.3), sample_rate(500, 100, 0.3)
+    (0.2857142857142857, 1.0, 1.0)
+    """
+    if sample_rows is None:
+        return 1.0
+    return min(1.0, sample_rows / max(1.0, rows * (1.0 - float(test_size))))
+
+
+def training_sample(h: np.ndarray, rate: float) -> np.ndarray:
+    """Which rows a model fitted on a sample keeps: an independent keyed hash of each row below ``rate``.
+
+    The draw is ``splitmix64(h ^ K)`` for the row's split hash ``h`` and a fixed
+    constant ``K``: a function of the row's values alone, independent of the split's
+    top bits, so the same rows are kept on any partitioning (in process or on Dask)
+    and adding a row changes no other row's draw.
+
+    Parameters
+    ----------
+    h : numpy.ndarray of uint64
+        :func:`row_hash` of the rows, with the split's seed.
+    rate : float
+        Share of rows kept (:func:`sample_rate`).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> h = row_hash(pd.DataFrame({"x": range(10_000)}), 0)
+    >>> bool(0.18 < training_sample(h, 0.2).mean() < 0.22), bool(training_sample(h, 1.0).all())
+    (True, True)
+    """
+    return _unit(_mix(h ^ _SAMPLE_KEY)) < float(rate)

@@ -128,8 +128,8 @@ def _raw_groups(ctx: AuditContext, attr: str) -> tuple[list[Any], np.ndarray]:
     """Raw mode: the groups of ``attr`` (seen levels, then missing) and each row's group index."""
     labels = ctx.data[attr]
     cats: list[Any] = sorted(pd.unique(labels.dropna()), key=str)
-    lookup = {c: i for i, c in enumerate(cats)}
-    codes = labels.astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
+    codes = pd.Categorical(labels, categories=cats).codes.astype(np.int64)
+    codes[codes < 0] = len(cats)
     if labels.isna().any():
         cats.append(OTHER_LABEL)
     return cats, codes
