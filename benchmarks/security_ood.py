@@ -1,7 +1,8 @@
 """OOD detection: trustlab's S&I, GAIA-Z, MSP and energy beside pytorch-ood's detectors.
 
 Same model (the security._nets CNN, trained on digits 0-5), same ID test rows and the same
-two OOD sets (held-out digits 6-9; the ID test digits with N(0, 0.5) noise). pytorch-ood
+three OOD sets (held-out digits 6-9; the ID test digits with N(0, 0.5) noise; far-OOD 8x8
+grey patches of scikit-learn's two bundled photographs, ``_nets.far_ood``). pytorch-ood
 runs MaxSoftmax, EnergyBased, ODIN (its defaults: eps 0.0014, T 1000) and Mahalanobis
 (class means and shared covariance of the penultimate features of the training rows).
 The rows print AUROC (ID vs OOD, OOD positive) and the scoring time; for MSP and energy,
@@ -40,7 +41,7 @@ def _pytorch_ood_detectors() -> types.ModuleType:
 
 
 def _data(seed: int = 0):
-    from trustlab.security._nets import digits
+    from trustlab.security._nets import digits, far_ood
 
     X, y = digits(image=True)
     perm = np.random.default_rng(seed).permutation(len(X))
@@ -50,7 +51,17 @@ def _data(seed: int = 0):
     n = len(X_id) // 2
     noise = np.random.default_rng(seed + 1).normal(0, 0.5, X_id[n:].shape)
     noisy = np.clip(X_id[n:] + noise, 0, 1).astype(np.float32)
-    return X_id[:n], y_id[:n], X_id[n:], {"held-out digits 6-9": X_out[: len(X_id) - n], "noise": noisy}
+    m = len(X_id) - n
+    return (
+        X_id[:n],
+        y_id[:n],
+        X_id[n:],
+        {
+            "held-out digits 6-9": X_out[:m],
+            "noise": noisy,
+            "photo patches (far-OOD)": far_ood(m, "patches", image=True, seed=seed),
+        },
+    )
 
 
 def run(quick: bool = False) -> dict:
