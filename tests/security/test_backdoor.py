@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from trustlab.errors import DataError, ModelError, ParameterError, TrustlabError  # noqa: E402
 from trustlab.security._backdoor_baselines import fine_prune, fine_tune  # noqa: E402
-from trustlab.security._backdoor_curve import curve_point  # noqa: E402
+from trustlab.security._backdoor_curve import curve_point, update_batchnorm  # noqa: E402
 from trustlab.security._backdoor_layers import permute_to  # noqa: E402
 from trustlab.security._nets import digits, make_net, predict, train  # noqa: E402
 from trustlab.security.backdoor import (  # noqa: E402
@@ -44,7 +44,7 @@ def _one_thread():
 
 
 def _scenario(kind: str, seed: int = 0):
-    X, y = digits(image=kind == "cnn")
+    X, y = digits(image=kind.startswith("cnn"))
     order = np.random.default_rng(seed).permutation(len(X))
     tr, te = order[:N_TRAIN], order[N_TRAIN:]
     data = badnets_poison(X[tr], y[tr], rate=0.1, target=0, random_state=seed)
@@ -99,12 +99,61 @@ def test_tsc_claim_cnn() -> None:
     assert asr <= 0.2 and acc >= acc0 - 0.06
 
 
-@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tsc_claim_cnn_with_batchnorm(seed: int) -> None:
+    """The CNN with a BatchNorm2d after each convolution (Conv - BN - ReLU, as in a ResNet).
+
+    Measured (backdoored -> TSC, clean accuracy / ASR): seed 0 0.993/1.000 -> 0.980/0.007,
+    seed 1 0.987/0.998 -> 0.982/0.022, seed 2 0.987/1.000 -> 0.966/0.009; fine-tuning on the
+    same clean rows keeps ASR 0.83-0.95. Without re-estimating the BatchNorm statistics of
+    the curve points (a mutant), seed 0 ends at clean accuracy 0.873.
+    """
+    net, Xc, yc, Xte, yte = _scenario("cnn_bn", seed)
+    acc0, asr0 = _scores(net, Xte, yte)
+    assert asr0 >= 0.9
+    result = tsc_purify(net, Xc, yc, t=0.5, epochs=50, batch_size=32, random_state=seed)
+    acc, asr = _scores(result.model, Xte, yte)
+    # chance 1/10; 0.15 is 4 SEs above it (536 triggered rows); accuracy SE on 597 rows ~0.006
+    assert asr <= 0.15 and acc >= acc0 - 0.05
+    assert all(c < 0 for c in result.stage1_correlation)
+    assert _scores(fine_tune(net, Xc, yc, epochs=30), Xte, yte)[1] >= 0.5
+
+
+def _bn_mlp(seed: int) -> torch.nn.Sequential:
+    torch.manual_seed(seed)
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Linear(64, 32),
+        nn.BatchNorm1d(32),
+        nn.ReLU(),
+        nn.Linear(32, 24, bias=False),  # no bias: the BatchNorm's shift plays its part
+        nn.BatchNorm1d(24),
+        nn.ReLU(),
+        nn.Linear(24, 10),
+    )
+
+
+def _net(kind: str, seed: int) -> torch.nn.Sequential:
+    net = _bn_mlp(seed) if kind == "mlp_bn" else make_net(kind, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():  # non-trivial BatchNorm statistics and affine parameters
+        for m in net.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=gen) * 0.3)
+                m.running_var.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.weight.copy_(torch.rand(n, generator=gen) + 0.5)
+                m.bias.copy_(torch.randn(n, generator=gen) * 0.2)
+    return net.eval()
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "cnn_bn", "mlp_bn"])
 @pytest.mark.parametrize("align", [True, False])
 def test_permutation_keeps_the_function(kind: str, align: bool) -> None:
-    X, _ = digits(image=kind == "cnn")
-    a = make_net(kind, seed=0)
-    b = make_net(kind, seed=1)
+    X, _ = digits(image=kind.startswith("cnn"))
+    a = _net(kind, seed=0)
+    b = _net(kind, seed=1)
     Xt = torch.as_tensor(X[:200])
     permuted, corr = permute_to(a, b, Xt, align=align)
     with torch.no_grad():
@@ -145,6 +194,52 @@ def test_curve_end_points_and_midpoint_init() -> None:
         assert torch.allclose(p, (q + r) / 2, atol=1e-6)
 
 
+def test_batchnorm_statistics_permuted_with_the_units() -> None:
+    """Each BatchNorm's four vectors follow its layer's units; a skipped one would break the function."""
+    X, _ = digits(image=True)
+    a, b = _net("cnn_bn", 0), _net("cnn_bn", 1)
+    permuted, _ = permute_to(a, b, torch.as_tensor(X[:200]), align=True)
+    for conv, bn in ((0, 1), (3, 4)):
+        # recover the permutation from the conv bias, then check every BatchNorm vector
+        new_bias, old_bias = permuted[conv].bias, b[conv].bias
+        perm = torch.cdist(new_bias[:, None], old_bias[:, None]).argmin(1)
+        assert torch.equal(new_bias, old_bias[perm]) and not torch.equal(perm, torch.arange(len(perm)))
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            assert torch.equal(getattr(permuted[bn], name), getattr(b[bn], name)[perm]), name
+
+
+def test_curve_points_reestimate_batchnorm_statistics() -> None:
+    """The point taken on a curve gets BatchNorm statistics of the clean rows, not of an end point."""
+    X, y = digits(image=True)
+    Xt, yt = torch.as_tensor(X[:300]), torch.as_tensor(y[:300])
+    a, b = _net("cnn_bn", 0), _net("cnn_bn", 1)
+    gen = torch.Generator().manual_seed(0)
+    mid, _ = curve_point(a, b, Xt, yt, t=0.5, epochs=1, lr=0.01, batch_size=64, l2=0.0, generator=gen)
+    with torch.no_grad():
+        pre = mid[0](Xt)  # the input of the first BatchNorm at the curve point
+    # size-weighted average of the per-batch means of 5 batches (64 x 4 + 44) = the overall mean
+    assert torch.allclose(mid[1].running_mean, pre.mean((0, 2, 3)), atol=1e-5)
+    assert not torch.allclose(mid[1].running_mean, a[1].running_mean, atol=1e-2)
+    # the one-pass estimate on all rows at once: mean and unbiased variance of the input
+    update_batchnorm(mid, Xt, batch_size=300)
+    assert torch.allclose(mid[1].running_mean, pre.mean((0, 2, 3)), atol=1e-5)
+    assert torch.allclose(mid[1].running_var, pre.transpose(0, 1).reshape(16, -1).var(1), rtol=1e-4)
+    assert mid[1].momentum == 0.1 and not mid.training  # restored
+
+
+def test_tsc_runs_on_batchnorm_models() -> None:
+    """End to end with BatchNorm1d, fine-tuning between rounds and a trailing one-row batch."""
+    X, _ = digits()
+    net = _net("mlp_bn", 0)
+    before = copy.deepcopy(net.state_dict())
+    result = tsc_purify(net, X[:33], rounds=2, epochs=2, batch_size=16, finetune_epochs=2)
+    assert len(result.clean_loss) == 2 and all(np.isfinite(result.clean_loss))
+    assert not result.model.training
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    bn = result.model[1]
+    assert torch.isfinite(bn.running_var).all() and not torch.equal(bn.running_mean, net[1].running_mean)
+
+
 def test_pseudo_labels_and_input_model_untouched() -> None:
     X, y = digits()
     net = train(make_net("mlp"), X[:600], y[:600], epochs=5)
@@ -169,11 +264,23 @@ def test_badnets_poison_and_trigger() -> None:
 def test_bad_input_names_the_argument() -> None:
     X, y = digits()
     net = make_net("mlp")
-    with pytest.raises(ModelError, match="BatchNorm1d") as err:
-        tsc_purify(
-            torch.nn.Sequential(torch.nn.Linear(64, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2)), X
-        )
+    nn = torch.nn
+    with pytest.raises(ModelError, match="does not directly follow") as err:
+        tsc_purify(nn.Sequential(nn.Linear(64, 8), nn.ReLU(), nn.BatchNorm1d(8), nn.Linear(8, 2)), X)
     assert err.value.argument == "model"
+    with pytest.raises(ModelError, match="track_running_stats"):
+        tsc_purify(
+            nn.Sequential(nn.Linear(64, 8), nn.BatchNorm1d(8, track_running_stats=False), nn.Linear(8, 2)), X
+        )
+    with pytest.raises(ModelError, match="LayerNorm"):
+        tsc_purify(nn.Sequential(nn.Linear(64, 8), nn.LayerNorm(8), nn.Linear(8, 2)), X)
+    with pytest.raises(ModelError, match="grouped"):
+        tsc_purify(nn.Sequential(nn.Conv2d(1, 4, 3), nn.Conv2d(4, 4, 3, groups=2)), X.reshape(-1, 1, 8, 8))
+    with pytest.raises(ModelError, match="no bias"):
+        tsc_purify(nn.Sequential(nn.Linear(64, 8, bias=False), nn.ReLU(), nn.Linear(8, 2)), X)
+    with pytest.raises(ParameterError, match="batch_size") as err:
+        tsc_purify(_bn_mlp(0), X[:10], batch_size=1)
+    assert err.value.argument == "batch_size"
     with pytest.raises(ModelError, match="Sequential"):
         tsc_purify(torch.nn.Linear(64, 10), X)
     with pytest.raises(ModelError, match="at least two"):

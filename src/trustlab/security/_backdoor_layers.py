@@ -6,6 +6,9 @@ methods handle a ``torch.nn.Sequential`` (nested Sequentials are flattened) of
 ``Linear`` and ``Conv2d`` layers with element-wise or channel-wise layers between them
 (``ReLU``, ``Flatten``, ``Dropout``, ``Identity``, ``MaxPool2d``, ``AvgPool2d``): exactly
 the layers whose hidden units a permutation can reorder without changing the function.
+Where the caller allows it (TSC), a ``BatchNorm1d``/``BatchNorm2d`` directly after a
+``Linear``/``Conv2d`` is permuted with that layer's units (its weight, bias, running mean
+and running variance), as the authors' code does for VGG-BN and ResNets.
 """
 
 from __future__ import annotations
@@ -36,10 +39,20 @@ _PASS_NAMES = ("ReLU", "Flatten", "Dropout", "Identity", "MaxPool2d", "AvgPool2d
 
 @dataclass(frozen=True)
 class Chain:
-    """The leaf layers of a Sequential model and the positions of its weight layers."""
+    """The leaf layers of a Sequential model and the positions of its weight layers.
+
+    ``norms[k]`` is the position of the BatchNorm directly after weight layer ``k``, or
+    None (empty when the caller does not allow BatchNorm).
+    """
 
     layers: tuple[Any, ...]
     weights: tuple[int, ...]
+    norms: tuple[int | None, ...] = ()
+
+    def norm(self, k: int) -> Any:
+        """The BatchNorm module after weight layer ``k``, or None."""
+        pos = self.norms[k] if k < len(self.norms) else None
+        return None if pos is None else self.layers[pos]
 
     @property
     def first(self) -> Any:
@@ -79,11 +92,20 @@ def _leaves(module: Any, nn: Any) -> list[Any]:
     return out
 
 
-def read_chain(model: Any, caller: str, *, argument: str = "model") -> Chain:
-    """Check that ``model`` is a Sequential chain the method can handle; return its layers."""
+def read_chain(model: Any, caller: str, *, argument: str = "model", batchnorm: bool = False) -> Chain:
+    """Check that ``model`` is a Sequential chain the method can handle; return its layers.
+
+    ``batchnorm=True`` also accepts a ``BatchNorm1d``/``BatchNorm2d`` (with running
+    statistics) directly after a ``Linear``/``Conv2d``; that weight layer may then have no
+    bias (the BatchNorm's shift plays its part).
+    """
     torch = require_torch()
     nn = torch.nn
-    supported = "Linear, Conv2d (groups=1) and, between them, " + ", ".join(_PASS_NAMES)
+    norm_types = (nn.BatchNorm1d, nn.BatchNorm2d)
+    supported = "Linear, Conv2d (groups=1)"
+    if batchnorm:
+        supported += ", BatchNorm1d/BatchNorm2d directly after one of them"
+    supported += " and, between them, " + ", ".join(_PASS_NAMES)
     if not isinstance(model, nn.Sequential):
         raise ModelError(
             f"{argument} of {caller} must be a torch.nn.Sequential of {supported}; got "
@@ -91,7 +113,8 @@ def read_chain(model: Any, caller: str, *, argument: str = "model") -> Chain:
             argument=argument,
         )
     layers = _leaves(model, nn)
-    weights = []
+    weights: list[int] = []
+    norms: list[int | None] = []
     for i, layer in enumerate(layers):
         name = type(layer).__name__
         if isinstance(layer, nn.Linear | nn.Conv2d):
@@ -101,13 +124,18 @@ def read_chain(model: Any, caller: str, *, argument: str = "model") -> Chain:
                     f"which {caller} cannot handle; supported layers: {supported}.",
                     argument=argument,
                 )
-            if layer.bias is None:
+            followed_by_norm = batchnorm and i + 1 < len(layers) and isinstance(layers[i + 1], norm_types)
+            if layer.bias is None and not followed_by_norm:
                 raise ModelError(
                     f"{argument} of {caller}: layer {i} ({name}) has no bias; {caller} needs "
-                    "Linear/Conv2d layers with bias=True.",
+                    "Linear/Conv2d layers with bias=True"
+                    + (" or followed by a BatchNorm." if batchnorm else "."),
                     argument=argument,
                 )
             weights.append(i)
+            norms.append(i + 1 if followed_by_norm else None)
+        elif batchnorm and isinstance(layer, norm_types):
+            _check_norm(layer, i, layers, weights, norms, caller, argument)
         elif name not in _PASS_NAMES:
             raise ModelError(
                 f"{argument} of {caller}: layer {i} is a {name}, which {caller} cannot handle; "
@@ -120,7 +148,41 @@ def read_chain(model: Any, caller: str, *, argument: str = "model") -> Chain:
             f"an output layer); got {len(weights)}.",
             argument=argument,
         )
-    return Chain(tuple(layers), tuple(weights))
+    return Chain(tuple(layers), tuple(weights), tuple(norms) if batchnorm else ())
+
+
+def _check_norm(
+    layer: Any,
+    i: int,
+    layers: list[Any],
+    weights: list[int],
+    norms: list[int | None],
+    caller: str,
+    argument: str,
+) -> None:
+    """A BatchNorm must directly follow a weight layer, match its units and keep running statistics."""
+    name = type(layer).__name__
+    if not weights or norms[-1] != i:
+        raise ModelError(
+            f"{argument} of {caller}: layer {i} ({name}) does not directly follow a Linear/Conv2d "
+            f"layer; {caller} permutes a BatchNorm with the units of the layer just before it. Move "
+            "it right after a Linear/Conv2d (Conv - BatchNorm - ReLU, as in a ResNet) or remove it.",
+            argument=argument,
+        )
+    prev = layers[weights[-1]]
+    units = int(prev.out_features if hasattr(prev, "out_features") else prev.out_channels)
+    if layer.num_features != units:
+        raise ModelError(
+            f"{argument} of {caller}: layer {i} ({name}) has {layer.num_features} features but the "
+            f"layer before it has {units} units; they must match.",
+            argument=argument,
+        )
+    if layer.running_mean is None or layer.running_var is None:
+        raise ModelError(
+            f"{argument} of {caller}: layer {i} ({name}) has track_running_stats=False; {caller} "
+            "needs BatchNorm layers with running statistics (the default).",
+            argument=argument,
+        )
 
 
 def as_float32(X: Any, name: str, *, min_rows: int = 1) -> np.ndarray:
@@ -171,11 +233,13 @@ def check_labels(y: Any, n: int, n_classes: int, name: str) -> np.ndarray:
 def _activation(model: Any, chain: Chain, k: int, X: Any) -> Any:
     """Unit activations (rows = samples x positions, columns = units) after weight layer ``k``.
 
-    Taken after the ReLU that follows the layer when there is one (as the authors' code
-    does); convolution channels are read at every spatial position.
+    Taken after the BatchNorm and the ReLU that follow the layer when there are (as the
+    authors' code does); convolution channels are read at every spatial position.
     """
     torch = require_torch()
     stop = chain.weights[k] + 1
+    if chain.norm(k) is not None:
+        stop += 1
     if stop < len(chain.layers) and isinstance(chain.layers[stop], torch.nn.ReLU):
         stop += 1
     with torch.no_grad():
@@ -204,8 +268,9 @@ def permute_to(reference: Any, model: Any, X: Any, *, align: bool) -> tuple[Any,
     ``X``: the assignment of largest total correlation (``align=True``, weight matching of
     Git Re-Basin / the authors' second stage) or of smallest (``align=False``, the first
     stage's push into another basin). The function is unchanged (the next layer's
-    input weights are permuted alike). Returns the copy and the mean correlation of the
-    matched units (over all hidden layers).
+    input weights are permuted alike, and a BatchNorm after the layer has its weight,
+    bias, running mean and running variance permuted with the units). Returns the copy
+    and the mean correlation of the matched units (over all hidden layers).
     """
     import copy
 
@@ -213,8 +278,8 @@ def permute_to(reference: Any, model: Any, X: Any, *, align: bool) -> tuple[Any,
 
     torch = require_torch()
     out = copy.deepcopy(model)
-    ref_chain = read_chain(reference, "permute_to")
-    chain = read_chain(out, "permute_to")
+    ref_chain = read_chain(reference, "permute_to", batchnorm=True)
+    chain = read_chain(out, "permute_to", batchnorm=True)
     matched = []
     for k in range(len(chain.weights) - 1):
         corr = _correlation(_activation(reference, ref_chain, k, X), _activation(out, chain, k, X))
@@ -223,9 +288,14 @@ def permute_to(reference: Any, model: Any, X: Any, *, align: bool) -> tuple[Any,
         perm = torch.as_tensor(cols, dtype=torch.long)
         layer = chain.layers[chain.weights[k]]
         nxt = chain.layers[chain.weights[k + 1]]
+        norm = chain.norm(k)
         with torch.no_grad():
-            layer.weight.copy_(layer.weight[perm])
-            layer.bias.copy_(layer.bias[perm])
+            own = [layer.weight, layer.bias]
+            if norm is not None:
+                own += [norm.weight, norm.bias, norm.running_mean, norm.running_var]
+            for tensor in own:
+                if tensor is not None:
+                    tensor.copy_(tensor[perm])
             w = nxt.weight
             if isinstance(nxt, torch.nn.Conv2d) or w.shape[1] == len(perm):
                 w.copy_(w[:, perm])

@@ -25,8 +25,8 @@ import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array, make_generator
-from trustlab.errors import DataError
-from trustlab.security._backdoor_curve import curve_point
+from trustlab.errors import DataError, ParameterError
+from trustlab.security._backdoor_curve import curve_point, has_batchnorm
 from trustlab.security._backdoor_layers import (
     as_float32,
     check_inputs,
@@ -331,11 +331,14 @@ def _fine_tune(
     torch = require_torch()
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    min_rows = 2 if has_batchnorm(model) else 1  # batch statistics need two rows
     model.train()
     for _ in range(epochs):
         order = torch.randperm(len(X), generator=generator)
         for start in range(0, len(X), batch_size):
             idx = order[start : start + batch_size]
+            if len(idx) < min_rows:
+                continue
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(X[idx]), y[idx]).backward()
             opt.step()
@@ -386,8 +389,11 @@ def tsc_purify(
     Parameters
     ----------
     model : torch.nn.Sequential
-        The (possibly backdoored) classifier: Linear/Conv2d layers with ReLU, Flatten,
-        Dropout, Identity or pooling between them. It is not modified.
+        The (possibly backdoored) classifier: Linear/Conv2d layers, each optionally
+        followed directly by a BatchNorm1d/BatchNorm2d, with ReLU, Flatten, Dropout,
+        Identity or pooling between them. It is not modified. BatchNorm layers are
+        permuted with their units, and the running statistics of each point taken on a
+        curve are re-estimated on ``X_clean``.
     X_clean : array-like
         The small set of clean samples, in the shape the model takes (the paper uses 5%
         of the training set).
@@ -403,7 +409,8 @@ def tsc_purify(
     lr : float, default=0.02
         Curve-training learning rate (SGD, momentum 0.9, cosine schedule).
     batch_size : int, default=256
-        Mini-batch size (one ``t`` is drawn per mini-batch).
+        Mini-batch size (one ``t`` is drawn per mini-batch); at least 2 for a model with
+        BatchNorm (a trailing one-row batch is then skipped).
     l2 : float, default=1e-4
         Weight of the curve regulariser ``0.5 * l2 * ||theta(t)||^2``.
     finetune_epochs : int, default=10
@@ -420,7 +427,11 @@ def tsc_purify(
     Raises
     ------
     ModelError
-        ``model`` is not a Sequential of the layers above (the message names the layer).
+        ``model`` is not a Sequential of the layers above (the message names the layer),
+        e.g. a BatchNorm not directly after a Linear/Conv2d, a grouped convolution, a
+        residual block or attention.
+    ParameterError
+        ``batch_size`` < 2 for a model with BatchNorm; a parameter out of its range.
     DataError
         ``X_clean`` is empty, non-finite or of the wrong shape; ``y_clean`` does not fit.
 
@@ -443,7 +454,13 @@ def tsc_purify(
     (1, True)
     """
     torch = require_torch()
-    chain = read_chain(model, "tsc_purify")
+    chain = read_chain(model, "tsc_purify", batchnorm=True)
+    if any(pos is not None for pos in chain.norms) and batch_size < 2:
+        raise ParameterError(
+            f"batch_size={batch_size}: a model with BatchNorm is trained on mini-batch statistics, "
+            "which need at least 2 rows; pass batch_size >= 2.",
+            argument="batch_size",
+        )
     X = check_inputs(X_clean, chain, "X_clean", min_rows=2)
     Xt = torch.as_tensor(X)
     base = copy.deepcopy(model).eval()
