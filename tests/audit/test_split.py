@@ -157,3 +157,17 @@ def test_model_fitted_on_the_hash_sample_of_the_dask_run(benefits):
 def test_sample_rows_is_checked():
     with pytest.raises(ParameterError, match="sample_rows"):
         Audit(sample_rows=5)
+
+
+def test_hash_reads_categorical_and_arrow_strings_as_their_values():
+    """The fast routes (category codes, Arrow factorisation) give the object route's hashes."""
+    rng = np.random.default_rng(0)
+    values = np.array(["a", "b", "12", "1e3", "nan", "x y", None, "-0", "40.0"], dtype=object)
+    col = values[rng.integers(0, len(values), 500)]
+    obj = pd.DataFrame({"c": col, "n": rng.normal(size=500)})
+    ref = row_hash(obj, 5)
+    for dtype in ("category", "string", "string[pyarrow]"):
+        other = obj.assign(c=obj["c"].astype(dtype))
+        assert (row_hash(other, 5) == ref).all(), dtype
+    unused = obj.assign(c=pd.Categorical(col, categories=[*dict.fromkeys(v for v in values if v), "zz"]))
+    assert (row_hash(unused, 5) == ref).all()

@@ -53,6 +53,28 @@ def _key(seed: Any) -> tuple[str, np.uint64]:
     return text_key, np.uint64(int.from_bytes(digest[16:], "little"))
 
 
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes (-1 where missing) and distinct values (object array) of a non-numeric column.
+
+    A categorical column gives its codes and categories as they are, a string column
+    is factorised in its own (e.g. Arrow) storage: both without one Python object per
+    row. The hash reads ``uniques[codes]`` value by value, so the result does not depend
+    on the route (nor on the order of the distinct values).
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(dtype=np.int64), values.cat.categories.to_numpy(dtype=object)
+    if pd.api.types.is_string_dtype(values.dtype) and values.dtype != object:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        return codes, np.asarray(uniques, dtype=object)
+    obj = values.astype(object)
+    try:
+        codes, uniques = pd.factorize(obj.to_numpy(), use_na_sentinel=True)
+    except TypeError:  # unhashable cells (lists, dicts): hash their text
+        text = obj.map(lambda v: v if pd.api.types.is_scalar(v) else str(v))
+        codes, uniques = pd.factorize(text.to_numpy())
+    return codes, uniques
+
+
 def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
     """Hash each value of a column on its own (the result never depends on the column's dtype)."""
     real = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_complex_dtype(values)
@@ -63,13 +85,7 @@ def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
         uniques = np.array([], dtype=object)
         codes = np.full(len(values), -1)
     else:
-        obj = values.astype(object)
-        try:
-            codes, uniques = pd.factorize(obj.to_numpy(), use_na_sentinel=True)
-        except TypeError:  # unhashable cells (lists, dicts): hash their text
-            codes, uniques = pd.factorize(
-                obj.map(lambda v: v if pd.api.types.is_scalar(v) else str(v)).to_numpy()
-            )
+        codes, uniques = _factorize(values)
         # complex cells hash as their text (to_numeric would keep them complex)
         reals = [str(u) if isinstance(u, complex | np.complexfloating) else u for u in uniques]
         parsed = pd.to_numeric(pd.Series(reals, dtype=object), errors="coerce")

@@ -143,6 +143,15 @@ def suspect_columns(ctx: AuditContext) -> list[dict[str, str]]:
     >>> _kind_from_name("state", "")[0], _kind_from_name("wght", "")[0], _kind_from_name("age", "")
     ('code', 'weight', None)
     """
+    shared = getattr(ctx, "shared", None)  # an AuditContext caches it (four sections read it)
+    found: list[dict[str, str]] = shared(_SUSPECT_KEY, lambda: _suspects(ctx)) if shared else _suspects(ctx)
+    return [dict(s) for s in found]
+
+
+_SUSPECT_KEY = "suspect_columns"
+
+
+def _suspects(ctx: AuditContext) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     schema = ctx.schema
     for col in ctx.features:
@@ -177,12 +186,17 @@ def suspect_columns(ctx: AuditContext) -> list[dict[str, str]]:
 def _all_distinct(values: pd.Series) -> bool:
     """Raw mode only: integer-valued or text values, at least 20, all different."""
     v = values.dropna()
-    if len(v) < 20 or v.nunique() < len(v):
+    if len(v) < 20:
         return False
     if pd.api.types.is_numeric_dtype(v) and not pd.api.types.is_bool_dtype(v):
         x = v.to_numpy(dtype=float)
-        return bool(np.all(np.isfinite(x)) and np.all(x == np.round(x)))
-    return True
+        if not (np.all(np.isfinite(x)) and np.all(x == np.round(x))):
+            return False  # decided without hashing the values (a measurement column)
+    head = v.iloc[:_HEAD]  # most columns repeat a value early: decided on the first rows
+    return bool(head.nunique() == len(head) and (len(v) <= _HEAD or v.nunique() == len(v)))
+
+
+_HEAD = 10_000
 
 
 def integer_resolution(schema: Any, column: str) -> int | None:
