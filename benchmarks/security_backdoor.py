@@ -2,8 +2,9 @@
 
 Same data for every defence: scikit-learn's digits (1,797 8x8 images scaled to [0, 1]),
 1,200 training rows of which 10% carry a 2x2 white BadNets patch and are relabelled 0,
-597 clean test rows; the backdoored model is the MLP (or CNN) of
-``trustlab.security._nets`` trained 30 epochs on the poisoned rows. Post-training
+597 clean test rows; the backdoored model is the MLP, the CNN or the CNN with BatchNorm
+(``cnn_bn``) of ``trustlab.security._nets`` trained 30 epochs on the poisoned rows.
+Fine-pruning handles networks without BatchNorm only (it is skipped for ``cnn_bn``). Post-training
 defences (TSC, fine-tuning, fine-pruning) get the same 360 clean training rows.
 ART's defences that apply to a PyTorch classifier on this data are *poison filters*
 (activation clustering, Chen et al. 2018; spectral signatures, Tran et al. 2018): they
@@ -26,7 +27,7 @@ def _scenario(kind: str, seed: int):
     from trustlab.security._nets import digits, make_net, train
     from trustlab.security.backdoor import badnets_poison
 
-    X, y = digits(image=kind == "cnn")
+    X, y = digits(image=kind.startswith("cnn"))
     order = np.random.default_rng(seed).permutation(len(X))
     tr, te = order[:N_TRAIN], order[N_TRAIN:]
     data = badnets_poison(X[tr], y[tr], rate=0.1, target=0, random_state=seed)
@@ -76,7 +77,7 @@ def run(quick: bool = False) -> dict:
     rows = []
     notes = []
     try:
-        for kind in ("mlp",) if quick else ("mlp", "cnn"):
+        for kind in ("mlp",) if quick else ("mlp", "cnn", "cnn_bn"):
             for seed in (0,) if quick else (0, 1, 2):
                 net, data, Xc, yc, Xte, yte = _scenario(kind, seed)
 
@@ -103,6 +104,8 @@ def run(quick: bool = False) -> dict:
                     "fine-tuning": fine_tune,
                     "fine-pruning": lambda n, x, t: fine_prune(n, x, t)[0],
                 }
+                if kind == "cnn_bn":
+                    del runs["fine-pruning"]  # its layer reader rejects BatchNorm
                 for name, fn in runs.items():
                     start = time.perf_counter()
                     model = fn(net, Xc, yc)
