@@ -13,8 +13,15 @@ import pandas as pd
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin
 from trustlab._validation import check_numeric_array, check_positive_int, make_generator
 from trustlab.errors import DataError, NotFittedError, ParameterError
-from trustlab.explain._fastpd_inputs import category_codes, frame_codes, model_frame
+from trustlab.explain._fastpd_inputs import (
+    background_codes,
+    category_codes,
+    finite_input,
+    frame_codes,
+    model_frame,
+)
 from trustlab.explain._fastpd_leaves import LeafTables
+from trustlab.explain._fastpd_state import N_MISSING, check_state
 from trustlab.explain._pd_display import PDCurveDisplay
 from trustlab.explain._trees import TreeEnsemble, ensemble_from_model
 
@@ -165,46 +172,111 @@ class FastPD(ParamsValidationMixin):
         """
         self._validate_params()
         ens = ensemble_from_model(self.model)
-        frame: pd.DataFrame | None = None
-        names: list[Any] | None
-        if ens.categories:
-            # string categories: the trees take each such column as its category code
-            frame = model_frame(X, ens, "background")
-            names = list(frame.columns.map(str))
-            Xb = frame_codes(frame, ens, "background")
-        else:
-            names = list(X.columns.map(str)) if isinstance(X, pd.DataFrame) else None
-            Xb = check_numeric_array(X, "background", ndim=2, allow_nan=True)
-        if np.isinf(Xb).any():
-            raise DataError(
-                "background contains infinite values; replace them (NaN is allowed and "
-                "follows each split's missing-value direction).",
-                argument="background",
-            )
-        if Xb.shape[1] != ens.n_features:
-            raise DataError(
-                f"background has {Xb.shape[1]} columns but the model was trained on "
-                f"{ens.n_features} features; pass rows with the model's features.",
-                argument="background",
-            )
-        if (
-            names is not None
-            and ens.feature_names is not None
-            and list(ens.feature_names) != names
-            and not all(n.startswith("Column_") for n in ens.feature_names)
-        ):
-            if sorted(ens.feature_names) == sorted(names):
-                raise DataError(
-                    "background columns are in a different order than the model's "
-                    f"features {list(ens.feature_names)}; reorder them.",
-                    argument="background",
-                )
+        Xb, frame, names = background_codes(X, ens, "background")
         rng = make_generator(self.random_state)
         if self.max_background is not None and len(Xb) > self.max_background:
             idx = np.sort(rng.choice(len(Xb), size=self.max_background, replace=False))
             Xb = Xb[idx]
             if frame is not None:
                 frame = frame.iloc[idx]
+        leaves = LeafTables(ens)
+        Xc = finite_input(Xb, ens, "background", nan_ok=True, model=type(self.model).__name__)
+        counts = leaves.background_counts(Xc) if self.weights == "empirical" else None
+        # The probe measures the offset: the first rows and the first rows with missing values.
+        nan_rows = np.nonzero(np.isnan(Xb).any(axis=1))[0][:N_MISSING]
+        probe_idx = np.union1d(np.arange(min(len(Xb), 64)), nan_rows)
+        probe_frame = None if frame is None else frame.iloc[probe_idx]
+        self._fit_tables(
+            ens,
+            leaves,
+            names,
+            (counts, len(Xb)),
+            (Xb, frame),
+            (Xb[probe_idx], probe_frame),
+            bool(len(nan_rows)),
+        )
+        return self
+
+    def fit_background_state(self, state: Any) -> FastPD:
+        """Fit from background statistics merged over partitions, instead of background rows.
+
+        ``state`` is the result of :func:`trustlab.compute.compute` of
+        :class:`trustlab.compute.trees.FastPDBackground` with this model: the counts of
+        background rows by leaf code, which is all the estimate reads of the background,
+        summed over partitions (of a pandas or Dask DataFrame that need not fit in
+        memory). PD functions, SHAP values and components equal those of :meth:`fit` on
+        the same rows (up to float rounding of the measured offset). The background's
+        individual rows are replaced by the state's hash sample (``n_sample`` rows, the
+        same whatever the partitioning): it is ``background_``, the default grid of
+        :meth:`pd_curve` and the probe of the model's offset. ``max_background`` does not
+        apply (every row is counted).
+
+        Parameters
+        ----------
+        state : FastPDBackgroundState
+            Merged background statistics of this model.
+
+        Returns
+        -------
+        self : FastPD
+
+        Raises
+        ------
+        ParameterError
+            ``state`` is not a FastPDBackgroundState.
+        DataError
+            ``state`` was computed for another model, counts no rows, or is inconsistent.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from sklearn.ensemble import GradientBoostingRegressor
+        >>> from trustlab.compute import compute
+        >>> from trustlab.compute.trees import FastPDBackground
+        >>> rng = np.random.default_rng(0)
+        >>> X = pd.DataFrame(rng.normal(size=(300, 2)), columns=["a", "b"])
+        >>> model = GradientBoostingRegressor(n_estimators=10, max_depth=2).fit(X, X.a * X.b)
+        >>> state = compute(FastPDBackground(model), X, chunksize=70)  # 5 partitions, merged
+        >>> merged = FastPD(model).fit_background_state(state)
+        >>> whole = FastPD(model).fit(X)
+        >>> bool(np.allclose(merged.shap_values(X[:5]), whole.shap_values(X[:5]), rtol=0, atol=1e-12))
+        True
+        """
+        self._validate_params()
+        ens = ensemble_from_model(self.model)
+        leaves = LeafTables(ens)
+        st = check_state(state, leaves)
+        sample = st.sample
+        probe = np.concatenate([st.sample[:64], st.missing])
+        probe_frame = None
+        if st.sample_frame is not None and st.missing_frame is not None:
+            probe_frame = pd.concat([st.sample_frame.iloc[:64], st.missing_frame], ignore_index=True)
+        counts = list(st.counts) if self.weights == "empirical" else None
+        names = None if st.feature_names is None else list(st.feature_names)
+        self._fit_tables(
+            ens,
+            leaves,
+            names,
+            (counts, st.n_rows),
+            (sample, st.sample_frame),
+            (probe, probe_frame),
+            st.n_missing > 0,
+        )
+        return self
+
+    def _fit_tables(
+        self,
+        ens: TreeEnsemble,
+        leaves: LeafTables,
+        names: list[Any] | None,
+        counts: tuple[list[np.ndarray] | None, int],
+        background: tuple[np.ndarray, pd.DataFrame | None],
+        probe_rows: tuple[np.ndarray, pd.DataFrame | None],
+        has_missing: bool,
+    ) -> None:
+        """Set the fitted state from background counts (``fit`` and ``fit_background_state``)."""
+        Xb, frame = background
+        probe, probe_frame = probe_rows
         self._ens: TreeEnsemble = ens
         self.feature_names_in_ = np.asarray(
             names if names is not None else (ens.feature_names or [f"x{j}" for j in range(ens.n_features)]),
@@ -214,31 +286,27 @@ class FastPD(ParamsValidationMixin):
         # with string categories, the background as given (the user's values)
         self.background_ = Xb if frame is None else frame
         self._background_codes = Xb
-        Xc = self._finite(Xb, "background", nan_ok=True)  # NaN: checked against the model below
-        self._leaves = LeafTables(ens)
-        self.n_leaves_ = self._leaves.n_leaves
-        v_empty = self._leaves.fit(Xc, self.weights)
+        self._leaves = leaves
+        self.n_leaves_ = leaves.n_leaves
+        v_empty = leaves.fit_counts(counts[0], counts[1], self.weights)
         # The offset (base score, init estimator) is measured, not read from the
         # model's parameters: prediction minus the sum of the parsed trees.
         # The probe includes rows with missing values, which checks their routing.
-        nan_rows = np.nonzero(np.isnan(Xb).any(axis=1))[0][:64]
-        probe_idx = np.union1d(np.arange(min(len(Xb), 64)), nan_rows)
-        probe = Xb[probe_idx]
         try:
-            if frame is None:
+            if probe_frame is None:
                 raw = ens.predict_raw(probe)
             else:  # the model's own encoder reads the user's values
-                sub = frame.iloc[probe_idx]
-                raw = ens.predict_raw(sub if ens.feature_names is not None else sub.to_numpy())  # type: ignore[arg-type]
+                given: Any = probe_frame if ens.feature_names is not None else probe_frame.to_numpy()
+                raw = ens.predict_raw(given)
         except ValueError as exc:
-            if not len(nan_rows):
+            if not has_missing:
                 raise  # pragma: no cover - the model rejects its own kind of input
             raise DataError(
                 f"background contains NaN but the model does not accept missing values "
                 f"({type(self.model).__name__}: {str(exc)[:120]}); impute them first.",
                 argument="background",
             ) from None
-        diff = raw - self._leaves.tree_sum(self._cast(probe))
+        diff = raw - leaves.tree_sum(self._cast(probe))
         self._offset = float(np.mean(diff))
         scale = 1.0 + float(np.max(np.abs(raw)))
         if float(np.max(np.abs(diff - self._offset))) > 1e-4 * scale:
@@ -248,9 +316,8 @@ class FastPD(ParamsValidationMixin):
                 "please report this model type.",
                 argument="model",
             )
-        self._nan_ok = bool(len(nan_rows)) or frame is not None or self._probe_missing(Xb[:1])
+        self._nan_ok = has_missing or frame is not None or self._probe_missing(probe[:1])
         self.expected_value_ = self._offset + v_empty
-        return self
 
     # ------------------------------------------------------------------ helpers
     def _check_fitted(self) -> None:
@@ -262,28 +329,7 @@ class FastPD(ParamsValidationMixin):
 
     def _finite(self, arr: np.ndarray, name: str, *, nan_ok: bool) -> np.ndarray:
         """``arr`` cast to the model's input dtype, after rejecting inf, out-of-range and (maybe) NaN."""
-        if np.isinf(arr).any():
-            raise DataError(
-                f"{name} contains infinite values; replace them (NaN follows each split's "
-                "missing-value direction where the model accepts missing values).",
-                argument=name,
-            )
-        top = float(np.finfo(self._ens.input_dtype).max)
-        with np.errstate(invalid="ignore"):
-            too_large = np.abs(arr) > top
-        if too_large.any():
-            raise DataError(
-                f"{name} has values beyond {top:.3g}, the largest the model's "
-                f"{np.dtype(self._ens.input_dtype).name} inputs hold; rescale the feature.",
-                argument=name,
-            )
-        if not nan_ok and np.isnan(arr).any():
-            raise DataError(
-                f"{name} contains NaN but {type(self.model).__name__} does not take missing values "
-                "(or routes them unlike its trees say); impute them first.",
-                argument=name,
-            )
-        return self._cast(arr)
+        return finite_input(arr, self._ens, name, nan_ok=nan_ok, model=type(self.model).__name__)
 
     def _prepare(self, X: Any, name: str = "X") -> np.ndarray:
         self._check_fitted()

@@ -7,10 +7,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError
 from trustlab.explain._trees import TreeEnsemble
 
-__all__ = ["category_codes", "frame_codes", "model_frame", "string_columns"]
+__all__ = [
+    "background_codes",
+    "category_codes",
+    "finite_input",
+    "frame_codes",
+    "model_frame",
+    "string_columns",
+]
 
 
 def model_frame(X: Any, ens: TreeEnsemble, name: str) -> pd.DataFrame:
@@ -96,3 +104,76 @@ def frame_codes(frame: pd.DataFrame, ens: TreeEnsemble, name: str) -> np.ndarray
                 argument=name,
             ) from None
     return out
+
+
+def background_codes(
+    X: Any, ens: TreeEnsemble, name: str
+) -> tuple[np.ndarray, pd.DataFrame | None, list[Any] | None]:
+    """Background rows as the trees read them: ``(codes, frame, names)``.
+
+    ``codes`` is the float matrix (string categories as the model's codes); ``frame`` the
+    rows as given when the model was fitted on string categories (else None); ``names``
+    the column names of a DataFrame (else None). Raises DataError for rows the model
+    cannot take (infinite values, a wrong number or order of columns).
+    """
+    frame: pd.DataFrame | None = None
+    names: list[Any] | None
+    if ens.categories:
+        # string categories: the trees take each such column as its category code
+        frame = model_frame(X, ens, name)
+        names = list(frame.columns.map(str))
+        Xb = frame_codes(frame, ens, name)
+    else:
+        names = list(X.columns.map(str)) if isinstance(X, pd.DataFrame) else None
+        Xb = check_numeric_array(X, name, ndim=2, allow_nan=True)
+    if np.isinf(Xb).any():
+        raise DataError(
+            f"{name} contains infinite values; replace them (NaN is allowed and "
+            "follows each split's missing-value direction).",
+            argument=name,
+        )
+    if Xb.shape[1] != ens.n_features:
+        raise DataError(
+            f"{name} has {Xb.shape[1]} columns but the model was trained on "
+            f"{ens.n_features} features; pass rows with the model's features.",
+            argument=name,
+        )
+    if (
+        names is not None
+        and ens.feature_names is not None
+        and list(ens.feature_names) != names
+        and not all(n.startswith("Column_") for n in ens.feature_names)
+    ):
+        if sorted(ens.feature_names) == sorted(names):
+            raise DataError(
+                f"{name} columns are in a different order than the model's "
+                f"features {list(ens.feature_names)}; reorder them.",
+                argument=name,
+            )
+    return Xb, frame, names
+
+
+def finite_input(arr: np.ndarray, ens: TreeEnsemble, name: str, *, nan_ok: bool, model: str) -> np.ndarray:
+    """``arr`` cast to the model's input dtype, after rejecting inf, out-of-range and (maybe) NaN."""
+    if np.isinf(arr).any():
+        raise DataError(
+            f"{name} contains infinite values; replace them (NaN follows each split's "
+            "missing-value direction where the model accepts missing values).",
+            argument=name,
+        )
+    top = float(np.finfo(ens.input_dtype).max)
+    with np.errstate(invalid="ignore"):
+        too_large = np.abs(arr) > top
+    if too_large.any():
+        raise DataError(
+            f"{name} has values beyond {top:.3g}, the largest the model's "
+            f"{np.dtype(ens.input_dtype).name} inputs hold; rescale the feature.",
+            argument=name,
+        )
+    if not nan_ok and np.isnan(arr).any():
+        raise DataError(
+            f"{name} contains NaN but {model} does not take missing values "
+            "(or routes them unlike its trees say); impute them first.",
+            argument=name,
+        )
+    return np.asarray(arr, dtype=ens.input_dtype).astype(np.float64)

@@ -9,6 +9,7 @@ into predictions, PD functions, SHAP values and components (Liu et al., ICML 202
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -261,25 +262,61 @@ class LeafTables:
         BT = bins(Xc, self.cuts, self.ens)
         return BT, bool((BT < 0).any())
 
+    def fingerprint(self) -> str:
+        """A digest of the leaves and cut points: equal for two parses of the same model."""
+        h = hashlib.sha256()
+        h.update(repr((self.ens.n_features, self.ens.strict, self.layout(), self.constant)).encode())
+        for u in self.cuts:
+            h.update(np.ascontiguousarray(u, dtype=np.float64).tobytes())
+        for g in self.groups.values():
+            for a in (g.value, g.feat, g.lo, g.hi, g.nan_ok, g.cat, g.catsets):
+                if a is not None:
+                    h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()
+
+    def layout(self) -> tuple[tuple[int, int], ...]:
+        """``(k, L)`` of every leaf group, in the order of :meth:`background_counts`."""
+        return tuple((k, len(g.value)) for k, g in self.groups.items())
+
+    def background_counts(self, Xc: np.ndarray) -> list[np.ndarray]:
+        """The background statistic FastPD reads: per leaf group, counts of rows by leaf code.
+
+        Entry ``[l, c]`` of group ``k``'s ``(L, 2^k)`` int64 array counts the rows of ``Xc``
+        whose code on leaf ``l`` is ``c`` (bit ``j``: the row meets the path's constraint on
+        slot ``j``). A sum over rows: the counts of two row sets add up to those of their union.
+        """
+        BTb, nan_b = self.bin(Xc)
+        n_b = len(Xc)
+        out = []
+        for g in self.groups.values():
+            m = 1 << g.k
+            L = len(g.value)
+            counts = np.zeros(L * m, dtype=np.int64)
+            step = row_step(L)
+            offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
+            for s in range(0, n_b, step):
+                c = codes(BTb[:, s : s + step], g, nan_b)
+                counts += np.bincount((c + offsets).ravel(), minlength=L * m)
+            out.append(counts.reshape(L, m))
+        return out
+
     def fit(self, Xc: np.ndarray, weights: str) -> float:
         """Compute every leaf's ``p_l(K)`` and Shapley table; return ``v_empty`` without the offset.
 
         ``weights="empirical"``: shares of the background rows ``Xc`` (FastPD);
         ``"path"``: products of the training cover ratios (path-dependent TreeSHAP).
         """
-        BTb, nan_b = self.bin(Xc)
-        n_b = len(Xc)
-        for g in self.groups.values():
+        counts = self.background_counts(Xc) if weights == "empirical" else None
+        return self.fit_counts(counts, len(Xc), weights)
+
+    def fit_counts(self, counts: list[np.ndarray] | None, n_b: int, weights: str) -> float:
+        """:meth:`fit` from :meth:`background_counts` (of one table, or merged over partitions)."""
+        for i, g in enumerate(self.groups.values()):
             m = 1 << g.k
             L = len(g.value)
             if weights == "empirical":
-                counts = np.zeros(L * m, dtype=np.float64)
-                step = row_step(L)
-                offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
-                for s in range(0, n_b, step):
-                    c = codes(BTb[:, s : s + step], g, nan_b)
-                    counts += np.bincount((c + offsets).ravel(), minlength=L * m)
-                sup = transform(counts.reshape(L, m), g.k, "sup")
+                assert counts is not None
+                sup = transform(counts[i].astype(np.float64), g.k, "sup")
                 g.P = sup[:, ::-1] / n_b  # p_l(K) = share satisfying the slots outside K
             else:
                 masks = np.arange(m)
