@@ -23,7 +23,9 @@ __all__ = [
     "DEFAULT_RESOLUTION",
     "MAX_RESOLUTION",
     "FineEdges",
+    "GridCounts",
     "QuantileGrid",
+    "add_sparse",
     "check_resolution",
     "default_jitter",
     "sorted_clipped",
@@ -95,6 +97,67 @@ def default_jitter(resolution: int) -> int:
     return _FINE_TOTAL // (resolution + 1)
 
 
+class GridCounts:
+    """The records' grid indices in run-length form: sorted distinct indices and their counts.
+
+    This is all the bounded quantile mechanisms read from the data: JointExp's
+    weights depend on how many records fall in each grid cell, the tie-breaking
+    jitter is drawn per record inside its cell. Two multisets of records with the
+    same ``GridCounts`` give the same output distribution. It merges by adding
+    counts (:meth:`merge`), so partial states of a partitioned table give exactly
+    the state of the whole table (see :mod:`trustlab.compute.quantiles`).
+    """
+
+    def __init__(self, cells: Any, counts: Any) -> None:
+        cells = np.asarray(cells, dtype=np.int64).reshape(-1)
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        keep = counts > 0
+        self.cells, self.counts = cells[keep], counts[keep]
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        self.n = int(self.starts[-1])
+
+    @classmethod
+    def from_sorted(cls, z_sorted: np.ndarray, grid: QuantileGrid) -> GridCounts:
+        """The run-length grid indices of sorted values (snapped by ``grid.snap``, monotone)."""
+        idx = grid.snap(np.asarray(z_sorted, dtype=float))
+        if idx.size == 0:
+            return cls(idx, idx)
+        first = np.concatenate([[0], np.flatnonzero(np.diff(idx)) + 1])
+        return cls(idx[first], np.diff(np.concatenate([first, [idx.size]])))
+
+    @classmethod
+    def from_values(cls, x: np.ndarray, grid: QuantileGrid) -> GridCounts:
+        """The run-length grid indices of (unsorted, NaN-free) values."""
+        cells, counts = np.unique(grid.snap(np.asarray(x, dtype=float)), return_counts=True)
+        return cls(cells, counts)
+
+    def merge(self, other: GridCounts) -> GridCounts:
+        """The state of the union of both multisets (counts added cell by cell)."""
+        return GridCounts(*add_sparse(self.cells, self.counts, other.cells, other.counts))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GridCounts):
+            return NotImplemented
+        return np.array_equal(self.cells, other.cells) and np.array_equal(self.counts, other.counts)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"GridCounts(n={self.n}, distinct cells={self.cells.size})"
+
+
+def add_sparse(
+    codes_a: np.ndarray, counts_a: np.ndarray, codes_b: np.ndarray, counts_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of two sparse count vectors (sorted distinct codes with counts); exact int64."""
+    codes = np.concatenate([codes_a, codes_b]).astype(np.int64)
+    counts = np.concatenate([counts_a, counts_b]).astype(np.int64)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    total = np.zeros(uniq.size, dtype=np.int64)
+    np.add.at(total, inv.reshape(-1), counts)
+    return uniq, total
+
+
 class FineEdges:
     """Sorted fine-grid positions of the records, with lazily drawn tie-breaking jitter.
 
@@ -103,15 +166,16 @@ class FineEdges:
     (``1 <= r <= n``) the ``r``-th smallest fine position, edge ``n + 1`` the last
     fine position ``N - 1``; interval ``r`` holds the fine positions ``o`` with
     ``edge[r] < o <= edge[r + 1]``, exactly those with ``r`` records strictly below.
-    Records are snapped and jittered in whole runs of equal grid indices, and only
-    for the runs that the computation reaches: records in other runs never
+    The records are given by their grid indices in run-length form
+    (:class:`GridCounts`); they are jittered in whole runs of equal grid indices, and
+    only for the runs that the computation reaches: records in other runs never
     influence it (their jitter would not change any computed weight).
     """
 
-    def __init__(self, z_sorted: np.ndarray, grid: QuantileGrid, jitter: int) -> None:
-        self.z = z_sorted
+    def __init__(self, runs: GridCounts, grid: QuantileGrid, jitter: int) -> None:
+        self.runs = runs
         self.grid = grid
-        self.n = int(z_sorted.size)
+        self.n = runs.n
         self.jitter = int(jitter)
         self.total = (grid.resolution + 1) * self.jitter
         self.edges = np.empty(self.n + 2, dtype=np.int64)
@@ -119,40 +183,21 @@ class FineEdges:
         self.done = np.zeros(self.n + 2, dtype=bool)
         self.done[0] = self.done[-1] = True
 
-    def _run_start(self, i: int) -> int:
-        """First record index of the run (equal grid index) holding record ``i``."""
-        cell = self.grid.snap(self.z[i : i + 1])[0]
-        lo, step = i, 256
-        while lo > 0:
-            start = max(0, lo - step)
-            same = int(np.count_nonzero(self.grid.snap(self.z[start:lo]) == cell))
-            if same < lo - start:
-                return lo - same
-            lo, step = start, 2 * step
-        return 0
-
-    def _run_stop(self, i: int) -> int:
-        """One past the last record index of the run holding record ``i``."""
-        cell = self.grid.snap(self.z[i : i + 1])[0]
-        hi, step = i + 1, 256
-        while hi < self.n:
-            stop = min(self.n, hi + step)
-            same = int(np.count_nonzero(self.grid.snap(self.z[hi:stop]) == cell))
-            if same < stop - hi:
-                return hi + same
-            hi, step = stop, 2 * step
-        return self.n
+    def _run_of(self, i: int) -> int:
+        """Index of the run (equal grid index) holding record ``i``."""
+        return int(np.searchsorted(self.runs.starts, i, side="right")) - 1
 
     def ensure(self, lo: int, hi: int) -> None:
         """Make edges ``lo .. hi`` available (drawing the jitter of the runs they touch)."""
         a, b = max(lo, 1), min(hi, self.n)
         if a > b or self.done[a : b + 1].all():
             return
-        i0, i1 = self._run_start(a - 1), self._run_stop(b - 1)
+        r0, r1 = self._run_of(a - 1), self._run_of(b - 1)
+        i0, i1 = int(self.runs.starts[r0]), int(self.runs.starts[r1 + 1])
         seg = slice(i0 + 1, i1 + 1)
         need = ~self.done[seg]
         vals = self.edges[seg].copy()
-        cells = self.grid.snap(self.z[i0:i1][need])
+        cells = np.repeat(self.runs.cells[r0 : r1 + 1], self.runs.counts[r0 : r1 + 1])[need]
         vals[need] = cells * self.jitter + uniform_int(self.jitter, int(need.sum()))
         # Runs occupy disjoint fine ranges, so sorting the segment only orders each run
         # internally (runs drawn earlier are already sorted and do not move).

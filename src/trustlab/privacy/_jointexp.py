@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.privacy._grid import DEFAULT_RESOLUTION, FineEdges, QuantileGrid, default_jitter
+from trustlab.privacy._grid import DEFAULT_RESOLUTION, FineEdges, GridCounts, QuantileGrid, default_jitter
 from trustlab.privacy._inputs import check_neighbouring
 from trustlab.privacy.samplers import exponential_select, uniform_int
 
@@ -314,7 +314,7 @@ def _sample_backward(fwd: _Forward, final: list[tuple[int, int, np.ndarray]], fl
 
 
 def jointexp_values(
-    z_sorted: np.ndarray,
+    z_sorted: Any,
     bounds: tuple[float, float],
     levels: np.ndarray,
     epsilon: float,
@@ -325,11 +325,19 @@ def jointexp_values(
 ) -> np.ndarray:
     """JointExp on sorted ``z`` (values outside ``bounds`` are clipped); sorted grid values.
 
-    ``_jitter`` (tests only) sets the number of tie-breaking sub-positions per grid point.
+    ``z_sorted`` is either the sorted values or their grid indices in run-length form
+    (a :class:`~trustlab.privacy._grid.GridCounts` on the same grid, e.g. merged from
+    the partitions of a table): the mechanism reads nothing else, so both give the
+    same output distribution. ``_jitter`` (tests only) sets the number of
+    tie-breaking sub-positions per grid point.
     """
     grid = QuantileGrid(bounds, resolution)
     jitter = default_jitter(grid.resolution) if _jitter is None else int(_jitter)
-    fine = FineEdges(np.asarray(z_sorted, dtype=float), grid, jitter)
+    if isinstance(z_sorted, GridCounts):
+        runs = z_sorted
+    else:
+        runs = GridCounts.from_sorted(np.clip(np.asarray(z_sorted, dtype=float), *bounds), grid)
+    fine = FineEdges(runs, grid, jitter)
     sens = jointexp_sensitivity(levels, neighbouring)
     ranks = joint_exp_ranks(fine, np.asarray(levels, dtype=float), epsilon, sens)
     points = []

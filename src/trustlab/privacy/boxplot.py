@@ -15,7 +15,8 @@ released) sample size ``n``, i.e. multiples of ``1 / n``. Nothing is seeded.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,8 +51,12 @@ from trustlab.privacy._durfee import unbounded_sorted
 from trustlab.privacy._grid import DEFAULT_RESOLUTION
 from trustlab.privacy._inputs import NEIGHBOURING
 from trustlab.privacy._jointexp import jointexp_values
+from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_discrete_laplace
+
+MAX_BUCKETS = 10**6
+"""Cap on the buckets of the boxplot's extreme scans (a public constant)."""
 
 __all__ = [
     "DEFAULT_COUNT_WEIGHT",
@@ -189,8 +194,6 @@ def dp_boxplot_stats(
     reject_seed(random_state)
     epsilon = float(epsilon)
     lower, upper = check_bounds(bounds)
-    w, c, lam, base = float(quantile_weight), float(c), float(lam), float(base)
-    n_min, resolution, n_weight = int(n_min), int(resolution), float(n_weight)
     n_given = check_n(n)
     arr, length = check_values(x)
     if math.isinf(epsilon):
@@ -205,7 +208,106 @@ def dp_boxplot_stats(
         return nonprivate(arr, lower, upper)
     if accountant is not None:  # the plan: pure epsilon, checked before any noise is drawn
         accountant.check(Release(None, epsilon, description=description))
-    if neighbouring == "replace" and n_given is None and length == 0:
+    z = np.clip(arr, lower, upper)
+    z.sort()
+    pending = box_quantiles(
+        BoxSummary(int(arr.size), length, z, z, z),
+        epsilon,
+        (lower, upper),
+        n_given,
+        BoxOptions(
+            quantile_weight, c, lam, base, n_min, method, neighbouring, n_weight, gap_rule, resolution
+        ),
+        description,
+    )
+    stats = box_finish(pending, *_beyond(arr, pending.whiskers))
+    return stats if accountant is None else record(stats, accountant)
+
+
+def _beyond(arr: np.ndarray, whiskers: tuple[float, float]) -> tuple[int, int]:
+    """Exact counts of the raw values below the lower and above the upper whisker."""
+    return int(np.count_nonzero(arr < whiskers[0])), int(np.count_nonzero(arr > whiskers[1]))
+
+
+def record(stats: BoxplotStats, accountant: Accountant) -> BoxplotStats:
+    """``stats`` with its releases recorded in ``accountant`` (after every draw)."""
+    return replace(stats, releases=tuple(accountant.record(r) for r in stats.releases))
+
+
+@dataclass(frozen=True)
+class BoxOptions:
+    """The public tuning options of one boxplot (see :func:`dp_boxplot_stats`)."""
+
+    quantile_weight: float = 7 / 8
+    c: float = 20.0
+    lam: float = 0.25
+    base: float = 1.001
+    n_min: int = 1000
+    method: str = "dpboxplot"
+    neighbouring: str = "add_remove"
+    n_weight: float = DEFAULT_N_WEIGHT
+    gap_rule: str = "fence"
+    resolution: int = DEFAULT_RESOLUTION
+
+
+@dataclass(frozen=True)
+class BoxSummary:
+    """All a DP boxplot reads from the data before its outlier counts.
+
+    ``size`` is the number of present values and ``length`` that of the records
+    (absent ones included: public under replace-one). ``upper`` and ``lower`` are
+    what the extreme scans read (the sorted clipped values, or their counts by
+    bucket: :class:`trustlab.compute.quantiles.BucketCounts`) and ``grid`` what
+    JointExp reads (the sorted clipped values, or their grid counts:
+    :class:`~trustlab.privacy._grid.GridCounts`).
+    """
+
+    size: int
+    length: int
+    upper: Any
+    lower: Any
+    grid: Any
+
+
+@dataclass
+class PendingBox:
+    """A boxplot whose quantiles are released and whose outlier counts are still to draw."""
+
+    epsilon: float
+    method: str
+    n_pub: float
+    params: dict[str, Any]
+    releases: list[Release]
+    notes: list[str]
+    five: tuple[float, float, float, float, float]
+    whiskers: tuple[float, float]
+    counted: tuple[bool, bool]
+    eps_o: float
+    scale: float
+    bounds: tuple[float, float]
+    description: str
+
+
+def box_quantiles(
+    data: BoxSummary,
+    epsilon: float,
+    bounds: tuple[float, float],
+    n_given: float | None,
+    opts: BoxOptions,
+    description: str,
+) -> PendingBox:
+    """Steps 1-6 of DPBoxplot on what it reads from the data: ``n``, extremes, quartiles, whiskers.
+
+    Every branch below depends on public inputs or on earlier releases only. The
+    caller then counts the raw values beyond ``whiskers`` (in process, or in a second
+    pass over a partitioned table) and hands them to :func:`box_finish`.
+    """
+    lower, upper = bounds
+    neighbouring, method = opts.neighbouring, opts.method
+    w, c, lam, base = float(opts.quantile_weight), float(opts.c), float(opts.lam), float(opts.base)
+    n_min, resolution, n_weight = int(opts.n_min), int(opts.resolution), float(opts.n_weight)
+    gap_rule = opts.gap_rule
+    if neighbouring == "replace" and n_given is None and data.length == 0:
         raise DataError(
             "x is empty. Under neighbouring='replace' the sample size len(x) is public and must "
             "be at least 1; under 'add_remove' (or with a public n) an empty sample is allowed.",
@@ -220,12 +322,12 @@ def dp_boxplot_stats(
         n_pub = n_given
         notes.append(f"n = {n_pub:g} given as public (or previously released)")
     elif neighbouring == "replace":
-        n_pub = float(length)
+        n_pub = float(data.length)
         notes.append("n = len(x), public under replace-one neighbours")
     else:
         eps_n = n_weight * epsilon
         eps = epsilon - eps_n
-        n_pub = float(max(1, int(add_discrete_laplace(arr.size, 1.0 / eps_n))))
+        n_pub = float(max(1, int(add_discrete_laplace(data.size, 1.0 / eps_n))))
         releases.append(
             Release(
                 int(n_pub),
@@ -237,8 +339,6 @@ def dp_boxplot_stats(
             )
         )
         notes.append(f"n = {n_pub:g} released (discrete Laplace count, epsilon {eps_n:.4g})")
-    z = np.clip(arr, lower, upper)
-    z.sort()
 
     eps_q = w * eps
     eps_o = (1 - w) * eps
@@ -249,14 +349,14 @@ def dp_boxplot_stats(
     def extreme(level: float, e: float, upper_side: bool) -> float:
         # the scans draw their integer noise with this module's sampler (add_noise)
         value = unbounded_sorted(
-            z,
+            data.upper if upper_side else data.lower,
             level,
             e,
             lower if upper_side else -upper,
             base,
             neighbouring,
             n_pub,
-            10**6,
+            MAX_BUCKETS,
             mirrored=not upper_side,
             add_noise=add_discrete_laplace,
             anchor_name="bounds",
@@ -264,7 +364,7 @@ def dp_boxplot_stats(
         return value if upper_side else -value
 
     def joint(levels: np.ndarray, e: float) -> np.ndarray:
-        return jointexp_values(z, (lower, upper), levels, e, neighbouring, resolution=resolution)
+        return jointexp_values(data.grid, (lower, upper), levels, e, neighbouring, resolution=resolution)
 
     scan = {**params, "base": base, "grid": "bucket edges L + base**k - 1 (upper) / U - base**k + 1 (lower)"}
     if method == "dpboxplot" and n_pub >= n_min:
@@ -323,39 +423,62 @@ def dp_boxplot_stats(
     tau = n_pub ** (-0.5 + lam)
     scale = count_scale(neighbouring, eps_o)
     if qmin > f_lo and far(qmin, f_lo, iqr, tau, gap_rule):
-        whisker_lo, count_lo = min(qmin, q1), None
+        whisker_lo, count_lo = min(qmin, q1), False
     else:
         whisker_lo = max(f_lo, lower)
-        count_lo = int(np.count_nonzero(arr < whisker_lo))
+        count_lo = True
     if qmax < f_hi and far(qmax, f_hi, iqr, tau, gap_rule):
-        whisker_hi, count_hi = max(qmax, q3), None
+        whisker_hi, count_hi = max(qmax, q3), False
     else:
         whisker_hi = min(f_hi, upper)
-        count_hi = int(np.count_nonzero(arr > whisker_hi))
+        count_hi = True
+    return PendingBox(
+        epsilon=epsilon,
+        method=method,
+        n_pub=n_pub,
+        params=params,
+        releases=releases,
+        notes=notes,
+        five=(qmin, q1, med, q3, qmax),
+        whiskers=(float(whisker_lo), float(whisker_hi)),
+        counted=(count_lo, count_hi),
+        eps_o=eps_o,
+        scale=scale,
+        bounds=(lower, upper),
+        description=description,
+    )
+
+
+def box_finish(p: PendingBox, count_lo: int, count_hi: int) -> BoxplotStats:
+    """Step 7 of DPBoxplot: the noisy outlier counts (exact counts of the raw values beyond the whiskers)."""
+    lower, upper = p.bounds
+    qmin, q1, med, q3, qmax = p.five
+    whisker_lo, whisker_hi = p.whiskers
+    n_pub, scale = p.n_pub, p.scale
+    releases = list(p.releases)
     noisy = [
-        0 if count is None else int(add_discrete_laplace(count, scale)) for count in (count_lo, count_hi)
+        int(add_discrete_laplace(int(count), scale)) if counted else 0
+        for count, counted in zip((count_lo, count_hi), p.counted, strict=True)
     ]
     share_lo, share_hi = (k / n_pub for k in clamp_counts(noisy[0], noisy[1], n_pub))
     releases.append(
         Release(
             (share_lo, share_hi),
-            eps_o,
+            p.eps_o,
             0.0,
             "discrete Laplace",
             {
-                **params,
-                "sensitivity": 2 if neighbouring == "replace" else 1,
+                **p.params,
+                "sensitivity": 2 if p.params["neighbouring"] == NEIGHBOURING["replace"] else 1,
                 "scale": scale,
                 "grid": f"multiples of 1/n, n = {n_pub:g}",
                 "post-processing": "counts clamped to [0, n] with sum <= n, divided by n",
             },
-            f"{description}: shares beyond the whiskers",
+            f"{p.description}: shares beyond the whiskers",
         )
     )
     whisker_lo = min(max(whisker_lo, lower), q1)
     whisker_hi = max(min(whisker_hi, upper), q3)
-    if accountant is not None:
-        releases = [accountant.record(r) for r in releases]
     return BoxplotStats(
         whisker_lo=float(whisker_lo),
         q1=q1,
@@ -367,10 +490,10 @@ def dp_boxplot_stats(
         n=n_pub,
         qmin=qmin,
         qmax=qmax,
-        epsilon=epsilon,
-        method=method,
+        epsilon=p.epsilon,
+        method=p.method,
         releases=tuple(releases),
-        notes=tuple(notes),
+        notes=tuple(p.notes),
     )
 
 
@@ -498,8 +621,71 @@ def grouped_dp_boxplot(
     present = ~np.isnan(full)  # a NaN value is an absent record, whatever its label
     codes = group_codes(groups, cats, full.size)[present]
     arr = full[present]
-
     exact = np.bincount(codes, minlength=len(cats) + 1)[: len(labels)]
+
+    def boxes(todo: list[tuple[int, Any, float, float]]) -> dict[Any, BoxplotStats]:
+        out: dict[Any, BoxplotStats] = {}
+        for i, cat, eps_box, size in todo:
+            values = arr[codes == i]
+            if math.isinf(eps_box):
+                out[cat] = dp_boxplot_stats(values, math.inf, (lower, upper), **kwargs)
+            else:
+                out[cat] = dp_boxplot_stats(
+                    values,
+                    eps_box,
+                    (lower, upper),
+                    neighbouring="add_remove",
+                    n=size,
+                    description=f"{description} [{cat}]",
+                    **kwargs,
+                )
+        return out
+
+    res = grouped_boxplots(
+        exact,
+        labels,
+        public,
+        epsilon,
+        (lower, upper),
+        neighbouring,
+        count_weight,
+        min_group_size,
+        other_label,
+        description,
+        boxes,
+    )
+    return (
+        res
+        if accountant is None
+        else replace(res, releases=tuple(accountant.record(r) for r in res.releases))
+    )
+
+
+BoxesFn = Callable[[list[tuple[int, Any, float, float]]], dict[Any, BoxplotStats]]
+
+
+def grouped_boxplots(
+    exact: np.ndarray,
+    labels: list[Any],
+    public: list[float] | None,
+    epsilon: float,
+    bounds: tuple[float, float],
+    neighbouring: str,
+    count_weight: float,
+    min_group_size: int | None,
+    other_label: Any,
+    description: str,
+    boxes_fn: BoxesFn,
+) -> GroupedBoxplots:
+    """The grouped figure from exact group sizes and a box drawer (core of :func:`grouped_dp_boxplot`).
+
+    ``exact`` holds the exact number of present values of each group in ``labels``;
+    ``boxes_fn`` draws the boxes ``[(group index, label, epsilon of the box, public or
+    released size), ...]`` (in process from the rows; from merged counts with a
+    second pass for the outlier counts in :mod:`trustlab.compute.quantiles`). The
+    releases are returned unrecorded: the caller records them in its accountant.
+    """
+    lower, upper = bounds
     releases: list[Release] = []
     notes: list[str] = []
     if math.isinf(epsilon):
@@ -547,25 +733,14 @@ def grouped_dp_boxplot(
     else:
         notes.append(f"records with a missing or undeclared group label form the group {other_label!r}")
 
-    boxes: dict[Any, BoxplotStats] = {}
     too_small: list[Any] = []
+    todo: list[tuple[int, Any, float, float]] = []
     for i, cat in enumerate(labels):
         if sizes[i] < min_group_size:
             too_small.append(cat)
-            continue
-        values = arr[codes == i]
-        if math.isinf(eps_box):
-            boxes[cat] = dp_boxplot_stats(values, math.inf, (lower, upper), **kwargs)
         else:
-            boxes[cat] = dp_boxplot_stats(
-                values,
-                eps_box,
-                (lower, upper),
-                neighbouring="add_remove",
-                n=sizes[i],
-                description=f"{description} [{cat}]",
-                **kwargs,
-            )
+            todo.append((i, cat, eps_box, sizes[i]))
+    boxes = boxes_fn(todo)
     if too_small:
         notes.append(
             f"{len(too_small)} group(s) below min_group_size={min_group_size} by their "
@@ -587,8 +762,6 @@ def grouped_dp_boxplot(
                 f"{description}: one boxplot per group",
             )
         )
-    if accountant is not None:
-        releases = [accountant.record(r) for r in releases]
     return GroupedBoxplots(
         boxes=boxes,
         categories=tuple(labels),

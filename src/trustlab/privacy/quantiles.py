@@ -43,7 +43,13 @@ from trustlab._param_validation import EPSILON, Interval, Options, validate_para
 from trustlab._validation import check_bounds
 from trustlab.errors import ParameterError
 from trustlab.privacy._durfee import scan_cap, unbounded_sorted
-from trustlab.privacy._grid import DEFAULT_RESOLUTION, MAX_RESOLUTION, QuantileGrid, sorted_clipped
+from trustlab.privacy._grid import (
+    DEFAULT_RESOLUTION,
+    MAX_RESOLUTION,
+    GridCounts,
+    QuantileGrid,
+    sorted_clipped,
+)
 from trustlab.privacy._inputs import (
     BASE,
     MAX_BUCKETS,
@@ -200,12 +206,47 @@ def dp_quantiles(
     """
     if random_state is not None:
         raise ParameterError(_NO_SEED, argument="random_state")
-    epsilon = float(epsilon)
     lower, upper = check_bounds(bounds)
     grid = QuantileGrid((lower, upper), resolution)
-    levels = check_levels(q)
+    check_levels(q)  # a public fact, checked before the data are read
     arr, _ = _present_values(x)
     z = arr if _presorted else sorted_clipped(arr, lower, upper)
+    return release_quantiles(
+        GridCounts.from_sorted(z, grid),
+        q,
+        epsilon,
+        grid,
+        method=method,
+        neighbouring=neighbouring,
+        description=description,
+        accountant=accountant,
+        _jitter=_jitter,
+    )
+
+
+def release_quantiles(
+    runs: GridCounts,
+    q: Any,
+    epsilon: float,
+    grid: QuantileGrid,
+    *,
+    method: str,
+    neighbouring: str,
+    description: str,
+    accountant: Any,
+    _jitter: int | None = None,
+) -> Release:
+    """The mechanism of :func:`dp_quantiles` on the records' grid indices (all it reads).
+
+    ``runs`` holds how many (clipped) records fall on each point of the public
+    ``grid``: computed from the rows in process, or merged from the partitions of a
+    table (:func:`trustlab.compute.quantiles.dp_quantiles_of_counts`). The plan, the
+    ledger entry and the draws are the same for both. Only public parameters are
+    checked here; the caller has validated them.
+    """
+    epsilon = float(epsilon)
+    lower, upper = grid.lower, grid.upper
+    levels = check_levels(q)
     res = grid.resolution
     if method == "jointexp":
         sens = jointexp_sensitivity(levels, neighbouring)
@@ -214,7 +255,7 @@ def dp_quantiles(
 
         def draw() -> np.ndarray:
             return jointexp_values(
-                z, (lower, upper), levels, epsilon, neighbouring, resolution=res, _jitter=_jitter
+                runs, (lower, upper), levels, epsilon, neighbouring, resolution=res, _jitter=_jitter
             )
     else:
         eps_each = epsilon / levels.size
@@ -226,7 +267,7 @@ def dp_quantiles(
                 np.concatenate(
                     [
                         jointexp_values(
-                            z,
+                            runs,
                             (lower, upper),
                             levels[j : j + 1],
                             eps_each,
@@ -259,6 +300,8 @@ def dp_quantiles(
         sensitivity=sens,
     )
     return charge(accountant, plan, draw)
+
+
 
 
 @validate_params({**_COMMON, "resolution": [_RESOLUTION]})
