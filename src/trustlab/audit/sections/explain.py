@@ -24,9 +24,13 @@ from trustlab.audit.section import AuditContext, Check, Section, SectionResult
 from trustlab.audit.sections._columns import suspect_columns
 from trustlab.errors import DataError, ModelError, ParameterError
 
-__all__ = ["ExplainSection"]
+__all__ = ["BACKGROUND_KEY", "ExplainSection"]
 
 _MAX_ROWS = 500
+BACKGROUND_KEY = "explain_background_state"
+"""Context cache key of a precomputed FastPD background (a ``FastPDBackgroundState`` of the
+model's last step): when present, FastPD is fitted from it instead of from the explained rows
+(the distributed audit counts every held-out row on the workers; see ``audit._scale_explain``)."""
 _RECOURSE_RULE = (
     "pass when no test individual has a fixed negative prediction (an exact check of every "
     "individual; not evaluable when the check cannot run)"
@@ -266,7 +270,15 @@ class ExplainSection(Section):
         names = _feature_names(pre, X, Z.shape[1])
         unit = _output_unit(est)
         suspect = [s["column"] for s in suspect_columns(ctx)]
-        notes = [f"Explained {len(Z)} test rows (also the background); values are in {unit}."]
+        background = ctx._shared.get(BACKGROUND_KEY)
+        if background is None:
+            notes = [f"Explained {len(Z)} test rows (also the background); values are in {unit}."]
+        else:
+            notes = [
+                f"Explained {len(Z)} test rows (a hash sample of the held-out rows); the background "
+                f"is every held-out row ({background.n_rows:,}), counted by leaf on the workers; "
+                f"values are in {unit}."
+            ]
         linear = coef_intercept(est)
         if linear is not None and linear[0].size == Z.shape[1]:
             coef = linear[0]
@@ -294,7 +306,7 @@ class ExplainSection(Section):
                 notes += rec_notes
             return SectionResult(self.name, self.title, figures, checks, notes)
         try:
-            fpd = FastPD(est).fit(Z)
+            fpd = FastPD(est).fit(Z) if background is None else FastPD(est).fit_background_state(background)
         except ModelError as exc:
             return SectionResult(
                 self.name,
@@ -333,6 +345,7 @@ class ExplainSection(Section):
             "interactions": inter,
             "interaction_strength": float(strength),
             "n_rows": len(Z),
+            "n_background": len(Z) if background is None else int(background.n_rows),
             "suspect": suspect,
         }
         checks = [
