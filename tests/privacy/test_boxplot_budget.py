@@ -148,18 +148,18 @@ def test_grouped_spends_the_declared_split(monkeypatch, neighbouring):
     g = rng.choice(["a", "b"], size=4000)
     scales: list[float] = []
     boxes: list[tuple[float, str, float]] = []
-    noise, single = bx.add_discrete_laplace, bx.dp_boxplot_stats
+    noise, single = bx.add_discrete_laplace, bx.box_quantiles
 
     def rec_noise(values, scale):
         scales.append(float(scale))
         return noise(values, scale)
 
-    def rec_box(values, eps, bounds, **kw):
-        boxes.append((float(eps), kw.get("neighbouring"), kw.get("n")))
-        return single(values, eps, bounds, **kw)
+    def rec_box(data, eps, bounds, n_given, opts, description):
+        boxes.append((float(eps), opts.neighbouring, n_given))
+        return single(data, eps, bounds, n_given, opts, description)
 
     monkeypatch.setattr(bx, "add_discrete_laplace", rec_noise)
-    monkeypatch.setattr(bx, "dp_boxplot_stats", rec_box)
+    monkeypatch.setattr(bx, "box_quantiles", rec_box)
     res = grouped_dp_boxplot(x, g, 1.0, (-20, 20), categories=["a", "b"], neighbouring=neighbouring)
     sens = 2.0 if neighbouring == "replace" else 1.0
     eps_c = sens / scales[0]  # the group-size histogram, drawn first

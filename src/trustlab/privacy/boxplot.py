@@ -624,22 +624,20 @@ def grouped_dp_boxplot(
     exact = np.bincount(codes, minlength=len(cats) + 1)[: len(labels)]
 
     def boxes(todo: list[tuple[int, Any, float, float]]) -> dict[Any, BoxplotStats]:
-        out: dict[Any, BoxplotStats] = {}
-        for i, cat, eps_box, size in todo:
-            values = arr[codes == i]
-            if math.isinf(eps_box):
-                out[cat] = dp_boxplot_stats(values, math.inf, (lower, upper), **kwargs)
-            else:
-                out[cat] = dp_boxplot_stats(
-                    values,
-                    eps_box,
-                    (lower, upper),
-                    neighbouring="add_remove",
-                    n=size,
-                    description=f"{description} [{cat}]",
-                    **kwargs,
-                )
-        return out
+        values = {i: arr[codes == i] for i, *_ in todo}
+        if math.isinf(epsilon):
+            return {
+                cat: dp_boxplot_stats(values[i], math.inf, (lower, upper), **kwargs) for i, cat, *_ in todo
+            }
+        sorted_ = {i: np.sort(np.clip(v, lower, upper)) for i, v in values.items()}
+        return draw_boxes(
+            todo,
+            {i: BoxSummary(v.size, v.size, v, v, v) for i, v in sorted_.items()},
+            lambda whiskers: {i: _beyond(values[i], w) for i, w in whiskers.items()},
+            BoxOptions(**kwargs),
+            (lower, upper),
+            description,
+        )
 
     res = grouped_boxplots(
         exact,
@@ -774,3 +772,28 @@ def grouped_boxplots(
         releases=tuple(releases),
         notes=tuple(notes),
     )
+
+
+def draw_boxes(
+    todo: list[tuple[int, Any, float, float]],
+    data: Mapping[int, BoxSummary],
+    count_beyond: Callable[[dict[int, tuple[float, float]]], Any],
+    opts: BoxOptions,
+    bounds: tuple[float, float],
+    description: str,
+) -> dict[Any, BoxplotStats]:
+    """The boxes of a grouped figure: every box's quantiles, one count of the values beyond all whiskers, the noise.
+
+    Each box ``(group index, label, epsilon, size)`` is a DPBoxplot under add/remove
+    with its group's public or released size as ``n``. ``count_beyond`` maps
+    ``{group index: (whisker_lo, whisker_hi)}`` to the exact counts below / above them
+    (indexable by group index): in process from the rows, or one second pass over a
+    partitioned table.
+    """
+    opts = replace(opts, neighbouring="add_remove")
+    pending = {
+        i: (cat, box_quantiles(data[i], eps_box, bounds, check_n(size), opts, f"{description} [{cat}]"))
+        for i, cat, eps_box, size in todo
+    }
+    beyond = count_beyond({i: p.whiskers for i, (_, p) in pending.items()}) if pending else {}
+    return {cat: box_finish(p, int(beyond[i][0]), int(beyond[i][1])) for i, (cat, p) in pending.items()}

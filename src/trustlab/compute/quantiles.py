@@ -1,0 +1,742 @@
+"""DP quantiles and boxplots of a partitioned table: merged grid counts, noise added once after merging.
+
+The bounded quantile mechanisms (JointExp, the exponential mechanism per level) read
+nothing of the data but how many clipped values fall on each point of their public
+grid ``lower + k * step`` (:class:`~trustlab.privacy._grid.GridCounts`): the utility of
+every interval and the tie-breaking jitter (drawn per record inside its grid cell)
+depend on that alone. The extreme scans of a DP boxplot read the number of clipped
+values below each public bucket edge ``anchor + base**(k+1) - 1``
+(:class:`BucketCounts`). Both are sparse count vectors over public cells, so the
+partial states of a partitioned table merge by addition into exactly the state of the
+whole table; the releases then run the very mechanism code of
+:func:`trustlab.privacy.dp_quantiles` / :func:`trustlab.privacy.grouped_dp_boxplot`,
+once, on the client (no worker draws noise).
+
+A boxplot's outlier counts are of the raw values beyond its whiskers, which are known
+only once the quantiles are released: a second pass (:class:`BeyondWhiskers`) counts
+them with the released whiskers as public parameters, and the noise is added to the
+merged counts.
+
+References
+----------
+Gillenwater, Joseph, Kulesza. "Differentially Private Quantiles". ICML 2021.
+Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
+Durfee. "Unbounded Differentially Private Quantile and Maximum Estimation". NeurIPS 2023.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from typing_extensions import override
+
+from trustlab._param_validation import EPSILON, Interval, Options, check_params, validate_params
+from trustlab._validation import check_bounds
+from trustlab.compute.statistics import MergeableStatistic
+from trustlab.errors import ParameterError
+from trustlab.privacy._boxplot_results import BoxplotStats, GroupedBoxplots
+from trustlab.privacy._boxplot_rules import (
+    DEFAULT_COUNT_WEIGHT,
+    DEFAULT_N_WEIGHT,
+    OTHER_LABEL,
+    check_categories,
+    check_counts,
+    check_n,
+    check_options,
+    group_codes,
+)
+from trustlab.privacy._durfee import scan_cap
+from trustlab.privacy._grid import DEFAULT_RESOLUTION, MAX_RESOLUTION, GridCounts, QuantileGrid, add_sparse
+from trustlab.privacy._inputs import BASE, NEIGHBOURING_OPTION, check_levels
+from trustlab.privacy.accounting import Accountant
+from trustlab.privacy.boxplot import (
+    MAX_BUCKETS,
+    BoxOptions,
+    BoxSummary,
+    box_finish,
+    box_quantiles,
+    draw_boxes,
+    grouped_boxplots,
+    record,
+)
+from trustlab.privacy.quantiles import release_quantiles
+from trustlab.privacy.release import Release
+
+__all__ = [
+    "BeyondWhiskers",
+    "BucketCounts",
+    "GroupedQuantileSummary",
+    "QuantileCounts",
+    "QuantileSummary",
+    "dp_boxplot_of_counts",
+    "dp_quantiles_of_counts",
+    "grouped_dp_boxplot_of_counts",
+    "grouped_dp_boxplot_on",
+]
+
+Sparse = tuple[np.ndarray, np.ndarray]
+
+
+def _edges(anchor: float, log_base: float, stop: int) -> np.ndarray:
+    """Bucket edges ``expm1((k + 1) log(base)) + anchor``, ``k = 0 .. stop - 1``: the scan's formula."""
+    ks = np.arange(0, stop)
+    return np.expm1((ks + 1) * log_base) + anchor
+
+
+def bucket_table(anchor: float, base: float, top: float) -> np.ndarray:
+    """The scan's bucket edges from ``anchor`` up to the first edge above ``top`` (or the scan's cap).
+
+    Public: a function of the bounds and ``base`` alone. A value ``y <= top`` has code
+    ``#{k : edge_k <= y}`` and lies below edge ``k`` exactly when its code is ``<= k``.
+    """
+    cap = min(MAX_BUCKETS, scan_cap(anchor, base, "bounds"))
+    log_base = math.log(base)
+    stop = min(cap, math.ceil(math.log1p(max(top - anchor, 0.0)) / log_base) + 64)
+    table = _edges(anchor, log_base, stop)
+    while table[-1] <= top and stop < cap:
+        stop = min(cap, 2 * stop)
+        table = _edges(anchor, log_base, stop)
+    above = np.flatnonzero(table > top)
+    return table[: above[0] + 1] if above.size else table
+
+
+class BucketCounts:
+    """Clipped values counted by the bucket of an extreme scan: what the scan reads from them.
+
+    The boxplot's extreme scans compare ``#{z < edge_k}`` (upper scan, anchored at the
+    lower bound) or ``#{-z < edge_k}`` (mirrored scan, anchored at ``-upper``) with a
+    noisy threshold. This object answers those counts from the merged bucket counts,
+    through the interface the scan uses on the sorted values (``size`` and
+    ``searchsorted``), so :func:`~trustlab.privacy._durfee.unbounded_sorted` runs
+    unchanged on it. A query at a value that is not one of its edges is a bug (the
+    edges would not be the scan's): it raises ``AssertionError``.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        The public edges (:func:`bucket_table`).
+    codes, counts : numpy.ndarray
+        Sorted distinct bucket codes and their counts.
+    mirrored : bool
+        Whether the codes are of ``-z`` (the lower scan).
+    complete : bool
+        Whether the table reaches beyond every value (its last edge is above them).
+    """
+
+    def __init__(
+        self, table: np.ndarray, codes: np.ndarray, counts: np.ndarray, mirrored: bool, complete: bool
+    ):
+        self.table, self.mirrored, self.complete = table, bool(mirrored), bool(complete)
+        self.codes, self.counts = codes.astype(np.int64), counts.astype(np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        self.size = int(self.starts[-1])
+
+    def _below(self, e: np.ndarray) -> np.ndarray:
+        """``#{y < e}`` for scan edges ``e``."""
+        idx = np.searchsorted(self.table, e, side="left")
+        inside = idx < self.table.size
+        if not np.array_equal(self.table[idx[inside]], e[inside]) or (not self.complete and not inside.all()):
+            raise AssertionError("bucket counts queried off their edges")  # pragma: no cover
+        below = np.full(e.shape, self.size, dtype=np.int64)
+        below[inside] = self.starts[np.searchsorted(self.codes, idx[inside], side="right")]
+        return below
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> np.ndarray:
+        """``numpy.searchsorted`` of the sorted clipped values at the scan's edges (as the scan asks)."""
+        v = np.asarray(v, dtype=float)
+        if self.mirrored:  # the scan asks #{z <= -edge} = size - #{-z < edge}
+            assert side == "right"
+            return self.size - self._below(-v)
+        assert side == "left"
+        return self._below(v)
+
+    def __repr__(self) -> str:
+        return f"BucketCounts(n={self.size}, buckets={self.codes.size}, mirrored={self.mirrored})"
+
+
+@dataclass(frozen=True)
+class QuantileSummary:
+    """The merged sufficient statistic of one column (or one group) for the DP quantiles and boxplots.
+
+    Attributes
+    ----------
+    n : int
+        Present values (NaN is an absent record; ``+-inf`` is clipped like any value).
+    missing : int
+        Absent records (NaN or not a number).
+    grid : GridCounts
+        The clipped values' grid indices with their counts (what JointExp reads).
+    upper, lower : BucketCounts or None
+        The clipped values counted by the upper / mirrored scan's buckets (with ``base``).
+    bounds : (float, float)
+        The public bounds.
+    resolution : int
+        Grid steps across the bounds.
+    base : float or None
+        The scans' bucket base.
+    """
+
+    n: int
+    missing: int
+    grid: GridCounts
+    upper: BucketCounts | None
+    lower: BucketCounts | None
+    bounds: tuple[float, float]
+    resolution: int
+    base: float | None
+
+
+@dataclass(frozen=True)
+class GroupedQuantileSummary:
+    """:class:`QuantileSummary` of each public group (``categories``, then the missing-or-other group)."""
+
+    categories: tuple[Any, ...]
+    groups: tuple[QuantileSummary, ...]
+
+
+_State = list[tuple[int, int, Sparse, Sparse | None, Sparse | None]]
+
+
+def _numeric(chunk: pd.DataFrame, column: str) -> np.ndarray:
+    return np.asarray(pd.to_numeric(chunk[column], errors="coerce").to_numpy(dtype=float), dtype=float)
+
+
+class QuantileCounts(MergeableStatistic[_State, "QuantileSummary | GroupedQuantileSummary"]):
+    """The sufficient statistic of the DP quantiles / boxplots, per partition, merged by addition.
+
+    Per group: the number of present and absent values, the sparse counts of the
+    clipped values by grid index (``rint((clip(x) - lower) / step)``, ``resolution + 1``
+    possible cells) and, with ``base``, by bucket of the boxplot's two extreme scans.
+    A partial state holds at most one entry per distinct cell of its partition.
+
+    Parameters
+    ----------
+    column : str
+        The numeric column (values are read with ``pandas.to_numeric(errors="coerce")``).
+    bounds : (float, float)
+        Public bounds.
+    resolution : int, default 2**20
+        Grid steps across the bounds (as in :func:`~trustlab.privacy.dp_quantiles`).
+    base : float, optional
+        Bucket base of the boxplot's extreme scans (1.001 in the boxplots); None for
+        quantiles only.
+    group : str, optional
+        A group column; with it, ``categories`` (public) is required and the result is a
+        :class:`GroupedQuantileSummary` (missing or undeclared labels form one more group).
+    categories : sequence, optional
+        The public groups.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> df = pd.DataFrame({"x": [0.0, 0.5, 0.5, 9.0, None]})
+    >>> s = compute(QuantileCounts("x", (0, 1), resolution=4), df, chunksize=2)
+    >>> s.grid.cells.tolist(), s.grid.counts.tolist(), s.missing
+    ([0, 2, 4], [1, 2, 1], 1)
+    """
+
+    def __init__(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        resolution: int = DEFAULT_RESOLUTION,
+        base: float | None = None,
+        group: str | None = None,
+        categories: Sequence[Any] | None = None,
+    ) -> None:
+        check_params(
+            {"resolution": resolution, "base": base},
+            {
+                "resolution": [Interval(numbers.Integral, 1, MAX_RESOLUTION, closed="both")],
+                "base": [None, BASE],
+            },
+            "QuantileCounts",
+        )
+        self.column = column
+        self.bounds = check_bounds(bounds)
+        self.grid = QuantileGrid(self.bounds, int(resolution))
+        self.resolution = int(resolution)
+        self.base = None if base is None else float(base)
+        self.group = group
+        if group is not None:
+            self.categories: list[Any] | None = check_categories(categories, OTHER_LABEL)
+        elif categories is not None:
+            raise ParameterError(
+                "categories needs group= (the column holding the labels).", argument="categories"
+            )
+        else:
+            self.categories = None
+        lower, upper = self.bounds
+        if self.base is not None:
+            self._up = bucket_table(lower, self.base, upper)
+            self._lo = bucket_table(-upper, self.base, -lower)
+
+    def _one(self, x: np.ndarray) -> tuple[int, int, Sparse, Sparse | None, Sparse | None]:
+        present = ~np.isnan(x)
+        z = np.clip(x[present], *self.bounds)
+        runs = GridCounts.from_values(z, self.grid)
+        up = lo = None
+        if self.base is not None:
+            up = np.unique(np.searchsorted(self._up, z, side="right"), return_counts=True)
+            lo = np.unique(np.searchsorted(self._lo, -z, side="right"), return_counts=True)
+        return int(present.sum()), int((~present).sum()), (runs.cells, runs.counts), up, lo
+
+    @override
+    def partial(self, chunk: pd.DataFrame) -> _State:
+        x = _numeric(chunk, self.column)
+        if self.categories is None:
+            return [self._one(x)]
+        codes = group_codes(chunk[self.group], self.categories, len(chunk))
+        return [self._one(x[codes == g]) for g in range(len(self.categories) + 1)]
+
+    @override
+    def merge(self, a: _State, b: _State) -> _State:
+        def add(p: Sparse | None, q: Sparse | None) -> Sparse | None:
+            return None if p is None or q is None else add_sparse(p[0], p[1], q[0], q[1])
+
+        return [
+            (sa[0] + sb[0], sa[1] + sb[1], add(sa[2], sb[2]), add(sa[3], sb[3]), add(sa[4], sb[4]))  # type: ignore[misc]
+            for sa, sb in zip(a, b, strict=True)
+        ]
+
+    def _summary(self, s: tuple[int, int, Sparse, Sparse | None, Sparse | None]) -> QuantileSummary:
+        lower, upper = self.bounds
+        up = lo = None
+        if s[3] is not None and s[4] is not None:
+            up = BucketCounts(self._up, *s[3], mirrored=False, complete=bool(self._up[-1] > upper))
+            lo = BucketCounts(self._lo, *s[4], mirrored=True, complete=bool(self._lo[-1] > -lower))
+        return QuantileSummary(s[0], s[1], GridCounts(*s[2]), up, lo, self.bounds, self.resolution, self.base)
+
+    @override
+    def finalize(self, state: _State) -> QuantileSummary | GroupedQuantileSummary:
+        if self.categories is None:
+            return self._summary(state[0])
+        return GroupedQuantileSummary(tuple(self.categories), tuple(self._summary(s) for s in state))
+
+
+class BeyondWhiskers(MergeableStatistic[np.ndarray, np.ndarray]):
+    """Exact counts of the raw values below / above released whiskers (a boxplot's second pass).
+
+    Parameters
+    ----------
+    column : str
+        The numeric column.
+    whiskers : mapping of int to (float, float)
+        Released whiskers per group index (``0`` without groups): public.
+    group : str, optional
+        The group column, with the public ``categories`` (as in :class:`QuantileCounts`).
+    categories : sequence, optional
+        The public groups.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` of shape ``(groups, 2)``: values ``< lo`` and ``> hi`` per group
+        (``-inf`` and ``+inf`` count; NaN does not).
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> df = pd.DataFrame({"x": [-5.0, 0.0, 1.0, 7.0, float("inf")]})
+    >>> compute(BeyondWhiskers("x", {0: (-1.0, 2.0)}), df, chunksize=2).tolist()
+    [[1, 2]]
+    """
+
+    def __init__(
+        self,
+        column: str,
+        whiskers: Mapping[int, tuple[float, float]],
+        *,
+        group: str | None = None,
+        categories: Sequence[Any] | None = None,
+    ) -> None:
+        self.column, self.group = column, group
+        self.categories = None if group is None else check_categories(categories, OTHER_LABEL)
+        size = 1 if self.categories is None else len(self.categories) + 1
+        self.lo = np.full(size, -np.inf)
+        self.hi = np.full(size, np.inf)
+        for g, (lo, hi) in whiskers.items():
+            self.lo[int(g)], self.hi[int(g)] = float(lo), float(hi)
+
+    @override
+    def partial(self, chunk: pd.DataFrame) -> np.ndarray:
+        x = _numeric(chunk, self.column)
+        codes = (
+            np.zeros(len(chunk), dtype=np.int64)
+            if self.categories is None
+            else group_codes(chunk[self.group], self.categories, len(chunk))
+        )
+        size = self.lo.size
+        below = np.bincount(codes[x < self.lo[codes]], minlength=size)
+        above = np.bincount(codes[x > self.hi[codes]], minlength=size)
+        return np.stack([below, above], axis=1).astype(np.int64)
+
+    @override
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+    @override
+    def finalize(self, state: np.ndarray) -> np.ndarray:
+        return state
+
+
+def _check_summary(summary: Any, need_buckets: bool) -> None:
+    if not isinstance(summary, QuantileSummary):
+        raise ParameterError(
+            "summary must be a QuantileSummary (compute(QuantileCounts(...), data)), "
+            f"got {type(summary).__name__}.",
+            argument="summary",
+        )
+    if need_buckets and summary.upper is None:
+        raise ParameterError(
+            "summary has no bucket counts for the extreme scans: build it with "
+            "QuantileCounts(..., base=1.001) (the boxplot's base).",
+            argument="summary",
+        )
+
+
+_COMMON = {"epsilon": [EPSILON], "description": [str], "accountant": [None, Accountant]}
+
+
+@validate_params(
+    {**_COMMON, "method": [Options({"jointexp", "independent"})], "neighbouring": [NEIGHBOURING_OPTION]}
+)
+def dp_quantiles_of_counts(
+    summary: QuantileSummary,
+    q: Any,
+    epsilon: float,
+    *,
+    method: str = "jointexp",
+    neighbouring: str = "replace",
+    description: str = "quantiles",
+    accountant: Accountant | None = None,
+) -> Release:
+    """Release quantiles from merged grid counts with the mechanism of :func:`~trustlab.privacy.dp_quantiles`.
+
+    The same code as the in-process call runs on the merged counts (the mechanism reads
+    nothing else), once: the output distribution, the plan and the ledger entry are
+    those of ``dp_quantiles(x, q, epsilon, summary.bounds, resolution=summary.resolution)``.
+
+    Parameters
+    ----------
+    summary : QuantileSummary
+        ``compute(QuantileCounts(column, bounds, resolution=...), data)``.
+    q : sequence of float
+        Strictly increasing levels in (0, 1).
+    epsilon : float
+        Budget of the release.
+    method, neighbouring, description, accountant
+        As in :func:`~trustlab.privacy.dp_quantiles`.
+
+    Returns
+    -------
+    Release
+        Sorted grid values inside the bounds.
+
+    References
+    ----------
+    Gillenwater, Joseph, Kulesza. "Differentially Private Quantiles". ICML 2021.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> df = pd.DataFrame({"x": np.random.default_rng(0).normal(size=4000)})
+    >>> s = compute(QuantileCounts("x", (-10, 10)), df, chunksize=1000)
+    >>> r = dp_quantiles_of_counts(s, [0.25, 0.5, 0.75], epsilon=1.0)
+    >>> r.value.shape, r.epsilon, bool(abs(r.value[1]) < 0.3)
+    ((3,), 1.0, True)
+    """
+    _check_summary(summary, need_buckets=False)
+    check_levels(q)
+    return release_quantiles(
+        summary.grid,
+        q,
+        epsilon,
+        QuantileGrid(summary.bounds, summary.resolution),
+        method=method,
+        neighbouring=neighbouring,
+        description=description,
+        accountant=accountant,
+    )
+
+
+def _options(summary: QuantileSummary, neighbouring: str, kwargs: dict[str, Any]) -> BoxOptions:
+    for key in ("base", "resolution"):
+        if key in kwargs:
+            raise ParameterError(
+                f"{key} is fixed by the summary (QuantileCounts(..., {key}=...)); drop it here.", argument=key
+            )
+    opts = check_options(**kwargs)
+    base = 1.001 if summary.base is None else summary.base  # a summary with buckets has its base
+    return BoxOptions(**opts, neighbouring=neighbouring, base=base, resolution=summary.resolution)
+
+
+def _box_data(summary: QuantileSummary) -> BoxSummary:
+    return BoxSummary(summary.n, summary.n + summary.missing, summary.upper, summary.lower, summary.grid)
+
+
+CountBeyond = Callable[[float, float], tuple[int, int]]
+
+
+@validate_params(
+    {
+        **_COMMON,
+        "count_beyond": [callable],
+        "neighbouring": [NEIGHBOURING_OPTION],
+        "n_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+    }
+)
+def dp_boxplot_of_counts(
+    summary: QuantileSummary,
+    count_beyond: CountBeyond,
+    epsilon: float,
+    *,
+    neighbouring: str = "add_remove",
+    n: float | None = None,
+    n_weight: float = DEFAULT_N_WEIGHT,
+    description: str = "boxplot",
+    accountant: Accountant | None = None,
+    **kwargs: Any,
+) -> BoxplotStats:
+    """A DP boxplot from merged counts: the mechanism of :func:`~trustlab.privacy.dp_boxplot_stats`.
+
+    The sample size, the extremes and the quartiles are released from ``summary``;
+    ``count_beyond(whisker_lo, whisker_hi)`` then returns the exact numbers of raw
+    values below and above the released whiskers (a second pass over the data,
+    e.g. :class:`BeyondWhiskers`), and the noisy counts are drawn once. Releases,
+    ledger entries and output distribution are those of the in-process call.
+
+    Parameters
+    ----------
+    summary : QuantileSummary
+        ``compute(QuantileCounts(column, bounds, base=1.001), data)``.
+    count_beyond : callable
+        ``(lo, hi) -> (count of values < lo, count of values > hi)``, NaN left out.
+    epsilon : float
+        Budget of the boxplot (finite: the non-private boxplot needs the rows).
+    neighbouring, n, n_weight, description, accountant
+        As in :func:`~trustlab.privacy.dp_boxplot_stats`.
+    **kwargs
+        The tuning options of :func:`~trustlab.privacy.dp_boxplot_stats` except ``base``
+        and ``resolution`` (the summary's).
+
+    Returns
+    -------
+    BoxplotStats
+
+    References
+    ----------
+    Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> df = pd.DataFrame({"x": np.random.default_rng(0).normal(size=5000)})
+    >>> s = compute(QuantileCounts("x", (-50, 50), base=1.001), df, chunksize=2000)
+    >>> def beyond(lo, hi):
+    ...     return tuple(compute(BeyondWhiskers("x", {0: (lo, hi)}), df)[0])
+    >>> b = dp_boxplot_of_counts(s, beyond, 1.0, n=5000)
+    >>> bool(b.whisker_lo <= b.q1 <= b.median <= b.q3 <= b.whisker_hi), b.epsilon
+    (True, 1.0)
+    """
+    _check_summary(summary, need_buckets=True)
+    opts = _options(summary, neighbouring, kwargs)
+    n_given = check_n(n)
+    if accountant is not None:
+        accountant.check(Release(None, float(epsilon), description=description))
+    opts = replace(opts, n_weight=float(n_weight))
+    pending = box_quantiles(_box_data(summary), float(epsilon), summary.bounds, n_given, opts, description)
+    lo, hi = count_beyond(*pending.whiskers)
+    stats = box_finish(pending, int(lo), int(hi))
+    return stats if accountant is None else record(stats, accountant)
+
+
+GroupedCountBeyond = Callable[[dict[int, tuple[float, float]]], Any]
+
+
+@validate_params(
+    {
+        **_COMMON,
+        "count_beyond": [callable],
+        "neighbouring": [NEIGHBOURING_OPTION],
+        "count_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "min_group_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+    }
+)
+def grouped_dp_boxplot_of_counts(
+    summary: GroupedQuantileSummary,
+    count_beyond: GroupedCountBeyond,
+    epsilon: float,
+    *,
+    neighbouring: str = "add_remove",
+    counts: Mapping[Any, float] | None = None,
+    count_weight: float = DEFAULT_COUNT_WEIGHT,
+    min_group_size: int | None = None,
+    other_label: Any = OTHER_LABEL,
+    description: str = "boxplot",
+    accountant: Accountant | None = None,
+    **kwargs: Any,
+) -> GroupedBoxplots:
+    """DP boxplots by group from merged counts: the mechanism of :func:`~trustlab.privacy.grouped_dp_boxplot`.
+
+    The group sizes are released from the merged counts, every box's quantiles from
+    its group's summary, then ``count_beyond({group index: (lo, hi)})`` returns the
+    exact counts beyond the whiskers of all drawn boxes at once (one second pass,
+    e.g. :class:`BeyondWhiskers`; an array ``[group, 2]`` or a mapping of group index
+    to ``(below, above)``), and the noisy counts are drawn once.
+
+    Parameters
+    ----------
+    summary : GroupedQuantileSummary
+        ``compute(QuantileCounts(column, bounds, base=1.001, group=..., categories=...), data)``.
+    count_beyond : callable
+        ``{group index: (lo, hi)} -> counts beyond``.
+    epsilon : float
+        Budget of the whole figure (finite).
+    neighbouring, counts, count_weight, min_group_size, other_label, description, accountant
+        As in :func:`~trustlab.privacy.grouped_dp_boxplot` (``categories`` are the summary's).
+    **kwargs
+        Tuning options of the boxes except ``base`` and ``resolution``.
+
+    Returns
+    -------
+    GroupedBoxplots
+
+    References
+    ----------
+    Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
+
+    Examples
+    --------
+    >>> from trustlab.compute import compute
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=6000), "g": rng.choice(["a", "b"], 6000)})
+    >>> stat = QuantileCounts("x", (-20, 20), base=1.001, group="g", categories=["a", "b"])
+    >>> s = compute(stat, df, chunksize=2500)
+    >>> def beyond(w):
+    ...     return compute(BeyondWhiskers("x", w, group="g", categories=["a", "b"]), df)
+    >>> res = grouped_dp_boxplot_of_counts(s, beyond, 1.0)
+    >>> list(res), sum(r.epsilon for r in res.releases)
+    (['a', 'b'], 1.0)
+    """
+    if not isinstance(summary, GroupedQuantileSummary):
+        raise ParameterError(
+            "summary must be a GroupedQuantileSummary (compute(QuantileCounts(..., group=..., "
+            f"categories=...), data)), got {type(summary).__name__}.",
+            argument="summary",
+        )
+    for s in summary.groups:
+        _check_summary(s, need_buckets=True)
+    for key in ("n", "n_weight"):
+        if key in kwargs:
+            raise ParameterError(f"{key} is not accepted by a grouped boxplot.", argument=key)
+    first = summary.groups[0]
+    opts = _options(first, "add_remove", kwargs)
+    epsilon, cats = float(epsilon), list(summary.categories)
+    check_categories(cats, other_label)
+    labels = [*cats, other_label] if other_label is not None else list(cats)
+    public = None if counts is None else check_counts(counts, labels)
+    if accountant is not None:
+        accountant.check(Release(None, epsilon, description=description))
+    exact = np.array([summary.groups[i].n for i in range(len(labels))], dtype=np.int64)
+
+    def boxes(todo: list[tuple[int, Any, float, float]]) -> dict[Any, BoxplotStats]:
+        data = {i: _box_data(summary.groups[i]) for i, *_ in todo}
+        return draw_boxes(todo, data, count_beyond, opts, first.bounds, description)
+
+    res = grouped_boxplots(
+        exact,
+        labels,
+        public,
+        epsilon,
+        first.bounds,
+        neighbouring,
+        float(count_weight),
+        None if min_group_size is None else int(min_group_size),
+        other_label,
+        description,
+        boxes,
+    )
+    if accountant is None:
+        return res
+    return replace(res, releases=tuple(accountant.record(r) for r in res.releases))
+
+
+def grouped_dp_boxplot_on(
+    data: Any,
+    column: str,
+    group: str,
+    categories: Sequence[Any],
+    epsilon: float,
+    bounds: tuple[float, float],
+    *,
+    client: Any = None,
+    chunksize: int | None = None,
+    base: float = 1.001,
+    resolution: int = DEFAULT_RESOLUTION,
+    **kwargs: Any,
+) -> GroupedBoxplots:
+    """:func:`grouped_dp_boxplot_of_counts` on a pandas or Dask frame: two passes, noise once on the client.
+
+    Pass 1 computes :class:`QuantileCounts` (grid and bucket counts per group), the
+    client releases the group sizes and quantiles, pass 2 computes
+    :class:`BeyondWhiskers` with the released whiskers, and the client draws the noisy
+    outlier counts. Only merged counts cross the network.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        The table.
+    column, group : str
+        The numeric column and the group column.
+    categories : sequence
+        The public groups.
+    epsilon : float
+        Budget of the whole figure.
+    bounds : (float, float)
+        Public bounds of ``column``.
+    client : dask.distributed.Client, optional
+        Where a Dask computation runs.
+    chunksize : int, optional
+        Rows per chunk for pandas input.
+    base : float, default 1.001
+        Bucket base of the extreme scans.
+    resolution : int, default 2**20
+        Grid steps across the bounds.
+    **kwargs
+        Passed to :func:`grouped_dp_boxplot_of_counts`.
+
+    Returns
+    -------
+    GroupedBoxplots
+
+    References
+    ----------
+    Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=6000), "g": rng.choice(["a", "b"], 6000)})
+    >>> res = grouped_dp_boxplot_on(df, "x", "g", ["a", "b"], 1.0, (-20, 20), chunksize=2500)
+    >>> list(res)
+    ['a', 'b']
+    """
+    from trustlab.compute.backend import compute
+
+    cats = list(categories)
+    stat = QuantileCounts(column, bounds, resolution=resolution, base=base, group=group, categories=cats)
+    summary = compute(stat, data, client=client, chunksize=chunksize)
+
+    def beyond(whiskers: dict[int, tuple[float, float]]) -> np.ndarray:
+        second = BeyondWhiskers(column, whiskers, group=group, categories=cats)
+        return compute(second, data, client=client, chunksize=chunksize)
+
+    return grouped_dp_boxplot_of_counts(summary, beyond, epsilon, **kwargs)  # type: ignore[arg-type]
