@@ -81,3 +81,23 @@ def test_score_counts_with_ties_and_rounding():
     np.testing.assert_array_equal(a.positives, b.positives)
     # flooring keeps every score below 0.5 below it: accuracy at 0.5 is unchanged
     assert a.metrics()["accuracy"] == accuracy_score(y, p >= 0.5)
+
+
+def test_score_counts_coarsen_to_the_finest_grid_the_whole_table_fits():
+    """A state never exceeds max_distinct pairs, and its grid does not depend on the chunking."""
+    rng = np.random.default_rng(7)
+    p = rng.random(30_000)
+    y = (rng.random(p.size) < p).astype(int)
+    df = pd.DataFrame({"p": p, "y": y})
+    want = next(b for b in range(24, 0, -1) if np.unique(np.floor(p * 2.0**b)).size <= 1000)
+    tables = [
+        compute(ScoreCounts("p", "y", max_distinct=1000), df, chunksize=c) for c in (30_000, 4_001, 997, 97)
+    ]
+    for t in tables:
+        assert t.rounded and t.grid_bits == want and t.score.size <= 1000
+        np.testing.assert_array_equal(t.score, tables[0].score)
+        np.testing.assert_array_equal(t.negatives, tables[0].negatives)
+        np.testing.assert_array_equal(t.positives, tables[0].positives)
+    np.testing.assert_array_equal(t.score, np.unique(np.floor(p * 2.0**want) / 2.0**want))
+    assert int(t.positives.sum()) == int(y.sum())
+    assert abs(t.metrics()["roc_auc"] - roc_auc_score(y, p)) < t.metrics()["auc_tie_share"]

@@ -9,11 +9,15 @@ function of that table, so it equals the row-level computation (scikit-learn's) 
 float rounding in the sums.
 
 When a table would hold more than ``max_distinct`` pairs, scores are rounded down to the
-grid of multiples of ``2**-grid_bits`` (so a score below the decision threshold 0.5, a grid
-point, stays below it; idempotent, and it commutes with merging, so the result
-still does not depend on the partitioning: it is rounded exactly when the whole table has
-more distinct pairs than the limit). Then AUC counts pairs in the same grid cell as ties
-and the result says so (``rounded``, ``auc_tie_share``).
+finest dyadic grid (multiples of ``2**-b`` for ``b = grid_bits, grid_bits - 1, ...,``
+:data:`MIN_GRID_BITS`) on which it holds at most ``max_distinct`` pairs, so a state's
+memory is bounded (about 32 bytes a pair) whatever the number of rows. A score below the
+decision threshold 0.5, a point of every grid, stays below it. Rounding down to a coarser
+dyadic grid after a finer one equals rounding to the coarser one directly, and a union has
+at least as many distinct pairs at each grid as any of its parts, so the grid a merged
+state ends on is the finest grid on which the *whole* table fits: the result still does
+not depend on the partitioning. Then AUC counts pairs in the same grid cell as ties and
+the result says so (``rounded``, ``grid_bits``, ``auc_tie_share``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,10 @@ from trustlab.compute.statistics import MergeableStatistic
 
 __all__ = ["ScoreCounts", "ScoreTable"]
 
-_State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]  # group, score, neg, pos, rounded
+_State = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int | None]  # group, score, neg, pos, grid
+
+MIN_GRID_BITS = 8
+"""The coarsest grid scores are rounded to (multiples of ``2**-8``), however many pairs remain."""
 
 
 def _reduce(g: np.ndarray, s: np.ndarray, neg: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -59,6 +66,8 @@ class ScoreTable:
         ``int64`` counts of rows with label 0 and 1 at each ``(group, score)``.
     rounded : bool
         Whether the scores were rounded to the grid (see the module's notes).
+    grid_bits : int or None
+        The grid when rounded (scores are multiples of ``2**-grid_bits``), else None.
 
     See Also
     --------
@@ -71,6 +80,7 @@ class ScoreTable:
     negatives: np.ndarray
     positives: np.ndarray
     rounded: bool
+    grid_bits: int | None = None
 
     def _of(self, i: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if i is None:  # all groups: merge the groups' entries by score
@@ -155,10 +165,13 @@ class ScoreCounts(MergeableStatistic[_State, ScoreTable]):
     levels : sequence, optional
         The group's levels (with ``group``); any other or missing value forms one more
         level, ``"other"``.
-    max_distinct : int, default 2**22
-        Distinct ``(group, score)`` pairs kept exactly (about 32 bytes each).
+    max_distinct : int, default 2**20
+        Distinct ``(group, score)`` pairs kept exactly (about 32 bytes each): a state
+        holds at most this many pairs (32 MiB), however many rows it counts.
     grid_bits : int, default 24
-        Beyond ``max_distinct``, scores are rounded down to multiples of ``2**-grid_bits``.
+        Beyond ``max_distinct``, scores are rounded down to multiples of ``2**-grid_bits``,
+        or of a coarser power of two (down to ``2**-MIN_GRID_BITS``) until at most
+        ``max_distinct`` pairs remain.
 
     Examples
     --------
@@ -176,21 +189,32 @@ class ScoreCounts(MergeableStatistic[_State, ScoreTable]):
         *,
         group: str | None = None,
         levels: Any = None,
-        max_distinct: int = 2**22,
+        max_distinct: int = 2**20,
         grid_bits: int = 24,
     ) -> None:
         self.score, self.label, self.group = score, label, group
         self.levels = list(levels) if levels is not None else None
         self.max_distinct, self.grid_bits = int(max_distinct), int(grid_bits)
 
-    def _round(self, state: _State) -> _State:
+    @staticmethod
+    def _round(state: _State, bits: int) -> _State:
         g, s, neg, pos, _ = state
-        scale = float(2**self.grid_bits)
+        scale = float(2**bits)
         g, s, neg, pos = _reduce(g, np.floor(s * scale) / scale, neg, pos)
-        return g, s, neg, pos, True
+        return g, s, neg, pos, bits
 
     def _settle(self, state: _State) -> _State:
-        return self._round(state) if state[4] or state[0].size > self.max_distinct else state
+        """Round to the finest grid (from the state's own) on which at most ``max_distinct`` pairs remain."""
+        bits = state[4]
+        if bits is None:
+            if state[0].size <= self.max_distinct:
+                return state
+            bits = self.grid_bits
+        state = self._round(state, bits)
+        while state[0].size > self.max_distinct and bits > MIN_GRID_BITS:
+            bits -= 1
+            state = self._round(state, bits)
+        return state
 
     @override
     def partial(self, chunk: pd.DataFrame) -> _State:
@@ -203,17 +227,18 @@ class ScoreCounts(MergeableStatistic[_State, ScoreTable]):
             g = _level_codes(chunk[self.group], self.levels or [], True)
         yi = y[ok].astype(np.int64)
         reduced = _reduce(g[ok], s[ok] + 0.0, 1 - yi, yi)
-        return self._settle((*reduced, False))  # type: ignore[arg-type]
+        return self._settle((*reduced, None))  # type: ignore[arg-type]
 
     @override
     def merge(self, a: _State, b: _State) -> _State:
-        if a[4] != b[4]:  # one side was rounded: round the other too (commutes with the union)
-            a, b = self._round(a), self._round(b)
+        if a[4] != b[4]:  # round both to the coarser grid (commutes with the union)
+            bits = min(x for x in (a[4], b[4]) if x is not None)
+            a, b = self._round(a, bits), self._round(b, bits)
         g, s, neg, pos = _reduce(*(np.concatenate([x, y]) for x, y in zip(a[:4], b[:4], strict=True)))
         return self._settle((g, s, neg, pos, a[4]))
 
     @override
     def finalize(self, state: _State) -> ScoreTable:
         groups: tuple[Any, ...] = (None,) if self.group is None else (*(self.levels or []), "other")
-        g, s, neg, pos, rounded = state
-        return ScoreTable(groups, g, s, neg, pos, rounded)
+        g, s, neg, pos, bits = state
+        return ScoreTable(groups, g, s, neg, pos, bits is not None, bits)
