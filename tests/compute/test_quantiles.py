@@ -32,6 +32,7 @@ from trustlab.compute.quantiles import (
     dp_quantiles_of_counts,
     grouped_dp_boxplot_of_counts,
     grouped_dp_boxplot_on,
+    grouped_dp_boxplots_on,
 )
 from trustlab.errors import TrustlabError
 from trustlab.privacy._grid import GridCounts, QuantileGrid, sorted_clipped
@@ -114,24 +115,34 @@ def test_bucket_counts_answer_the_scan_exactly(kind):
 
 
 class Seeded:
-    """One seeded stand-in for every secure sampler, reset before each run, recording JointExp's logits."""
+    """Seeded stand-ins for every secure sampler, recording JointExp's logits.
+
+    Each draw is a function of its request alone (a generator seeded by the request's
+    bytes), so two runs that make the same requests get the same draws, in any order.
+    """
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.rng = np.random.default_rng(0)
         self.logits: list[np.ndarray] = []
         self.scales: list[float] = []
 
+        def rng(*parts: object) -> np.random.Generator:
+            key = b"|".join(
+                np.asarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode() for p in parts
+            )
+            return np.random.default_rng(list(key[-4000:]) or [0])
+
         def uniform(high, size):
-            return self.rng.integers(0, int(high), size=int(size), dtype=np.int64)
+            return rng("u", int(high), int(size)).integers(0, int(high), size=int(size), dtype=np.int64)
 
         def select(flat):
-            self.logits.append(np.array(flat))
-            return int(np.argmax(np.asarray(flat) + self.rng.gumbel(size=len(flat))))
+            flat = np.asarray(flat, dtype=float)
+            self.logits.append(flat.copy())
+            return int(np.argmax(flat + rng("s", flat).gumbel(size=flat.size)))
 
         def noise(values, scale):
             self.scales.append(float(scale))
             v = np.asarray(values, dtype=np.int64)
-            return v + self.rng.integers(-2, 3, size=v.shape)
+            return v + rng("n", v, float(scale)).integers(-2, 3, size=v.shape)
 
         monkeypatch.setattr(grid_module, "uniform_int", uniform)
         monkeypatch.setattr(jx, "uniform_int", uniform)
@@ -139,7 +150,6 @@ class Seeded:
         monkeypatch.setattr(bx, "add_discrete_laplace", noise)
 
     def run(self, fn):
-        self.rng = np.random.default_rng(0)
         self.logits, self.scales = [], []
         out = fn()
         return out, self.logits, self.scales
@@ -244,6 +254,56 @@ def test_grouped_boxplot_from_counts_equals_the_in_process_figure(monkeypatch, o
         lambda: grouped_dp_boxplot_on(df, "x", "g", cats, 2.0, BOUNDS, chunksize=1234, **options)
     )
     assert all(a[k] == c[k] for k in a) and a.releases == c.releases
+
+
+def test_several_figures_in_two_passes_equal_the_in_process_figures(monkeypatch):
+    rng = np.random.default_rng(8)
+    n = 4000
+    df = pd.DataFrame(
+        {
+            "x": rng.normal(0, 1, n),
+            "y": rng.exponential(1, n),
+            "g": rng.choice(["a", "b"], n).astype(object),
+            "h": rng.choice(["u", "v", "w"], n).astype(object),
+        }
+    )
+    figs = [
+        {
+            "column": "x",
+            "group": "g",
+            "categories": ["a", "b"],
+            "epsilon": 1.0,
+            "bounds": BOUNDS,
+            "description": "x by g",
+        },
+        {
+            "column": "y",
+            "group": "h",
+            "categories": ["u", "v", "w"],
+            "epsilon": 0.5,
+            "bounds": (0.0, 8.0),
+            "resolution": 2**12,
+            "counts": {"u": 1300, "v": 1300, "w": 1300, "(missing or other)": 0},
+        },
+    ]
+    seeded = Seeded(monkeypatch)
+    acc_a, acc_b = Accountant(5.0), Accountant(5.0)
+
+    def in_process():
+        out = []
+        for f in figs:
+            kw = {k: v for k, v in f.items() if k not in ("column", "group", "epsilon", "bounds")}
+            x, g = df[f["column"]].to_numpy(dtype=float), df[f["group"]].to_numpy()
+            out.append(grouped_dp_boxplot(x, g, f["epsilon"], f["bounds"], accountant=acc_a, **kw))
+        return out
+
+    a, la, sa = seeded.run(in_process)
+    b, lb, sb = seeded.run(lambda: grouped_dp_boxplots_on(df, figs, chunksize=1500, accountant=acc_b))
+    assert sorted(sa) == sorted(sb) and len(la) == len(lb)
+    for fa, fb in zip(a, b, strict=True):
+        assert list(fa) == list(fb) and all(fa[k] == fb[k] for k in fa)
+        assert fa.releases == fb.releases
+    assert _ledger(acc_a) == _ledger(acc_b)
 
 
 def test_public_parameters_refused_with_clear_errors():

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -59,10 +59,12 @@ from trustlab.privacy.boxplot import (
     MAX_BUCKETS,
     BoxOptions,
     BoxSummary,
+    PendingBox,
     box_finish,
     box_quantiles,
-    draw_boxes,
-    grouped_boxplots,
+    finish_boxes,
+    grouped_figure,
+    pending_boxes,
     record,
 )
 from trustlab.privacy.quantiles import release_quantiles
@@ -78,6 +80,7 @@ __all__ = [
     "dp_quantiles_of_counts",
     "grouped_dp_boxplot_of_counts",
     "grouped_dp_boxplot_on",
+    "grouped_dp_boxplots_on",
 ]
 
 Sparse = tuple[np.ndarray, np.ndarray]
@@ -626,6 +629,44 @@ def grouped_dp_boxplot_of_counts(
     >>> list(res), sum(r.epsilon for r in res.releases)
     (['a', 'b'], 1.0)
     """
+    if accountant is not None:
+        accountant.check(Release(None, float(epsilon), description=description))
+    steps, pending = _start_figure(
+        summary,
+        float(epsilon),
+        neighbouring=neighbouring,
+        counts=counts,
+        count_weight=count_weight,
+        min_group_size=min_group_size,
+        other_label=other_label,
+        description=description,
+        options=kwargs,
+    )
+    beyond = count_beyond({i: p.whiskers for i, (_, p) in pending.items()}) if pending else {}
+    res = _end_figure(steps, pending, beyond)
+    return (
+        res
+        if accountant is None
+        else replace(res, releases=tuple(accountant.record(r) for r in res.releases))
+    )
+
+
+Figure = tuple[Generator[Any, Any, GroupedBoxplots], dict[int, tuple[Any, PendingBox]]]
+
+
+def _start_figure(
+    summary: Any,
+    epsilon: float,
+    *,
+    neighbouring: str,
+    counts: Mapping[Any, float] | None,
+    count_weight: float,
+    min_group_size: int | None,
+    other_label: Any,
+    description: str,
+    options: dict[str, Any],
+) -> Figure:
+    """Check a figure's public inputs, release its group sizes and every box's quantiles."""
     if not isinstance(summary, GroupedQuantileSummary):
         raise ParameterError(
             "summary must be a GroupedQuantileSummary (compute(QuantileCounts(..., group=..., "
@@ -635,23 +676,16 @@ def grouped_dp_boxplot_of_counts(
     for s in summary.groups:
         _check_summary(s, need_buckets=True)
     for key in ("n", "n_weight"):
-        if key in kwargs:
+        if key in options:
             raise ParameterError(f"{key} is not accepted by a grouped boxplot.", argument=key)
     first = summary.groups[0]
-    opts = _options(first, "add_remove", kwargs)
-    epsilon, cats = float(epsilon), list(summary.categories)
+    opts = _options(first, "add_remove", options)
+    cats = list(summary.categories)
     check_categories(cats, other_label)
     labels = [*cats, other_label] if other_label is not None else list(cats)
     public = None if counts is None else check_counts(counts, labels)
-    if accountant is not None:
-        accountant.check(Release(None, epsilon, description=description))
     exact = np.array([summary.groups[i].n for i in range(len(labels))], dtype=np.int64)
-
-    def boxes(todo: list[tuple[int, Any, float, float]]) -> dict[Any, BoxplotStats]:
-        data = {i: _box_data(summary.groups[i]) for i, *_ in todo}
-        return draw_boxes(todo, data, count_beyond, opts, first.bounds, description)
-
-    res = grouped_boxplots(
+    steps = grouped_figure(
         exact,
         labels,
         public,
@@ -662,11 +696,19 @@ def grouped_dp_boxplot_of_counts(
         None if min_group_size is None else int(min_group_size),
         other_label,
         description,
-        boxes,
     )
-    if accountant is None:
-        return res
-    return replace(res, releases=tuple(accountant.record(r) for r in res.releases))
+    todo = next(steps)
+    data = {i: _box_data(summary.groups[i]) for i, *_ in todo}
+    return steps, pending_boxes(todo, data, opts, first.bounds, description)
+
+
+def _end_figure(steps: Generator[Any, Any, GroupedBoxplots], pending: Any, beyond: Any) -> GroupedBoxplots:
+    """The noisy outlier counts of every box, then the figure's releases."""
+    try:
+        steps.send(finish_boxes(pending, beyond))
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("grouped_figure yields once")  # pragma: no cover
 
 
 def grouped_dp_boxplot_on(
@@ -740,3 +782,122 @@ def grouped_dp_boxplot_on(
         return compute(second, data, client=client, chunksize=chunksize)
 
     return grouped_dp_boxplot_of_counts(summary, beyond, epsilon, **kwargs)  # type: ignore[arg-type]
+
+
+_FIGURE_KEYS = {"column", "group", "categories", "epsilon", "bounds"}
+
+
+def grouped_dp_boxplots_on(
+    data: Any,
+    figures: Sequence[Mapping[str, Any]],
+    *,
+    client: Any = None,
+    chunksize: int | None = None,
+    accountant: Accountant | None = None,
+) -> list[GroupedBoxplots]:
+    """Several grouped DP boxplot figures in two passes over the data in all.
+
+    Pass 1 computes every figure's :class:`QuantileCounts` together; the client releases
+    each figure's group sizes and quantiles (figure by figure, in order); pass 2 counts
+    the values beyond every released whisker of every figure together
+    (:class:`BeyondWhiskers`); the client draws the noisy counts. Each figure is the
+    figure :func:`grouped_dp_boxplot_on` draws (and
+    :func:`~trustlab.privacy.grouped_dp_boxplot` in process), with the same releases.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        The table.
+    figures : sequence of mapping
+        Each with ``column``, ``group``, ``categories``, ``epsilon`` and ``bounds``, and
+        optionally ``base`` (1.001), ``resolution`` (2**20) and any keyword of
+        :func:`grouped_dp_boxplot_of_counts` (``counts``, ``description``, ...).
+    client : dask.distributed.Client, optional
+        Where a Dask computation runs.
+    chunksize : int, optional
+        Rows per chunk for pandas input.
+    accountant : Accountant, optional
+        Charged the sum of the figures' budgets (checked before any noise is drawn);
+        each figure's releases are recorded in order after all draws.
+
+    Returns
+    -------
+    list of GroupedBoxplots
+        One per figure, in order.
+
+    References
+    ----------
+    Ramsay, Diaz-Rodriguez. "Differentially Private Boxplots". ICML 2025.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=6000), "y": rng.exponential(size=6000),
+    ...                    "g": rng.choice(["a", "b"], 6000)})
+    >>> figs = [{"column": c, "group": "g", "categories": ["a", "b"], "epsilon": 1.0,
+    ...          "bounds": (-20, 20)} for c in ("x", "y")]
+    >>> [list(f) for f in grouped_dp_boxplots_on(df, figs, chunksize=2500)]
+    [['a', 'b'], ['a', 'b']]
+    """
+    from trustlab.compute.backend import compute
+    from trustlab.compute.statistics import Several
+
+    specs = []
+    for k, fig in enumerate(figures):
+        if not isinstance(fig, Mapping) or not _FIGURE_KEYS <= set(fig):
+            raise ParameterError(
+                f"figures[{k}] must be a mapping with the keys {sorted(_FIGURE_KEYS)}.", argument="figures"
+            )
+        rest = {key: v for key, v in fig.items() if key not in _FIGURE_KEYS | {"base", "resolution"}}
+        for key in ("accountant", "neighbouring") if "accountant" in rest else ():
+            raise ParameterError(
+                "pass the accountant to grouped_dp_boxplots_on, not per figure.", argument=key
+            )
+        check_params({"epsilon": fig["epsilon"]}, {"epsilon": [EPSILON]}, "grouped_dp_boxplots_on")
+        stat = QuantileCounts(
+            fig["column"],
+            fig["bounds"],
+            resolution=fig.get("resolution", DEFAULT_RESOLUTION),
+            base=fig.get("base", 1.001),
+            group=fig["group"],
+            categories=list(fig["categories"]),
+        )
+        specs.append((stat, float(fig["epsilon"]), rest))
+    if accountant is not None:
+        accountant.check(Release(None, sum(e for _, e, _ in specs), description="boxplot figures"))
+    if not specs:
+        return []
+    summaries = compute(
+        Several({str(k): st for k, (st, _, _) in enumerate(specs)}), data, client=client, chunksize=chunksize
+    )
+    started = []
+    for k, (_, eps, rest) in enumerate(specs):
+        opts = dict(rest)
+        started.append(
+            _start_figure(
+                summaries[str(k)],
+                eps,
+                neighbouring=opts.pop("neighbouring", "add_remove"),
+                counts=opts.pop("counts", None),
+                count_weight=opts.pop("count_weight", DEFAULT_COUNT_WEIGHT),
+                min_group_size=opts.pop("min_group_size", None),
+                other_label=opts.pop("other_label", OTHER_LABEL),
+                description=opts.pop("description", "boxplot"),
+                options=opts,
+            )
+        )
+    second: dict[str, MergeableStatistic[Any, Any]] = {
+        str(k): BeyondWhiskers(
+            stat.column,
+            {i: p.whiskers for i, (_, p) in pending.items()},
+            group=stat.group,
+            categories=stat.categories,
+        )
+        for k, ((stat, _, _), (_, pending)) in enumerate(zip(specs, started, strict=True))
+        if pending
+    }
+    beyond = compute(Several(second), data, client=client, chunksize=chunksize) if second else {}
+    out = [_end_figure(steps, pending, beyond.get(str(k), {})) for k, (steps, pending) in enumerate(started)]
+    if accountant is not None:
+        out = [replace(res, releases=tuple(accountant.record(r) for r in res.releases)) for res in out]
+    return out

@@ -15,7 +15,7 @@ released) sample size ``n``, i.e. multiples of ``1 / n``. Nothing is seeded.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -683,6 +683,43 @@ def grouped_boxplots(
     second pass for the outlier counts in :mod:`trustlab.compute.quantiles`). The
     releases are returned unrecorded: the caller records them in its accountant.
     """
+    steps = grouped_figure(
+        exact,
+        labels,
+        public,
+        epsilon,
+        bounds,
+        neighbouring,
+        count_weight,
+        min_group_size,
+        other_label,
+        description,
+    )
+    todo = next(steps)
+    try:
+        steps.send(boxes_fn(todo))
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("grouped_figure yields once")  # pragma: no cover
+
+
+def grouped_figure(
+    exact: np.ndarray,
+    labels: list[Any],
+    public: list[float] | None,
+    epsilon: float,
+    bounds: tuple[float, float],
+    neighbouring: str,
+    count_weight: float,
+    min_group_size: int | None,
+    other_label: Any,
+    description: str,
+) -> Generator[list[tuple[int, Any, float, float]], dict[Any, BoxplotStats], GroupedBoxplots]:
+    """:func:`grouped_boxplots` as a generator: releases the sizes, yields the boxes to draw, takes them back.
+
+    Several figures can so share one pass over the data for their outlier counts
+    (:func:`trustlab.compute.quantiles.grouped_dp_boxplots_on`).
+    """
     lower, upper = bounds
     releases: list[Release] = []
     notes: list[str] = []
@@ -738,7 +775,7 @@ def grouped_boxplots(
             too_small.append(cat)
         else:
             todo.append((i, cat, eps_box, sizes[i]))
-    boxes = boxes_fn(todo)
+    boxes = yield todo
     if too_small:
         notes.append(
             f"{len(too_small)} group(s) below min_group_size={min_group_size} by their "
@@ -782,7 +819,7 @@ def draw_boxes(
     bounds: tuple[float, float],
     description: str,
 ) -> dict[Any, BoxplotStats]:
-    """The boxes of a grouped figure: every box's quantiles, one count of the values beyond all whiskers, the noise.
+    """The boxes of a grouped figure: their quantiles, one count beyond all whiskers, the noise.
 
     Each box ``(group index, label, epsilon, size)`` is a DPBoxplot under add/remove
     with its group's public or released size as ``n``. ``count_beyond`` maps
@@ -790,10 +827,26 @@ def draw_boxes(
     (indexable by group index): in process from the rows, or one second pass over a
     partitioned table.
     """
+    pending = pending_boxes(todo, data, opts, bounds, description)
+    beyond = count_beyond({i: p.whiskers for i, (_, p) in pending.items()}) if pending else {}
+    return finish_boxes(pending, beyond)
+
+
+def pending_boxes(
+    todo: list[tuple[int, Any, float, float]],
+    data: Mapping[int, BoxSummary],
+    opts: BoxOptions,
+    bounds: tuple[float, float],
+    description: str,
+) -> dict[int, tuple[Any, PendingBox]]:
+    """Steps 1-6 of every box of a grouped figure (add/remove, the group's size as ``n``)."""
     opts = replace(opts, neighbouring="add_remove")
-    pending = {
+    return {
         i: (cat, box_quantiles(data[i], eps_box, bounds, check_n(size), opts, f"{description} [{cat}]"))
         for i, cat, eps_box, size in todo
     }
-    beyond = count_beyond({i: p.whiskers for i, (_, p) in pending.items()}) if pending else {}
+
+
+def finish_boxes(pending: dict[int, tuple[Any, PendingBox]], beyond: Any) -> dict[Any, BoxplotStats]:
+    """Step 7 of every pending box, with the exact counts ``beyond[group index] = (below, above)``."""
     return {cat: box_finish(p, int(beyond[i][0]), int(beyond[i][1])) for i, (cat, p) in pending.items()}
