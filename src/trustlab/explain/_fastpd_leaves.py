@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import sparse
 
 from trustlab.explain._trees import TreeArrays, TreeEnsemble
@@ -43,6 +44,24 @@ class LeafGroup:
     shap_table: np.ndarray | None = None  # (L * 2^k, k) Shapley value of each slot per code
     cat: np.ndarray | None = None  # (L, k) row of ``catsets`` of a categorical slot, else -1
     catsets: np.ndarray | None = None  # (n_sets, n_bins) allowed category bins of a slot
+    tree: np.ndarray | None = None  # (L,) index of the leaf's tree
+
+
+def sub_group(g: LeafGroup, idx: Any) -> LeafGroup:
+    """The leaves ``idx`` (a slice or index array) of ``g``, with their bin ranks (no tables)."""
+    return LeafGroup(
+        g.k,
+        g.value[idx],
+        g.feat[idx],
+        g.lo[idx],
+        g.hi[idx],
+        g.nan_ok[idx],
+        g.ratio[idx],
+        lo_r=None if g.lo_r is None else g.lo_r[idx],
+        width=None if g.width is None else g.width[idx],
+        cat=None if g.cat is None else g.cat[idx],
+        catsets=g.catsets,
+    )
 
 
 def extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[int, LeafGroup], float]:
@@ -52,10 +71,10 @@ def extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[int
     feature it is the set of category bins that every categorical split of the path
     sends the leaf's way (the intersection of the left sets or their complements).
     """
-    rows: dict[int, list[tuple[float, list[int], list[Any], list[Any], list[Any], list[Any], list[Any]]]]
+    rows: dict[int, list[tuple[float, list[int], list[Any], list[Any], list[Any], list[Any], list[Any], int]]]
     rows = {}
     constant = 0.0
-    for tree in trees:
+    for t_index, tree in enumerate(trees):
         stack: list[tuple[int, dict[int, list[Any]]]] = [(0, {})]
         while stack:
             node, cons = stack.pop()
@@ -66,7 +85,7 @@ def extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[int
                     continue
                 feats = sorted(cons)
                 rows.setdefault(len(feats), []).append(
-                    (val, feats, *([cons[f][i] for f in feats] for i in range(5)))  # type: ignore[arg-type]
+                    (val, feats, *([cons[f][i] for f in feats] for i in range(5)), t_index)  # type: ignore[arg-type]
                 )
                 continue
             f = int(tree.feature[node])
@@ -97,6 +116,7 @@ def extract_leaves(trees: Sequence[TreeArrays], weight: float) -> tuple[dict[int
             hi=np.array([it[3] for it in items], dtype=np.float64),
             nan_ok=np.array([it[4] for it in items], dtype=bool),
             ratio=np.array([it[5] for it in items], dtype=np.float64),
+            tree=np.array([it[7] for it in items], dtype=np.int64),
         )
         sets = [a for it in items for a in it[6] if a is not None]
         if sets:
@@ -284,21 +304,68 @@ class LeafTables:
         Entry ``[l, c]`` of group ``k``'s ``(L, 2^k)`` int64 array counts the rows of ``Xc``
         whose code on leaf ``l`` is ``c`` (bit ``j``: the row meets the path's constraint on
         slot ``j``). A sum over rows: the counts of two row sets add up to those of their union.
+
+        Computed tree by tree on *cells*: a leaf's constraints compare a row's bin only with
+        the bounds of its own tree's leaves, so rows in the same cell of the tree's grid
+        (:meth:`_tree_plans`) have the same code on every leaf of the tree; each occupied
+        cell is coded once (at one of its rows) and counted with its number of rows.
         """
-        BTb, nan_b = self.bin(Xc)
-        n_b = len(Xc)
-        out = []
-        for g in self.groups.values():
-            m = 1 << g.k
-            L = len(g.value)
-            counts = np.zeros(L * m, dtype=np.int64)
-            step = row_step(L)
-            offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
-            for s in range(0, n_b, step):
-                c = codes(BTb[:, s : s + step], g, nan_b)
-                counts += np.bincount((c + offsets).ravel(), minlength=L * m)
-            out.append(counts.reshape(L, m))
+        BT, has_nan = self.bin(Xc)
+        n = len(Xc)
+        out = [np.zeros((len(g.value), 1 << g.k), dtype=np.int64) for g in self.groups.values()]
+        if not n:
+            return out
+        groups = list(self.groups.values())
+        for feats, luts, radix, members in self._tree_plans():
+            reps, weight = _cells(BT, feats, luts, radix)
+            if reps is None:  # about one row per cell: code every row
+                reps, weight = np.arange(n), None
+            BTr = BT[:, reps]
+            for gi, idx in members:
+                _add_counts(out[gi], idx, sub_group(groups[gi], idx), BTr, weight, has_nan)
         return out
+
+    def _tree_plans(
+        self,
+    ) -> list[tuple[list[int], list[np.ndarray], list[int], list[tuple[int, np.ndarray]]]]:
+        """Per tree: its features, the lookup from a row's bin to its cell coordinate, and its leaves.
+
+        A numerical feature's coordinate is the number of the tree's leaf bounds (as bin
+        ranks) at or below the row's bin, plus one slot for a missing value; a categorical
+        feature's is its category bin (missing: the last slot).
+        """
+        if hasattr(self, "_plans"):
+            return self._plans  # type: ignore[has-type,no-any-return]
+        members: dict[int, list[tuple[int, np.ndarray]]] = {}
+        bounds: dict[int, dict[int, set[int]]] = {}
+        for gi, g in enumerate(self.groups.values()):
+            assert g.tree is not None and g.lo_r is not None and g.width is not None
+            for t in np.unique(g.tree):
+                idx = np.nonzero(g.tree == t)[0]
+                members.setdefault(int(t), []).append((gi, idx))
+                per = bounds.setdefault(int(t), {})
+                for j in range(g.k):
+                    for f in np.unique(g.feat[idx, j]):
+                        sel = idx[g.feat[idx, j] == f]
+                        lo = g.lo_r[sel, j].astype(np.int64)
+                        per.setdefault(int(f), set()).update(lo.tolist(), (lo + g.width[sel, j]).tolist())
+        plans = []
+        for t, per in sorted(bounds.items()):
+            feats, luts, radix = [], [], []
+            for f, ranks in sorted(per.items()):
+                if f in self.ens.categorical:
+                    n_bins = int(self.ens.categorical[f])
+                    lut = np.arange(n_bins + 1, dtype=np.int64)  # bin b -> b; -1 (missing) -> n_bins
+                else:
+                    top = len(self.cuts[f]) + 1
+                    r = np.sort(np.fromiter(ranks, dtype=np.int64))
+                    lut = np.append(np.searchsorted(r, np.arange(top), side="right"), len(r) + 1)
+                feats.append(f)
+                luts.append(lut)
+                radix.append(int(lut.max()) + 1)
+            plans.append((feats, luts, radix, members[t]))
+        self._plans = plans
+        return plans
 
     def fit(self, Xc: np.ndarray, weights: str) -> float:
         """Compute every leaf's ``p_l(K)`` and Shapley table; return ``v_empty`` without the offset.
@@ -451,22 +518,61 @@ def _add_components(
             (np.ones(Lc * n_sel), (np.arange(Lc * n_sel), cols[l0 * n_sel : sl.stop * n_sel])),
             shape=(Lc * n_sel, n_cols),
         )
-        sub_group = LeafGroup(
-            k,
-            g.value[sl],
-            g.feat[sl],
-            g.lo[sl],
-            g.hi[sl],
-            g.nan_ok[sl],
-            g.ratio[sl],
-            lo_r=g.lo_r[sl],
-            width=g.width[sl],
-            cat=None if g.cat is None else g.cat[sl],
-            catsets=g.catsets,
-        )
+        part = sub_group(g, sl)
         offsets = (np.arange(Lc, dtype=np.int64) * m)[:, None]
         step = row_step(Lc * n_sel)
         for s in range(0, BT.shape[1], step):
-            c = codes(BT[:, s : s + step], sub_group, has_nan) + offsets
+            c = codes(BT[:, s : s + step], part, has_nan) + offsets
             vals = mob[c].transpose(1, 0, 2).reshape(c.shape[1], Lc * n_sel)
             out[s : s + step] += np.asarray(vals @ onehot)
+
+
+def _cells(
+    BT: np.ndarray, feats: list[int], luts: list[np.ndarray], radix: list[int]
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """One row of each occupied cell and the cell's row count; ``(None, None)`` when cells do not pay.
+
+    Cells pay when they are fewer than half the rows; their ids are mixed-radix numbers
+    of the coordinates, counted with a bincount when the grid is small, a hash table otherwise.
+    """
+    n = BT.shape[1]
+    size = math.prod(radix)
+    if n < 64 or size >= 1 << 62:
+        return None, None
+    cell = np.zeros(n, dtype=np.int64)
+    stride = 1
+    for f, lut, r in zip(feats, luts, radix, strict=True):
+        cell += np.take(lut * stride, BT[f])  # bin -1 (missing) takes the lookup's last slot
+        stride *= r
+    if size <= max(4 * n, 1 << 16):
+        counts = np.bincount(cell, minlength=size)
+        occupied = np.nonzero(counts)[0]
+        if len(occupied) * 2 > n:
+            return None, None
+        first = np.empty(size, dtype=np.int64)
+        first[cell[::-1]] = np.arange(n - 1, -1, -1)  # the last write is a cell's first row
+        return first[occupied], counts[occupied]
+    labels, uniques = pd.factorize(cell, sort=False)  # a hash table: linear in the rows
+    if len(uniques) * 2 > n:
+        return None, None
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[labels[::-1]] = np.arange(n - 1, -1, -1)
+    return first, np.bincount(labels, minlength=len(uniques))
+
+
+def _add_counts(
+    out: np.ndarray, idx: np.ndarray, g: LeafGroup, BT: np.ndarray, weight: np.ndarray | None, has_nan: bool
+) -> None:
+    """Add the codes of the rows (columns of ``BT``, each counted ``weight`` times) of leaves ``idx``."""
+    L, m = len(g.value), 1 << g.k
+    counts = np.zeros(L * m, dtype=np.int64)
+    offsets = (np.arange(L, dtype=np.int64) * m)[:, None]
+    step = row_step(L)
+    for s in range(0, BT.shape[1], step):
+        flat = (codes(BT[:, s : s + step], g, has_nan) + offsets).ravel()
+        if weight is None:
+            counts += np.bincount(flat, minlength=L * m)
+        else:  # integer weights below 2**53 are summed exactly in float64
+            w = np.broadcast_to(weight[s : s + step], (L, min(step, BT.shape[1] - s))).ravel()
+            counts += np.bincount(flat, weights=w, minlength=L * m).astype(np.int64)
+    out[idx] += counts.reshape(L, m)

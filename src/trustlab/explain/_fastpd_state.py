@@ -116,9 +116,13 @@ def _row_hash(Xb: np.ndarray) -> np.ndarray:
 
 def _smallest(h: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` rows with the smallest hash (ties by the values), in that order."""
-    keys = [rows[:, j] for j in range(rows.shape[1] - 1, -1, -1)]
-    order = np.lexsort((*keys, h)) if len(h) else np.zeros(0, dtype=np.int64)
-    return order[:k]
+    if len(h) > k:  # only rows whose hash is at most the k-th smallest can be kept
+        cand = np.nonzero(h <= np.partition(h, k - 1)[k - 1])[0]
+    else:
+        cand = np.arange(len(h))
+    keys = [rows[cand, j] for j in range(rows.shape[1] - 1, -1, -1)]
+    order = np.lexsort((*keys, h[cand])) if len(cand) else np.zeros(0, dtype=np.int64)
+    return cand[order[:k]]
 
 
 def _take(frame: pd.DataFrame | None, idx: np.ndarray) -> pd.DataFrame | None:
