@@ -335,7 +335,7 @@ class LeafTables:
         feature's is its category bin (missing: the last slot).
         """
         if hasattr(self, "_plans"):
-            return self._plans  # type: ignore[has-type,no-any-return]
+            return self._plans  # type: ignore[has-type]
         members: dict[int, list[tuple[int, np.ndarray]]] = {}
         bounds: dict[int, dict[int, set[int]]] = {}
         for gi, g in enumerate(self.groups.values()):
