@@ -16,7 +16,7 @@ from trustlab.audit import Audit  # noqa: E402
 from trustlab.audit._scale import run_scaled  # noqa: E402
 from trustlab.audit.registry import default_sections  # noqa: E402
 from trustlab.datasets import load_table  # noqa: E402
-from trustlab.errors import DataError, ParameterError  # noqa: E402
+from trustlab.errors import DataError  # noqa: E402
 
 SECTIONS = ("data", "performance", "fairness")
 
@@ -157,7 +157,3 @@ def test_bad_inputs_name_the_file(client, tmp_path):
     df.to_csv(empty / "a.csv", index=False)
     with pytest.raises(DataError, match="no Parquet file"):
         run_scaled(Audit(sections=_sections()), empty, target="y", sensitive="g", client=client)
-    with pytest.raises(ParameterError, match="--private is not available"):
-        run_scaled(
-            Audit(private=True, epsilon=1.0), tmp_path / "types", target="y", sensitive="g", client=client
-        )

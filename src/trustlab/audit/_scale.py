@@ -149,24 +149,32 @@ def run_scaled(
 ) -> AuditReport:
     """Run ``runner`` (an :class:`~trustlab.audit.Audit`) on a partitioned Parquet dataset with Dask.
 
-    Raw mode only; the Data, Performance and Fairness sections (the others need the rows
-    in one place). See the module's notes for what is computed where.
+    Raw mode: the Data, Performance and Fairness sections (the others need the rows in
+    one place). Private mode (``runner.private``): the Data, Performance, Fairness and
+    Privacy sections from merged exact statistics with the noise added once here
+    (:mod:`trustlab.audit._scale_private`). See the module's notes for what is computed where.
     """
     import dask.dataframe as dd
 
     step = progress or (lambda _msg: None)
     runner._validate_params()
-    if runner.private:
-        raise ParameterError(
-            "--private is not available with --dask yet (the private Data section's clipped sums "
-            "and the DP model training need the rows in one place); run the private audit in "
-            "process on a table that fits in memory.",
-            argument="dask",
-        )
     if not runner._fits_model():
         raise ParameterError(
             "--dask fits the default model on a sample; pass a model name (hgb, logistic, ...).",
             argument="model",
+        )
+    if runner.private:
+        from trustlab.audit._scale_private import run_scaled_private
+
+        return run_scaled_private(
+            runner,
+            path,
+            target=target,
+            sensitive=sensitive,
+            client=client,
+            sample_rows=sample_rows,
+            dataset_name=dataset_name,
+            progress=progress,
         )
     target = column_name(target, "target")
     sens = column_names(sensitive, "sensitive")

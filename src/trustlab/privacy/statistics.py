@@ -41,7 +41,15 @@ from trustlab.privacy.bounds import (
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import MAX_INTEGER_SCALE, add_discrete_laplace
 
-__all__ = ["MAX_BINS", "MAX_RESOLUTION", "dp_count", "dp_histogram", "dp_mean", "dp_sum"]
+__all__ = [
+    "MAX_BINS",
+    "MAX_RESOLUTION",
+    "dp_count",
+    "dp_histogram",
+    "dp_mean",
+    "dp_sum",
+    "dp_sum_of_units",
+]
 
 NEIGHBOURING = "add/remove one record"
 
@@ -414,6 +422,74 @@ def dp_sum(
     )
 
 
+@validate_params(
+    {
+        "units": [Interval(numbers.Integral, 0, None, closed="left")],
+        "epsilon": [EPSILON],
+        "description": [str],
+        "accountant": [None, Accountant],
+    }
+)
+def dp_sum_of_units(
+    units: int,
+    bounds: tuple[float, float],
+    epsilon: float,
+    *,
+    resolution: int = 2**12,
+    description: str = "sum",
+    accountant: Any = None,
+) -> Release:
+    """Release a clipped sum from merged exact grid units, as :func:`dp_sum` releases it from the rows.
+
+    ``units`` is the integer sum over every record of ``rint((clip(x) - lower) / step)``
+    (step ``(upper - lower) / resolution``), e.g. the sum of the per-partition
+    :func:`grid_units` of a distributed table. The noise (discrete Laplace of scale
+    ``resolution / epsilon`` on the units), the ledger entry and the output's
+    distribution are exactly those of ``dp_sum(x, bounds, epsilon, resolution=...)``
+    on the same records: both call one mechanism. Noise is added here, once, never
+    per partition.
+
+    Parameters
+    ----------
+    units : int
+        Exact non-negative grid units of the whole table (saturated at ``2**62``).
+    bounds : (float, float)
+        The public clipping bounds the units were computed with.
+    epsilon : float
+        Privacy budget.
+    resolution : int, default 2**12
+        Grid steps between the bounds (as the units were computed).
+    description : str, default "sum"
+        Names the release in the ledger.
+    accountant : Accountant, optional
+        Budget to charge: checked before any noise is drawn, recorded after.
+
+    Returns
+    -------
+    Release
+        As :func:`dp_sum` with public bounds: ``value`` is the noisy shifted sum
+        ``sum(clip(x) - lower)`` (``>= 0``, a multiple of the grid step).
+
+    References
+    ----------
+    Dwork, McSherry, Nissim, Smith. "Calibrating Noise to Sensitivity in Private Data
+    Analysis". TCC 2006.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([0.25, 0.5, np.nan, 2.0])
+    >>> u = grid_units(x, (0.0, 1.0), 4)  # 1 + 2 + 4 (2.0 clipped to 1.0)
+    >>> r = dp_sum_of_units(u, (0.0, 1.0), 1.0, resolution=4, description="demo")
+    >>> u, r.parameters["integer_scale"], r.description
+    (7, 4.0, 'demo')
+    """
+    epsilon = check_epsilon(epsilon)
+    accountant = check_accountant(accountant)
+    lower, upper = check_public_bounds(bounds, resolution=_check_resolution(resolution, epsilon))
+    return release_grid_sum(int(units), (lower, upper), epsilon, int(resolution), description, accountant)
+
+
 def _check_released_n(n: Any) -> float:
     if n is None:
         raise ParameterError(
@@ -436,8 +512,42 @@ def _sum_release(
 ) -> Release:
     """The sum mechanism on checked inputs: raises nothing that depends on the data."""
     lower, upper = bounds
-    step = _step(lower, upper, resolution)
     units = _grid_units(arr, lower, upper, resolution)
+    return release_grid_sum(units, bounds, epsilon, resolution, description, accountant)
+
+
+def grid_units(x: Any, bounds: tuple[float, float], resolution: int) -> int:
+    """The exact sufficient statistic of :func:`dp_sum`: the integer sum of grid units (private helper).
+
+    ``rint((clip(x) - lower) / step)`` summed exactly (NaN absent, ``+-inf`` clipped) and
+    saturated at ``2**62``. Sums of partitions' units add up (then saturate) to the
+    units of the whole table, so a distributed run merges them exactly and releases the
+    total once with :func:`release_grid_sum`. ``bounds`` and ``resolution`` must be
+    checked by the caller (they are public).
+    """
+    lower, upper = float(bounds[0]), float(bounds[1])
+    return _grid_units(read_private_sample(x), lower, upper, int(resolution))
+
+
+def release_grid_sum(
+    units: int,
+    bounds: tuple[float, float],
+    epsilon: float,
+    resolution: int,
+    description: str,
+    accountant: Any = None,
+) -> Release:
+    """The mechanism of :func:`dp_sum` (public bounds) on exact grid units (private helper).
+
+    ``units`` is :func:`grid_units` of the whole table (e.g. merged from the partitions
+    of a distributed table: the sum of the partitions' units, saturated at ``2**62``).
+    One record moves it by at most ``resolution``: the noise, the ledger entry and the
+    output are those of :func:`dp_sum` on the rows. The caller has checked
+    ``bounds``, ``epsilon`` and ``resolution``; nothing about ``units`` raises.
+    """
+    lower, upper = float(bounds[0]), float(bounds[1])
+    step = _step(lower, upper, resolution)
+    units = min(max(0, int(units)), _SUM_CAP)
     plan = Release(
         value=None,
         epsilon=epsilon,

@@ -1,0 +1,584 @@
+"""The private audit on Dask (``trustlab audit DATA --private --dask ...``).
+
+Workers compute EXACT statistics of their partitions (counts, integer grid-unit sums,
+code histograms, the quantile grid counts of the DP boxplots) on rows conformed to the
+public schema; the client merges them and adds the noise ONCE, with the same mechanism
+functions as the in-process private audit
+(:func:`~trustlab.compute.private.dp_histogram_of_counts` =
+:func:`~trustlab.privacy.statistics.dp_histogram` on counts,
+:func:`~trustlab.privacy.statistics.dp_sum_of_units` = :func:`~trustlab.privacy.dp_sum` on
+grid units, :func:`~trustlab.compute.quantiles.grouped_dp_boxplot_on` = the section's
+grouped boxplot), in the same accountants and the same order: the ledger is identical
+to the in-process audit's with the same sections. Workers never draw noise.
+
+What the run reads from the private rows decides nothing: every branch, error, column
+type, level, bin count and the training sample's rate come from the schema and the
+arguments (public). The DP model (DP-SGD) is trained on the client, on a hash sample of
+the training rows at a rate fixed by the schema's public ``rows`` (every training row
+when the schema has none); a row is kept by a function of that row alone, so a
+neighbouring table changes at most one sampled row and DP-SGD's guarantee holds for the
+whole table.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from typing_extensions import override
+
+from trustlab.audit._audit_inputs import column_name, column_names, model_frame
+from trustlab.audit._scale_threads import native_threads
+from trustlab.audit.prediction_table import (
+    N_BOOT,
+    N_SCORE_BINS,
+    OTHER,
+    PredictionTable,
+    consistent_counts,
+    discrete_laplace_sd,
+)
+from trustlab.audit.section import AuditContext, Section, SectionResult
+from trustlab.audit.sections._columns import integer_resolution
+from trustlab.audit.sections.data import _Z2, DataSection, _halfwidth, model_inputs
+from trustlab.audit.sections.privacy import SIZE_SHARE, PrivacySection, _plot_entry
+from trustlab.audit.split import row_hash, sample_rate, split_from_hash, training_sample
+from trustlab.compute.backend import compute
+from trustlab.compute.private import dp_histogram_of_counts
+from trustlab.compute.statistics import MergeableStatistic
+from trustlab.datasets.schema import Schema
+from trustlab.fairness import bootstrap_counts
+from trustlab.privacy.accounting import Accountant
+from trustlab.privacy.boxplot import OTHER_LABEL
+from trustlab.privacy.statistics import dp_count, dp_sum_of_units, grid_units
+
+__all__ = ["PRIVATE_SCALE_SECTIONS", "run_scaled_private"]
+
+PRIVATE_SCALE_SECTIONS = ("data", "performance", "fairness", "privacy")
+SUM_RESOLUTION = 2**12  # dp_sum's default, as the in-process Data section calls it
+_TABLE_KEY = "prediction_table"  # the key shared_prediction_table uses in private mode
+
+
+def _codes(values: pd.Series, categories: list[Any]) -> np.ndarray:
+    """Codes over the declared categories, ``len(categories)`` for missing or other (as in process)."""
+    lookup = {v: i for i, v in enumerate(categories)}
+    return values.astype(object).map(lookup).fillna(len(categories)).to_numpy(dtype=np.int64)
+
+
+class _Plan:
+    """The public facts the workers need: the schema, the columns, the split and the sample rate."""
+
+    def __init__(self, schema: Schema, columns: list[Any], cols: dict[str, Any], **kw: Any) -> None:
+        self.schema, self.columns = schema, columns
+        self.target, self.sensitive, self.features = cols["target"], cols["sensitive"], cols["features"]
+        self.positive = cols["positive"]
+        self.test_size, self.seed, self.rate = kw["test_size"], kw["seed"], kw["rate"]
+        self.declared = [c for c in columns if c in schema]
+
+    def prepare(self, chunk: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+        """Held-out mask (the in-process hash of the raw values), the conformed rows, labelled mask."""
+        h = row_hash(chunk, self.seed)
+        conformed = self.schema.conform(chunk.reset_index(drop=True))
+        labelled = conformed[self.target].notna().to_numpy()
+        return h, conformed, labelled
+
+
+class _FirstPass(MergeableStatistic[dict[str, Any], dict[str, Any]]):
+    """Exact sufficient statistics of the private Data section, and the training sample.
+
+    ``rows``; per declared column with bounds: ``missing`` and the integer ``units`` of
+    :func:`~trustlab.privacy.statistics.grid_units`; per declared categorical column: the
+    code histogram over its categories + missing/other (the Privacy section's group
+    sizes are the same histograms). ``sample``: the conformed training rows (labelled,
+    not held out) whose hash falls below the public rate, with their 0/1 outcome.
+    """
+
+    def __init__(self, plan: _Plan) -> None:
+        self.plan = plan
+
+    @override
+    def partial(self, chunk: pd.DataFrame) -> dict[str, Any]:
+        p = self.plan
+        h, conf, labelled = p.prepare(chunk)
+        state: dict[str, Any] = {"rows": len(conf)}
+        for c in p.declared:
+            bounds = p.schema.bounds(c)
+            if bounds is not None:
+                values = conf[c].to_numpy(dtype=float, na_value=np.nan)
+                state[f"missing:{c}"] = int(np.isnan(values).sum())
+                state[f"units:{c}"] = grid_units(values, bounds, SUM_RESOLUTION)
+            else:
+                cats = list(p.schema.categories(c) or ())
+                state[f"hist:{c}"] = np.bincount(_codes(conf[c], cats), minlength=len(cats) + 1)
+        for a in p.sensitive:  # the Privacy section's group sizes (declared categories)
+            cats = list(p.schema.categories(a) or ())
+            state[f"groups:{a}"] = np.bincount(_codes(conf[a], cats), minlength=len(cats) + 1)
+        keep = labelled & ~split_from_hash(h, p.test_size) & training_sample(h, p.rate)
+        rows = conf.loc[keep, p.features].reset_index(drop=True)
+        y = (conf.loc[keep, p.target].astype(object) == p.positive).to_numpy().astype(np.int64)
+        state["sample"] = (rows, y)
+        return state
+
+    @override
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in a.items():
+            if k == "sample":
+                out[k] = (pd.concat([v[0], b[k][0]], ignore_index=True), np.concatenate([v[1], b[k][1]]))
+            else:
+                out[k] = v + b[k]  # Python ints (exact) and int64 histograms
+        return out
+
+    @override
+    def finalize(self, state: dict[str, Any]) -> dict[str, Any]:
+        return state
+
+
+class _HeldoutCounts(MergeableStatistic[np.ndarray, np.ndarray]):
+    """Held-out labelled rows counted by (sensitive cell, score bin, label): the private table's codes."""
+
+    def __init__(self, plan: _Plan, model: Any, column: int) -> None:
+        self.plan, self.model, self.column = plan, model, column
+        self.levels = [[*(plan.schema.categories(a) or ()), OTHER] for a in plan.sensitive]
+        self.n_codes = int(np.prod([len(lv) for lv in self.levels])) * N_SCORE_BINS * 2
+
+    @override
+    def partial(self, chunk: pd.DataFrame) -> np.ndarray:
+        p = self.plan
+        h, conf, labelled = p.prepare(chunk)
+        rows = conf[split_from_hash(h, p.test_size) & labelled].reset_index(drop=True)
+        proba = np.full(len(rows), 0.5)
+        if len(rows):
+            try:  # as in process: a model that cannot predict scores 0.5 (never raises on the rows)
+                with native_threads():
+                    out = np.asarray(self.model.predict_proba(model_frame(rows[p.features], p.schema)), float)
+                proba = np.clip(np.where(np.isfinite(out[:, self.column]), out[:, self.column], 0.5), 0, 1)
+            except Exception:
+                proba = np.full(len(rows), 0.5)
+        cell = np.zeros(len(rows), dtype=np.int64)
+        for a, lv in zip(p.sensitive, self.levels, strict=True):
+            cell = cell * len(lv) + _codes(rows[a], lv[:-1])
+        score_bin = np.clip((proba * N_SCORE_BINS).astype(np.int64), 0, N_SCORE_BINS - 1)
+        y = (rows[p.target].astype(object) == p.positive).to_numpy().astype(np.int64)
+        codes = (cell * N_SCORE_BINS + score_bin) * 2 + y
+        return np.bincount(codes, minlength=self.n_codes).astype(np.int64)
+
+    @override
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+    @override
+    def finalize(self, state: np.ndarray) -> np.ndarray:
+        return state
+
+
+def private_prediction_table(
+    counts: np.ndarray, sensitive: list[Any], levels: list[list[Any]], budget: Accountant, seed: int
+) -> PredictionTable:
+    """The private prediction table from merged exact counts (as ``build_prediction_table`` releases it)."""
+    n_cells = int(np.prod([len(lv) for lv in levels])) if levels else 1
+    n_codes = n_cells * N_SCORE_BINS * 2
+    release = budget.record(
+        dp_histogram_of_counts(
+            counts,
+            budget.remaining_epsilon,
+            description=(
+                f"held-out rows counted by sensitive group x score bin ({N_SCORE_BINS}) x label "
+                f"({n_codes} cells)"
+            ),
+        )
+    )
+    released = np.asarray(release.value).reshape(n_cells, N_SCORE_BINS, 2)
+    scale = float(release.parameters["scale"])
+    table_counts = consistent_counts(released)
+    reps = consistent_counts(
+        bootstrap_counts(table_counts, n_boot=N_BOOT, noise_scale=scale, random_state=seed)
+    )
+    return PredictionTable(
+        attributes=tuple(sensitive),
+        levels=tuple(tuple(lv) for lv in levels),
+        counts=table_counts,
+        released=released,
+        noise_scale=scale,
+        replicates=reps,
+    )
+
+
+class _MergedData(DataSection):
+    """The private Data section on merged exact statistics (the releases of ``DataSection._private``)."""
+
+    def __init__(self, stats: dict[str, Any], columns: list[Any]) -> None:
+        self.stats, self.columns = stats, columns
+
+    @override
+    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+        st, schema = self.stats, ctx.schema
+        declared = [c for c in self.columns if c in schema]
+        skipped = [str(c) for c in self.columns if c not in schema]
+        shares = budget.split({"rows": 1.0} | {f"col:{c}": 1.0 for c in declared})
+        n_release = shares["rows"].record(
+            dp_count(int(st["rows"]), shares["rows"].remaining_epsilon, description="Data: row count")
+        )
+        n = max(1, n_release.value)
+        t_n = _halfwidth(n_release.parameters["scale"], 3)
+        entries: list[dict[str, Any]] = []
+        for col in declared:
+            acc, bounds = shares[f"col:{col}"], schema.bounds(col)
+            entry: dict[str, Any] = {"name": str(col)}
+            if bounds is not None:
+                eps = acc.remaining_epsilon / 2
+                miss_rel = acc.record(
+                    dp_count(int(st[f"missing:{col}"]), eps, description=f"Data: missing values of {col}")
+                )
+                sum_rel = acc.record(
+                    dp_sum_of_units(
+                        int(st[f"units:{col}"]),
+                        bounds,
+                        acc.remaining_epsilon,
+                        resolution=SUM_RESOLUTION,
+                        description=f"Data: clipped sum of {col} (bounds {bounds[0]:g}..{bounds[1]:g})",
+                    )
+                )
+                miss = miss_rel.value
+                t_m = _halfwidth(miss_rel.parameters["scale"], 3)
+                t_s = _halfwidth(sum_rel.parameters["integer_scale"], 3) * sum_rel.parameters["grid_step"]
+                total = float(sum_rel.value)
+                present = max(1, n - miss)
+                lo = bounds[0] + max(0.0, total - t_s) / (present + t_n + t_m)
+                hi = bounds[0] + (total + t_s) / max(1, present - t_n - t_m)
+                entry |= {
+                    "kind": "numeric",
+                    "dtype": "float64",
+                    "bounds": list(bounds),
+                    "mean": float(np.clip(bounds[0] + total / present, *bounds)),
+                    "mean_interval": [float(np.clip(lo, *bounds)), float(np.clip(hi, *bounds))],
+                }
+                rate = float(np.clip(miss / n, 0.0, 1.0))
+                rate_int = [
+                    float(np.clip((miss - t_m) / (n + t_n), 0.0, rate)),
+                    float(np.clip((miss + t_m) / max(1, n - t_n), rate, 1.0)),
+                ]
+            else:
+                cats = list(schema.categories(col) or ())
+                rel = acc.record(
+                    dp_histogram_of_counts(
+                        st[f"hist:{col}"],
+                        acc.remaining_epsilon,
+                        description=f"Data: counts of {col} over its {len(cats)} public "
+                        "categories + missing/other",
+                    )
+                )
+                h = np.clip(np.asarray(rel.value, dtype=float), 0, None)
+                scale = rel.parameters["scale"]
+                t_h = _halfwidth(scale, 2)
+                total = max(1.0, float(h.sum()))
+                t_total = _Z2 * np.sqrt(h.size) * discrete_laplace_sd(scale)
+                share = h / total
+                low = np.clip((h - t_h) / (total + t_total), 0.0, share)
+                high = np.clip((h + t_h) / max(1.0, total - t_total), share, 1.0)
+                entry |= {
+                    "kind": "categorical",
+                    "dtype": "category",
+                    "levels": len(cats),
+                    "shares": [
+                        [str(c), float(share[i]), float(low[i]), float(high[i])] for i, c in enumerate(cats)
+                    ],
+                }
+                rate, rate_int = float(share[-1]), [float(low[-1]), float(high[-1])]
+            entry["missing_rate"] = rate
+            entry["missing_interval"] = rate_int
+            entries.append(entry)
+        notes = [
+            f"Differentially private (add/remove one record): {budget.total_epsilon:.4g} of the "
+            "audit's epsilon, split evenly over the row count and each declared column.",
+            "Kinds and dtypes are the schema's declarations (numeric columns as float64 clipped to "
+            "their bounds, categorical columns over their declared categories), never read off the "
+            "rows; a value outside a column's categories, or one that does not read as a number, "
+            "counts as missing or other.",
+            f"Means are of values clipped to the public bounds of the schema ({schema.source}).",
+            "Intervals (95%) cover the privacy noise of the counts and sums each figure is built "
+            "from (Bonferroni over them); they describe this table, so no sampling error is added.",
+            "Not released (no public bounds or categories declared): " + (", ".join(skipped) or "none"),
+            "Computed on Dask: exact counts and grid-unit sums merged from the partitions, noise "
+            "added once on the client by the same mechanisms as in process.",
+        ]
+        figures = {
+            "rows": int(n_release.value),
+            "rows_interval": [max(0, int(n_release.value) - t_n), int(n_release.value) + t_n],
+            "columns": len(self.columns),
+            "column_summaries": entries,
+            "not_released": skipped,
+            "model_inputs": model_inputs(ctx),
+        }
+        return SectionResult(self.name, self.title, figures, self._checks(ctx, entries), notes)
+
+
+class _MergedPrivacy(PrivacySection):
+    """The private Privacy section on merged statistics (the releases of ``PrivacySection.compute``).
+
+    Group sizes: the merged code histograms of the first pass, released by
+    :func:`~trustlab.compute.private.dp_histogram_of_counts`; boxplots:
+    :func:`~trustlab.compute.quantiles.grouped_dp_boxplot_on` (grid counts merged on the
+    workers, quantiles and outlier counts released once here).
+    """
+
+    def __init__(self, stats: dict[str, Any], frame: Any, client: Any) -> None:
+        self.stats, self.frame, self.client = stats, frame, client
+
+    @override
+    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        from trustlab.audit.sections.privacy import _candidates, _numeric_columns
+        from trustlab.compute.quantiles import grouped_dp_boxplot_on
+
+        assert budget is not None  # private runs only
+        cols = _numeric_columns(ctx)
+        left_out = _candidates(ctx)[1]
+        pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
+        eps_sizes = budget.remaining_epsilon * SIZE_SHARE / len(ctx.sensitive) if pairs else 0.0
+        eps_box = budget.remaining_epsilon * (1 - SIZE_SHARE) / len(pairs) if pairs else 0.0
+        sizes = {a: self._merged_sizes(ctx, a, eps_sizes, budget) for a in ctx.sensitive} if pairs else {}
+        plots: list[dict[str, Any]] = []
+        for col, attr in pairs:
+            bounds = ctx.schema.bounds(col)
+            assert bounds is not None
+            resolution = integer_resolution(ctx.schema, col)
+            options: dict[str, Any] = {} if resolution is None else {"resolution": resolution}
+            res = grouped_dp_boxplot_on(
+                self.frame,
+                col,
+                attr,
+                list(ctx.schema.categories(attr) or ()),
+                eps_box,
+                bounds,
+                client=self.client,
+                counts=sizes[attr],
+                description=f"privacy: {col} by {attr}",
+                **options,
+            )
+            for release in res.releases:
+                budget.record(release)
+            plots.append(_plot_entry(col, attr, res) | {"kind": "box", "resolution": resolution})
+        rest = budget.remaining_epsilon
+        if rest > 1e-12 * budget.total_epsilon:
+            budget.spend(
+                rest, description="privacy section: unused share (nothing to release)", mechanism="none"
+            )
+        # the notes are the in-process section's (the releases are the same), plus where they ran
+        notes = [
+            "Boxplots are differentially private (DPBoxplot, add/remove neighbours), released as the "
+            f"in-process audit releases them: the rows of each group are counted once ({SIZE_SHARE:.3g} "
+            "of the section's share, split over the attributes) and each box gets the rest, split over "
+            f"the (column, attribute) pairs (epsilon {eps_box:.3g} each); points beyond the whiskers "
+            "are shown only as noisy counts ('N beyond'). Columns and groups come from the schema.",
+            "Not drawn (they look like identifiers or codes; see the Data section): "
+            + (", ".join(map(str, left_out)) or "none"),
+            "Computed on Dask: group sizes and the boxplots' grid counts merged from the partitions "
+            "(two passes per figure), noise added once on the client. The boxes carry no interval.",
+        ]
+        figures = {"boxplots": plots, "private": True, "not_drawn": [str(c) for c in left_out]}
+        return SectionResult(self.name, self.title, figures, [], notes)
+
+    def _merged_sizes(
+        self, ctx: AuditContext, attr: str, epsilon: float, budget: Accountant
+    ) -> dict[Any, float]:
+        """As ``PrivacySection._sizes``, from the merged histogram of ``attr``'s codes."""
+        cats = list(ctx.schema.categories(attr) or ())
+        rel = budget.record(
+            dp_histogram_of_counts(
+                self.stats[f"groups:{attr}"],
+                epsilon,
+                description=f"privacy: rows per {attr} group (the n of every boxplot by {attr})",
+            )
+        )
+        values = np.clip(np.asarray(rel.value, dtype=float), 0, None)
+        return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
+
+
+def _expected_sample(schema: Schema, test_size: float, rate: float) -> str:
+    """The training sample's size as a public figure (never the exact private count)."""
+    if schema.rows is None:
+        return 'every training row (the schema declares no public row estimate "rows")'
+    expected = round(schema.rows * (1.0 - test_size) * rate)
+    return (
+        f"about {expected:,} training rows (rate {rate:.4g} from the schema's public estimate of "
+        f"{schema.rows:,} rows)"
+    )
+
+
+def run_scaled_private(
+    runner: Any,
+    path: str | Path,
+    *,
+    target: str,
+    sensitive: Any,
+    client: Any,
+    sample_rows: int | None,
+    dataset_name: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Any:
+    """The private audit of a partitioned Parquet dataset on Dask (see the module's notes).
+
+    Public facts only decide anything: the arguments, the schema and the files' column
+    names (their footers' row counts are never read). The Data, Performance, Fairness and
+    Privacy sections run; their releases and the ledger are those of
+    ``Audit(private=True, ...).run`` with the same sections on the same table.
+    """
+    import dask.dataframe as dd
+
+    from trustlab.audit._private_model import DP_MODEL, fit_private_model
+    from trustlab.audit.audit import _PRIVATE_MODEL_SCOPE, _PUBLIC_MODEL_SCOPE, PRIVACY_SCOPE, TRAINING_SHARE
+    from trustlab.audit.registry import default_sections
+    from trustlab.audit.report import AuditReport
+    from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
+
+    step = progress or (lambda _msg: None)
+    files = parquet_files(path)
+    target, sensitive = column_name(target, "target"), column_names(sensitive, "sensitive")
+    arrow, _ = check_parquet_schemas(files, required=(target, *sensitive))  # row counts never read
+    # the in-process checks of public facts, on an empty table with the files' columns
+    prep = runner._prepare(arrow.empty_table().to_pandas(), target, sensitive)
+    schema, sens, features = prep.schema, prep.sensitive, prep.features
+    columns = list(prep.raw.columns)
+    seed, test_size = int(runner.random_state), float(runner.test_size)
+    rate = 1.0 if schema.rows is None else sample_rate(sample_rows, schema.rows, test_size)
+    plan = _Plan(
+        schema,
+        columns,
+        {"target": target, "sensitive": sens, "features": features, "positive": prep.positive},
+        test_size=test_size,
+        seed=seed,
+        rate=rate,
+    )
+    frame = dd.read_parquet([str(f) for f in files], columns=columns)
+    t0 = time.perf_counter()
+    first = compute(
+        _FirstPass(plan), frame, client=client, progress=lambda d, n: step(f"pass 1/2: {d}/{n} partitions")
+    )
+    t1 = time.perf_counter()
+    assert runner.epsilon is not None  # _validate_params
+    accountant = Accountant(runner.epsilon, runner.delta, name="audit")
+    training_budget = accountant.child(TRAINING_SHARE * runner.epsilon, "model training", delta=runner.delta)
+    sample, y_sample = first.pop("sample")
+    step("training the DP model on the hash sample")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # whether it warns is a fact about the rows
+        model, status = fit_private_model(
+            model_frame(sample, schema),
+            y_sample,
+            schema,
+            accountant=training_budget,
+            delta=runner.delta,
+            train_fraction=(1.0 - test_size) * rate,  # DP-SGD's step divisor: the expected sample size
+        )
+    status = status.replace("on the training rows", "on a hash sample of the training rows", 1)
+    if str(runner.model) != "logistic":
+        status += f"; '{runner.model}' has no DP trainer in trustlab, so a logistic regression was trained"
+    status += (
+        f"; sample: {_expected_sample(schema, test_size, rate)}; every held-out row scored on the workers"
+    )
+    classes = list(getattr(model, "classes_", [0, 1]))
+    column = classes.index(1) if 1 in classes else 1
+    t2 = time.perf_counter()
+    held = _HeldoutCounts(plan, model, column)
+    counts = compute(held, frame, client=client, progress=lambda d, n: step(f"pass 2/2: {d}/{n} partitions"))
+    t3 = time.perf_counter()
+    ctx = AuditContext(
+        data=prep.data,  # no rows: the sections read merged statistics and the schema
+        target=target,
+        sensitive=sens,
+        features=features,
+        y=np.zeros(0, dtype=np.int64),
+        positive_label=prep.positive,
+        negative_label=prep.negative,
+        train_index=np.zeros(0, dtype=np.int64),
+        test_index=np.zeros(0, dtype=np.int64),
+        model=model,
+        model_name=DP_MODEL,
+        proba_test=np.zeros(0),
+        schema=schema,
+        private=True,
+        random_state=seed,
+        model_status=status,
+    )
+    conformed = frame.map_partitions(schema.conform, meta=schema.conform(frame._meta))
+    wanted = [s for s in (runner.sections or default_sections()) if s.name in PRIVATE_SCALE_SECTIONS]
+    sections: list[Section] = [
+        _MergedData(first, columns)
+        if s.name == "data"
+        else _MergedPrivacy(first, conformed, client)
+        if s.name == "privacy"
+        else s
+        for s in wanted
+    ]
+    sections = [s for s in sections if s.applies(ctx)]
+    weights: dict[str, float] = {}
+    for s in sections:
+        if s.budget_weight > 0:
+            weights[s.key] = max(weights.get(s.key, 0.0), s.budget_weight)
+    budgets = accountant.split(weights) if weights else {}
+    if "predictions" in budgets:  # the shared table, released once into the sections' shared budget
+        ctx._shared[_TABLE_KEY] = private_prediction_table(
+            counts, sens, held.levels, budgets["predictions"], seed
+        )
+    results = []
+    for s in sections:
+        step(f"section: {s.title}")
+        results.append(s.compute(ctx, budgets.get(s.key) if s.budget_weight > 0 else None))
+    for key, acc in budgets.items():
+        if acc.remaining_epsilon > 1e-9 * acc.total_epsilon:
+            raise RuntimeError(f"internal error: budget '{key}' left {acc.remaining_epsilon} unspent")
+    workers = len(client.scheduler_info().get("workers", {})) if client is not None else 0
+    meta: dict[str, Any] = {
+        "dataset": dataset_name or Path(path).name,
+        "target": target,
+        "positive_label": str(prep.positive),
+        "sensitive": sens,
+        "features": [str(f) for f in features],
+        "model": DP_MODEL,
+        "model_status": status,
+        "test_size": test_size,
+        "split": "keyed hash of each row's values (seed = key); rows with the hash below test_size "
+        "are held out",
+        "random_state": seed,
+        "private": True,
+        "epsilon": runner.epsilon,
+        "privacy_scope": [
+            _PRIVATE_MODEL_SCOPE if line == _PUBLIC_MODEL_SCOPE else line for line in PRIVACY_SCOPE
+        ],
+        "delta": runner.delta,
+        "schema_source": schema.source,
+        "trustlab_version": version("trustlab"),
+        "generated_at": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d %H:%M UTC"),
+        "scale": {
+            "backend": "dask",
+            "workers": workers,
+            "files": len(files),
+            "partitions": int(frame.npartitions),
+            "rows": schema.rows,  # public (the schema's estimate) or None; the true count is private
+            "sample_rows": _expected_sample(schema, test_size, rate),
+            "sample_rate": rate,
+            "seconds": {"pass1": t1 - t0, "fit": t2 - t1, "pass2": t3 - t2},
+            "sections_left_out": [
+                s.name
+                for s in (runner.sections or default_sections())
+                if s.name not in PRIVATE_SCALE_SECTIONS
+            ],
+            "note": "Private: workers compute exact counts and sums of their partitions; the client "
+            "merges them and adds the noise once (the in-process mechanisms and ledger). Rows, sums "
+            "and counts never leave the cluster unnoised except to this client; the report holds only "
+            "released figures.",
+        },
+    }
+    if schema.epsilon_spent or schema.delta_spent:
+        meta["schema_privacy"] = {
+            "epsilon": schema.epsilon_spent,
+            "delta": schema.delta_spent,
+            "note": "spent drafting the schema from these rows (trustlab schema --epsilon); the total "
+            "spent on the rows is this plus the audit's epsilon (basic composition)",
+        }
+    return AuditReport(meta=meta, results=results, sections=sections, ledger=accountant.ledger())
