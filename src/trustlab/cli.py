@@ -120,8 +120,14 @@ def _audit_dask(
     positive: str | None,
     mitigate: str | None,
     proxy: str | None,
+    schema: Path | None = None,
+    delta: float = 1e-6,
 ) -> None:
-    """``trustlab audit DATA --dask ...``: the Data, Performance and Fairness sections on a cluster."""
+    """``trustlab audit DATA --dask ...``: the Data, Performance and Fairness sections on a cluster.
+
+    With ``--private`` (and ``--schema``): the Privacy section too, every figure released
+    from merged exact statistics with the noise added once here (docs/scale.md).
+    """
     from trustlab.audit import Audit
     from trustlab.audit.report import check_out_dir
 
@@ -152,22 +158,28 @@ def _audit_dask(
         from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
 
         # the files' footers first: a bad file fails before any cluster starts
-        check_parquet_schemas(parquet_files(data), required=(target, *_split(sensitive)))
+        arrow, _ = check_parquet_schemas(parquet_files(data), required=(target, *_split(sensitive)))
 
         if not 0.0 < timeout <= 3600.0:
             raise TrustlabError(
                 f"--dask-timeout must lie in (0, 3600] seconds, got {timeout}.", argument="dask"
             )
+        from trustlab.datasets import Schema
+
         runner = Audit(
             model=model,
             private=private,
             epsilon=epsilon,
+            schema=Schema.from_json(schema) if schema else None,
+            delta=delta,
             positive=positive,
             ignore=ignore,
             use_sensitive=use_sensitive,
             test_size=test_size,
             random_state=seed,
         )
+        if private:  # the schema's checks (public facts) before any cluster starts
+            runner._prepare(arrow.empty_table().to_pandas(), target, _split(sensitive))
         with _spinner(err) as progress:
             task = progress.add_task(f"connecting to {scheduler}", total=None)
             client = connect(scheduler, timeout=timeout)
@@ -193,6 +205,15 @@ def _audit_dask(
                 cluster.close()
     counts = report.status_counts
     scale = report.meta["scale"]
+    if private:  # public figures only: the true row and sample counts are private
+        typer.echo(
+            f"report written: {html_path} and {json_path} (differentially private on Dask, epsilon="
+            f"{epsilon:g}, delta={delta:g}: {scale['partitions']} partitions, {scale['workers']} workers; "
+            f"DP model trained on {scale['sample_rows']}); checks: {counts['pass']} passed, "
+            f"{counts['fail']} failed, {counts['inconclusive']} inconclusive, {counts['not_evaluable']} "
+            "not evaluable"
+        )
+        return
     typer.echo(
         f"report written: {html_path} and {json_path} (raw statistics on Dask: {scale['rows']:,} rows, "
         f"{scale['partitions']} partitions, {scale['workers']} workers; model fitted on "
@@ -262,7 +283,8 @@ def audit(
         int,
         typer.Option(
             help="Training rows sampled (a hash sample) to fit the default model; every held-out row "
-            "is scored. Not in private mode, which trains on every training row."
+            "is scored. In process, private mode trains on every training row; with --dask it samples "
+            'at a rate from the schema\'s public "rows" (every training row when not declared).'
         ),
     ] = 200_000,
     dask_timeout: Annotated[
@@ -289,6 +311,8 @@ def audit(
             positive,
             mitigate,
             proxy,
+            schema,
+            delta,
         )
         return
     from trustlab.audit import Audit, default_sections
