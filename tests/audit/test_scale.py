@@ -157,3 +157,18 @@ def test_bad_inputs_name_the_file(client, tmp_path):
     df.to_csv(empty / "a.csv", index=False)
     with pytest.raises(DataError, match="no Parquet file"):
         run_scaled(Audit(sections=_sections()), empty, target="y", sensitive="g", client=client)
+
+
+def test_explain_section_on_dask(client, files):
+    """The Explain section (ID's hook): FastPD's background is every held-out row, counted on the workers."""
+    from trustlab.audit.split import row_split
+
+    root, whole = files
+    wanted = [s for s in default_sections() if s.name in ("data", "explain")]
+    report = run_scaled(
+        Audit(model="hgb", sections=wanted), root, target="y", sensitive="g", client=client, sample_rows=2000
+    )
+    assert [r.name for r in report.results] == ["data", "explain"]
+    held = int(row_split(load_table(whole), 0.3, 0).sum())
+    assert report["explain"].figures["n_background"] == held
+    assert "explain" not in report.meta["scale"]["sections_left_out"]

@@ -33,6 +33,7 @@ from typing_extensions import override
 
 from trustlab._validation import check_binary_target
 from trustlab.audit._audit_inputs import check_values, column_name, column_names
+from trustlab.audit._scale_explain import explain_section, explain_statistic
 from trustlab.audit._scale_stats import (
     BIN,
     COLUMNS_KEY,
@@ -66,7 +67,7 @@ from trustlab.models import categorical_columns
 
 __all__ = ["DEFAULT_SAMPLE_ROWS", "SCALE_SECTIONS", "run_scaled"]
 
-SCALE_SECTIONS = ("data", "performance", "fairness")
+SCALE_SECTIONS = ("data", "performance", "fairness", "explain")
 
 
 def _as_category(frame: pd.DataFrame) -> pd.DataFrame:
@@ -239,9 +240,16 @@ def run_scaled(
         seed=seed,
         column=column,
     )
-    second = compute(
-        scored, frame, client=client, progress=lambda d, n: step(f"pass 2/2: {d}/{n} partitions")
+    from trustlab.audit.registry import default_sections
+
+    wants_explain = any(s.name == "explain" for s in (runner.sections or default_sections()))
+    pass2: dict[str, MergeableStatistic[Any, Any]] = {"scored": scored}
+    if wants_explain:
+        pass2["explain"] = explain_statistic(model, features, test_size=test_size, seed=seed)
+    both = compute(
+        Several(pass2), frame, client=client, progress=lambda d, n: step(f"pass 2/2: {d}/{n} partitions")
     )
+    second = both["scored"]
     t3 = time.perf_counter()
     ctx = AuditContext(
         data=sample,
@@ -268,7 +276,6 @@ def run_scaled(
     ctx._shared[SCORES_KEY] = {"overall": second["overall"]} | {
         a: second[f"scores:{i}"] for i, a in enumerate(sens)
     }
-    from trustlab.audit.registry import default_sections
     from trustlab.audit.sections.fairness import FairnessSection
 
     wanted = [s for s in (runner.sections or default_sections()) if s.name in SCALE_SECTIONS]
@@ -276,7 +283,10 @@ def run_scaled(
     results = []
     for s in sections:
         step(f"section: {s.title}")
-        results.append(s.compute(ctx, None))
+        if s.name == "explain":
+            results.append(explain_section(s, ctx, both["explain"]))
+        else:
+            results.append(s.compute(ctx, None))
     workers = len(client.scheduler_info().get("workers", {})) if client is not None else 0
     report_meta: dict[str, Any] = {
         "dataset": dataset_name or Path(path).name,
@@ -306,6 +316,8 @@ def run_scaled(
                 s.name for s in (runner.sections or default_sections()) if s.name not in SCALE_SECTIONS
             ],
             "note": "Data, Performance and Fairness computed as mergeable statistics on the workers; "
+            "Explain from FastPD's per-leaf background counts of every held-out row (merged on the "
+            "workers) and a hash sample of 500 held-out rows explained on the client; "
             "multicalibration and mitigation (they read individual held-out rows) and the other "
             "sections are left out of a distributed run.",
         },
