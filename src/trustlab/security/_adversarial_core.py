@@ -11,7 +11,7 @@ import numpy as np
 
 from trustlab.security._nets import require_torch
 
-__all__ = ["attribution_matrix", "cas_of", "pgd", "soft_loss"]
+__all__ = ["attribution_matrix", "cas_of", "distill_weight_at", "ema_update", "pgd", "soft_loss"]
 
 
 def pgd(
@@ -102,3 +102,34 @@ def soft_loss(
         reduction="batchmean",
     )
     return (1 - distill_weight) * hard + distill_weight * temperature**2 * soft
+
+
+def ema_update(teacher: Any, model: Any, decay: float) -> None:
+    """One step of an exponential moving average of ``model``'s weights into ``teacher``.
+
+    ``theta_teacher <- decay * theta_teacher + (1 - decay) * theta_model`` for every
+    parameter; buffers (BatchNorm statistics) are copied. This is the self-distillation
+    teacher the authors' training script carried (``--decay 0.001``: ``decay = 0.999`` per
+    step) before the release removed it.
+    """
+    torch = require_torch()
+    with torch.no_grad():
+        for p_t, p in zip(teacher.parameters(), model.parameters(), strict=True):
+            p_t.mul_(decay).add_(p.detach(), alpha=1.0 - decay)
+        for b_t, b in zip(teacher.buffers(), model.buffers(), strict=True):
+            b_t.copy_(b)
+
+
+def distill_weight_at(epoch: int, weight: float, ramp: tuple[float, float] | None) -> float:
+    """The distillation weight of ``epoch`` (1-based) under a linear ramp.
+
+    ``ramp=None``: ``weight`` from the first epoch. ``ramp=(start, end)``: 0 before
+    ``start``, rising linearly to ``weight`` at ``end`` and constant after it (the ramp of
+    the authors' removed ``lam_schedule``: 0 at epoch 90, 0.8 from epoch 110 of 200).
+    """
+    if ramp is None:
+        return weight
+    start, end = ramp
+    if epoch < start:
+        return 0.0
+    return weight * min(1.0, (epoch - start) / (end - start))

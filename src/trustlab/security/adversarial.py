@@ -28,7 +28,14 @@ import pandas as pd
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.security._adversarial_core import attribution_matrix, cas_of, pgd, soft_loss
+from trustlab.security._adversarial_core import (
+    attribution_matrix,
+    cas_of,
+    distill_weight_at,
+    ema_update,
+    pgd,
+    soft_loss,
+)
 from trustlab.security._backdoor_layers import check_inputs, check_labels, one_thread, read_chain
 from trustlab.security._nets import require_torch
 
@@ -73,6 +80,24 @@ def _check_bounds(bounds: Any) -> tuple[float, float] | None:
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ParameterError(f"bounds must be finite with low < high; got {bounds!r}.", argument="bounds")
     return lo, hi
+
+
+def _check_ramp(ramp: Any) -> tuple[float, float] | None:
+    if ramp is None:
+        return None
+    try:
+        start, end = (float(r) for r in ramp)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"distill_ramp must be None or a pair (start, end) of epochs; got {ramp!r}.",
+            argument="distill_ramp",
+        ) from None
+    if not (np.isfinite(start) and np.isfinite(end) and 0 <= start < end):
+        raise ParameterError(
+            f"distill_ramp must be finite epochs with 0 <= start < end; got {ramp!r}.",
+            argument="distill_ramp",
+        )
+    return start, end
 
 
 def _seed(random_state: Any) -> Any:
@@ -327,6 +352,7 @@ class AdversarialTrainingResult:
         "label_smoothing": [Interval(numbers.Real, 0, 1, closed="left")],
         "temperature": _POS,
         "distill_weight": [Interval(numbers.Real, 0, 1, closed="both")],
+        "ema_decay": [Interval(numbers.Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
     }
 )
@@ -349,6 +375,8 @@ def adversarial_train(
     teacher: Any = None,
     temperature: float = 2.0,
     distill_weight: float = 0.5,
+    ema_decay: float = 0.999,
+    distill_ramp: Any = None,
     bounds: Any = (0.0, 1.0),
     random_state: Any = 0,
 ) -> AdversarialTrainingResult:
@@ -389,13 +417,23 @@ def adversarial_train(
         SGD weight decay.
     label_smoothing : float in [0, 1), default=0.0
         Label smoothing of the cross-entropy (a soft-label variant).
-    teacher : torch.nn.Module, optional
+    teacher : torch.nn.Module or "ema", optional
         A trained model whose softened predictions on the adversarial examples are
-        distilled (the paper's knowledge-distillation soft labels).
+        distilled (the paper's knowledge-distillation soft labels), or ``"ema"``: a
+        self-teacher, the exponential moving average of the model's own weights
+        (updated after every step with ``ema_decay``).
     temperature : float, default=2.0
         Distillation temperature.
     distill_weight : float in [0, 1], default=0.5
         Weight of the distillation term (used only with a ``teacher``).
+    ema_decay : float in (0, 1), default=0.999
+        Per-step decay of the ``"ema"`` teacher (the authors' script carried 0.999,
+        i.e. an average over about 1,000 steps; scale it to the number of steps).
+    distill_ramp : (float, float) or None, default=None
+        Epochs ``(start, end)`` (1-based): the distillation weight is 0 before
+        ``start`` and rises linearly to ``distill_weight`` at ``end`` (the authors'
+        script carried a ramp from epoch 90 to 110 of 200). ``None``: the full weight
+        from the first epoch.
     bounds : (float, float) or None, default=(0.0, 1.0)
         Valid input range for PGD.
     random_state : None, int or numpy.random.Generator, default=0
@@ -429,11 +467,15 @@ def adversarial_train(
             "pass evaluation data shaped like the training data.",
             argument="X_eval",
         )
-    if teacher is not None and not isinstance(teacher, torch.nn.Module):
+    ema = isinstance(teacher, str) and teacher == "ema"
+    if teacher is not None and not ema and not isinstance(teacher, torch.nn.Module):
         raise ModelError(
-            f"teacher must be a torch.nn.Module or None; got {type(teacher).__name__}.", argument="teacher"
+            f"teacher must be a torch.nn.Module, 'ema' or None; got {teacher!r}.", argument="teacher"
         )
     lo_hi = _check_bounds(bounds)
+    ramp = _check_ramp(distill_ramp)
+    if ema:
+        teacher = copy.deepcopy(model)
     alpha = float(step_size if step_size is not None else eps / 4)
     gen = _seed(random_state)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
@@ -447,6 +489,7 @@ def adversarial_train(
             rate = lr * (1.0 if epoch < epochs * 0.5 else 0.1 if epoch < epochs * 0.75 else 0.01)
             for group in opt.param_groups:
                 group["lr"] = rate
+            weight = distill_weight_at(epoch + 1, float(distill_weight), ramp)
             order = torch.randperm(len(Xt), generator=gen)
             total = 0.0
             for start in range(0, len(Xt), batch_size):
@@ -455,7 +498,7 @@ def adversarial_train(
                 model.train()
                 logits = model(x_adv)
                 t_logits = None
-                if teacher is not None:
+                if teacher is not None and weight > 0:
                     with torch.no_grad():
                         t_logits = teacher(x_adv)
                 loss = soft_loss(
@@ -465,11 +508,13 @@ def adversarial_train(
                     label_smoothing=float(label_smoothing),
                     teacher_logits=t_logits,
                     temperature=float(temperature),
-                    distill_weight=float(distill_weight),
+                    distill_weight=weight,
                 )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+                if ema:
+                    ema_update(teacher, model, float(ema_decay))
                 total += float(loss.detach()) * len(idx)
             model.eval()
             x_eval_adv = pgd(model, Xe, ye, steps=eval_steps, **attack)
