@@ -338,6 +338,28 @@ def test_fuzz_only_trustlab_errors(q, eps, bounds, resolution):
         pass
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    cats=st.one_of(st.lists(st.one_of(st.none(), st.text(max_size=2), st.integers()), max_size=3), st.none()),
+    eps=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=2)),
+    figure=st.dictionaries(
+        st.sampled_from(["column", "group", "categories", "epsilon", "bounds", "counts", "n"]), st.integers()
+    ),
+)
+def test_fuzz_grouped_only_trustlab_errors(cats, eps, figure):
+    df = pd.DataFrame({"x": [0.0, 1.0, np.nan, np.inf], "g": ["a", None, "b", "a"]})
+    try:
+        stat = QuantileCounts("x", BOUNDS, base=1.001, group="g", categories=cats)
+        s = compute(stat, df)
+        grouped_dp_boxplot_of_counts(s, lambda w: {i: (0, 0) for i in w}, eps)
+    except TrustlabError:
+        pass
+    try:
+        grouped_dp_boxplots_on(df, [figure, {"categories": cats, "epsilon": eps}])
+    except TrustlabError:
+        pass
+
+
 # ---- (e) empirical privacy audit of the from-counts path ------------------------------------
 
 

@@ -20,7 +20,7 @@ from typing_extensions import override
 from trustlab._param_validation import Interval, check_params
 from trustlab._validation import check_bounds
 from trustlab.compute.statistics import MergeableStatistic
-from trustlab.errors import ParameterError
+from trustlab.errors import DataError, ParameterError
 from trustlab.privacy._boxplot_rules import OTHER_LABEL, check_categories, group_codes
 from trustlab.privacy._durfee import scan_cap
 from trustlab.privacy._grid import DEFAULT_RESOLUTION, MAX_RESOLUTION, GridCounts, QuantileGrid, add_sparse
@@ -83,6 +83,19 @@ class BucketCounts:
         Whether the codes are of ``-z`` (the lower scan).
     complete : bool
         Whether the table reaches beyond every value (its last edge is above them).
+
+    See Also
+    --------
+    QuantileCounts : the statistic that builds it (``base=``).
+
+    Examples
+    --------
+    >>> import math
+    >>> from trustlab.compute import compute
+    >>> s = compute(QuantileCounts("x", (0, 10), base=1.001), pd.DataFrame({"x": [0.5, 2.0, 9.0]}))
+    >>> edges = np.expm1(np.arange(1, 4000) * math.log(1.001)) + 0.0   # the upper scan's edges
+    >>> bool((np.searchsorted(s.upper, edges) == np.searchsorted([0.5, 2.0, 9.0], edges)).all())
+    True
     """
 
     def __init__(
@@ -104,7 +117,22 @@ class BucketCounts:
         return below
 
     def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> np.ndarray:
-        """``numpy.searchsorted`` of the sorted clipped values at the scan's edges (as the scan asks)."""
+        """``numpy.searchsorted`` of the sorted clipped values at the scan's edges (as the scan asks).
+
+        Parameters
+        ----------
+        v : array-like of float
+            Edges of the scan (``-edges`` for the mirrored scan).
+        side : {"left", "right"}
+            ``"left"`` for the upper scan, ``"right"`` for the mirrored one (as the scan calls it).
+        sorter : None
+            Unused (the interface of :meth:`numpy.ndarray.searchsorted`).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64`` counts of values below (``"left"``) or at most (``"right"``) each ``v``.
+        """
         v = np.asarray(v, dtype=float)
         if self.mirrored:  # the scan asks #{z <= -edge} = size - #{-z < edge}
             assert side == "right"
@@ -136,6 +164,10 @@ class QuantileSummary:
         Grid steps across the bounds.
     base : float or None
         The scans' bucket base.
+
+    See Also
+    --------
+    QuantileCounts : the statistic that builds it.
     """
 
     n: int
@@ -150,7 +182,19 @@ class QuantileSummary:
 
 @dataclass(frozen=True)
 class GroupedQuantileSummary:
-    """:class:`QuantileSummary` of each public group (``categories``, then the missing-or-other group)."""
+    """:class:`QuantileSummary` of each public group.
+
+    Attributes
+    ----------
+    categories : tuple
+        The public groups.
+    groups : tuple of QuantileSummary
+        One per category, then one for the missing or undeclared labels.
+
+    See Also
+    --------
+    QuantileCounts : the statistic that builds it (with ``group=``).
+    """
 
     categories: tuple[Any, ...]
     groups: tuple[QuantileSummary, ...]
@@ -159,7 +203,19 @@ class GroupedQuantileSummary:
 _State = list[tuple[int, int, Sparse, Sparse | None, Sparse | None]]
 
 
+def _labels(chunk: pd.DataFrame, group: Any) -> pd.Series:
+    if group not in chunk.columns:
+        raise DataError(
+            f"the data have no column {group!r}; pass one of {list(chunk.columns)[:10]}.", argument="group"
+        )
+    return chunk[group]
+
+
 def _numeric(chunk: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in chunk.columns:
+        raise DataError(
+            f"the data have no column {column!r}; pass one of {list(chunk.columns)[:10]}.", argument="column"
+        )
     return np.asarray(pd.to_numeric(chunk[column], errors="coerce").to_numpy(dtype=float), dtype=float)
 
 
@@ -249,7 +305,7 @@ class QuantileCounts(MergeableStatistic[_State, "QuantileSummary | GroupedQuanti
         x = _numeric(chunk, self.column)
         if self.categories is None:
             return [self._one(x)]
-        codes = group_codes(chunk[self.group], self.categories, len(chunk))
+        codes = group_codes(_labels(chunk, self.group), self.categories, len(chunk))
         return [self._one(x[codes == g]) for g in range(len(self.categories) + 1)]
 
     @override
@@ -327,7 +383,7 @@ class BeyondWhiskers(MergeableStatistic[np.ndarray, np.ndarray]):
         codes = (
             np.zeros(len(chunk), dtype=np.int64)
             if self.categories is None
-            else group_codes(chunk[self.group], self.categories, len(chunk))
+            else group_codes(_labels(chunk, self.group), self.categories, len(chunk))
         )
         size = self.lo.size
         below = np.bincount(codes[x < self.lo[codes]], minlength=size)

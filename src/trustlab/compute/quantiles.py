@@ -560,7 +560,7 @@ def grouped_dp_boxplots_on(
             resolution=fig.get("resolution", DEFAULT_RESOLUTION),
             base=fig.get("base", 1.001),
             group=fig["group"],
-            categories=list(fig["categories"]),
+            categories=fig["categories"],
         )
         specs.append((stat, float(fig["epsilon"]), rest))
     if accountant is not None:
