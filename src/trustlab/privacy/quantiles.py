@@ -302,8 +302,6 @@ def release_quantiles(
     return charge(accountant, plan, draw)
 
 
-
-
 @validate_params({**_COMMON, "resolution": [_RESOLUTION]})
 def dp_quantile(
     x: Any,
