@@ -94,8 +94,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "boxplot: released n with half its noise",
         "src/trustlab/privacy/boxplot.py",
-        "n_pub = float(max(1, int(add_discrete_laplace(arr.size, 1.0 / eps_n))))",
-        "n_pub = float(max(1, int(add_discrete_laplace(arr.size, 0.5 / eps_n))))",
+        "n_pub = float(max(1, int(add_discrete_laplace(data.size, 1.0 / eps_n))))",
+        "n_pub = float(max(1, int(add_discrete_laplace(data.size, 0.5 / eps_n))))",
         ("tests/privacy/test_boxplot_budget.py",),
     ),
     Mutant(
@@ -178,8 +178,8 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "audit: held-out split by a seeded permutation (not per row)",
         "src/trustlab/audit/split.py",
-        "    return u < float(test_size)",
-        "    return np.random.default_rng(0).permutation(u.size) < float(test_size) * u.size",
+        "    return _unit(h) < float(test_size)",
+        "    return np.random.default_rng(0).permutation(h.size) < float(test_size) * h.size",
         ("tests/audit/test_split.py",),
     ),
     Mutant(
