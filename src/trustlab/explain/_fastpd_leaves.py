@@ -25,6 +25,10 @@ __all__ = ["LeafGroup", "LeafTables", "bins", "codes", "extract_leaves", "rank_i
 
 # Working-set size (number of array elements) for one vectorised block.
 BLOCK = 1 << 22
+# Count by tree cells when a tree's occupied cells are at most this share of the rows:
+# 300,000 rows of the audit benchmark in 100,000-row chunks took 40 s coding every row,
+# 16 s with cells below half the rows and 12 s below 90% (busy 2-core machine).
+_CELL_SHARE = 0.9
 
 
 @dataclass
@@ -532,7 +536,7 @@ def _cells(
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """One row of each occupied cell and the cell's row count; ``(None, None)`` when cells do not pay.
 
-    Cells pay when they are fewer than half the rows; their ids are mixed-radix numbers
+    Cells pay when they are fewer than :data:`_CELL_SHARE` of the rows; their ids are mixed-radix numbers
     of the coordinates, counted with a bincount when the grid is small, a hash table otherwise.
     """
     n = BT.shape[1]
@@ -547,13 +551,13 @@ def _cells(
     if size <= max(4 * n, 1 << 16):
         counts = np.bincount(cell, minlength=size)
         occupied = np.nonzero(counts)[0]
-        if len(occupied) * 2 > n:
+        if len(occupied) > _CELL_SHARE * n:
             return None, None
         first = np.empty(size, dtype=np.int64)
         first[cell[::-1]] = np.arange(n - 1, -1, -1)  # the last write is a cell's first row
         return first[occupied], counts[occupied]
     labels, uniques = pd.factorize(cell, sort=False)  # a hash table: linear in the rows
-    if len(uniques) * 2 > n:
+    if len(uniques) > _CELL_SHARE * n:
         return None, None
     first = np.empty(len(uniques), dtype=np.int64)
     first[labels[::-1]] = np.arange(n - 1, -1, -1)
