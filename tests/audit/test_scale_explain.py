@@ -105,7 +105,7 @@ def test_section_reads_every_heldout_row(hgb) -> None:
     assert f["method"] == "fastpd" and f["n_rows"] == 200
     assert f["n_background"] == int(row_split(frame, TEST_SIZE, SEED).sum())
     assert all(c.passed for c in res.checks)
-    assert "every held-out row" in res.notes[0]
+    assert f"the background is {f['n_background']:,} held-out rows" in res.notes[0]
     pre, est = ctx.model[:-1], ctx.model[-1]
     from trustlab.audit._scale import _as_category
 
@@ -129,3 +129,20 @@ def test_linear_model_uses_the_queries() -> None:
     res = explain_section(ExplainSection(recourse=False), ctx, merged)
     assert res.figures["method"] == "linear"
     assert res.notes[0].startswith(f"Explained {len(merged['queries'])} test rows")
+
+
+def test_background_rate_counts_a_hash_sample_of_the_heldout_rows(hgb) -> None:
+    """A rate below 1 counts the held-out rows of the hash sample, the same on any chunking."""
+    from trustlab.audit.split import row_hash, split_from_hash, training_sample
+
+    frame, ctx, features = hgb
+    stat = explain_statistic(ctx.model, features, test_size=TEST_SIZE, seed=SEED, background_rate=0.3)
+    whole = compute(stat, frame)["background"]
+    chunked = compute(stat, frame, chunksize=333)["background"]
+    h = row_hash(frame, SEED)
+    held = split_from_hash(h, TEST_SIZE)
+    assert whole.n_rows == chunked.n_rows == int(training_sample(h[held], 0.3).sum())
+    assert 0.2 * held.sum() < whole.n_rows < 0.4 * held.sum()
+    every = explain_statistic(ctx.model, features, test_size=TEST_SIZE, seed=SEED)
+    full = compute(every, frame)["background"]
+    assert full.n_rows == int(held.sum())

@@ -33,7 +33,7 @@ from typing_extensions import override
 
 from trustlab._validation import check_binary_target
 from trustlab.audit._audit_inputs import check_values, column_name, column_names
-from trustlab.audit._scale_explain import explain_section, explain_statistic
+from trustlab.audit._scale_explain import BACKGROUND_ROWS, explain_section, explain_statistic
 from trustlab.audit._scale_stats import (
     BIN,
     COLUMNS_KEY,
@@ -245,7 +245,10 @@ def run_scaled(
     wants_explain = any(s.name == "explain" for s in (runner.sections or default_sections()))
     pass2: dict[str, MergeableStatistic[Any, Any]] = {"scored": scored}
     if wants_explain:
-        pass2["explain"] = explain_statistic(model, features, test_size=test_size, seed=seed)
+        rate = min(1.0, BACKGROUND_ROWS / max(1.0, n_total * test_size))
+        pass2["explain"] = explain_statistic(
+            model, features, test_size=test_size, seed=seed, background_rate=rate
+        )
     both = compute(
         Several(pass2), frame, client=client, progress=lambda d, n: step(f"pass 2/2: {d}/{n} partitions")
     )

@@ -276,7 +276,8 @@ class ExplainSection(Section):
         else:
             notes = [
                 f"Explained {len(Z)} test rows (a hash sample of the held-out rows); the background "
-                f"is every held-out row ({background.n_rows:,}), counted by leaf on the workers; "
+                f"is {background.n_rows:,} held-out rows (all of them, or a hash sample of about "
+                "1,000,000), counted by leaf on the workers; "
                 f"values are in {unit}."
             ]
         linear = coef_intercept(est)
