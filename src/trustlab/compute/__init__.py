@@ -29,6 +29,7 @@ from trustlab.compute.statistics import (
     Several,
     ValueCounts,
 )
+from trustlab.compute.trees import FastPDBackground, FastPDBackgroundState
 
 __all__ = [
     "BeyondWhiskers",
@@ -37,6 +38,8 @@ __all__ = [
     "CodeHistogram",
     "ConfusionCounts",
     "CrossCounts",
+    "FastPDBackground",
+    "FastPDBackgroundState",
     "GridHistogram",
     "GroupConfusion",
     "GroupedQuantileSummary",

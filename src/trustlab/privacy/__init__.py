@@ -89,7 +89,7 @@ from trustlab.privacy.sketches import (
     attack_standard_estimator,
     standard_estimate,
 )
-from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum
+from trustlab.privacy.statistics import dp_count, dp_histogram, dp_mean, dp_sum, dp_sum_of_units
 from trustlab.privacy.training import DPSGDClassifier
 
 __all__ = [
@@ -148,6 +148,7 @@ __all__ = [
     "dp_quantile",
     "dp_quantiles",
     "dp_sum",
+    "dp_sum_of_units",
     "dsi_gaussian_covariance",
     "dsi_release",
     "exponential_select",
