@@ -64,8 +64,8 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(values.dtype, pd.CategoricalDtype):
         return values.cat.codes.to_numpy(dtype=np.int64), values.cat.categories.to_numpy(dtype=object)
     if pd.api.types.is_string_dtype(values.dtype) and values.dtype != object:
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        return codes, np.asarray(uniques, dtype=object)
+        arrow_codes, arrow_uniques = pd.factorize(values, use_na_sentinel=True)
+        return arrow_codes, np.asarray(arrow_uniques, dtype=object)
     obj = values.astype(object)
     try:
         codes, uniques = pd.factorize(obj.to_numpy(), use_na_sentinel=True)
