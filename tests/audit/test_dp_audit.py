@@ -21,7 +21,7 @@ import trustlab.audit.audit as audit_module
 from trustlab.audit import Audit
 from trustlab.audit.prediction_table import prediction_codes, release_prediction_histogram
 from trustlab.audit.sections.data import DataSection
-from trustlab.audit.split import row_split
+from trustlab.audit.split import row_hash, row_split
 from trustlab.datasets import Schema
 from trustlab.models import make_model
 from trustlab.privacy.accounting import Accountant
@@ -97,7 +97,7 @@ def test_histogram_audit_catches_a_reshuffling_split(table, monkeypatch):
         mask[test] = True
         return mask
 
-    monkeypatch.setattr(audit_module, "row_split", old_split)
+    monkeypatch.setattr(audit_module, "split_rows", lambda f, t, s: (old_split(f, t, s), row_hash(f, s)))
     eps_lower, l1 = _histogram_audit(table, n_trials=200)
     assert l1 > 10 and eps_lower > 1.5
 

@@ -41,11 +41,10 @@ from trustlab.audit.prediction_table import (
     OTHER,
     PredictionTable,
     consistent_counts,
-    discrete_laplace_sd,
 )
 from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.audit.sections._columns import integer_resolution
-from trustlab.audit.sections.data import _Z2, DataSection, _halfwidth, model_inputs
+from trustlab.audit.sections.data import DataSection, _codes, private_statistics
 from trustlab.audit.sections.privacy import SIZE_SHARE, PrivacySection, _plot_entry
 from trustlab.audit.split import row_hash, sample_rate, split_from_hash, training_sample
 from trustlab.compute.backend import compute
@@ -55,19 +54,11 @@ from trustlab.datasets.schema import Schema
 from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.boxplot import OTHER_LABEL
-from trustlab.privacy.statistics import dp_count, dp_sum_of_units, grid_units
 
 __all__ = ["PRIVATE_SCALE_SECTIONS", "run_scaled_private"]
 
 PRIVATE_SCALE_SECTIONS = ("data", "performance", "fairness", "privacy")
-SUM_RESOLUTION = 2**12  # dp_sum's default, as the in-process Data section calls it
 _TABLE_KEY = "prediction_table"  # the key shared_prediction_table uses in private mode
-
-
-def _codes(values: pd.Series, categories: list[Any]) -> np.ndarray:
-    """Codes over the declared categories, ``len(categories)`` for missing or other (as in process)."""
-    lookup = {v: i for i, v in enumerate(categories)}
-    return values.astype(object).map(lookup).fillna(len(categories)).to_numpy(dtype=np.int64)
 
 
 class _Plan:
@@ -105,16 +96,7 @@ class _FirstPass(MergeableStatistic[dict[str, Any], dict[str, Any]]):
     def partial(self, chunk: pd.DataFrame) -> dict[str, Any]:
         p = self.plan
         h, conf, labelled = p.prepare(chunk)
-        state: dict[str, Any] = {"rows": len(conf)}
-        for c in p.declared:
-            bounds = p.schema.bounds(c)
-            if bounds is not None:
-                values = conf[c].to_numpy(dtype=float, na_value=np.nan)
-                state[f"missing:{c}"] = int(np.isnan(values).sum())
-                state[f"units:{c}"] = grid_units(values, bounds, SUM_RESOLUTION)
-            else:
-                cats = list(p.schema.categories(c) or ())
-                state[f"hist:{c}"] = np.bincount(_codes(conf[c], cats), minlength=len(cats) + 1)
+        state = private_statistics(conf, p.schema, p.declared)
         for a in p.sensitive:  # the Privacy section's group sizes (declared categories)
             cats = list(p.schema.categories(a) or ())
             state[f"groups:{a}"] = np.bincount(_codes(conf[a], cats), minlength=len(cats) + 1)
@@ -217,105 +199,11 @@ class _MergedData(DataSection):
 
     @override
     def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
-        st, schema = self.stats, ctx.schema
-        declared = [c for c in self.columns if c in schema]
-        skipped = [str(c) for c in self.columns if c not in schema]
-        shares = budget.split({"rows": 1.0} | {f"col:{c}": 1.0 for c in declared})
-        n_release = shares["rows"].record(
-            dp_count(int(st["rows"]), shares["rows"].remaining_epsilon, description="Data: row count")
-        )
-        n = max(1, n_release.value)
-        t_n = _halfwidth(n_release.parameters["scale"], 3)
-        entries: list[dict[str, Any]] = []
-        for col in declared:
-            acc, bounds = shares[f"col:{col}"], schema.bounds(col)
-            entry: dict[str, Any] = {"name": str(col)}
-            if bounds is not None:
-                eps = acc.remaining_epsilon / 2
-                miss_rel = acc.record(
-                    dp_count(int(st[f"missing:{col}"]), eps, description=f"Data: missing values of {col}")
-                )
-                sum_rel = acc.record(
-                    dp_sum_of_units(
-                        int(st[f"units:{col}"]),
-                        bounds,
-                        acc.remaining_epsilon,
-                        resolution=SUM_RESOLUTION,
-                        description=f"Data: clipped sum of {col} (bounds {bounds[0]:g}..{bounds[1]:g})",
-                    )
-                )
-                miss = miss_rel.value
-                t_m = _halfwidth(miss_rel.parameters["scale"], 3)
-                t_s = _halfwidth(sum_rel.parameters["integer_scale"], 3) * sum_rel.parameters["grid_step"]
-                total = float(sum_rel.value)
-                present = max(1, n - miss)
-                lo = bounds[0] + max(0.0, total - t_s) / (present + t_n + t_m)
-                hi = bounds[0] + (total + t_s) / max(1, present - t_n - t_m)
-                entry |= {
-                    "kind": "numeric",
-                    "dtype": "float64",
-                    "bounds": list(bounds),
-                    "mean": float(np.clip(bounds[0] + total / present, *bounds)),
-                    "mean_interval": [float(np.clip(lo, *bounds)), float(np.clip(hi, *bounds))],
-                }
-                rate = float(np.clip(miss / n, 0.0, 1.0))
-                rate_int = [
-                    float(np.clip((miss - t_m) / (n + t_n), 0.0, rate)),
-                    float(np.clip((miss + t_m) / max(1, n - t_n), rate, 1.0)),
-                ]
-            else:
-                cats = list(schema.categories(col) or ())
-                rel = acc.record(
-                    dp_histogram_of_counts(
-                        st[f"hist:{col}"],
-                        acc.remaining_epsilon,
-                        description=f"Data: counts of {col} over its {len(cats)} public "
-                        "categories + missing/other",
-                    )
-                )
-                h = np.clip(np.asarray(rel.value, dtype=float), 0, None)
-                scale = rel.parameters["scale"]
-                t_h = _halfwidth(scale, 2)
-                total = max(1.0, float(h.sum()))
-                t_total = _Z2 * np.sqrt(h.size) * discrete_laplace_sd(scale)
-                share = h / total
-                low = np.clip((h - t_h) / (total + t_total), 0.0, share)
-                high = np.clip((h + t_h) / max(1.0, total - t_total), share, 1.0)
-                entry |= {
-                    "kind": "categorical",
-                    "dtype": "category",
-                    "levels": len(cats),
-                    "shares": [
-                        [str(c), float(share[i]), float(low[i]), float(high[i])] for i, c in enumerate(cats)
-                    ],
-                }
-                rate, rate_int = float(share[-1]), [float(low[-1]), float(high[-1])]
-            entry["missing_rate"] = rate
-            entry["missing_interval"] = rate_int
-            entries.append(entry)
-        notes = [
-            f"Differentially private (add/remove one record): {budget.total_epsilon:.4g} of the "
-            "audit's epsilon, split evenly over the row count and each declared column.",
-            "Kinds and dtypes are the schema's declarations (numeric columns as float64 clipped to "
-            "their bounds, categorical columns over their declared categories), never read off the "
-            "rows; a value outside a column's categories, or one that does not read as a number, "
-            "counts as missing or other.",
-            f"Means are of values clipped to the public bounds of the schema ({schema.source}).",
-            "Intervals (95%) cover the privacy noise of the counts and sums each figure is built "
-            "from (Bonferroni over them); they describe this table, so no sampling error is added.",
-            "Not released (no public bounds or categories declared): " + (", ".join(skipped) or "none"),
+        note = (
             "Computed on Dask: exact counts and grid-unit sums merged from the partitions, noise "
-            "added once on the client by the same mechanisms as in process.",
-        ]
-        figures = {
-            "rows": int(n_release.value),
-            "rows_interval": [max(0, int(n_release.value) - t_n), int(n_release.value) + t_n],
-            "columns": len(self.columns),
-            "column_summaries": entries,
-            "not_released": skipped,
-            "model_inputs": model_inputs(ctx),
-        }
-        return SectionResult(self.name, self.title, figures, self._checks(ctx, entries), notes)
+            "added once on the client by the same mechanisms as in process."
+        )
+        return self._release(ctx, budget, self.stats, self.columns, (note,))
 
 
 class _MergedPrivacy(PrivacySection):

@@ -36,9 +36,8 @@ from trustlab.audit.report import AuditReport
 from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
-    row_hash,
     sample_rate,
-    split_from_hash,
+    split_rows,
     training_sample,
 )
 from trustlab.datasets.schema import Schema
@@ -462,8 +461,7 @@ class Audit:
         """
         step = progress or (lambda _msg: None)
         prep = self._prepare(data, target, sensitive)
-        h = row_hash(prep.raw, self.random_state)
-        held_out = split_from_hash(h, self.test_size)
+        held_out, h = split_rows(prep.raw, self.test_size, self.random_state)
         train_idx = np.flatnonzero(prep.labelled & ~held_out)
         test_idx = np.flatnonzero(prep.labelled & held_out)
         sampled = ""

@@ -37,6 +37,7 @@ __all__ = [
     "row_split",
     "sample_rate",
     "split_from_hash",
+    "split_rows",
     "training_sample",
 ]
 
@@ -153,6 +154,35 @@ def row_split(data: pd.DataFrame, test_size: float, seed: Any = 0) -> np.ndarray
     True
     """
     return split_from_hash(row_hash(data, seed), test_size)
+
+
+def split_rows(data: pd.DataFrame, test_size: float, seed: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`row_split`'s mask and the :func:`row_hash` it read (for :func:`training_sample`).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The table.
+    test_size : float
+        Share of rows held out.
+    seed : int
+        The key (public).
+
+    Returns
+    -------
+    (numpy.ndarray of bool, numpy.ndarray of uint64)
+        The held-out mask and each row's hash.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"x": range(100)})
+    >>> mask, h = split_rows(df, 0.3, 1)
+    >>> bool((mask == row_split(df, 0.3, 1)).all()), bool((h == row_hash(df, 1)).all())
+    (True, True)
+    """
+    h = row_hash(data, seed)
+    return split_from_hash(h, test_size), h
 
 
 def _unit(h: np.ndarray) -> np.ndarray:

@@ -18,9 +18,10 @@ from trustlab.audit.section import (
     interval_verdict,
 )
 from trustlab.audit.sections._columns import suspect_columns
+from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.models import categorical_columns
 from trustlab.privacy.accounting import Accountant
-from trustlab.privacy.statistics import dp_count, dp_histogram, dp_sum
+from trustlab.privacy.statistics import dp_count, dp_sum_of_units, grid_units
 
 __all__ = ["DataSection"]
 
@@ -104,32 +105,44 @@ class DataSection(Section):
         )
 
     def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
-        df = ctx.data  # conformed to the schema: dtypes come from the schema alone
-        declared = [c for c in df.columns if c in ctx.schema]
-        skipped = [str(c) for c in df.columns if c not in ctx.schema]
+        columns = list(ctx.data.columns)  # conformed to the schema: dtypes come from the schema alone
+        stats = private_statistics(ctx.data, ctx.schema, columns)
+        return self._release(ctx, budget, stats, columns)
+
+    def _release(
+        self,
+        ctx: AuditContext,
+        budget: Accountant,
+        st: dict[str, Any],
+        all_columns: list[Any],
+        extra_notes: tuple[str, ...] = (),
+    ) -> SectionResult:
+        """The private figures from exact statistics (:func:`private_statistics`, or merged ones)."""
+        schema = ctx.schema
+        declared = [c for c in all_columns if c in schema]
+        skipped = [str(c) for c in all_columns if c not in schema]
         shares = budget.split({"rows": 1.0} | {f"col:{c}": 1.0 for c in declared})
         n_release = shares["rows"].record(
-            dp_count(len(df), shares["rows"].remaining_epsilon, description="Data: row count")
+            dp_count(int(st["rows"]), shares["rows"].remaining_epsilon, description="Data: row count")
         )
         n = max(1, n_release.value)
         t_n = _halfwidth(n_release.parameters["scale"], 3)
         columns: list[dict[str, Any]] = []
         for col in declared:
             acc = shares[f"col:{col}"]
-            bounds = ctx.schema.bounds(col)
-            values = df[col]
+            bounds = schema.bounds(col)
             entry: dict[str, Any] = {"name": str(col)}
             if bounds is not None:
                 eps = acc.remaining_epsilon / 2
                 miss_rel = acc.record(
-                    dp_count(int(values.isna().sum()), eps, description=f"Data: missing values of {col}")
+                    dp_count(int(st[f"missing:{col}"]), eps, description=f"Data: missing values of {col}")
                 )
-                x = values.dropna().to_numpy(dtype=float)
                 sum_rel = acc.record(
-                    dp_sum(
-                        x,
+                    dp_sum_of_units(
+                        int(st[f"units:{col}"]),
                         bounds,
                         acc.remaining_epsilon,
+                        resolution=SUM_RESOLUTION,
                         description=f"Data: clipped sum of {col} (bounds {bounds[0]:g}..{bounds[1]:g})",
                     )
                 )
@@ -154,13 +167,10 @@ class DataSection(Section):
                     float(np.clip((miss + t_m) / max(1, n - t_n), rate, 1.0)),
                 ]
             else:
-                cats = list(ctx.schema.categories(col) or ())
-                lookup = {v: i for i, v in enumerate(cats)}
-                codes = values.astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
+                cats = list(schema.categories(col) or ())
                 rel = acc.record(
-                    dp_histogram(
-                        codes,
-                        len(cats) + 1,
+                    dp_histogram_of_counts(
+                        st[f"hist:{col}"],
                         acc.remaining_epsilon,
                         description=f"Data: counts of {col} over its {len(cats)} public "
                         "categories + missing/other",
@@ -193,15 +203,16 @@ class DataSection(Section):
             "their bounds, categorical columns over their declared categories), never read off the "
             "rows; a value outside a column's categories, or one that does not read as a number, "
             "counts as missing or other.",
-            f"Means are of values clipped to the public bounds of the schema ({ctx.schema.source}).",
+            f"Means are of values clipped to the public bounds of the schema ({schema.source}).",
             "Intervals (95%) cover the privacy noise of the counts and sums each figure is built "
             "from (Bonferroni over them); they describe this table, so no sampling error is added.",
             "Not released (no public bounds or categories declared): " + (", ".join(skipped) or "none"),
+            *extra_notes,
         ]
         figures = {
             "rows": int(n_release.value),
             "rows_interval": [max(0, int(n_release.value) - t_n), int(n_release.value) + t_n],
-            "columns": df.shape[1],
+            "columns": len(all_columns),
             "column_summaries": columns,
             "not_released": skipped,
             "model_inputs": model_inputs(ctx),
@@ -273,6 +284,41 @@ def model_inputs(ctx: AuditContext) -> dict[str, Any]:
         "sensitive_used": any(c in ctx.features for c in ctx.sensitive),
         "suspect": suspect_columns(ctx),
     }
+
+
+SUM_RESOLUTION = 2**12
+"""Grid steps of the private Data section's clipped sums (:func:`~trustlab.privacy.dp_sum`'s default)."""
+
+
+def _codes(values: Any, categories: list[Any]) -> np.ndarray:
+    """Codes over the declared categories, ``len(categories)`` for missing or other."""
+    lookup = {v: i for i, v in enumerate(categories)}
+    return values.astype(object).map(lookup).fillna(len(categories)).to_numpy(dtype=np.int64)
+
+
+def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str, Any]:
+    """Exact sufficient statistics of the private Data section (they merge by addition).
+
+    ``rows``; per declared column with bounds, ``missing:COL`` and the integer
+    ``units:COL`` of :func:`~trustlab.privacy.statistics.grid_units`; per declared
+    categorical column, ``hist:COL``, its code histogram over the declared categories +
+    missing/other. The in-process section computes them on the whole conformed table, a
+    distributed run (:mod:`trustlab.audit._scale_private`) on each partition and adds them
+    up; both release them with the same code, so their ledgers are identical.
+    """
+    st: dict[str, Any] = {"rows": len(frame)}
+    for c in columns:
+        if c not in schema:
+            continue
+        bounds = schema.bounds(c)
+        if bounds is not None:
+            values = frame[c].to_numpy(dtype=float, na_value=np.nan)
+            st[f"missing:{c}"] = int(np.isnan(values).sum())
+            st[f"units:{c}"] = grid_units(values, bounds, SUM_RESOLUTION)
+        else:
+            cats = list(schema.categories(c) or ())
+            st[f"hist:{c}"] = np.bincount(_codes(frame[c], cats), minlength=len(cats) + 1)
+    return st
 
 
 _Z2 = 2.241402727604947  # normal quantile for two-sided 95% with Bonferroni over 2
