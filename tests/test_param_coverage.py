@@ -54,6 +54,11 @@ _REGISTRY = "registry function: its own checks name the section"
 _ARRAYS = "arrays only: checked by the array readers"
 
 EXEMPT: dict[str, str] = {
+    # trustlab.compute
+    "grouped_dp_boxplot_on": "a driver over a pandas/Dask frame: every argument is checked by the "
+    "validated grouped_dp_boxplot_of_counts and the statistics' constructors before any noise",
+    "grouped_dp_boxplots_on": "a driver over a pandas/Dask frame and figure mappings: each figure's "
+    "arguments are checked as grouped_dp_boxplot_on's before any pass or noise",
     # trustlab.privacy
     "add_discrete_gaussian": _SAMPLER,
     "add_discrete_laplace": _SAMPLER,

@@ -203,3 +203,13 @@ def test_fuzz_only_trustlab_errors(data, eps):
             call()
         except TrustlabError:
             pass
+
+
+def test_values_near_the_float_limit_score_finite():
+    """A finite value near 1.8e308 overflowed to inf when standardised (found by the fuzz test)."""
+
+    train = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "b": [1.0, 0.0] * 3 + [1.0]})
+    odd = pd.DataFrame({"a": [1.1442037168863373e308, 2.0], "b": [0.0, 1.0]})
+    res = tabular_ood_scores(train, odd)
+    scores = np.asarray(getattr(res, "scores", res), dtype=float)
+    assert np.all(np.isfinite(scores)) and scores[0] > scores[1]

@@ -70,6 +70,10 @@ def _iqr_scale(values: np.ndarray) -> np.ndarray:
     return np.where(scale > 0, scale, 1.0)
 
 
+_LIMIT = 1e100
+"""Standardised values are clipped to +-this, so that squared distances stay finite."""
+
+
 class KNNShiftDetector(ParamsValidationMixin):
     """Distance to the ``k``-th nearest training row in a standardised encoding.
 
@@ -122,7 +126,9 @@ class KNNShiftDetector(ParamsValidationMixin):
                 raise DataError(
                     f"{name} has NaN or infinite numeric values; impute or drop them first.", argument=name
                 )
-            parts.append((num - self.center_) / self.scale_)
+            with np.errstate(over="ignore"):  # a value near the float limit: standardised to +-inf
+                z = (num - self.center_) / self.scale_
+            parts.append(np.clip(z, -_LIMIT, _LIMIT))  # squared distances stay finite
         for c, cats in self.categories_.items():
             values = frame[c].astype(object).to_numpy()
             parts.append((values[:, None] == np.asarray(cats, dtype=object)[None, :]).astype(float))
