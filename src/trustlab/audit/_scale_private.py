@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -318,8 +317,10 @@ def run_scaled_private(
     """
     import dask.dataframe as dd
 
+    from trustlab.audit._fit import TRAINING_SHARE
+    from trustlab.audit._meta import private_meta, run_meta
     from trustlab.audit._private_model import DP_MODEL, fit_private_model
-    from trustlab.audit.audit import _PRIVATE_MODEL_SCOPE, _PUBLIC_MODEL_SCOPE, PRIVACY_SCOPE, TRAINING_SHARE
+    from trustlab.audit._run import compute_sections, section_budgets
     from trustlab.audit.registry import default_sections
     from trustlab.audit.report import AuditReport
     from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
@@ -404,44 +405,28 @@ def run_scaled_private(
         for s in wanted
     ]
     sections = [s for s in sections if s.applies(ctx)]
-    weights: dict[str, float] = {}
-    for s in sections:
-        if s.budget_weight > 0:
-            weights[s.key] = max(weights.get(s.key, 0.0), s.budget_weight)
-    budgets = accountant.split(weights) if weights else {}
+    budgets = section_budgets(sections, accountant)
     if "predictions" in budgets:  # the shared table, released once into the sections' shared budget
         ctx._shared[_TABLE_KEY] = private_prediction_table(
             counts, sens, held.levels, budgets["predictions"], seed
         )
-    results = []
-    for s in sections:
-        step(f"section: {s.title}")
-        results.append(s.compute(ctx, budgets.get(s.key) if s.budget_weight > 0 else None))
-    for key, acc in budgets.items():
-        if acc.remaining_epsilon > 1e-9 * acc.total_epsilon:
-            raise RuntimeError(f"internal error: budget '{key}' left {acc.remaining_epsilon} unspent")
+    results = compute_sections(sections, ctx, budgets, step)
     workers = len(client.scheduler_info().get("workers", {})) if client is not None else 0
-    meta: dict[str, Any] = {
-        "dataset": dataset_name or Path(path).name,
-        "target": target,
-        "positive_label": str(prep.positive),
-        "sensitive": sens,
-        "features": [str(f) for f in features],
-        "model": DP_MODEL,
-        "model_status": status,
-        "test_size": test_size,
-        "split": "keyed hash of each row's values (seed = key); rows with the hash below test_size "
-        "are held out",
-        "random_state": seed,
-        "private": True,
-        "epsilon": runner.epsilon,
-        "privacy_scope": [
-            _PRIVATE_MODEL_SCOPE if line == _PUBLIC_MODEL_SCOPE else line for line in PRIVACY_SCOPE
-        ],
-        "delta": runner.delta,
-        "schema_source": schema.source,
-        "trustlab_version": version("trustlab"),
-        "generated_at": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d %H:%M UTC"),
+    meta = run_meta(
+        dataset=dataset_name or Path(path).name,
+        target=target,
+        positive=prep.positive,
+        sensitive=sens,
+        features=features,
+        model=DP_MODEL,
+        model_status=status,
+        test_size=test_size,
+        random_state=seed,
+        private=True,
+        epsilon=runner.epsilon,
+    )
+    meta |= private_meta(schema, trained_privately=True, delta=runner.delta)
+    meta |= {
         "scale": {
             "backend": "dask",
             "workers": workers,
@@ -462,11 +447,4 @@ def run_scaled_private(
             "released figures.",
         },
     }
-    if schema.epsilon_spent or schema.delta_spent:
-        meta["schema_privacy"] = {
-            "epsilon": schema.epsilon_spent,
-            "delta": schema.delta_spent,
-            "note": "spent drafting the schema from these rows (trustlab schema --epsilon); the total "
-            "spent on the rows is this plus the audit's epsilon (basic composition)",
-        }
     return AuditReport(meta=meta, results=results, sections=sections, ledger=accountant.ledger())

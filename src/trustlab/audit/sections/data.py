@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit._scale_stats import column_summaries
+from trustlab.audit._thresholds import MAX_MISSING_RATE
 from trustlab.audit.prediction_table import discrete_laplace_sd
 from trustlab.audit.section import (
     AuditContext,
@@ -25,7 +26,6 @@ from trustlab.privacy.statistics import dp_count, dp_sum_of_units, grid_units
 
 __all__ = ["DataSection"]
 
-MAX_MISSING_RATE = 0.2
 TOP_LEVELS = 5
 
 
