@@ -21,6 +21,13 @@ class VPSchedule:
     The defaults are the paper's (Song et al.'s 0.1 and 20, halved for the SDE
     ``dx = -beta x dt + sqrt(2 beta) dw``).
 
+    Attributes
+    ----------
+    beta_min, beta_max : float
+        Noise rate at times 0 and 1 (``0 <= beta_min <= beta_max``, ``beta_max > 0``).
+    horizon : float
+        Final forward time ``T`` (> 0).
+
     Examples
     --------
     >>> s = VPSchedule()
@@ -44,11 +51,31 @@ class VPSchedule:
             )
 
     def beta(self, t: Any) -> Any:
-        """Return ``beta_t``."""
+        """Return ``beta_t``.
+
+        Parameters
+        ----------
+        t : float or numpy.ndarray
+            Forward time.
+
+        Returns
+        -------
+        float or numpy.ndarray
+        """
         return self.beta_min + (self.beta_max - self.beta_min) * t
 
     def integral(self, t: Any) -> Any:
-        """Return ``B_t``, the integral of ``beta`` from 0 to ``t``."""
+        """Return ``B_t``, the integral of ``beta`` from 0 to ``t``.
+
+        Parameters
+        ----------
+        t : float or numpy.ndarray
+            Forward time.
+
+        Returns
+        -------
+        float or numpy.ndarray
+        """
         return self.beta_min * t + (self.beta_max - self.beta_min) * t * t / 2
 
 

@@ -72,6 +72,10 @@ class SamplerError:
     covariance : numpy.ndarray
         Covariance of the sampler's output in the data's coordinates (a vector of variances
         when the data covariance was given as eigenvalues and the output is diagonal).
+
+    See Also
+    --------
+    sampler_w2 : builds it.
     """
 
     scheme: str
@@ -103,6 +107,10 @@ class SamplerSimulation:
     covariance_se : numpy.ndarray
         Standard error of each entry of ``C_hat``.
     n_samples : int
+
+    See Also
+    --------
+    simulate_sampler : builds it.
     """
 
     w2: float

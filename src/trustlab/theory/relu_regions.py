@@ -118,7 +118,18 @@ class TriangleNet:
         return len(self.peaks)
 
     def waves(self, x: np.ndarray) -> np.ndarray:
-        """``W_0(x)..W_{d-1}(x)`` as a ``(d, n)`` array."""
+        """Return ``W_0(x)..W_{d-1}(x)``, the composed triangle waves.
+
+        Parameters
+        ----------
+        x : numpy.ndarray
+            Points in ``[0, 1]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(d, len(x))``.
+        """
         w = np.asarray(x, dtype=float)
         out = []
         for a in self.peaks:
@@ -136,6 +147,11 @@ class TriangleNet:
 
         Hidden neurons: a running sum ``relu(sum_{j<k} s_j W_j)``, the triangle neurons
         ``relu(W_{k-1})`` and ``relu(W_{k-1} - a_k)``, and a carry ``relu(x)`` of the input.
+
+        Returns
+        -------
+        list of (numpy.ndarray, numpy.ndarray)
+            ``d`` hidden layers of width 4 and a linear output layer.
         """
         a, s = self.peaks, self.scales
         layers: Layers = [(np.array([[0.0], [1.0], [1.0], [1.0]]), np.array([0.0, 0.0, -a[0], 0.0]))]
@@ -254,6 +270,10 @@ class TriangleFit:
         Mean squared error on the training points.
     n_regions : int
         Exact number of linear regions on ``[0, 1]``.
+
+    See Also
+    --------
+    fit_triangle_net, fit_random_relu : build it.
     """
 
     net: TriangleNet | None
@@ -447,6 +467,10 @@ class ConvexFitComparison:
     triangle_regions, random_regions : numpy.ndarray
         Per-run exact linear-region counts on ``[0, 1]``.
     depth : int
+
+    See Also
+    --------
+    simulate_convex_fit : builds it.
     """
 
     triangle_mse: np.ndarray
