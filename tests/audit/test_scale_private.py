@@ -95,14 +95,16 @@ def _raw_counts(df: pd.DataFrame) -> set[int]:
 
 def test_dask_report_leaks_no_raw_count(client, files, tmp_path, monkeypatch):
     """As the in-process leak test: samplers shifted by 7, so a raw count left in the report is a leak."""
-    import trustlab.privacy.boxplot as bx
+    import trustlab.privacy._boxplot_core as bx
+    import trustlab.privacy._boxplot_grouped as bg
+    import trustlab.privacy._sums as su
     import trustlab.privacy.quantiles as qu
     import trustlab.privacy.statistics as st
 
     def shifted(values, scale):
         return np.asarray(values, dtype=np.int64) + 7
 
-    for mod in (st, bx, qu):
+    for mod in (st, su, bx, bg, qu):
         monkeypatch.setattr(mod, "add_discrete_laplace", shifted)
     root, df = files
     report = run_scaled(
