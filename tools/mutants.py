@@ -112,6 +112,50 @@ MUTANTS: list[Mutant] = [
         "noisy = exact.astype(np.int64)",
         ("tests/privacy/test_boxplot.py", "tests/privacy/test_boxplot_budget.py"),
     ),
+    # The distributed quantile/boxplot path (compute/quantiles): the releases from merged
+    # counts must be the in-process mechanisms; each edit mis-scales what only this path reads.
+    Mutant(
+        "quantiles from counts: outlier counts drawn at twice their budget",
+        "src/trustlab/compute/_quantile_release.py",
+        "stats = box_finish(pending, int(lo), int(hi))",
+        "stats = box_finish(replace(pending, scale=pending.scale / 2), int(lo), int(hi))",
+        (
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+            "tests/compute/test_quantiles.py::test_audit_boxplot_outlier_share_from_counts",
+        ),
+    ),
+    Mutant(
+        "quantiles from counts: outlier-share noise at the add/remove sensitivity under replace",
+        "src/trustlab/compute/_quantile_release.py",
+        "opts = _options(summary, neighbouring, kwargs)",
+        'opts = _options(summary, "add_remove", kwargs)',
+        ("tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",),
+    ),
+    Mutant(
+        "quantiles from counts: replace-one figure split as add/remove (sizes and boxes)",
+        "src/trustlab/compute/_quantile_release.py",
+        "        first.bounds,\n        neighbouring,\n",
+        '        first.bounds,\n        "add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_grouped_boxplot_from_counts_equals_the_in_process_figure",),
+    ),
+    Mutant(
+        "quantiles from counts: JointExp utility at the add/remove sensitivity where replace is claimed",
+        "src/trustlab/compute/_quantile_release.py",
+        "        method=method,\n        neighbouring=neighbouring,\n",
+        '        method=method,\n        neighbouring="add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",),
+    ),
+    Mutant(
+        "quantiles from counts: grid and bucket counts of unclipped values",
+        "src/trustlab/compute/_quantile_state.py",
+        "z = np.clip(x[present], *self.bounds)",
+        "z = x[present]",
+        (
+            "tests/compute/test_quantiles.py::test_state_merges_to_the_whole_column_on_any_partitioning",
+            "tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+        ),
+    ),
     Mutant(
         "dsi: transposed Cholesky factor in the sampler",
         "src/trustlab/privacy/_dsi_noise.py",
