@@ -193,7 +193,8 @@ class _MergedData(DataSection):
         self.stats, self.columns = stats, columns
 
     @override
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        assert budget is not None
         note = (
             "Computed on Dask: exact counts and grid-unit sums merged from the partitions, noise "
             "added once on the client by the same mechanisms as in process."
@@ -214,8 +215,10 @@ class _MergedPrivacy(PrivacySection):
         self.stats, self.frame, self.client = stats, frame, client
 
     @override
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         from trustlab.compute.quantiles import grouped_dp_boxplot_on
+
+        assert budget is not None
 
         def boxplot(col: Any, attr: Any, epsilon: float, bounds: tuple[float, float], **kw: Any) -> Any:
             categories = kw.pop("categories")
