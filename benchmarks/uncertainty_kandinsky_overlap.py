@@ -83,9 +83,8 @@ def _case(
             mu = model.predict(X)
             s_true = np.abs(y - mu)
         results: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # (covered, size, no-threshold)
-        Gv = G.to_numpy()
         for name, feats in (("split", None), ("kandinsky", "groups")):
-            gf = None if feats is None else (lambda Z, yy: Gv[np.asarray(Z)[:, -1].astype(int)])
+            gf = None if feats is None else _row_groups(G.to_numpy())
             Xi = np.column_stack([X, np.arange(len(y))])
             wrapped = _Indexed(model, classification)
             cp = KandinskyConformal(wrapped, group_features=gf, random_state=rep).fit(Xi[cal], y[cal])
@@ -122,6 +121,15 @@ def _case(
             }
         )
     return rows
+
+
+def _row_groups(weights: np.ndarray) -> Any:
+    """group_features reading the row index from the inputs' last column."""
+
+    def groups(Z: Any, yy: Any) -> np.ndarray:
+        return weights[np.asarray(Z)[:, -1].astype(int)]
+
+    return groups
 
 
 class _Indexed(BaseEstimator):
@@ -167,5 +175,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         "whole label set, or an infinite interval); 'mean size' = labels per set (HI) or interval length "
         "(Wages), over rows with a threshold"
     )
-    return {"title": "Kandinsky vs Mondrian conformal on overlapping groups (target 0.9)", "rows": rows,
-            "notes": notes}
+    return {
+        "title": "Kandinsky vs Mondrian conformal on overlapping groups (target 0.9)",
+        "rows": rows,
+        "notes": notes,
+    }

@@ -170,7 +170,8 @@ def s_transform(
         ``K`` with off-diagonal ``b/2``, ``S_K(t) = (2 - t)/(sqrt(1 - b^2 t (2 - t)) + 1 - t)``.
         ``"matrix"``: any correlation matrix, numerically from its eigenvalues (pass
         ``eigenvalues`` when you have them: ``K`` costs a dense ``T x T`` matrix and an
-        ``O(T^3)`` eigendecomposition). The closed forms are the paper's, rewritten to avoid 0/0 at ``t -> 1``.
+        ``O(T^3)`` eigendecomposition). The closed forms are the paper's, rewritten to
+        avoid 0/0 at ``t -> 1``.
     xi : float, optional
         Correlation length, required for ``"exponential"``.
     b : float in (-1, 1), optional
