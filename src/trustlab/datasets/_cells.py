@@ -157,8 +157,8 @@ def bound_cells(frame: pd.DataFrame) -> pd.DataFrame:
     Examples
     --------
     >>> out = bound_cells(pd.DataFrame({"t": ["a", "b" * 5000], "x": [1, 2]}))
-    >>> out["t"].tolist(), out["x"].tolist()
-    (['a', None], [1, 2])
+    >>> out["t"].isna().tolist(), out["x"].tolist()
+    ([False, True], [1, 2])
     """
     out = frame.copy()
     for j in range(frame.shape[1]):
