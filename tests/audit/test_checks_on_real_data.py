@@ -84,3 +84,70 @@ def test_minimum_held_out_rows():
     with pytest.raises(DataError, match="held-out") as info:
         Audit(model="logistic", test_size=0.001).run(df, target="y", sensitive="g")
     assert info.value.argument == "test_size"
+
+
+def test_no_skill_marks_fairness_and_calibration_passes_vacuous():
+    rng = np.random.default_rng(3)
+    n = 3000
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "g": rng.choice(["u", "v"], n)})
+    df["y"] = rng.integers(0, 2, n)  # a fair coin: no signal
+    report = Audit(model="logistic", sections=_sections("performance", "fairness")).run(
+        df, target="y", sensitive="g"
+    )
+    assert report.meta["no_skill"]["chance"]
+    checks = [c for _, c in report.checks]
+    fair = [c for c in report["fairness"].checks if c.status == "pass"]
+    assert fair and all(c.vacuous for c in fair)
+    assert not any(c.vacuous for c in checks if c.status != "pass")
+    assert report.to_dict()["sections"]["fairness"]["checks"][0]["vacuous"] in (True, False)
+    html = report.to_html()
+    top = html[html.index('id="summary"') : html.index('id="performance"')]
+    assert "No skill" in top and "vacuous" in top
+
+
+def test_a_skilled_model_has_no_vacuous_pass():
+    df = _miscalibrated(4000)
+    report = Audit(model=_Sigmoid(), sections=_sections("performance", "fairness")).run(
+        df, target="y", sensitive="g"
+    )
+    assert not report.meta["no_skill"]
+    assert not any(c.vacuous for _, c in report.checks)
+
+
+def _private_case(tmp_path):
+    import pickle
+
+    from sklearn.linear_model import LogisticRegression
+
+    from trustlab.datasets import Schema
+
+    df = _miscalibrated(600)
+    model = LogisticRegression().fit(df[["a"]].assign(b=df["a"] ** 2), df["y"])  # trained on a and b
+    schema = {"columns": {"a": {"bounds": [-5, 5]}, "g": {"categories": ["u", "v"]}, "y": {"categories": [0, 1]}}}
+    (tmp_path / "s.json").write_text(__import__("json").dumps(schema))
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps(model))
+    df.to_csv(tmp_path / "d.csv", index=False)
+    return df, model, Schema.from_dict(schema)
+
+
+def test_private_model_that_cannot_score_the_declared_columns_is_refused(tmp_path):
+    from trustlab.errors import ModelError
+
+    df, model, schema = _private_case(tmp_path)
+    with pytest.raises(ModelError, match="'b'") as info:
+        Audit(model=model, private=True, epsilon=1.0, schema=schema).run(df, target="y", sensitive="g")
+    assert info.value.argument == "model"
+
+
+def test_private_model_that_cannot_score_exit_2(tmp_path, capsys):
+    from trustlab.cli import main
+
+    _private_case(tmp_path)
+    args = [f"{tmp_path}/d.csv", "--target", "y", "--sensitive", "g", "--private", "--epsilon", "1"]
+    args += ["--schema", f"{tmp_path}/s.json", "--model", f"{tmp_path}/m.pkl", "--out", f"{tmp_path}/r"]
+    with pytest.raises(SystemExit) as stop:
+        main(["audit", *args])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error (--model):") and "'b'" in lines[0], err
