@@ -186,6 +186,30 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _slice_findings(results: Sequence[SectionResult]) -> list[dict[str, Any]]:
+    """The error-analysis slices whose whole interval lies above the overall error rate (worst first, 3 at most)."""
+    out = []
+    for r in results:
+        if r.name != "errors":
+            continue
+        o = r.figures["overall"]
+        above = [s for s in r.figures["slices"] if s["judged"] and s["interval"][0] > o["error_rate"]]
+        for s in above[:3]:
+            lo, hi = s["interval"]
+            out.append(
+                {
+                    "severity": "warning",
+                    "section": "errors",
+                    "text": f"The model errs more where {' and '.join(s['conditions'])}: error rate "
+                    f"{s['error_rate']:.1%} [{lo:.1%}, {hi:.1%}] on {s['rows']:,} rows, against "
+                    f"{o['error_rate']:.1%} overall.",
+                    "action": "look at these rows: collect more like them, add a feature that describes them, "
+                    "or check their labels",
+                }
+            )
+    return out
+
+
 def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's findings, most severe first (see the module notes).
 
@@ -242,7 +266,7 @@ def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dic
                     "action": action,
                 }
             )
-    by["warning"] = _flag_findings(meta)
+    by["warning"] = _flag_findings(meta) + _slice_findings(results)
     for kind in SEVERITIES[1:]:
         out += by[kind]
     return out
