@@ -123,7 +123,9 @@ def _private_case(tmp_path):
 
     df = _miscalibrated(600)
     model = LogisticRegression().fit(df[["a"]].assign(b=df["a"] ** 2), df["y"])  # trained on a and b
-    schema = {"columns": {"a": {"bounds": [-5, 5]}, "g": {"categories": ["u", "v"]}, "y": {"categories": [0, 1]}}}
+    schema = {
+        "columns": {"a": {"bounds": [-5, 5]}, "g": {"categories": ["u", "v"]}, "y": {"categories": [0, 1]}}
+    }
     (tmp_path / "s.json").write_text(__import__("json").dumps(schema))
     (tmp_path / "m.pkl").write_bytes(pickle.dumps(model))
     df.to_csv(tmp_path / "d.csv", index=False)

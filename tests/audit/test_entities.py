@@ -101,7 +101,20 @@ def test_cli_group(males, tmp_path, capsys):
     males.to_csv(path, index=False)
     out = tmp_path / "r"
     with pytest.raises(SystemExit) as stop:
-        main(["audit", str(path), "--target", "union", "--sensitive", "ethn", "--group", "nr", "--out", str(out)])
+        main(
+            [
+                "audit",
+                str(path),
+                "--target",
+                "union",
+                "--sensitive",
+                "ethn",
+                "--group",
+                "nr",
+                "--out",
+                str(out),
+            ]
+        )
     assert stop.value.code in (0, None)
     import json
 

@@ -48,9 +48,8 @@ def test_no_slice_above_overall_when_errors_are_uniform():
     n = 4000
     df = pd.DataFrame({"x": rng.normal(size=n), "g": rng.choice(["a", "b", "c"], n)})
     wrong = rng.random(n) < 0.2
-    slices, overall = error_slices(df, wrong, rng.random(n) < 0.5)
+    slices, _overall = error_slices(df, wrong, rng.random(n) < 0.5)
     judged = [s for s in slices if s["judged"]]
     # a false alarm needs a slice's 95% interval to miss the true rate: allow one at most
     assert sum(s["interval"][0] > 0.2 for s in judged) <= 1
     assert all(s["rows"] >= MIN_SLICE for s in judged)
-

@@ -114,7 +114,9 @@ def summary_html(findings: Sequence[dict[str, Any]], results: Sequence[Any]) -> 
             names = ", ".join(
                 f'<a href="#{escape(f["section"])}">{escape(f["text"].split(": ")[1])}</a>' for f in rest
             )
-            items.append(f'<li class="finding na"><span class="badge">{len(rest)}</span> {words}: {names}</li>')
+            items.append(
+                f'<li class="finding na"><span class="badge">{len(rest)}</span> {words}: {names}</li>'
+            )
     head = (
         f'<ol class="findings">{"".join(items)}</ol>'
         if items
@@ -130,4 +132,8 @@ def summary_html(findings: Sequence[dict[str, Any]], results: Sequence[Any]) -> 
         parts += [f"{n[s]} {w}" for s, w in (("fail", "failed"), ("inconclusive", "inconclusive")) if n[s]]
         parts += [f"{n['not_evaluable']} not evaluable"] * bool(n["not_evaluable"])
         rows.append(f'<li><a href="#{escape(r.name)}">{escape(r.title)}</a>: {", ".join(parts)}</li>')
-    return head + f'<p class="rule">Checks by section (each is printed once, in its section):</p><ul class="bysection">{"".join(rows)}</ul>'
+    return (
+        head
+        + '<p class="rule">Checks by section (each is printed once, in its section):</p>'
+        + f'<ul class="bysection">{"".join(rows)}</ul>'
+    )

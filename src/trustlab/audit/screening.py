@@ -242,7 +242,7 @@ def leakage_flags(
         codes = _codes(values)
         if values.notna().all() and _same_up_to_relabelling(codes, ys):
             flags.append(
-                ColumnFlag(str(col), "target_copy", f"its 2 values match the target's 2 labels", str(target))
+                ColumnFlag(str(col), "target_copy", "its 2 values match the target's 2 labels", str(target))
             )
             continue
         copy = next((s for s, c in sens_codes.items() if _same_up_to_relabelling(codes, c)), None)
@@ -285,7 +285,9 @@ def _whole(values: pd.Series) -> bool:
     return True
 
 
-def identifier_flags(frame: pd.DataFrame, features: Sequence[Any], others: Sequence[Any] = ()) -> list[ColumnFlag]:
+def identifier_flags(
+    frame: pd.DataFrame, features: Sequence[Any], others: Sequence[Any] = ()
+) -> list[ColumnFlag]:
     """Features that identify a row, or an entity observed on several rows (a panel).
 
     Parameters

@@ -41,12 +41,16 @@ CHANCE = "Better than chance"
 MAJORITY = "Better than the majority class"
 
 _FLAG_ACTION = {
-    "target_copy": "left out of the model; find how the copy got into the table (a repeated or recoded column)",
+    "target_copy": (
+        "left out of the model; find how the copy got into the table (a repeated or recoded column)"
+    ),
     "predicts_target": (
         "left out of the model; keep it (--keep {c}, Audit(keep=[...])) only if its value is known "
         "before the outcome"
     ),
-    "sensitive_copy": "left out of the model, which would otherwise use {r} while the report says it does not",
+    "sensitive_copy": (
+        "left out of the model, which would otherwise use {r} while the report says it does not"
+    ),
     "row_id": "left out of the model (an identifier predicts nothing about new rows); --keep {c} keeps it",
 }
 
@@ -156,9 +160,15 @@ def _action(section: str, check: Check) -> str:
     if name in (CHANCE, MAJORITY):
         return "check that the features carry signal about the target, and that the target is the one meant"
     if name.startswith("Calibration within"):
-        return "recalibrate within the groups named (e.g. multicalibration, trustlab.fairness) before using the scores"
+        return (
+            "recalibrate within the groups named (e.g. multicalibration, trustlab.fairness) "
+            "before using the scores"
+        )
     if name.startswith("Calibration"):
-        return "recalibrate the scores (e.g. isotonic regression on held-out rows) before reading them as probabilities"
+        return (
+            "recalibrate the scores (e.g. isotonic regression on held-out rows) before reading "
+            "them as probabilities"
+        )
     if section == "fairness":
         return "read the error analysis and evaluate a post-processing (--mitigate equalized_odds)"
     return f"read the {section} section"
@@ -176,7 +186,10 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
                 "rows were split one by one, so held-out rows share entities with training rows and the "
                 "held-out figures overstate how the model does on new entities."
             )
-            action = f"declare '{c}' as the group: --group {c} (Audit(group='{c}')); '{c}' was left out of the model"
+            action = (
+                f"declare '{c}' as the group: --group {c} (Audit(group='{c}')); '{c}' was left out "
+                "of the model"
+            )
         else:
             text = f"'{c}' {f['meaning']} ({f['detail']})."
             action = _FLAG_ACTION[f["kind"]].format(c=c, r=r)
@@ -187,7 +200,7 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _slice_findings(results: Sequence[SectionResult]) -> list[dict[str, Any]]:
-    """The error-analysis slices whose whole interval lies above the overall error rate (worst first, 3 at most)."""
+    """Error-analysis slices whose interval lies wholly above the overall error rate (3 at most)."""
     out = []
     for r in results:
         if r.name != "errors":
@@ -203,8 +216,8 @@ def _slice_findings(results: Sequence[SectionResult]) -> list[dict[str, Any]]:
                     "text": f"The model errs more where {' and '.join(s['conditions'])}: error rate "
                     f"{s['error_rate']:.1%} [{lo:.1%}, {hi:.1%}] on {s['rows']:,} rows, against "
                     f"{o['error_rate']:.1%} overall.",
-                    "action": "look at these rows: collect more like them, add a feature that describes them, "
-                    "or check their labels",
+                    "action": "look at these rows: collect more like them, add a feature that "
+                    "describes them, or check their labels",
                 }
             )
     return out

@@ -98,7 +98,9 @@ def render_performance(result: SectionResult) -> str:
                 colour = PALETTE[i % len(PALETTE)]
                 ax.plot(g[:, 0], g[:, 1], "-", lw=1, color=colour, label=r["group"])
                 n = np.asarray(bins.get(attr, {}).get(r["group"], [1.0] * len(g)), dtype=float)
-                ax.scatter(g[:, 0], g[:, 1], s=4 + 60 * np.sqrt(n / max(n.max(), 1.0)), color=colour, zorder=3)
+                ax.scatter(
+                    g[:, 0], g[:, 1], s=4 + 60 * np.sqrt(n / max(n.max(), 1.0)), color=colour, zorder=3
+                )
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("mean predicted probability")
@@ -135,8 +137,8 @@ def render_performance(result: SectionResult) -> str:
     if groups:
         html.append(
             "<p class='rule'>Calibration curves: held-out rows in 10 bins of predicted probability; "
-            "a calibrated model follows the dotted diagonal; a point's area grows with its rows (counts in the "
-            "table under each chart). Groups too small to evaluate are not drawn.</p>"
+            "a calibrated model follows the dotted diagonal; a point's area grows with its rows "
+            "(counts in the table under each chart). Groups too small to evaluate are not drawn.</p>"
         )
     html.append(notes_list(result.notes))
     return "".join(html)

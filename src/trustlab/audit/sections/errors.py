@@ -23,7 +23,6 @@ Validation." ICDE 2019.
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 import numpy as np
@@ -127,8 +126,12 @@ def error_slices(
     wrong = np.asarray(wrong, dtype=bool)
     est = ~search
     n_est, k_est = int(est.sum()), int(wrong[est].sum())
-    overall = {"rows": n_est, "errors": k_est, "error_rate": k_est / n_est if n_est else float("nan")}
-    overall["interval"] = list(wilson(k_est, n_est))
+    overall: dict[str, Any] = {
+        "rows": n_est,
+        "errors": k_est,
+        "error_rate": k_est / n_est if n_est else float("nan"),
+        "interval": list(wilson(k_est, n_est)),
+    }
     if X.shape[1] == 0 or search.sum() < 2 * MIN_SLICE or len(np.unique(wrong[search])) < 2:
         return [], overall
     leaf_min = max(MIN_SLICE, int(0.02 * search.sum()))
@@ -136,7 +139,7 @@ def error_slices(
     tree.fit(X[search], wrong[search])
     paths = _leaves(tree, meta)
     leaf = tree.apply(X[est])
-    slices = []
+    slices: list[dict[str, Any]] = []
     for node, conditions in paths.items():
         sel = leaf == node
         n, k = int(sel.sum()), int(wrong[est][sel].sum())
@@ -151,7 +154,7 @@ def error_slices(
                 "judged": n >= MIN_SLICE,
             }
         )
-    slices.sort(key=lambda s: (not s["judged"], -(s["error_rate"] if s["rows"] else -1.0)))
+    slices.sort(key=lambda s: (not s["judged"], -float(s["error_rate"] if s["rows"] else -1.0)))
     return slices, overall
 
 
@@ -228,8 +231,10 @@ class ErrorAnalysisSection(Section):
             "interval above it.</p>"
         )
         if not f["slices"]:
-            return head + "<p class='empty'>No slice found (too few held-out rows or errors).</p>" + notes_list(
-                result.notes
+            return (
+                head
+                + "<p class='empty'>No slice found (too few held-out rows or errors).</p>"
+                + notes_list(result.notes)
             )
         rows = []
         for s in f["slices"]:
@@ -242,11 +247,16 @@ class ErrorAnalysisSection(Section):
                 else f"too small to judge (< {f['min_slice']} rows)"
             )
             rows.append(
-                [" and ".join(s["conditions"]), s["rows"], f"{pct(s['error_rate'])} [{pct(lo)}, {pct(hi)}]", judged]
+                [
+                    " and ".join(s["conditions"]),
+                    s["rows"],
+                    f"{pct(s['error_rate'])} [{pct(lo)}, {pct(hi)}]",
+                    judged,
+                ]
             )
         return (
             head
             + table(["slice", "rows", "error rate [95% interval]", "verdict"], rows)
             + notes_list(result.notes)
-            + f"<p class='rule'>{escape('Worst slices first; the tree is a search, the intervals are the evidence.')}</p>"
+            + "<p class='rule'>Worst slices first; the tree is a search, the intervals are the evidence.</p>"
         )
