@@ -13,7 +13,7 @@ from trustlab.errors import DataError, ModelError
 
 __all__ = ["MIN_HELD_OUT", "check_group", "check_held_out", "check_keep", "probe_model"]
 
-MIN_HELD_OUT = 30
+MIN_HELD_OUT = 10
 """Fewest held-out rows a raw audit accepts: below it intervals degenerate (zero width)."""
 
 
