@@ -79,7 +79,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "boxplot: upper-extreme scan spends the whole quantile budget",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "qmax = extreme(1 - q_n, eps_q / 5, True)",
         "qmax = extreme(1 - q_n, eps_q, True)",
         ("tests/privacy/test_boxplot_budget.py",),
@@ -93,21 +93,21 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "boxplot: released n with half its noise",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "n_pub = float(max(1, int(add_discrete_laplace(data.size, 1.0 / eps_n))))",
         "n_pub = float(max(1, int(add_discrete_laplace(data.size, 0.5 / eps_n))))",
         ("tests/privacy/test_boxplot_budget.py",),
     ),
     Mutant(
         "boxplot: shares not post-processed into [0, 1]",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "(k / n_pub for k in clamp_counts(noisy[0], noisy[1], n_pub))",
         "(k / n_pub for k in noisy)",
         ("tests/privacy/test_boxplot.py",),
     ),
     Mutant(
         "boxplot: exact group sizes published",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_grouped.py",
         "noisy = add_discrete_laplace(exact.astype(np.int64), sens / eps_c)",
         "noisy = exact.astype(np.int64)",
         ("tests/privacy/test_boxplot.py", "tests/privacy/test_boxplot_budget.py"),
@@ -156,7 +156,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "statistics: dp_sum noise for sensitivity 1 instead of the resolution",
-        "src/trustlab/privacy/statistics.py",
+        "src/trustlab/privacy/_sums.py",
         "add_discrete_laplace(units, resolution / epsilon)",
         "add_discrete_laplace(units, 1.0 / epsilon)",
         ("tests/privacy/test_statistics_privacy.py",),

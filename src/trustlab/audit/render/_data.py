@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.audit._thresholds import MAX_MISSING_RATE
 from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
 from trustlab.audit.plots import figure_to_svg, new_figure
 from trustlab.audit.section import SectionResult
@@ -107,8 +108,6 @@ def render_data(result: SectionResult) -> str:
         HTML with the missing-value chart inline as SVG (a line of text instead when no
         column has a missing value, in the raw report).
     """
-    from trustlab.audit.sections.data import MAX_MISSING_RATE
-
     f = result.figures
     cols = f["column_summaries"]
     private = "rows_interval" in f  # a private Data section releases the row count with its interval

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.audit._thresholds import MAX_DIFFERENCE
 from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
 from trustlab.audit.plots import PALETTE, figure_to_svg, new_grid
 from trustlab.audit.section import SectionResult
@@ -80,8 +81,6 @@ def render_fairness(result: SectionResult) -> str:
         disparities against the threshold), and per attribute the group table (with the
         positives and negatives the size rule counts) and the disparity table.
     """
-    from trustlab.audit.sections.fairness import MAX_DIFFERENCE
-
     by_attr = result.figures["by_attribute"]
     html = [checks_list(result.checks)]
     for attr, res in by_attr.items():

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit._scale_stats import column_summaries
+from trustlab.audit._thresholds import MAX_MISSING_RATE
 from trustlab.audit.prediction_table import discrete_laplace_sd
 from trustlab.audit.section import (
     AuditContext,
@@ -17,7 +18,7 @@ from trustlab.audit.section import (
     interval_rule,
     interval_verdict,
 )
-from trustlab.audit.sections._columns import suspect_columns
+from trustlab.audit.sections._columns import category_codes, suspect_columns
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.models import categorical_columns
 from trustlab.privacy.accounting import Accountant
@@ -25,7 +26,6 @@ from trustlab.privacy.statistics import dp_count, dp_sum_of_units, grid_units
 
 __all__ = ["DataSection"]
 
-MAX_MISSING_RATE = 0.2
 TOP_LEVELS = 5
 
 
@@ -292,12 +292,6 @@ SUM_RESOLUTION = 2**12
 """Grid steps of the private Data section's clipped sums (:func:`~trustlab.privacy.dp_sum`'s default)."""
 
 
-def _codes(values: Any, categories: list[Any]) -> np.ndarray:
-    """Codes over the declared categories, ``len(categories)`` for missing or other."""
-    lookup = {v: i for i, v in enumerate(categories)}
-    return values.astype(object).map(lookup).fillna(len(categories)).to_numpy(dtype=np.int64)
-
-
 def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str, Any]:
     """Exact sufficient statistics of the private Data section (they merge by addition).
 
@@ -319,7 +313,7 @@ def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str,
             st[f"units:{c}"] = grid_units(values, bounds, SUM_RESOLUTION)
         else:
             cats = list(schema.categories(c) or ())
-            st[f"hist:{c}"] = np.bincount(_codes(frame[c], cats), minlength=len(cats) + 1)
+            st[f"hist:{c}"] = np.bincount(category_codes(frame[c], cats), minlength=len(cats) + 1)
     return st
 
 

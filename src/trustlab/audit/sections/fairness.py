@@ -9,6 +9,7 @@ import numpy as np
 
 from trustlab._param_validation import Interval, Options, check_params
 from trustlab.audit._scale_stats import prediction_table
+from trustlab.audit._thresholds import MAX_DIFFERENCE
 from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
@@ -40,7 +41,6 @@ from trustlab.uncertainty import GAP_METHOD, gap_interval, symmetric_interval
 
 __all__ = ["FairnessSection"]
 
-MAX_DIFFERENCE = 0.1
 DIFFS = ("demographic_parity_difference", "equalized_odds_difference")
 LABELS = ("Demographic parity", "Equalized odds")
 
