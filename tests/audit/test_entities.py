@@ -94,29 +94,25 @@ def test_bad_group(males, group, match):
     assert info.value.argument == "group"
 
 
-def test_cli_group(males, tmp_path, capsys):
+def test_cli_group_and_keep_reach_the_audit(males, tmp_path, capsys, monkeypatch):
+    """--group and --keep set Audit(group=..., keep=[...]) (the run is stopped before fitting)."""
     from trustlab.cli import main
+    from trustlab.errors import TrustlabError
 
+    seen = {}
+
+    def stop(self, *args, **kwargs):
+        seen.update(group=self.group, keep=self.keep)
+        raise TrustlabError("stopped by the test", argument="group")
+
+    monkeypatch.setattr(Audit, "run", stop)
     path = tmp_path / "males.csv"
     males.to_csv(path, index=False)
-    out = tmp_path / "r"
-    with pytest.raises(SystemExit) as stop:
-        main(
-            [
-                "audit",
-                str(path),
-                "--target",
-                "union",
-                "--sensitive",
-                "ethn",
-                "--group",
-                "nr",
-                "--out",
-                str(out),
-            ]
-        )
-    assert stop.value.code in (0, None)
-    import json
-
-    meta = json.loads((out / "report.json").read_text())["meta"]
-    assert meta["group"] == "nr"
+    args = ["audit", str(path), "--target", "union", "--sensitive", "ethn", "--out", str(tmp_path / "r")]
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--group", "nr", "--keep", "year,school"])
+    assert exit_.value.code == 2 and "stopped by the test" in capsys.readouterr().err
+    assert seen == {"group": "nr", "keep": ["year", "school"]}
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--group", "nr", "--dask", "local:1"])
+    assert exit_.value.code == 2 and "--dask" in capsys.readouterr().err
