@@ -62,6 +62,8 @@ _FLAGS = {
     "sample_rows": "--sample-rows",
     "proxy": "--proxy",
     "proxy_error": "--proxy-error",
+    "group": "--group",
+    "keep": "--keep",
 }
 
 
@@ -295,8 +297,25 @@ def audit(
     dask_timeout: Annotated[
         float, typer.Option(help="With --dask: seconds to wait for the scheduler.")
     ] = 10.0,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            help="Column identifying an entity on several rows (e.g. a person id in a panel): "
+            "held-out rows never share an entity with training rows."
+        ),
+    ] = None,
+    keep: Annotated[
+        str | None,
+        typer.Option(help="Columns to keep as features although the audit flagged them, comma-separated."),
+    ] = None,
 ) -> None:
     """Audit a table and a model; write DIR/report.html and DIR/report.json."""
+    if dask is not None and (group or keep):
+        _fail(
+            TrustlabError(
+                "--group and --keep are not available with --dask yet: run in process.", argument="dask"
+            )
+        )
     if dask is not None:
         _audit_dask(
             data,
@@ -373,6 +392,8 @@ def audit(
             random_state=seed,
             delta=delta,
             sample_rows=sample_rows,
+            group=group,
+            keep=_split(keep),
         )
         with _spinner(err) as progress:
             task = progress.add_task("auditing", total=None)

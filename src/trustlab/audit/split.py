@@ -34,6 +34,7 @@ from trustlab.datasets._cells import cell_text, safe_key, to_float
 
 __all__ = [
     "DEFAULT_SAMPLE_ROWS",
+    "group_split",
     "row_hash",
     "row_split",
     "sample_rate",
@@ -267,3 +268,44 @@ def training_sample(h: np.ndarray, rate: float) -> np.ndarray:
     (True, True)
     """
     return _unit(_mix(h ^ _SAMPLE_KEY)) < float(rate)
+
+
+def group_split(data: pd.DataFrame, group: Any, test_size: float, seed: Any = 0) -> np.ndarray:
+    """Held-out mask that keeps every entity on one side: the keyed hash of the ``group`` value alone.
+
+    :func:`row_hash` of the one-column frame ``data[[group]]`` decides the side
+    (:func:`split_from_hash`), so all rows of one entity (a person observed in several
+    years) are held out together or trained on together, and held-out figures measure
+    the model on entities it has not seen. About ``test_size`` of the entities (not
+    exactly of the rows) are held out. Rows with a missing group value share one side.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The table.
+    group : str
+        The entity column.
+    test_size : float
+        Share of entities held out.
+    seed : int
+        The key (public).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where the row is held out.
+
+    References
+    ----------
+    Roberts et al. "Cross-validation strategies for data with temporal, spatial,
+    hierarchical, or phylogenetic structure." Ecography 40(8), 2017.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"person": [p for p in range(100) for _ in range(4)], "x": range(400)})
+    >>> held = group_split(df, "person", 0.3, seed=0)
+    >>> bool(pd.Series(held).groupby(df["person"]).nunique().max() == 1)  # one side per person
+    True
+    """
+    return split_from_hash(row_hash(data[[group]], seed), test_size)

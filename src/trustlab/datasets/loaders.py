@@ -79,6 +79,7 @@ def load_table(
             df = pd.read_parquet(p)
         elif suffix in _CSV:
             sep = "\t" if ".tsv" in [s.lower() for s in p.suffixes] else ","
+            _refuse_duplicate_header(p, sep)
             df = pd.read_csv(p, sep=sep)
         else:
             raise DataError(
@@ -104,6 +105,28 @@ def load_table(
         if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
             df[col] = df[col].astype("category")
     return df
+
+
+def _refuse_duplicate_header(path: Path, sep: str) -> None:
+    """Refuse a CSV whose header names a column twice (pandas would rename the second ``NAME.1``).
+
+    The header is read as raw text (compression inferred from the name), never through
+    pandas' column naming, which renames repeats silently: a target named twice would
+    become a feature called ``NAME.1`` that predicts the target perfectly.
+    """
+    try:
+        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        return  # reported by the main read
+    names = [str(v).strip() for v in header.iloc[0].tolist()] if len(header) else []
+    repeated = sorted({n for n in names if n and names.count(n) > 1})
+    if repeated:
+        raise DataError(
+            f"data file {path.name!r} names column(s) {repeated} more than once in its header; pandas "
+            "would rename the repeats (e.g. NAME.1) and a copy of the target or of a sensitive column "
+            "would become a feature. Rename or remove the repeated columns.",
+            argument="data",
+        )
 
 
 _PARQUET_FIX = (
