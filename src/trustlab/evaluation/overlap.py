@@ -13,9 +13,11 @@ import numbers
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError, DataTypeError, ParameterError
@@ -53,6 +55,16 @@ def _mix(ids: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def _within_documents(token_lists: list[list[str]], n: int) -> np.ndarray:
+    """Mask of the n-gram start positions (in the concatenated tokens) inside one document."""
+    lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
+    total = int(lengths.sum())
+    if total < n:
+        return np.zeros(0, dtype=bool)
+    doc = np.repeat(np.arange(len(lengths)), lengths)
+    return doc[: total - n + 1] == doc[n - 1 :]
 
 
 def _ids(tokens: list[str], vocab: dict[str, int]) -> np.ndarray:
@@ -214,25 +226,24 @@ def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
     size = _check_n(n)
     train_docs = _documents(train, "train")
     test_docs = _documents([test] if isinstance(test, str) else test, "test")
-    vocab: dict[str, int] = {}
-    parts = [_hash_ngrams(_ids(tokenize(doc), vocab), size) for doc in train_docs]
-    seen = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.uint64)
-    n_ngrams = np.zeros(len(test_docs), dtype=np.int64)
-    n_hit = np.zeros(len(test_docs), dtype=np.int64)
-    for i, doc in enumerate(test_docs):
-        tokens = tokenize(doc)
-        ids = np.fromiter((vocab.get(t, -1) for t in tokens), dtype=np.int64, count=len(tokens))
-        hashes = _hash_ngrams(ids, size)
-        if len(hashes) == 0:
-            continue
-        # an n-gram with a token never seen in training cannot overlap
-        known = np.lib.stride_tricks.sliding_window_view(ids >= 0, size).all(axis=1)
-        if len(seen):
-            pos = np.minimum(np.searchsorted(seen, hashes), len(seen) - 1)
-            hit = known & (seen[pos] == hashes)
-        else:
-            hit = np.zeros(len(hashes), dtype=bool)
-        n_ngrams[i], n_hit[i] = len(hashes), int(hit.sum())
+    # one vectorised pass: tokens of all training documents factorised together (hash table,
+    # linear time), n-gram hashes at every position, those spanning two documents dropped
+    train_tokens = [tokenize(doc) for doc in train_docs]
+    codes, vocab = pd.factorize(pd.Series(list(chain.from_iterable(train_tokens)), dtype=object))
+    train_hashes = _hash_ngrams(np.asarray(codes, dtype=np.int64), size)
+    seen = pd.unique(train_hashes[_within_documents(train_tokens, size)])
+    test_tokens = [tokenize(doc) for doc in test_docs]
+    flat = list(chain.from_iterable(test_tokens))
+    ids = pd.Index(vocab).get_indexer(pd.Series(flat, dtype=object)) if flat else np.empty(0, np.int64)
+    ids = np.asarray(ids, dtype=np.int64)
+    hashes = _hash_ngrams(ids, size)
+    inside = _within_documents(test_tokens, size)
+    # an n-gram with a token never seen in training cannot overlap
+    known = np.lib.stride_tricks.sliding_window_view(ids >= 0, size).all(axis=1) if len(hashes) else inside
+    hit = inside & known & np.asarray(pd.Series(hashes).isin(seen), dtype=bool)
+    owner = np.repeat(np.arange(len(test_docs)), [len(t) for t in test_tokens])[: len(hashes)]
+    n_ngrams = np.bincount(owner[inside], minlength=len(test_docs)).astype(np.int64)
+    n_hit = np.bincount(owner[hit], minlength=len(test_docs)).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = np.where(n_ngrams > 0, n_hit / np.maximum(n_ngrams, 1), np.nan)
     return OverlapReport(
