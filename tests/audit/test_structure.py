@@ -27,7 +27,9 @@ from trustlab.audit import Audit
 SENS = ["sex", "nwhite"]
 # values, not structure: verdicts and their wording, the clock, the model's fit status, and
 # per-group flags decided from released counts
-VALUE_KEYS = {"status", "passed", "detail", "generated_at", "model_status", "drawn", "evaluable"}
+VALUE_KEYS = {
+    "status", "passed", "detail", "generated_at", "model_status", "drawn", "evaluable", "vacuous", "no_skill",
+}  # fmt: skip
 _NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")
 
 

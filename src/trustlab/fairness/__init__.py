@@ -62,7 +62,7 @@ from trustlab.fairness.portfolio import (
     optimal_p_mean_policy,
     p_mean,
 )
-from trustlab.fairness.postprocessing import HardtPostProcessor
+from trustlab.fairness.postprocessing import HardtPostProcessor, SmallGroupWarning
 from trustlab.fairness.strategic import (
     DEMO_SUPPLY,
     MarketAwareClassifier,
@@ -101,6 +101,7 @@ __all__ = [
     "NormalFormGame",
     "Portfolio",
     "ProxyBound",
+    "SmallGroupWarning",
     "StrategicResponse",
     "TargetingReach",
     "WeakStrongOracle",
