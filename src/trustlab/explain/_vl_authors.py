@@ -22,12 +22,14 @@ their variant as pure functions so a user can reproduce their explanations exact
 from __future__ import annotations
 
 import math
+import numbers
 import statistics
 from typing import Any
 
 import numpy as np
 from sklearn.linear_model import Lasso
 
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
 
@@ -36,6 +38,12 @@ __all__ = ["EXPPROOF_ALPHA", "expproof_lasso", "expproof_perturbations", "exppro
 EXPPROOF_ALPHA = 0.010009765625  # the authors' Lasso penalty: 0.01 rounded to a multiple of 2^-12
 
 
+@validate_params(
+    {
+        "std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sampler": [Options({"gaussian", "uniform"})],
+    }
+)
 def expproof_perturbations(u: Any, std: float, sampler: str = "gaussian") -> np.ndarray:
     """The authors' LIME perturbations from bytes, as floats on the ``2^-8`` grid.
 
@@ -85,6 +93,7 @@ def expproof_perturbations(u: Any, std: float, sampler: str = "gaussian") -> np.
     return np.floor(value / 256 + 0.5) / 256  # rounded to scale 2^8
 
 
+@validate_params({"X_int": ["array-like"], "centre_int": ["array-like"]})
 def expproof_sqrt_weights(X_int: Any, centre_int: Any) -> np.ndarray:
     """The authors' square-root kernel weights (integers at scale ``2^8``).
 
@@ -111,6 +120,7 @@ def expproof_sqrt_weights(X_int: Any, centre_int: Any) -> np.ndarray:
     return np.array([round(math.sqrt(int(v) / 256) * 256) for v in k], dtype=np.int64)
 
 
+@validate_params({"intercept": [numbers.Real], "alpha": [Interval(numbers.Real, 0, None, closed="neither")]})
 def expproof_lasso(
     X_int: Any, y: Any, centre_int: Any, intercept: float, *, alpha: float = EXPPROOF_ALPHA
 ) -> np.ndarray:

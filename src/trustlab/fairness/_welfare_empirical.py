@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError
 from trustlab.fairness import _welfare_model as _model
@@ -125,6 +127,7 @@ def comparison_point(
     return beta, v, r2, par, gain, min(inc, 1.0 - capacity)
 
 
+@validate_params({"delta_r2": [Interval(numbers.Real, 0, 1, closed="right")]})
 def residual_scaled_scores(predictions: Any, outcome: Any, delta_r2: float) -> np.ndarray:
     """A "similar but slightly better" predictor: the residuals scaled so ``R^2`` rises by ``delta_r2``.
 
