@@ -61,6 +61,7 @@ def _passes(frame_meta: pd.DataFrame, model: Any, levels: list[list[Any]]) -> tu
         heldout_statistic(sens, levels),
         model,
         {"features": features, "sensitive": sens, "target": "y", "positive": "yes"},
+        None,
         test_size=0.3,
         seed=0,
         column=1,
@@ -143,7 +144,7 @@ def run(quick: bool = False) -> dict:
             finally:
                 client.close()
                 cluster.close()
-            diff = max(_max_diff(ref1["columns"], got1["columns"]), _max_diff(ref2, got2))
+            diff = max(_max_diff(ref1["columns"], got1["columns"]), _max_diff(ref2["scored"], got2["scored"]))
             rows.append(
                 {
                     "backend": f"Dask LocalCluster, {workers} worker process(es)",

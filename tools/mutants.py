@@ -79,7 +79,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "boxplot: upper-extreme scan spends the whole quantile budget",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "qmax = extreme(1 - q_n, eps_q / 5, True)",
         "qmax = extreme(1 - q_n, eps_q, True)",
         ("tests/privacy/test_boxplot_budget.py",),
@@ -93,24 +93,68 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "boxplot: released n with half its noise",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "n_pub = float(max(1, int(add_discrete_laplace(data.size, 1.0 / eps_n))))",
         "n_pub = float(max(1, int(add_discrete_laplace(data.size, 0.5 / eps_n))))",
         ("tests/privacy/test_boxplot_budget.py",),
     ),
     Mutant(
         "boxplot: shares not post-processed into [0, 1]",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "(k / n_pub for k in clamp_counts(noisy[0], noisy[1], n_pub))",
         "(k / n_pub for k in noisy)",
         ("tests/privacy/test_boxplot.py",),
     ),
     Mutant(
         "boxplot: exact group sizes published",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_grouped.py",
         "noisy = add_discrete_laplace(exact.astype(np.int64), sens / eps_c)",
         "noisy = exact.astype(np.int64)",
         ("tests/privacy/test_boxplot.py", "tests/privacy/test_boxplot_budget.py"),
+    ),
+    # The distributed quantile/boxplot path (compute/quantiles): the releases from merged
+    # counts must be the in-process mechanisms; each edit mis-scales what only this path reads.
+    Mutant(
+        "quantiles from counts: outlier counts drawn at twice their budget",
+        "src/trustlab/compute/_quantile_release.py",
+        "stats = box_finish(pending, int(lo), int(hi))",
+        "stats = box_finish(replace(pending, scale=pending.scale / 2), int(lo), int(hi))",
+        (
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+            "tests/compute/test_quantiles.py::test_audit_boxplot_outlier_share_from_counts",
+        ),
+    ),
+    Mutant(
+        "quantiles from counts: outlier-share noise at the add/remove sensitivity under replace",
+        "src/trustlab/compute/_quantile_release.py",
+        "opts = _options(summary, neighbouring, kwargs)",
+        'opts = _options(summary, "add_remove", kwargs)',
+        ("tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",),
+    ),
+    Mutant(
+        "quantiles from counts: replace-one figure split as add/remove (sizes and boxes)",
+        "src/trustlab/compute/_quantile_release.py",
+        "        first.bounds,\n        neighbouring,\n",
+        '        first.bounds,\n        "add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_grouped_boxplot_from_counts_equals_the_in_process_figure",),
+    ),
+    Mutant(
+        "quantiles from counts: JointExp utility at the add/remove sensitivity where replace is claimed",
+        "src/trustlab/compute/_quantile_release.py",
+        "        method=method,\n        neighbouring=neighbouring,\n",
+        '        method=method,\n        neighbouring="add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",),
+    ),
+    Mutant(
+        "quantiles from counts: grid and bucket counts of unclipped values",
+        "src/trustlab/compute/_quantile_state.py",
+        "z = np.clip(x[present], *self.bounds)",
+        "z = x[present]",
+        (
+            "tests/compute/test_quantiles.py::test_state_merges_to_the_whole_column_on_any_partitioning",
+            "tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+        ),
     ),
     Mutant(
         "dsi: transposed Cholesky factor in the sampler",
@@ -156,7 +200,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "statistics: dp_sum noise for sensitivity 1 instead of the resolution",
-        "src/trustlab/privacy/statistics.py",
+        "src/trustlab/privacy/_sums.py",
         "add_discrete_laplace(units, resolution / epsilon)",
         "add_discrete_laplace(units, 1.0 / epsilon)",
         ("tests/privacy/test_statistics_privacy.py",),

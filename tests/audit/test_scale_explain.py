@@ -38,7 +38,7 @@ def _table(n: int = 4000) -> pd.DataFrame:
 
 def _context(frame: pd.DataFrame, model_name: str) -> tuple[AuditContext, list[str]]:
     """The context the distributed audit builds: the training rows (here all of them) and the model."""
-    from trustlab.audit._scale import _as_category
+    from trustlab.audit._scale_stats import as_category as _as_category
 
     features = ["x0", "x1", "x2", "job", "sex"]
     train = _as_category(frame[~row_split(frame, TEST_SIZE, SEED)].reset_index(drop=True))
@@ -107,7 +107,7 @@ def test_section_reads_every_heldout_row(hgb) -> None:
     assert all(c.passed for c in res.checks)
     assert f"the background is {f['n_background']:,} held-out rows" in res.notes[0]
     pre, est = ctx.model[:-1], ctx.model[-1]
-    from trustlab.audit._scale import _as_category
+    from trustlab.audit._scale_stats import as_category as _as_category
 
     held = _as_category(frame[row_split(frame, TEST_SIZE, SEED)])
     whole = FastPD(est).fit(pre.transform(held[features]))

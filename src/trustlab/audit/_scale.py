@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,8 @@ from typing_extensions import override
 
 from trustlab._validation import check_binary_target
 from trustlab.audit._audit_inputs import check_values, column_name, column_names
-from trustlab.audit._scale_explain import BACKGROUND_ROWS, explain_section, explain_statistic
+from trustlab.audit._meta import run_meta
+from trustlab.audit._scale_explain import BACKGROUND_ROWS, HeldoutExplain, explain_section, explain_statistic
 from trustlab.audit._scale_stats import (
     BIN,
     COLUMNS_KEY,
@@ -41,6 +41,7 @@ from trustlab.audit._scale_stats import (
     TABLE_KEY,
     P,
     Y,
+    as_category,
     column_statistic,
     heldout_statistic,
     score_bins,
@@ -53,7 +54,6 @@ from trustlab.audit.section import AuditContext
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
     row_hash,
-    row_split,
     sample_rate,
     split_from_hash,
     training_sample,
@@ -68,15 +68,6 @@ from trustlab.models import categorical_columns
 __all__ = ["DEFAULT_SAMPLE_ROWS", "SCALE_SECTIONS", "run_scaled"]
 
 SCALE_SECTIONS = ("data", "performance", "fairness", "explain")
-
-
-def _as_category(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text columns as ``category``, as :func:`trustlab.datasets.load_table` reads them."""
-    out = frame.copy()
-    for c in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[c]) and not pd.api.types.is_bool_dtype(out[c]):
-            out[c] = out[c].astype(object).astype("category")
-    return out
 
 
 class _TrainingSample(MergeableStatistic[pd.DataFrame, pd.DataFrame]):
@@ -99,19 +90,28 @@ class _TrainingSample(MergeableStatistic[pd.DataFrame, pd.DataFrame]):
         return state.reset_index(drop=True)
 
 
-class _ScoredHeldout(MergeableStatistic[Any, Any]):
-    """Score a partition's held-out rows with the model (on the worker), then count them."""
+class _ScoredHeldout(MergeableStatistic[dict[str, Any], dict[str, Any]]):
+    """Score a partition's held-out rows with the model (on the worker), then count them.
 
-    def __init__(self, inner: Several, model: Any, columns: dict[str, Any], **kw: Any) -> None:
-        self.inner, self.model = inner, model
+    With ``explain`` (the Explain section's :class:`~trustlab.audit._scale_explain.HeldoutExplain`),
+    the same held-out rows and their row hashes, computed once here, also feed FastPD's
+    background and the query sample. The state is ``{"scored": ..., "explain": ... or None}``.
+    """
+
+    def __init__(
+        self, inner: Several, model: Any, columns: dict[str, Any], explain: HeldoutExplain | None, **kw: Any
+    ) -> None:
+        self.inner, self.model, self.explain = inner, model, explain
         self.features, self.sensitive = columns["features"], columns["sensitive"]
         self.target, self.positive = columns["target"], columns["positive"]
         self.test_size, self.seed, self.column = kw["test_size"], kw["seed"], kw["column"]
 
     @override
-    def partial(self, chunk: pd.DataFrame) -> Any:
-        held = chunk[row_split(chunk, self.test_size, self.seed)]
-        rows = _as_category(held)
+    def partial(self, chunk: pd.DataFrame) -> dict[str, Any]:
+        h = row_hash(chunk, self.seed)  # one hash a row: the split, the query sample, the background
+        held = split_from_hash(h, self.test_size)
+        rows = as_category(chunk[held])
+        explained = None if self.explain is None else self.explain.partial_held(rows, h[held])
         if len(rows):
             with native_threads():
                 p = np.asarray(self.model.predict_proba(rows[self.features]), dtype=float)[:, self.column]
@@ -120,15 +120,17 @@ class _ScoredHeldout(MergeableStatistic[Any, Any]):
             p = np.zeros(0)
         y = (rows[self.target].astype(object) == self.positive).to_numpy().astype(np.int64)
         frame = rows[self.sensitive].assign(**{Y: y, P: p, BIN: score_bins(p)})
-        return self.inner.partial(frame)
+        return {"scored": self.inner.partial(frame), "explain": explained}
 
     @override
-    def merge(self, a: Any, b: Any) -> Any:
-        return self.inner.merge(a, b)
+    def merge(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        explained = None if self.explain is None else self.explain.merge(a["explain"], b["explain"])
+        return {"scored": self.inner.merge(a["scored"], b["scored"]), "explain": explained}
 
     @override
-    def finalize(self, state: Any) -> Any:
-        return self.inner.finalize(state)
+    def finalize(self, state: dict[str, Any]) -> dict[str, Any]:
+        explained = None if self.explain is None else self.explain.finalize(state["explain"])
+        return {"scored": self.inner.finalize(state["scored"]), "explain": explained}
 
 
 def _levels(counts: dict[Any, int]) -> list[Any]:
@@ -194,7 +196,7 @@ def run_scaled(
             "no feature columns are left for the model; keep at least one other column.", argument="data"
         )
     frame = dd.read_parquet([str(f) for f in files], columns=columns)
-    meta = _as_category(frame._meta)
+    meta = as_category(frame._meta)
     cats = categorical_columns(meta)
     seed, test_size = int(runner.random_state), float(runner.test_size)
     rate = sample_rate(sample_rows, n_total, test_size)
@@ -217,7 +219,7 @@ def run_scaled(
         )
     fake = pd.Series([k if k is not None else np.nan for k in labels], dtype=object)
     _, negative, positive = check_binary_target(fake, f"target {target!r}", runner.positive)
-    sample = _as_category(first["sample"])
+    sample = as_category(first["sample"])
     check_values(sample, list(sample.columns))
     y_sample = (sample[target].astype(object) == positive).to_numpy().astype(np.int64)
     if len(np.unique(y_sample)) < 2:
@@ -232,26 +234,23 @@ def run_scaled(
     column = classes.index(1) if 1 in classes else 1  # fitted on 0/1 labels (1 = positive)
     t2 = time.perf_counter()
     levels = [_levels(first[f"sens:{i}"]) for i in range(len(sens))]
+    from trustlab.audit.registry import default_sections
+
+    wants_explain = any(s.name == "explain" for s in (runner.sections or default_sections()))
+    explain = None
+    if wants_explain:
+        rate = min(1.0, BACKGROUND_ROWS / max(1.0, n_total * test_size))
+        explain = explain_statistic(model, features, test_size=test_size, seed=seed, background_rate=rate)
     scored = _ScoredHeldout(
         heldout_statistic(sens, levels),
         model,
         {"features": features, "sensitive": sens, "target": target, "positive": positive},
+        explain,
         test_size=test_size,
         seed=seed,
         column=column,
     )
-    from trustlab.audit.registry import default_sections
-
-    wants_explain = any(s.name == "explain" for s in (runner.sections or default_sections()))
-    pass2: dict[str, MergeableStatistic[Any, Any]] = {"scored": scored}
-    if wants_explain:
-        rate = min(1.0, BACKGROUND_ROWS / max(1.0, n_total * test_size))
-        pass2["explain"] = explain_statistic(
-            model, features, test_size=test_size, seed=seed, background_rate=rate
-        )
-    both = compute(
-        Several(pass2), frame, client=client, progress=lambda d, n: step(f"pass 2/2: {d}/{n} partitions")
-    )
+    both = compute(scored, frame, client=client, progress=lambda d, n: step(f"pass 2/2: {d}/{n} partitions"))
     second = both["scored"]
     t3 = time.perf_counter()
     ctx = AuditContext(
@@ -291,22 +290,20 @@ def run_scaled(
         else:
             results.append(s.compute(ctx, None))
     workers = len(client.scheduler_info().get("workers", {})) if client is not None else 0
-    report_meta: dict[str, Any] = {
-        "dataset": dataset_name or Path(path).name,
-        "target": target,
-        "positive_label": str(positive),
-        "sensitive": sens,
-        "features": [str(f) for f in features],
-        "model": model_name,
-        "model_status": ctx.model_status,
-        "test_size": test_size,
-        "split": "keyed hash of each row's values (seed = key); rows with the hash below test_size "
-        "are held out",
-        "random_state": seed,
-        "private": False,
-        "epsilon": None,
-        "trustlab_version": version("trustlab"),
-        "generated_at": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d %H:%M UTC"),
+    report_meta = run_meta(
+        dataset=dataset_name or Path(path).name,
+        target=target,
+        positive=positive,
+        sensitive=sens,
+        features=features,
+        model=model_name,
+        model_status=ctx.model_status,
+        test_size=test_size,
+        random_state=seed,
+        private=False,
+        epsilon=None,
+    )
+    report_meta |= {
         "scale": {
             "backend": "dask",
             "workers": workers,

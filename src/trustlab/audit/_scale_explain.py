@@ -26,6 +26,7 @@ import pandas as pd
 from typing_extensions import override
 
 from trustlab._stats import splitmix64
+from trustlab.audit._scale_stats import as_category
 from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.audit.sections.explain import _MAX_ROWS, BACKGROUND_KEY, _split_pipeline
 from trustlab.audit.split import row_hash, split_from_hash, training_sample
@@ -38,14 +39,6 @@ __all__ = ["BACKGROUND_ROWS", "HeldoutExplain", "explain_section", "explain_stat
 BACKGROUND_ROWS = 1_000_000
 """Held-out rows a distributed audit counts into FastPD's background (about; a hash sample)."""
 _QUERY_KEY = np.uint64(0xE4A1)  # the query sample's draw: splitmix64(row hash ^ this)
-
-
-def _as_category(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text columns as ``category``, as the distributed audit feeds its model."""
-    from trustlab.audit._scale import _as_category as as_category
-
-    out: pd.DataFrame = as_category(frame)
-    return out
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
@@ -112,11 +105,30 @@ class HeldoutExplain(MergeableStatistic[dict[str, Any], dict[str, Any]]):
     def partial(self, chunk: pd.DataFrame) -> dict[str, Any]:
         h = row_hash(chunk, self.seed)
         held = split_from_hash(h, self.test_size)
-        rows = _as_category(chunk[held])
-        keys = splitmix64(h[held] ^ _QUERY_KEY)
+        return self.partial_held(as_category(chunk[held]), h[held])
+
+    def partial_held(self, rows: pd.DataFrame, h: np.ndarray) -> dict[str, Any]:
+        """:meth:`partial` on a partition's held-out rows (text as ``category``) and their row hashes.
+
+        The distributed audit's second pass hashes each row once and hands the held-out
+        rows both to the scoring statistic and to this one.
+
+        Parameters
+        ----------
+        rows : pandas.DataFrame
+            The partition's held-out rows, text columns as ``category``.
+        h : numpy.ndarray
+            Their keyed row hashes (:func:`~trustlab.audit.split.row_hash` with ``seed``).
+
+        Returns
+        -------
+        dict
+            The partial state.
+        """
+        keys = splitmix64(h ^ _QUERY_KEY)
         keep = _smallest(keys, self.n_queries)
         queries = _plain(rows.iloc[keep])
-        counted = rows[training_sample(h[held], self.background_rate)] if self.background_rate < 1 else rows
+        counted = rows[training_sample(h, self.background_rate)] if self.background_rate < 1 else rows
         bg = None if self.background is None else self.background.partial(counted)
         return {"background": bg, "queries": queries, "keys": keys[keep]}
 
@@ -192,7 +204,7 @@ def explain_section(section: Section, ctx: AuditContext, merged: dict[str, Any])
     """
     queries: pd.DataFrame = merged["queries"]
     cols = list(ctx.data.columns)
-    data = _as_category(pd.concat([_plain(ctx.data), queries[cols]], ignore_index=True))
+    data = as_category(pd.concat([_plain(ctx.data), queries[cols]], ignore_index=True))
     y_q = (queries[ctx.target].astype(object) == ctx.positive_label).to_numpy().astype(np.int64)
     test_index = np.arange(len(ctx.data), len(data))
     if len(queries):

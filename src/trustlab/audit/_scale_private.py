@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +42,17 @@ from trustlab.audit.prediction_table import (
     consistent_counts,
 )
 from trustlab.audit.section import AuditContext, Section, SectionResult
-from trustlab.audit.sections._columns import integer_resolution
-from trustlab.audit.sections.data import DataSection, _codes, private_statistics
-from trustlab.audit.sections.privacy import SIZE_SHARE, PrivacySection, _plot_entry
+from trustlab.audit.sections._columns import category_codes
+from trustlab.audit.sections.data import DataSection, private_statistics
+from trustlab.audit.sections.privacy import PrivacySection, group_statistics
 from trustlab.audit.split import row_hash, sample_rate, split_from_hash, training_sample
 from trustlab.compute.backend import compute
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.compute.statistics import MergeableStatistic
+from trustlab.datasets._cells import bound_cells
 from trustlab.datasets.schema import Schema
 from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
-from trustlab.privacy.boxplot import OTHER_LABEL
 
 __all__ = ["PRIVATE_SCALE_SECTIONS", "run_scaled_private"]
 
@@ -73,6 +72,7 @@ class _Plan:
 
     def prepare(self, chunk: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
         """Held-out mask (the in-process hash of the raw values), the conformed rows, labelled mask."""
+        chunk = bound_cells(chunk)  # the work on one cell is bounded (MAX_CELL_CHARS)
         h = row_hash(chunk, self.seed)
         conformed = self.schema.conform(chunk.reset_index(drop=True))
         labelled = conformed[self.target].notna().to_numpy()
@@ -96,10 +96,7 @@ class _FirstPass(MergeableStatistic[dict[str, Any], dict[str, Any]]):
     def partial(self, chunk: pd.DataFrame) -> dict[str, Any]:
         p = self.plan
         h, conf, labelled = p.prepare(chunk)
-        state = private_statistics(conf, p.schema, p.declared)
-        for a in p.sensitive:  # the Privacy section's group sizes (declared categories)
-            cats = list(p.schema.categories(a) or ())
-            state[f"groups:{a}"] = np.bincount(_codes(conf[a], cats), minlength=len(cats) + 1)
+        state = private_statistics(conf, p.schema, p.declared) | group_statistics(conf, p.schema, p.sensitive)
         keep = labelled & ~split_from_hash(h, p.test_size) & training_sample(h, p.rate)
         rows = conf.loc[keep, p.features].reset_index(drop=True)
         y = (conf.loc[keep, p.target].astype(object) == p.positive).to_numpy().astype(np.int64)
@@ -144,7 +141,7 @@ class _HeldoutCounts(MergeableStatistic[np.ndarray, np.ndarray]):
                 proba = np.full(len(rows), 0.5)
         cell = np.zeros(len(rows), dtype=np.int64)
         for a, lv in zip(p.sensitive, self.levels, strict=True):
-            cell = cell * len(lv) + _codes(rows[a], lv[:-1])
+            cell = cell * len(lv) + category_codes(rows[a], lv[:-1])
         score_bin = np.clip((proba * N_SCORE_BINS).astype(np.int64), 0, N_SCORE_BINS - 1)
         y = (rows[p.target].astype(object) == p.positive).to_numpy().astype(np.int64)
         codes = (cell * N_SCORE_BINS + score_bin) * 2 + y
@@ -198,7 +195,8 @@ class _MergedData(DataSection):
         self.stats, self.columns = stats, columns
 
     @override
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        assert budget is not None
         note = (
             "Computed on Dask: exact counts and grid-unit sums merged from the partitions, noise "
             "added once on the client by the same mechanisms as in process."
@@ -207,84 +205,34 @@ class _MergedData(DataSection):
 
 
 class _MergedPrivacy(PrivacySection):
-    """The private Privacy section on merged statistics (the releases of ``PrivacySection.compute``).
+    """The private Privacy section on merged statistics (the releases of ``PrivacySection._release``).
 
-    Group sizes: the merged code histograms of the first pass, released by
-    :func:`~trustlab.compute.private.dp_histogram_of_counts`; boxplots:
-    :func:`~trustlab.compute.quantiles.grouped_dp_boxplot_on` (grid counts merged on the
-    workers, quantiles and outlier counts released once here).
+    Group sizes: the merged code histograms of the first pass
+    (:func:`~trustlab.audit.sections.privacy.group_statistics` summed over partitions);
+    boxplots: :func:`~trustlab.compute.quantiles.grouped_dp_boxplot_on` (grid counts merged
+    on the workers, quantiles and outlier counts released once here).
     """
 
     def __init__(self, stats: dict[str, Any], frame: Any, client: Any) -> None:
         self.stats, self.frame, self.client = stats, frame, client
 
     @override
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        from trustlab.audit.sections.privacy import _candidates, _numeric_columns
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         from trustlab.compute.quantiles import grouped_dp_boxplot_on
 
-        assert budget is not None  # private runs only
-        cols = _numeric_columns(ctx)
-        left_out = _candidates(ctx)[1]
-        pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
-        eps_sizes = budget.remaining_epsilon * SIZE_SHARE / len(ctx.sensitive) if pairs else 0.0
-        eps_box = budget.remaining_epsilon * (1 - SIZE_SHARE) / len(pairs) if pairs else 0.0
-        sizes = {a: self._merged_sizes(ctx, a, eps_sizes, budget) for a in ctx.sensitive} if pairs else {}
-        plots: list[dict[str, Any]] = []
-        for col, attr in pairs:
-            bounds = ctx.schema.bounds(col)
-            assert bounds is not None
-            resolution = integer_resolution(ctx.schema, col)
-            options: dict[str, Any] = {} if resolution is None else {"resolution": resolution}
-            res = grouped_dp_boxplot_on(
-                self.frame,
-                col,
-                attr,
-                list(ctx.schema.categories(attr) or ()),
-                eps_box,
-                bounds,
-                client=self.client,
-                counts=sizes[attr],
-                description=f"privacy: {col} by {attr}",
-                **options,
-            )
-            for release in res.releases:
-                budget.record(release)
-            plots.append(_plot_entry(col, attr, res) | {"kind": "box", "resolution": resolution})
-        rest = budget.remaining_epsilon
-        if rest > 1e-12 * budget.total_epsilon:
-            budget.spend(
-                rest, description="privacy section: unused share (nothing to release)", mechanism="none"
-            )
-        # the notes are the in-process section's (the releases are the same), plus where they ran
-        notes = [
-            "Boxplots are differentially private (DPBoxplot, add/remove neighbours), released as the "
-            f"in-process audit releases them: the rows of each group are counted once ({SIZE_SHARE:.3g} "
-            "of the section's share, split over the attributes) and each box gets the rest, split over "
-            f"the (column, attribute) pairs (epsilon {eps_box:.3g} each); points beyond the whiskers "
-            "are shown only as noisy counts ('N beyond'). Columns and groups come from the schema.",
-            "Not drawn (they look like identifiers or codes; see the Data section): "
-            + (", ".join(map(str, left_out)) or "none"),
-            "Computed on Dask: group sizes and the boxplots' grid counts merged from the partitions "
-            "(two passes per figure), noise added once on the client. The boxes carry no interval.",
-        ]
-        figures = {"boxplots": plots, "private": True, "not_drawn": [str(c) for c in left_out]}
-        return SectionResult(self.name, self.title, figures, [], notes)
+        assert budget is not None
 
-    def _merged_sizes(
-        self, ctx: AuditContext, attr: str, epsilon: float, budget: Accountant
-    ) -> dict[Any, float]:
-        """As ``PrivacySection._sizes``, from the merged histogram of ``attr``'s codes."""
-        cats = list(ctx.schema.categories(attr) or ())
-        rel = budget.record(
-            dp_histogram_of_counts(
-                self.stats[f"groups:{attr}"],
-                epsilon,
-                description=f"privacy: rows per {attr} group (the n of every boxplot by {attr})",
+        def boxplot(col: Any, attr: Any, epsilon: float, bounds: tuple[float, float], **kw: Any) -> Any:
+            categories = kw.pop("categories")
+            return grouped_dp_boxplot_on(
+                self.frame, col, attr, categories, epsilon, bounds, client=self.client, **kw
             )
+
+        note = (
+            "Computed on Dask: group sizes and the boxplots' grid counts merged from the partitions "
+            "(two passes per figure), noise added once on the client by the same mechanisms as in process."
         )
-        values = np.clip(np.asarray(rel.value, dtype=float), 0, None)
-        return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
+        return self._release(ctx, budget, self.stats, boxplot, (note,))
 
 
 def _expected_sample(schema: Schema, test_size: float, rate: float) -> str:
@@ -318,8 +266,10 @@ def run_scaled_private(
     """
     import dask.dataframe as dd
 
+    from trustlab.audit._fit import TRAINING_SHARE
+    from trustlab.audit._meta import private_meta, run_meta
     from trustlab.audit._private_model import DP_MODEL, fit_private_model
-    from trustlab.audit.audit import _PRIVATE_MODEL_SCOPE, _PUBLIC_MODEL_SCOPE, PRIVACY_SCOPE, TRAINING_SHARE
+    from trustlab.audit._run import compute_sections, section_budgets
     from trustlab.audit.registry import default_sections
     from trustlab.audit.report import AuditReport
     from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
@@ -327,7 +277,8 @@ def run_scaled_private(
     step = progress or (lambda _msg: None)
     files = parquet_files(path)
     target, sensitive = column_name(target, "target"), column_names(sensitive, "sensitive")
-    arrow, _ = check_parquet_schemas(files, required=(target, *sensitive))  # row counts never read
+    # row counts never read; column types are the schema's (each partition is conformed)
+    arrow, _ = check_parquet_schemas(files, required=(target, *sensitive), private=True)
     # the in-process checks of public facts, on an empty table with the files' columns
     prep = runner._prepare(arrow.empty_table().to_pandas(), target, sensitive)
     schema, sens, features = prep.schema, prep.sensitive, prep.features
@@ -404,44 +355,28 @@ def run_scaled_private(
         for s in wanted
     ]
     sections = [s for s in sections if s.applies(ctx)]
-    weights: dict[str, float] = {}
-    for s in sections:
-        if s.budget_weight > 0:
-            weights[s.key] = max(weights.get(s.key, 0.0), s.budget_weight)
-    budgets = accountant.split(weights) if weights else {}
+    budgets = section_budgets(sections, accountant)
     if "predictions" in budgets:  # the shared table, released once into the sections' shared budget
         ctx._shared[_TABLE_KEY] = private_prediction_table(
             counts, sens, held.levels, budgets["predictions"], seed
         )
-    results = []
-    for s in sections:
-        step(f"section: {s.title}")
-        results.append(s.compute(ctx, budgets.get(s.key) if s.budget_weight > 0 else None))
-    for key, acc in budgets.items():
-        if acc.remaining_epsilon > 1e-9 * acc.total_epsilon:
-            raise RuntimeError(f"internal error: budget '{key}' left {acc.remaining_epsilon} unspent")
+    results = compute_sections(sections, ctx, budgets, step)
     workers = len(client.scheduler_info().get("workers", {})) if client is not None else 0
-    meta: dict[str, Any] = {
-        "dataset": dataset_name or Path(path).name,
-        "target": target,
-        "positive_label": str(prep.positive),
-        "sensitive": sens,
-        "features": [str(f) for f in features],
-        "model": DP_MODEL,
-        "model_status": status,
-        "test_size": test_size,
-        "split": "keyed hash of each row's values (seed = key); rows with the hash below test_size "
-        "are held out",
-        "random_state": seed,
-        "private": True,
-        "epsilon": runner.epsilon,
-        "privacy_scope": [
-            _PRIVATE_MODEL_SCOPE if line == _PUBLIC_MODEL_SCOPE else line for line in PRIVACY_SCOPE
-        ],
-        "delta": runner.delta,
-        "schema_source": schema.source,
-        "trustlab_version": version("trustlab"),
-        "generated_at": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d %H:%M UTC"),
+    meta = run_meta(
+        dataset=dataset_name or Path(path).name,
+        target=target,
+        positive=prep.positive,
+        sensitive=sens,
+        features=features,
+        model=DP_MODEL,
+        model_status=status,
+        test_size=test_size,
+        random_state=seed,
+        private=True,
+        epsilon=runner.epsilon,
+    )
+    meta |= private_meta(schema, trained_privately=True, delta=runner.delta)
+    meta |= {
         "scale": {
             "backend": "dask",
             "workers": workers,
@@ -450,7 +385,6 @@ def run_scaled_private(
             "rows": schema.rows,  # public (the schema's estimate) or None; the true count is private
             "sample_rows": _expected_sample(schema, test_size, rate),
             "sample_rate": rate,
-            "seconds": {"pass1": t1 - t0, "fit": t2 - t1, "pass2": t3 - t2},
             "sections_left_out": [
                 s.name
                 for s in (runner.sections or default_sections())
@@ -462,11 +396,8 @@ def run_scaled_private(
             "released figures.",
         },
     }
-    if schema.epsilon_spent or schema.delta_spent:
-        meta["schema_privacy"] = {
-            "epsilon": schema.epsilon_spent,
-            "delta": schema.delta_spent,
-            "note": "spent drafting the schema from these rows (trustlab schema --epsilon); the total "
-            "spent on the rows is this plus the audit's epsilon (basic composition)",
-        }
-    return AuditReport(meta=meta, results=results, sections=sections, ledger=accountant.ledger())
+    # wall-clock times depend on the rows: for the terminal only, never in the report
+    timings = {"pass1": t1 - t0, "fit": t2 - t1, "pass2": t3 - t2}
+    return AuditReport(
+        meta=meta, results=results, sections=sections, ledger=accountant.ledger(), timings=timings
+    )

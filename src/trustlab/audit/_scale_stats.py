@@ -46,6 +46,7 @@ __all__ = [
     "TABLE_KEY",
     "P",
     "Y",
+    "as_category",
     "column_statistic",
     "column_summaries",
     "heldout_frame",
@@ -59,6 +60,18 @@ COLUMNS_KEY = "raw_column_statistics"
 SCORES_KEY = "raw_score_tables"
 TABLE_KEY = "prediction_table_raw"  # the key shared_prediction_table uses in raw mode
 Y, P, BIN = "__trustlab_y__", "__trustlab_p__", "__trustlab_bin__"
+
+
+def as_category(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as ``category``, as :func:`trustlab.datasets.load_table` reads them.
+
+    The distributed audits feed their model (and FastPD's background) rows read this way.
+    """
+    out = frame.copy()
+    for c in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[c]) and not pd.api.types.is_bool_dtype(out[c]):
+            out[c] = out[c].astype(object).astype("category")
+    return out
 
 
 def column_statistic(frame: pd.DataFrame, categorical: list[Any]) -> Several:

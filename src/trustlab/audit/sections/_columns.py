@@ -22,7 +22,7 @@ import pandas as pd
 
 from trustlab.audit.section import AuditContext
 
-__all__ = ["group_labels", "integer_resolution", "name_tokens", "suspect_columns"]
+__all__ = ["category_codes", "group_labels", "integer_resolution", "name_tokens", "suspect_columns"]
 
 _ID = {
     "id", "ids", "uid", "uuid", "guid", "identifier", "serial", "ssn", "rowid", "recid",
@@ -234,3 +234,19 @@ def integer_resolution(schema: Any, column: str) -> int | None:
     if not (float(lower).is_integer() and float(upper).is_integer()) or upper - lower < 1:
         return None
     return int(upper - lower)
+
+
+def category_codes(values: Any, categories: list[Any]) -> np.ndarray:
+    """Codes over the declared ``categories``, ``len(categories)`` for missing or other.
+
+    The private sections' code histograms (Data's level counts, Privacy's group sizes, the
+    prediction table's cells) count these.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> category_codes(pd.Series(["b", None, "a", "z"]), ["a", "b"]).tolist()
+    [1, 2, 0, 2]
+    """
+    lookup = {v: i for i, v in enumerate(categories)}
+    return values.astype(object).map(lookup).fillna(len(categories)).to_numpy(dtype=np.int64)

@@ -6,18 +6,20 @@ import math
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
 from trustlab.audit._scale_stats import column_summaries
+from trustlab.audit._thresholds import MAX_MISSING_RATE
 from trustlab.audit.prediction_table import discrete_laplace_sd
 from trustlab.audit.section import (
     AuditContext,
     Check,
-    Section,
     SectionResult,
     interval_rule,
     interval_verdict,
 )
-from trustlab.audit.sections._columns import suspect_columns
+from trustlab.audit.sections._base import TwoModeSection
+from trustlab.audit.sections._columns import category_codes, suspect_columns
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.models import categorical_columns
 from trustlab.privacy.accounting import Accountant
@@ -25,11 +27,10 @@ from trustlab.privacy.statistics import dp_count, dp_sum_of_units, grid_units
 
 __all__ = ["DataSection"]
 
-MAX_MISSING_RATE = 0.2
 TOP_LEVELS = 5
 
 
-class DataSection(Section):
+class DataSection(TwoModeSection):
     """Shape, types, missingness and summaries of every column.
 
     In private mode: the row count, each column's missing rate and each numeric
@@ -42,24 +43,7 @@ class DataSection(Section):
     title = "Data"
     budget_weight = 0.4
 
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Summarise the table: exactly in raw mode, with DP noise when given a budget.
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            The section's share of epsilon in private mode (spent in full), else None.
-
-        Returns
-        -------
-        SectionResult
-        """
-        if budget is None:
-            return self._raw(ctx)
-        return self._private(ctx, budget)
-
+    @override
     def _raw(self, ctx: AuditContext) -> SectionResult:
         df = ctx.data
         cats = categorical_columns(df)
@@ -104,7 +88,9 @@ class DataSection(Section):
             ],
         )
 
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    @override
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        assert budget is not None  # weight > 0: private runs give the section a share
         columns = list(ctx.data.columns)  # conformed to the schema: dtypes come from the schema alone
         stats = private_statistics(ctx.data, ctx.schema, columns)
         return self._release(ctx, budget, stats, columns)
@@ -283,17 +269,13 @@ def model_inputs(ctx: AuditContext) -> dict[str, Any]:
         "sensitive": [str(c) for c in ctx.sensitive],
         "sensitive_used": any(c in ctx.features for c in ctx.sensitive),
         "suspect": suspect_columns(ctx),
+        "screened": list(ctx.column_flags),
+        "group": None if ctx.group is None else str(ctx.group),
     }
 
 
 SUM_RESOLUTION = 2**12
 """Grid steps of the private Data section's clipped sums (:func:`~trustlab.privacy.dp_sum`'s default)."""
-
-
-def _codes(values: Any, categories: list[Any]) -> np.ndarray:
-    """Codes over the declared categories, ``len(categories)`` for missing or other."""
-    lookup = {v: i for i, v in enumerate(categories)}
-    return values.astype(object).map(lookup).fillna(len(categories)).to_numpy(dtype=np.int64)
 
 
 def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str, Any]:
@@ -317,7 +299,7 @@ def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str,
             st[f"units:{c}"] = grid_units(values, bounds, SUM_RESOLUTION)
         else:
             cats = list(schema.categories(c) or ())
-            st[f"hist:{c}"] = np.bincount(_codes(frame[c], cats), minlength=len(cats) + 1)
+            st[f"hist:{c}"] = np.bincount(category_codes(frame[c], cats), minlength=len(cats) + 1)
     return st
 
 

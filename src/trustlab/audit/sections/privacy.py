@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from typing_extensions import override
 
-from trustlab.audit.section import AuditContext, Section, SectionResult
-from trustlab.audit.sections._columns import integer_resolution, suspect_columns
+from trustlab.audit.section import AuditContext, SectionResult
+from trustlab.audit.sections._base import TwoModeSection
+from trustlab.audit.sections._columns import category_codes, integer_resolution, suspect_columns
+from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.boxplot import OTHER_LABEL, GroupedBoxplots, grouped_dp_boxplot
-from trustlab.privacy.statistics import dp_histogram
 
-__all__ = ["PrivacySection", "tukey_box"]
+__all__ = ["PrivacySection", "group_statistics", "tukey_box"]
 
 MAX_COLUMNS = 6
 MAX_BAR_VALUES = 10  # a count-like column: integer values, at most this many distinct ones
@@ -124,6 +127,41 @@ def _plot_entry(col: str, attr: str, res: GroupedBoxplots) -> dict[str, Any]:
     }
 
 
+def _not_drawn(left_out: list[str]) -> str:
+    return "Not drawn (they look like identifiers or codes; see the Data section): " + (
+        ", ".join(map(str, left_out)) or "none"
+    )
+
+
+def group_statistics(frame: pd.DataFrame, schema: Any, sensitive: list[Any]) -> dict[str, np.ndarray]:
+    """Exact sufficient statistics of the private section's group sizes (they merge by addition).
+
+    ``groups:ATTR``: the code histogram of each sensitive attribute over its declared
+    categories + missing/other. The in-process section computes it on the whole
+    conformed table, a distributed run (:mod:`trustlab.audit._scale_private`) on each
+    partition and adds them up; both release them with the same code.
+    """
+    out: dict[str, np.ndarray] = {}
+    for a in sensitive:
+        cats = list(schema.categories(a) or ())
+        out[f"groups:{a}"] = np.bincount(category_codes(frame[a], cats), minlength=len(cats) + 1)
+    return out
+
+
+def _sizes(
+    ctx: AuditContext, attr: str, counts: np.ndarray, epsilon: float, budget: Accountant
+) -> dict[Any, float]:
+    """Rows per declared group of ``attr`` (and missing or other): one discrete-Laplace histogram."""
+    cats = list(ctx.schema.categories(attr) or ())
+    rel = budget.record(
+        dp_histogram_of_counts(
+            counts, epsilon, description=f"privacy: rows per {attr} group (the n of every boxplot by {attr})"
+        )
+    )
+    values = np.clip(np.asarray(rel.value, dtype=float), 0, None)
+    return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
+
+
 def _raw_groups(ctx: AuditContext, attr: str) -> tuple[list[Any], np.ndarray]:
     """Raw mode: the groups of ``attr`` (seen levels, then missing) and each row's group index."""
     labels = ctx.data[attr]
@@ -187,7 +225,7 @@ def _raw_plot(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
     return entry
 
 
-class PrivacySection(Section):
+class PrivacySection(TwoModeSection):
     """Boxplots of each numeric column by each sensitive attribute.
 
     Private mode: the rows of each sensitive attribute's groups are counted once with
@@ -229,15 +267,60 @@ class PrivacySection(Section):
         """
         return bool(ctx.sensitive) and bool(_numeric_columns(ctx))
 
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Box plots of each numeric column by each sensitive attribute.
+    @override
+    def _raw(self, ctx: AuditContext) -> SectionResult:
+        """Exact Tukey boxes (or value shares) of each numeric column by each sensitive attribute."""
+        left_out = _candidates(ctx)[1]
+        plots = [_raw_plot(ctx, col, attr) for col in _numeric_columns(ctx) for attr in ctx.sensitive]
+        notes = [
+            "Not private: these figures are computed from the raw data.",
+            f"Boxes (Tukey): the box spans the quartiles with the median inside; each whisker ends "
+            f"at the most extreme value within {WHISKER:g} x IQR of the box; 'N beyond' counts "
+            "the rows outside the whiskers (not drawn as points).",
+            "A count-like column (whole numbers) whose box collapses (first quartile = third "
+            "quartile, e.g. mostly zeros) is shown as the share of each value by group.",
+            _not_drawn(left_out),
+        ]
+        figures = {"boxplots": plots, "private": False, "not_drawn": [str(c) for c in left_out]}
+        return SectionResult(self.name, self.title, figures, [], notes)
+
+    @override
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        """The private figures of the in-process table (conformed to the schema)."""
+        assert budget is not None  # weight > 0: private runs give the section a share
+
+        def boxplot(col: Any, attr: Any, epsilon: float, bounds: tuple[float, float], **kw: Any) -> Any:
+            x = ctx.data[col].to_numpy(dtype=float, na_value=np.nan)
+            return grouped_dp_boxplot(x, ctx.data[attr].astype(object).to_numpy(), epsilon, bounds, **kw)
+
+        groups = group_statistics(ctx.data, ctx.schema, ctx.sensitive) if _numeric_columns(ctx) else {}
+        return self._release(ctx, budget, groups, boxplot)
+
+    def _release(
+        self,
+        ctx: AuditContext,
+        budget: Accountant,
+        groups: dict[str, np.ndarray],
+        boxplot: Callable[..., GroupedBoxplots],
+        extra_notes: tuple[str, ...] = (),
+    ) -> SectionResult:
+        """The private figures from exact group sizes and a boxplot releaser (in process or merged).
 
         Parameters
         ----------
         ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            The section's share of epsilon in private mode (spent in full), else None.
+            The audit's context (its schema decides every column, group and bound).
+        budget : Accountant
+            The section's share, spent in full.
+        groups : dict
+            :func:`group_statistics` of the whole table, computed whole or summed over
+            partitions (exact code histograms: they merge by addition).
+        boxplot : callable
+            ``boxplot(col, attr, epsilon, bounds, categories=, counts=, description=, [resolution=])``
+            releasing one grouped DP boxplot (:func:`~trustlab.privacy.grouped_dp_boxplot` on
+            the rows, or :func:`~trustlab.compute.quantiles.grouped_dp_boxplot_on` on a Dask frame).
+        extra_notes : tuple of str
+            Appended to the notes (e.g. where the statistics were computed).
 
         Returns
         -------
@@ -246,35 +329,20 @@ class PrivacySection(Section):
         cols = _numeric_columns(ctx)
         left_out = _candidates(ctx)[1]
         pairs = [(col, attr) for col in cols for attr in ctx.sensitive]
-        plots: list[dict[str, Any]] = []
-        notes: list[str] = []
-        skipped = "Not drawn (they look like identifiers or codes; see the Data section): " + (
-            ", ".join(map(str, left_out)) or "none"
-        )
-        if budget is None:
-            plots = [_raw_plot(ctx, col, attr) for col, attr in pairs]
-            notes += [
-                "Not private: these figures are computed from the raw data.",
-                f"Boxes (Tukey): the box spans the quartiles with the median inside; each whisker ends "
-                f"at the most extreme value within {WHISKER:g} x IQR of the box; 'N beyond' counts "
-                "the rows outside the whiskers (not drawn as points).",
-                "A count-like column (whole numbers) whose box collapses (first quartile = third "
-                "quartile, e.g. mostly zeros) is shown as the share of each value by group.",
-                skipped,
-            ]
-            figures = {"boxplots": plots, "private": False, "not_drawn": [str(c) for c in left_out]}
-            return SectionResult(self.name, self.title, figures, [], notes)
         eps_sizes = budget.remaining_epsilon * SIZE_SHARE / len(ctx.sensitive) if pairs else 0.0
         eps_box = budget.remaining_epsilon * (1 - SIZE_SHARE) / len(pairs) if pairs else 0.0
-        sizes = {attr: self._sizes(ctx, attr, eps_sizes, budget) for attr in ctx.sensitive} if pairs else {}
+        sizes = {}
+        if pairs:
+            sizes = {a: _sizes(ctx, a, groups[f"groups:{a}"], eps_sizes, budget) for a in ctx.sensitive}
+        plots: list[dict[str, Any]] = []
         for col, attr in pairs:
             bounds = ctx.schema.bounds(col)
             assert bounds is not None
             resolution = integer_resolution(ctx.schema, col)
             options: dict[str, Any] = {} if resolution is None else {"resolution": resolution}
-            res = grouped_dp_boxplot(
-                ctx.data[col].to_numpy(dtype=float, na_value=np.nan),
-                ctx.data[attr].astype(object).to_numpy(),
+            res = boxplot(
+                col,
+                attr,
                 eps_box,
                 bounds,
                 categories=list(ctx.schema.categories(attr) or ()),
@@ -291,7 +359,7 @@ class PrivacySection(Section):
                 rest, description="privacy section: unused share (nothing to release)", mechanism="none"
             )
         undeclared = [c for c in ctx.features if c not in ctx.sensitive and ctx.schema.bounds(c) is None]
-        notes += [
+        notes = [
             "Boxplots are differentially private (DPBoxplot, add/remove neighbours). The rows of each "
             f"group of a sensitive attribute are counted once, with discrete Laplace noise ({SIZE_SHARE:.3g} "
             "of the section's share, split over the attributes), and every boxplot of that attribute "
@@ -305,30 +373,14 @@ class PrivacySection(Section):
             "below an eighth of the group) keeps its slot, marked too small, with no box. "
             "Columns declared integer-valued in the schema are released on the integer grid.",
             "Not drawn (no public bounds declared): " + (", ".join(map(str, undeclared)) or "none"),
-            skipped,
+            _not_drawn(left_out),
             f"The boxes carry no interval. Each box gets epsilon {eps_box:.3g}; at such small budgets "
             "JointExp's quartiles can land far from the truth, above all on tied or concentrated "
             "data (counts, codes), so read them as indicative.",
+            *extra_notes,
         ]
         figures = {"boxplots": plots, "private": True, "not_drawn": [str(c) for c in left_out]}
         return SectionResult(self.name, self.title, figures, [], notes)
-
-    @staticmethod
-    def _sizes(ctx: AuditContext, attr: str, epsilon: float, budget: Accountant) -> dict[Any, float]:
-        """Rows per declared group of ``attr`` (and missing or other): one discrete-Laplace histogram."""
-        cats = list(ctx.schema.categories(attr) or ())
-        lookup = {c: i for i, c in enumerate(cats)}
-        codes = ctx.data[attr].astype(object).map(lookup).fillna(len(cats)).to_numpy(dtype=np.int64)
-        rel = budget.record(
-            dp_histogram(
-                codes,
-                len(cats) + 1,
-                epsilon,
-                description=f"privacy: rows per {attr} group (the n of every boxplot by {attr})",
-            )
-        )
-        values = np.clip(np.asarray(rel.value, dtype=float), 0, None)
-        return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
 
     def render(self, result: SectionResult) -> str:
         """The section's HTML (drawn by :mod:`trustlab.audit.render._privacy`; needs matplotlib)."""

@@ -22,8 +22,10 @@ import math
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
-from trustlab.audit.section import AuditContext, Check, Section, SectionResult, interval_verdict
+from trustlab.audit.section import AuditContext, Check, SectionResult, interval_verdict
+from trustlab.audit.sections._base import RawOnlySection
 from trustlab.models import MODEL_NAMES
 
 __all__ = ["UnlearningSection", "advantage_interval"]
@@ -83,7 +85,7 @@ def _power_of_two_above(x: float) -> float:
     return float(2.0 ** math.ceil(math.log2(max(x, 1.0))))
 
 
-class UnlearningSection(Section):
+class UnlearningSection(RawOnlySection):
     """Membership inference on the training rows and the cost of a deletion request.
 
     Attributes
@@ -102,26 +104,13 @@ class UnlearningSection(Section):
 
     name = "unlearning"
     title = "Unlearning"
-    budget_weight = 0.0  # releases nothing in private mode
+    private_note = _PRIVATE_NOTE
     max_advantage: float = 0.1
     deletion_rows: int = 50
 
-    def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
-        """The membership check and, for a logistic regression, the deletion comparison.
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            Unused: in private mode the section releases nothing.
-
-        Returns
-        -------
-        SectionResult
-        """
-        if ctx.private:
-            return SectionResult(self.name, self.title, {"released": False}, [], [_PRIVATE_NOTE])
+    @override
+    def _raw(self, ctx: AuditContext) -> SectionResult:
+        """The membership check and, for a logistic regression, the deletion comparison."""
         if ctx.model_name not in MODEL_NAMES:
             note = (
                 "Not evaluated: the model was supplied, so trustlab does not know which rows it was "
