@@ -238,12 +238,12 @@ def discrete_gaussian(scale: float, size: int) -> np.ndarray:
         Noise scale: ``P(k)`` is proportional to ``exp(-k**2 / (2 scale**2))``,
         ``0 <= scale <= MAX_INTEGER_SCALE``.
     size : int
-        Number of draws, ``>= 0``.
+        As in :func:`discrete_laplace`.
 
     Returns
     -------
     numpy.ndarray of int64
-        ``size`` independent draws (unseeded).
+        As in :func:`discrete_laplace`.
 
     References
     ----------
