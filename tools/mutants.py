@@ -227,6 +227,35 @@ MUTANTS: list[Mutant] = [
         ("tests/audit/test_split.py",),
     ),
     Mutant(
+        "private Dask audit: Data section's clipped sums at half their budget",
+        "src/trustlab/audit/sections/data.py",
+        "acc.remaining_epsilon,\n                        resolution=SUM_RESOLUTION,",
+        "acc.remaining_epsilon / 2,\n                        resolution=SUM_RESOLUTION,",
+        ("tests/audit/test_scale_private.py::test_ledger_identical_to_in_process",),
+    ),
+    Mutant(
+        "private Dask audit: the raw row count in the report's scale block",
+        "src/trustlab/audit/_scale_private.py",
+        '"rows": schema.rows,  # public',
+        '"rows": int(first["rows"]),  # public',
+        ("tests/audit/test_scale_private.py::test_dask_report_leaks_no_raw_count",),
+    ),
+    Mutant(
+        "private Dask audit: training sample rate from the Parquet footers' row counts",
+        "src/trustlab/audit/_scale_private.py",
+        "rate = 1.0 if schema.rows is None else sample_rate(sample_rows, schema.rows, test_size)",
+        "rate = sample_rate(sample_rows, schema.rows or check_parquet_schemas(files)[1], test_size)",
+        ("tests/audit/test_scale_private.py::test_sample_rate_reads_only_public_facts",),
+    ),
+    Mutant(
+        "private Dask audit: group levels read from the data (not the schema)",
+        "src/trustlab/audit/_scale_private.py",
+        "| group_statistics(conf, p.schema, p.sensitive)",
+        "| group_statistics(conf, Schema.from_dict({'columns': {a: {'categories': "
+        "sorted(set(conf[a].dropna()), key=str)} for a in p.sensitive}}), p.sensitive)",
+        ("tests/audit/test_scale_private.py::test_structure_does_not_depend_on_the_rows",),
+    ),
+    Mutant(
         "training: model splitting keeps the whole gradient (amplification not earned)",
         "src/trustlab/privacy/_training_core.py",
         "masked.append(torch.where(keep, g, torch.zeros_like(g)))",
