@@ -274,8 +274,14 @@ def train(
                 rows = split_clipped_rows(model, params, Xb, yb, clip_norm, blocks, num_blocks, gen)
             else:
                 rows = clipped_rows(model, params, Xb, yb, clip_norm)
-            for p, r in zip(params, rows, strict=True):
-                # exact: integer sum + discrete Gaussian on the grid; the update is post-processing
-                noisy = add_grid_noise(grid_units(r, grid), std / grid).astype(np.float64) * grid
-                p.sub_(torch.as_tensor(noisy.reshape(tuple(p.shape)), dtype=dtype), alpha=learning_rate / divisor)
+            # exact: integer sums + discrete Gaussian on the grid (one draw for all parameters);
+            # the update is post-processing of the grid values
+            units = np.concatenate([grid_units(r, grid).ravel() for r in rows])
+            noisy = add_grid_noise(units, std / grid).astype(np.float64) * grid
+            start = 0
+            for p in params:
+                size = int(p.numel())
+                step = torch.as_tensor(noisy[start : start + size].reshape(tuple(p.shape)), dtype=dtype)
+                p.sub_(step, alpha=learning_rate / divisor)
+                start += size
     return [p.detach().numpy().copy() for p in params]
