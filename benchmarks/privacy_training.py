@@ -103,11 +103,10 @@ def _opacus(Xtr: Any, ytr: Any, Xte: Any, yte: Any, model: str, sigma: float) ->
 
 def run(quick: bool = False) -> dict[str, Any]:
     import torch
+    from opacus.accountants.utils import get_noise_multiplier
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import train_test_split
     from sklearn.neural_network import MLPClassifier
-
-    from opacus.accountants.utils import get_noise_multiplier
 
     from trustlab.privacy.training import DPSGDClassifier
 
@@ -181,7 +180,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                 }
             )
     notes.append(
-        f"epsilon {EPS}, delta {DELTA}, q {Q}, {EPOCHS} epochs ({round(EPOCHS / Q)} steps, both), clip {CLIP}, "
+        f"epsilon {EPS}, delta {DELTA}, q {Q}, {EPOCHS} epochs ({round(EPOCHS / Q)} steps, both), "
+        f"clip {CLIP}, "
         f"lr {LR}, {repeats} repeats; time_ratio = trustlab / Opacus time per epoch."
     )
     notes.append(

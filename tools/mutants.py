@@ -213,7 +213,7 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "row hash: unguarded factorize (a cell that does not hash raises)",
         "src/trustlab/audit/split.py",
-        "except Exception:  # cells that do not hash (lists, Decimal(\"sNaN\")): hash their text",
+        'except Exception:  # cells that do not hash (lists, Decimal("sNaN")): hash their text',
         "except ZeroDivisionError:",
         ("tests/audit/test_private_leaks.py",),
     ),

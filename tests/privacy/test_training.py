@@ -39,8 +39,10 @@ def test_release_equals_poisson_accountant_and_one_ledger_line(toy):
     z, dlt = p["accounted_noise_multiplier"], 1e-6 - p["grid_delta"]
     assert p["accountant"] == "pld" and z < clf.noise_multiplier_ < z * (1 + 1e-5)
     assert clf.release_.epsilon == pytest.approx(_pld(z, 60, 0.05, dlt), rel=1e-12)
-    assert clf.release_.epsilon < p["rdp_epsilon"] == pytest.approx(
-        PoissonAccountant(z, 60, 0.05).get_epsilon(dlt), rel=1e-12
+    assert (
+        clf.release_.epsilon
+        < p["rdp_epsilon"]
+        == pytest.approx(PoissonAccountant(z, 60, 0.05).get_epsilon(dlt), rel=1e-12)
     )
     assert 0.99 <= clf.release_.epsilon <= 1.0  # calibrated to a relative 1e-3 of the target
     assert len(acc.ledger()) == 1

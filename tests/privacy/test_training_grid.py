@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from trustlab.privacy.audit import clopper_pearson  # noqa: E402
-from trustlab.privacy.training import DPSGDClassifier  # noqa: E402
+from trustlab.privacy.audit import clopper_pearson
+from trustlab.privacy.training import DPSGDClassifier
 
 D = 200  # features: 201 coordinates released per run
 RUNS = 200

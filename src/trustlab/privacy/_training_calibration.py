@@ -90,11 +90,15 @@ def _rdp_plan(run: Run, noise_multiplier: float) -> Release:
                 "pass sampling='poisson'.",
                 argument="sampling",
             )
-        return SignMechanismAccountant("gaussian", noise_multiplier, run.sample_rate).plan(run.delta, run.steps)
+        return SignMechanismAccountant("gaussian", noise_multiplier, run.sample_rate).plan(
+            run.delta, run.steps
+        )
     if run.sampling == "balanced":
         return BISAccountant(run.steps, run.epochs, noise_multiplier).plan(run.delta)
     if run.sampling == "model_split":
-        return ModelSplitAccountant(run.num_blocks, noise_multiplier, run.steps, run.sample_rate).plan(run.delta)
+        return ModelSplitAccountant(run.num_blocks, noise_multiplier, run.steps, run.sample_rate).plan(
+            run.delta
+        )
     return PoissonAccountant(noise_multiplier, run.steps, run.sample_rate).plan(run.delta)
 
 
@@ -131,7 +135,9 @@ def run_plan(run: Run, noise_multiplier: float) -> Release:
 
 def _epsilon(run: Run, sigma: float) -> float:
     if run.optimizer == "signsgd" and run.sampling == "poisson":
-        return float(SignMechanismAccountant("gaussian", sigma, run.sample_rate).get_epsilon(run.delta, run.steps))
+        return float(
+            SignMechanismAccountant("gaussian", sigma, run.sample_rate).get_epsilon(run.delta, run.steps)
+        )
     return float(run_plan(run, sigma).epsilon)
 
 

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 __all__ = [
-    "block_of_coordinates",
     "add_grid_noise",
+    "block_of_coordinates",
     "clipped_rows",
     "grid_units",
     "init_params",

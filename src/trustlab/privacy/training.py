@@ -293,7 +293,9 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                 "for the exact-noise grid; raise delta or lower epochs / sample_rate.",
                 argument="delta",
             )
-        run = Run(self.optimizer, self.sampling, steps, q, int(self.epochs), delta - delta_grid, self._blocks())
+        run = Run(
+            self.optimizer, self.sampling, steps, q, int(self.epochs), delta - delta_grid, self._blocks()
+        )
         lo, hi = noise_range(self.optimizer)
         if self.noise_multiplier is None:
             target = calibrate_noise(run, eps)  # the multiplier the accountant must see
@@ -350,7 +352,9 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                 }
             )
         else:
-            parameters["noise_source"] = "float Gaussian noise, torch.Generator seeded from os.urandom (as Opacus)"
+            parameters["noise_source"] = (
+                "float Gaussian noise, torch.Generator seeded from os.urandom (as Opacus)"
+            )
         release = Release(
             None,
             float(plan.epsilon),
