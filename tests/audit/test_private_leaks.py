@@ -59,7 +59,9 @@ def test_unnamed_index_column_dropped_whatever_its_values(tmp_path):
     assert list(a.columns) == list(b.columns) == ["age", "sex", "z", "y"]
     assert [str(t) for t in a.dtypes] == [str(t) for t in b.dtypes]
     # declared in the schema: kept, whatever its values
-    declared = Schema.from_dict({"columns": {**SCHEMA.to_dict()["columns"], "Unnamed: 0": {"bounds": [0, 99]}}})
+    declared = Schema.from_dict(
+        {"columns": {**SCHEMA.to_dict()["columns"], "Unnamed: 0": {"bounds": [0, 99]}}}
+    )
     assert "Unnamed: 0" in load_table(tmp_path / "d2.csv", private=True, schema=declared).columns
     # raw mode keeps the old rule (a repeated value is data, not an index)
     assert "Unnamed: 0" in load_table(tmp_path / "d2.csv").columns
@@ -168,7 +170,9 @@ def test_ten_to_the_400_is_missing_not_an_error():
         pd.Series(["f", None, "m"], dtype="string"),
         pd.Series(["f", "m", "x"], dtype="category"),
         pd.Series(pd.arrays.SparseArray([0.0, 1.0, np.nan])),
-        pd.Series([decimal.Decimal("1.5"), None, decimal.Decimal("2")], dtype=pd.ArrowDtype(pa.decimal128(5, 2))),
+        pd.Series(
+            [decimal.Decimal("1.5"), None, decimal.Decimal("2")], dtype=pd.ArrowDtype(pa.decimal128(5, 2))
+        ),
         pd.Series([[1, 2], None, [3]], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
         pd.Series([b"a", None, b"b"], dtype=pd.ArrowDtype(pa.binary())),
     ],

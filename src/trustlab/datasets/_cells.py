@@ -168,9 +168,9 @@ def bound_cells(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         if isinstance(dtype, pd.CategoricalDtype):
             cats = col.cat.categories
-            out.isetitem(j, col.cat.remove_categories(cats[[_is_long(c) for c in cats]]))
-        elif dtype != object and pd.api.types.is_string_dtype(dtype):
-            out.isetitem(j, col.where(~(col.str.len() > MAX_CELL_CHARS).fillna(False).astype(bool)))
+            out.isetitem(j, col.cat.remove_categories(cats[[_is_long(c) for c in cats]]).array)
+        elif not pd.api.types.is_object_dtype(dtype) and pd.api.types.is_string_dtype(dtype):
+            out.isetitem(j, col.where(~(col.str.len() > MAX_CELL_CHARS).fillna(False).astype(bool)).array)
         else:
-            out.isetitem(j, col.astype(object).map(lambda v: None if _is_long(v) else v))
+            out.isetitem(j, col.astype(object).map(lambda v: None if _is_long(v) else v).array)
     return out

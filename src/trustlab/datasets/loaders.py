@@ -19,7 +19,9 @@ _CSV = {".csv", ".txt", ".tsv", ".gz", ".bz2", ".zip"}
 _PARQUET = {".parquet", ".pq"}
 
 
-@validate_params({"path": [str, os.PathLike], "allow_empty": ["boolean"], "private": ["boolean"], "schema": [None, Schema]})
+@validate_params(
+    {"path": [str, os.PathLike], "allow_empty": ["boolean"], "private": ["boolean"], "schema": [None, Schema]}
+)
 def load_table(
     path: str | Path, *, allow_empty: bool = False, private: bool = False, schema: Schema | None = None
 ) -> pd.DataFrame:

@@ -77,6 +77,7 @@ from trustlab.fairness.welfare import (
     capacity_equivalent,
     compare_prediction_capacity,
     prediction_access_ratio,
+    residual_scaled_scores,
     screening_value,
     targeting_reach,
 )
@@ -139,6 +140,7 @@ __all__ = [
     "proxy_error_rates",
     "proxy_violation_bound",
     "rates_from_counts",
+    "residual_scaled_scores",
     "screening_value",
     "simulate_collective",
     "social_regret_bound",

@@ -277,10 +277,8 @@ class SignMechanismAccountant:
 
         Parameters
         ----------
-        delta : float
-            Target delta, in ``(0, 1)``.
-        steps : int
-            Number of steps, >= 1.
+        delta, steps
+            As in :meth:`get_epsilon_post_processing`.
 
         Returns
         -------

@@ -28,7 +28,10 @@ from trustlab.audit.section import AuditContext, Check, SectionResult, interval_
 from trustlab.audit.sections._base import RawOnlySection
 from trustlab.models import MODEL_NAMES
 
-__all__ = ["UnlearningSection", "advantage_interval"]
+__all__ = ["UNSEEDED", "UnlearningSection", "advantage_interval"]
+
+UNSEEDED = ("models.unlearned", "compute_ratio")
+"""The deletion comparison's figures that a seed does not fix (the unlearner's DP noise)."""
 
 _PRIVATE_NOTE = (
     "Left out in private mode: the membership attack and the deletion comparison read "
@@ -166,7 +169,14 @@ class UnlearningSection(RawOnlySection):
             "gradient steps on the remaining rows, then noise-free fine-tuning; the certificate says the "
             "unlearned model is (epsilon, delta)-indistinguishable from one produced the same way from a "
             "model retrained without the rows. The preprocessing step of the pipeline (scaling, one-hot "
-            "categories) is kept as fitted: it is not unlearned."
+            "categories) is kept as fitted: it is not unlearned.",
+        )
+        notes.append(
+            "Not reproducible from the seed (unseeded): the unlearned model's figures and the compute "
+            "ratio change from run to run with the same --seed, because certified unlearning's noise "
+            "comes from the secure sampler, which a seed never drives (a predictable noise would void "
+            "the certificate). The rows deleted, the original and the retrained models' figures and "
+            "the membership check are seeded."
         )
         return SectionResult(self.name, self.title, figures, checks, notes)
 
@@ -200,6 +210,7 @@ class UnlearningSection(RawOnlySection):
             "compute_ratio": float(out.compute_ratio),
             "mia_noise_level": float(out.mia_noise_level),
             "models": models,
+            "unseeded": list(UNSEEDED),
         }
 
     def render(self, result: SectionResult) -> str:
