@@ -20,6 +20,23 @@ def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", help="also run the tests marked slow")
 
 
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, one native thread per worker process, unless the user chose a number.
+
+    The workers (``-n auto``: one per core) already fill the cores; OpenMP/BLAS/torch pools of
+    one thread per core on top of them oversubscribe the machine, and HistGradientBoosting's
+    OpenMP fit slows down ~15x on busy cores (src/trustlab/audit/_scale_threads.py). The
+    controller sets the variables before it starts the workers, which inherit them.
+    """
+    workers = getattr(config.option, "numprocesses", None) or 0
+    if workers > 1 and not os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in _THREAD_VARIABLES:
+            os.environ.setdefault(name, "1")
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--run-slow") or os.environ.get("TRUSTLAB_SLOW") == "1":
         return
@@ -48,6 +65,23 @@ def private_report(benefits):
     return Audit(private=True, epsilon=1.0, schema=schema, random_state=0).run(
         df, target=info.target, sensitive=list(info.sensitive), dataset_name="benefits"
     )
+
+
+@pytest.fixture(scope="session")
+def client():
+    """A Dask client on a LocalCluster of 2 worker processes, shared by every Dask test of a session.
+
+    Ports are the operating system's choice (scheduler port 0, no dashboard), so parallel
+    pytest workers and other sessions on the machine never collide.
+    """
+    distributed = pytest.importorskip("dask.distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, scheduler_port=0, dashboard_address=None
+    )
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
 
 
 @pytest.fixture()

@@ -79,7 +79,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "boxplot: upper-extreme scan spends the whole quantile budget",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "qmax = extreme(1 - q_n, eps_q / 5, True)",
         "qmax = extreme(1 - q_n, eps_q, True)",
         ("tests/privacy/test_boxplot_budget.py",),
@@ -93,24 +93,68 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "boxplot: released n with half its noise",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "n_pub = float(max(1, int(add_discrete_laplace(data.size, 1.0 / eps_n))))",
         "n_pub = float(max(1, int(add_discrete_laplace(data.size, 0.5 / eps_n))))",
         ("tests/privacy/test_boxplot_budget.py",),
     ),
     Mutant(
         "boxplot: shares not post-processed into [0, 1]",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_core.py",
         "(k / n_pub for k in clamp_counts(noisy[0], noisy[1], n_pub))",
         "(k / n_pub for k in noisy)",
         ("tests/privacy/test_boxplot.py",),
     ),
     Mutant(
         "boxplot: exact group sizes published",
-        "src/trustlab/privacy/boxplot.py",
+        "src/trustlab/privacy/_boxplot_grouped.py",
         "noisy = add_discrete_laplace(exact.astype(np.int64), sens / eps_c)",
         "noisy = exact.astype(np.int64)",
         ("tests/privacy/test_boxplot.py", "tests/privacy/test_boxplot_budget.py"),
+    ),
+    # The distributed quantile/boxplot path (compute/quantiles): the releases from merged
+    # counts must be the in-process mechanisms; each edit mis-scales what only this path reads.
+    Mutant(
+        "quantiles from counts: outlier counts drawn at twice their budget",
+        "src/trustlab/compute/_quantile_release.py",
+        "stats = box_finish(pending, int(lo), int(hi))",
+        "stats = box_finish(replace(pending, scale=pending.scale / 2), int(lo), int(hi))",
+        (
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+            "tests/compute/test_quantiles.py::test_audit_boxplot_outlier_share_from_counts",
+        ),
+    ),
+    Mutant(
+        "quantiles from counts: outlier-share noise at the add/remove sensitivity under replace",
+        "src/trustlab/compute/_quantile_release.py",
+        "opts = _options(summary, neighbouring, kwargs)",
+        'opts = _options(summary, "add_remove", kwargs)',
+        ("tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",),
+    ),
+    Mutant(
+        "quantiles from counts: replace-one figure split as add/remove (sizes and boxes)",
+        "src/trustlab/compute/_quantile_release.py",
+        "        first.bounds,\n        neighbouring,\n",
+        '        first.bounds,\n        "add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_grouped_boxplot_from_counts_equals_the_in_process_figure",),
+    ),
+    Mutant(
+        "quantiles from counts: JointExp utility at the add/remove sensitivity where replace is claimed",
+        "src/trustlab/compute/_quantile_release.py",
+        "        method=method,\n        neighbouring=neighbouring,\n",
+        '        method=method,\n        neighbouring="add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",),
+    ),
+    Mutant(
+        "quantiles from counts: grid and bucket counts of unclipped values",
+        "src/trustlab/compute/_quantile_state.py",
+        "z = np.clip(x[present], *self.bounds)",
+        "z = x[present]",
+        (
+            "tests/compute/test_quantiles.py::test_state_merges_to_the_whole_column_on_any_partitioning",
+            "tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+        ),
     ),
     Mutant(
         "dsi: transposed Cholesky factor in the sampler",
@@ -156,7 +200,7 @@ MUTANTS: list[Mutant] = [
     ),
     Mutant(
         "statistics: dp_sum noise for sensitivity 1 instead of the resolution",
-        "src/trustlab/privacy/statistics.py",
+        "src/trustlab/privacy/_sums.py",
         "add_discrete_laplace(units, resolution / epsilon)",
         "add_discrete_laplace(units, 1.0 / epsilon)",
         ("tests/privacy/test_statistics_privacy.py",),
@@ -224,6 +268,49 @@ MUTANTS: list[Mutant] = [
         "r, c = np.nonzero(bis_schedule(m, steps, participations))",
         "r, c = np.nonzero(bis_schedule(m, steps, steps))",
         ("tests/privacy/test_training.py",),
+    ),
+    Mutant(
+        "loader: private mode drops Unnamed: 0 by its values (a data-dependent column)",
+        "src/trustlab/datasets/loaders.py",
+        "if unnamed and (schema is None or unnamed[0] not in schema):",
+        "if unnamed and df[unnamed[0]].is_unique:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "cells: unguarded float conversion (10**400, Decimal('sNaN') raise)",
+        "src/trustlab/datasets/_cells.py",
+        'except Exception:  # 10**400 (OverflowError), Decimal("sNaN") (ValueError)',
+        "except ZeroDivisionError:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "row hash: unguarded factorize (a cell that does not hash raises)",
+        "src/trustlab/audit/split.py",
+        'except Exception:  # cells that do not hash (lists, Decimal("sNaN")): hash their text',
+        "except ZeroDivisionError:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "parquet: private mode compares the files' column types",
+        "src/trustlab/datasets/loaders.py",
+        "for name in [] if private else want.names:",
+        "for name in want.names:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "training: float32 noise added to the float sum (low bits leak)",
+        "src/trustlab/privacy/_training_core.py",
+        "noisy = add_grid_noise(units, std / grid).astype(np.float64) * grid",
+        "noisy = torch.cat([(r.sum(0).float() + torch.randn(r.shape[1:], generator=gen) * std).reshape(-1) "
+        "for r in rows]).numpy()",
+        ("tests/privacy/test_training_grid.py",),
+    ),
+    Mutant(
+        "training: the grid's sensitivity slack not charged",
+        "src/trustlab/privacy/training.py",
+        "effective = sigma / (1.0 + 1e-9 + math.sqrt(n_params) * grid / (2.0 * clip)) if grid_on else sigma",
+        "effective = sigma",
+        ("tests/privacy/test_training.py::test_release_equals_poisson_accountant_and_one_ledger_line",),
     ),
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,3 +58,15 @@ def check_report_intervals(report) -> int:
 def interval_check():
     """:func:`check_report_intervals`, for tests in this folder."""
     return check_report_intervals
+
+
+def _write_parts(df, root: Path, parts: int = 4) -> Path:
+    for i, rows in enumerate(np.array_split(np.arange(len(df)), parts)):
+        df.iloc[rows].to_parquet(root / f"part-{i}.parquet", index=False)
+    return root
+
+
+@pytest.fixture(scope="session")
+def parquet_parts():
+    """``parquet_parts(df, root, parts=4)``: the rows in order, split into ``part-i.parquet`` files."""
+    return _write_parts

@@ -26,6 +26,7 @@ BUILT_IN = [
     "data",
     "performance",
     "fairness",
+    "errors",
     "targeting",
     "privacy",
     "explain",

@@ -10,26 +10,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-distributed = pytest.importorskip("dask.distributed")
+pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
 
-from trustlab.audit import Audit  # noqa: E402
-from trustlab.audit._scale import run_scaled  # noqa: E402
-from trustlab.audit.registry import default_sections  # noqa: E402
-from trustlab.datasets import load_table  # noqa: E402
-from trustlab.errors import DataError  # noqa: E402
+from trustlab.audit import Audit
+from trustlab.audit._scale import run_scaled
+from trustlab.audit.registry import default_sections
+from trustlab.datasets import load_table
+from trustlab.errors import DataError
 
 SECTIONS = ("data", "performance", "fairness")
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 def _table(n: int = 6000, seed: int = 3) -> pd.DataFrame:
@@ -50,11 +39,9 @@ def _table(n: int = 6000, seed: int = 3) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, parquet_parts):
     df = _table()
-    root = tmp_path_factory.mktemp("parts")
-    for i, part in enumerate(np.array_split(np.arange(len(df)), 4)):
-        df.iloc[part].to_parquet(root / f"part-{i}.parquet", index=False)
+    root = parquet_parts(df, tmp_path_factory.mktemp("parts"))
     df.to_parquet(root.parent / "whole.parquet", index=False)
     return root, root.parent / "whole.parquet"
 

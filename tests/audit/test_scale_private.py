@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-distributed = pytest.importorskip("dask.distributed")
+pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
 
-from trustlab.audit import Audit  # noqa: E402
-from trustlab.audit._scale import run_scaled  # noqa: E402
-from trustlab.audit.sections.data import DataSection  # noqa: E402
-from trustlab.audit.sections.fairness import FairnessSection  # noqa: E402
-from trustlab.audit.sections.performance import PerformanceSection  # noqa: E402
-from trustlab.audit.sections.privacy import PrivacySection  # noqa: E402
-from trustlab.datasets.schema import Schema  # noqa: E402
-from trustlab.errors import DataError  # noqa: E402
+from trustlab.audit import Audit
+from trustlab.audit._scale import run_scaled
+from trustlab.audit.sections.data import DataSection
+from trustlab.audit.sections.fairness import FairnessSection
+from trustlab.audit.sections.performance import PerformanceSection
+from trustlab.audit.sections.privacy import PrivacySection
+from trustlab.datasets.schema import Schema
+from trustlab.errors import DataError
 
 N = 3000
 SCHEMA = {
@@ -30,17 +30,6 @@ SCHEMA = {
         "y": {"categories": ["no", "yes"]},
     }
 }
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 def _table(n: int = N, seed: int = 5) -> pd.DataFrame:
@@ -58,11 +47,9 @@ def _table(n: int = N, seed: int = 5) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, parquet_parts):
     df = _table()
-    root = tmp_path_factory.mktemp("private_parts")
-    for i, part in enumerate(np.array_split(np.arange(len(df)), 4)):
-        df.iloc[part].to_parquet(root / f"part-{i}.parquet", index=False)
+    root = parquet_parts(df, tmp_path_factory.mktemp("private_parts"))
     return root, df
 
 
@@ -108,14 +95,16 @@ def _raw_counts(df: pd.DataFrame) -> set[int]:
 
 def test_dask_report_leaks_no_raw_count(client, files, tmp_path, monkeypatch):
     """As the in-process leak test: samplers shifted by 7, so a raw count left in the report is a leak."""
-    import trustlab.privacy.boxplot as bx
+    import trustlab.privacy._boxplot_core as bx
+    import trustlab.privacy._boxplot_grouped as bg
+    import trustlab.privacy._sums as su
     import trustlab.privacy.quantiles as qu
     import trustlab.privacy.statistics as st
 
     def shifted(values, scale):
         return np.asarray(values, dtype=np.int64) + 7
 
-    for mod in (st, bx, qu):
+    for mod in (st, su, bx, bg, qu):
         monkeypatch.setattr(mod, "add_discrete_laplace", shifted)
     root, df = files
     report = run_scaled(

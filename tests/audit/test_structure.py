@@ -27,7 +27,9 @@ from trustlab.audit import Audit
 SENS = ["sex", "nwhite"]
 # values, not structure: verdicts and their wording, the clock, the model's fit status, and
 # per-group flags decided from released counts
-VALUE_KEYS = {"status", "passed", "detail", "generated_at", "model_status", "drawn", "evaluable"}
+VALUE_KEYS = {
+    "status", "passed", "detail", "generated_at", "model_status", "drawn", "evaluable", "vacuous", "no_skill",
+}  # fmt: skip
 _NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")
 
 
@@ -145,14 +147,16 @@ def test_default_model_structure_on_degenerate_tables(small):
 
 def test_figures_come_from_the_releases_alone(benefits, monkeypatch):
     """With constant noise, two different tables give the same figures: none bypasses a release."""
-    import trustlab.privacy.boxplot as bx
+    import trustlab.privacy._boxplot_core as bx
+    import trustlab.privacy._boxplot_grouped as bg
+    import trustlab.privacy._sums as su
     import trustlab.privacy.quantiles as qu
     import trustlab.privacy.statistics as st
 
     def constant(values, scale):
         return np.full(np.shape(values), 40, dtype=np.int64)
 
-    for mod in (st, bx, qu):
+    for mod in (st, su, bx, bg, qu):
         monkeypatch.setattr(mod, "add_discrete_laplace", constant, raising=False)
     df, _info, schema = benefits
     a = df.sample(1500, random_state=0)
@@ -184,14 +188,16 @@ def test_structure_does_not_depend_on_released_values(small, base, monkeypatch, 
     Deciding structure from noisy releases is post-processing (no privacy loss) but would make
     the report's shape random; every group keeps its slot whatever its released size.
     """
-    import trustlab.privacy.boxplot as bx
+    import trustlab.privacy._boxplot_core as bx
+    import trustlab.privacy._boxplot_grouped as bg
+    import trustlab.privacy._sums as su
     import trustlab.privacy.quantiles as qu
     import trustlab.privacy.statistics as st
 
     def shifted(values, scale):
         return np.asarray(values, dtype=np.int64) + offset
 
-    for mod in (st, bx, qu):
+    for mod in (st, su, bx, bg, qu):
         monkeypatch.setattr(mod, "add_discrete_laplace", shifted, raising=False)
     frame, schema = small
     other = structure(frame, schema)

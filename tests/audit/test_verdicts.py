@@ -51,6 +51,7 @@ def test_check_states_and_compatibility():
         "passed": None,
         "detail": "d",
         "rule": "r",
+        "vacuous": False,
     }
     assert Check("a", None, "d", status="fail").passed is False
     with pytest.raises(ValueError, match="status"):
@@ -174,9 +175,9 @@ def test_straddling_gap_is_inconclusive_and_verdicts_follow_intervals():
 def test_report_json_and_html_show_four_states(raw_report, tmp_path):
     _, json_path = raw_report.save(tmp_path)
     data = json.loads(json_path.read_text())
-    assert data["schema_version"] == "1.1"
+    assert data["schema_version"] == "1.2"
     checks = [c for s in data["sections"].values() for c in s["checks"]]
-    assert all(set(c) == {"name", "status", "passed", "detail", "rule"} for c in checks)
+    assert all(set(c) == {"name", "status", "passed", "detail", "rule", "vacuous"} for c in checks)
     assert {c["status"] for c in checks} >= {"pass", "fail", "inconclusive"}
     html = raw_report.to_html()
     for word in ("PASS", "FAIL", "INCONCLUSIVE", "inconclusive</div>", "not evaluable</div>", "Rule:"):

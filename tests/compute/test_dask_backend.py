@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("dask.distributed")
+pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
 
 from trustlab.compute.backend import compute  # noqa: E402
 from trustlab.compute.bootstrap import PoissonBootstrap, poisson_weights  # noqa: E402
@@ -20,17 +20,6 @@ from trustlab.compute.statistics import CodeHistogram, Moments, Several, ValueCo
 from trustlab.errors import DataError, ParameterError, TrustlabError  # noqa: E402
 from trustlab.privacy.accounting import Accountant  # noqa: E402
 from trustlab.privacy.statistics import dp_histogram  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import trustlab.privacy._boxplot_core as bx
+import trustlab.privacy._boxplot_grouped as bg
 import trustlab.privacy._grid as grid_module
 import trustlab.privacy._jointexp as jx
-import trustlab.privacy.boxplot as bx
 from trustlab.compute.backend import compute
 from trustlab.compute.quantiles import (
     BeyondWhiskers,
@@ -147,7 +148,8 @@ class Seeded:
         monkeypatch.setattr(grid_module, "uniform_int", uniform)
         monkeypatch.setattr(jx, "uniform_int", uniform)
         monkeypatch.setattr(jx, "exponential_select", select)
-        monkeypatch.setattr(bx, "add_discrete_laplace", noise)
+        for module in (bx, bg):
+            monkeypatch.setattr(module, "add_discrete_laplace", noise)
 
     def run(self, fn):
         self.logits, self.scales = [], []

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("dask.distributed")
+pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
 
 from trustlab.compute.backend import compute  # noqa: E402
 from trustlab.compute.quantiles import (  # noqa: E402
@@ -49,17 +49,6 @@ BOUNDS, Seeded, _ledger, _same_logits, _same_summary = (
 )
 
 CATS = ["a", "b", "c"]
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("dask.distributed")
+pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
 
 import dask  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
@@ -18,17 +18,6 @@ from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from trustlab.compute.backend import compute  # noqa: E402
 from trustlab.compute.trees import FastPDBackground  # noqa: E402
 from trustlab.explain._fastpd import FastPD  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 def test_dask_state_equals_in_process(client) -> None:

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
+import trustlab.privacy._boxplot_core as bx
+import trustlab.privacy._boxplot_grouped as bg
 import trustlab.privacy._boxplot_rules as rules
-import trustlab.privacy.boxplot as bx
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.boxplot import (
     OTHER_LABEL,
@@ -47,7 +48,8 @@ def _shift_noise(monkeypatch, offset):
     def shifted(values, scale):
         return np.asarray(values, dtype=np.int64) + offset
 
-    monkeypatch.setattr(bx, "add_discrete_laplace", shifted)
+    for module in (bx, bg):  # the boxes' and the group sizes' draws
+        monkeypatch.setattr(module, "add_discrete_laplace", shifted)
 
 
 @pytest.mark.parametrize("method", ["dpboxplot", "jointexp", "expmech", "unbounded"])

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import trustlab.privacy.boxplot as bx
+import trustlab.privacy._boxplot_core as bx
 from trustlab.privacy.audit import audit_epsilon
-from trustlab.privacy.boxplot import dp_boxplot_stats, grouped_dp_boxplot
+from trustlab.privacy.boxplot import DEFAULT_COUNT_WEIGHT, dp_boxplot_stats, grouped_dp_boxplot
 from trustlab.privacy.samplers import add_discrete_laplace
 
 EVENTS = ("threshold", "value", "low_bits")
@@ -111,7 +111,7 @@ def test_audit_record_moving_between_groups_under_replace():
     g2 = g.copy()
     g2[0] = "b"
     eps = 8.0
-    eps_c = eps * bx.DEFAULT_COUNT_WEIGHT
+    eps_c = eps * DEFAULT_COUNT_WEIGHT
 
     def release(groups):
         res = grouped_dp_boxplot(
@@ -127,7 +127,7 @@ def test_audit_group_sizes_under_add_remove():
     # one record added to group a; an empty-group or small-group condition used to raise
     x, g = _groups()
     eps = 8.0
-    eps_c = eps * bx.DEFAULT_COUNT_WEIGHT
+    eps_c = eps * DEFAULT_COUNT_WEIGHT
 
     def release(data):
         xs, gs = data

@@ -25,8 +25,9 @@ import math
 import numpy as np
 import pytest
 
-import trustlab.privacy.boxplot as bx
-from trustlab.privacy.boxplot import OTHER_LABEL, dp_boxplot_stats, grouped_dp_boxplot
+import trustlab.privacy._boxplot_core as bx
+import trustlab.privacy._boxplot_grouped as bg
+from trustlab.privacy.boxplot import DEFAULT_COUNT_WEIGHT, OTHER_LABEL, dp_boxplot_stats, grouped_dp_boxplot
 
 W = 7 / 8
 
@@ -148,7 +149,7 @@ def test_grouped_spends_the_declared_split(monkeypatch, neighbouring):
     g = rng.choice(["a", "b"], size=4000)
     scales: list[float] = []
     boxes: list[tuple[float, str, float]] = []
-    noise, single = bx.add_discrete_laplace, bx.box_quantiles
+    noise, single = bg.add_discrete_laplace, bg.box_quantiles
 
     def rec_noise(values, scale):
         scales.append(float(scale))
@@ -158,12 +159,13 @@ def test_grouped_spends_the_declared_split(monkeypatch, neighbouring):
         boxes.append((float(eps), opts.neighbouring, n_given))
         return single(data, eps, bounds, n_given, opts, description)
 
-    monkeypatch.setattr(bx, "add_discrete_laplace", rec_noise)
-    monkeypatch.setattr(bx, "box_quantiles", rec_box)
+    for module in (bg, bx):  # the group sizes first, then the boxes' outlier counts
+        monkeypatch.setattr(module, "add_discrete_laplace", rec_noise)
+    monkeypatch.setattr(bg, "box_quantiles", rec_box)
     res = grouped_dp_boxplot(x, g, 1.0, (-20, 20), categories=["a", "b"], neighbouring=neighbouring)
     sens = 2.0 if neighbouring == "replace" else 1.0
     eps_c = sens / scales[0]  # the group-size histogram, drawn first
-    assert eps_c == pytest.approx(bx.DEFAULT_COUNT_WEIGHT)
+    assert eps_c == pytest.approx(DEFAULT_COUNT_WEIGHT)
     per_box = (1 - eps_c) / (2 if neighbouring == "replace" else 1)
     assert [b[0] for b in boxes] == pytest.approx([per_box, per_box])
     # every box is accounted under add/remove with its group's released size as n

@@ -200,6 +200,7 @@ def _paired_drop(res, X, y) -> tuple[float, float]:
     return float(d.mean()), float(d.std() / np.sqrt(len(d)))
 
 
+@pytest.mark.claims
 def test_label_noise_robust_overfitting_and_cas_falls_with_it_fast() -> None:
     """The fast variant: 80 epochs (decays at 40 and 60), PGD-10 on 300 test rows each epoch.
 
@@ -222,6 +223,7 @@ def noisy150():
     return _noisy_at(150)
 
 
+@pytest.mark.claims
 @pytest.mark.slow
 def test_label_noise_robust_overfitting_and_cas_falls_with_it(noisy150) -> None:
     """The paper's pattern under 30% label noise (docs: "Robust overfitting under label noise").
@@ -254,6 +256,7 @@ def _robust_on(model, X, y) -> np.ndarray:
     return predict(model, pgd_attack(model, X, y, eps=0.05, steps=20, random_state=7)) == y
 
 
+@pytest.mark.claims
 @pytest.mark.slow
 def test_label_noise_distillation_keeps_cas_higher_smoothing_does_not(noisy150) -> None:
     """Soft labels in the label-noise setting (docs: "Soft labels in the same setting").

@@ -57,6 +57,7 @@ def _scores(model, X, y) -> tuple[float, float]:
     return float(np.mean(predict(model, X) == y)), attack_success_rate(model, X, y, target=0)
 
 
+@pytest.mark.claims
 def test_tsc_removes_the_backdoor_where_fine_tuning_does_not() -> None:
     net, Xc, yc, Xte, yte = _scenario("mlp")
     acc0, asr0 = _scores(net, Xte, yte)
@@ -77,6 +78,7 @@ def test_tsc_removes_the_backdoor_where_fine_tuning_does_not() -> None:
     assert ft_asr >= 0.5 and ft_acc >= acc0 - 0.05
 
 
+@pytest.mark.claims
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_tsc_claim_other_seeds_and_fine_pruning(seed: int) -> None:
@@ -90,6 +92,7 @@ def test_tsc_claim_other_seeds_and_fine_pruning(seed: int) -> None:
     assert _scores(pruned, Xte, yte)[1] > asr
 
 
+@pytest.mark.claims
 @pytest.mark.slow
 def test_tsc_claim_cnn() -> None:
     net, Xc, yc, Xte, yte = _scenario("cnn")
@@ -99,6 +102,7 @@ def test_tsc_claim_cnn() -> None:
     assert asr <= 0.2 and acc >= acc0 - 0.06
 
 
+@pytest.mark.claims
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_tsc_claim_cnn_with_batchnorm(seed: int) -> None:

@@ -217,6 +217,7 @@ def test_the_unlearner_never_receives_training_data():
     assert not init & {"X", "y", "X_train", "data", "retain", "dataset"}
 
 
+@pytest.mark.claims
 def test_digits_forget_class_accuracy_near_zero_and_retain_accuracy_kept(digits):
     model, Xte, yte = digits
     before = copy.deepcopy(model.state_dict())

@@ -12,20 +12,24 @@ import numpy as np
 import pandas as pd
 
 from trustlab._param_validation import EPSILON, HasMethods, Interval, check_params
-from trustlab.audit._audit_inputs import check_sections, column_names, model_frame
+from trustlab.audit._audit_inputs import check_sections, column_name, column_names, model_frame
+from trustlab.audit._entity_inputs import check_group, check_held_out, check_keep, probe_model
 from trustlab.audit._fit import TRAINING_SHARE, fit_model, fits_model, positive_proba
 from trustlab.audit._meta import PRIVACY_SCOPE, private_meta, run_meta
 from trustlab.audit._prepare import MIN_ROWS, Prepared, prepare
 from trustlab.audit._run import compute_sections, section_budgets
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
+from trustlab.audit.screening import screen_columns
 from trustlab.audit.section import AuditContext, Section
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
+    group_split,
     sample_rate,
     split_rows,
     training_sample,
 )
+from trustlab.audit.summary import mark_vacuous
 from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.accounting import Accountant
@@ -93,6 +97,16 @@ class Audit:
         (``trustlab audit --dask``). None fits on every training row. Private mode
         always trains on every training row (a rate computed from the row count would
         depend on the private data). At least 100.
+    group : str, optional
+        A column that identifies an entity observed on several rows (a person in a
+        panel). The held-out side is then a keyed hash of this column's value alone
+        (:func:`~trustlab.audit.split.group_split`), so held-out rows never share an
+        entity with training rows; the column is never a feature. Without it, a raw
+        audit that finds a panel structure says so at the top of the report.
+    keep : str or sequence of str
+        Columns to keep as features although the screening flagged them (a copy of the
+        target or of a sensitive column, a feature that predicts the target alone, an
+        identifier: :mod:`trustlab.audit.screening`); they stay flagged in the report.
 
     Raises
     ------
@@ -125,6 +139,8 @@ class Audit:
         random_state: int = 0,
         delta: float = 1e-6,
         sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
+        group: str | None = None,
+        keep: Sequence[str] = (),
     ) -> None:
         self.model = model
         self.sections = sections
@@ -138,6 +154,8 @@ class Audit:
         self.random_state = random_state
         self.delta = delta
         self.sample_rows = sample_rows
+        self.group = group
+        self.keep = keep
         self._validate_params()
 
     # -- validation -------------------------------------------------------------------------
@@ -153,6 +171,9 @@ class Audit:
         check_params(params, _PARAMETERS, "Audit")
         check_sections(self.sections)
         column_names(self.ignore, "ignore")
+        column_names(self.keep, "keep")
+        if self.group is not None:
+            column_name(self.group, "group")
         if not self.private and self.epsilon is not None:
             raise ParameterError("--epsilon is only used with --private; add --private.", argument="epsilon")
         if self.private and self.epsilon is None:
@@ -261,7 +282,10 @@ class Audit:
         """
         step = progress or (lambda _msg: None)
         prep = self._prepare(data, target, sensitive)
+        flags = self._screen(prep, target)
         held_out, h = split_rows(prep.raw, self.test_size, self.random_state)
+        if self.group is not None:
+            held_out = group_split(prep.raw, self.group, self.test_size, self.random_state)
         train_idx = np.flatnonzero(prep.labelled & ~held_out)
         test_idx = np.flatnonzero(prep.labelled & held_out)
         sampled = ""
@@ -271,6 +295,8 @@ class Audit:
                 kept = train_idx[training_sample(h[train_idx], rate)]
                 sampled = f" (a hash sample of {kept.size:,} of the {train_idx.size:,} training rows)"
                 train_idx = kept
+        if not self.private:
+            check_held_out(test_idx.size, self.test_size, self.group is not None)
         if not self.private and (test_idx.size == 0 or len(np.unique(prep.y[train_idx])) < 2):
             raise DataError(
                 f"the held-out split left {test_idx.size} held-out rows and "
@@ -287,6 +313,8 @@ class Audit:
             model, model_name, status = self._fit(
                 X.iloc[train_idx], prep.y[train_idx], prep.schema, training_budget
             )
+            if self.private and not self._fits_model():  # public facts: names and the schema
+                probe_model(model, prep.features, prep.schema)
             step("predicting")
             proba, failed = self._proba(model, X.iloc[test_idx], prep.positive)
         return AuditContext(
@@ -306,7 +334,43 @@ class Audit:
             private=self.private,
             random_state=self.random_state,
             model_status=failed or status + sampled,
+            column_flags=flags,
+            group=self.group,
         )
+
+    def _screen(self, prep: Prepared, target: Any) -> list[dict[str, Any]]:
+        """Check ``group`` and ``keep``; in raw mode drop the flagged columns from ``prep.features``.
+
+        Private mode reads no row here (whether a column leaks is a fact about the rows):
+        only ``group`` is taken out of the features.
+        """
+        keep = column_names(self.keep, "keep")
+        check_group(prep.raw.columns, self.group, target, prep.sensitive)
+        check_keep(prep.raw.columns, keep)
+        features = [c for c in prep.features if c != self.group]
+        flags: list[dict[str, Any]] = []
+        if not self.private:
+            labelled = prep.labelled
+            screening = screen_columns(
+                prep.raw.loc[labelled],
+                prep.y[labelled],
+                target=target,
+                sensitive=prep.sensitive,
+                features=features,
+                use_sensitive=self.use_sensitive,
+                keep=keep,
+                seed=self.random_state,
+            )
+            features, flags = screening.features, [f.to_dict() for f in screening.flags]
+        if not features:
+            raise DataError(
+                "no feature columns are left for the model once the screened columns "
+                f"{[f['column'] for f in flags]} and the group are left out; keep one with --keep "
+                "(Audit(keep=[...])).",
+                argument="keep",
+            )
+        prep.features = features
+        return flags
 
     # -- running ----------------------------------------------------------------------------
     def run(
@@ -372,7 +436,7 @@ class Audit:
         )
         sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]
         budgets = section_budgets(sections, accountant)
-        results = compute_sections(sections, ctx, budgets, step)
+        results, skill = mark_vacuous(compute_sections(sections, ctx, budgets, step))
         meta = run_meta(
             dataset=dataset_name,
             target=target,
@@ -386,6 +450,7 @@ class Audit:
             private=self.private,
             epsilon=self.epsilon,
         )
+        meta |= {"column_flags": ctx.column_flags, "group": self.group, "no_skill": skill}
         if self.private:
             meta |= private_meta(ctx.schema, trained_privately=training_budget is not None, delta=self.delta)
         ledger = accountant.ledger() if accountant is not None else []

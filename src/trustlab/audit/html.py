@@ -9,7 +9,7 @@ from typing import Any
 
 from trustlab.audit.section import Check
 
-__all__ = ["BADGES", "checks_list", "fmt", "fmt_ci", "notes_list", "table"]
+__all__ = ["BADGES", "checks_list", "fmt", "fmt_ci", "notes_list", "summary_html", "table"]
 
 BADGES = {
     "pass": ("pass", "PASS"),
@@ -60,6 +60,8 @@ def checks_list(checks: Sequence[Check]) -> str:
     previous = ""
     for c in checks:
         cls, word = BADGES[c.status]
+        if c.vacuous:
+            cls, word = "vacuous", "PASS (VACUOUS)"
         if not c.rule:
             rule = ""
         elif c.rule == previous:  # a run of checks under one rule states it once
@@ -79,3 +81,59 @@ def notes_list(notes: Sequence[str]) -> str:
     if not notes:
         return ""
     return '<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
+
+
+_FINDING = {
+    "no_skill": ("fail", "NO SKILL"),
+    "fail": ("fail", "FAIL"),
+    "warning": ("inconclusive", "WARNING"),
+    "inconclusive": ("inconclusive", "INCONCLUSIVE"),
+}
+
+
+def summary_html(findings: Sequence[dict[str, Any]], results: Sequence[Any]) -> str:
+    """The report's opening list: findings ranked by severity, each linked to its section.
+
+    Vacuous passes and checks that could not be evaluated come last, as one line each
+    listing their names; then one line per section with its check counts and a link
+    (each check is printed once, in its section).
+    """
+    items = []
+    for f in findings:
+        if f["severity"] not in _FINDING:
+            continue
+        cls, word = _FINDING[f["severity"]]
+        action = f'<br><span class="action">Next: {escape(f["action"])}</span>' if f["action"] else ""
+        items.append(
+            f'<li class="finding {cls}"><span class="badge">{word}</span> {escape(f["text"])} '
+            f'<a href="#{escape(f["section"])}">see section</a>{action}</li>'
+        )
+    for kind, words in (("vacuous", "Vacuous passes"), ("not_evaluable", "Not evaluable")):
+        rest = [f for f in findings if f["severity"] == kind]
+        if rest:
+            names = ", ".join(
+                f'<a href="#{escape(f["section"])}">{escape(f["text"].split(": ")[1])}</a>' for f in rest
+            )
+            items.append(
+                f'<li class="finding na"><span class="badge">{len(rest)}</span> {words}: {names}</li>'
+            )
+    head = (
+        f'<ol class="findings">{"".join(items)}</ol>'
+        if items
+        else "<p>Nothing to report: every check passed and no column was flagged.</p>"
+    )
+    rows = []
+    for r in results:
+        if not r.checks:
+            continue
+        n = {s: sum(c.status == s and not c.vacuous for c in r.checks) for s in BADGES}
+        v = sum(c.vacuous for c in r.checks)
+        parts = [f"{n['pass']} passed"] + [f"{v} vacuous"] * bool(v)
+        parts += [f"{n[s]} {w}" for s, w in (("fail", "failed"), ("inconclusive", "inconclusive")) if n[s]]
+        parts += [f"{n['not_evaluable']} not evaluable"] * bool(n["not_evaluable"])
+        rows.append(f'<li><a href="#{escape(r.name)}">{escape(r.title)}</a>: {", ".join(parts)}</li>')
+    return (
+        head
+        + '<p class="rule">Checks by section (each is printed once, in its section):</p>'
+        + f'<ul class="bysection">{"".join(rows)}</ul>'
+    )

@@ -50,6 +50,7 @@ _REGISTRY: dict[str, type[Section] | str] = {
     "data": "trustlab.audit.sections.data:DataSection",
     "performance": "trustlab.audit.sections.performance:PerformanceSection",
     "fairness": "trustlab.audit.sections.fairness:FairnessSection",
+    "errors": "trustlab.audit.sections.errors:ErrorAnalysisSection",
     "targeting": "trustlab.audit.sections.targeting:TargetingSection",
     "privacy": "trustlab.audit.sections.privacy:PrivacySection",
     "explain": "trustlab.audit.sections.explain:ExplainSection",

@@ -17,8 +17,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from trustlab.audit.html import checks_list, table
+from trustlab.audit.html import summary_html, table
 from trustlab.audit.section import STATUSES, Section, SectionResult
+from trustlab.audit.summary import findings
 from trustlab.errors import ParameterError
 from trustlab.privacy.accounting import LedgerEntry
 
@@ -28,9 +29,11 @@ REPORT_FILES = ("report.html", "report.json")
 """The files of a report folder. :meth:`AuditReport.save` replaces a folder that holds
 nothing else; it refuses one that holds other files rather than delete them."""
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """1.1: checks carry ``status`` (pass / fail / inconclusive / not_evaluable) and ``rule``;
-figures carry intervals; private Data summaries list every declared category (``shares``)."""
+figures carry intervals; private Data summaries list every declared category (``shares``).
+1.2: checks carry ``vacuous`` (a pass that a model without skill makes empty); ``meta`` carries
+``no_skill``, ``column_flags`` (columns screened out of the model) and ``group``."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -60,6 +63,9 @@ class AuditReport:
         The section objects, used only to render their results.
     ledger : list of LedgerEntry
         Every DP release (empty unless private).
+    timings : dict of str to float
+        Wall-clock seconds of the steps of a Dask run, for the terminal only: never
+        saved (in private mode they depend on the rows).
 
     See Also
     --------
@@ -70,6 +76,7 @@ class AuditReport:
     results: list[SectionResult]
     sections: Sequence[Section] = field(repr=False)
     ledger: list[LedgerEntry] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def __getitem__(self, name: str) -> SectionResult:
         for r in self.results:
@@ -163,7 +170,8 @@ class AuditReport:
         ]
         all_checks = [c for r in self.results for c in r.checks]
         counts = {s: sum(c.status == s for c in all_checks) for s in STATUSES}
-        summary = "".join(f"<h3>{r.title}</h3>" + checks_list(r.checks) for r in self.results if r.checks)
+        counts["vacuous"] = sum(c.vacuous for c in all_checks)
+        summary = summary_html(findings(self.results, self.meta), self.results)
         with_delta = any(e.delta > 0 for e in self.ledger)
         ledger_html = table(
             ["#", "budget", "release", "mechanism", "epsilon"] + ["delta"] * with_delta,

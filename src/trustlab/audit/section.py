@@ -61,6 +61,9 @@ class Check:
     rule : str
         The rule that decided, in words (e.g. "pass when the 95% interval lies at
         or below 0.1, fail when it lies above, inconclusive otherwise").
+    vacuous : bool
+        A pass that says nothing because the model has no skill (it does not beat
+        chance or the majority class): set by :func:`trustlab.audit.summary.mark_vacuous`.
 
     Examples
     --------
@@ -75,6 +78,7 @@ class Check:
     detail: str
     status: str = ""
     rule: str = ""
+    vacuous: bool = False
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -90,7 +94,7 @@ class Check:
         Returns
         -------
         dict
-            ``name``, ``status``, ``passed``, ``detail`` and ``rule``.
+            ``name``, ``status``, ``passed``, ``detail``, ``rule`` and ``vacuous``.
         """
         return {
             "name": self.name,
@@ -98,6 +102,7 @@ class Check:
             "passed": self.passed,
             "detail": self.detail,
             "rule": self.rule,
+            "vacuous": self.vacuous,
         }
 
 
@@ -242,6 +247,11 @@ class AuditContext:
         The audit's seed (public choices only).
     model_status : str
         A note on the model (e.g. the constant fallback), or "".
+    column_flags : list of dict
+        Columns the screening flagged (:mod:`trustlab.audit.screening`), as
+        :meth:`~trustlab.audit.screening.ColumnFlag.to_dict`; empty in private mode.
+    group : str or None
+        The entity column the split kept whole (``Audit(group=...)``), or None.
 
     See Also
     --------
@@ -264,6 +274,8 @@ class AuditContext:
     private: bool
     random_state: int
     model_status: str = ""
+    column_flags: list[dict[str, Any]] = field(default_factory=list)
+    group: Any = None
     _shared: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property

@@ -21,11 +21,11 @@ from trustlab._param_validation import Interval, check_params
 from trustlab._validation import check_bounds
 from trustlab.compute.statistics import MergeableStatistic
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy._boxplot_core import MAX_BUCKETS
 from trustlab.privacy._boxplot_rules import OTHER_LABEL, check_categories, group_codes
 from trustlab.privacy._durfee import scan_cap
 from trustlab.privacy._grid import DEFAULT_RESOLUTION, MAX_RESOLUTION, GridCounts, QuantileGrid, add_sparse
 from trustlab.privacy._inputs import BASE
-from trustlab.privacy.boxplot import MAX_BUCKETS
 
 __all__ = [
     "BeyondWhiskers",

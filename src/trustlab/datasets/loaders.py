@@ -12,6 +12,8 @@ from typing import Any
 import pandas as pd
 
 from trustlab._param_validation import validate_params
+from trustlab.datasets._cells import bound_cells
+from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError
 
 __all__ = ["check_parquet_schemas", "load_table", "parquet_files"]
@@ -20,8 +22,12 @@ _CSV = {".csv", ".txt", ".tsv", ".gz", ".bz2", ".zip"}
 _PARQUET = {".parquet", ".pq"}
 
 
-@validate_params({"path": [str, os.PathLike], "allow_empty": ["boolean"]})
-def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
+@validate_params(
+    {"path": [str, os.PathLike], "allow_empty": ["boolean"], "private": ["boolean"], "schema": [None, Schema]}
+)
+def load_table(
+    path: str | Path, *, allow_empty: bool = False, private: bool = False, schema: Schema | None = None
+) -> pd.DataFrame:
     """Read a CSV (``.csv``, ``.tsv``, optionally compressed) or Parquet file into a DataFrame.
 
     Text columns become pandas ``category`` columns, so that models and group
@@ -35,12 +41,20 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
         Return a table with a header and no rows instead of raising. Private uses set
         it: whether the table has rows is a fact about the rows, which must not decide
         whether the command fails.
+    private : bool, default False
+        Private mode: the table's structure comes from the header and ``schema`` alone,
+        never from the values (see Returns), and a text cell longer than
+        :data:`~trustlab.datasets._cells.MAX_CELL_CHARS` characters reads as missing.
+    schema : Schema, optional
+        Private mode: the public schema that decides whether ``Unnamed: 0`` is kept.
 
     Returns
     -------
     pandas.DataFrame
         The table, text columns as ``category``. A first column named ``Unnamed: 0``
-        that is unique and increasing (an index written out by pandas or R) is dropped.
+        (an index written out by pandas or R) is dropped when its values are unique and
+        increasing; in private mode it is dropped when ``schema`` does not declare it,
+        whatever its values.
 
     Raises
     ------
@@ -72,6 +86,7 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
             df = pd.read_parquet(p)
         elif suffix in _CSV:
             sep = "\t" if ".tsv" in [s.lower() for s in p.suffixes] else ","
+            _refuse_duplicate_header(p, sep)
             df = pd.read_csv(p, sep=sep)
         else:
             raise DataError(
@@ -110,7 +125,11 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
     if df.shape[0] == 0 and not allow_empty:
         raise DataError(f"data file {p.name!r} has a header but no rows.", argument="data")
     unnamed = [c for c in df.columns if str(c).startswith("Unnamed: 0")]
-    if unnamed and df[unnamed[0]].is_monotonic_increasing and df[unnamed[0]].is_unique:
+    if private:  # header and schema alone decide: never the values
+        if unnamed and (schema is None or unnamed[0] not in schema):
+            df = df.drop(columns=unnamed[:1])
+        df = bound_cells(df)
+    elif unnamed and df[unnamed[0]].is_monotonic_increasing and df[unnamed[0]].is_unique:
         df = df.drop(columns=unnamed[:1])  # a written-out pandas/R index column
     for col in df.columns:
         if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
@@ -133,6 +152,28 @@ def _check_flat_parquet(path: Path) -> None:
             f"data file {path.name!r} has column(s) {nested[:5]} of nested type (list, struct or map); "
             "the audit reads flat columns: flatten them into one column per value, or drop them from "
             "the file.",
+            argument="data",
+        )
+
+
+def _refuse_duplicate_header(path: Path, sep: str) -> None:
+    """Refuse a CSV whose header names a column twice (pandas would rename the second ``NAME.1``).
+
+    The header is read as raw text (compression inferred from the name), never through
+    pandas' column naming, which renames repeats silently: a target named twice would
+    become a feature called ``NAME.1`` that predicts the target perfectly.
+    """
+    try:
+        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        return  # reported by the main read
+    names = [str(v).strip() for v in header.iloc[0].tolist()] if len(header) else []
+    repeated = sorted({n for n in names if n and names.count(n) > 1})
+    if repeated:
+        raise DataError(
+            f"data file {path.name!r} names column(s) {repeated} more than once in its header; pandas "
+            "would rename the repeats (e.g. NAME.1) and a copy of the target or of a sensitive column "
+            "would become a feature. Rename or remove the repeated columns.",
             argument="data",
         )
 
@@ -198,7 +239,9 @@ def _hidden(f: Path, root: Path) -> bool:
     return any(part.startswith((".", "_")) for part in f.relative_to(root).parts)
 
 
-def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> tuple[Any, int]:
+def check_parquet_schemas(
+    files: list[Path], required: tuple[str, ...] = (), *, private: bool = False
+) -> tuple[Any, int]:
     """Read every file's schema (metadata only) and check that they agree.
 
     Parameters
@@ -207,6 +250,11 @@ def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> 
         The dataset's files.
     required : tuple of str
         Columns every file must hold (e.g. the target and the sensitive columns).
+    private : bool, default False
+        Private mode: only the column names must agree. A file's column types are a
+        fact about its rows (one missing value makes pandas write an integer column as
+        double), so they decide nothing: each file is read and coerced to the types the
+        public schema gives (:func:`read_parquet_private`).
 
     Returns
     -------
@@ -255,7 +303,7 @@ def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> 
                 f"{extra}, missing {lack}, or another order); {_PARQUET_FIX}.",
                 argument="data",
             )
-        for name in want.names:
+        for name in [] if private else want.names:
             a, b = want.field(name).type, schema.field(name).type
             if a != b:
                 raise DataError(

@@ -15,10 +15,11 @@ from trustlab._validation import check_numeric_array, check_positive_int, make_g
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._fastpd_inputs import (
     background_codes,
-    category_codes,
+    curve_grid,
     finite_input,
     frame_codes,
     model_frame,
+    subset_indices,
 )
 from trustlab.explain._fastpd_leaves import LeafTables
 from trustlab.explain._fastpd_state import N_MISSING, check_state
@@ -372,33 +373,7 @@ class FastPD(ParamsValidationMixin):
         return bool(np.allclose(raw, mine, rtol=1e-4, atol=1e-4 * (1.0 + float(np.abs(raw).max()))))
 
     def _subset(self, subset: Any) -> tuple[int, ...]:
-        items = [subset] if isinstance(subset, numbers.Integral | str) else list(subset)
-        idx = []
-        names = list(self.feature_names_in_)
-        for item in items:
-            if isinstance(item, str):
-                if item not in names:
-                    raise ParameterError(
-                        f"unknown feature {item!r} in a subset; features are {names[:20]}.",
-                        argument="subsets",
-                    )
-                idx.append(names.index(item))
-            elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
-                if not 0 <= int(item) < self.n_features_in_:
-                    raise ParameterError(
-                        f"feature index {item} is out of range; the model has "
-                        f"{self.n_features_in_} features (0..{self.n_features_in_ - 1}).",
-                        argument="subsets",
-                    )
-                idx.append(int(item))
-            else:
-                raise ParameterError(
-                    f"a subset must hold feature indices or names, got {item!r}.",
-                    argument="subsets",
-                )
-        if len(set(idx)) != len(idx):
-            raise ParameterError(f"subset {tuple(items)} repeats a feature.", argument="subsets")
-        return tuple(sorted(idx))
+        return subset_indices(subset, list(self.feature_names_in_))
 
     # ------------------------------------------------------------------ outputs
     def predict(self, X: Any) -> np.ndarray:
@@ -471,53 +446,14 @@ class FastPD(ParamsValidationMixin):
                 argument="feature",
             )
         (k,) = self._subset(feature)
-        values = self._ens.categories.get(k)
-        if values is not None:
-            # string categories: the grid holds the user's values, evaluated by code
-            if grid is None:
-                check_positive_int(grid_resolution, "grid_resolution", minimum=2)
-                col = self._background_codes[:, k]
-                uniq, counts = np.unique(col[~np.isnan(col)], return_counts=True)
-                if len(uniq) == 0:
-                    raise DataError(
-                        f"feature {k} is missing or unseen in every background row; pass a grid.",
-                        argument="grid",
-                    )
-                codes = np.sort(uniq[np.argsort(-counts, kind="stable")[:grid_resolution]])
-                grid = values[codes.astype(np.int64)]
-            else:
-                grid = np.asarray(grid, dtype=object)
-                if grid.ndim != 1 or len(grid) == 0:
-                    raise DataError(
-                        f"grid must be a non-empty 1-D sequence of categories, got shape {grid.shape}.",
-                        argument="grid",
-                    )
-                codes = category_codes(pd.Series(list(grid)), values, str(self.feature_names_in_[k]), "grid")
-            Xq = np.zeros((len(grid), self.n_features_in_))
-            Xq[:, k] = codes
-            return grid, self._pd(Xq, [(k,)])[(k,)]
-        if grid is None:
-            check_positive_int(grid_resolution, "grid_resolution", minimum=2)
-            col = self._background_codes[:, k]
-            col = col[~np.isnan(col)]
-            uniq, counts = np.unique(col, return_counts=True)
-            if len(uniq) == 0:
-                raise DataError(
-                    f"feature {k} is missing in every background row; pass a grid.",
-                    argument="grid",
-                )
-            if k in self._ens.categorical:
-                # categories, not a range: the most frequent ones, in value order
-                grid = np.sort(uniq[np.argsort(-counts, kind="stable")[:grid_resolution]])
-            elif len(uniq) <= grid_resolution:
-                grid = uniq
-            else:
-                lo, hi = np.percentile(col, [5, 95])
-                grid = np.linspace(lo, hi, grid_resolution) if hi > lo else uniq
-        grid = check_numeric_array(grid, "grid", ndim=1)
+        grid, column = curve_grid(
+            k, grid, grid_resolution, self._background_codes[:, k], self._ens, str(self.feature_names_in_[k])
+        )
         Xq = np.zeros((len(grid), self.n_features_in_))
-        Xq[:, k] = grid
-        return grid, self._pd(self._cast(Xq), [(k,)])[(k,)]
+        Xq[:, k] = column
+        if k not in self._ens.categories:  # string categories are codes already
+            Xq = self._cast(Xq)
+        return grid, self._pd(Xq, [(k,)])[(k,)]
 
     def shap_values(self, X: Any) -> np.ndarray:
         """Interventional SHAP values (raw output space), shape (n, n_features).

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from trustlab._validation import check_numeric_array
-from trustlab.errors import DataError
+from trustlab._validation import check_numeric_array, check_positive_int
+from trustlab.errors import DataError, ParameterError
 from trustlab.explain._trees import TreeEnsemble
 
 __all__ = [
     "background_codes",
     "category_codes",
+    "curve_grid",
     "finite_input",
     "frame_codes",
     "model_frame",
     "string_columns",
+    "subset_indices",
 ]
 
 
@@ -177,3 +180,75 @@ def finite_input(arr: np.ndarray, ens: TreeEnsemble, name: str, *, nan_ok: bool,
             argument=name,
         )
     return np.asarray(arr, dtype=ens.input_dtype).astype(np.float64)
+
+
+def subset_indices(subset: Any, names: list[Any]) -> tuple[int, ...]:
+    """A subset of features (indices or names, or one of them) as sorted indices into ``names``."""
+    items = [subset] if isinstance(subset, numbers.Integral | str) else list(subset)
+    n_features = len(names)
+    idx = []
+    for item in items:
+        if isinstance(item, str):
+            if item not in names:
+                raise ParameterError(
+                    f"unknown feature {item!r} in a subset; features are {names[:20]}.",
+                    argument="subsets",
+                )
+            idx.append(names.index(item))
+        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
+            if not 0 <= int(item) < n_features:
+                raise ParameterError(
+                    f"feature index {item} is out of range; the model has "
+                    f"{n_features} features (0..{n_features - 1}).",
+                    argument="subsets",
+                )
+            idx.append(int(item))
+        else:
+            raise ParameterError(
+                f"a subset must hold feature indices or names, got {item!r}.",
+                argument="subsets",
+            )
+    if len(set(idx)) != len(idx):
+        raise ParameterError(f"subset {tuple(items)} repeats a feature.", argument="subsets")
+    return tuple(sorted(idx))
+
+
+def curve_grid(
+    k: int, grid: Any, grid_resolution: int, col: np.ndarray, ens: TreeEnsemble, feature: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The grid of feature ``k``'s PD curve and its column of model inputs (see ``FastPD.pd_curve``).
+
+    ``col`` is the feature's background column (codes for string categories, NaN where
+    missing). Without a ``grid``: the ``grid_resolution`` most frequent values of a
+    categorical feature, in value order; else the unique values when there are at most
+    ``grid_resolution``, else evenly spaced points between the 5th and 95th percentiles.
+    """
+    values = ens.categories.get(k)
+    if grid is None:
+        check_positive_int(grid_resolution, "grid_resolution", minimum=2)
+        uniq, counts = np.unique(col[~np.isnan(col)], return_counts=True)
+        if len(uniq) == 0:
+            unseen = "missing or unseen" if values is not None else "missing"
+            raise DataError(f"feature {k} is {unseen} in every background row; pass a grid.", argument="grid")
+        if values is not None or k in ens.categorical:
+            # categories, not a range: the most frequent ones, in value order
+            codes = np.sort(uniq[np.argsort(-counts, kind="stable")[:grid_resolution]])
+            if values is not None:  # string categories: the grid holds the user's values
+                return values[codes.astype(np.int64)], codes
+            grid = codes
+        elif len(uniq) <= grid_resolution:
+            grid = uniq
+        else:
+            present = col[~np.isnan(col)]
+            lo, hi = np.percentile(present, [5, 95])
+            grid = np.linspace(lo, hi, grid_resolution) if hi > lo else uniq
+    elif values is not None:
+        grid = np.asarray(grid, dtype=object)
+        if grid.ndim != 1 or len(grid) == 0:
+            raise DataError(
+                f"grid must be a non-empty 1-D sequence of categories, got shape {grid.shape}.",
+                argument="grid",
+            )
+        return grid, category_codes(pd.Series(list(grid)), values, feature, "grid")
+    grid = check_numeric_array(grid, "grid", ndim=1)
+    return grid, grid

@@ -14,7 +14,7 @@ import numpy as np
 from trustlab.errors import ModelError
 
 if TYPE_CHECKING:
-    from trustlab.explain._trees import TreeArrays
+    from trustlab.explain._tree_arrays import TreeArrays
 
 __all__ = [
     "categorical_widths",

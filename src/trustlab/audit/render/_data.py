@@ -59,6 +59,37 @@ def render_model_inputs(inputs: dict[str, Any] | None) -> str:
             "identifiers, codes or weights are rarely features a model should use:"
             f"<ul>{items}</ul></div>"
         )
+    screened = inputs.get("screened") or []
+    if screened:
+        items = []
+        for f in screened:
+            how = (
+                f"left out of the model; keep it with <code>--keep {escape(f['column'])}</code> "
+                f"(<code>Audit(keep=[...])</code>)"
+                if f["dropped"]
+                else "kept as a feature as asked (--keep)"
+            )
+            if f["kind"] == "entity_id" and not inputs.get("group"):
+                how += (
+                    f"; rows of one entity are on both sides of the split: declare it with "
+                    f"<code>--group {escape(f['column'])}</code>"
+                )
+            items.append(
+                f"<li><strong>{escape(f['column'])}</strong> {escape(f['meaning'])} "
+                f"({escape(f['detail'])}): {how}.</li>"
+            )
+        parts.append(
+            '<div class="warn"><strong>Screened columns.</strong> Before fitting, the audit looks '
+            "for copies of the target or of a sensitive column, features that predict the target "
+            "almost perfectly alone (leakage) and identifiers (trustlab.audit.screening):"
+            f"<ul>{''.join(items)}</ul></div>"
+        )
+    if inputs.get("group"):
+        parts.append(
+            f"<p>Held-out rows were chosen by entity: every row of one <strong>{escape(inputs['group'])}"
+            "</strong> value is on the same side of the split (a keyed hash of that value), so the "
+            "held-out figures are for entities the model has not seen.</p>"
+        )
     parts.append("</div>")
     return "".join(parts)
 

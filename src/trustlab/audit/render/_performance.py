@@ -84,6 +84,7 @@ def render_performance(result: SectionResult) -> str:
         html.append(table(["", "accuracy", "ROC AUC", "Brier", "ECE"], [["all held-out rows", *_cells(o)]]))
     groups = f["by_group"]
     curves = f["calibration_curves"]
+    bins = f.get("calibration_bin_counts", {})
     for attr, rows in groups.items():
         html.append(f"<h3>By {escape(attr)}</h3>")
         fig, ax = new_figure(4.6, 3.6)
@@ -94,7 +95,12 @@ def render_performance(result: SectionResult) -> str:
         for i, r in enumerate(rows):
             g = np.asarray(curves.get(attr, {}).get(r["group"], []), dtype=float)
             if g.size and r["evaluable"]:  # too-small groups' curves are noise: not drawn
-                ax.plot(g[:, 0], g[:, 1], "-o", ms=3, lw=1, color=PALETTE[i % len(PALETTE)], label=r["group"])
+                colour = PALETTE[i % len(PALETTE)]
+                ax.plot(g[:, 0], g[:, 1], "-", lw=1, color=colour, label=r["group"])
+                n = np.asarray(bins.get(attr, {}).get(r["group"], [1.0] * len(g)), dtype=float)
+                ax.scatter(
+                    g[:, 0], g[:, 1], s=4 + 60 * np.sqrt(n / max(n.max(), 1.0)), color=colour, zorder=3
+                )
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("mean predicted probability")
@@ -102,6 +108,17 @@ def render_performance(result: SectionResult) -> str:
         ax.set_title(f"Calibration by {attr}", fontsize=10)
         ax.legend(fontsize=7, loc="upper left")
         html.append(figure_to_svg(fig, alt=f"calibration by {attr}"))
+        if attr in bins:
+            edges = [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(10)]
+            html.append(
+                table(
+                    ["rows per bin", *edges],
+                    [["all", *[round(v) for v in bins["overall"]]]]
+                    + [[g, *[round(v) for v in c]] for g, c in bins[attr].items()],
+                    caption=f"Held-out rows behind each point of the calibration curves by {attr} "
+                    "(bins of predicted probability; a point from a few rows is noise)",
+                )
+            )
         html.append(
             table(
                 ["group", "rows", "accuracy", "ROC AUC", "Brier", "ECE", "evaluated"],
@@ -120,7 +137,8 @@ def render_performance(result: SectionResult) -> str:
     if groups:
         html.append(
             "<p class='rule'>Calibration curves: held-out rows in 10 bins of predicted probability; "
-            "a calibrated model follows the dotted diagonal. Groups too small to evaluate are not drawn.</p>"
+            "a calibrated model follows the dotted diagonal; a point's area grows with its rows "
+            "(counts in the table under each chart). Groups too small to evaluate are not drawn.</p>"
         )
     html.append(notes_list(result.notes))
     return "".join(html)

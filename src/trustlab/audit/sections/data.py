@@ -269,6 +269,8 @@ def model_inputs(ctx: AuditContext) -> dict[str, Any]:
         "sensitive": [str(c) for c in ctx.sensitive],
         "sensitive_used": any(c in ctx.features for c in ctx.sensitive),
         "suspect": suspect_columns(ctx),
+        "screened": list(ctx.column_flags),
+        "group": None if ctx.group is None else str(ctx.group),
     }
 
 

@@ -30,6 +30,8 @@ from trustlab.uncertainty import GAP_METHOD, gap_interval, symmetric_interval
 __all__ = ["PerformanceSection"]
 
 MAX_ECE = 0.05
+MAX_GROUP_ECE = 0.1
+"""Threshold of each group's ECE (above the overall one: ECE's upward bias grows as a group shrinks)."""
 MAX_AUC_GAP = 0.05
 METRICS = ("accuracy", "roc_auc", "brier", "ece")
 N_CAL_BINS = 10
@@ -48,6 +50,31 @@ def _curve_binned(binned: np.ndarray) -> list[list[float]]:
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(n > 0, c[:, 1] / n, np.nan)
     return np.column_stack([centre, frac]).tolist()
+
+
+def _bin_counts(binned: np.ndarray) -> list[float]:
+    """Held-out rows in each of the ten calibration bins of a ``[bin, label]`` table."""
+    c = np.clip(np.asarray(binned, dtype=float), 0, None).reshape(N_CAL_BINS, -1, 2)
+    return [float(v) for v in c.sum(axis=(1, 2))]
+
+
+def verdict(low: float, high: float, threshold: float, *, at_most: bool) -> str:
+    """:func:`~trustlab.audit.section.interval_verdict`, but a zero-width interval is not evaluable.
+
+    A finite interval of zero width comes from too few held-out rows (every bootstrap
+    replicate equal), not from certainty: nothing can be judged from it.
+
+    Examples
+    --------
+    >>> verdict(0.034, 0.034, 0.05, at_most=True), verdict(0.01, 0.04, 0.05, at_most=True)
+    ('not_evaluable', 'pass')
+    """
+    if np.isfinite(low) and np.isfinite(high) and high - low <= 0.0:
+        return "not_evaluable"
+    return interval_verdict(low, high, threshold, at_most=at_most)
+
+
+ZERO_WIDTH = "; not evaluable: the interval has zero width (too few held-out rows to judge)"
 
 
 def _baseline_parts(binned: np.ndarray) -> dict[str, np.ndarray]:
@@ -150,7 +177,7 @@ BASELINE_RULE = (
 def _baseline_check(b: dict[str, Any], labels: tuple[str, str]) -> Check:
     """The model must beat predicting the majority outcome for everyone."""
     gain, (lo, hi) = b["accuracy_gain"], b["intervals"]["accuracy_gain"]
-    status = interval_verdict(lo, hi, 0.0, at_most=False)
+    status = verdict(lo, hi, 0.0, at_most=False)
     if not np.isfinite(gain):
         detail = "accuracy undefined: no held-out rows"
     else:
@@ -161,7 +188,44 @@ def _baseline_check(b: dict[str, Any], labels: tuple[str, str]) -> Check:
             f"{100 * gain:+.1f} percentage points (95% interval {100 * lo:+.1f}..{100 * hi:+.1f}); the "
             f"model predicts '{labels[1]}' for {b['predicted_positive_rate']:.1%} of the held-out rows"
         )
+        detail += ZERO_WIDTH if status == "not_evaluable" else ""
     return Check("Better than the majority class", None, detail, status=status, rule=BASELINE_RULE)
+
+
+GROUP_ECE_RULE = (
+    "fail when the 95% interval of some group's ECE lies above {t:g}, pass when every evaluable "
+    "group's interval is at most {t:g}, inconclusive otherwise (one interval per group, not "
+    "adjusted for the number of groups); ECE is biased upwards in small groups"
+)
+
+
+def _group_calibration_check(attr: str, rows: list[dict[str, Any]], size: str) -> Check:
+    """Each group's calibration judged from its own ECE interval (the worst group decides)."""
+    rule = f"{GROUP_ECE_RULE.format(t=MAX_GROUP_ECE)}; {size}"
+    name = f"Calibration within each group of {attr}"
+    judged = []
+    for r in rows:
+        lo, hi = r["intervals"]["ece"]
+        if r["evaluable"] and np.isfinite(r["ece"]):
+            judged.append((r, verdict(lo, hi, MAX_GROUP_ECE, at_most=True)))
+    small = [f"{r['group']} ({r['count']:,.0f} rows)" for r in rows if all(r is not j for j, _ in judged)]
+    if not judged or all(st == "not_evaluable" for _, st in judged):
+        detail = f"not evaluable: no group of {attr} is large enough" + (
+            f" (too small: {', '.join(small)})" if small else ""
+        )
+        return Check(name, None, detail, status="not_evaluable", rule=rule)
+    order = {"fail": 0, "inconclusive": 1, "not_evaluable": 2, "pass": 3}
+    judged.sort(key=lambda t: (order[t[1]], -t[0]["ece"]))
+    statuses = {st for _, st in judged}
+    status = "fail" if "fail" in statuses else "pass" if statuses == {"pass"} else "inconclusive"
+    words = {"fail": "above", "inconclusive": "straddles", "pass": "at most", "not_evaluable": "zero width"}
+    parts = [
+        f"{r['group']} ECE {r['ece']:.3f} [{r['intervals']['ece'][0]:.3f}, {r['intervals']['ece'][1]:.3f}] "
+        f"({words[st]} {MAX_GROUP_ECE:g}; {r['count']:,.0f} rows)"
+        for r, st in judged
+    ]
+    detail = "; ".join(parts) + (f"; too small to judge: {', '.join(small)}" if small else "")
+    return Check(name, None, detail, status=status, rule=rule)
 
 
 class PerformanceSection(TableSection):
@@ -190,6 +254,7 @@ class PerformanceSection(TableSection):
         centre_all = binned_metrics(tab.overall())
         groups: dict[str, list[dict[str, Any]]] = {}
         curves: dict[str, Any] = {}
+        bin_counts: dict[str, Any] = {"overall": _bin_counts(tab.overall())}
         rules: dict[str, str] = {}
         short: dict[str, str] = {}
         if budget is not None:
@@ -210,7 +275,7 @@ class PerformanceSection(TableSection):
             ok = tab.evaluable(attr)
             counts = tab.group_counts(attr)
             hw = tab.count_halfwidth(attr)
-            rows, curves[attr] = [], {}
+            rows, curves[attr], bin_counts[attr] = [], {}, {}
             for i, lv in enumerate(levels):
                 if budget is not None:
                     est = {k: float(v[i]) for k, v in centre.items()} | {"count": float(counts[i])}
@@ -219,6 +284,7 @@ class PerformanceSection(TableSection):
                     m = scores[attr].metrics(i, n_bins=N_CAL_BINS)
                     est = _exact(m)
                     curves[attr][str(lv)] = m["curve"]
+                bin_counts[attr][str(lv)] = _bin_counts(marg[i])
                 row = {"group": str(lv)} | _entry(est, centre, reps, hw, (i,))
                 row["evaluable"] = bool(ok[i])
                 rows.append(row)
@@ -261,6 +327,7 @@ class PerformanceSection(TableSection):
             "labels": {"negative": labels[0], "positive": labels[1]},
             "by_group": groups,
             "calibration_curves": curves,
+            "calibration_bin_counts": bin_counts,
             "size_rule": rules,
         }
         return SectionResult(self.name, self.title, figures, checks, notes)
@@ -274,27 +341,33 @@ class PerformanceSection(TableSection):
     ) -> list[Check]:
         auc, (alo, ahi) = overall["roc_auc"], overall["intervals"]["roc_auc"]
         ece, (elo, ehi) = overall["ece"], overall["intervals"]["ece"]
+        auc_status = verdict(alo, ahi, 0.5, at_most=False)
+        ece_status = verdict(elo, ehi, MAX_ECE, at_most=True)
         checks = [
             Check(
                 "Better than chance",
                 None,
                 f"ROC AUC {auc:.3f} (95% interval {alo:.3f}..{ahi:.3f}; chance is 0.5)"
+                + (ZERO_WIDTH if auc_status == "not_evaluable" else "")
                 if np.isfinite(auc)
                 else "ROC AUC undefined: the held-out rows have a single outcome",
-                status=interval_verdict(alo, ahi, 0.5, at_most=False),
+                status=auc_status,
                 rule=interval_rule(0.5, at_most=False),
             ),
             Check(
                 "Calibration",
                 None,
                 f"ECE {ece:.3f} (95% interval {elo:.3f}..{ehi:.3f}; threshold {MAX_ECE})"
+                + (ZERO_WIDTH if ece_status == "not_evaluable" else "")
                 if np.isfinite(ece)
                 else "ECE undefined: no held-out rows",
-                status=interval_verdict(elo, ehi, MAX_ECE, at_most=True),
+                status=ece_status,
                 rule=interval_rule(MAX_ECE, at_most=True)
                 + "; ECE is biased upwards by sampling (and privacy) noise",
             ),
         ]
+        for attr, rows in groups.items():
+            checks.append(_group_calibration_check(attr, rows, rules[attr]))
         for attr, rows in groups.items():
             ok = np.array([r["evaluable"] for r in rows], dtype=bool)
             ok &= np.array([np.isfinite(r["roc_auc"]) for r in rows], dtype=bool)
@@ -327,7 +400,7 @@ class PerformanceSection(TableSection):
                     "each): "
                     + ", ".join(f"{rows[i]['group']} ({rows[i]['count']:,.0f})" for i in idx)
                     + (f"; too small to evaluate: {', '.join(small)}" if small else ""),
-                    status=interval_verdict(lo, hi, MAX_AUC_GAP, at_most=True),
+                    status=verdict(lo, hi, MAX_AUC_GAP, at_most=True),
                     rule=rule,
                 )
             )

@@ -1,0 +1,106 @@
+"""Target leakage and copies of sensitive columns (issue 26 §1.1)."""
+
+from __future__ import annotations
+
+import gzip
+from html import escape
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from trustlab.cli import main
+from trustlab.datasets import load_table
+from trustlab.errors import DataError
+
+
+def _frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    return pd.DataFrame(
+        {
+            "x": x,
+            "z": rng.uniform(size=n),
+            "race": rng.choice(["a", "b", "c"], n),
+            "y": np.where(x + rng.normal(size=n) > 0, "yes", "no"),
+        }
+    )
+
+
+def test_duplicate_header_is_refused_naming_it(tmp_path):
+    df = _frame()
+    text = df.assign(y2=df["y"]).to_csv(index=False).replace("y2", "y", 1)
+    path = tmp_path / "dup.csv"
+    path.write_text(text)
+    assert pd.read_csv(path).columns[-1] == "y.1"  # what pandas does silently
+    with pytest.raises(DataError, match=r"'y'.*twice|'y'.*more than once") as info:
+        load_table(path)
+    assert info.value.argument == "data"
+    gz = tmp_path / "dup.csv.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    with pytest.raises(DataError, match="'y'"):
+        load_table(gz)
+
+
+def test_duplicate_header_cli_exit_2(tmp_path, capsys):
+    df = _frame()
+    path = tmp_path / "dup.csv"
+    path.write_text(df.assign(r2=df["race"]).to_csv(index=False).replace("r2", "race", 1))
+    with pytest.raises(SystemExit) as stop:
+        main(["audit", str(path), "--target", "y", "--sensitive", "race", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert "race" in err and len(err.strip().splitlines()) == 1
+
+
+def _leaky(n: int = 1500, seed: int = 0) -> pd.DataFrame:
+    df = _frame(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    yes = (df["y"] == "yes").to_numpy()
+    df["y.1"] = df["y"].map({"yes": 1, "no": 0})  # the target, relabelled
+    df["after"] = yes * 10.0 + rng.normal(size=n)  # recorded after the outcome
+    df["race.1"] = df["race"].map({"a": "A", "b": "B", "c": "C"})  # a copy of the sensitive column
+    return df
+
+
+def _sections(*names):
+    from trustlab.audit.registry import default_sections
+
+    return [s for s in default_sections() if s.name in names]
+
+
+def test_leaky_columns_are_left_out_and_stated():
+    from trustlab.audit import Audit
+
+    report = Audit(sections=_sections("data", "performance")).run(_leaky(), target="y", sensitive="race")
+    assert report.meta["features"] == ["x", "z"]
+    kinds = {f["column"]: f["kind"] for f in report.meta["column_flags"]}
+    assert kinds == {"y.1": "target_copy", "after": "predicts_target", "race.1": "sensitive_copy"}
+    auc = report["performance"].figures["overall"]["roc_auc"]
+    assert auc < 0.95  # the model on x alone, not the leak (AUC 1.000 before)
+    inputs = report["data"].figures["model_inputs"]
+    assert {f["column"] for f in inputs["screened"]} == {"y.1", "after", "race.1"}
+    html = report.to_html()
+    top = html[html.index('id="summary"') : html.index('id="data"')]
+    for col in ("y.1", "after", "race.1"):
+        assert escape(f"'{col}'") in top, col
+    assert "--keep after" in top
+
+
+def test_keep_puts_a_flagged_column_back():
+    from trustlab.audit import Audit
+
+    report = Audit(sections=_sections("performance"), keep=["after"]).run(
+        _leaky(), target="y", sensitive="race"
+    )
+    assert report.meta["features"] == ["x", "z", "after"]
+    assert report["performance"].figures["overall"]["roc_auc"] > 0.99
+    assert "kept as a feature as asked" in report.to_html()
+
+
+def test_keep_must_name_a_column():
+    from trustlab.audit import Audit
+
+    with pytest.raises(DataError) as info:
+        Audit(keep=["nope"]).run(_leaky(), target="y", sensitive="race")
+    assert info.value.argument == "keep"
