@@ -169,6 +169,8 @@ def _action(section: str, check: Check) -> str:
             "recalibrate the scores (e.g. isotonic regression on held-out rows) before reading "
             "them as probabilities"
         )
+    if name == "Missing values":
+        return "impute the columns named, or leave them out with --ignore COL (Audit(ignore=[...]))"
     if section == "fairness":
         return "read the error analysis and evaluate a post-processing (--mitigate equalized_odds)"
     return f"read the {section} section"

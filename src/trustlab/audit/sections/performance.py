@@ -343,7 +343,8 @@ class PerformanceSection(Section):
             "labels": {"negative": labels[0], "positive": labels[1]},
             "by_group": groups,
             "calibration_curves": curves,
-            "calibration_bin_counts": bin_counts,
+            # raw mode: rows behind each curve point (in private mode the group counts' intervals say it)
+            **({"calibration_bin_counts": bin_counts} if budget is None else {}),
             "size_rule": rules,
         }
         return SectionResult(self.name, self.title, figures, checks, notes)
