@@ -112,6 +112,50 @@ MUTANTS: list[Mutant] = [
         "noisy = exact.astype(np.int64)",
         ("tests/privacy/test_boxplot.py", "tests/privacy/test_boxplot_budget.py"),
     ),
+    # The distributed quantile/boxplot path (compute/quantiles): the releases from merged
+    # counts must be the in-process mechanisms; each edit mis-scales what only this path reads.
+    Mutant(
+        "quantiles from counts: outlier counts drawn at twice their budget",
+        "src/trustlab/compute/_quantile_release.py",
+        "stats = box_finish(pending, int(lo), int(hi))",
+        "stats = box_finish(replace(pending, scale=pending.scale / 2), int(lo), int(hi))",
+        (
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+            "tests/compute/test_quantiles.py::test_audit_boxplot_outlier_share_from_counts",
+        ),
+    ),
+    Mutant(
+        "quantiles from counts: outlier-share noise at the add/remove sensitivity under replace",
+        "src/trustlab/compute/_quantile_release.py",
+        "opts = _options(summary, neighbouring, kwargs)",
+        'opts = _options(summary, "add_remove", kwargs)',
+        ("tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",),
+    ),
+    Mutant(
+        "quantiles from counts: replace-one figure split as add/remove (sizes and boxes)",
+        "src/trustlab/compute/_quantile_release.py",
+        "        first.bounds,\n        neighbouring,\n",
+        '        first.bounds,\n        "add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_grouped_boxplot_from_counts_equals_the_in_process_figure",),
+    ),
+    Mutant(
+        "quantiles from counts: JointExp utility at the add/remove sensitivity where replace is claimed",
+        "src/trustlab/compute/_quantile_release.py",
+        "        method=method,\n        neighbouring=neighbouring,\n",
+        '        method=method,\n        neighbouring="add_remove",\n',
+        ("tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",),
+    ),
+    Mutant(
+        "quantiles from counts: grid and bucket counts of unclipped values",
+        "src/trustlab/compute/_quantile_state.py",
+        "z = np.clip(x[present], *self.bounds)",
+        "z = x[present]",
+        (
+            "tests/compute/test_quantiles.py::test_state_merges_to_the_whole_column_on_any_partitioning",
+            "tests/compute/test_quantiles.py::test_quantiles_from_counts_equal_the_in_process_release",
+            "tests/compute/test_quantiles.py::test_boxplot_from_counts_equals_the_in_process_boxplot",
+        ),
+    ),
     Mutant(
         "dsi: transposed Cholesky factor in the sampler",
         "src/trustlab/privacy/_dsi_noise.py",
@@ -183,6 +227,35 @@ MUTANTS: list[Mutant] = [
         ("tests/audit/test_split.py",),
     ),
     Mutant(
+        "private Dask audit: Data section's clipped sums at half their budget",
+        "src/trustlab/audit/sections/data.py",
+        "acc.remaining_epsilon,\n                        resolution=SUM_RESOLUTION,",
+        "acc.remaining_epsilon / 2,\n                        resolution=SUM_RESOLUTION,",
+        ("tests/audit/test_scale_private.py::test_ledger_identical_to_in_process",),
+    ),
+    Mutant(
+        "private Dask audit: the raw row count in the report's scale block",
+        "src/trustlab/audit/_scale_private.py",
+        '"rows": schema.rows,  # public',
+        '"rows": int(first["rows"]),  # public',
+        ("tests/audit/test_scale_private.py::test_dask_report_leaks_no_raw_count",),
+    ),
+    Mutant(
+        "private Dask audit: training sample rate from the Parquet footers' row counts",
+        "src/trustlab/audit/_scale_private.py",
+        "rate = 1.0 if schema.rows is None else sample_rate(sample_rows, schema.rows, test_size)",
+        "rate = sample_rate(sample_rows, schema.rows or check_parquet_schemas(files)[1], test_size)",
+        ("tests/audit/test_scale_private.py::test_sample_rate_reads_only_public_facts",),
+    ),
+    Mutant(
+        "private Dask audit: group levels read from the data (not the schema)",
+        "src/trustlab/audit/_scale_private.py",
+        "| group_statistics(conf, p.schema, p.sensitive)",
+        "| group_statistics(conf, Schema.from_dict({'columns': {a: {'categories': "
+        "sorted(set(conf[a].dropna()), key=str)} for a in p.sensitive}}), p.sensitive)",
+        ("tests/audit/test_scale_private.py::test_structure_does_not_depend_on_the_rows",),
+    ),
+    Mutant(
         "training: model splitting keeps the whole gradient (amplification not earned)",
         "src/trustlab/privacy/_training_core.py",
         "masked.append(torch.where(keep, g, torch.zeros_like(g)))",
@@ -195,6 +268,49 @@ MUTANTS: list[Mutant] = [
         "r, c = np.nonzero(bis_schedule(m, steps, participations))",
         "r, c = np.nonzero(bis_schedule(m, steps, steps))",
         ("tests/privacy/test_training.py",),
+    ),
+    Mutant(
+        "loader: private mode drops Unnamed: 0 by its values (a data-dependent column)",
+        "src/trustlab/datasets/loaders.py",
+        "if unnamed and (schema is None or unnamed[0] not in schema):",
+        "if unnamed and df[unnamed[0]].is_unique:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "cells: unguarded float conversion (10**400, Decimal('sNaN') raise)",
+        "src/trustlab/datasets/_cells.py",
+        'except Exception:  # 10**400 (OverflowError), Decimal("sNaN") (ValueError)',
+        "except ZeroDivisionError:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "row hash: unguarded factorize (a cell that does not hash raises)",
+        "src/trustlab/audit/split.py",
+        'except Exception:  # cells that do not hash (lists, Decimal("sNaN")): hash their text',
+        "except ZeroDivisionError:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "parquet: private mode compares the files' column types",
+        "src/trustlab/datasets/loaders.py",
+        "for name in [] if private else want.names:",
+        "for name in want.names:",
+        ("tests/audit/test_private_leaks.py",),
+    ),
+    Mutant(
+        "training: float32 noise added to the float sum (low bits leak)",
+        "src/trustlab/privacy/_training_core.py",
+        "noisy = add_grid_noise(units, std / grid).astype(np.float64) * grid",
+        "noisy = torch.cat([(r.sum(0).float() + torch.randn(r.shape[1:], generator=gen) * std).reshape(-1) "
+        "for r in rows]).numpy()",
+        ("tests/privacy/test_training_grid.py",),
+    ),
+    Mutant(
+        "training: the grid's sensitivity slack not charged",
+        "src/trustlab/privacy/training.py",
+        "effective = sigma / (1.0 + 1e-9 + math.sqrt(n_params) * grid / (2.0 * clip)) if grid_on else sigma",
+        "effective = sigma",
+        ("tests/privacy/test_training.py::test_release_equals_poisson_accountant_and_one_ledger_line",),
     ),
 ]
 

@@ -270,6 +270,36 @@ def check_columns(data: pd.DataFrame, columns: str | Iterable[str] | None, name:
     return cols
 
 
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (messages print ``1.0``, not ``np.float64(1.0)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+def _same_label(label: Any, given: Any) -> bool:
+    """Whether the user's ``given`` positive label (often text from the command line) names ``label``.
+
+    Text matches a label that prints the same, a number equal to it (``"1"`` names ``1.0``),
+    or for a boolean label its name (``"true"``, ``"False"``).
+    """
+    label = _plain(label)
+    if label is given or (not isinstance(given, str) and label == given and type(label) is not str):
+        return True
+    text = str(given).strip()
+    if str(label) == text:
+        return True
+    if isinstance(label, bool):
+        return text.lower() in (_TRUE if label else _FALSE)
+    if isinstance(label, int | float) and not isinstance(given, bool):
+        try:
+            return float(text) == float(label)
+        except ValueError:
+            return False
+    return False
+
+
 def check_binary_target(
     y: pd.Series, name: str = "target", positive: Any = None
 ) -> tuple[np.ndarray, Any, Any]:
@@ -286,7 +316,7 @@ def check_binary_target(
         )
     labels = pd.unique(y)
     if len(labels) != 2:
-        shown = list(labels[:10])
+        shown = [_plain(v) for v in labels[:10]]
         raise DataError(
             f"{name} must be binary (exactly two distinct values), got {len(labels)}: {shown}; "
             "pick a binary outcome column or recode it.",
@@ -297,11 +327,12 @@ def check_binary_target(
         preferred = {"1", "true", "yes", "y", "positive", "pos"}
         hits = [v for v in ordered if str(v).strip().lower() in preferred]
         positive = hits[0] if len(hits) == 1 else ordered[1]
-    elif positive not in set(labels):
-        matches = [v for v in labels if str(v) == str(positive)]
-        if not matches:
+    elif positive not in set(labels) or isinstance(positive, str):
+        matches = [v for v in labels if _same_label(v, positive)]
+        if len(matches) != 1:
             raise DataError(
-                f"positive label {positive!r} is not a value of {name} ({list(ordered)}).",
+                f"positive label {_plain(positive)!r} is not a value of {name} "
+                f"({[_plain(v) for v in ordered]}).",
                 argument="positive",
             )
         positive = matches[0]

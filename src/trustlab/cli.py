@@ -160,7 +160,10 @@ def _audit_dask(
         from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
 
         # the files' footers first: a bad file fails before any cluster starts
-        arrow, _ = check_parquet_schemas(parquet_files(data), required=(target, *_split(sensitive)))
+        # private: the columns' names only (their types are the schema's; docs/scale.md)
+        arrow, _ = check_parquet_schemas(
+            parquet_files(data), required=(target, *_split(sensitive)), private=private
+        )
 
         if not 0.0 < timeout <= 3600.0:
             raise TrustlabError(
@@ -215,6 +218,8 @@ def _audit_dask(
             f"{counts['fail']} failed, {counts['inconclusive']} inconclusive, {counts['not_evaluable']} "
             "not evaluable"
         )
+        if report.timings:  # the terminal only: wall-clock times depend on the rows
+            typer.echo("wall-clock seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report.timings.items()))
         return
     typer.echo(
         f"report written: {html_path} and {json_path} (raw statistics on Dask: {scale['rows']:,} rows, "
@@ -347,7 +352,9 @@ def audit(
             sens = _split(sensitive) or list(info.sensitive)
             the_schema: Schema | None = Schema.from_json(schema) if schema else default_schema
         else:
-            frame = load_table(data, allow_empty=private)  # private: no rows must not fail
+            the_schema = Schema.from_json(schema) if schema else None
+            # private: no rows must not fail, and the header and schema alone decide the columns
+            frame = load_table(data, allow_empty=private, private=private, schema=the_schema)
             name = data.name
             if not target:
                 raise TrustlabError(
@@ -360,7 +367,6 @@ def audit(
                     "--sensitive is required with your own DATA: name one or more columns, comma-separated.",
                     argument="--sensitive",
                 )
-            the_schema = Schema.from_json(schema) if schema else None
         if not 0.0 < alpha < 1.0:  # NaN fails too
             raise TrustlabError(
                 f"--alpha must lie strictly between 0 and 1 (e.g. 0.1 for 90% coverage), got {alpha}.",
@@ -456,7 +462,8 @@ def schema(
                 + " (A filled-in schema is work: trustlab does not overwrite it silently.)",
                 argument="out",
             )
-        frame = load_table(data, allow_empty=True)  # only names and kinds, or DP estimates
+        # only names and kinds, or DP estimates (then the header alone decides the columns)
+        frame = load_table(data, allow_empty=True, private=epsilon is not None)
         draft = draft_schema(
             frame, epsilon=epsilon, delta=delta, categorical=_split(categorical), source=data.name
         )

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import trustlab.privacy._grid as grid_module
-import trustlab.privacy._jointexp as jx
 import trustlab.privacy._boxplot_core as bx
 import trustlab.privacy._boxplot_grouped as bg
+import trustlab.privacy._grid as grid_module
+import trustlab.privacy._jointexp as jx
 from trustlab.compute.backend import compute
 from trustlab.compute.quantiles import (
     BeyondWhiskers,

@@ -266,3 +266,38 @@ def test_fuzz_fit_meets_constraint_or_refuses(
         assert abs(rates[0][i] - rates[1][i]) <= eps + 1e-9
     p = post.predict_proba(s, sensitive_features=a)
     assert np.all((p >= 0) & (p <= 1)) and np.allclose(p.sum(1), 1)
+
+
+def test_small_group_warns_and_is_marked_in_the_result() -> None:
+    """Issue 27: a group with too few positives for its TPR to be estimated gets a warning
+    and ``estimable=False`` (the audit's size rule: 30 rows, 10 positives, 10 negatives)."""
+    import warnings as _w
+
+    from trustlab.fairness import SmallGroupWarning
+
+    rng = np.random.default_rng(0)
+    a = np.r_[np.zeros(3000, int), np.ones(150, int)]
+    y = np.r_[rng.random(3000) < 0.4, np.arange(150) < 7].astype(int)  # group 1: 7 positives
+    s = 1 / (1 + np.exp(-(2 * y - 1) * 1.5 - rng.normal(size=y.size)))
+    with pytest.warns(SmallGroupWarning, match=r"1.*150 rows, 7 positives, 143 negatives"):
+        post = HardtPostProcessor(random_state=0).fit(s, y, sensitive_features=a)
+    op = post.operating_points_
+    assert op["estimable"].tolist() == [True, False]
+    assert op[["rows", "positives", "negatives"]].to_numpy().tolist() == [
+        [3000, int(y[:3000].sum()), 3000 - int(y[:3000].sum())],
+        [150, 7, 143],
+    ]
+    assert post.small_groups_ == [1]
+    big = np.r_[np.zeros(3000, int), np.ones(3000, int)]
+    yy = (rng.random(6000) < 0.4).astype(int)
+    ss = 1 / (1 + np.exp(-(2 * yy - 1) - rng.normal(size=6000)))
+    with _w.catch_warnings():
+        _w.simplefilter("error", SmallGroupWarning)
+        assert HardtPostProcessor().fit(ss, yy, sensitive_features=big).small_groups_ == []
+
+
+def test_small_group_rule_is_the_audits() -> None:
+    from trustlab.audit.prediction_table import MIN_CLASS, MIN_GROUP
+    from trustlab.fairness import postprocessing
+
+    assert (postprocessing.MIN_ROWS, postprocessing.MIN_CLASS) == (MIN_GROUP, MIN_CLASS)

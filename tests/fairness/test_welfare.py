@@ -179,3 +179,91 @@ def test_fuzz_only_trustlab_errors(scores: list, flags: list, capacity: object) 
             call()
         except TrustlabError:
             pass
+
+
+# ------------------------------------------- the paper's residual scaling (its Appendix B.3)
+def test_residual_scaling_raises_r2_exactly_and_keeps_the_residual_shape() -> None:
+    from trustlab.fairness import residual_scaled_scores
+
+    rng = np.random.default_rng(3)
+    p = rng.normal(size=5000)
+    y = p + rng.standard_t(4, size=5000)  # heavy-tailed residuals: their shape must survive
+
+    def r2(q: np.ndarray) -> float:
+        return float(1 - ((y - q) ** 2).sum() / ((y - y.mean()) ** 2).sum())
+
+    better = residual_scaled_scores(p, y, 0.07)
+    assert r2(better) - r2(p) == pytest.approx(0.07, abs=1e-12)
+    ratio = (y - better) / (y - p)
+    assert np.ptp(ratio) < 1e-12 and 0 < ratio[0] < 1  # residuals scaled by one factor (1 - delta)
+    with pytest.raises(DataError, match="exceeds 1 - R"):
+        residual_scaled_scores(p, y, 1 - r2(p) + 0.01)
+
+
+def test_compare_with_residual_scaling_matches_the_gaussian_model() -> None:
+    """In the paper's Gaussian model the residual-scaled predictor reaches what the model
+    predicts at its correlation (the scaled predictor's corr^2 is 0.302, not 0.300)."""
+    from trustlab.fairness import residual_scaled_scores
+
+    rng = np.random.default_rng(0)
+    n = 100_000
+    yhat = 0.5 * rng.normal(size=n)
+    y = yhat + np.sqrt(0.75) * rng.normal(size=n)  # R^2 = 0.25
+    c = compare_prediction_capacity(
+        yhat,
+        y,
+        capacity=0.1,
+        worst_off_fraction=0.1,
+        delta_r2=0.05,
+        improvement="residual_scaling",
+        n_bootstrap=0,
+    )
+    assert c.method == "residual_scaling" and c.delta_r2 == 0.05
+    same = compare_prediction_capacity(
+        yhat,
+        y,
+        capacity=0.1,
+        worst_off_fraction=0.1,
+        improved_scores=residual_scaled_scores(yhat, y, 0.05),
+        n_bootstrap=0,
+    )
+    assert c.reach_gain == same.reach_gain and c.capacity_increase == same.capacity_increase
+    better = residual_scaled_scores(yhat, y, 0.05)
+    r2_new = float(np.corrcoef(better, y)[0, 1] ** 2)
+    r2_old = float(np.corrcoef(yhat, y)[0, 1] ** 2)
+    expected = screening_value(0.1, r2_new, 0.1) - screening_value(0.1, r2_old, 0.1)
+    # 10,000 worst-off: a reach has standard error 0.003; the gain is a paired difference
+    assert c.reach_gain == pytest.approx(expected, abs=0.006)
+    assert c.capacity_increase > 0
+
+
+def test_finite_step_par_is_the_papers_equation_3() -> None:
+    """Eq. 3 with Delta_alpha = Delta_R2 = delta; its limit is the local ratio."""
+    a, r2, b, d = 0.2, 0.15, 0.2, 0.1
+    eq3 = (screening_value(a + d, r2, b) - screening_value(a, r2, b)) / (
+        screening_value(a, r2 + d, b) - screening_value(a, r2, b)
+    )
+    assert prediction_access_ratio(a, r2, b, delta=d) == pytest.approx(eq3, rel=1e-12)
+    assert prediction_access_ratio(a, r2, b, delta=1e-7) == pytest.approx(
+        prediction_access_ratio(a, r2, b), rel=1e-5
+    )
+
+
+@pytest.mark.claims
+def test_proposition_3_3_local_par_at_least_one_on_its_ranges() -> None:
+    """Proposition 3.3: local PAR >= 1 for R^2 in (0.15, 0.85), beta in (0.03, 0.5), alpha <= beta,
+    or R^2 in (0.2, 0.5), beta >= 0.15, alpha <= 0.5 (grids inside the open ranges)."""
+    low = min(
+        prediction_access_ratio(f * b, r2, b)
+        for r2 in np.linspace(0.16, 0.84, 8)
+        for b in np.linspace(0.035, 0.49, 8)
+        for f in np.linspace(0.02, 1.0, 8)
+    )
+    assert low >= 1.0
+    low2 = min(
+        prediction_access_ratio(a, r2, b)
+        for r2 in np.linspace(0.21, 0.49, 6)
+        for b in np.linspace(0.15, 0.95, 8)
+        for a in np.linspace(0.01, 0.5, 8)
+    )
+    assert low2 >= 1.0

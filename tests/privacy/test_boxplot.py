@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-import trustlab.privacy._boxplot_rules as rules
 import trustlab.privacy._boxplot_core as bx
 import trustlab.privacy._boxplot_grouped as bg
+import trustlab.privacy._boxplot_rules as rules
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.boxplot import (
     OTHER_LABEL,

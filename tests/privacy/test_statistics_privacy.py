@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from trustlab.errors import DataError, ParameterError
-from trustlab.privacy import bounds as bounds_module
 from trustlab.privacy import _sums as sums_module
+from trustlab.privacy import bounds as bounds_module
 from trustlab.privacy import statistics as stats_module
 from trustlab.privacy.audit import audit_epsilon
 from trustlab.privacy.bounds import MAX_ABS_BOUND, dp_bounds
@@ -37,11 +37,15 @@ EVENTS = ("threshold", "value", "low_bits")
 
 
 class _Recorder:
-    """Wraps ``add_discrete_laplace`` in the statistics (counts, sums) and bounds modules; records (module, scale, shape) of each call."""
+    """Wraps ``add_discrete_laplace`` in the statistics (counts, sums) and bounds modules.
+
+    Records (module, scale, shape) of each call.
+    """
 
     def __init__(self, monkeypatch, factor: float = 1.0):
         self.calls: list[tuple[str, float, tuple[int, ...]]] = []
-        for name, module in (("statistics", stats_module), ("statistics", sums_module), ("bounds", bounds_module)):
+        modules = (("statistics", stats_module), ("statistics", sums_module), ("bounds", bounds_module))
+        for name, module in modules:
             monkeypatch.setattr(module, "add_discrete_laplace", self._wrap(name, factor))
 
     def _wrap(self, name, factor):
@@ -364,9 +368,11 @@ def test_mean_is_nan_exactly_when_the_noisy_count_is_below_one(monkeypatch):
 
         return draw
 
-    monkeypatch.setattr(stats_module, "add_discrete_laplace", fixed(0))
+    for module in (stats_module, sums_module):
+        monkeypatch.setattr(module, "add_discrete_laplace", fixed(0))
     assert math.isnan(dp_mean([], (0, 1), 1.0)[0])  # count 0 + 0
-    monkeypatch.setattr(stats_module, "add_discrete_laplace", fixed(1))
+    for module in (stats_module, sums_module):
+        monkeypatch.setattr(module, "add_discrete_laplace", fixed(1))
     m, _ = dp_mean([], (2.0, 3.0), 1.0)  # count 1, sum 0 + 1 unit
     assert 2.0 <= m <= 3.0
 

@@ -34,8 +34,16 @@ def test_release_equals_poisson_accountant_and_one_ledger_line(toy):
     acc = Accountant(3.0, 1e-5)
     clf = DPSGDClassifier(1.0, 1e-6, sample_rate=0.05, epochs=3, accountant=acc, n_hint=600).fit(X, y)
     assert clf.steps_ == 60
-    expected = PoissonAccountant(clf.noise_multiplier_, 60, 0.05).get_epsilon(1e-6)
-    assert clf.release_.epsilon == pytest.approx(expected, rel=1e-12)
+    p = clf.release_.parameters
+    # priced by dp-accounting's PLD at the accounted multiplier (noise over the grid's sensitivity)
+    z, dlt = p["accounted_noise_multiplier"], 1e-6 - p["grid_delta"]
+    assert p["accountant"] == "pld" and z < clf.noise_multiplier_ < z * (1 + 1e-5)
+    assert clf.release_.epsilon == pytest.approx(_pld(z, 60, 0.05, dlt), rel=1e-12)
+    assert (
+        clf.release_.epsilon
+        < p["rdp_epsilon"]
+        == pytest.approx(PoissonAccountant(z, 60, 0.05).get_epsilon(dlt), rel=1e-12)
+    )
     assert 0.99 <= clf.release_.epsilon <= 1.0  # calibrated to a relative 1e-3 of the target
     assert len(acc.ledger()) == 1
     assert acc.spent_epsilon == pytest.approx(clf.release_.epsilon, rel=1e-12)
@@ -46,14 +54,27 @@ def test_release_equals_poisson_accountant_and_one_ledger_line(toy):
     assert p["covers"] == GUARANTEE_COVERS
     assert p["steps"] == 60 and p["divisor"] == pytest.approx(30.0)
     # the calibrated multiplier is the smallest (to 1e-3) that meets the target
-    assert PoissonAccountant(clf.noise_multiplier_ / 1.002, 60, 0.05).get_epsilon(1e-6) > 1.0
+    assert _pld(z / 1.002, 60, 0.05, dlt) > 1.0
+
+
+def _pld(z: float, steps: int, q: float, delta: float) -> float:
+    from dp_accounting import dp_event
+    from dp_accounting.pld import PLDAccountant
+
+    from trustlab.privacy._training_calibration import PLD_INTERVAL
+
+    acc = PLDAccountant(value_discretization_interval=PLD_INTERVAL)
+    acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(z)), steps)
+    return float(acc.get_epsilon(delta))
 
 
 def test_balanced_and_signsgd_are_priced_by_their_accountants(toy):
     X, y = toy
     bis = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=2, sampling="balanced", n_hint=600).fit(X, y)
+    p = bis.release_.parameters
+    assert p["accountant"] == "rdp"  # the stated fallback: no PLD accountant for this scheme
     assert bis.release_.epsilon == pytest.approx(
-        BISAccountant(20, 2, bis.noise_multiplier_).get_epsilon(1e-6), rel=1e-12
+        BISAccountant(20, 2, p["accounted_noise_multiplier"]).get_epsilon(1e-6 - p["grid_delta"]), rel=1e-12
     )
     sign = DPSGDClassifier(2.0, 1e-6, sample_rate=0.1, epochs=2, optimizer="signsgd").fit(X, y)
     expected = SignMechanismAccountant("gaussian", sign.noise_multiplier_, 0.1).get_epsilon(1e-6, 20)
@@ -67,7 +88,10 @@ def test_given_noise_multiplier_is_used_and_must_meet_epsilon(toy):
     X, y = toy
     clf = DPSGDClassifier(5.0, 1e-5, sample_rate=0.1, epochs=1, noise_multiplier=2.0).fit(X, y)
     assert clf.noise_multiplier_ == 2.0
-    assert clf.release_.epsilon == pytest.approx(PoissonAccountant(2.0, 10, 0.1).get_epsilon(1e-5))
+    p = clf.release_.parameters
+    assert clf.release_.epsilon == pytest.approx(
+        _pld(p["accounted_noise_multiplier"], 10, 0.1, 1e-5 - p["grid_delta"]), rel=1e-12
+    )
     with pytest.raises(ParameterError) as err:
         DPSGDClassifier(0.1, 1e-5, sample_rate=0.1, epochs=1, noise_multiplier=0.5).fit(X, y)
     assert err.value.argument == "noise_multiplier"
@@ -76,8 +100,8 @@ def test_given_noise_multiplier_is_used_and_must_meet_epsilon(toy):
 def test_budget_checked_before_any_noise(toy, monkeypatch):
     X, y = toy
     draws = []
-    real = core.gaussian_noise
-    monkeypatch.setattr(core, "gaussian_noise", lambda *a: draws.append(1) or real(*a))
+    real = core.add_grid_noise
+    monkeypatch.setattr(core, "add_grid_noise", lambda *a: draws.append(1) or real(*a))
     acc = Accountant(0.5, 1e-5)
     clf = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=1, accountant=acc)
     with pytest.raises(BudgetExceededError):
@@ -114,10 +138,8 @@ def test_empirical_audit_below_claim_and_catches_weak_noise(monkeypatch):
     assert 1.0 < claim < 2.0
     honest = _audit(claim, sigma, 2000)
     assert honest.epsilon_lower <= claim
-    real = core.gaussian_noise
-    monkeypatch.setattr(
-        core, "gaussian_noise", lambda shape, std, gen, dtype: real(shape, std / 10, gen, dtype)
-    )
+    real = core.add_grid_noise
+    monkeypatch.setattr(core, "add_grid_noise", lambda units, scale: real(units, scale / 10))
     mutant = _audit(claim, sigma, 2000)
     assert mutant.epsilon_lower > claim
 
@@ -290,20 +312,19 @@ def test_benefits_accuracy_at_epsilon_one():
 @pytest.mark.parametrize("model", ["logistic", "mlp"])
 def test_noise_drawn_every_step_independent_of_data(model, monkeypatch):
     counts = []
-    real = core.gaussian_noise
+    real = core.add_grid_noise
 
     def counting(*args):
         counts[-1] += 1
         return real(*args)
 
-    monkeypatch.setattr(core, "gaussian_noise", counting)
+    monkeypatch.setattr(core, "add_grid_noise", counting)
     rng = np.random.default_rng(2)
     for n, labels in ((3, np.zeros(3, int)), (400, rng.integers(0, 2, 400))):
         counts.append(0)
         X = rng.uniform(-1, 1, (n, 2))
         DPSGDClassifier(1.0, 1e-6, model=model, hidden=4, sample_rate=0.25, epochs=2).fit(X, labels)
-    n_params = 2 if model == "logistic" else 4
-    assert counts == [8 * n_params, 8 * n_params]
+    assert counts == [8, 8]  # one exact draw for all parameters, every step
 
 
 def test_balanced_schedule_uses_every_row_exactly_epochs_times():
@@ -412,8 +433,10 @@ def test_model_split_is_priced_by_its_accountant_and_one_block_is_poisson(toy):
     split = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=2, sampling="model_split", num_blocks=4).fit(
         X, y
     )
+    p = split.release_.parameters
     assert split.release_.epsilon == pytest.approx(
-        ModelSplitAccountant(4, split.noise_multiplier_, 20, 0.1).get_epsilon(1e-6), rel=1e-12
+        ModelSplitAccountant(4, p["accounted_noise_multiplier"], 20, 0.1).get_epsilon(1e-6 - p["grid_delta"]),
+        rel=1e-12,
     )
     assert split.release_.parameters["num_blocks"] == 4
     assert split.release_.parameters["divisor"] == pytest.approx(0.1 * 1000 / 4)
@@ -421,7 +444,12 @@ def test_model_split_is_priced_by_its_accountant_and_one_block_is_poisson(toy):
     # splitting earns amplification: less noise for the same epsilon; one block is plain Poisson
     assert split.noise_multiplier_ < poisson.noise_multiplier_
     one = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=2, sampling="model_split", num_blocks=1)
-    assert one.fit(X, y).noise_multiplier_ == pytest.approx(poisson.noise_multiplier_, rel=1e-3)
+    z1 = one.fit(X, y).release_.parameters["accounted_noise_multiplier"]
+    assert ModelSplitAccountant(1, z1, 20, 0.1).get_epsilon(1e-6) == pytest.approx(
+        PoissonAccountant(z1, 20, 0.1).get_epsilon(1e-6), rel=1e-9
+    )
+    # Poisson is priced by PLD, model splitting by Renyi DP (the fallback): PLD needs less noise
+    assert poisson.noise_multiplier_ < one.noise_multiplier_
     assert poisson.release_.parameters["num_blocks"] == 1  # ignored unless model_split
     with pytest.raises(ParameterError) as err:
         DPSGDClassifier(1.0, 1e-6, sampling="model_split", num_blocks=0).fit(X, y)
@@ -490,14 +518,13 @@ def test_model_split_empirical_audit_below_claim_and_catches_weak_noise(monkeypa
     from trustlab.privacy.amplification import ModelSplitAccountant
 
     sigma = 1.5
-    claim = ModelSplitAccountant(2, sigma, 1, 1.0).get_epsilon(1e-5)
+    # the grid's sensitivity slack (relative 1e-7 here) on top of the accountant's figure
+    claim = ModelSplitAccountant(2, sigma, 1, 1.0).get_epsilon(1e-5) * (1 + 1e-6)
     assert 2.0 < claim < 2.5
     honest = _split_audit(claim, sigma, 2000)
     assert honest.epsilon_lower <= claim
-    real = core.gaussian_noise
-    monkeypatch.setattr(
-        core, "gaussian_noise", lambda shape, std, gen, dtype: real(shape, std / 10, gen, dtype)
-    )
+    real = core.add_grid_noise
+    monkeypatch.setattr(core, "add_grid_noise", lambda units, scale: real(units, scale / 10))
     mutant = _split_audit(claim, sigma, 2000)
     assert mutant.epsilon_lower > claim, (mutant.epsilon_lower, claim)
 
@@ -511,7 +538,7 @@ def test_balanced_audit_below_claim_and_catches_a_schedule_using_every_step(monk
     from trustlab.privacy import training
 
     sigma = 3.0
-    claim = BISAccountant(10, 1, sigma).get_epsilon(1e-5)
+    claim = BISAccountant(10, 1, sigma).get_epsilon(1e-5) * (1 + 1e-6)  # plus the grid's slack
     assert 0.4 < claim < 0.42
     D = (np.zeros((2, 2)), np.array([0, 1]))
     Dp = (np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]), np.array([0, 1, 0]))

@@ -76,7 +76,10 @@ def test_constant_features_reproduce_split_conformal_quantile() -> None:
     q = _inverted_quantile(cp.calibration_scores_, 1 - ALPHA)
     assert cp.coef_[0] == pytest.approx(q, abs=1e-9)
     sets = cp.predict(X)
-    np.testing.assert_array_equal(sets, (1 - X[:, :3]) + 0 <= q + 1e-6)  # up to tie noise (1e-8 * std)
+    raw = 1 - X[:, :3]
+    clear = np.abs(raw - q) > cp.noise_scale_  # cells the tie noise (1e-3 * std) cannot move
+    assert clear.mean() > 0.99
+    np.testing.assert_array_equal(sets[clear], (raw <= q)[clear])
 
 
 def test_class_one_hot_reproduces_class_conditional_quantiles() -> None:
@@ -580,3 +583,62 @@ def test_one_million_calibration_rows_in_linear_memory() -> None:
     assert peak < 2**30, peak / 2**20
     inside = cp.calibration_scores_ <= np.column_stack([np.ones(n), groups(X, y)]) @ cp.coef_ + 1e-9
     assert inside.mean() >= 0.9 - 1e-9  # the constant column's KKT condition
+
+
+# ------------------------------------------------------- tied scores (issue 26, 1.3)
+class _TiedProba(ClassifierMixin, BaseEstimator):
+    """A confident two-valued model: p(y=1) is 0.99 or 0.01 (ties, as a few-leaf tree gives)."""
+
+    def fit(self, X, y):  # type: ignore[no-untyped-def]
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict_proba(self, X):  # type: ignore[no-untyped-def]
+        p = np.where(np.asarray(X)[:, 0] > 0.5, 0.99, 0.01)
+        return np.column_stack([1 - p, p])
+
+    def predict(self, X):  # type: ignore[no-untyped-def]
+        return (np.asarray(X)[:, 0] > 0.5).astype(int)
+
+
+def test_tied_scores_keep_coverage_in_every_group() -> None:
+    """With 97% of the scores tied, the fitted quantile lands among the ties: the tie-breaking
+    noise must be large enough for the LP to order them (at 1e-8 coverage fell to 0.39)."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    right = rng.random(n) > 0.03
+    X = np.column_stack([np.where(right, y, 1 - y), rng.integers(0, 3, n), rng.integers(0, 2, n)])
+
+    def groups(X, y):  # type: ignore[no-untyped-def]
+        X, y = np.asarray(X), np.asarray(y)
+        return np.column_stack([X[:, 1] == 0, X[:, 1] == 1, X[:, 2] == 1, y == 0, y == 1]).astype(float)
+
+    model = _TiedProba().fit(X, y)
+    cal = np.arange(n) < n // 2
+    cp = KandinskyConformal(model, group_features=groups, random_state=0).fit(X[cal], y[cal])
+    covered = cp.covered(X[~cal], y[~cal])
+    table = group_coverage(covered, groups(X[~cal], y[~cal]))
+    # every group holds >= 600 evaluation rows: coverage's standard error is <= 0.013
+    assert (table["weight"] >= 600).all()
+    assert table["coverage"].between(1 - ALPHA - 0.04, 1 - ALPHA + 0.04).all(), table["coverage"]
+
+
+def test_fit_with_nan_in_X_names_X_cal() -> None:
+    X, y = make_blobs_like(300)
+    model = LogisticRegression().fit(X, y)
+    X_bad = X.copy()
+    X_bad[3, 1] = np.nan
+    with pytest.raises(DataError, match="X_cal") as info:
+        KandinskyConformal(model, random_state=0).fit(X_bad, y)
+    assert info.value.argument == "X_cal"
+    cp = KandinskyConformal(model, random_state=0).fit(X, y)
+    with pytest.raises(DataError) as info:
+        cp.predict(X_bad)
+    assert info.value.argument == "X"
+
+
+def make_blobs_like(n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, n)
+    return rng.standard_normal((n, 2)) + y[:, None], y

@@ -236,3 +236,33 @@ def test_fuzz_estimates_are_positive_and_above_gcv(T: int, N: int, lam: float, x
     c = corr_gcv(X, y, lam, s_transform("exponential", xi=xi))
     assert g > 0 and c > 0
     assert c >= g * (1 - 1e-9)  # positive correlation only inflates the estimate
+
+
+def test_matrix_kind_from_eigenvalues_equals_from_K() -> None:
+    """Issue 27: the fast path. A tridiagonal Toeplitz K with off-diagonal b/2 has the
+    closed-form eigenvalues 1 + b cos(pi k / (T + 1)): no T x T matrix is formed."""
+    T, b = 1200, 0.6
+    K = np.eye(T) + (b / 2) * (np.eye(T, k=1) + np.eye(T, k=-1))
+    ev = 1.0 + b * np.cos(np.pi * np.arange(1, T + 1) / (T + 1))
+    from_k, from_ev = s_transform("matrix", K=K), s_transform("matrix", eigenvalues=ev)
+    t = np.array([0.05, 0.2, 0.5, 0.8, 0.95])
+    np.testing.assert_allclose(from_ev(t), from_k(t), rtol=1e-9)
+    np.testing.assert_allclose(from_ev.log_derivative(t), from_k.log_derivative(t), rtol=1e-8, atol=1e-12)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((T, 40))
+    y = X @ rng.standard_normal(40) / np.sqrt(40) + rng.standard_normal(T)
+    assert corr_gcv(X, y, 0.1, from_ev) == pytest.approx(corr_gcv(X, y, 0.1, from_k), rel=1e-9)
+
+
+def test_matrix_kind_eigenvalues_are_checked() -> None:
+    with pytest.raises(ParameterError, match="not both"):
+        s_transform("matrix", K=np.eye(3), eigenvalues=np.ones(3))
+    with pytest.raises(ParameterError, match="eigenvalues"):
+        s_transform("matrix")
+    with pytest.raises(DataError, match=">= 0") as info:
+        s_transform("matrix", eigenvalues=[2.5, 0.7, -0.2])
+    assert info.value.argument == "eigenvalues"
+    with pytest.raises(DataError, match="average 1"):
+        s_transform("matrix", eigenvalues=[2.0, 2.0, 2.0])
+    with pytest.raises(DataError):
+        s_transform("matrix", eigenvalues=[1.0, np.nan, 1.0])

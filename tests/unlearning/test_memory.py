@@ -329,3 +329,34 @@ def test_missing_faiss(monkeypatch: pytest.MonkeyPatch) -> None:
         KNNMemory(backend="faiss").fit(X, y)
     with pytest.raises(MissingDependencyError):
         KNNMemory(index="ivf").fit(X, y)
+
+
+def _recall_on_fresh_queries(memory: KNNMemory, exact: KNNMemory, Q: np.ndarray, k: int) -> float:
+    d_ivf, _ = memory.kneighbors(Q, k)
+    d_ex, _ = exact.kneighbors(Q, k)
+    return float(np.mean(d_ivf <= d_ex[:, -1:] + 1e-6))
+
+
+@pytest.mark.skipif("faiss" not in BACKENDS, reason="needs faiss")
+def test_ivf_n_probe_from_target_recall_and_reported() -> None:
+    """Issue 27: a fixed n_probe gave recall@10 0.81 without a word; 'auto' picks the fewest
+    probes reaching target_recall on the memory itself, and recall_ reports what it reached
+    (checked against recall on fresh queries: 300 queries x 10 neighbours)."""
+    rng = np.random.default_rng(0)
+    n, dim, k = 8000, 24, 10
+    centres = rng.standard_normal((40, dim))
+    X = centres[rng.integers(0, 40, n)] * 0.6 + rng.standard_normal((n, dim))
+    y = rng.integers(0, 3, n)
+    Q = centres[rng.integers(0, 40, 300)] * 0.6 + rng.standard_normal((300, dim))
+    exact = KNNMemory(k=k, backend="numpy").fit(X, y)
+    assert exact.recall_ == 1.0 and exact.n_probe_ is None
+    fixed = KNNMemory(k=k, index="ivf", n_probe=2, random_state=0).fit(X, y)
+    assert fixed.n_probe_ == 2
+    fresh = _recall_on_fresh_queries(fixed, exact, Q, k)
+    assert fixed.recall_ < 0.9 and fresh < 0.9  # two probes of ~300 lists miss neighbours
+    assert abs(fixed.recall_ - fresh) < 0.08
+    auto = KNNMemory(k=k, index="ivf", random_state=0).fit(X, y)
+    assert auto.recall_ >= 0.95 and auto.n_probe_ > 2
+    assert _recall_on_fresh_queries(auto, exact, Q, k) >= 0.92
+    loose = KNNMemory(k=k, index="ivf", target_recall=0.5, random_state=0).fit(X, y)
+    assert loose.n_probe_ < auto.n_probe_ and loose.recall_ >= 0.5

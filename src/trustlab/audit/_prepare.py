@@ -106,6 +106,12 @@ def prepare(
     schema = schema or Schema()
     if not private:
         check_values(raw, list(raw.columns))
+        if raw[target].isna().all():
+            raise DataError(
+                f"target {target!r} is entirely missing: every row needs its outcome; name another "
+                "--target (a binary outcome column with values).",
+                argument="target",
+            )
         empty = [c for c in raw.columns if raw[c].isna().all()]
         if empty:
             raise DataError(

@@ -49,6 +49,7 @@ from trustlab.audit.split import row_hash, sample_rate, split_from_hash, trainin
 from trustlab.compute.backend import compute
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.compute.statistics import MergeableStatistic
+from trustlab.datasets._cells import bound_cells
 from trustlab.datasets.schema import Schema
 from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
@@ -71,6 +72,7 @@ class _Plan:
 
     def prepare(self, chunk: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
         """Held-out mask (the in-process hash of the raw values), the conformed rows, labelled mask."""
+        chunk = bound_cells(chunk)  # the work on one cell is bounded (MAX_CELL_CHARS)
         h = row_hash(chunk, self.seed)
         conformed = self.schema.conform(chunk.reset_index(drop=True))
         labelled = conformed[self.target].notna().to_numpy()
@@ -193,7 +195,8 @@ class _MergedData(DataSection):
         self.stats, self.columns = stats, columns
 
     @override
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        assert budget is not None
         note = (
             "Computed on Dask: exact counts and grid-unit sums merged from the partitions, noise "
             "added once on the client by the same mechanisms as in process."
@@ -214,8 +217,10 @@ class _MergedPrivacy(PrivacySection):
         self.stats, self.frame, self.client = stats, frame, client
 
     @override
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         from trustlab.compute.quantiles import grouped_dp_boxplot_on
+
+        assert budget is not None
 
         def boxplot(col: Any, attr: Any, epsilon: float, bounds: tuple[float, float], **kw: Any) -> Any:
             categories = kw.pop("categories")
@@ -272,7 +277,8 @@ def run_scaled_private(
     step = progress or (lambda _msg: None)
     files = parquet_files(path)
     target, sensitive = column_name(target, "target"), column_names(sensitive, "sensitive")
-    arrow, _ = check_parquet_schemas(files, required=(target, *sensitive))  # row counts never read
+    # row counts never read; column types are the schema's (each partition is conformed)
+    arrow, _ = check_parquet_schemas(files, required=(target, *sensitive), private=True)
     # the in-process checks of public facts, on an empty table with the files' columns
     prep = runner._prepare(arrow.empty_table().to_pandas(), target, sensitive)
     schema, sens, features = prep.schema, prep.sensitive, prep.features
@@ -379,7 +385,6 @@ def run_scaled_private(
             "rows": schema.rows,  # public (the schema's estimate) or None; the true count is private
             "sample_rows": _expected_sample(schema, test_size, rate),
             "sample_rate": rate,
-            "seconds": {"pass1": t1 - t0, "fit": t2 - t1, "pass2": t3 - t2},
             "sections_left_out": [
                 s.name
                 for s in (runner.sections or default_sections())
@@ -391,4 +396,8 @@ def run_scaled_private(
             "released figures.",
         },
     }
-    return AuditReport(meta=meta, results=results, sections=sections, ledger=accountant.ledger())
+    # wall-clock times depend on the rows: for the terminal only, never in the report
+    timings = {"pass1": t1 - t0, "fit": t2 - t1, "pass2": t3 - t2}
+    return AuditReport(
+        meta=meta, results=results, sections=sections, ledger=accountant.ledger(), timings=timings
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from trustlab.errors import MissingDependencyError
 
-__all__ = ["PALETTE", "figure_to_svg", "new_figure", "new_grid", "require_matplotlib"]
+__all__ = ["PALETTE", "bar_legend", "figure_to_svg", "new_figure", "new_grid", "require_matplotlib"]
 
 _SVG_START = re.compile(r"^.*?(<svg\b)", re.DOTALL)
 
@@ -121,3 +121,19 @@ def _attr(text: str) -> str:
     from html import escape
 
     return escape(text, quote=True)
+
+
+def bar_legend(ax: Any, *, fontsize: float, loc: str) -> None:
+    """Finish a bar panel: its legend at ``loc`` and no vertical grid lines between the bars.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The panel.
+    fontsize : float
+        The legend's font size (points).
+    loc : str
+        The legend's place (matplotlib's ``loc``).
+    """
+    ax.legend(fontsize=fontsize, loc=loc)
+    ax.grid(False, axis="x")

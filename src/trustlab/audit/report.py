@@ -62,6 +62,9 @@ class AuditReport:
         The section objects, used only to render their results.
     ledger : list of LedgerEntry
         Every DP release (empty unless private).
+    timings : dict of str to float
+        Wall-clock seconds of the steps of a Dask run, for the terminal only: never
+        saved (in private mode they depend on the rows).
 
     See Also
     --------
@@ -72,6 +75,7 @@ class AuditReport:
     results: list[SectionResult]
     sections: Sequence[Section] = field(repr=False)
     ledger: list[LedgerEntry] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def __getitem__(self, name: str) -> SectionResult:
         for r in self.results:

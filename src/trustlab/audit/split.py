@@ -30,6 +30,7 @@ import pandas as pd
 from pandas.util import hash_array
 
 from trustlab._stats import splitmix64 as _mix
+from trustlab.datasets._cells import cell_text, safe_key, to_float
 
 __all__ = [
     "DEFAULT_SAMPLE_ROWS",
@@ -71,9 +72,8 @@ def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     obj = values.astype(object)
     try:
         codes, uniques = pd.factorize(obj.to_numpy(), use_na_sentinel=True)
-    except TypeError:  # unhashable cells (lists, dicts): hash their text
-        text = obj.map(lambda v: v if pd.api.types.is_scalar(v) else str(v))
-        codes, uniques = pd.factorize(text.to_numpy())
+    except Exception:  # cells that do not hash (lists, Decimal("sNaN")): hash their text
+        codes, uniques = pd.factorize(obj.map(safe_key).to_numpy(), use_na_sentinel=True)
     return codes, uniques
 
 
@@ -88,10 +88,8 @@ def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
         codes = np.full(len(values), -1)
     else:
         codes, uniques = _factorize(values)
-        # complex cells hash as their text (to_numeric would keep them complex)
-        reals = [str(u) if isinstance(u, complex | np.complexfloating) else u for u in uniques]
-        parsed = pd.to_numeric(pd.Series(reals, dtype=object), errors="coerce")
-        parsed_num = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+        # complex cells (and cells pandas cannot read as numbers) hash as their text
+        parsed_num = to_float(pd.Series(uniques, dtype=object))
         num = np.where(codes >= 0, parsed_num[np.maximum(codes, 0)] if uniques.size else np.nan, np.nan)
         missing = codes < 0
     is_num = ~np.isnan(num)
@@ -101,7 +99,7 @@ def _column_hash(values: pd.Series, text_key: str) -> np.ndarray:
         out[is_num] = _mix(x.view(np.uint64) ^ np.uint64(0x5555555555555555))
     text = ~is_num & ~missing
     if text.any():  # hash each distinct text once
-        strings = np.array([str(v) for v in uniques], dtype=object)
+        strings = np.array([cell_text(v) for v in uniques], dtype=object)
         out[text] = hash_array(strings, hash_key=text_key, categorize=False)[codes[text]]
     return out
 

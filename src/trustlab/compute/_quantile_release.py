@@ -68,6 +68,9 @@ def _check_summary(summary: Any, need_buckets: bool) -> None:
 
 
 _COMMON = {"epsilon": [EPSILON], "description": [str], "accountant": [None, Accountant]}
+_BOX = {**_COMMON, "count_beyond": [callable], "neighbouring": [NEIGHBOURING_OPTION]}
+_SHARE = Interval(numbers.Real, 0, 1, closed="neither")
+_POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 
 
 @validate_params(
@@ -112,8 +115,7 @@ def dp_quantiles_of_counts(
     Examples
     --------
     >>> import pandas as pd
-    >>> from trustlab.compute import compute
-    >>> from trustlab.compute.quantiles import BeyondWhiskers, QuantileCounts
+    >>> from trustlab.compute import QuantileCounts, compute
     >>> df = pd.DataFrame({"x": np.random.default_rng(0).normal(size=4000)})
     >>> s = compute(QuantileCounts("x", (-10, 10)), df, chunksize=1000)
     >>> r = dp_quantiles_of_counts(s, [0.25, 0.5, 0.75], epsilon=1.0)
@@ -152,14 +154,7 @@ def _box_data(summary: QuantileSummary) -> BoxSummary:
 CountBeyond = Callable[[float, float], tuple[int, int]]
 
 
-@validate_params(
-    {
-        **_COMMON,
-        "count_beyond": [callable],
-        "neighbouring": [NEIGHBOURING_OPTION],
-        "n_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
-    }
-)
+@validate_params({**_BOX, "n_weight": [_SHARE]})
 def dp_boxplot_of_counts(
     summary: QuantileSummary,
     count_beyond: CountBeyond,
@@ -205,8 +200,7 @@ def dp_boxplot_of_counts(
     Examples
     --------
     >>> import pandas as pd
-    >>> from trustlab.compute import compute
-    >>> from trustlab.compute.quantiles import BeyondWhiskers, QuantileCounts
+    >>> from trustlab.compute import BeyondWhiskers, QuantileCounts, compute
     >>> df = pd.DataFrame({"x": np.random.default_rng(0).normal(size=5000)})
     >>> s = compute(QuantileCounts("x", (-50, 50), base=1.001), df, chunksize=2000)
     >>> def beyond(lo, hi):
@@ -230,15 +224,7 @@ def dp_boxplot_of_counts(
 GroupedCountBeyond = Callable[[dict[int, tuple[float, float]]], Any]
 
 
-@validate_params(
-    {
-        **_COMMON,
-        "count_beyond": [callable],
-        "neighbouring": [NEIGHBOURING_OPTION],
-        "count_weight": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "min_group_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
-    }
-)
+@validate_params({**_BOX, "count_weight": [_SHARE], "min_group_size": [None, _POSITIVE_INT]})
 def grouped_dp_boxplot_of_counts(
     summary: GroupedQuantileSummary,
     count_beyond: GroupedCountBeyond,
@@ -285,8 +271,7 @@ def grouped_dp_boxplot_of_counts(
     Examples
     --------
     >>> import pandas as pd
-    >>> from trustlab.compute import compute
-    >>> from trustlab.compute.quantiles import BeyondWhiskers, QuantileCounts
+    >>> from trustlab.compute import BeyondWhiskers, QuantileCounts, compute
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"x": rng.normal(size=6000), "g": rng.choice(["a", "b"], 6000)})
     >>> stat = QuantileCounts("x", (-20, 20), base=1.001, group="g", categories=["a", "b"])

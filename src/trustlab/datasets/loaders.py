@@ -9,6 +9,8 @@ from typing import Any
 import pandas as pd
 
 from trustlab._param_validation import validate_params
+from trustlab.datasets._cells import bound_cells
+from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError
 
 __all__ = ["check_parquet_schemas", "load_table", "parquet_files"]
@@ -17,8 +19,12 @@ _CSV = {".csv", ".txt", ".tsv", ".gz", ".bz2", ".zip"}
 _PARQUET = {".parquet", ".pq"}
 
 
-@validate_params({"path": [str, os.PathLike], "allow_empty": ["boolean"]})
-def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
+@validate_params(
+    {"path": [str, os.PathLike], "allow_empty": ["boolean"], "private": ["boolean"], "schema": [None, Schema]}
+)
+def load_table(
+    path: str | Path, *, allow_empty: bool = False, private: bool = False, schema: Schema | None = None
+) -> pd.DataFrame:
     """Read a CSV (``.csv``, ``.tsv``, optionally compressed) or Parquet file into a DataFrame.
 
     Text columns become pandas ``category`` columns, so that models and group
@@ -32,12 +38,20 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
         Return a table with a header and no rows instead of raising. Private uses set
         it: whether the table has rows is a fact about the rows, which must not decide
         whether the command fails.
+    private : bool, default False
+        Private mode: the table's structure comes from the header and ``schema`` alone,
+        never from the values (see Returns), and a text cell longer than
+        :data:`~trustlab.datasets._cells.MAX_CELL_CHARS` characters reads as missing.
+    schema : Schema, optional
+        Private mode: the public schema that decides whether ``Unnamed: 0`` is kept.
 
     Returns
     -------
     pandas.DataFrame
         The table, text columns as ``category``. A first column named ``Unnamed: 0``
-        that is unique and increasing (an index written out by pandas or R) is dropped.
+        (an index written out by pandas or R) is dropped when its values are unique and
+        increasing; in private mode it is dropped when ``schema`` does not declare it,
+        whatever its values.
 
     Raises
     ------
@@ -83,7 +97,11 @@ def load_table(path: str | Path, *, allow_empty: bool = False) -> pd.DataFrame:
     if df.shape[0] == 0 and not allow_empty:
         raise DataError(f"data file {p.name!r} has a header but no rows.", argument="data")
     unnamed = [c for c in df.columns if str(c).startswith("Unnamed: 0")]
-    if unnamed and df[unnamed[0]].is_monotonic_increasing and df[unnamed[0]].is_unique:
+    if private:  # header and schema alone decide: never the values
+        if unnamed and (schema is None or unnamed[0] not in schema):
+            df = df.drop(columns=unnamed[:1])
+        df = bound_cells(df)
+    elif unnamed and df[unnamed[0]].is_monotonic_increasing and df[unnamed[0]].is_unique:
         df = df.drop(columns=unnamed[:1])  # a written-out pandas/R index column
     for col in df.columns:
         if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
@@ -158,7 +176,9 @@ def parquet_files(path: str | Path) -> list[Path]:
     return files
 
 
-def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> tuple[Any, int]:
+def check_parquet_schemas(
+    files: list[Path], required: tuple[str, ...] = (), *, private: bool = False
+) -> tuple[Any, int]:
     """Read every file's schema (metadata only) and check that they agree.
 
     Parameters
@@ -167,6 +187,11 @@ def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> 
         The dataset's files.
     required : tuple of str
         Columns every file must hold (e.g. the target and the sensitive columns).
+    private : bool, default False
+        Private mode: only the column names must agree. A file's column types are a
+        fact about its rows (one missing value makes pandas write an integer column as
+        double), so they decide nothing: each file is read and coerced to the types the
+        public schema gives (:func:`read_parquet_private`).
 
     Returns
     -------
@@ -215,7 +240,7 @@ def check_parquet_schemas(files: list[Path], required: tuple[str, ...] = ()) -> 
                 f"{extra}, missing {lack}, or another order); {_PARQUET_FIX}.",
                 argument="data",
             )
-        for name in want.names:
+        for name in [] if private else want.names:
             a, b = want.field(name).type, schema.field(name).type
             if a != b:
                 raise DataError(

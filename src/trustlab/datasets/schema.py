@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab.datasets._cells import cell_text, hashable, is_missing, to_float
 from trustlab.errors import DataError
 
 __all__ = ["ACTIONABLE", "ColumnSpec", "Schema"]
@@ -227,11 +228,7 @@ class Schema:
                 continue
             col = frame[name]
             if spec.bounds is not None:
-                values = col.astype(float) if pd.api.types.is_bool_dtype(col) else col.astype(object)
-                if not pd.api.types.is_bool_dtype(col):  # complex cells are not numbers here
-                    values = values.map(lambda v: None if isinstance(v, complex | np.complexfloating) else v)
-                num = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-                out[name] = np.clip(num, *spec.bounds)
+                out[name] = np.clip(to_float(col), *spec.bounds)
             else:
                 cats = list(spec.categories or ())
                 lookup: dict[Any, Any] = {}
@@ -239,10 +236,9 @@ class Schema:
                     lookup.setdefault(str(c), c)
                 exact = {c: c for c in cats}
                 obj = col.astype(object)
-                hit = obj.map(lambda v, e=exact: e.get(v) if _hashable(v) else None)
-                text = obj.map(lambda v, t=lookup: t.get(str(v)) if not _missing(v) else None)
-                value = hit.where(hit.notna(), text)
-                out[name] = pd.Categorical(value.where(obj.notna()), categories=cats)
+                missing = obj.map(is_missing).astype(bool)
+                value = obj.map(lambda v, e=exact, t=lookup: _category(v, e, t))
+                out[name] = pd.Categorical(value.where(~missing), categories=cats)
         return out
 
     @classmethod
@@ -566,16 +562,15 @@ def _rows(value: Any) -> int | None:
     return int(value)
 
 
-def _missing(v: Any) -> bool:
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False
-
-
-def _hashable(v: Any) -> bool:
-    try:
-        hash(v)
-    except TypeError:
-        return False
-    return not _missing(v)
+def _category(v: Any, exact: dict[Any, Any], text: dict[str, Any]) -> Any:
+    """The declared category a cell names (as itself, then as text), or None (never raises)."""
+    if is_missing(v):
+        return None
+    if hashable(v):
+        try:
+            hit = exact.get(v)
+        except Exception:  # a broken __eq__
+            hit = None
+        if hit is not None:
+            return hit
+    return text.get(cell_text(v))

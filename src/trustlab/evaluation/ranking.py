@@ -149,11 +149,7 @@ def elo_scores(
     References
     ----------
     The ICRT jailbreak framework's ranking-based harmfulness evaluation metric, ICML 2025
-    (catalog row 003-07; the attack itself is not built here). A. E. Elo,
-    "The Rating of Chessplayers, Past and Present", 1978. X. Jiang, L.-H. Lim, Y. Yao,
-    Y. Ye, "Statistical ranking and combinatorial Hodge theory", Math. Programming 2011.
-    S. Negahban, S. Oh, D. Shah, "Rank Centrality: Ranking from Pairwise Comparisons",
-    Operations Research 2017.
+    (catalog row 003-07). A. E. Elo, "The Rating of Chessplayers, Past and Present", 1978.
 
     Examples
     --------
@@ -211,11 +207,8 @@ def hodgerank_scores(
     References
     ----------
     The ICRT jailbreak framework's ranking-based harmfulness evaluation metric, ICML 2025
-    (catalog row 003-07; the attack itself is not built here). A. E. Elo,
-    "The Rating of Chessplayers, Past and Present", 1978. X. Jiang, L.-H. Lim, Y. Yao,
-    Y. Ye, "Statistical ranking and combinatorial Hodge theory", Math. Programming 2011.
-    S. Negahban, S. Oh, D. Shah, "Rank Centrality: Ranking from Pairwise Comparisons",
-    Operations Research 2017.
+    (catalog row 003-07). X. Jiang, L.-H. Lim, Y. Yao, Y. Ye, "Statistical ranking and
+    combinatorial Hodge theory", Math. Programming 2011.
 
     Examples
     --------
@@ -265,11 +258,8 @@ def rank_centrality_scores(
     References
     ----------
     The ICRT jailbreak framework's ranking-based harmfulness evaluation metric, ICML 2025
-    (catalog row 003-07; the attack itself is not built here). A. E. Elo,
-    "The Rating of Chessplayers, Past and Present", 1978. X. Jiang, L.-H. Lim, Y. Yao,
-    Y. Ye, "Statistical ranking and combinatorial Hodge theory", Math. Programming 2011.
-    S. Negahban, S. Oh, D. Shah, "Rank Centrality: Ranking from Pairwise Comparisons",
-    Operations Research 2017.
+    (catalog row 003-07). S. Negahban, S. Oh, D. Shah, "Rank Centrality: Ranking from
+    Pairwise Comparisons", Operations Research 2017.
 
     Examples
     --------

@@ -263,9 +263,8 @@ def trees_from_lightgbm(model: Any) -> tuple[list[TreeArrays], float]:
 
     Returns
     -------
-    trees : list of TreeArrays
-    weight : float
-        Weight of every tree in the sum (1.0: boosted trees add up).
+    trees, weight
+        As in :func:`trees_from_xgboost`.
 
     Examples
     --------

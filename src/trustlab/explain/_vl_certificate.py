@@ -10,14 +10,14 @@ import numpy as np
 from trustlab.errors import ParameterError
 from trustlab.explain._vl_commitment import int_vector
 from trustlab.explain._vl_fixed_point import round_int
-from trustlab.explain._vl_lime import AmenableLime, gap_and_corr, public_params, residual
+from trustlab.explain._vl_params import gap_and_corr, public_params, residual
 from trustlab.explain._vl_results import Checks, VerifiableExplanation, VerificationReport
 
 __all__ = ["check_certificate"]
 
 
 def check_certificate(
-    lime: AmenableLime, explanation: VerifiableExplanation, *, x_q: Any = None, seed: Any = None
+    lime: Any, explanation: VerifiableExplanation, *, x_q: Any = None, seed: Any = None
 ) -> VerificationReport:
     """Re-derive the samples and check the duality gap, feasibility and top-k in integers.
 
@@ -42,7 +42,7 @@ def check_certificate(
     --------
     See :class:`AmenableLime`.
     """
-    if not isinstance(lime, AmenableLime):
+    if not callable(getattr(lime, "weighted_problem", None)):  # the explainer's public parameters
         raise ParameterError("lime must be an AmenableLime (the public parameters).", argument="lime")
     if not isinstance(explanation, VerifiableExplanation):
         raise ParameterError(

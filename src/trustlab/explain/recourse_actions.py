@@ -118,13 +118,13 @@ class Thermometer(_FeatureGroup):
 
         Parameters
         ----------
-        index : mapping of str to int
-        d : int
+        index, d
             As in :meth:`OneHot.rows`.
 
         Returns
         -------
         list of (numpy.ndarray, numpy.ndarray, float)
+            As in :meth:`OneHot.rows`.
         """
         out = []
         z = np.zeros(d)
@@ -186,13 +186,13 @@ class DirectionalLinkage:
 
         Parameters
         ----------
-        index : mapping of str to int
-        d : int
+        index, d
             As in :meth:`OneHot.rows`.
 
         Returns
         -------
         list of (numpy.ndarray, numpy.ndarray, float)
+            As in :meth:`OneHot.rows`.
         """
         out = []
         z = np.zeros(d)

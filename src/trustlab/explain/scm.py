@@ -435,9 +435,7 @@ class LinearSCM(AdditiveNoiseSCM):
 
     References
     ----------
-    Fatemi, P., Sharifian, E., Yassaee, M. H. "A New Approach to Backtracking
-    Counterfactual Explanations: A Unified Causal Framework for Efficient Model
-    Interpretability". ICML 2025, PMLR 267:16273-16285.
+    Fatemi, Sharifian, Yassaee, ICML 2025 (in full under :class:`AdditiveNoiseSCM`).
 
     Examples
     --------

@@ -49,11 +49,18 @@ References
 
 Implementation: ``_vl_commitment`` (seed, byte stream, model commitment),
 ``_vl_fixed_point`` (tables and rounding), ``_vl_lime`` (the amenable LIME),
-``_vl_border`` (BorderLIME's search), ``_vl_results``, ``_vl_certificate`` (the
+``_vl_border`` (BorderLIME's search), ``_vl_authors`` (the authors' own variant, for
+comparison), ``_vl_results``, ``_vl_certificate`` (the
 verifier's checks) and ``_vl_protocol`` (prove / verify); the float LIME core is
 shared with :mod:`trustlab.explain.lime`.
 """
 
+from trustlab.explain._vl_authors import (
+    EXPPROOF_ALPHA,
+    expproof_lasso,
+    expproof_perturbations,
+    expproof_sqrt_weights,
+)
 from trustlab.explain._vl_border import find_border_point
 from trustlab.explain._vl_certificate import check_certificate
 from trustlab.explain._vl_commitment import commit_model, derive_seed
@@ -67,6 +74,7 @@ from trustlab.explain._vl_results import (
 )
 
 __all__ = [
+    "EXPPROOF_ALPHA",
     "AmenableLime",
     "ExplanationProof",
     "LimeCertificate",
@@ -75,6 +83,9 @@ __all__ = [
     "check_certificate",
     "commit_model",
     "derive_seed",
+    "expproof_lasso",
+    "expproof_perturbations",
+    "expproof_sqrt_weights",
     "find_border_point",
     "prove_explanation",
     "verify_explanation",

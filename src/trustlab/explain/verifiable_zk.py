@@ -95,8 +95,8 @@ class ZKPublic:
 
     See Also
     --------
-    zk_setup, zk_prove_explanation, zk_verify_explanation : make and check them (see
-        ``docs/explain/verifiable-lime.md`` for a worked example).
+    zk_setup : makes it (``docs/explain/verifiable-lime.md`` has a worked example).
+    zk_verify_explanation : needs nothing else to check a proof.
     """
 
     commitment: str
@@ -126,8 +126,8 @@ class ZKSetup:
 
     See Also
     --------
-    zk_setup, zk_prove_explanation, zk_verify_explanation : make and check them (see
-        ``docs/explain/verifiable-lime.md`` for a worked example).
+    zk_setup : makes it.
+    zk_prove_explanation : proves explanations with it.
     """
 
     public: ZKPublic
@@ -160,8 +160,8 @@ class ZKExplanationProof:
 
     See Also
     --------
-    zk_setup, zk_prove_explanation, zk_verify_explanation : make and check them (see
-        ``docs/explain/verifiable-lime.md`` for a worked example).
+    zk_prove_explanation : makes it.
+    zk_verify_explanation : checks it against the owner's :class:`ZKPublic`.
     """
 
     proof_path: Path

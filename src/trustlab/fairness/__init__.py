@@ -62,7 +62,7 @@ from trustlab.fairness.portfolio import (
     optimal_p_mean_policy,
     p_mean,
 )
-from trustlab.fairness.postprocessing import HardtPostProcessor
+from trustlab.fairness.postprocessing import HardtPostProcessor, SmallGroupWarning
 from trustlab.fairness.strategic import (
     DEMO_SUPPLY,
     MarketAwareClassifier,
@@ -77,6 +77,7 @@ from trustlab.fairness.welfare import (
     capacity_equivalent,
     compare_prediction_capacity,
     prediction_access_ratio,
+    residual_scaled_scores,
     screening_value,
     targeting_reach,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "NormalFormGame",
     "Portfolio",
     "ProxyBound",
+    "SmallGroupWarning",
     "StrategicResponse",
     "TargetingReach",
     "WeakStrongOracle",
@@ -138,6 +140,7 @@ __all__ = [
     "proxy_error_rates",
     "proxy_violation_bound",
     "rates_from_counts",
+    "residual_scaled_scores",
     "screening_value",
     "simulate_collective",
     "social_regret_bound",

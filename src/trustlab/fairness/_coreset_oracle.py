@@ -188,10 +188,8 @@ class WeakStrongOracle:
 
         Parameters
         ----------
-        i : int
-            A point index.
-        js : int or array-like of int
-            Point indices.
+        i, js
+            As in :meth:`strong`.
 
         Returns
         -------

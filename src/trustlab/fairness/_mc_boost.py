@@ -262,12 +262,8 @@ class MulticalibrationBoost(ParamsValidationMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples,)
-            Probabilities ``f(X)`` of the model to post-process.
-        y : array-like of shape (n_samples,)
-            Labels, 0 or 1 (both present).
-        groups : array-like of shape (n_samples, n_groups) or (n_samples,)
-            0/1 (proxy) memberships, no missing values.
+        X, y, groups
+            As in :meth:`MultiaccuracyBoost.fit`.
 
         Returns
         -------
@@ -322,10 +318,8 @@ class MulticalibrationBoost(ParamsValidationMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples,)
-            Probabilities of the original model.
-        groups : array-like of shape (n_samples, n_groups) or (n_samples,)
-            (Proxy) memberships, same columns as in ``fit``.
+        X, groups
+            As in :meth:`MultiaccuracyBoost.predict`.
 
         Returns
         -------

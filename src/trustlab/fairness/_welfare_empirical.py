@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError
 from trustlab.fairness import _welfare_model as _model
@@ -123,3 +125,71 @@ def comparison_point(
         gain = _model.value(capacity, min(1.0, r2 + delta_r2), beta) - _model.value(capacity, r2, beta)
     inc = max(0.0, capacity_for_reach(curve, v + gain) - capacity) if gain > 0 else 0.0
     return beta, v, r2, par, gain, min(inc, 1.0 - capacity)
+
+
+@validate_params({"delta_r2": [Interval(numbers.Real, 0, 1, closed="right")]})
+def residual_scaled_scores(predictions: Any, outcome: Any, delta_r2: float) -> np.ndarray:
+    """A "similar but slightly better" predictor: the residuals scaled so ``R^2`` rises by ``delta_r2``.
+
+    The paper's construction (Section 4 and Appendix B.3): ``Y_+ = Y_hat + delta (Y - Y_hat)``
+    with ``delta = 1 - sqrt(1 - delta_r2 * SST / SSR)``, so the new residuals are
+    ``(1 - delta)`` times the old ones (same shape, smaller spread) and
+    ``R^2_+ = R^2 + delta_r2`` exactly (``R^2 = 1 - SSR / SST`` of ``predictions`` as
+    predictions of ``outcome``).
+
+    Parameters
+    ----------
+    predictions : array-like of shape (n,)
+        The model's predictions of ``outcome``, on its scale (e.g. predicted months
+        unemployed, or probabilities for a 0/1 outcome); higher = worse, as ``outcome``.
+    outcome : array-like of shape (n,)
+        The welfare outcome (higher = worse) or 0/1 worst-off flags.
+    delta_r2 : float in (0, 1]
+        The rise of ``R^2``; at most ``1 - R^2`` (``SSR / SST``).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,)
+        The improved predictions.
+
+    Raises
+    ------
+    DataError
+        Mismatched lengths, a constant outcome, perfect predictions, or ``delta_r2``
+        above ``1 - R^2``.
+
+    References
+    ----------
+    U. Fischer-Abaigar, C. Kern, J. C. Perdomo, "The Value of Prediction in Identifying
+    the Worst-Off", ICML 2025, Appendix B.3.
+
+    Examples
+    --------
+    >>> y = np.array([1.0, 2.0, 3.0, 4.0]); p = np.array([1.5, 1.5, 3.5, 3.5])
+    >>> better = residual_scaled_scores(p, y, 0.1)
+    >>> r2 = lambda q: 1 - ((y - q) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    >>> round(float(r2(better) - r2(p)), 12)
+    0.1
+    """
+    p = check_scores(predictions, "scores")
+    y = check_numeric_array(outcome, "worst_off", ndim=1)
+    if y.size != p.size:
+        raise DataError(
+            f"worst_off has {y.size} entries but scores has {p.size}; pass one per row.", argument="worst_off"
+        )
+    sst = float(((y - y.mean()) ** 2).sum())
+    ssr = float(((y - p) ** 2).sum())
+    if sst <= 0 or ssr <= 0:
+        raise DataError(
+            "residual scaling needs a varying outcome and imperfect predictions (R^2 < 1).",
+            argument="worst_off",
+        )
+    room = 1.0 - float(delta_r2) * sst / ssr
+    if room < 0:
+        raise DataError(
+            f"delta_r2={delta_r2:g} exceeds 1 - R^2 = {ssr / sst:.4g} of these predictions; pick a "
+            "smaller improvement.",
+            argument="delta_r2",
+        )
+    delta = 1.0 - math.sqrt(room)
+    return np.asarray(p + delta * (y - p))

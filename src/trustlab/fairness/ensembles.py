@@ -23,6 +23,7 @@ import pandas as pd
 from trustlab._param_validation import validate_params
 from trustlab.errors import DataError, ParameterError
 from trustlab.fairness._inputs import binary_labels, group_codes, member_probabilities, member_weights
+from trustlab.fairness.metrics import rates_from_counts
 
 __all__ = [
     "DiversityResult",
@@ -47,20 +48,6 @@ def _counts(pred: np.ndarray, y: np.ndarray, codes: np.ndarray, n_groups: int) -
     offset = np.arange(flat.shape[0])[:, None] * (n_groups * 4)
     out = np.bincount((cell + offset).ravel(), minlength=flat.shape[0] * n_groups * 4)
     return out.reshape((*lead, n_groups, 2, 2)).astype(float)
-
-
-def _rates(counts: np.ndarray) -> dict[str, np.ndarray]:
-    tn, fn = counts[..., 0, 0], counts[..., 0, 1]
-    fp, tp = counts[..., 1, 0], counts[..., 1, 1]
-    n = tn + fn + fp + tp
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return {
-            "count": n,
-            "accuracy": (tp + tn) / n,
-            "true_positive_rate": tp / (tp + fn),
-            "false_positive_rate": fp / (fp + tn),
-            "selection_rate": (tp + fp) / n,
-        }
 
 
 def _privileged_index(labels: list[Any], privileged: Any) -> int:
@@ -141,7 +128,7 @@ def group_rates(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> pd.Data
     b    2.0       0.5                 0.0                  0.0             0.0
     """
     y, p, codes, labels = _prepare(y_true, y_pred, sensitive_features)
-    rates = _rates(_counts(p, y, codes, len(labels)))
+    rates = rates_from_counts(_counts(p, y, codes, len(labels)))
     return pd.DataFrame({k: rates[k] for k in ("count", *RATES)}, index=pd.Index(labels))
 
 
@@ -184,7 +171,7 @@ def fairness_gaps(
     {'spd': 0.5, 'eod': 1.0, 'aod': 0.5}
     """
     y, p, codes, labels = _prepare(y_true, y_pred, sensitive_features)
-    gaps = _gaps(_rates(_counts(p, y, codes, len(labels))), labels, privileged, bool(absolute))
+    gaps = _gaps(rates_from_counts(_counts(p, y, codes, len(labels))), labels, privileged, bool(absolute))
     return {k: float(v) for k, v in gaps.items()}
 
 
@@ -276,7 +263,7 @@ def ensemble_benefits(
     probs, y, codes, labels, w = _ensemble_setup(member_probs, y_true, sensitive_features, weights)
     ens = w @ probs
     preds = np.vstack([probs > 0.5, (ens > 0.5)[None, :]])
-    rates = _rates(_counts(preds, y, codes, len(labels)))  # (M + 1, G)
+    rates = rates_from_counts(_counts(preds, y, codes, len(labels)))  # (M + 1, G)
     gaps = _gaps(rates, labels, privileged, absolute=len(labels) > 2)
 
     def table(values: np.ndarray) -> dict[str, Any]:
@@ -338,7 +325,7 @@ def ensemble_size_curve(
     """
     probs, y, codes, labels, _ = _ensemble_setup(member_probs, y_true, sensitive_features, None)
     cum = np.cumsum(probs, axis=0) / np.arange(1, probs.shape[0] + 1)[:, None]
-    rates = _rates(_counts(cum > 0.5, y, codes, len(labels)))
+    rates = rates_from_counts(_counts(cum > 0.5, y, codes, len(labels)))
     gaps = _gaps(rates, labels, privileged, absolute=len(labels) > 2)
     data: dict[tuple[str, Any], np.ndarray] = {}
     for metric in RATES:

@@ -29,6 +29,20 @@ __all__ = [
 RATES = ("selection_rate", "true_positive_rate", "false_positive_rate", "accuracy")
 
 
+def _binary(values: Any, name: str) -> np.ndarray:
+    """``values`` as 0/1 integers; any other label raises (it would be counted in another cell)."""
+    arr = check_numeric_array(values, name, ndim=1)
+    bad = ~np.isin(arr, (0, 1))
+    if bad.any():
+        shown = sorted({float(v) for v in arr[bad][:1000]})[:5]
+        raise DataError(
+            f"{name} must hold 0 or 1 labels only; found {[int(v) if v.is_integer() else v for v in shown]}. "
+            "Encode the positive outcome as 1 and the other as 0 first.",
+            argument=name,
+        )
+    return arr.astype(np.int64)
+
+
 def confusion_by_group(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> tuple[list[Any], np.ndarray]:
     """Count (group, predicted, true) triples.
 
@@ -46,14 +60,19 @@ def confusion_by_group(y_true: Any, y_pred: Any, *, sensitive_features: Any) -> 
     counts : numpy.ndarray of shape (n_groups, 2, 2)
         ``counts[g, p, t]`` is the number of rows of group ``g`` predicted ``p`` with label ``t``.
 
+    Raises
+    ------
+    DataError
+        A label other than 0 or 1 (naming ``y_true`` or ``y_pred``), lengths that differ,
+        or a missing group.
+
     Examples
     --------
     >>> g, c = confusion_by_group([1, 0, 1], [1, 1, 0], sensitive_features=["a", "a", "b"])
     >>> g, c[0].tolist()
     (['a', 'b'], [[0, 0], [1, 1]])
     """
-    y = check_numeric_array(y_true, "y_true", ndim=1).astype(np.int64)
-    p = check_numeric_array(y_pred, "y_pred", ndim=1).astype(np.int64)
+    y, p = (_binary(v, name) for v, name in ((y_true, "y_true"), (y_pred, "y_pred")))
     s = pd.Series(np.asarray(sensitive_features, dtype=object))
     if not (y.size == p.size == s.size):
         raise DataError(

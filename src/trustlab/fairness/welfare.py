@@ -33,6 +33,7 @@ from trustlab.errors import DataError
 from trustlab.fairness import _welfare_empirical as _emp
 from trustlab.fairness import _welfare_model as _model
 from trustlab.fairness._inputs import group_codes
+from trustlab.fairness._welfare_empirical import residual_scaled_scores
 
 __all__ = [
     "CapacityComparison",
@@ -40,6 +41,7 @@ __all__ = [
     "capacity_equivalent",
     "compare_prediction_capacity",
     "prediction_access_ratio",
+    "residual_scaled_scores",
     "screening_value",
     "targeting_reach",
 ]
@@ -85,8 +87,12 @@ def screening_value(capacity: float, r2: float, worst_off_fraction: float) -> fl
     return _model.value(float(capacity), float(r2), float(worst_off_fraction))
 
 
-@validate_params({"capacity": [_OPEN01], "r2": [_OPEN01], "worst_off_fraction": [_OPEN01]})
-def prediction_access_ratio(capacity: float, r2: float, worst_off_fraction: float) -> float:
+@validate_params(
+    {"capacity": [_OPEN01], "r2": [_OPEN01], "worst_off_fraction": [_OPEN01], "delta": [None, _OPEN01]}
+)
+def prediction_access_ratio(
+    capacity: float, r2: float, worst_off_fraction: float, *, delta: float | None = None
+) -> float:
     """Prediction-access ratio: marginal welfare of capacity over that of prediction.
 
     ``PAR = (dV/dalpha) / (dV/dR^2)`` in the Gaussian model, with
@@ -104,6 +110,11 @@ def prediction_access_ratio(capacity: float, r2: float, worst_off_fraction: floa
         Current predictive power.
     worst_off_fraction : float in (0, 1)
         Share counted as worst-off (``beta``).
+    delta : float in (0, 1), optional
+        The paper's Eq. 3 with finite steps ``Delta_alpha = Delta_R2 = delta`` (its
+        Figure 2 uses 0.01, Figure 3 0.1): ``(V(alpha + delta) - V(alpha)) /
+        (V(R^2 + delta) - V(R^2))``, with ``alpha + delta`` and ``R^2 + delta`` capped at 1.
+        ``None``: the local ratio above (its limit as ``delta -> 0``).
 
     Returns
     -------
@@ -120,8 +131,16 @@ def prediction_access_ratio(capacity: float, r2: float, worst_off_fraction: floa
     --------
     >>> [round(prediction_access_ratio(0.1, r2, 0.1), 2) for r2 in (0.001, 0.2, 0.999)]
     [0.21, 3.35, 0.44]
+    >>> round(prediction_access_ratio(0.1, 0.2, 0.1, delta=1e-6), 2)
+    3.35
     """
-    return _model.par(float(capacity), float(r2), float(worst_off_fraction))
+    alpha, rr, beta = float(capacity), float(r2), float(worst_off_fraction)
+    if delta is None:
+        return _model.par(alpha, rr, beta)
+    d = float(delta)
+    gain_access = _model.value(min(1.0, alpha + d), rr, beta) - _model.value(alpha, rr, beta)
+    gain_prediction = _model.value(alpha, min(1.0, rr + d), beta) - _model.value(alpha, rr, beta)
+    return math.inf if gain_prediction <= 0 else gain_access / gain_prediction
 
 
 @validate_params(
@@ -188,9 +207,11 @@ class CapacityComparison:
         ``r2_equivalent``, ``prediction_access_ratio``, ``reach_gain`` and
         ``capacity_increase``.
     method : str
-        ``"model"`` (gain from ``delta_r2``) or ``"improved_scores"``.
+        ``"model"`` (gain from ``delta_r2`` in the Gaussian model), ``"residual_scaling"``
+        (the paper's construction: measured with the residuals scaled by
+        :func:`residual_scaled_scores`) or ``"improved_scores"``.
     delta_r2 : float or None
-        The prediction improvement for ``method="model"``.
+        The prediction improvement for ``"model"`` and ``"residual_scaling"``.
     confidence : float
         Level of the intervals.
 
@@ -219,6 +240,7 @@ _FIELDS = ("reach", "r2_equivalent", "prediction_access_ratio", "reach_gain", "c
     {
         "capacity": [_CAPACITY],
         "delta_r2": [_CAPACITY],
+        "improvement": [Options({"model", "residual_scaling"})],
         "worst_off_fraction": [_OPEN01, None],
         "n_bootstrap": [Interval(numbers.Integral, 0, None, closed="left")],
         "confidence": [_OPEN01],
@@ -232,6 +254,7 @@ def compare_prediction_capacity(
     capacity: float,
     delta_r2: float = 0.05,
     improved_scores: Any = None,
+    improvement: str = "model",
     worst_off_fraction: float | None = None,
     n_bootstrap: int = 200,
     confidence: float = 0.95,
@@ -261,6 +284,13 @@ def compare_prediction_capacity(
         Prediction improvement to price (ignored with ``improved_scores``).
     improved_scores : array-like of shape (n,), optional
         Scores of the improved predictor on the same rows.
+    improvement : {"model", "residual_scaling"}, default="model"
+        How ``delta_r2`` is priced without ``improved_scores``: ``"model"``, the Gaussian
+        model's gain at the equivalent ``R^2``; ``"residual_scaling"``, the paper's
+        empirical construction (its Section 4): the improved scores are
+        ``scores + delta (worst_off - scores)`` with ``R^2`` higher by exactly
+        ``delta_r2`` (:func:`residual_scaled_scores`), and the gain is measured on them.
+        It needs ``scores`` to be predictions of ``worst_off`` on its scale.
     worst_off_fraction : float in (0, 1), optional
         For a continuous ``worst_off``: the share with the highest values counted.
     n_bootstrap : int, default=200
@@ -307,6 +337,8 @@ def compare_prediction_capacity(
                 argument="improved_scores",
             )
     alpha, dr2 = float(capacity), float(delta_r2)
+    if improved is None and improvement == "residual_scaling":
+        improved = residual_scaled_scores(s, worst_off, dr2)
     ranked = _emp.SortedScores(s)
     ranked_improved = None if improved is None else _emp.SortedScores(improved)
     point = _emp.comparison_point(ranked, flags, alpha, dr2, ranked_improved)
@@ -334,8 +366,8 @@ def compare_prediction_capacity(
         reach_gain=point[4],
         capacity_increase=point[5],
         intervals=intervals,
-        method="improved_scores" if improved is not None else "model",
-        delta_r2=None if improved is not None else dr2,
+        method="improved_scores" if improved_scores is not None else improvement,
+        delta_r2=None if improved_scores is not None else dr2,
         confidence=float(confidence),
     )
 

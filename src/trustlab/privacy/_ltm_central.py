@@ -83,6 +83,32 @@ def noisy_gram(
 _CENTRAL = {k: CONSTRAINTS[k] for k in ("epsilon", "delta", "row_bound", "neighbouring")}
 
 
+def _central_gram(
+    rows: np.ndarray, epsilon: float, delta: float, row_bound: float, neighbouring: str, clip_note: str
+) -> tuple[np.ndarray, tuple[float, float], dict[str, Any]]:
+    """The noisy Gram matrix of the clipped rows, the release's ``(epsilon, delta)`` and its parameters.
+
+    Both central baselines release post-processing of this one Gaussian mechanism
+    (:func:`noisy_gram`); ``delta`` is 0 for the non-private ``epsilon=inf``.
+    """
+    eps, dlt = privacy(epsilon, delta, "gaussian")
+    bound = float(row_bound)
+    gram, sigma, sens, step = noisy_gram(clip_rows(rows, bound), eps, dlt, bound, neighbouring)
+    params = {
+        "row_bound": bound,
+        "neighbouring": f"{neighbouring} one row",
+        "sensitivity_frobenius": sens,
+        "sigma": sigma,
+        "gram_grid": step,
+        "notes": (
+            clip_note,
+            "rows rounded to row_bound * 2**-16, exact integer Gram matrix, discrete Gaussian noise "
+            "on its grid (OpenDP); sensitivity includes the rounding",
+        ),
+    }
+    return gram, (eps, dlt if math.isfinite(eps) else 0.0), params
+
+
 @validate_params({**_CENTRAL, "n_components": [Interval(numbers.Integral, 1, None, closed="left")]})
 def central_mod_sulq(
     A: Any,
@@ -145,28 +171,17 @@ def central_mod_sulq(
     k = int(n_components)
     if k > A.shape[1]:
         raise ParameterError(f"n_components must be <= d={A.shape[1]}, got {k}.", argument="n_components")
-    eps, dlt = privacy(epsilon, delta, "gaussian")
-    bound = float(row_bound)
-    gram, sigma, sens, step = noisy_gram(clip_rows(A, bound), eps, dlt, bound, neighbouring)
+    gram, (eps, dlt), params = _central_gram(
+        A, epsilon, delta, row_bound, neighbouring, "inputs clipped to row_bound (L2 per row)"
+    )
     _, vecs = np.linalg.eigh(gram)
     comps = vecs[:, ::-1][:, :k].T
     return Release(
         comps,
         eps,
-        dlt if math.isfinite(eps) else 0.0,
+        dlt,
         "Gaussian on A^T A (MOD-SULQ, central model)",
-        {
-            "row_bound": bound,
-            "neighbouring": f"{neighbouring} one row",
-            "sensitivity_frobenius": sens,
-            "sigma": sigma,
-            "gram_grid": step,
-            "notes": (
-                "inputs clipped to row_bound (L2 per row)",
-                "rows rounded to row_bound * 2**-16, exact integer Gram matrix, discrete Gaussian noise "
-                "on its grid (OpenDP); sensitivity includes the rounding",
-            ),
-        },
+        params,
         f"top-{k} principal directions",
     )
 
@@ -228,28 +243,12 @@ def central_ssp_ridge(
     """
     Z = joint(X, y, private=True)
     lam = float(alpha)
-    eps, dlt = privacy(epsilon, delta, "gaussian")
-    bound = float(row_bound)
-    gram, sigma, sens, step = noisy_gram(clip_rows(Z, bound), eps, dlt, bound, neighbouring)
+    gram, (eps, dlt), params = _central_gram(
+        Z, epsilon, delta, row_bound, neighbouring, "each [x, y] clipped jointly to row_bound (L2)"
+    )
     d = Z.shape[1] - 1
     coef = solve(gram[:d, :d] + lam * np.eye(d), gram[:d, d])
+    params = {**params, "alpha": lam}
     return Release(
-        coef,
-        eps,
-        dlt if math.isfinite(eps) else 0.0,
-        "Gaussian on [X y]^T [X y] (SSP, central model)",
-        {
-            "row_bound": bound,
-            "neighbouring": f"{neighbouring} one row",
-            "sensitivity_frobenius": sens,
-            "sigma": sigma,
-            "gram_grid": step,
-            "alpha": lam,
-            "notes": (
-                "each [x, y] clipped jointly to row_bound (L2)",
-                "rows rounded to row_bound * 2**-16, exact integer Gram matrix, discrete Gaussian noise "
-                "on its grid (OpenDP); sensitivity includes the rounding",
-            ),
-        },
-        "ridge coefficients",
+        coef, eps, dlt, "Gaussian on [X y]^T [X y] (SSP, central model)", params, "ridge coefficients"
     )

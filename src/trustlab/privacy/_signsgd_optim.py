@@ -12,6 +12,7 @@ import torch
 
 from trustlab._param_validation import Interval, Options, check_params
 from trustlab.errors import DataError, ParameterError
+from trustlab.privacy._signsgd_accounting import SignMechanismAccountant
 from trustlab.privacy.release import Release
 
 __all__ = ["NoisySignSGD"]
@@ -262,8 +263,6 @@ class NoisySignSGD(torch.optim.Optimizer):
         SignMechanismAccountant
             With this optimizer's noise, noise multiplier and sample rate.
         """
-        from trustlab.privacy.signsgd import SignMechanismAccountant
-
         return SignMechanismAccountant(self.noise, self.noise_multiplier, self.sample_rate)
 
     def privacy_spent(self, delta: float) -> Release:

@@ -156,8 +156,8 @@ class BottomKSketch:
 
         Parameters
         ----------
-        keys : array-like of int, str or bytes
-            A batch of keys.
+        keys
+            As in :meth:`hash`.
 
         Returns
         -------
@@ -341,10 +341,9 @@ def standard_estimate(sketch: BottomKSketch) -> float:
 
     References
     ----------
-    .. [1] E. Cohen, M. Singhal, U. Stemmer, "Breaking the Quadratic Barrier: Robust
-       Cardinality Sketches for Adaptive Queries", ICML 2025 (PMLR 267).
-    .. [2] E. Cohen, "All-distances sketches, revisited: HIP estimators for massive graphs
-       analysis", PODS 2014 (the bottom-k estimator ``(k - 1) / tau_k``).
+    E. Cohen, "All-distances sketches, revisited: HIP estimators for massive graphs
+    analysis", PODS 2014 (the estimator); Cohen, Singhal, Stemmer, ICML 2025 (see
+    :class:`BottomKSketch`).
 
     Examples
     --------

@@ -19,11 +19,14 @@ import numpy as np
 import torch
 
 __all__ = [
+    "add_grid_noise",
     "block_of_coordinates",
-    "gaussian_noise",
+    "clipped_rows",
+    "grid_units",
     "init_params",
     "per_example_grads",
     "secure_generator",
+    "split_clipped_rows",
     "split_clipped_sum",
     "train",
 ]
@@ -36,11 +39,22 @@ def secure_generator() -> torch.Generator:
     return gen
 
 
-def gaussian_noise(
-    shape: tuple[int, ...], std: float, gen: torch.Generator, dtype: torch.dtype
-) -> torch.Tensor:
-    """Gaussian noise of standard deviation ``std`` (float noise, as Opacus draws it)."""
-    return torch.randn(shape, generator=gen, dtype=dtype) * std
+def grid_units(rows: torch.Tensor, grid: float) -> np.ndarray:
+    """The exact sum over rows of each clipped per-example gradient rounded to the grid (int64 units).
+
+    Rounding happens row by row (a function of that row alone), and the sum is of
+    integers, so it carries no floating-point error: adding a row moves it by that
+    row's rounded gradient, of l2 norm at most ``clip_norm + sqrt(P) grid / 2``.
+    """
+    units = torch.round(rows.to(torch.float64) / grid).to(torch.int64)
+    return np.asarray(units.sum(dim=0).numpy(), dtype=np.int64)
+
+
+def add_grid_noise(units: np.ndarray, scale: float) -> np.ndarray:
+    """Integer ``units`` plus OpenDP's exact discrete Gaussian of scale ``scale`` (grid units)."""
+    from trustlab.privacy.samplers import add_discrete_gaussian
+
+    return add_discrete_gaussian(units, scale)
 
 
 def init_params(
@@ -102,23 +116,30 @@ def per_example_grads(
     return [dh[:, :, None] * X[:, None, :], dh, r[:, None] * f["h"], r]
 
 
+def clipped_rows(
+    model: str, params: list[torch.Tensor], X: torch.Tensor, y: torch.Tensor, clip_norm: float
+) -> list[torch.Tensor]:
+    """Per-example gradients of the cross-entropy loss, each clipped to l2 norm ``clip_norm``.
+
+    One tensor per parameter, of shape ``(rows, *parameter shape)``; a row whose gradient
+    is not finite contributes zeros (an absent row: no branch, no error).
+    """
+    f = _factors(model, params, X, y)
+    norms = torch.sqrt(_sq_norms(model, f, X))
+    finite = torch.isfinite(norms)
+    c = torch.where(finite, torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0), 0.0)
+    out = []
+    for g in per_example_grads(model, params, X, y):
+        shape = (-1, *[1] * (g.dim() - 1))
+        out.append(torch.where(finite.reshape(shape), c.reshape(shape) * g, torch.zeros_like(g)))
+    return out
+
+
 def clipped_sum(
     model: str, params: list[torch.Tensor], X: torch.Tensor, y: torch.Tensor, clip_norm: float
 ) -> list[torch.Tensor]:
     """Sum over rows of the per-example gradients, each clipped to l2 norm ``clip_norm``."""
-    f = _factors(model, params, X, y)
-    norms = torch.sqrt(_sq_norms(model, f, X))
-    # a non-finite per-example gradient counts as an absent row (factor 0, no branch, no error)
-    finite = torch.isfinite(norms)
-    f = {
-        k: torch.where(finite.reshape(-1, *[1] * (v.dim() - 1)), v, torch.zeros_like(v)) for k, v in f.items()
-    }
-    c = torch.where(finite, torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0), 0.0)
-    cr = c * f["r"]
-    if model == "logistic":
-        return [cr @ X, cr.sum()]
-    cdh = c[:, None] * f["dh"]
-    return [cdh.T @ X, cdh.sum(dim=0), cr @ f["h"], cr.sum()]
+    return [g.sum(dim=0) for g in clipped_rows(model, params, X, y, clip_norm)]
 
 
 def block_of_coordinates(params: list[torch.Tensor], num_blocks: int) -> list[torch.Tensor]:
@@ -136,7 +157,7 @@ def block_of_coordinates(params: list[torch.Tensor], num_blocks: int) -> list[to
     return out
 
 
-def split_clipped_sum(
+def split_clipped_rows(
     model: str,
     params: list[torch.Tensor],
     X: torch.Tensor,
@@ -151,8 +172,8 @@ def split_clipped_sum(
     Row ``i`` draws ``b_i`` uniformly from ``{0, .., num_blocks - 1}`` (from the
     ``os.urandom``-seeded generator); its gradient is restricted to the coordinates of
     block ``b_i``, that restriction is clipped to l2 norm ``clip_norm``, and the rows are
-    summed. A row whose gradient is not finite counts as an absent row (as in
-    :func:`clipped_sum`).
+    returned row by row. A row whose gradient is not finite counts as an absent row (as
+    in :func:`clipped_rows`).
     """
     grads = per_example_grads(model, params, X, y)
     m = int(X.shape[0])
@@ -168,7 +189,12 @@ def split_clipped_sum(
         masked.append(torch.where(keep, g, torch.zeros_like(g)))
     norms = torch.sqrt(torch.stack([(g * g).reshape(m, -1).sum(dim=1) for g in masked]).sum(dim=0))
     c = torch.clamp(clip_norm / torch.clamp(norms, min=1e-30), max=1.0)
-    return [(c.reshape(-1, *[1] * (g.dim() - 1)) * g).sum(dim=0) for g in masked]
+    return [c.reshape(-1, *[1] * (g.dim() - 1)) * g for g in masked]
+
+
+def split_clipped_sum(*args: Any) -> list[torch.Tensor]:
+    """Sum over rows of :func:`split_clipped_rows` (same arguments)."""
+    return [g.sum(dim=0) for g in split_clipped_rows(*args)]
 
 
 def batches(
@@ -204,12 +230,16 @@ def train(
     optimizer: str,
     schedule: Any,
     num_blocks: int = 0,
+    grid: float = 2.0**-20,
 ) -> list[np.ndarray]:
     """Run DP-SGD (or noisy SignSGD) and return the final parameters as NumPy arrays.
 
     Every step draws its noise whether or not the batch is empty: the structure of the
     run never depends on the data. ``num_blocks >= 1`` selects model splitting
-    (:func:`split_clipped_sum`); ``0`` clips whole per-example gradients.
+    (:func:`split_clipped_rows`); ``0`` clips whole per-example gradients. DP-SGD's
+    noisy sums are exact multiples of the public ``grid`` (:func:`grid_units`,
+    :func:`add_grid_noise`): the weights are a function of them alone, so their low bits
+    say nothing more (the float noise ``s + Z`` of Opacus leaks through its rounding).
     """
     dtype = params[0].dtype
     Xt = torch.as_tensor(X, dtype=dtype)
@@ -241,10 +271,17 @@ def train(
                 sign_opt.step(grads, workers=torch.zeros(int(Xb.shape[0]), dtype=torch.long))
                 continue
             if num_blocks:
-                sums = split_clipped_sum(model, params, Xb, yb, clip_norm, blocks, num_blocks, gen)
+                rows = split_clipped_rows(model, params, Xb, yb, clip_norm, blocks, num_blocks, gen)
             else:
-                sums = clipped_sum(model, params, Xb, yb, clip_norm)
-            for p, s in zip(params, sums, strict=True):
-                noisy = s + gaussian_noise(tuple(p.shape), std, gen, dtype)
-                p.sub_(noisy, alpha=learning_rate / divisor)
+                rows = clipped_rows(model, params, Xb, yb, clip_norm)
+            # exact: integer sums + discrete Gaussian on the grid (one draw for all parameters);
+            # the update is post-processing of the grid values
+            units = np.concatenate([grid_units(r, grid).ravel() for r in rows])
+            noisy = add_grid_noise(units, std / grid).astype(np.float64) * grid
+            start = 0
+            for p in params:
+                size = int(p.numel())
+                step = torch.as_tensor(noisy[start : start + size].reshape(tuple(p.shape)), dtype=dtype)
+                p.sub_(step, alpha=learning_rate / divisor)
+                start += size
     return [p.detach().numpy().copy() for p in params]

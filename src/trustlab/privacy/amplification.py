@@ -266,20 +266,21 @@ def compare_to_poisson(
     return PoissonComparison(e_bis, e_poi, e_all, q, e_bis / e_poi if e_poi > 0 else float("nan"))
 
 
+_SCHEDULE = {
+    "n": [Interval(numbers.Integral, 0, None, closed="left")],
+    "steps": [_STEPS],
+    "random_state": ["random_state"],
+}
+"""Constraints shared by the schedules (each adds its own subsampling parameter)."""
+
+
 def _schedule_rng(random_state: Any) -> np.random.Generator:
     if random_state is None:
         return np.random.Generator(np.random.PCG64(int.from_bytes(os.urandom(32), "little")))
     return make_generator(random_state)
 
 
-@validate_params(
-    {
-        "n": [Interval(numbers.Integral, 0, None, closed="left")],
-        "steps": [_STEPS],
-        "participations": [_STEPS],
-        "random_state": ["random_state"],
-    }
-)
+@validate_params({**_SCHEDULE, "participations": [_STEPS]})
 def bis_schedule(n: int, steps: int, participations: int, random_state: Any = None) -> np.ndarray:
     """Draw a balanced iteration subsampling schedule: each record joins ``participations`` random steps.
 
@@ -325,14 +326,7 @@ def bis_schedule(n: int, steps: int, participations: int, random_state: Any = No
     return out
 
 
-@validate_params(
-    {
-        "n": [Interval(numbers.Integral, 0, None, closed="left")],
-        "steps": [_STEPS],
-        "sample_rate": [_RATE],
-        "random_state": ["random_state"],
-    }
-)
+@validate_params({**_SCHEDULE, "sample_rate": [_RATE]})
 def poisson_schedule(n: int, steps: int, sample_rate: float, random_state: Any = None) -> np.ndarray:
     """Draw a Poisson subsampling schedule: each record joins each step with probability ``sample_rate``.
 
@@ -345,8 +339,7 @@ def poisson_schedule(n: int, steps: int, sample_rate: float, random_state: Any =
     sample_rate : float
         Inclusion probability in ``(0, 1]``.
     random_state : None, int or numpy Generator, default None
-        ``None`` (the only choice for a private run): a generator seeded from
-        ``os.urandom``. A seed makes the schedule public and voids the amplification.
+        As in :func:`bis_schedule` (None for a private run).
 
     Returns
     -------

@@ -26,6 +26,7 @@ never drives noise.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -108,14 +109,19 @@ def _add_integer_noise(values: Any, scale: Any, kind: str) -> np.ndarray:
     flat, shape = _int_values(values)
     if flat.size == 0 or scale == 0.0:
         return flat.reshape(shape)
+    return np.asarray(_integer_measurement(kind, scale)(flat.tolist()), dtype=np.int64).reshape(shape)
+
+
+@lru_cache(maxsize=256)
+def _integer_measurement(kind: str, scale: float) -> Any:
+    """OpenDP's integer noise measurement for ``kind`` and ``scale`` (built once: the build costs ms)."""
     dp = opendp()
     space = (
         dp.vector_domain(dp.atom_domain(T="i64")),
         *((dp.l1_distance(T="i64"),) if kind == "laplace" else (dp.l2_distance(T="i64"),)),
     )
     maker = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
-    meas = maker(*space, scale=scale)
-    return np.asarray(meas(flat.tolist()), dtype=np.int64).reshape(shape)
+    return maker(*space, scale=scale)
 
 
 def add_discrete_laplace(values: Any, scale: float) -> np.ndarray:
@@ -238,12 +244,12 @@ def discrete_gaussian(scale: float, size: int) -> np.ndarray:
         Noise scale: ``P(k)`` is proportional to ``exp(-k**2 / (2 scale**2))``,
         ``0 <= scale <= MAX_INTEGER_SCALE``.
     size : int
-        Number of draws, ``>= 0``.
+        As in :func:`discrete_laplace`.
 
     Returns
     -------
     numpy.ndarray of int64
-        ``size`` independent draws (unseeded).
+        As in :func:`discrete_laplace`.
 
     References
     ----------

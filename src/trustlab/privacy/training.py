@@ -27,6 +27,7 @@ Think". ICML 2025.
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 from typing import Any, ClassVar
@@ -95,15 +96,24 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
 
     **Calibration.** With ``noise_multiplier=None`` the smallest noise multiplier
     (to a relative 1e-3) whose run costs at most ``epsilon`` at ``delta`` is found by
-    bisection on the accountant before any data is touched; the release states the
+    bisection on the accountant before any data is touched (Poisson DP-SGD: the PLD
+    accountant of ``dp-accounting``, Renyi DP as the stated fallback; the release's
+    ``parameters["accountant"]`` says which); the release states the
     accountant's epsilon for that multiplier (at most ``epsilon``). A given
     ``noise_multiplier`` is used as is and must cost at most ``epsilon``.
 
-    **Randomness.** Sampling and noise come from a ``torch.Generator`` seeded from
-    ``os.urandom`` at every fit: float noise as Opacus draws it (not noise on a
-    Mironov grid; the guarantee is the usual floating-point DP-SGD one).
-    ``random_state`` drives only the MLP's initial weights, which do not depend on
-    the data.
+    **Noise on a public grid.** DP-SGD's noisy sums are exact: each clipped
+    per-example gradient is rounded to the public grid ``h`` (the noise std times
+    ``2**-26``, rounded down to a power of two), the rounded rows are summed as integers
+    and OpenDP's exact discrete Gaussian of the same std is added on that grid. The
+    weights are a function of these grid values alone, so their low bits carry nothing
+    more (float noise ``s + Z``, as Opacus adds it, leaks ``s`` through its rounding).
+    The accountant prices sensitivity ``clip_norm + sqrt(P) h / 2`` (``P`` parameters)
+    and ``delta`` keeps a share ``(1 + e^epsilon) T P 0.021 2**-52`` for the discrete
+    noise's distance to the Gaussian (both negligible, both charged). Poisson sampling
+    comes from a ``torch.Generator`` seeded from ``os.urandom``; ``random_state`` drives
+    only the MLP's initial weights, which do not depend on the data. The signSGD
+    optimizer keeps float noise (its release is a sign).
 
     Parameters
     ----------
@@ -258,9 +268,13 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
     def _blocks(self) -> int:
         return int(self.num_blocks) if self.sampling == "model_split" else 1
 
-    def _plan(self) -> tuple[Release, float, int]:
+    def _n_params(self, d: int) -> int:
+        h = int(self.hidden)
+        return d + 1 if self.model == "logistic" else h * d + 2 * h + 1
+
+    def _plan(self, d: int) -> tuple[Release, float, int]:
         from trustlab.errors import ParameterError
-        from trustlab.privacy._training_calibration import calibrate_noise, noise_range, run_plan
+        from trustlab.privacy._training_calibration import Run, calibrate_noise, noise_range, run_plan
 
         steps = self._steps()
         q, eps, delta = float(self.sample_rate), float(self.epsilon), float(self.delta)
@@ -269,22 +283,37 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                 "optimizer='signsgd' is accounted for Poisson sampling only; pass sampling='poisson'.",
                 argument="sampling",
             )
-        if self.noise_multiplier is None:
-            sigma = calibrate_noise(
-                self.optimizer, self.sampling, eps, delta, steps, q, int(self.epochs), self._blocks()
+        grid_on = self.optimizer == "dpsgd"
+        n_params = self._n_params(d)
+        # the grid's two costs (see _grid): sensitivity C + sqrt(P) h / 2, and a delta share
+        delta_grid = _grid_delta(eps, steps, n_params) if grid_on else 0.0
+        if not delta_grid < 0.5 * delta:
+            raise ParameterError(
+                f"{steps} steps of {n_params} parameters at epsilon={eps:g} leave no room in delta={delta:g} "
+                "for the exact-noise grid; raise delta or lower epochs / sample_rate.",
+                argument="delta",
             )
+        run = Run(
+            self.optimizer, self.sampling, steps, q, int(self.epochs), delta - delta_grid, self._blocks()
+        )
+        lo, hi = noise_range(self.optimizer)
+        if self.noise_multiplier is None:
+            target = calibrate_noise(run, eps)  # the multiplier the accountant must see
+            sigma = target * _inflation(n_params, target) if grid_on else target
         else:
             sigma = float(self.noise_multiplier)
-            lo, hi = noise_range(self.optimizer)
             if not lo <= sigma <= hi:
                 raise ParameterError(
                     f"noise_multiplier must lie in [{lo:g}, {hi:g}] for optimizer={self.optimizer!r}; "
                     f"got {sigma:g}.",
                     argument="noise_multiplier",
                 )
-        plan = run_plan(
-            self.optimizer, self.sampling, sigma, steps, q, int(self.epochs), delta, self._blocks()
-        )
+        clip = float(self.clip_norm)
+        grid = _grid(sigma * clip) if grid_on else 0.0
+        # sensitivity C (1 + 1e-9) + sqrt(P) h / 2 (float64 clipping, per-row rounding): the
+        # accountant sees the noise multiplier over that sensitivity
+        effective = sigma / (1.0 + 1e-9 + math.sqrt(n_params) * grid / (2.0 * clip)) if grid_on else sigma
+        plan = run_plan(run, max(lo, effective))
         if plan.epsilon > eps * (1 + 1e-12):
             raise ParameterError(
                 f"noise_multiplier={sigma:g} costs epsilon {plan.epsilon:.4g} over {steps} steps, more than "
@@ -304,14 +333,28 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                 "steps": steps,
                 "epochs": int(self.epochs),
                 "noise_multiplier": sigma,
-                "clip_norm": float(self.clip_norm),
-                "noise_std": sigma * float(self.clip_norm),
+                "accounted_noise_multiplier": effective,
+                "clip_norm": clip,
+                "noise_std": sigma * clip,
                 "divisor": divisor,
                 "n_hint": n_hint,
                 "covers": GUARANTEE_COVERS,
-                "noise_source": "float Gaussian noise, torch.Generator seeded from os.urandom (as Opacus)",
             }
         )
+        if grid_on:
+            parameters.update(
+                {
+                    "grid": grid,
+                    "grid_delta": delta_grid,
+                    "noise_source": "OpenDP's exact discrete Gaussian on the public grid (noise_std * 2^-26 "
+                    "rounded down to a power of two), added to the exact integer sum of the per-example "
+                    "clipped gradients rounded to that grid: the weights are post-processing of grid values",
+                }
+            )
+        else:
+            parameters["noise_source"] = (
+                "float Gaussian noise, torch.Generator seeded from os.urandom (as Opacus)"
+            )
         release = Release(
             None,
             float(plan.epsilon),
@@ -382,7 +425,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         if not np.all((ya == 0) | (ya == 1)):
             raise DataError("y must hold 0/1 labels; encode the outcome first.", argument="y")
         torch = _import_torch()
-        release, sigma, steps = self._plan()
+        release, sigma, steps = self._plan(int(Xa.shape[1]))
         lr = float(self.learning_rate if self.learning_rate is not None else _DEFAULT_LR[self.optimizer])
         from trustlab.privacy import _training_core as core
 
@@ -391,7 +434,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
         else:
             rng = make_generator(self.random_state)
         d = int(Xa.shape[1])
-        params = core.init_params(self.model, d, int(self.hidden), rng, torch.float32)
+        params = core.init_params(self.model, d, int(self.hidden), rng, torch.float64)
         schedule = None
         if self.sampling == "balanced":
             schedule = _balanced_schedule(Xa.shape[0], steps, int(self.epochs))
@@ -414,6 +457,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                     optimizer=self.optimizer,
                     schedule=schedule,
                     num_blocks=self._blocks() if self.sampling == "model_split" else 0,
+                    grid=float(release.parameters.get("grid", 0.0)) or 1.0,
                 )
             finally:
                 torch.set_num_threads(threads)
@@ -505,3 +549,38 @@ def _balanced_schedule(n: int, steps: int, participations: int) -> tuple[np.ndar
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
+
+
+_GRID_BITS = 26
+"""The noise grid is ``noise_std * 2**-26`` rounded down to a power of two."""
+_ROUNDING_TV = 0.021  # trustlab.privacy.calibration.DG_ROUNDING_TV
+
+
+def _grid(std: float) -> float:
+    """The public grid step of a run's noisy sums: ``std * 2**-26`` rounded down to a power of two."""
+    return 2.0 ** (math.floor(math.log2(std)) - _GRID_BITS)
+
+
+def _inflation(n_params: int, target: float) -> float:
+    """Factor on the accountant's multiplier ``target`` that pays the grid's sensitivity slack.
+
+    With ``h <= sigma C 2**-26`` the accounted multiplier is
+    ``sigma / (1 + 1e-9 + sqrt(P) h / (2 C)) >= sigma / (1 + 1e-9 + sqrt(P) sigma 2**-27)``,
+    which is at least ``target`` for ``sigma = target (1 + 1e-9) / (1 - sqrt(P) target 2**-27)``.
+    """
+    shrink = 1.0 - math.sqrt(n_params) * target * 2.0 ** -(_GRID_BITS + 1)
+    return (1.0 + 1e-9) / max(shrink, 1e-3)
+
+
+def _grid_delta(epsilon: float, steps: int, n_params: int) -> float:
+    """The delta the exact discrete noise adds beyond the Gaussian mechanism the accountant prices.
+
+    Each coordinate's discrete Gaussian (scale ``s = std / h >= 2**26`` grid units) is
+    within total variation ``0.021 / s**2`` of the continuous Gaussian rounded to the
+    grid (``calibration.DG_ROUNDING_TV``), and rounding the (grid-valued) sum plus a
+    continuous Gaussian is post-processing of the Gaussian mechanism. Over ``T`` steps
+    of ``P`` coordinates the run is within ``tau = T P 0.021 2**-52`` of that mechanism,
+    so an ``(epsilon, delta')`` guarantee for it gives ``(epsilon, delta' + (1 + e^epsilon) tau)``.
+    """
+    tau = steps * n_params * _ROUNDING_TV * 2.0 ** (-2 * _GRID_BITS)
+    return (1.0 + math.exp(min(epsilon, 700.0))) * tau

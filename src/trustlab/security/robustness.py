@@ -121,7 +121,7 @@ class KNNShiftDetector(ParamsValidationMixin):
             raise DataError(f"{name} lacks the training columns {missing[:5]}.", argument=name)
         parts = []
         if self.numeric_:
-            num = frame[self.numeric_].to_numpy(dtype=float)
+            num = frame[self.numeric_].to_numpy(dtype=float, na_value=np.nan)
             if not np.all(np.isfinite(num)):
                 raise DataError(
                     f"{name} has NaN or infinite numeric values; impute or drop them first.", argument=name
@@ -130,7 +130,8 @@ class KNNShiftDetector(ParamsValidationMixin):
                 z = (num - self.center_) / self.scale_
             parts.append(np.clip(z, -_LIMIT, _LIMIT))  # squared distances stay finite
         for c, cats in self.categories_.items():
-            values = frame[c].astype(object).to_numpy()
+            col = frame[c].astype(object)
+            values = col.where(col.notna(), None).to_numpy()  # pandas' NA compares as ambiguous
             parts.append((values[:, None] == np.asarray(cats, dtype=object)[None, :]).astype(float))
         return np.hstack(parts) if parts else np.zeros((len(frame), 0))
 

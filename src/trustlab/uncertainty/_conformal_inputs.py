@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError, TrustlabError
 from trustlab.uncertainty._conformal_groups import _WEIGHT_TOL
 
 
@@ -33,7 +33,7 @@ class _KandinskyInputs:
     _classification: bool
     _seed_: int
 
-    def _score(self, X: Any, y: np.ndarray) -> np.ndarray:
+    def _score(self, X: Any, y: np.ndarray, name: str = "X") -> np.ndarray:
         """Raw nonconformity scores of (X, y) (no tie noise)."""
         if callable(self.score):
             out = np.asarray(self.score(self.estimator, X, y), dtype=float).ravel()
@@ -45,13 +45,27 @@ class _KandinskyInputs:
                 )
             return out
         if self._classification:
-            proba = self._proba(X)
+            proba = self._proba(X, name)
             idx = self._class_index(y, "y")
             return 1.0 - proba[np.arange(len(idx)), idx]
-        return np.abs(np.asarray(y, dtype=float) - self._mean(X))
+        return np.abs(np.asarray(y, dtype=float) - self._mean(X, name))
 
-    def _proba(self, X: Any) -> np.ndarray:
-        proba = np.asarray(self.estimator.predict_proba(X), dtype=float)
+    def _model_call(self, method: str, X: Any, name: str) -> np.ndarray:
+        """``estimator.<method>(X)``; the model's own ValueError (NaN, wrong width) names ``name``."""
+        try:
+            return np.asarray(getattr(self.estimator, method)(X), dtype=float)
+        except TrustlabError:
+            raise
+        except ValueError as exc:
+            raise DataError(
+                f"the model could not score {name}: {type(self.estimator).__name__}.{method} raised "
+                f"ValueError: {str(exc).splitlines()[0] if str(exc) else exc!r}. Impute or drop missing "
+                f"values in {name} (or use a model that accepts them) and pass the columns it was fitted on.",
+                argument=name,
+            ) from exc
+
+    def _proba(self, X: Any, name: str = "X") -> np.ndarray:
+        proba = self._model_call("predict_proba", X, name)
         if proba.ndim != 2 or proba.shape[1] != len(self.classes_):
             raise ModelError(
                 f"estimator.predict_proba returned shape {proba.shape}; expected (n, {len(self.classes_)}).",
@@ -59,8 +73,8 @@ class _KandinskyInputs:
             )
         return proba
 
-    def _mean(self, X: Any) -> np.ndarray:
-        return np.asarray(self.estimator.predict(X), dtype=float).ravel()
+    def _mean(self, X: Any, name: str = "X") -> np.ndarray:
+        return self._model_call("predict", X, name).ravel()
 
     def _class_index(self, y: Any, name: str) -> np.ndarray:
         y = np.asarray(y)

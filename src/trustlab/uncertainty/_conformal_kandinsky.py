@@ -53,10 +53,14 @@ class KandinskyConformal(_KandinskyInputs, ParamsValidationMixin, BaseEstimator)
     fit_intercept : bool, default=True
         Prepend a constant column to the group features so that marginal coverage is
         targeted too (the paper includes one).
-    tie_noise : float, default=1e-8
-        Scores get ``tie_noise * std(calibration scores) * U``, ``U ~ Uniform(0, 1)``, to
-        break ties (the paper randomises the score; this form is trustlab's choice). 0
-        disables it.
+    tie_noise : float, default=1e-3
+        Scores get ``tie_noise * std(calibration scores) * U``, ``U ~ Uniform(0, 1)``, at
+        calibration and at evaluation alike, to break ties (the paper randomises the score;
+        this form is trustlab's choice). The noise must stay well above the LP solver's
+        tolerance (about 1e-7): with tied scores (a confident few-leaf tree) the fitted
+        quantile lands among the ties, and at ``1e-8`` the solver could not order them, so
+        coverage collapsed (0.39 overall where split conformal covers 0.91). 0 disables it
+        (ties are then all covered: conservative).
     label_dependent : "auto" or bool, default="auto"
         Regression only: whether ``group_features`` depends on ``y``. If not, intervals
         are exact, ``[mu - q(x), mu + q(x)]``; if so, the candidate labels are scanned on
@@ -140,7 +144,7 @@ class KandinskyConformal(_KandinskyInputs, ParamsValidationMixin, BaseEstimator)
         alpha: float = 0.1,
         score: str | Callable[[Any, Any, Any], Any] = "auto",
         fit_intercept: bool = True,
-        tie_noise: float = 1e-8,
+        tie_noise: float = 1e-3,
         label_dependent: str | bool = "auto",
         y_grid_size: int = 1000,
         random_state: Any = None,
@@ -226,7 +230,7 @@ class KandinskyConformal(_KandinskyInputs, ParamsValidationMixin, BaseEstimator)
             else np.random.default_rng(self.random_state.randint(0, 2**31 - 1))
         )
         self._seed_ = int(rng.integers(0, 2**63 - 1))
-        raw = self._score(X_cal, y)
+        raw = self._score(X_cal, y, name="X_cal")
         if not np.all(np.isfinite(raw)):
             raise DataError(
                 "the calibration scores are not finite; check the model's outputs.", argument="X_cal"

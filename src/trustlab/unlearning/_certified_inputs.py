@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -106,3 +107,11 @@ def forget_mask(forget: Any, n: int) -> np.ndarray:
             "forget names every row: nothing is left to fine-tune on; retrain instead.", argument="forget"
         )
     return mask
+
+
+def l2_per_row(model: Any, n: int) -> float:
+    """scikit-learn's ``C sum(loss) + ||w||^2 / 2`` as a mean loss: ``||w||^2 / (2 C n)``."""
+    penalty = getattr(model, "penalty", "l2")
+    if penalty is None or penalty == "none" or not math.isfinite(float(model.C)):
+        return 0.0
+    return 1.0 / (float(model.C) * n)

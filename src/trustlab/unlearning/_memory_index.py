@@ -221,3 +221,70 @@ class FaissIndex:
 def default_n_lists(n: int) -> int:
     """FAISS's rule of thumb, capped so every list is trained on at least 39 points."""
     return int(max(1, min(round(4 * math.sqrt(n)), n // 39)))
+
+
+_RECALL_QUERIES = 200  # memory rows used as queries to measure the IVF's recall
+
+
+def calibrate_ivf(
+    store: FaissIndex, vectors: np.ndarray, k: int, n_probe: int | None, target: float, rng: Any
+) -> tuple[int, float]:
+    """Choose the IVF's ``n_probe`` from a target recall@k measured on the memory itself.
+
+    ``vectors`` are the rows stored under keys ``0..n-1``. Up to 200 of them are the
+    queries; their exact ``k`` nearest other rows (FAISS brute force) are compared with
+    the IVF's answer, a returned row counting when its distance is at most the exact
+    ``k``-th distance (so distance ties do not count as misses). With ``n_probe=None``,
+    ``1, 2, 4, ...`` probes are tried up to all lists and the first reaching ``target``
+    is kept; else the given ``n_probe`` is only measured. Returns ``(n_probe, recall)``
+    and leaves the store searching with that ``n_probe``.
+    """
+    faiss = import_faiss()
+    n = vectors.shape[0]
+    n_lists = int(store._index.nlist)
+    kk = min(k, n - 1)
+    if kk < 1:
+        chosen = int(n_probe or 1)
+        store.n_probe = store._index.nprobe = chosen
+        return chosen, 1.0
+    q = np.sort(rng.choice(n, min(n, _RECALL_QUERIES), replace=False))
+    queries = np.ascontiguousarray(vectors[q], dtype=np.float32)
+    cosine = store.metric == "cosine"
+    metric = faiss.METRIC_INNER_PRODUCT if cosine else faiss.METRIC_L2
+    sims, idx = faiss.knn(queries, np.ascontiguousarray(vectors, dtype=np.float32), kk + 1, metric=metric)
+    exact = 1.0 - sims.astype(np.float64) if cosine else np.sqrt(np.maximum(sims.astype(np.float64), 0.0))
+    kth = _without_self(exact, idx, q, kk)[:, kk - 1]
+    slack = 1e-6 * (1.0 + np.abs(kth))
+
+    def recall(probe: int) -> float:
+        store._index.nprobe = int(probe)
+        dist, keys = store.search(queries, kk + 1)
+        found = _without_self(dist, keys, q, kk)
+        return float(np.mean(found <= (kth + slack)[:, None]))
+
+    candidates = [int(n_probe)] if n_probe is not None else _doublings(n_lists)
+    chosen, reached = candidates[-1], 0.0
+    for probe in candidates:
+        reached = recall(probe)
+        chosen = probe
+        if reached >= target:
+            break
+    store.n_probe = store._index.nprobe = chosen
+    return chosen, reached
+
+
+def _doublings(n_lists: int) -> list[int]:
+    out, p = [], 1
+    while p < n_lists:
+        out.append(p)
+        p *= 2
+    return [*out, n_lists]
+
+
+def _without_self(dist: np.ndarray, keys: np.ndarray, own: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` distances of each row without the query's own key (or the last one)."""
+    self_hit = keys == own[:, None]
+    drop = np.where(self_hit.any(axis=1), self_hit.argmax(axis=1), keys.shape[1] - 1)
+    keep = np.ones(keys.shape, dtype=bool)
+    keep[np.arange(keys.shape[0]), drop] = False
+    return dist[keep].reshape(keys.shape[0], keys.shape[1] - 1)[:, :k]

@@ -121,7 +121,7 @@ class MemoryOpsMixin:
         Parameters
         ----------
         ids : int or array-like of int
-            Ids in the memory.
+            As in :meth:`exclude`.
 
         Returns
         -------

@@ -124,19 +124,15 @@ def softmax_vote(
 
     Parameters
     ----------
-    labels : array-like of shape (n_queries, K) or (K,)
-        Neighbour labels, nearest first.
-    distances : array-like of the shape of ``labels``
-        Their distances to the query.
-    weights : array-like of the shape of ``labels``, optional
-        Non-negative record weights.
+    labels, distances, weights
+        As in :func:`distance_vote` (cosine distances here).
     temperature : float, default 0.07
         ``tau > 0``.
 
     Returns
     -------
-    numpy.ndarray of shape (n_queries, K) or (K,)
-        The prediction for every ``k = 1..K``.
+    numpy.ndarray
+        As in :func:`distance_vote`.
 
     References
     ----------

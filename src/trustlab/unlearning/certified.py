@@ -47,7 +47,13 @@ from trustlab.unlearning._certified_eval import (
     compare_to_retraining,
     membership_advantage,
 )
-from trustlab.unlearning._certified_inputs import check_model, check_rows, forget_mask, model_shape
+from trustlab.unlearning._certified_inputs import (
+    check_model,
+    check_rows,
+    forget_mask,
+    l2_per_row,
+    model_shape,
+)
 from trustlab.unlearning._certified_logistic import fit_lbfgs, mean_loss_grad
 
 __all__ = [
@@ -348,7 +354,7 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
             noisy_evals += rows.size
             g = g * min(1.0, float(self.C1) / max(float(np.linalg.norm(g)), 1e-300))
             x = add_gaussian(rho * x - float(self.lr) * g, float(sigma), k=int(self.grid_exponent))
-        l2 = _l2_per_row(model, Xr.shape[0])
+        l2 = l2_per_row(model, Xr.shape[0])
         x, ft_evals = fit_lbfgs(shape, x, Xr, cr, l2, max_iter=int(self.finetune_iter))
         unlearned = copy.deepcopy(model)
         W, b = shape.split(x)
@@ -428,11 +434,3 @@ class NoisyFinetuneUnlearner(ParamsValidationMixin):
                 "note": "the model was projected into the C0 ball; only retain rows were used",
             },
         )
-
-
-def _l2_per_row(model: Any, n: int) -> float:
-    """scikit-learn's ``C sum(loss) + ||w||^2 / 2`` as a mean loss: ``||w||^2 / (2 C n)``."""
-    penalty = getattr(model, "penalty", "l2")
-    if penalty is None or penalty == "none" or not math.isfinite(float(model.C)):
-        return 0.0
-    return 1.0 / (float(model.C) * n)

@@ -9,7 +9,7 @@ import numpy as np
 
 from trustlab.audit._thresholds import MAX_DIFFERENCE
 from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
-from trustlab.audit.plots import PALETTE, figure_to_svg, new_grid
+from trustlab.audit.plots import PALETTE, bar_legend, figure_to_svg, new_grid
 from trustlab.audit.section import SectionResult
 
 __all__ = ["render_fairness"]
@@ -48,8 +48,7 @@ def _draw(axes: list[Any], attr: str, res: dict[str, Any], threshold: float) -> 
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("rate (fraction of rows)")
     ax.set_title(f"Rates by {attr} (95% intervals)", fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.grid(False, axis="x")
+    bar_legend(ax, fontsize=7, loc="lower right")
     vals = np.array([res["differences"][k] for k in _DIFFS], dtype=float)
     ci = np.array([res["difference_intervals"][k] for k in _DIFFS], dtype=float)
     err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
@@ -62,8 +61,7 @@ def _draw(axes: list[Any], attr: str, res: dict[str, Any], threshold: float) -> 
     ax2.set_xticks([0, 1], ["demographic\nparity", "equalized\nodds"])
     ax2.set_ylabel("difference (max - min rate)")
     ax2.set_title("Disparities (95% intervals)", fontsize=10)
-    ax2.legend(fontsize=7, loc="upper right")
-    ax2.grid(False, axis="x")
+    bar_legend(ax2, fontsize=7, loc="upper right")
 
 
 def render_fairness(result: SectionResult) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit.html import notes_list
-from trustlab.audit.plots import PALETTE, figure_to_svg, new_grid
+from trustlab.audit.plots import PALETTE, bar_legend, figure_to_svg, new_grid
 from trustlab.audit.section import SectionResult
 
 __all__ = ["render_privacy"]
@@ -96,8 +96,7 @@ def _draw_bars(ax: Any, plot: dict[str, Any]) -> None:
         )
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("% of group", fontsize=8)
-    ax.legend(fontsize=6, loc="upper right")
-    ax.grid(False, axis="x")
+    bar_legend(ax, fontsize=6, loc="upper right")
 
 
 def render_privacy(result: SectionResult) -> str:

@@ -18,6 +18,7 @@ release in trustlab yet.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from trustlab.audit.section import AuditContext, Check, interval_rule, interval_
 from trustlab.audit.sections._columns import group_labels
 from trustlab.audit.split import row_split
 from trustlab.errors import DataError
-from trustlab.fairness import HardtPostProcessor, bootstrap_counts, rates_from_counts
+from trustlab.fairness import HardtPostProcessor, SmallGroupWarning, bootstrap_counts, rates_from_counts
 from trustlab.uncertainty import gap_interval, symmetric_interval
 
 __all__ = [
@@ -143,9 +144,11 @@ def mitigation_figures(
         keep = np.isin(g, usable)
         codes = np.searchsorted(np.array(usable), g)
         tr, ev = fit & keep, ~fit & keep
-        post = HardtPostProcessor(constraint=constraint, random_state=rng.integers(2**31)).fit(
-            score[tr], y[tr], sensitive_features=g[tr]
-        )
+        with warnings.catch_warnings():  # small groups are reported in the check, not on stderr
+            warnings.simplefilter("ignore", SmallGroupWarning)
+            post = HardtPostProcessor(constraint=constraint, random_state=rng.integers(2**31)).fit(
+                score[tr], y[tr], sensitive_features=g[tr]
+            )
         after = np.asarray(post.predict(score[ev], sensitive_features=g[ev]), dtype=int)
         before = (score[ev] >= 0.5).astype(int)
         res_before = _gap_figures(y[ev], before, codes[ev], len(usable), rng)
@@ -157,6 +160,7 @@ def mitigation_figures(
             "groups": usable,
             "left_out": left_out,
             "rows": {"fit": int(tr.sum()), "evaluate": int(ev.sum())},
+            "small_groups": [str(v) for v in post.small_groups_],
             "before": res_before,
             "after": res_after,
         }
@@ -168,6 +172,13 @@ def mitigation_figures(
             + (
                 f"; left out (too few rows or one outcome in a half): {', '.join(left_out)}"
                 if left_out
+                else ""
+            )
+            + (
+                "; too few positives or negatives to estimate the rates of "
+                f"{', '.join(map(str, post.small_groups_))} (fewer than 30 rows or 10 of either "
+                "outcome in the fitting half): parity fitted to them may not hold on new rows"
+                if post.small_groups_
                 else ""
             )
         )

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
 from trustlab.audit._scale_stats import column_summaries
 from trustlab.audit._thresholds import MAX_MISSING_RATE
@@ -13,11 +14,11 @@ from trustlab.audit.prediction_table import discrete_laplace_sd
 from trustlab.audit.section import (
     AuditContext,
     Check,
-    Section,
     SectionResult,
     interval_rule,
     interval_verdict,
 )
+from trustlab.audit.sections._base import TwoModeSection
 from trustlab.audit.sections._columns import category_codes, suspect_columns
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.models import categorical_columns
@@ -29,7 +30,7 @@ __all__ = ["DataSection"]
 TOP_LEVELS = 5
 
 
-class DataSection(Section):
+class DataSection(TwoModeSection):
     """Shape, types, missingness and summaries of every column.
 
     In private mode: the row count, each column's missing rate and each numeric
@@ -42,24 +43,7 @@ class DataSection(Section):
     title = "Data"
     budget_weight = 0.4
 
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Summarise the table: exactly in raw mode, with DP noise when given a budget.
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            The section's share of epsilon in private mode (spent in full), else None.
-
-        Returns
-        -------
-        SectionResult
-        """
-        if budget is None:
-            return self._raw(ctx)
-        return self._private(ctx, budget)
-
+    @override
     def _raw(self, ctx: AuditContext) -> SectionResult:
         df = ctx.data
         cats = categorical_columns(df)
@@ -104,7 +88,9 @@ class DataSection(Section):
             ],
         )
 
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    @override
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
+        assert budget is not None  # weight > 0: private runs give the section a share
         columns = list(ctx.data.columns)  # conformed to the schema: dtypes come from the schema alone
         stats = private_statistics(ctx.data, ctx.schema, columns)
         return self._release(ctx, budget, stats, columns)

@@ -6,14 +6,15 @@ import numbers
 from typing import Any, ClassVar
 
 import numpy as np
+from typing_extensions import override
 
 from trustlab._param_validation import Interval, Options, check_params
-from trustlab.audit._scale_stats import prediction_table
 from trustlab.audit._thresholds import MAX_DIFFERENCE
 from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
     N_BOOT,
+    PredictionTable,
     binned_metrics,
     confusion_from_bins,
     size_rule,
@@ -21,11 +22,11 @@ from trustlab.audit.prediction_table import (
 from trustlab.audit.section import (
     AuditContext,
     Check,
-    Section,
     SectionResult,
     interval_rule,
     interval_verdict,
 )
+from trustlab.audit.sections._base import TableSection
 from trustlab.audit.sections._fairness_extras import (
     MAX_MULTICALIBRATION,
     MITIGATIONS,
@@ -72,7 +73,7 @@ def _differences(
     )
 
 
-class FairnessSection(Section):
+class FairnessSection(TableSection):
     """Selection rate, TPR, FPR and accuracy by group, and the gaps between groups.
 
     The gaps are the demographic-parity and equalized-odds differences, each with a 95%
@@ -90,8 +91,6 @@ class FairnessSection(Section):
 
     name = "fairness"
     title = "Fairness"
-    budget_key = "predictions"
-    budget_weight = 0.6
 
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "mitigate": [None, Options(MITIGATIONS)],
@@ -124,24 +123,11 @@ class FairnessSection(Section):
         self.proxy_error = None if proxy_error is None else float(proxy_error)
         self.calibration = calibration
 
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Group rates, gaps and their checks from the shared prediction table.
-
-        The table is built once per audit and shared with the Performance section
-        (budget key ``"predictions"``).
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            The section's share of epsilon in private mode (spent in full), else None.
-
-        Returns
-        -------
-        SectionResult
-        """
-        tab = prediction_table(ctx, budget)
+    @override
+    def _from_table(
+        self, ctx: AuditContext, tab: PredictionTable, budget: Accountant | None
+    ) -> SectionResult:
+        """Group rates, gaps and their checks from the shared prediction table."""
         per_attr: dict[str, dict[str, Any]] = {}
         checks: list[Check] = []
         for attr, levels in zip(tab.attributes, tab.levels, strict=True):

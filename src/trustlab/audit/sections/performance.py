@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
-from trustlab.audit._scale_stats import prediction_table, score_tables
+from trustlab.audit._scale_stats import score_tables
 from trustlab.audit.prediction_table import (
     LEVEL,
     MIN_GROUP,
@@ -18,11 +19,11 @@ from trustlab.audit.prediction_table import (
 from trustlab.audit.section import (
     AuditContext,
     Check,
-    Section,
     SectionResult,
     interval_rule,
     interval_verdict,
 )
+from trustlab.audit.sections._base import TableSection
 from trustlab.privacy.accounting import Accountant
 from trustlab.uncertainty import GAP_METHOD, gap_interval, symmetric_interval
 
@@ -229,7 +230,7 @@ def _group_calibration_check(attr: str, rows: list[dict[str, Any]], size: str) -
     return Check(name, None, detail, status=status, rule=rule)
 
 
-class PerformanceSection(Section):
+class PerformanceSection(TableSection):
     """Discrimination and calibration of the model on the held-out rows, overall and by group.
 
     Every figure has a 95% interval: a symmetric bootstrap interval (estimate +-
@@ -245,27 +246,12 @@ class PerformanceSection(Section):
 
     name = "performance"
     title = "Performance"
-    budget_key = "predictions"
-    budget_weight = 0.6
 
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Overall and per-group metrics with intervals from the shared prediction table.
-
-        The table is built once per audit and shared with the Fairness section
-        (budget key ``"predictions"``).
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            The section's share of epsilon in private mode (spent in full), else None.
-
-        Returns
-        -------
-        SectionResult
-        """
-        tab = prediction_table(ctx, budget)
+    @override
+    def _from_table(
+        self, ctx: AuditContext, tab: PredictionTable, budget: Accountant | None
+    ) -> SectionResult:
+        """Overall and per-group metrics with intervals from the shared prediction table."""
         reps_all = binned_metrics(tab.overall(tab.replicates))
         centre_all = binned_metrics(tab.overall())
         groups: dict[str, list[dict[str, Any]]] = {}

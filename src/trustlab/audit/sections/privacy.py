@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from typing_extensions import override
 
-from trustlab.audit.section import AuditContext, Section, SectionResult
+from trustlab.audit.section import AuditContext, SectionResult
+from trustlab.audit.sections._base import TwoModeSection
 from trustlab.audit.sections._columns import category_codes, integer_resolution, suspect_columns
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.privacy.accounting import Accountant
@@ -223,7 +225,7 @@ def _raw_plot(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
     return entry
 
 
-class PrivacySection(Section):
+class PrivacySection(TwoModeSection):
     """Boxplots of each numeric column by each sensitive attribute.
 
     Private mode: the rows of each sensitive attribute's groups are counted once with
@@ -265,38 +267,27 @@ class PrivacySection(Section):
         """
         return bool(ctx.sensitive) and bool(_numeric_columns(ctx))
 
-    def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
-        """Box plots of each numeric column by each sensitive attribute.
+    @override
+    def _raw(self, ctx: AuditContext) -> SectionResult:
+        """Exact Tukey boxes (or value shares) of each numeric column by each sensitive attribute."""
+        left_out = _candidates(ctx)[1]
+        plots = [_raw_plot(ctx, col, attr) for col in _numeric_columns(ctx) for attr in ctx.sensitive]
+        notes = [
+            "Not private: these figures are computed from the raw data.",
+            f"Boxes (Tukey): the box spans the quartiles with the median inside; each whisker ends "
+            f"at the most extreme value within {WHISKER:g} x IQR of the box; 'N beyond' counts "
+            "the rows outside the whiskers (not drawn as points).",
+            "A count-like column (whole numbers) whose box collapses (first quartile = third "
+            "quartile, e.g. mostly zeros) is shown as the share of each value by group.",
+            _not_drawn(left_out),
+        ]
+        figures = {"boxplots": plots, "private": False, "not_drawn": [str(c) for c in left_out]}
+        return SectionResult(self.name, self.title, figures, [], notes)
 
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            The section's share of epsilon in private mode (spent in full), else None.
-
-        Returns
-        -------
-        SectionResult
-        """
-        if budget is None:
-            left_out = _candidates(ctx)[1]
-            plots = [_raw_plot(ctx, col, attr) for col in _numeric_columns(ctx) for attr in ctx.sensitive]
-            notes = [
-                "Not private: these figures are computed from the raw data.",
-                f"Boxes (Tukey): the box spans the quartiles with the median inside; each whisker ends "
-                f"at the most extreme value within {WHISKER:g} x IQR of the box; 'N beyond' counts "
-                "the rows outside the whiskers (not drawn as points).",
-                "A count-like column (whole numbers) whose box collapses (first quartile = third "
-                "quartile, e.g. mostly zeros) is shown as the share of each value by group.",
-                _not_drawn(left_out),
-            ]
-            figures = {"boxplots": plots, "private": False, "not_drawn": [str(c) for c in left_out]}
-            return SectionResult(self.name, self.title, figures, [], notes)
-        return self._private(ctx, budget)
-
-    def _private(self, ctx: AuditContext, budget: Accountant) -> SectionResult:
+    @override
+    def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
         """The private figures of the in-process table (conformed to the schema)."""
+        assert budget is not None  # weight > 0: private runs give the section a share
 
         def boxplot(col: Any, attr: Any, epsilon: float, bounds: tuple[float, float], **kw: Any) -> Any:
             x = ctx.data[col].to_numpy(dtype=float, na_value=np.nan)

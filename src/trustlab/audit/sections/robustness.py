@@ -24,15 +24,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from typing_extensions import override
 
 from trustlab.audit.section import (
     AuditContext,
     Check,
-    Section,
     SectionResult,
     interval_rule,
     interval_verdict,
 )
+from trustlab.audit.sections._base import RawOnlySection
 from trustlab.audit.sections._columns import group_labels, suspect_columns
 
 __all__ = ["RobustnessSection"]
@@ -43,7 +44,7 @@ _PRIVATE_NOTE = (
 )
 
 
-class RobustnessSection(Section):
+class RobustnessSection(RawOnlySection):
     """OOD scores of the held-out rows and the share of predictions that flip under small changes.
 
     Attributes
@@ -77,7 +78,7 @@ class RobustnessSection(Section):
 
     name = "robustness"
     title = "Robustness"
-    budget_weight = 0.0  # releases nothing in private mode
+    private_note = _PRIVATE_NOTE
     eps: float = 0.05
     max_rows: int = 1000
     n_top: int = 10
@@ -86,26 +87,13 @@ class RobustnessSection(Section):
     min_group: int = 30
     max_ood_rows: int = 20_000
 
-    def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
-        """OOD scores of the held-out rows, the most unlike rows, and the flip shares by group.
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            Unused: in private mode the section releases nothing.
-
-        Returns
-        -------
-        SectionResult
-        """
+    @override
+    def _raw(self, ctx: AuditContext) -> SectionResult:
+        """OOD scores of the held-out rows, the most unlike rows, and the flip shares by group."""
         from trustlab.security._robustness_flips import wilson
         from trustlab.security._robustness_models import is_tree_model
         from trustlab.security.robustness import prediction_flips, tabular_ood_scores
 
-        if ctx.private:
-            return SectionResult(self.name, self.title, {"released": False}, [], [_PRIVATE_NOTE])
         X_train, X_test = ctx.X_train, ctx.X_test
         figures: dict[str, Any] = {"released": True, "model": ctx.model_name}
         checks: list[Check] = []

@@ -282,7 +282,9 @@ class UncertaintySection(Section):
             "threshold (size 0, 1 or 2). Kandinsky conformal calibrates one threshold function on "
             "the sensitive groups, their combinations and the outcome at once (coverage per group, "
             "Bairaktari et al., ICML 2025); split conformal calibrates one threshold for all rows, "
-            "which guarantees coverage only on average over all rows.",
+            "which guarantees coverage only on average over all rows. Both add a tiny random "
+            "amount (1e-3 of the scores' spread) to every score, at calibration and evaluation "
+            "alike, so tied scores (a model with few distinct probabilities) are ordered at random.",
             "Intervals: 95% Wilson score intervals over the evaluation rows (coverage); normal "
             "intervals on the standard error (mean set size). Each group's check uses its own 95% "
             "interval (no correction for the number of groups).",

@@ -22,11 +22,16 @@ import math
 from typing import Any
 
 import numpy as np
+from typing_extensions import override
 
-from trustlab.audit.section import AuditContext, Check, Section, SectionResult, interval_verdict
+from trustlab.audit.section import AuditContext, Check, SectionResult, interval_verdict
+from trustlab.audit.sections._base import RawOnlySection
 from trustlab.models import MODEL_NAMES
 
-__all__ = ["UnlearningSection", "advantage_interval"]
+__all__ = ["UNSEEDED", "UnlearningSection", "advantage_interval"]
+
+UNSEEDED = ("models.unlearned", "compute_ratio")
+"""The deletion comparison's figures that a seed does not fix (the unlearner's DP noise)."""
 
 _PRIVATE_NOTE = (
     "Left out in private mode: the membership attack and the deletion comparison read "
@@ -83,7 +88,7 @@ def _power_of_two_above(x: float) -> float:
     return float(2.0 ** math.ceil(math.log2(max(x, 1.0))))
 
 
-class UnlearningSection(Section):
+class UnlearningSection(RawOnlySection):
     """Membership inference on the training rows and the cost of a deletion request.
 
     Attributes
@@ -102,26 +107,13 @@ class UnlearningSection(Section):
 
     name = "unlearning"
     title = "Unlearning"
-    budget_weight = 0.0  # releases nothing in private mode
+    private_note = _PRIVATE_NOTE
     max_advantage: float = 0.1
     deletion_rows: int = 50
 
-    def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
-        """The membership check and, for a logistic regression, the deletion comparison.
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-        budget : Accountant or None
-            Unused: in private mode the section releases nothing.
-
-        Returns
-        -------
-        SectionResult
-        """
-        if ctx.private:
-            return SectionResult(self.name, self.title, {"released": False}, [], [_PRIVATE_NOTE])
+    @override
+    def _raw(self, ctx: AuditContext) -> SectionResult:
+        """The membership check and, for a logistic regression, the deletion comparison."""
         if ctx.model_name not in MODEL_NAMES:
             note = (
                 "Not evaluated: the model was supplied, so trustlab does not know which rows it was "
@@ -177,7 +169,14 @@ class UnlearningSection(Section):
             "gradient steps on the remaining rows, then noise-free fine-tuning; the certificate says the "
             "unlearned model is (epsilon, delta)-indistinguishable from one produced the same way from a "
             "model retrained without the rows. The preprocessing step of the pipeline (scaling, one-hot "
-            "categories) is kept as fitted: it is not unlearned."
+            "categories) is kept as fitted: it is not unlearned.",
+        )
+        notes.append(
+            "Not reproducible from the seed (unseeded): the unlearned model's figures and the compute "
+            "ratio change from run to run with the same --seed, because certified unlearning's noise "
+            "comes from the secure sampler, which a seed never drives (a predictable noise would void "
+            "the certificate). The rows deleted, the original and the retrained models' figures and "
+            "the membership check are seeded."
         )
         return SectionResult(self.name, self.title, figures, checks, notes)
 
@@ -211,6 +210,7 @@ class UnlearningSection(Section):
             "compute_ratio": float(out.compute_ratio),
             "mia_noise_level": float(out.mia_noise_level),
             "models": models,
+            "unseeded": list(UNSEEDED),
         }
 
     def render(self, result: SectionResult) -> str:
