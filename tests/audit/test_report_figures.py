@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -76,3 +78,77 @@ def test_cli_refuses_a_many_group_sensitive_column(tmp_path):
     )
     assert res.exit_code == 2
     assert "'zone'" in res.output and "120" in res.output
+
+
+def _fairness_result() -> dict:
+    rates = {"selection_rate": [0.8, 0.82], "true_positive_rate": [0.85, 0.87]}
+    rates |= {"false_positive_rate": [0.73, 0.74], "accuracy": [0.66, 0.67]}
+    return {
+        "groups": ["female", "male"],
+        "evaluable": [True, True],
+        "rates": rates,
+        "rate_intervals": {m: [[v - 0.04, v + 0.04] for v in vals] for m, vals in rates.items()},
+        "differences": {"demographic_parity_difference": 0.02, "equalized_odds_difference": 0.03},
+        "difference_intervals": {
+            "demographic_parity_difference": [0.0, 0.06],
+            "equalized_odds_difference": [0.0, 0.1],
+        },
+    }
+
+
+def test_fairness_panels_keep_group_colours_for_groups_and_legends_off_the_bars():
+    from matplotlib.colors import to_hex
+
+    from trustlab.audit.plots import LEGEND_FONTSIZE, PALETTE, new_grid
+    from trustlab.audit.render._fairness import _draw
+
+    fig, axes = new_grid(1, 2, width=10.0, height=3.3, width_ratios=[2.2, 1])
+    ax, ax2 = axes[0]
+    _draw(axes[0], "sex", _fairness_result(), 0.1)
+    group_colours = {c.lower() for c in PALETTE}
+    measure_colours = {to_hex(p.get_facecolor()) for p in ax2.patches}
+    assert measure_colours and not measure_colours & group_colours  # a measure is not a group
+    assert to_hex(ax.patches[0].get_facecolor()) == PALETTE[0].lower()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # a renderer to measure the laid-out legend and bars
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    legend = ax.get_legend()
+    assert legend.get_texts()[0].get_fontsize() >= LEGEND_FONTSIZE
+    box = legend.get_window_extent(renderer)
+    for bar in ax.patches:  # the legend covers no bar
+        assert not box.overlaps(bar.get_window_extent(renderer))
+
+
+def test_coverage_figure_legible_in_greys_and_one_precision():
+    from trustlab.audit.plots import PALETTE
+    from trustlab.audit.render import _uncertainty as unc
+
+    def method(c):
+        return {"coverage": c, "coverage_low": c - 0.03, "coverage_high": c + 0.03}
+
+    rows = [
+        {"group": g, "evaluated": True, **{m: method(0.9) for m, _ in unc._METHODS}} for g in ("all", "a")
+    ]
+    svg = unc._figure(rows, 0.9, 0.85).lower()
+    assert not any(c.lower() in svg for c in PALETTE)  # methods are not drawn in group colours
+    sizes = re.findall(r"font-size: ([\d.]+)px[^>]*>(?:target 1|kandinsky)", svg)
+    assert len(sizes) == 2 and min(map(float, sizes)) >= 9  # the legend
+    cell = {"mean_set_size": 1.67, "set_size_low": 1.64, "set_size_high": 1.71}
+    assert unc._cell({"k": cell}, "k", "size") == "1.670 [1.640, 1.710]"
+
+
+def test_partial_dependence_panels_share_one_y_scale():
+    from trustlab.audit.render._explain import _pd_figure
+
+    curves = [
+        {"feature": "a", "grid": [0, 1, 2], "pd": [0.1, 0.2, 0.3]},
+        {"feature": "b", "grid": [0, 1, 2], "pd": [1.0, 1.5, 2.0]},
+        {"feature": "c", "grid": [0, 1], "pd": [0.5, 0.6], "levels": ["x", "y"]},
+    ]
+    fig = _pd_figure(curves, "log-odds", set())
+    limits = {ax.get_ylim() for ax in fig.axes}
+    assert len(limits) == 1
+    low, high = limits.pop()
+    assert low <= 0.1 and high >= 2.0
