@@ -119,6 +119,7 @@ def prepare(
                 f"--ignore {','.join(map(str, empty))} (Audit(ignore=[...])).",
                 argument=column_argument(empty[0]),
             )
+        _check_group_count(raw, sens)
         y, negative, pos = check_binary_target(raw[target], f"target {target!r}", positive)
         if len(np.unique(y)) < 2:
             raise DataError(f"target {target!r} has a single value.", argument="target")
@@ -155,3 +156,21 @@ def prepare(
     labelled = labels.notna().to_numpy()
     y = (labels == pos).to_numpy().astype(np.int64)
     return Prepared(raw, conformed, sens, features, schema, y, labelled, pos, negative)
+
+
+MAX_GROUPS = 50
+"""Most groups a sensitive column may have: beyond, every per-group figure is too small to judge and
+the report grows with the groups (a continuous or id-like column is not a grouping)."""
+
+
+def _check_group_count(raw: pd.DataFrame, sens: list[Any]) -> None:
+    """Refuse a sensitive column with more than :data:`MAX_GROUPS` distinct values (raw mode)."""
+    for c in sens:
+        n = int(raw[c].nunique(dropna=True))
+        if n > MAX_GROUPS:
+            raise DataError(
+                f"sensitive column {str(c)!r} has {n:,} distinct values, more than {MAX_GROUPS} groups: "
+                "fairness is judged per group, so bin it into a few groups first (e.g. age bands) "
+                "or name another sensitive column.",
+                argument="sensitive",
+            )

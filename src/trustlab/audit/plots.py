@@ -15,12 +15,28 @@ from typing import Any
 
 from trustlab.errors import MissingDependencyError
 
-__all__ = ["PALETTE", "bar_legend", "figure_to_svg", "new_figure", "new_grid", "require_matplotlib"]
+__all__ = [
+    "LEGEND_FONTSIZE",
+    "MEASURE_COLOURS",
+    "PALETTE",
+    "bar_legend",
+    "figure_to_svg",
+    "new_figure",
+    "new_grid",
+    "require_matplotlib",
+]
 
 _SVG_START = re.compile(r"^.*?(<svg\b)", re.DOTALL)
 
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
-"""Colours of the groups, in order (colour-blind friendly, as seaborn's "deep")."""
+"""Colours of the groups, in order (colour-blind friendly, as seaborn's "deep"): reserved for groups,
+so that a colour means one group in every chart of the report."""
+
+MEASURE_COLOURS = ("#3B3B3B", "#9A9A9A")
+"""Colours of things that are not groups (measures, methods): greys, never a group's colour."""
+
+LEGEND_FONTSIZE = 9.0
+"""Legend font size in points (readable where a figure is shown at its own width)."""
 
 
 def require_matplotlib() -> Any:
@@ -123,17 +139,21 @@ def _attr(text: str) -> str:
     return escape(text, quote=True)
 
 
-def bar_legend(ax: Any, *, fontsize: float, loc: str) -> None:
-    """Finish a bar panel: its legend at ``loc`` and no vertical grid lines between the bars.
+def bar_legend(ax: Any, *, fontsize: float = LEGEND_FONTSIZE, loc: str = "outside") -> None:
+    """Finish a bar panel: its legend and no vertical grid lines between the bars.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
         The panel.
-    fontsize : float
+    fontsize : float, default LEGEND_FONTSIZE
         The legend's font size (points).
-    loc : str
-        The legend's place (matplotlib's ``loc``).
+    loc : str, default "outside"
+        The legend's place (matplotlib's ``loc``), or ``"outside"``: right of the panel,
+        where it can cover no bar.
     """
-    ax.legend(fontsize=fontsize, loc=loc)
+    if loc == "outside":
+        ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        ax.legend(fontsize=fontsize, loc=loc)
     ax.grid(False, axis="x")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab.audit.html import checks_list, notes_list, table
+from trustlab.audit.html import checks_list, fmt, notes_list, table
 from trustlab.audit.plots import PALETTE, figure_to_svg, new_figure, new_grid
 from trustlab.audit.section import SectionResult
 
@@ -37,9 +37,10 @@ def _importance(f: dict[str, Any]) -> str:
     return figure_to_svg(fig, alt="feature importance") + caption
 
 
-def _pd_curves(curves: list[dict[str, Any]], unit: str, suspect: set[str]) -> str:
-    fig, axes = new_grid(1, len(curves), width=min(10.0, 3.4 * len(curves)), height=2.9)
-    for ax, c in zip(axes[0], curves, strict=True):
+def _pd_figure(curves: list[dict[str, Any]], unit: str, suspect: set[str]) -> Any:
+    """One row of partial-dependence panels on one y-scale (the effects compare across panels)."""
+    fig, axes = new_grid(1, len(curves), width=min(10.0, 3.4 * len(curves)), height=2.9, sharey=True)
+    for k, (ax, c) in enumerate(zip(axes[0], curves, strict=True)):
         grid, pd_values = np.asarray(c["grid"], dtype=float), np.asarray(c["pd"], dtype=float)
         levels = c.get("levels")
         if levels is not None:  # a categorical feature: one point per level name
@@ -54,10 +55,16 @@ def _pd_curves(curves: list[dict[str, Any]], unit: str, suspect: set[str]) -> st
             ax.plot(grid, pd_values, color=PALETTE[0], lw=2)
         feature = str(c["feature"])
         ax.set_xlabel(feature + (" (looks like a code)" if feature in suspect else ""), fontsize=8)
-        ax.set_ylabel(f"partial dependence ({unit})", fontsize=8)
+        if k == 0:
+            ax.set_ylabel(f"partial dependence ({unit})", fontsize=8)
         ax.set_title(f"Partial dependence on {feature}", fontsize=9)
         ax.tick_params(labelsize=7)
-    return figure_to_svg(fig, alt="partial dependence curves")
+    return fig
+
+
+def _pd_curves(curves: list[dict[str, Any]], unit: str, suspect: set[str]) -> str:
+    fig = _pd_figure(curves, unit, suspect)
+    return figure_to_svg(fig, alt="partial dependence curves, one y-scale")
 
 
 def render_explain(result: SectionResult) -> str:
@@ -86,7 +93,7 @@ def render_explain(result: SectionResult) -> str:
         parts.append(
             table(
                 ["interaction (pair of features)", f"mean |component| ({unit})"],
-                [[n, f"{v:.4g}"] for n, v in f["interactions"]],
+                [[n, fmt(float(v))] for n, v in f["interactions"]],  # one precision per table
                 caption="Strongest pairwise interactions",
             )
         )

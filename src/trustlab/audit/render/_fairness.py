@@ -9,7 +9,7 @@ import numpy as np
 
 from trustlab.audit._thresholds import MAX_DIFFERENCE
 from trustlab.audit.html import checks_list, fmt, fmt_ci, notes_list, table
-from trustlab.audit.plots import PALETTE, bar_legend, figure_to_svg, new_grid
+from trustlab.audit.plots import MEASURE_COLOURS, PALETTE, bar_legend, figure_to_svg, new_grid
 from trustlab.audit.section import SectionResult
 
 __all__ = ["render_fairness"]
@@ -48,11 +48,11 @@ def _draw(axes: list[Any], attr: str, res: dict[str, Any], threshold: float) -> 
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("rate (fraction of rows)")
     ax.set_title(f"Rates by {attr} (95% intervals)", fontsize=10)
-    bar_legend(ax, fontsize=7, loc="lower right")
+    bar_legend(ax)  # right of the panel: it covers no bar
     vals = np.array([res["differences"][k] for k in _DIFFS], dtype=float)
     ci = np.array([res["difference_intervals"][k] for k in _DIFFS], dtype=float)
     err = np.abs(np.vstack([vals - ci[:, 0], ci[:, 1] - vals]))
-    ax2.bar([0, 1], np.nan_to_num(vals), color=["#DD8452", "#55A868"], yerr=np.nan_to_num(err), capsize=4)
+    ax2.bar([0, 1], np.nan_to_num(vals), color=MEASURE_COLOURS[1], yerr=np.nan_to_num(err), capsize=4)
     ax2.axhline(threshold, color="#C44E52", ls="--", lw=1, label=f"threshold {threshold:g}")
     top = float(np.nanmax(np.append(ci[:, 1], threshold)))
     ax2.set_ylim(0, max(1.25 * threshold, 1.1 * top))
@@ -61,7 +61,7 @@ def _draw(axes: list[Any], attr: str, res: dict[str, Any], threshold: float) -> 
     ax2.set_xticks([0, 1], ["demographic\nparity", "equalized\nodds"])
     ax2.set_ylabel("difference (max - min rate)")
     ax2.set_title("Disparities (95% intervals)", fontsize=10)
-    bar_legend(ax2, fontsize=7, loc="upper right")
+    bar_legend(ax2, loc="upper right")
 
 
 def render_fairness(result: SectionResult) -> str:
@@ -84,7 +84,7 @@ def render_fairness(result: SectionResult) -> str:
     for attr, res in by_attr.items():
         ok = res["evaluable"]
         html.append(f"<h3>By {escape(attr)}</h3>")
-        fig, axes = new_grid(1, 2, width=9.0, height=3.3, width_ratios=[2.2, 1])
+        fig, axes = new_grid(1, 2, width=10.0, height=3.3, width_ratios=[2.2, 1])
         _draw(axes[0], attr, res, MAX_DIFFERENCE)
         html.append(figure_to_svg(fig, alt=f"rates and disparities by {attr}"))
         rows = []

@@ -96,7 +96,7 @@ def _draw_bars(ax: Any, plot: dict[str, Any]) -> None:
         )
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("% of group", fontsize=8)
-    bar_legend(ax, fontsize=6, loc="upper right")
+    bar_legend(ax, fontsize=8, loc="upper right")
 
 
 def render_privacy(result: SectionResult) -> str:

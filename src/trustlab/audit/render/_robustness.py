@@ -41,10 +41,23 @@ def render_robustness(result: SectionResult) -> str:
             )
         )
         if ood["top"]:
-            columns = list(ood["top"][0]["values"])
-            rows = [[t["row"], t["score"], *(t["values"][c] for c in columns)] for t in ood["top"]]
-            wide = table(["row", "distance", *columns], rows, caption="Most unlike the training data")
-            html.append(f'<div class="wide">{wide}</div>')  # one column per feature: scrolls sideways
+            rows = [
+                [
+                    t["row"],
+                    t["score"],
+                    "; ".join(f"{u['feature']}: {u['how']}" for u in t.get("unusual", []))
+                    or "no single feature: an unusual combination",
+                ]
+                for t in ood["top"]
+            ]
+            html.append(
+                table(
+                    ["row id", "distance", "what makes it unusual"],
+                    rows,
+                    caption="Most unlike the training data (row ids only: a whole record could single a "
+                    "person out)",
+                )
+            )
     flips = figs.get("flips")
     if flips and flips.get("evaluated"):
         html.append(f"<h3>Label flips within {escape(fmt(flips['eps']))} x IQR</h3>")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
-from trustlab.audit.plots import PALETTE, figure_to_svg, new_figure
+from trustlab.audit.plots import LEGEND_FONTSIZE, MEASURE_COLOURS, figure_to_svg, new_figure
 from trustlab.audit.section import SectionResult
 
 __all__ = ["render_uncertainty"]
@@ -30,7 +30,7 @@ def _cell(r: dict[str, Any], method: str, what: str) -> str:
         return "–"
     if what == "coverage":
         return fmt_ci(m["coverage"], m["coverage_low"], m["coverage_high"])
-    return fmt_ci(m["mean_set_size"], m["set_size_low"], m["set_size_high"], digits=2)
+    return fmt_ci(m["mean_set_size"], m["set_size_low"], m["set_size_high"])  # one precision per table
 
 
 def _figure(rows: list[dict[str, Any]], target: float, threshold: float) -> str:
@@ -49,24 +49,28 @@ def _figure(rows: list[dict[str, Any]], target: float, threshold: float) -> str:
             cov,
             ypos + off,
             xerr=[cov - lo, hi - cov],
-            fmt="o",
+            fmt="os"[j],
             ms=4,
             lw=1.2,
             capsize=2,
-            color=PALETTE[j],
+            color=MEASURE_COLOURS[j],  # methods, not groups: greys
             label=f"{label} (95% interval)",
         )
     ax.axvline(target, color="black", lw=1, label=f"target 1 - alpha = {target:g}")
     ax.axvline(threshold, color="grey", lw=1, ls=":", label=f"fails at or below {threshold:g}")
     ax.set_yticks(ypos)
-    ax.set_yticklabels([r["group"] for r in shown], fontsize=7)
+    ax.set_yticklabels([r["group"] for r in shown], fontsize=8)
     low = min(threshold, *(r[m]["coverage_low"] for r in shown for m, _ in _METHODS))
     ax.set_xlim(max(0.0, low - 0.03), 1.015)
     ax.set_ylim(-0.7, len(shown) - 0.3)
     ax.set_xlabel("coverage on the evaluation rows")
     ax.set_title("Coverage per group: Kandinsky vs split conformal", fontsize=10)
     ax.legend(
-        fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22 * 4.0 / height), ncol=2, frameon=False
+        fontsize=LEGEND_FONTSIZE,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22 * 4.0 / height),
+        ncol=2,
+        frameon=False,
     )
     return figure_to_svg(fig, alt="coverage per group, Kandinsky and split conformal, with 95% intervals")
 

@@ -65,6 +65,10 @@ class RobustnessSection(RawOnlySection):
     max_ood_rows : int, default 20000
         Training rows indexed and held-out rows scored by the OOD score (seeded samples
         when there are more: the nearest-neighbour search grows with both).
+    max_levels : int, default 30
+        Levels of a category column one-hot encoded for the OOD score: the most frequent
+        training levels; the rest count as one level (a free-text or id-like column of
+        thousands of levels would otherwise make the search thousands of columns wide).
 
     See Also
     --------
@@ -86,6 +90,7 @@ class RobustnessSection(RawOnlySection):
     max_flip_share: float = 0.10
     min_group: int = 30
     max_ood_rows: int = 20_000
+    max_levels: int = 30
 
     @override
     def _raw(self, ctx: AuditContext) -> SectionResult:
@@ -102,20 +107,22 @@ class RobustnessSection(RawOnlySection):
             notes.append("Too few training or held-out rows for the nearest-neighbour score.")
             return SectionResult(self.name, self.title, {"released": False}, checks, notes)
 
-        ref, scored, ood_notes = _ood_inputs(X_train, X_test, int(self.max_ood_rows), int(ctx.random_state))
+        ref, scored, ood_notes = _ood_inputs(
+            X_train, X_test, int(self.max_ood_rows), int(ctx.random_state), int(self.max_levels)
+        )
         notes.extend(ood_notes)
         ood = tabular_ood_scores(ref, scored, n_top=int(self.n_top))
         lo, hi = ood.share_interval
-        top = []
-        for pos, score in zip(ood.top_index, ood.top_scores, strict=True):
-            row = X_test.loc[scored.index[int(pos)]]
-            top.append(
-                {
-                    "row": str(scored.index[int(pos)]),
-                    "score": float(score),
-                    "values": {str(c): _plain(row[c]) for c in X_test.columns},
-                }
-            )
+        # a row's id and what makes it unusual, never its whole record (the privacy stance:
+        # a full record of an outlier can single a person out)
+        top = [
+            {
+                "row": str(scored.index[int(pos)]),
+                "score": float(score),
+                "unusual": _unusual(ref, scored.iloc[int(pos)]),
+            }
+            for pos, score in zip(ood.top_index, ood.top_scores, strict=True)
+        ]
         figures["ood"] = {
             "n_neighbors": ood.n_neighbors,
             "threshold": ood.threshold,
@@ -293,14 +300,6 @@ def _all_groups(statuses: list[str]) -> str:
     return "pass" if statuses and set(statuses) == {"pass"} else "inconclusive"
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value if isinstance(value, int | float | str | bool) or value is None else str(value)
-
-
 class _ProbaLabels:
     """``predict`` as the most probable class, for a model that only has ``predict_proba``."""
 
@@ -311,8 +310,14 @@ class _ProbaLabels:
         return np.asarray(np.argmax(self.model.predict_proba(X), axis=1))
 
 
-def _ood_inputs(X_train: Any, X_test: Any, max_rows: int, seed: int) -> tuple[Any, Any, list[str]]:
-    """Seeded samples of at most ``max_rows`` rows each, missing numeric values at the training median."""
+def _ood_inputs(
+    X_train: Any, X_test: Any, max_rows: int, seed: int, max_levels: int = 30
+) -> tuple[Any, Any, list[str]]:
+    """The OOD score's inputs: seeded samples, missing numbers at the median, many-level columns capped.
+
+    Each frame keeps at most ``max_rows`` rows; a category column keeps its ``max_levels``
+    most frequent training levels, every other level counted as one.
+    """
     notes: list[str] = []
     rng = np.random.default_rng(seed)
     ref, scored = X_train, X_test
@@ -342,4 +347,58 @@ def _ood_inputs(X_train: Any, X_test: Any, max_rows: int, seed: int) -> tuple[An
                 f"{missing:,} missing or infinite numeric values were set to the training median for the "
                 "OOD score only (such a value then counts as typical)."
             )
+    capped = []
+    for c in ref.columns:
+        if c in numeric:
+            continue
+        counts = ref[c].astype(object).value_counts(dropna=True)
+        if len(counts) <= max_levels:
+            continue
+        keep = set(counts.index[:max_levels])
+        ref = ref.assign(**{c: _capped(ref[c], keep)})
+        scored = scored.assign(**{c: _capped(scored[c], keep)})
+        capped.append(f"{c} ({len(counts):,} levels)")
+    if capped:
+        notes.append(
+            f"Many-level column(s) {', '.join(capped)}: the OOD score one-hot encodes the {max_levels} "
+            "most frequent training levels of each and counts every other level as one, "
+            f"'{_OTHER}' (a free-text or id-like column says little about how unusual a row is)."
+        )
     return ref, scored, notes
+
+
+_OTHER = "(other level)"
+
+
+def _capped(values: Any, keep: set[Any]) -> Any:
+    """A category column with every level outside ``keep`` (missing values kept) as :data:`_OTHER`."""
+    col = values.astype(object)
+    return col.where(col.isna() | col.isin(keep), _OTHER)
+
+
+def _unusual(ref: Any, row: Any, n: int = 3) -> list[dict[str, Any]]:
+    """The (at most ``n``) features that make ``row`` most unlike the training rows ``ref``.
+
+    A numeric feature scores its distance from the training median in training IQRs (the
+    OOD score's unit); a category scores 1 when its level is rarer than 5% of the training
+    rows. Only the feature and the size of the difference are returned, never the value.
+    """
+    out = []
+    for c in ref.columns:
+        col = ref[c]
+        if pd.api.types.is_numeric_dtype(col) and not isinstance(col.dtype, pd.CategoricalDtype):
+            x = np.asarray(col, dtype=float)
+            q1, med, q3 = np.nanpercentile(x, [25, 50, 75])
+            iqr = q3 - q1 if q3 > q1 else (np.nanmax(x) - np.nanmin(x)) or 1.0
+            z = (float(row[c]) - med) / iqr
+            if np.isfinite(z) and abs(z) >= 1.5:
+                side = "above" if z > 0 else "below"
+                out.append({"feature": str(c), "score": abs(z), "how": f"{abs(z):.1f} IQR {side} the median"})
+        else:
+            missing = bool(pd.isna(row[c]))
+            share = float(col.isna().mean() if missing else (col.astype(object) == row[c]).mean())
+            what = "missing, as in" if missing else "a level of"
+            if share < 0.05:
+                out.append({"feature": str(c), "score": 1.0, "how": f"{what} {share:.1%} of training rows"})
+    out.sort(key=lambda d: -d["score"])
+    return out[:n]
