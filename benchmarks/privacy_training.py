@@ -22,7 +22,6 @@ trustlab gets ``n_hint = n`` so both divide by the same constant):
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 import warnings
@@ -60,6 +59,7 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
 def _opacus(Xtr: Any, ytr: Any, Xte: Any, yte: Any, model: str, sigma: float) -> tuple[float, float, float]:
     import torch
     from opacus import PrivacyEngine
+    from opacus.data_loader import DPDataLoader
 
     warnings.filterwarnings("ignore")
     d = Xtr.shape[1]
@@ -71,11 +71,9 @@ def _opacus(Xtr: Any, ytr: Any, Xte: Any, yte: Any, model: str, sigma: float) ->
         net = torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     xt = torch.as_tensor(Xtr, dtype=torch.float32)
     yt = torch.as_tensor(ytr, dtype=torch.float32)
-    batches = round(1 / Q)  # Opacus's sample rate is 1 / len(loader): exactly Q
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(xt, yt), batch_size=math.ceil(len(ytr) / batches)
-    )
-    assert len(loader) == batches, (len(loader), batches)
+    # Opacus's sample rate is 1 / len(loader): a Poisson DPDataLoader at rate Q has 1 / Q batches
+    loader = DPDataLoader(torch.utils.data.TensorDataset(xt, yt), sample_rate=Q)
+    assert len(loader) == round(1 / Q), len(loader)
     opt = torch.optim.SGD(net.parameters(), lr=LR)
     engine = PrivacyEngine(accountant="prv")
     net, opt, loader = engine.make_private(
@@ -84,7 +82,7 @@ def _opacus(Xtr: Any, ytr: Any, Xte: Any, yte: Any, model: str, sigma: float) ->
         data_loader=loader,
         noise_multiplier=sigma,
         max_grad_norm=CLIP,
-        poisson_sampling=True,
+        poisson_sampling=False,  # the loader above is already Poisson at rate Q
     )
     loss = torch.nn.BCEWithLogitsLoss()
     start = time.perf_counter()

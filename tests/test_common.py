@@ -48,6 +48,7 @@ PACKAGES = (
     "trustlab.explain",
     "trustlab.unlearning",
     "trustlab.security",
+    "trustlab.theory",
 )
 """Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
 

@@ -34,6 +34,7 @@ PACKAGES = (
     "trustlab.security",
     "trustlab.uncertainty",
     "trustlab.unlearning",
+    "trustlab.theory",
 )
 
 PENDING: set[str] = set()

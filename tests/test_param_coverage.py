@@ -44,6 +44,7 @@ PACKAGES = (
     "trustlab.compute",
     "trustlab.unlearning",
     "trustlab.security",
+    "trustlab.theory",
 )
 
 _SAMPLER = (

@@ -1,25 +1,45 @@
 """The ``trustlab`` command line: thin, it parses, calls the library, prints.
 
 Exit codes: 0 ok, 2 bad input (one line on stderr naming the flag or column and what is
-allowed; never a traceback), 1 internal error (a bug: please report it).
+allowed; never a traceback), 1 internal error (a bug: please report it), 130 interrupted
+(Ctrl-C, at any moment: "aborted.", no traceback).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
+import signal
 import sys
-from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Any
 
-import click
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from trustlab.errors import ParameterError, TrustlabError
+def _aborted_while_loading(signum: int, frame: Any) -> None:
+    """Ctrl-C while the libraries load (seconds on a busy machine): one word and exit 130, no traceback."""
+    sys.stderr.write("aborted.\n")
+    raise SystemExit(130)
+
+
+try:
+    _previous_sigint: Any = signal.signal(signal.SIGINT, _aborted_while_loading)
+except ValueError:  # imported outside the main thread: nothing to catch there
+    _previous_sigint = None
+try:
+    import json
+    import os
+    import secrets
+    import warnings
+    from pathlib import Path
+    from typing import Annotated, NoReturn
+
+    import click
+    import typer
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from trustlab.errors import ParameterError, TrustlabError
+finally:
+    if _previous_sigint is not None:
+        signal.signal(signal.SIGINT, _previous_sigint)
 
 app = typer.Typer(
     add_completion=False,
@@ -110,7 +130,7 @@ def _audit_dask(
     target: str | None,
     sensitive: str | None,
     model: str,
-    out: Path,
+    out: str,
     sample_rows: int,
     timeout: float,
     private: bool,
@@ -238,9 +258,9 @@ def audit(
     target: Annotated[str | None, typer.Option(help="Binary outcome column.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column(s), comma-separated.")] = None,
     model: Annotated[str, typer.Option(help="hgb | xgboost | lightgbm | logistic | PATH.pkl")] = "hgb",
-    out: Annotated[Path, typer.Option(help="Output folder for report.html and report.json.")] = Path(
-        "trustlab-report"
-    ),
+    out: Annotated[
+        str, typer.Option(help="Output folder for report.html and report.json.")
+    ] = "trustlab-report",  # text, not Path: typer reads "" as "." and --out "" must be refused
     private: Annotated[
         bool, typer.Option("--private", help="Release every figure with differential privacy.")
     ] = False,
@@ -371,6 +391,12 @@ def audit(
             raise TrustlabError(
                 f"--alpha must lie strictly between 0 and 1 (e.g. 0.1 for 90% coverage), got {alpha}.",
                 argument="--alpha",
+            )
+        if (proxy is None) != (proxy_error is None):
+            raise TrustlabError(
+                "--proxy and --proxy-error go together: name the column of proxy groups (--proxy COL) "
+                "and its public error rate (--proxy-error 0.1), or neither.",
+                argument="--proxy" if proxy is None else "--proxy-error",
             )
         from trustlab.audit.sections.fairness import FairnessSection
 
@@ -504,9 +530,9 @@ def _write_text_atomically(path: Path, text: str) -> None:
         ) from None
 
 
-def _click_errors(name: str) -> tuple[type[BaseException], ...]:
-    """Click's exception class ``name``, and typer's vendored copy of it where typer has one."""
-    found: list[type[BaseException]] = [getattr(click.exceptions, name)]
+def _click_errors(name: str, *more: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """Click's exception class ``name`` and typer's vendored copy of it where typer has one, and ``more``."""
+    found: list[type[BaseException]] = [getattr(click.exceptions, name), *more]
     try:
         from typer._click import exceptions as vendored  # typer >= 0.20 ships its own click
     except ImportError:
@@ -517,6 +543,16 @@ def _click_errors(name: str) -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Library warnings of a run that succeeded, one line each (once per message); dropped after an error."""
+    seen: set[str] = set()
+    for w in caught:
+        line = _one_line(f"{w.category.__name__}: {w.message}")
+        if line not in seen:
+            seen.add(line)
+            err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``trustlab`` console script.
 
@@ -524,9 +560,13 @@ def main(argv: list[str] | None = None) -> None:
     like every other user error; an unexpected exception is a bug: it prints its
     traceback and exits 1.
     """
-    command = typer.main.get_command(app)
     try:
-        code = command.main(args=argv, prog_name="trustlab", standalone_mode=False)
+        with warnings.catch_warnings(record=True) as caught:  # not mixed into the one error line
+            warnings.simplefilter("default")
+            command = typer.main.get_command(app)
+            code = command.main(args=argv, prog_name="trustlab", standalone_mode=False)
+        if code in (0, None):
+            _show_warnings(caught)
     except _click_errors("NoArgsIsHelpError") as exc:
         ctx = getattr(exc, "ctx", None)
         typer.echo(ctx.get_help() if ctx is not None else str(exc))
@@ -541,9 +581,9 @@ def main(argv: list[str] | None = None) -> None:
             soft_wrap=True,
         )
         sys.exit(2)
-    except _click_errors("Abort"):
+    except _click_errors("Abort", KeyboardInterrupt):
         err.print("aborted.")
-        sys.exit(1)
+        sys.exit(130)
     except Exception as exc:
         err.print_exception()
         err.print(f"[bold red]internal error:[/] {escape(_one_line(exc))}. Please report it.")

@@ -14,6 +14,7 @@ SECTIONS = [
     "data",
     "performance",
     "fairness",
+    "errors",
     "targeting",
     "privacy",
     "explain",

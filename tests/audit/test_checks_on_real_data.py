@@ -153,3 +153,30 @@ def test_private_model_that_cannot_score_exit_2(tmp_path, capsys):
     assert stop.value.code == 2
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error (--model):") and "'b'" in lines[0], err
+
+
+def test_summary_ranks_findings_and_links_each_once():
+    from trustlab.audit.section import Check, SectionResult
+    from trustlab.audit.summary import findings
+
+    perf = SectionResult(
+        "performance",
+        "Performance",
+        {},
+        [Check("Calibration", None, "ECE 0.2", status="inconclusive"), Check("X", None, "d", status="fail")],
+    )
+    fair = SectionResult("fairness", "Fairness", {}, [Check("Gap", None, "0.0", status="pass", vacuous=True)])
+    meta = {
+        "column_flags": [
+            {"column": "nr", "kind": "entity_id", "meaning": "m", "detail": "d", "dropped": True},
+        ],
+        "private": True,
+        "model": "DP-SGD logistic regression",
+        "model_status": "trained; 'hgb' has no DP trainer in trustlab, so a logistic regression was trained",
+    }
+    found = findings([perf, fair], meta)
+    assert [f["severity"] for f in found] == ["fail", "warning", "warning", "inconclusive", "vacuous"]
+    assert "not 'hgb'" in found[1]["text"] and "--group nr" in found[2]["action"]
+    assert all(f["section"] in ("performance", "fairness", "data") for f in found)
+    # with the group declared, the panel is no longer a finding
+    assert len(findings([perf, fair], meta | {"group": "nr"})) == len(found) - 1

@@ -72,12 +72,14 @@ def test_boxplots_charge_the_accountant(func):
 
 @pytest.mark.parametrize("func", [dp_boxplot_stats, grouped_dp_boxplot], ids=lambda f: f.__name__)
 def test_boxplots_refuse_before_drawing(func, monkeypatch):
-    import trustlab.privacy.boxplot as boxplot_module
+    import trustlab.privacy._boxplot_core as box_core
+    import trustlab.privacy._boxplot_grouped as box_grouped
 
     def no_noise(*args, **kwargs):  # pragma: no cover - reached only on a bug
         raise AssertionError("noise drawn before the budget was checked")
 
-    monkeypatch.setattr(boxplot_module, "add_discrete_laplace", no_noise)
+    for module in (box_core, box_grouped):  # every draw of a box and of the group sizes
+        monkeypatch.setattr(module, "add_discrete_laplace", no_noise)
     acc = Accountant(0.5)
     with pytest.raises(BudgetExceededError):
         CALLS[func](accountant=acc)

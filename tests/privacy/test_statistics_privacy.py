@@ -368,9 +368,11 @@ def test_mean_is_nan_exactly_when_the_noisy_count_is_below_one(monkeypatch):
 
         return draw
 
-    monkeypatch.setattr(stats_module, "add_discrete_laplace", fixed(0))
+    for module in (stats_module, sums_module):
+        monkeypatch.setattr(module, "add_discrete_laplace", fixed(0))
     assert math.isnan(dp_mean([], (0, 1), 1.0)[0])  # count 0 + 0
-    monkeypatch.setattr(stats_module, "add_discrete_laplace", fixed(1))
+    for module in (stats_module, sums_module):
+        monkeypatch.setattr(module, "add_discrete_laplace", fixed(1))
     m, _ = dp_mean([], (2.0, 3.0), 1.0)  # count 1, sum 0 + 1 unit
     assert 2.0 <= m <= 3.0
 

@@ -58,6 +58,7 @@ from trustlab.audit.split import (
     split_from_hash,
     training_sample,
 )
+from trustlab.audit.summary import mark_vacuous
 from trustlab.compute.backend import compute
 from trustlab.compute.statistics import MergeableStatistic, Several, ValueCounts
 from trustlab.datasets.loaders import check_parquet_schemas, parquet_files
@@ -322,4 +323,6 @@ def run_scaled(
             "sections are left out of a distributed run.",
         },
     }
+    results, skill = mark_vacuous(results)
+    report_meta["no_skill"] = skill
     return AuditReport(meta=report_meta, results=results, sections=sections, ledger=[])

@@ -46,6 +46,7 @@ from trustlab.audit.sections._columns import category_codes
 from trustlab.audit.sections.data import DataSection, private_statistics
 from trustlab.audit.sections.privacy import PrivacySection, group_statistics
 from trustlab.audit.split import row_hash, sample_rate, split_from_hash, training_sample
+from trustlab.audit.summary import mark_vacuous
 from trustlab.compute.backend import compute
 from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.compute.statistics import MergeableStatistic
@@ -360,7 +361,7 @@ def run_scaled_private(
         ctx._shared[_TABLE_KEY] = private_prediction_table(
             counts, sens, held.levels, budgets["predictions"], seed
         )
-    results = compute_sections(sections, ctx, budgets, step)
+    results, skill = mark_vacuous(compute_sections(sections, ctx, budgets, step))
     workers = len(client.scheduler_info().get("workers", {})) if client is not None else 0
     meta = run_meta(
         dataset=dataset_name or Path(path).name,
@@ -376,6 +377,7 @@ def run_scaled_private(
         epsilon=runner.epsilon,
     )
     meta |= private_meta(schema, trained_privately=True, delta=runner.delta)
+    meta["no_skill"] = skill
     meta |= {
         "scale": {
             "backend": "dask",

@@ -345,8 +345,8 @@ class Audit:
         only ``group`` is taken out of the features.
         """
         keep = column_names(self.keep, "keep")
-        check_group(prep.raw.columns, self.group, target, prep.sensitive)
-        check_keep(prep.raw.columns, keep)
+        check_group(list(prep.raw.columns), self.group, target, prep.sensitive)
+        check_keep(list(prep.raw.columns), keep)
         features = [c for c in prep.features if c != self.group]
         flags: list[dict[str, Any]] = []
         if not self.private:

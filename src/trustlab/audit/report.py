@@ -7,6 +7,7 @@ import math
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -277,6 +278,12 @@ def _check_replaceable(out: Path) -> bool:
             "(or of a previous report's folder, which is replaced).",
             argument="out_dir",
         )
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ParameterError(
+            f"out_dir {str(out)!r} is read-only; trustlab does not replace a folder you protected: "
+            "make it writable (chmod u+w) or choose another folder.",
+            argument="out_dir",
+        )
     try:
         others = sorted(p.name for p in out.iterdir() if p.name not in REPORT_FILES)
     except OSError as exc:
@@ -322,7 +329,8 @@ def _replace_folder(out: Path, contents: Mapping[str, str]) -> None:
     old: Path | None = None
     try:
         _write_files(tmp, contents)
-        if exists:
+        if exists:  # the new folder keeps the permissions the user gave the old one
+            os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
             old = out.parent / f".{out.name}.old-{secrets.token_hex(4)}"
             os.rename(out, old)
         try:

@@ -281,7 +281,9 @@ def _whole(values: pd.Series) -> bool:
         return False
     if _is_number(values):
         num = values.dropna().to_numpy(dtype=float)
-        return bool(num.size and np.all(np.isfinite(num)) and np.all(num == np.round(num)))
+        # beyond 2**53 every float is a whole number: those are measurements, not ids
+        small = np.all(np.abs(num) < 2.0**53) if num.size else False
+        return bool(num.size and small and np.all(num == np.round(num)))
     return True
 
 

@@ -169,6 +169,8 @@ def _action(section: str, check: Check) -> str:
             "recalibrate the scores (e.g. isotonic regression on held-out rows) before reading "
             "them as probabilities"
         )
+    if name == "Missing values":
+        return "impute the columns named, or leave them out with --ignore COL (Audit(ignore=[...]))"
     if section == "fairness":
         return "read the error analysis and evaluate a post-processing (--mitigate equalized_odds)"
     return f"read the {section} section"
@@ -197,6 +199,25 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
                 action = f"kept as a feature as asked (--keep {c}); the figures may be too good to be true"
         out.append({"severity": "warning", "section": "data", "text": text, "action": action})
     return out
+
+
+def _model_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Private mode: say at the top when the audited model is not the one the user named."""
+    status = str(meta.get("model_status", ""))
+    if not meta.get("private") or "no DP trainer" not in status:
+        return []
+    asked = status.split("; '")[1].split("'")[0] if "; '" in status else "the model named"
+    return [
+        {
+            "severity": "warning",
+            "section": "performance",
+            "text": f"The audited model is trustlab's {meta.get('model')}, trained under the privacy "
+            f"budget, not '{asked}': trustlab has no DP trainer for it. Its figures describe the DP "
+            "model, which usually scores below a non-private one.",
+            "action": "to audit your own model privately, train it on other data and pass it with "
+            "--model PATH",
+        }
+    ]
 
 
 def _slice_findings(results: Sequence[SectionResult]) -> list[dict[str, Any]]:
@@ -279,7 +300,7 @@ def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dic
                     "action": action,
                 }
             )
-    by["warning"] = _flag_findings(meta) + _slice_findings(results)
+    by["warning"] = _model_findings(meta) + _flag_findings(meta) + _slice_findings(results)
     for kind in SEVERITIES[1:]:
         out += by[kind]
     return out

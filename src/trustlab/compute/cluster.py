@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numbers
 import re
+import socket
+import struct
+import time
 from typing import Any
 
 from trustlab._param_validation import Interval, validate_params
@@ -97,6 +100,8 @@ def connect(
     if "://" not in address:
         address = "tcp://" + address
     try:
+        if address.startswith("tcp://"):
+            _probe(address, float(timeout))
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError) as exc:
         raise ParameterError(
@@ -104,3 +109,55 @@ def connect(
             "start one (dask scheduler) and check the address and port, or use --dask local.",
             argument="dask",
         ) from None
+
+
+_MAX_HANDSHAKE_FRAMES = 64  # a scheduler's first message has a few frames; "HTTP/1.1" reads as ~3.6e18
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Check, within ``timeout`` seconds, that a Dask scheduler speaks at the ``tcp://`` ``address``.
+
+    A scheduler writes its handshake as soon as it accepts a connection; its first eight
+    bytes are the message's frame count (little-endian). A service that stays silent, or
+    whose first bytes are not a plausible count (an HTTP server's reply), is not one:
+    without this check the Dask client waits past its timeout on a silent service, and on
+    an HTTP reply tries to allocate exabytes.
+
+    Raises
+    ------
+    ParameterError
+        ``argument="dask"``: the service is not a Dask scheduler.
+    OSError
+        Nothing accepts connections there (the caller says so).
+    """
+    host, _, port = address[len("tcp://") :].rpartition(":")
+    host = host.strip("[]")
+    deadline = time.monotonic() + timeout
+    with socket.create_connection((host, int(port)), timeout=timeout) as conn:
+        head = b""
+        why = ""
+        while len(head) < 8:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = f"the service there accepted the connection but said nothing within {timeout:g} s"
+                break
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(8 - len(head))
+            except TimeoutError:
+                continue
+            if not chunk:
+                why = "the service there closed the connection without a Dask handshake"
+                break
+            head += chunk
+    if not why:
+        (frames,) = struct.unpack("<Q", head)
+        if 1 <= frames <= _MAX_HANDSHAKE_FRAMES:
+            return
+        shown = head.decode("ascii", "replace") if head[:4].isascii() and head[:4].isalpha() else head.hex()
+        why = f"the service there answered {shown!r}..., not a Dask handshake (an HTTP or other server?)"
+    raise ParameterError(
+        f"no Dask scheduler at {address}: {why}; check the address and port (a scheduler listens on 8786 "
+        "by default), or use --dask local.",
+        argument="dask",
+    )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import lzma
 import os
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +79,10 @@ def load_table(
     if p.is_dir():
         raise DataError(f"data path {str(p)!r} is a folder; give a CSV or Parquet file.", argument="data")
     suffix = p.suffix.lower()
+    sep = ","
     try:
         if suffix in _PARQUET:
+            _check_flat_parquet(p)
             df = pd.read_parquet(p)
         elif suffix in _CSV:
             sep = "\t" if ".tsv" in [s.lower() for s in p.suffixes] else ","
@@ -90,10 +95,33 @@ def load_table(
             )
     except pd.errors.EmptyDataError:
         raise DataError(f"data file {p.name!r} is empty.", argument="data") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+    except (EOFError, zlib.error, zipfile.BadZipFile, lzma.LZMAError) as exc:
+        raise DataError(
+            f"data file {p.name!r} is truncated or damaged ({type(exc).__name__}: "
+            f"{exc or 'the compressed data ends early'}); copy or download it again.",
+            argument="data",
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"data file {p.name!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); if it is "
+            "Latin-1 or Windows-1252, re-save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 IN > OUT).",
+            argument="data",
+        ) from None
+    except (pd.errors.ParserError, OSError, ValueError) as exc:
         if isinstance(exc, DataError):
             raise
         raise DataError(f"data file {p.name!r} could not be read ({exc}).", argument="data") from None
+    if df.shape[1] == 1:
+        other = next((c for c in (";", "\t", "|", ",") if c != sep and c in str(df.columns[0])), None)
+        if other is not None:
+            shown = {"\t": "tab"}.get(other, other)
+            raise DataError(
+                f"data file {p.name!r} reads as one column {str(df.columns[0])[:60]!r}: it looks "
+                f"{shown!r}-separated, and trustlab reads comma-separated .csv and tab-separated .tsv "
+                f"files; re-save it with commas (pandas: read_csv(path, sep={other!r}).to_csv(new, "
+                "index=False)).",
+                argument="data",
+            )
     if df.shape[0] == 0 and not allow_empty:
         raise DataError(f"data file {p.name!r} has a header but no rows.", argument="data")
     unnamed = [c for c in df.columns if str(c).startswith("Unnamed: 0")]
@@ -107,6 +135,25 @@ def load_table(
         if not pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
             df[col] = df[col].astype("category")
     return df
+
+
+def _check_flat_parquet(path: Path) -> None:
+    """Refuse a Parquet file with a list, struct or map column (the audit reads flat columns)."""
+    import pyarrow.parquet as pq
+    import pyarrow.types as pat
+
+    try:
+        schema = pq.read_schema(path)
+    except Exception:
+        return  # pandas' read says what is wrong with the file
+    nested = [f.name for f in schema if pat.is_nested(f.type)]
+    if nested:
+        raise DataError(
+            f"data file {path.name!r} has column(s) {nested[:5]} of nested type (list, struct or map); "
+            "the audit reads flat columns: flatten them into one column per value, or drop them from "
+            "the file.",
+            argument="data",
+        )
 
 
 def _refuse_duplicate_header(path: Path, sep: str) -> None:
@@ -153,7 +200,8 @@ def parquet_files(path: str | Path) -> list[Path]:
     Raises
     ------
     DataError
-        The path does not exist, or names no Parquet file.
+        The path does not exist, names no Parquet file, or is a folder that also holds
+        files of another kind (named: --dask would skip them silently).
 
     Examples
     --------
@@ -166,14 +214,29 @@ def parquet_files(path: str | Path) -> list[Path]:
     p = Path(path)
     if not p.exists():
         raise DataError(f"data path {str(p)!r} does not exist; check the path.", argument="data")
-    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.suffix.lower() in _PARQUET)
-    if not files or any(f.suffix.lower() not in _PARQUET for f in files):
+    found = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file() and not _hidden(f, p))
+    others = [f for f in found if f.suffix.lower() not in _PARQUET]
+    files = [f for f in found if f.suffix.lower() in _PARQUET]
+    if files and others:
+        shown = ", ".join(str(f.relative_to(p)) for f in others[:5]) + (", ..." if len(others) > 5 else "")
+        raise DataError(
+            f"data folder {str(p)!r} holds {len(others)} file(s) that are not Parquet ({shown}) beside "
+            f"{len(files)} Parquet file(s); --dask reads the folder's Parquet files only: move the other "
+            "files out (or convert a table with pandas.DataFrame.to_parquet) so that none is skipped.",
+            argument="data",
+        )
+    if not files:
         raise DataError(
             f"data path {str(p)!r} holds no Parquet file (.parquet or .pq); --dask reads Parquet "
             "only: convert the table (pandas.DataFrame.to_parquet).",
             argument="data",
         )
     return files
+
+
+def _hidden(f: Path, root: Path) -> bool:
+    """Bookkeeping files of dataset writers (``_SUCCESS``, ``_metadata``, ``.crc``): not data."""
+    return any(part.startswith((".", "_")) for part in f.relative_to(root).parts)
 
 
 def check_parquet_schemas(

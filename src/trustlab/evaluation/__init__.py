@@ -1,5 +1,6 @@
-"""trustlab.evaluation: model-similarity (CAPA, error consistency) and ranking-based harm metrics."""
+"""trustlab.evaluation: model similarity (CAPA, error consistency), ranking-based harm, train-test overlap."""
 
+from trustlab.evaluation.overlap import OverlapReport, train_test_overlap
 from trustlab.evaluation.ranking import (
     HarmRanking,
     RankingScores,
@@ -12,6 +13,7 @@ from trustlab.evaluation.similarity import capa, capa_matrix, error_consistency
 
 __all__: list[str] = [
     "HarmRanking",
+    "OverlapReport",
     "RankingScores",
     "capa",
     "capa_matrix",
@@ -20,4 +22,5 @@ __all__: list[str] = [
     "harm_ranking",
     "hodgerank_scores",
     "rank_centrality_scores",
+    "train_test_overlap",
 ]

@@ -109,7 +109,7 @@ def brace(
     --------
     >>> import numpy as np, pandas as pd
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from trustlab.explain.counterfactual import brace, wachter
+    >>> from trustlab.explain.counterfactual import brace, brace_path, deep_backtracking, wachter
     >>> from trustlab.explain.scm import LinearSCM
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(size=1000)
@@ -124,7 +124,15 @@ def brace(
     >>> bool(np.allclose(scm.generate(cf.u_cf), cf.x_cf))
     True
     >>> w = wachter(clf, scm, x, target=1)
-    >>> bool(w.d_x <= cf.d_x and cf.d_u <= w.d_u)
+    >>> w.method, w.lam, bool(w.d_x <= cf.d_x and cf.d_u <= w.d_u)
+    ('wachter', 0.0, True)
+    >>> int(np.count_nonzero(w.x_cf != w.x))
+    1
+    >>> db = deep_backtracking(clf, scm, x, target=1)
+    >>> db.method, db.valid, bool(db.d_u <= cf.d_u)
+    ('deep_backtracking', True, True)
+    >>> path = brace_path(clf, scm, x, [0, 1, 10, np.inf], target=1)  # Wachter to deep backtracking
+    >>> bool(all(np.diff([r.d_u for r in path]) <= 1e-9))
     True
     >>> boxed = brace(clf, scm, x, target=1, bounds={"a": (None, -0.5)})
     >>> boxed.status, bool(boxed.x_cf[0] <= -0.5)
@@ -180,6 +188,15 @@ def brace(
     return make_result(p, x_cf, method, "search", status, calls, notes=notes)
 
 
+def _at_fixed_lam(
+    name: str, lam: float, model: Any, scm: AdditiveNoiseSCM, x: Any, target: Any, kwargs: dict[str, Any]
+) -> CounterfactualResult:
+    """:func:`brace` at the ``lam`` that defines the special case ``name`` (which then refuses ``lam``)."""
+    if "lam" in kwargs:
+        raise ParameterError(f"{name} fixes lam = {lam:g}; call brace(..., lam=...) instead.", argument="lam")
+    return brace(model, scm, x, target, lam=lam, **kwargs)
+
+
 def wachter(
     model: Any, scm: AdditiveNoiseSCM, x: Any, target: Any = None, **kwargs: Any
 ) -> CounterfactualResult:
@@ -187,14 +204,14 @@ def wachter(
 
     Parameters
     ----------
-    model, scm, x, target
-        As in :func:`brace`.
-    **kwargs
-        Passed to :func:`brace` (``immutable``, ``bounds``, ``solver``, ``time_limit``, ...).
+    model, scm, x, target, **kwargs
+        As in :func:`brace`, which takes every keyword here but ``lam`` (``immutable``, ``bounds``,
+        ``solver``, ``time_limit``, ...).
 
     Returns
     -------
     CounterfactualResult
+        With ``method="wachter"`` and ``lam=0``.
 
     References
     ----------
@@ -204,22 +221,10 @@ def wachter(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from trustlab.explain.counterfactual import wachter
-    >>> from trustlab.explain.scm import LinearSCM
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
-    >>> X = pd.DataFrame({"a": a, "b": b})
-    >>> clf = LogisticRegression().fit(X, (a + b > 0).astype(int))
-    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
-    >>> w = wachter(clf, scm, [-1.0, -1.0], target=1)
-    >>> w.method, w.lam, int(np.count_nonzero(w.x_cf != w.x))
-    ('wachter', 0.0, 1)
+    See :func:`brace`, whose example sets Wachter's counterfactual and deep backtracking
+    against BRACE's on one instance.
     """
-    if "lam" in kwargs:
-        raise ParameterError("wachter fixes lam = 0; call brace(..., lam=...) instead.", argument="lam")
-    return brace(model, scm, x, target, lam=0.0, **kwargs)
+    return _at_fixed_lam("wachter", 0.0, model, scm, x, target, kwargs)
 
 
 def deep_backtracking(
@@ -229,14 +234,13 @@ def deep_backtracking(
 
     Parameters
     ----------
-    model, scm, x, target
-        As in :func:`brace`.
-    **kwargs
-        Passed to :func:`brace` (``immutable``, ``bounds``, ``solver``, ``time_limit``, ...).
+    model, scm, x, target, **kwargs
+        As in :func:`wachter`.
 
     Returns
     -------
     CounterfactualResult
+        With ``method="deep_backtracking"`` and ``lam=inf``.
 
     References
     ----------
@@ -246,24 +250,9 @@ def deep_backtracking(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from trustlab.explain.counterfactual import brace, deep_backtracking
-    >>> from trustlab.explain.scm import LinearSCM
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
-    >>> X = pd.DataFrame({"a": a, "b": b})
-    >>> clf = LogisticRegression().fit(X, (a + b > 0).astype(int))
-    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
-    >>> db = deep_backtracking(clf, scm, [-1.0, -1.0], target=1)
-    >>> db.method, db.valid, bool(db.d_u <= brace(clf, scm, [-1.0, -1.0], target=1).d_u)
-    ('deep_backtracking', True, True)
+    See :func:`brace`, whose example compares the three on one instance.
     """
-    if "lam" in kwargs:
-        raise ParameterError(
-            "deep_backtracking fixes lam = inf; call brace(..., lam=...) instead.", argument="lam"
-        )
-    return brace(model, scm, x, target, lam=math.inf, **kwargs)
+    return _at_fixed_lam("deep_backtracking", math.inf, model, scm, x, target, kwargs)
 
 
 def brace_path(
@@ -289,19 +278,8 @@ def brace_path(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from trustlab.explain.counterfactual import brace_path
-    >>> from trustlab.explain.scm import LinearSCM
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.normal(size=500); b = a + 0.5 * rng.normal(size=500)
-    >>> X = pd.DataFrame({"a": a, "b": b})
-    >>> clf = LogisticRegression().fit(X, (a + b > 0).astype(int))
-    >>> scm = LinearSCM({"a": [], "b": ["a"]}).fit(X)
-    >>> path = brace_path(clf, scm, [-1.0, -1.0], [0, 1, 10, np.inf], target=1)
-    >>> d_u = [r.d_u for r in path]
-    >>> bool(all(np.diff(d_u) <= 1e-9))
-    True
+    See :func:`brace`, whose example runs the path from Wachter's counterfactual (``lam = 0``)
+    to deep backtracking (``lam = inf``).
     """
     lam_list = list(lams) if isinstance(lams, Iterable) and not isinstance(lams, str) else []
     if not lam_list:

@@ -50,6 +50,14 @@ def _names(names: Any, argument: str) -> tuple[str, ...]:
     return out
 
 
+def _difference(index: Mapping[str, int], d: int, plus: str, minus: str, k: float) -> np.ndarray:
+    """The row vector of ``v[plus] - k * v[minus]`` over the ``d`` features."""
+    r = np.zeros(d)
+    r[index[plus]] += 1.0
+    r[index[minus]] -= k
+    return r
+
+
 @dataclass(frozen=True)
 class _FeatureGroup:
     """Named features that a joint constraint ties together (checked, at least one, each once)."""
@@ -124,14 +132,12 @@ class Thermometer(_FeatureGroup):
         Returns
         -------
         list of (numpy.ndarray, numpy.ndarray, float)
-            As in :meth:`OneHot.rows`.
+            As in :meth:`OneHot.rows`; two per adjacent pair of indicators.
         """
         out = []
         z = np.zeros(d)
         for hi, lo in zip(self.names[:-1], self.names[1:], strict=True):
-            r = np.zeros(d)
-            r[index[lo]] = 1.0
-            r[index[hi]] = -1.0
+            r = _difference(index, d, lo, hi, 1.0)
             out += [(r, r.copy(), 0.0), (r.copy(), z, 0.0)]
         return out
 
@@ -192,14 +198,12 @@ class DirectionalLinkage:
         Returns
         -------
         list of (numpy.ndarray, numpy.ndarray, float)
-            As in :meth:`OneHot.rows`.
+            As in :meth:`OneHot.rows`; two per target.
         """
         out = []
         z = np.zeros(d)
         for t, k in zip(self.targets, self.scales, strict=True):
-            r = np.zeros(d)
-            r[index[t]] += 1.0
-            r[index[self.source]] -= k
+            r = _difference(index, d, t, self.source, k)
             out += [(z, r, 0.0), (z, -r, 0.0)]
         return out
 

@@ -336,7 +336,7 @@ class RobustCardinalityEstimator(ParamsValidationMixin):
         Parameters
         ----------
         keys : array-like of int, str or bytes
-            Keys to look up.
+            As in :meth:`participation`.
 
         Returns
         -------
@@ -357,7 +357,7 @@ class RobustCardinalityEstimator(ParamsValidationMixin):
         Parameters
         ----------
         keys : array-like of int, str or bytes
-            Keys to look up.
+            As in :meth:`participation`.
 
         Returns
         -------

@@ -12,16 +12,34 @@ from trustlab.theory.diffusion_gaussian import (
     sampler_w2,
     simulate_sampler,
 )
+from trustlab.theory.relu_regions import (
+    ConvexFitComparison,
+    TriangleFit,
+    TriangleNet,
+    count_linear_regions_1d,
+    fit_random_relu,
+    fit_triangle_net,
+    simulate_convex_fit,
+    theorem_scales,
+)
 
 __all__: list[str] = [
     "SCHEMES",
+    "ConvexFitComparison",
     "SamplerError",
     "SamplerSimulation",
+    "TriangleFit",
+    "TriangleNet",
     "VPSchedule",
     "continuous_covariance",
+    "count_linear_regions_1d",
+    "fit_random_relu",
+    "fit_triangle_net",
     "forward_covariance",
     "gaussian_w2",
     "sampler_covariance",
     "sampler_w2",
+    "simulate_convex_fit",
     "simulate_sampler",
+    "theorem_scales",
 ]

@@ -61,7 +61,7 @@ def render_model_inputs(inputs: dict[str, Any] | None) -> str:
         )
     screened = inputs.get("screened") or []
     if screened:
-        items = []
+        lines: list[str] = []
         for f in screened:
             how = (
                 f"left out of the model; keep it with <code>--keep {escape(f['column'])}</code> "
@@ -74,7 +74,7 @@ def render_model_inputs(inputs: dict[str, Any] | None) -> str:
                     f"; rows of one entity are on both sides of the split: declare it with "
                     f"<code>--group {escape(f['column'])}</code>"
                 )
-            items.append(
+            lines.append(
                 f"<li><strong>{escape(f['column'])}</strong> {escape(f['meaning'])} "
                 f"({escape(f['detail'])}): {how}.</li>"
             )
@@ -82,7 +82,7 @@ def render_model_inputs(inputs: dict[str, Any] | None) -> str:
             '<div class="warn"><strong>Screened columns.</strong> Before fitting, the audit looks '
             "for copies of the target or of a sensitive column, features that predict the target "
             "almost perfectly alone (leakage) and identifiers (trustlab.audit.screening):"
-            f"<ul>{''.join(items)}</ul></div>"
+            f"<ul>{''.join(lines)}</ul></div>"
         )
     if inputs.get("group"):
         parts.append(

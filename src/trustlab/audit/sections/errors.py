@@ -45,12 +45,14 @@ MAX_ROWS = 200_000
 _KEY = 0xE7707  # added to the audit's seed: the halves' own public key
 
 
-def _encode(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, Any, str]]]:
+def _encode(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, Any, str]], dict[str, list[str]]]:
     """Numbers as they are (missing as NaN); each frequent level of a text column as an indicator.
 
-    Returns the matrix and, per matrix column, ``(column, level or None, kind)``.
+    Returns the matrix, per matrix column ``(column, level or None, kind)``, and each
+    text column's levels (all of them when there are at most two).
     """
     parts, meta = [], []
+    levels: dict[str, list[str]] = {}
     for col in frame.columns:
         v = frame[col]
         if pd.api.types.is_numeric_dtype(v) and not pd.api.types.is_bool_dtype(v):
@@ -58,32 +60,63 @@ def _encode(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, Any, str]]
             meta.append((str(col), None, "number"))
             continue
         text = v.astype(object).where(v.notna(), "(missing)").astype(str)
+        levels[str(col)] = [str(x) for x in text.value_counts().index]
         for level in text.value_counts().index[:MAX_LEVELS]:
             parts.append((text == level).to_numpy(dtype=float))
             meta.append((str(col), level, "level"))
-    return (np.column_stack(parts) if parts else np.zeros((len(frame), 0))), meta
+    return (np.column_stack(parts) if parts else np.zeros((len(frame), 0))), meta, levels
 
 
-def _describe(meta: tuple[str, Any, str], threshold: float, left: bool) -> str:
-    col, level, kind = meta
-    if kind == "level":
-        return f"{col} = {level}" if not left else f"{col} ≠ {level}"
-    return f"{col} ≤ {threshold:.4g}" if left else f"{col} > {threshold:.4g}"
+_Condition = tuple[str, str, Any]  # (column, "<=" | ">" | "=" | "!=", value)
 
 
-def _leaves(tree: Any, meta: list[tuple[str, Any, str]]) -> dict[int, list[str]]:
+def _simplify(path: list[_Condition], levels: dict[str, list[str]]) -> list[str]:
+    """A leaf's conditions in words: the tightest bound per number, '= b' for '!= a' of a two-level column."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for col, _, _ in path:
+        if col in seen:
+            continue
+        seen.add(col)
+        mine = [(op, v) for c, op, v in path if c == col]
+        if col not in levels:
+            upper = min((v for op, v in mine if op == "<="), default=None)
+            lower = max((v for op, v in mine if op == ">"), default=None)
+            if lower is not None and upper is not None:
+                out.append(f"{lower:.4g} < {col} ≤ {upper:.4g}")
+            elif upper is not None:
+                out.append(f"{col} ≤ {upper:.4g}")
+            else:
+                out.append(f"{col} > {lower:.4g}")
+            continue
+        equal = [v for op, v in mine if op == "="]
+        if equal:
+            out.append(f"{col} = {equal[0]}")
+            continue
+        unequal = [str(v) for op, v in mine if op == "!="]
+        rest = [lv for lv in levels[col] if lv not in unequal]
+        if len(rest) == 1:
+            out.append(f"{col} = {rest[0]}")
+        else:
+            out.append(f"{col} ∉ {{{', '.join(unequal)}}}" if len(unequal) > 1 else f"{col} ≠ {unequal[0]}")
+    return out
+
+
+def _leaves(tree: Any, meta: list[tuple[str, Any, str]]) -> dict[int, list[_Condition]]:
     """Each leaf's conditions, from the root."""
     t = tree.tree_
-    out: dict[int, list[str]] = {}
-    stack: list[tuple[int, list[str]]] = [(0, [])]
+    out: dict[int, list[_Condition]] = {}
+    stack: list[tuple[int, list[_Condition]]] = [(0, [])]
     while stack:
         node, path = stack.pop()
         if t.children_left[node] < 0:
             out[node] = path
             continue
-        m, thr = meta[t.feature[node]], float(t.threshold[node])
-        stack.append((t.children_left[node], [*path, _describe(m, thr, True)]))
-        stack.append((t.children_right[node], [*path, _describe(m, thr, False)]))
+        (col, level, kind), thr = meta[t.feature[node]], float(t.threshold[node])
+        left: _Condition = (col, "!=", level) if kind == "level" else (col, "<=", thr)
+        right: _Condition = (col, "=", level) if kind == "level" else (col, ">", thr)
+        stack.append((t.children_left[node], [*path, left]))
+        stack.append((t.children_right[node], [*path, right]))
     return out
 
 
@@ -117,12 +150,12 @@ def error_slices(
     >>> df = pd.DataFrame({"x": rng.normal(size=4000), "g": rng.choice(["a", "b"], 4000)})
     >>> wrong = rng.random(4000) < np.where(df["x"] > 1, 0.6, 0.1)
     >>> slices, overall = error_slices(df, wrong, rng.random(4000) < 0.5)
-    >>> slices[0]["conditions"][0].startswith("x >"), slices[0]["error_rate"] > 0.4
+    >>> slices[0]["conditions"][0].startswith("1.015 < x"), slices[0]["error_rate"] > 0.4
     (True, True)
     """
     from sklearn.tree import DecisionTreeClassifier
 
-    X, meta = _encode(frame)
+    X, meta, levels = _encode(frame)
     wrong = np.asarray(wrong, dtype=bool)
     est = ~search
     n_est, k_est = int(est.sum()), int(wrong[est].sum())
@@ -146,7 +179,7 @@ def error_slices(
         lo, hi = wilson(k, n)
         slices.append(
             {
-                "conditions": conditions or ["all rows"],
+                "conditions": _simplify(conditions, levels) or ["all rows"],
                 "rows": n,
                 "errors": k,
                 "error_rate": k / n if n else float("nan"),

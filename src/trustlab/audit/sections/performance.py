@@ -58,18 +58,20 @@ def _bin_counts(binned: np.ndarray) -> list[float]:
     return [float(v) for v in c.sum(axis=(1, 2))]
 
 
-def verdict(low: float, high: float, threshold: float, *, at_most: bool) -> str:
-    """:func:`~trustlab.audit.section.interval_verdict`, but a zero-width interval is not evaluable.
+def verdict(low: float, high: float, threshold: float, *, at_most: bool, rows: float = np.inf) -> str:
+    """:func:`~trustlab.audit.section.interval_verdict`; a zero-width interval from few rows: not evaluable.
 
-    A finite interval of zero width comes from too few held-out rows (every bootstrap
-    replicate equal), not from certainty: nothing can be judged from it.
+    A finite interval of zero width from fewer than :data:`MIN_GROUP` held-out rows
+    comes from too few rows (every bootstrap replicate equal), not from certainty:
+    nothing can be judged from it. (A constant model's accuracy gain is exactly 0 in
+    every replicate of any size: that zero width is real.)
 
     Examples
     --------
-    >>> verdict(0.034, 0.034, 0.05, at_most=True), verdict(0.01, 0.04, 0.05, at_most=True)
+    >>> verdict(0.034, 0.034, 0.05, at_most=True, rows=3), verdict(0.01, 0.04, 0.05, at_most=True)
     ('not_evaluable', 'pass')
     """
-    if np.isfinite(low) and np.isfinite(high) and high - low <= 0.0:
+    if np.isfinite(low) and np.isfinite(high) and high - low <= 0.0 and rows < MIN_GROUP:
         return "not_evaluable"
     return interval_verdict(low, high, threshold, at_most=at_most)
 
@@ -174,10 +176,10 @@ BASELINE_RULE = (
 )
 
 
-def _baseline_check(b: dict[str, Any], labels: tuple[str, str]) -> Check:
+def _baseline_check(b: dict[str, Any], labels: tuple[str, str], rows: float) -> Check:
     """The model must beat predicting the majority outcome for everyone."""
     gain, (lo, hi) = b["accuracy_gain"], b["intervals"]["accuracy_gain"]
-    status = verdict(lo, hi, 0.0, at_most=False)
+    status = verdict(lo, hi, 0.0, at_most=False, rows=rows)
     if not np.isfinite(gain):
         detail = "accuracy undefined: no held-out rows"
     else:
@@ -207,7 +209,7 @@ def _group_calibration_check(attr: str, rows: list[dict[str, Any]], size: str) -
     for r in rows:
         lo, hi = r["intervals"]["ece"]
         if r["evaluable"] and np.isfinite(r["ece"]):
-            judged.append((r, verdict(lo, hi, MAX_GROUP_ECE, at_most=True)))
+            judged.append((r, verdict(lo, hi, MAX_GROUP_ECE, at_most=True, rows=r["count"])))
     small = [f"{r['group']} ({r['count']:,.0f} rows)" for r in rows if all(r is not j for j, _ in judged)]
     if not judged or all(st == "not_evaluable" for _, st in judged):
         detail = f"not evaluable: no group of {attr} is large enough" + (
@@ -294,7 +296,7 @@ class PerformanceSection(TableSection):
         baseline = majority_baseline(tab, overall_entry["accuracy"])
         labels = (str(ctx.negative_label), str(ctx.positive_label))
         checks = self._checks(tab, overall_entry, groups, short)
-        checks.insert(1, _baseline_check(baseline, labels))
+        checks.insert(1, _baseline_check(baseline, labels, overall_entry["count"]))
         if budget is not None:
             notes = [
                 "Differentially private: every figure here is post-processing of one discrete-Laplace "
@@ -327,7 +329,8 @@ class PerformanceSection(TableSection):
             "labels": {"negative": labels[0], "positive": labels[1]},
             "by_group": groups,
             "calibration_curves": curves,
-            "calibration_bin_counts": bin_counts,
+            # raw mode: rows behind each curve point (in private mode the group counts' intervals say it)
+            **({"calibration_bin_counts": bin_counts} if budget is None else {}),
             "size_rule": rules,
         }
         return SectionResult(self.name, self.title, figures, checks, notes)
@@ -341,8 +344,9 @@ class PerformanceSection(TableSection):
     ) -> list[Check]:
         auc, (alo, ahi) = overall["roc_auc"], overall["intervals"]["roc_auc"]
         ece, (elo, ehi) = overall["ece"], overall["intervals"]["ece"]
-        auc_status = verdict(alo, ahi, 0.5, at_most=False)
-        ece_status = verdict(elo, ehi, MAX_ECE, at_most=True)
+        n = overall["count"]
+        auc_status = verdict(alo, ahi, 0.5, at_most=False, rows=n)
+        ece_status = verdict(elo, ehi, MAX_ECE, at_most=True, rows=n)
         checks = [
             Check(
                 "Better than chance",
@@ -400,7 +404,9 @@ class PerformanceSection(TableSection):
                     "each): "
                     + ", ".join(f"{rows[i]['group']} ({rows[i]['count']:,.0f})" for i in idx)
                     + (f"; too small to evaluate: {', '.join(small)}" if small else ""),
-                    status=verdict(lo, hi, MAX_AUC_GAP, at_most=True),
+                    status=verdict(
+                        lo, hi, MAX_AUC_GAP, at_most=True, rows=float(min(rows[i]["count"] for i in idx))
+                    ),
                     rule=rule,
                 )
             )

@@ -1,0 +1,256 @@
+"""Train-test overlap statistics: how much of a test set appears in a training corpus.
+
+Each test instance is split into word n-grams (default 13, as GPT-3 and HELM); the share of
+them that occur in the training corpus, and whether any does, are the per-instance statistics
+that Zhang et al. (ICML 2025) ask language-model developers to publish. n-grams are hashed to
+64 bits and matched with NumPy, in time linear in the corpus for a fixed ``n``. See
+``docs/evaluation/overlap.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from trustlab._param_validation import Interval, validate_params
+from trustlab.errors import DataError, DataTypeError, ParameterError
+
+__all__ = ["OverlapReport", "ngram_hashes", "tokenize", "train_test_overlap"]
+
+_TOKEN = re.compile(r"\w+")
+_BASE = np.uint64(0x100000001B3)  # odd multiplier of the polynomial hash (FNV prime)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased runs of word characters: the tokens n-grams are built from.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> tokenize("The fox's den, 2 km away.")
+    ['the', 'fox', 's', 'den', '2', 'km', 'away']
+    """
+    if not isinstance(text, str):
+        raise DataTypeError(f"text must be a str, got {type(text).__name__}.", argument="text")
+    return _TOKEN.findall(text.lower())
+
+
+def _mix(ids: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: spreads token ids over 64 bits before the polynomial hash."""
+    z = ids.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _within_documents(token_lists: list[list[str]], n: int) -> np.ndarray:
+    """Mask of the n-gram start positions (in the concatenated tokens) inside one document."""
+    lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
+    total = int(lengths.sum())
+    if total < n:
+        return np.zeros(0, dtype=bool)
+    doc = np.repeat(np.arange(len(lengths)), lengths)
+    return doc[: total - n + 1] == doc[n - 1 :]
+
+
+def _ids(tokens: list[str], vocab: dict[str, int]) -> np.ndarray:
+    setdefault = vocab.setdefault
+    return np.fromiter((setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens))
+
+
+def _hash_ngrams(ids: np.ndarray, n: int) -> np.ndarray:
+    if len(ids) < n:
+        return np.empty(0, dtype=np.uint64)
+    mixed = _mix(ids)
+    count = len(ids) - n + 1
+    with np.errstate(over="ignore"):
+        h = mixed[:count].copy()
+        for j in range(1, n):
+            h = h * _BASE + mixed[j : j + count]
+    return h
+
+
+def ngram_hashes(text: str, n: int = 13, *, vocab: dict[str, int] | None = None) -> np.ndarray:
+    """64-bit hashes of the word n-grams of ``text``, in order.
+
+    Parameters
+    ----------
+    text : str
+    n : int, default 13
+    vocab : dict, optional
+        Token-to-id map shared between calls (hashes are comparable only under the same
+        vocabulary); a new one is used when omitted.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        ``max(0, len(tokens) - n + 1)`` hashes.
+
+    Examples
+    --------
+    >>> vocab = {}
+    >>> a = ngram_hashes("a b c a b", 2, vocab=vocab)
+    >>> len(a), bool(a[0] == a[3])
+    (4, True)
+    """
+    size = _check_n(n)
+    return _hash_ngrams(_ids(tokenize(text), {} if vocab is None else vocab), size)
+
+
+def _check_n(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ParameterError(f"n must be an integer >= 1 (13 is the usual choice), got {n!r}.", argument="n")
+    return int(n)
+
+
+@dataclass(frozen=True)
+class OverlapReport:
+    """Per-instance and aggregate n-gram overlap between a test set and a training corpus.
+
+    Attributes
+    ----------
+    n : int
+        n-gram length in tokens.
+    n_ngrams : numpy.ndarray
+        Number of n-grams of each test instance (0 when it has fewer than ``n`` tokens).
+    n_overlapping : numpy.ndarray
+        How many of them occur in the training corpus.
+    overlap_fraction : numpy.ndarray
+        ``n_overlapping / n_ngrams`` (NaN for instances without n-grams).
+    contaminated : numpy.ndarray
+        True where at least one n-gram of the instance occurs in the training corpus.
+    n_train_ngrams : int
+        Distinct n-grams of the training corpus.
+
+    See Also
+    --------
+    train_test_overlap : builds it.
+    """
+
+    n: int
+    n_ngrams: np.ndarray
+    n_overlapping: np.ndarray
+    overlap_fraction: np.ndarray
+    contaminated: np.ndarray
+    n_train_ngrams: int
+
+    @property
+    def contamination_rate(self) -> float:
+        """Share of checkable test instances (at least ``n`` tokens) with any overlapping n-gram."""
+        checkable = self.n_ngrams > 0
+        return float(self.contaminated[checkable].mean()) if checkable.any() else float("nan")
+
+    def summary(self) -> dict[str, Any]:
+        """The statistics to publish beside evaluation results on this test set.
+
+        Returns
+        -------
+        dict
+            ``n``, ``tokenizer``, ``n_instances``, ``n_too_short``, ``contamination_rate``,
+            ``share_half_overlapping``, ``share_fully_overlapping``, ``mean_overlap_fraction``.
+        """
+        checkable = self.n_ngrams > 0
+        frac = self.overlap_fraction[checkable]
+        has = bool(checkable.any())
+        return {
+            "n": self.n,
+            "tokenizer": r"lower-cased \w+ runs",
+            "n_instances": len(self.n_ngrams),
+            "n_too_short": int((~checkable).sum()),
+            "contamination_rate": round(self.contamination_rate, 6) if has else None,
+            "share_half_overlapping": round(float((frac >= 0.5).mean()), 6) if has else None,
+            "share_fully_overlapping": round(float((frac >= 1.0).mean()), 6) if has else None,
+            "mean_overlap_fraction": round(float(frac.mean()), 6) if has else None,
+        }
+
+
+def _documents(value: Any, name: str) -> list[str]:
+    if isinstance(value, str):
+        docs = [value]
+    elif isinstance(value, Iterable) and not isinstance(value, bytes | dict):
+        docs = list(value)
+    else:
+        raise DataTypeError(
+            f"{name} must be a str or an iterable of str, got {type(value).__name__}.", argument=name
+        )
+    bad = [type(d).__name__ for d in docs if not isinstance(d, str)]
+    if bad:
+        raise DataTypeError(f"{name} must hold only str, found {bad[0]}.", argument=name)
+    if not docs or not any(d.strip() for d in docs):
+        raise DataError(f"{name} is empty; pass at least one non-blank document.", argument=name)
+    return docs
+
+
+@validate_params({"n": [Interval(numbers.Integral, 1, None, closed="left")]})
+def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
+    """n-gram overlap of each test instance with a training corpus.
+
+    Parameters
+    ----------
+    train : str or iterable of str
+        Training documents (n-grams never span two documents); an iterator is consumed once.
+    test : iterable of str
+        Test instances (e.g. prompt and reference joined).
+    n : int, default 13
+        n-gram length in tokens.
+
+    Returns
+    -------
+    OverlapReport
+
+    References
+    ----------
+    A. K. Zhang et al., "Position: Language model developers should report train-test
+    overlap", ICML 2025 (Algorithm 1, overlapping n-grams).
+
+    Examples
+    --------
+    >>> r = train_test_overlap(["one two three four five"], ["two three four", "six seven eight"], n=3)
+    >>> r.contaminated.tolist(), r.contamination_rate
+    ([True, False], 0.5)
+    """
+    size = _check_n(n)
+    train_docs = _documents(train, "train")
+    test_docs = _documents([test] if isinstance(test, str) else test, "test")
+    # one vectorised pass: tokens of all training documents factorised together (hash table,
+    # linear time), n-gram hashes at every position, those spanning two documents dropped
+    train_tokens = [tokenize(doc) for doc in train_docs]
+    codes, vocab = pd.factorize(pd.Series(list(chain.from_iterable(train_tokens)), dtype=object))
+    train_hashes = _hash_ngrams(np.asarray(codes, dtype=np.int64), size)
+    seen = pd.unique(train_hashes[_within_documents(train_tokens, size)])
+    test_tokens = [tokenize(doc) for doc in test_docs]
+    flat = list(chain.from_iterable(test_tokens))
+    ids = pd.Index(vocab).get_indexer(pd.Series(flat, dtype=object)) if flat else np.empty(0, np.int64)
+    ids = np.asarray(ids, dtype=np.int64)
+    hashes = _hash_ngrams(ids, size)
+    inside = _within_documents(test_tokens, size)
+    # an n-gram with a token never seen in training cannot overlap
+    known = np.lib.stride_tricks.sliding_window_view(ids >= 0, size).all(axis=1) if len(hashes) else inside
+    hit = inside & known & np.asarray(pd.Series(hashes).isin(seen), dtype=bool)
+    owner = np.repeat(np.arange(len(test_docs)), [len(t) for t in test_tokens])[: len(hashes)]
+    n_ngrams = np.bincount(owner[inside], minlength=len(test_docs)).astype(np.int64)
+    n_hit = np.bincount(owner[hit], minlength=len(test_docs)).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(n_ngrams > 0, n_hit / np.maximum(n_ngrams, 1), np.nan)
+    return OverlapReport(
+        n=size,
+        n_ngrams=n_ngrams,
+        n_overlapping=n_hit,
+        overlap_fraction=fraction,
+        contaminated=n_hit > 0,
+        n_train_ngrams=len(seen),
+    )
