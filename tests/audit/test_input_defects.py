@@ -45,9 +45,7 @@ def _table(n: int = 400, seed: int = 0) -> pd.DataFrame:
 def test_robustness_after_convert_dtypes_with_missing_text():
     df = _table().convert_dtypes()
     df.loc[::7, "c"] = pd.NA
-    report = Audit(model="logistic", sections=[RobustnessSection()]).run(
-        df, target="y", sensitive=["g"]
-    )
+    report = Audit(model="logistic", sections=[RobustnessSection()]).run(df, target="y", sensitive=["g"])
     assert report["robustness"].figures["released"]
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_positive
 from trustlab.errors import DataError, ParameterError
 
@@ -79,6 +81,12 @@ class VPSchedule:
         return self.beta_min * t + (self.beta_max - self.beta_min) * t * t / 2
 
 
+NONNEGATIVE = Interval(numbers.Real, 0, None, closed="left")
+"""A finite float >= 0 (a time, a truncation or a tolerance)."""
+POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+"""An int >= 1 (a number of steps, layers or runs)."""
+
+
 def _check_covariance(covariance: Any, name: str) -> np.ndarray:
     """Return a PD covariance as a 2-D array, or a 1-D array of positive eigenvalues."""
     if isinstance(covariance, str | bytes) or covariance is None:
@@ -142,6 +150,7 @@ def _trace_sqrt_product(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sum(np.sqrt(np.clip(inner, 0, None))))
 
 
+@validate_params({"cov_a": ["array-like"], "cov_b": ["array-like"]})
 def gaussian_w2(cov_a: Any, cov_b: Any) -> float:
     """Wasserstein-2 distance between ``N(0, cov_a)`` and ``N(0, cov_b)`` (Bures formula).
 

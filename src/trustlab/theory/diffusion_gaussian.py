@@ -12,14 +12,18 @@ sampler itself on random numbers, as a check. See ``docs/theory/diffusion-gaussi
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_choice, check_positive, check_positive_int, make_generator
 from trustlab.errors import DataError, ParameterError
 from trustlab.theory._gaussian import (
+    NONNEGATIVE,
+    POSITIVE_INT,
     VPSchedule,
     _check_covariance,
     _check_truncation,
@@ -45,6 +49,15 @@ __all__ = [
 SCHEMES = ("euler_maruyama", "exponential_integrator", "euler", "heun")
 _SDE_SCHEMES = ("euler_maruyama", "exponential_integrator")
 _INITS = ("normal", "p_T")
+_SAMPLER_PARAMS: dict[str, list[Any]] = {
+    "covariance": ["array-like"],
+    "scheme": [Options(SCHEMES)],
+    "n_steps": [POSITIVE_INT],
+    "truncation": [NONNEGATIVE],
+    "init": [Options(_INITS)],
+    "score_covariance": ["array-like", None],
+    "schedule": [VPSchedule, None],
+}
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,7 @@ class SamplerSimulation:
 # ---------------------------------------------------------------- closed forms
 
 
+@validate_params({"covariance": ["array-like"], "t": [NONNEGATIVE], "schedule": [VPSchedule, None]})
 def forward_covariance(covariance: Any, t: float, *, schedule: VPSchedule | None = None) -> np.ndarray:
     """Covariance of the forward marginal ``p_t``: ``e^{-2B_t} Sigma + (1 - e^{-2B_t}) I`` (eq. 2).
 
@@ -259,6 +273,10 @@ def _common(
     return sigma, score, steps, eps, start, sched
 
 
+@validate_params(
+    {k: v for k, v in _SAMPLER_PARAMS.items() if k not in ("scheme", "n_steps")}
+    | {"kind": [Options({"sde", "ode"})]}
+)
 def continuous_covariance(
     covariance: Any,
     kind: str = "sde",
@@ -306,6 +324,7 @@ def continuous_covariance(
     return _to_data(frame, _continuous(frame, which, eps), sigma)
 
 
+@validate_params(_SAMPLER_PARAMS)
 def sampler_covariance(
     covariance: Any,
     scheme: str,
@@ -353,6 +372,7 @@ def sampler_covariance(
     return _to_data(frame, _run_scheme(frame, which, steps, eps), sigma)
 
 
+@validate_params(_SAMPLER_PARAMS)
 def sampler_w2(
     covariance: Any,
     scheme: str,
@@ -429,6 +449,10 @@ def sampler_w2(
 # ---------------------------------------------------------------- Monte Carlo
 
 
+@validate_params(
+    _SAMPLER_PARAMS
+    | {"n_samples": [Interval(numbers.Integral, 2, None, closed="left")], "random_state": ["random_state"]}
+)
 def simulate_sampler(
     covariance: Any,
     scheme: str,

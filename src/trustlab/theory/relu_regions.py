@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_bounds, check_numeric_array, check_positive_int, make_generator
 from trustlab.errors import DataError, ParameterError
 
@@ -42,8 +44,17 @@ _TARGETS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "x3": lambda x: x**3,
     "x11": lambda x: x**11,
 }
+_INT1 = Interval(numbers.Integral, 1, None, closed="left")
+_FIT_PARAMS: dict[str, list[Any]] = {
+    "x": ["array-like"],
+    "y": ["array-like"],
+    "depth": [_INT1],
+    "max_nfev": [_INT1],
+    "random_state": ["random_state"],
+}
 
 
+@validate_params({"s0": [Interval(numbers.Real, 0, None, closed="neither")], "peaks": ["array-like"]})
 def theorem_scales(s0: float, peaks: Any) -> np.ndarray:
     """Scales ``s_0..s_{d-1}`` from Theorem 3.1: ``s_{i+1} = s_i (1 - a_{i+1}) a_{i+2}``.
 
@@ -70,8 +81,6 @@ def theorem_scales(s0: float, peaks: Any) -> np.ndarray:
     [0.25, 0.0625, 0.015625]
     """
     a = _check_peaks(peaks, "peaks", minimum=2)
-    if not (isinstance(s0, int | float) and math.isfinite(s0) and s0 > 0) or isinstance(s0, bool):
-        raise ParameterError(f"s0 must be a finite number > 0, got {s0!r}.", argument="s0")
     scales = [float(s0)]
     for i in range(len(a) - 2):
         scales.append(scales[-1] * (1 - a[i + 1]) * a[i + 2])
@@ -176,6 +185,13 @@ def relu_forward(layers: Layers, x: np.ndarray) -> np.ndarray:
     return (w @ h + b[:, None])[0]
 
 
+@validate_params(
+    {
+        "layers": [list, tuple],
+        "interval": ["array-like"],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+)
 def count_linear_regions_1d(
     layers: Layers, interval: Sequence[float] = (0.0, 1.0), *, tol: float = 1e-9
 ) -> int:
@@ -350,6 +366,7 @@ def _train_raw(layers: Layers, x: np.ndarray, y: np.ndarray, max_nfev: int) -> L
     return _unflatten(result.x, shapes)
 
 
+@validate_params(_FIT_PARAMS | {"theorem_scaling": ["boolean"], "refine": ["boolean"]})
 def fit_triangle_net(
     x: Any,
     y: Any,
@@ -411,6 +428,7 @@ def fit_triangle_net(
     return TriangleFit(net=net, layers=layers, mse=mse, n_regions=count_linear_regions_1d(layers))
 
 
+@validate_params(_FIT_PARAMS | {"width": [_INT1]})
 def fit_random_relu(
     x: Any, y: Any, *, depth: int = 5, width: int = 4, max_nfev: int = 400, random_state: Any = None
 ) -> TriangleFit:
@@ -495,6 +513,17 @@ class ConvexFitComparison:
         return float(np.mean(self.random_mse) / np.mean(self.triangle_mse))
 
 
+@validate_params(
+    {
+        "target": [Options(_TARGETS), callable],
+        "depth": [_INT1],
+        "n_points": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_runs": [_INT1],
+        "refine": ["boolean"],
+        "max_nfev": [_INT1],
+        "random_state": ["random_state"],
+    }
+)
 def simulate_convex_fit(
     target: str | Callable[[np.ndarray], np.ndarray] = "x3",
     *,
@@ -533,12 +562,7 @@ def simulate_convex_fit(
     >>> sim.triangle_regions.tolist()
     [8, 8]
     """
-    if callable(target):
-        func = target
-    elif isinstance(target, str) and target in _TARGETS:
-        func = _TARGETS[target]
-    else:
-        raise ParameterError(f"target must be 'x3', 'x11' or a callable, got {target!r}.", argument="target")
+    func = target if callable(target) else _TARGETS[target]  # declared: "x3", "x11" or a callable
     n = check_positive_int(n_points, "n_points", minimum=2)
     runs = check_positive_int(n_runs, "n_runs")
     rng = make_generator(random_state)
