@@ -16,7 +16,6 @@ SECTIONS = [
     "fairness",
     "errors",
     "targeting",
-    "privacy",
     "explain",
     "uncertainty",
     "unlearning",

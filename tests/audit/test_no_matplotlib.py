@@ -42,7 +42,7 @@ def test_audit_computes_without_matplotlib():
         frame = df.sample(800, random_state=0)
         report = Audit(model="hgb").run(frame, target="ui", sensitive=["sex"])
         names = [r.name for r in report.results]
-        built_in = ["data", "performance", "fairness", "targeting", "privacy", "explain", "uncertainty"]
+        built_in = ["data", "performance", "fairness", "errors", "targeting", "explain", "uncertainty"]
         built_in += ["unlearning", "robustness"]
         assert names == built_in, names
         assert json.loads(report.to_json())["sections"]["explain"]["figures"]["pd_curves"]

@@ -26,7 +26,7 @@ from trustlab.audit.prediction_table import MIN_GROUP
 from trustlab.audit.section import SectionResult
 from trustlab.audit.sections import privacy as privacy_section
 from trustlab.audit.sections._columns import suspect_columns
-from trustlab.audit.sections.privacy import PrivacySection, tukey_box
+from trustlab.audit.sections.privacy import PrivacySection
 from trustlab.datasets.schema import ColumnSpec, Schema
 
 
@@ -108,9 +108,8 @@ def test_fips_state_code_is_flagged_with_the_fix(raw_report, benefits_html):
     text = _text(benefits_html)
     assert "state looks like a numeric code" in text
     assert "--ignore state" in text and '"categories"' in text
-    # the Privacy section does not draw a box of FIPS codes
-    assert "state" in raw_report["privacy"].figures["not_drawn"]
-    assert all(p["column"] != "state" for p in raw_report["privacy"].figures["boxplots"])
+    # no raw Privacy section: its exploratory boxes drew flagged columns (issue 26 s2)
+    assert "privacy" not in [r.name for r in raw_report.results]
 
 
 def test_survey_weight_is_flagged(hi_report):
@@ -271,63 +270,6 @@ def test_linear_explanation_reads_the_one_linear_reader(benefits, monkeypatch):
     assert calls and calls[0] == "LogisticRegression"
     assert f["method"] == "linear" and f["unit"] == "log-odds"
     assert np.isfinite(f["intercept"])
-
-
-# -- Tukey boxes, "N beyond", count-like columns ---------------------------------------------
-def test_tukey_whiskers_end_at_data_points():
-    x = np.array([0.0] * 50 + [1.0] * 30 + [2.0] * 15 + [5.0] * 5)
-    b = tukey_box(x)
-    assert (b["q1"], b["median"], b["q3"]) == (0.0, 0.5, 1.0)
-    assert b["whisker_hi"] == 2.0  # the largest value within the fence 2.5, not the fence
-    assert b["count_hi"] == 5 and b["count_lo"] == 0
-    assert b["share_hi"] == pytest.approx(0.05)
-
-
-def test_tukey_box_agrees_with_matplotlib():
-    cbook = pytest.importorskip("matplotlib.cbook")
-    rng = np.random.default_rng(3)
-    for x in (rng.standard_t(3, 500), rng.poisson(2, 300).astype(float), rng.lognormal(0, 1, 200)):
-        ours = tukey_box(x)
-        ref = cbook.boxplot_stats(x, whis=1.5)[0]
-        assert (ours["q1"], ours["median"], ours["q3"]) == pytest.approx((ref["q1"], ref["med"], ref["q3"]))
-        assert (ours["whisker_lo"], ours["whisker_hi"]) == pytest.approx((ref["whislo"], ref["whishi"]))
-        assert ours["count_lo"] + ours["count_hi"] == len(ref["fliers"])
-        assert np.isin(ours["whisker_hi"], x) and np.isin(ours["whisker_lo"], x)
-
-
-def test_hi_kids_box_whisker_is_a_count_not_the_fence(hi_report):
-    """HI's kids under 6: quartiles 0 and 1, so the fence is 2.5; the whisker ends at 2 kids."""
-    report, html = hi_report
-    plots = {p["column"]: p for p in report["privacy"].figures["boxplots"]}
-    kids = plots["kidslt6"]["groups"]["white"]
-    assert (kids["q1"], kids["q3"]) == (0.0, 1.0)
-    assert kids["whisker_hi"] == 2.0 and kids["count_hi"] > 0  # the rows with 3 kids
-    husby = plots["husby"]["groups"]["white"]
-    assert husby["whisker_hi"] < husby["q3"] + 1.5 * (husby["q3"] - husby["q1"])
-    body = html[html.index('id="privacy"') : html.index('id="explain"')]
-    assert body.count("<svg") == 1  # every panel in one small-multiples figure
-    assert "'N beyond' counts the rows outside the whiskers" in _text(body)
-    assert "box of kidslt6 by race" in body
-
-
-def test_collapsed_count_column_gets_bars():
-    rng = np.random.default_rng(4)
-    frame = hi_like(2000).assign(kidslt6=rng.choice([0, 1, 2, 3], 2000, p=[0.85, 0.1, 0.04, 0.01]))
-    plot = privacy_section._raw_plot(SimpleNamespace(data=frame), "kidslt6", "race")
-    assert plot["kind"] == "bars"  # q1 == q3 == 0
-    assert plot["bar_labels"] == ["0", "1", "2", "3"]
-    for g in plot["groups"].values():
-        assert sum(g["bar_shares"]) == pytest.approx(1.0)
-    white = frame.loc[frame["race"] == "white", "kidslt6"]
-    assert plot["groups"]["white"]["bar_shares"][0] == pytest.approx((white == 0).mean())
-    many = frame.assign(kidslt6=rng.choice(np.arange(15), 2000, p=[0.9] + [0.1 / 14] * 14))
-    plot = privacy_section._raw_plot(SimpleNamespace(data=many), "kidslt6", "race")
-    assert plot["bar_labels"][-1] == ">= 9" and len(plot["bar_labels"]) == privacy_section.MAX_BAR_VALUES
-    continuous = privacy_section._raw_plot(SimpleNamespace(data=frame), "husby", "race")
-    assert continuous["kind"] == "box"
-    result = SectionResult("privacy", "Privacy", {"boxplots": [plot, continuous], "private": False}, [], [])
-    page = PrivacySection().render(result)
-    assert page.count("<svg") == 1 and "values of kidslt6 by race" in page
 
 
 def test_nothing_to_draw_is_one_line_of_text():

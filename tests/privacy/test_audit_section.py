@@ -68,8 +68,9 @@ def test_private_without_bounds_skips_and_still_spends():
     assert res.figures["boxplots"] == []
 
 
-def test_nonprivate_says_raw():
+def test_nonprivate_draws_nothing():
+    """Issue 26 s2: no exploratory raw boxes (no units, flagged columns); the Data section describes them."""
+    assert not PrivacySection().applies(_ctx(False))
     res = PrivacySection().compute(_ctx(False), None)
-    assert any("raw data" in n for n in res.notes)
-    assert "Raw boxplot" in PrivacySection().render(res)
-    assert PrivacySection().applies(_ctx(False))
+    assert res.figures["boxplots"] == [] and any("Data section" in n for n in res.notes)
+    assert "<svg" not in PrivacySection().render(res)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit.html import checks_list, fmt_ci, notes_list, table
-from trustlab.audit.plots import PALETTE, figure_to_svg, new_figure
+from trustlab.audit.plots import LEGEND_FONTSIZE, PALETTE, figure_to_svg, new_figure
 from trustlab.audit.section import SectionResult
 
 __all__ = ["render_performance"]
@@ -106,7 +106,7 @@ def render_performance(result: SectionResult) -> str:
         ax.set_xlabel("mean predicted probability")
         ax.set_ylabel("fraction of positives")
         ax.set_title(f"Calibration by {attr}", fontsize=10)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=LEGEND_FONTSIZE, loc="upper left")
         html.append(figure_to_svg(fig, alt=f"calibration by {attr}"))
         if attr in bins:
             edges = [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(10)]

@@ -1,4 +1,4 @@
-"""HTML of the Privacy section: one small-multiples grid of boxes (or bars) by sensitive group."""
+"""HTML of the Privacy section: one small-multiples grid of DP boxes by sensitive group."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.audit.html import notes_list
-from trustlab.audit.plots import PALETTE, bar_legend, figure_to_svg, new_grid
+from trustlab.audit.plots import figure_to_svg, new_grid
 from trustlab.audit.section import SectionResult
 
 __all__ = ["render_privacy"]
@@ -80,25 +80,6 @@ def _draw_boxes(ax: Any, plot: dict[str, Any], private: bool) -> None:
     ax.margins(y=0.12)
 
 
-def _draw_bars(ax: Any, plot: dict[str, Any]) -> None:
-    """Share of each value by group (a count-like column whose box would collapse)."""
-    labels = plot["bar_labels"]
-    groups = [(k, g) for k, g in plot["groups"].items() if g["drawn"]]
-    x = np.arange(len(labels))
-    width = 0.8 / max(1, len(groups))
-    for i, (name, g) in enumerate(groups):
-        ax.bar(
-            x + (i - (len(groups) - 1) / 2) * width,
-            100 * np.asarray(g["bar_shares"], dtype=float),
-            width,
-            color=PALETTE[i % len(PALETTE)],
-            label=f"{_short(name)} (n={g['n']:,.0f})",
-        )
-    ax.set_xticks(x, labels, fontsize=7)
-    ax.set_ylabel("% of group", fontsize=8)
-    bar_legend(ax, fontsize=8, loc="upper right")
-
-
 def render_privacy(result: SectionResult) -> str:
     """The Privacy section's HTML body: every figure in ONE grid of small panels.
 
@@ -118,19 +99,16 @@ def render_privacy(result: SectionResult) -> str:
     private = f["private"]
     html: list[str] = []
     if not plots:
-        html.append('<p class="empty">No numeric column to draw (see the notes below).</p>')
+        if private:
+            html.append('<p class="empty">No numeric column to draw (see the notes below).</p>')
         return "".join(html) + notes_list(result.notes)
     ncols = min(_GRID_COLUMNS, len(plots))
     nrows = math.ceil(len(plots) / ncols)
     fig, axes = new_grid(nrows, ncols, width=_PANEL[0] * ncols, height=_PANEL[1] * nrows + 0.3)
     flat = [ax for row in axes for ax in row]
     for ax, plot in zip(flat, plots, strict=False):
-        if plot.get("kind") == "bars":
-            _draw_bars(ax, plot)
-            what = "values of"
-        else:
-            _draw_boxes(ax, plot, private)
-            what = "DP box of" if private else "box of"
+        _draw_boxes(ax, plot, private)
+        what = "DP box of" if private else "box of"
         ax.set_title(f"{what} {plot['column']} by {plot['attribute']}", fontsize=9)
         ax.tick_params(axis="y", labelsize=7)
     for ax in flat[len(plots) :]:

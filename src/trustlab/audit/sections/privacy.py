@@ -17,11 +17,9 @@ from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.privacy.accounting import Accountant
 from trustlab.privacy.boxplot import OTHER_LABEL, GroupedBoxplots, grouped_dp_boxplot
 
-__all__ = ["PrivacySection", "group_statistics", "tukey_box"]
+__all__ = ["PrivacySection", "group_statistics"]
 
 MAX_COLUMNS = 6
-MAX_BAR_VALUES = 10  # a count-like column: integer values, at most this many distinct ones
-WHISKER = 1.5  # Tukey's fences: 1.5 IQR beyond the quartiles
 SIZE_SHARE = 1 / 8  # of the section's budget, for the group sizes (shared by every pair of an attribute)
 BOX_FIELDS = (
     "whisker_lo",
@@ -39,18 +37,10 @@ BOX_FIELDS = (
 def _candidates(ctx: AuditContext) -> tuple[list[str], list[str]]:
     """Numeric non-sensitive features, and among them the ones left out as identifiers or codes.
 
-    Numeric means declared with bounds in private mode, of numeric dtype otherwise; the
-    identifiers and codes are found from public facts in private mode (names and the
-    schema).
+    Numeric means declared with bounds (the section runs in private mode only); the
+    identifiers and codes are found from public facts (names and the schema).
     """
-    if ctx.private:
-        cols = [c for c in ctx.features if ctx.schema.bounds(c) is not None]
-    else:
-        cols = [
-            c
-            for c in ctx.features
-            if pd.api.types.is_numeric_dtype(ctx.data[c]) and not pd.api.types.is_bool_dtype(ctx.data[c])
-        ]
+    cols = [c for c in ctx.features if ctx.schema.bounds(c) is not None]
     cols = [c for c in cols if c != ctx.target and c not in ctx.sensitive]
     codes = {s["column"] for s in suspect_columns(ctx) if s["kind"] in ("identifier", "code")}
     return [c for c in cols if str(c) not in codes], [c for c in cols if str(c) in codes]
@@ -59,54 +49,6 @@ def _candidates(ctx: AuditContext) -> tuple[list[str], list[str]]:
 def _numeric_columns(ctx: AuditContext) -> list[str]:
     """The columns drawn (at most ``MAX_COLUMNS``): see :func:`_candidates`."""
     return _candidates(ctx)[0][:MAX_COLUMNS]
-
-
-def tukey_box(x: np.ndarray) -> dict[str, float]:
-    """Tukey's box of finite values ``x``: quartiles, whiskers at data points, counts beyond.
-
-    The whiskers end at the most extreme *data point* within ``1.5 IQR`` of the box
-    (Tukey 1977; matplotlib's ``boxplot`` does the same), not at the fence itself: a
-    count column with quartiles 0 and 1 has its upper whisker at 2 (a value that
-    occurs), not at the fence 2.5.
-
-    Parameters
-    ----------
-    x : numpy.ndarray
-        Finite values (may be empty).
-
-    Returns
-    -------
-    dict
-        ``whisker_lo``, ``q1``, ``median``, ``q3``, ``whisker_hi``, ``count_lo`` and
-        ``count_hi`` (points beyond each whisker), ``share_lo``, ``share_hi``; NaN
-        everywhere for an empty ``x``.
-
-    Examples
-    --------
-    >>> b = tukey_box(np.array([0, 0, 0, 0, 1, 1, 2, 2, 3, 5.0]))
-    >>> b["q1"], b["q3"], b["whisker_hi"], b["count_hi"]
-    (0.0, 2.0, 5.0, 0)
-    >>> tukey_box(np.array([0, 0, 0, 1, 1, 1, 1, 1, 2, 9.0]))["whisker_hi"]
-    2.0
-    """
-    if x.size == 0:
-        return dict.fromkeys(BOX_FIELDS, math.nan)
-    q1, med, q3 = (float(v) for v in np.quantile(x, [0.25, 0.5, 0.75]))
-    iqr = q3 - q1
-    inside = x[(x >= q1 - WHISKER * iqr) & (x <= q3 + WHISKER * iqr)]
-    lo, hi = float(inside.min()), float(inside.max())
-    count_lo, count_hi = int(np.sum(x < lo)), int(np.sum(x > hi))
-    return {
-        "whisker_lo": min(lo, q1),
-        "q1": q1,
-        "median": med,
-        "q3": q3,
-        "whisker_hi": max(hi, q3),
-        "share_lo": count_lo / x.size,
-        "share_hi": count_hi / x.size,
-        "count_lo": count_lo,
-        "count_hi": count_hi,
-    }
 
 
 def _plot_entry(col: str, attr: str, res: GroupedBoxplots) -> dict[str, Any]:
@@ -162,69 +104,6 @@ def _sizes(
     return dict(zip([*cats, OTHER_LABEL], values.tolist(), strict=True))
 
 
-def _raw_groups(ctx: AuditContext, attr: str) -> tuple[list[Any], np.ndarray]:
-    """Raw mode: the groups of ``attr`` (seen levels, then missing) and each row's group index."""
-    labels = ctx.data[attr]
-    cats: list[Any] = sorted(pd.unique(labels.dropna()), key=str)
-    codes = pd.Categorical(labels, categories=cats).codes.astype(np.int64)
-    codes[codes < 0] = len(cats)
-    if labels.isna().any():
-        cats.append(OTHER_LABEL)
-    return cats, codes
-
-
-def _bar_values(x: np.ndarray) -> list[float] | None:
-    """The bar positions of a count-like column (integer values), or None when it is not one.
-
-    A column is drawn as bars when its finite values are all integers: the values themselves
-    when at most :data:`MAX_BAR_VALUES` occur, otherwise the smallest ``MAX_BAR_VALUES - 1``
-    and one last bar "at least" the next one.
-    """
-    finite = x[np.isfinite(x)]
-    if finite.size == 0 or not np.all(finite == np.round(finite)):
-        return None
-    values = np.unique(finite)
-    return [float(v) for v in values[:MAX_BAR_VALUES]]
-
-
-def _raw_plot(ctx: AuditContext, col: str, attr: str) -> dict[str, Any]:
-    """Raw mode: exact Tukey boxes per group; bars of values for a count-like column whose box collapses."""
-    x = ctx.data[col].to_numpy(dtype=float, na_value=np.nan)
-    cats, codes = _raw_groups(ctx, attr)
-    finite = np.isfinite(x)
-    groups: dict[str, Any] = {}
-    for i, cat in enumerate(cats):
-        xi = x[(codes == i) & finite]
-        groups[str(cat)] = {"n": float(xi.size), "drawn": bool(xi.size)} | {
-            k: float(v) for k, v in tukey_box(xi).items()
-        }
-    entry: dict[str, Any] = {
-        "column": str(col),
-        "attribute": str(attr),
-        "epsilon": math.inf,
-        "min_group_size": 1,
-        "kind": "box",
-        "groups": groups,
-    }
-    collapsed = any(g["drawn"] and g["q1"] == g["q3"] for g in groups.values())
-    values = _bar_values(x) if collapsed else None
-    if values is not None:
-        labels = [f"{v:g}" for v in values]
-        last = len(values) == MAX_BAR_VALUES and np.nanmax(x[finite]) > values[-1]
-        if last:
-            labels[-1] = f">= {values[-1]:g}"
-        for i, cat in enumerate(cats):
-            xi = x[(codes == i) & finite]
-            counts = [int(np.sum(xi == v)) for v in values]
-            if last:
-                counts[-1] = int(np.sum(xi >= values[-1]))
-            n = max(1, xi.size)
-            groups[str(cat)]["bar_shares"] = [c / n for c in counts]
-        entry["kind"] = "bars"
-        entry["bar_labels"] = labels
-    return entry
-
-
 class PrivacySection(TwoModeSection):
     """Boxplots of each numeric column by each sensitive attribute.
 
@@ -243,10 +122,10 @@ class PrivacySection(TwoModeSection):
     (``resolution = upper - lower``). Columns whose name or schema entry marks them as
     identifiers or codes are not drawn (a box of FIPS codes means nothing).
 
-    Non-private mode: Tukey boxes computed exactly (:func:`tukey_box`: whiskers at the
-    most extreme data point within 1.5 IQR, counts beyond them); a count-like column
-    (integer values) whose box collapses (``q1 == q3`` in a group) is summarised by the
-    share of each value instead.
+    Non-private mode: the section does not apply. Its figures are the private releases;
+    exploratory boxes of the raw rows (panels without units, of columns the Data section
+    may have flagged) would add nothing the Data section does not say, and their extremes
+    are individual values, which the private stance of the report keeps out.
     """
 
     name = "privacy"
@@ -254,7 +133,7 @@ class PrivacySection(TwoModeSection):
     budget_weight = 0.3
 
     def applies(self, ctx: AuditContext) -> bool:
-        """Whether there are sensitive columns and at least one numeric column to draw.
+        """Whether the audit is private, with sensitive columns and at least one numeric column to draw.
 
         Parameters
         ----------
@@ -265,24 +144,17 @@ class PrivacySection(TwoModeSection):
         -------
         bool
         """
-        return bool(ctx.sensitive) and bool(_numeric_columns(ctx))
+        return ctx.private and bool(ctx.sensitive) and bool(_numeric_columns(ctx))
 
     @override
     def _raw(self, ctx: AuditContext) -> SectionResult:
-        """Exact Tukey boxes (or value shares) of each numeric column by each sensitive attribute."""
-        left_out = _candidates(ctx)[1]
-        plots = [_raw_plot(ctx, col, attr) for col in _numeric_columns(ctx) for attr in ctx.sensitive]
-        notes = [
-            "Not private: these figures are computed from the raw data.",
-            f"Boxes (Tukey): the box spans the quartiles with the median inside; each whisker ends "
-            f"at the most extreme value within {WHISKER:g} x IQR of the box; 'N beyond' counts "
-            "the rows outside the whiskers (not drawn as points).",
-            "A count-like column (whole numbers) whose box collapses (first quartile = third "
-            "quartile, e.g. mostly zeros) is shown as the share of each value by group.",
-            _not_drawn(left_out),
-        ]
-        figures = {"boxplots": plots, "private": False, "not_drawn": [str(c) for c in left_out]}
-        return SectionResult(self.name, self.title, figures, [], notes)
+        """Nothing outside private mode (:meth:`applies` is False there); one note says why."""
+        note = (
+            "Not drawn outside private mode: this section shows the DP box plots of a private "
+            "audit; the raw columns are described in the Data section."
+        )
+        figures = {"boxplots": [], "private": False, "not_drawn": []}
+        return SectionResult(self.name, self.title, figures, [], [note])
 
     @override
     def _private(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:
