@@ -119,6 +119,17 @@ class _Counter:
         real_opendp = samplers_module.opendp
         real_urandom = os.urandom
         real_gumbel = selection_module._gumbel_max
+        real_measurement = samplers_module._integer_measurement
+
+        def measurement(kind, scale):
+            # the built measurement is cached: count each draw through it, not each build
+            meas = real_measurement(kind, scale)
+
+            def counted(values):
+                self.calls += 1
+                return meas(values)
+
+            return counted
 
         def opendp():
             self.calls += 1
@@ -133,6 +144,7 @@ class _Counter:
             return real_urandom(n)
 
         monkeypatch.setattr(samplers_module, "opendp", opendp)
+        monkeypatch.setattr(samplers_module, "_integer_measurement", measurement)
         monkeypatch.setattr(selection_module, "opendp", opendp)
         monkeypatch.setattr(selection_module, "_gumbel_max", gumbel)
         monkeypatch.setattr(os, "urandom", urandom)
