@@ -312,6 +312,15 @@ MUTANTS: list[Mutant] = [
         "effective = sigma",
         ("tests/privacy/test_training.py::test_release_equals_poisson_accountant_and_one_ledger_line",),
     ),
+    Mutant(
+        "training: the exact noise's density-ratio epsilon share not charged at large epsilon",
+        "src/trustlab/privacy/_training_calibration.py",
+        "return 2.0 * n * eta, (delta - tail) * math.exp(-n * eta)",
+        "return 0.0, (delta - tail) * math.exp(-n * eta)",
+        (
+            "tests/privacy/test_training_grid.py::test_large_epsilon_fits_with_the_default_delta_and_charges_the_grid",
+        ),
+    ),
 ]
 
 

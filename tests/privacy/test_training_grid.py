@@ -74,3 +74,48 @@ def test_noisy_sums_lie_on_the_public_grid():
     w = np.concatenate([clf.coef_.ravel(), clf.intercept_])
     units = w / (-0.5 * h)
     assert np.array_equal(units, np.round(units))
+
+
+# -- large epsilon: the exact noise is charged by a pointwise density ratio, not TV * e^epsilon -------
+def test_discrete_to_rounded_gaussian_density_ratio_and_tails():
+    """|log p(z)/q(z)| <= (|z| + 1/4) / (2 s^2) + 3 e^(-2 pi^2 s^2), tails <= 3 e^(-L^2/2) (40 digits)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    for s in (1, 3, 8, 20):
+        norm = mp.fsum(mp.exp(-(mp.mpf(k) ** 2) / (2 * s * s)) for k in range(-40 * s, 40 * s + 1))
+        slack = 3 * mp.exp(-2 * mp.pi**2 * s * s)
+        for z in range(0, 8 * s + 1):
+            p = mp.exp(-(mp.mpf(z) ** 2) / (2 * s * s)) / norm
+            q = mp.ncdf((z + mp.mpf(0.5)) / s) - mp.ncdf((z - mp.mpf(0.5)) / s)
+            assert abs(mp.log(p / q)) <= (z + mp.mpf(0.25)) / (2 * s * s) + slack, (s, z)
+        for big_l in (1, 2, 3, 5):
+            cut = int(mp.floor(big_l * s))
+            tail_p = (
+                2 * mp.fsum(mp.exp(-(mp.mpf(k) ** 2) / (2 * s * s)) for k in range(cut + 1, 40 * s)) / norm
+            )
+            tail_q = 2 * mp.ncdf(-(cut + mp.mpf(0.5)) / s)
+            assert max(tail_p, tail_q) <= 3 * mp.exp(-(mp.mpf(big_l) ** 2) / 2), (s, big_l)
+
+
+def test_large_epsilon_fits_with_the_default_delta_and_charges_the_grid():
+    """epsilon=250 once left no room in delta=1e-6 ((1 + e^250) tau); now it pays a small epsilon share."""
+    from trustlab.privacy._training_calibration import Run, run_plan
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    for eps in (1.0, 250.0):
+        clf = DPSGDClassifier(epsilon=eps, delta=1e-6, sample_rate=0.1, epochs=2, n_hint=200).fit(X, y)
+        p, rel = clf.release_.parameters, clf.release_
+        n = p["steps"] * 5  # T P draws
+        if eps == 1.0:
+            assert p["grid_epsilon"] == 0.0 and 0 < p["grid_delta"] < 1e-12
+        else:
+            tail = 0.25e-6
+            big_l = math.sqrt(2 * (math.log(3 * n / tail) + eps))
+            assert p["grid_epsilon"] >= 2 * n * big_l / 2**27
+            assert p["grid_delta"] >= tail
+        run = Run("dpsgd", "poisson", p["steps"], 0.1, 2, 1e-6 - p["grid_delta"])
+        accounted = run_plan(run, p["accounted_noise_multiplier"]).epsilon
+        assert rel.epsilon == pytest.approx(accounted + p["grid_epsilon"], rel=1e-9)
+        assert rel.epsilon <= eps * (1 + 1e-12) and rel.delta == 1e-6

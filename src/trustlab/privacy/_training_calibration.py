@@ -37,7 +37,18 @@ from trustlab.privacy.signsgd import (
     SignMechanismAccountant,
 )
 
-__all__ = ["PLD_INTERVAL", "Run", "calibrate_noise", "noise_range", "run_plan"]
+__all__ = [
+    "GRID_BITS",
+    "PLD_INTERVAL",
+    "Run",
+    "calibrate_noise",
+    "grid_cost",
+    "grid_inflation",
+    "grid_step",
+    "grid_tv_delta",
+    "noise_range",
+    "run_plan",
+]
 
 _REL_TOL = 1e-3
 PLD_INTERVAL = 1e-3
@@ -213,3 +224,68 @@ def calibrate_noise(run: Run, epsilon: float) -> float:
                 f_hi /= 2.0
             side = 1
     return hi
+
+
+GRID_BITS = 26
+"""The noise grid is ``noise_std * 2**-26`` rounded down to a power of two."""
+_ROUNDING_TV = 0.021  # trustlab.privacy.calibration.DG_ROUNDING_TV
+
+
+def grid_step(std: float) -> float:
+    """The public grid step of a run's noisy sums: ``std * 2**-26`` rounded down to a power of two."""
+    return 2.0 ** (math.floor(math.log2(std)) - GRID_BITS)
+
+
+def grid_inflation(n_params: int, target: float) -> float:
+    """Factor on the accountant's multiplier ``target`` that pays the grid's sensitivity slack.
+
+    With ``h <= sigma C 2**-26`` the accounted multiplier is
+    ``sigma / (1 + 1e-9 + sqrt(P) h / (2 C)) >= sigma / (1 + 1e-9 + sqrt(P) sigma 2**-27)``,
+    which is at least ``target`` for ``sigma = target (1 + 1e-9) / (1 - sqrt(P) target 2**-27)``.
+    """
+    shrink = 1.0 - math.sqrt(n_params) * target * 2.0 ** -(GRID_BITS + 1)
+    return (1.0 + 1e-9) / max(shrink, 1e-3)
+
+
+def grid_tv_delta(epsilon: float, steps: int, n_params: int) -> float:
+    """The delta the exact discrete noise adds beyond the Gaussian mechanism the accountant prices.
+
+    Each coordinate's discrete Gaussian (scale ``s = std / h >= 2**26`` grid units) is
+    within total variation ``0.021 / s**2`` of the continuous Gaussian rounded to the
+    grid (``calibration.DG_ROUNDING_TV``), and rounding the (grid-valued) sum plus a
+    continuous Gaussian is post-processing of the Gaussian mechanism. Over ``T`` steps
+    of ``P`` coordinates the run is within ``tau = T P 0.021 2**-52`` of that mechanism,
+    so an ``(epsilon, delta')`` guarantee for it gives ``(epsilon, delta' + (1 + e^epsilon) tau)``.
+    """
+    tau = steps * n_params * _ROUNDING_TV * 2.0 ** (-2 * GRID_BITS)
+    return (1.0 + math.exp(min(epsilon, 700.0))) * tau
+
+
+def grid_cost(epsilon: float, steps: int, n_params: int, delta: float) -> tuple[float, float]:
+    """``(epsilon_grid, delta_acc)``: the accountant prices ``(epsilon - epsilon_grid, delta_acc)``.
+
+    Two valid bounds on the exact discrete noise's cost beyond the Gaussian mechanism
+    (sensitivity ``C + sqrt(P) h / 2``) that the accountant prices, the cheaper one used:
+
+    * total variation (:func:`grid_tv_delta`): ``(0, delta - (1 + e^epsilon) tau)`` when that
+      share is at most ``delta / 2``; its ``e^epsilon`` makes it useless at large epsilon;
+    * a pointwise density ratio: with ``N = T P`` draws of scale ``s >= 2**26`` and every
+      noise value ``|z| <= L s``, ``|log p(z) / q(z)| <= eta = L / (2 s) + 1 / (8 s**2)
+      + 3 e^(-2 pi^2 s^2)`` between the discrete Gaussian ``p`` and the rounded Gaussian
+      ``q`` (``q(z) / phi(z)`` is an average of ``exp(-(2 z t + t**2) / (2 s**2))`` over
+      ``|t| <= 1/2``; Poisson summation bounds the normaliser), and the tails beyond
+      ``L s`` have mass at most ``3 N e^(-L**2/2)`` under either. An ``(e_a, d_a)`` bound for
+      the rounded-Gaussian run then gives ``(e_a + 2 N eta, e^(N eta) d_a + (1 + e^epsilon)
+      3 N e^(-L**2/2))`` for the exact one; ``L`` is chosen so the tail term is ``delta / 4``.
+    """
+    tv_delta = grid_tv_delta(epsilon, steps, n_params)
+    if tv_delta <= 0.5 * delta:
+        return 0.0, delta - tv_delta
+    n = float(steps) * float(n_params)
+    log_one_plus_exp = epsilon + math.log1p(math.exp(-epsilon))
+    tail = 0.25 * delta
+    big_l = math.sqrt(2.0 * (math.log(3.0 * n / tail) + log_one_plus_exp))
+    s = 2.0**GRID_BITS
+    eta = big_l / (2.0 * s) + 1.0 / (8.0 * s * s) + 2.0**-100
+    eta *= 1.0 + 1e-9  # float rounding of the bound only ever overstates it
+    return 2.0 * n * eta, (delta - tail) * math.exp(-n * eta)

@@ -274,7 +274,15 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
 
     def _plan(self, d: int) -> tuple[Release, float, int]:
         from trustlab.errors import ParameterError
-        from trustlab.privacy._training_calibration import Run, calibrate_noise, noise_range, run_plan
+        from trustlab.privacy._training_calibration import (
+            Run,
+            calibrate_noise,
+            grid_cost,
+            grid_inflation,
+            grid_step,
+            noise_range,
+            run_plan,
+        )
 
         steps = self._steps()
         q, eps, delta = float(self.sample_rate), float(self.epsilon), float(self.delta)
@@ -285,21 +293,20 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
             )
         grid_on = self.optimizer == "dpsgd"
         n_params = self._n_params(d)
-        # the grid's two costs (see _grid): sensitivity C + sqrt(P) h / 2, and a delta share
-        delta_grid = _grid_delta(eps, steps, n_params) if grid_on else 0.0
-        if not delta_grid < 0.5 * delta:
+        # the grid's costs (grid_cost): sensitivity C + sqrt(P) h / 2, a delta share and,
+        # at large epsilon, a small epsilon share
+        eps_grid, delta_acc = grid_cost(eps, steps, n_params, delta) if grid_on else (0.0, delta)
+        if not (eps_grid < 0.5 * eps and delta_acc > 0.5 * delta):
             raise ParameterError(
                 f"{steps} steps of {n_params} parameters at epsilon={eps:g} leave no room in delta={delta:g} "
                 "for the exact-noise grid; raise delta or lower epochs / sample_rate.",
                 argument="delta",
             )
-        run = Run(
-            self.optimizer, self.sampling, steps, q, int(self.epochs), delta - delta_grid, self._blocks()
-        )
+        run = Run(self.optimizer, self.sampling, steps, q, int(self.epochs), delta_acc, self._blocks())
         lo, hi = noise_range(self.optimizer)
         if self.noise_multiplier is None:
-            target = calibrate_noise(run, eps)  # the multiplier the accountant must see
-            sigma = target * _inflation(n_params, target) if grid_on else target
+            target = calibrate_noise(run, eps - eps_grid)  # the multiplier the accountant must see
+            sigma = target * grid_inflation(n_params, target) if grid_on else target
         else:
             sigma = float(self.noise_multiplier)
             if not lo <= sigma <= hi:
@@ -309,15 +316,15 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
                     argument="noise_multiplier",
                 )
         clip = float(self.clip_norm)
-        grid = _grid(sigma * clip) if grid_on else 0.0
+        grid = grid_step(sigma * clip) if grid_on else 0.0
         # sensitivity C (1 + 1e-9) + sqrt(P) h / 2 (float64 clipping, per-row rounding): the
         # accountant sees the noise multiplier over that sensitivity
         effective = sigma / (1.0 + 1e-9 + math.sqrt(n_params) * grid / (2.0 * clip)) if grid_on else sigma
         plan = run_plan(run, max(lo, effective))
-        if plan.epsilon > eps * (1 + 1e-12):
+        if plan.epsilon + eps_grid > eps * (1 + 1e-12):
             raise ParameterError(
-                f"noise_multiplier={sigma:g} costs epsilon {plan.epsilon:.4g} over {steps} steps, more than "
-                f"epsilon={eps:g}; raise noise_multiplier or leave it None to calibrate it.",
+                f"noise_multiplier={sigma:g} costs epsilon {plan.epsilon + eps_grid:.4g} over {steps} steps, "
+                f"more than epsilon={eps:g}; raise noise_multiplier or leave it None to calibrate it.",
                 argument="noise_multiplier",
             )
         n_hint = DEFAULT_N_HINT if self.n_hint is None else int(self.n_hint)
@@ -345,7 +352,8 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
             parameters.update(
                 {
                     "grid": grid,
-                    "grid_delta": delta_grid,
+                    "grid_delta": delta - delta_acc,
+                    "grid_epsilon": eps_grid,
                     "noise_source": "OpenDP's exact discrete Gaussian on the public grid (noise_std * 2^-26 "
                     "rounded down to a power of two), added to the exact integer sum of the per-example "
                     "clipped gradients rounded to that grid: the weights are post-processing of grid values",
@@ -357,7 +365,7 @@ class DPSGDClassifier(ClassifierMixin, ParamsValidationMixin, BaseEstimator):
             )
         release = Release(
             None,
-            float(plan.epsilon),
+            float(plan.epsilon) + eps_grid,
             delta,
             mechanism=f"DP-SGD ({plan.mechanism})",
             parameters=parameters,
@@ -549,38 +557,3 @@ def _balanced_schedule(n: int, steps: int, participations: int) -> tuple[np.ndar
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(rows).astype(np.int64), np.concatenate(cols).astype(np.int64)
-
-
-_GRID_BITS = 26
-"""The noise grid is ``noise_std * 2**-26`` rounded down to a power of two."""
-_ROUNDING_TV = 0.021  # trustlab.privacy.calibration.DG_ROUNDING_TV
-
-
-def _grid(std: float) -> float:
-    """The public grid step of a run's noisy sums: ``std * 2**-26`` rounded down to a power of two."""
-    return 2.0 ** (math.floor(math.log2(std)) - _GRID_BITS)
-
-
-def _inflation(n_params: int, target: float) -> float:
-    """Factor on the accountant's multiplier ``target`` that pays the grid's sensitivity slack.
-
-    With ``h <= sigma C 2**-26`` the accounted multiplier is
-    ``sigma / (1 + 1e-9 + sqrt(P) h / (2 C)) >= sigma / (1 + 1e-9 + sqrt(P) sigma 2**-27)``,
-    which is at least ``target`` for ``sigma = target (1 + 1e-9) / (1 - sqrt(P) target 2**-27)``.
-    """
-    shrink = 1.0 - math.sqrt(n_params) * target * 2.0 ** -(_GRID_BITS + 1)
-    return (1.0 + 1e-9) / max(shrink, 1e-3)
-
-
-def _grid_delta(epsilon: float, steps: int, n_params: int) -> float:
-    """The delta the exact discrete noise adds beyond the Gaussian mechanism the accountant prices.
-
-    Each coordinate's discrete Gaussian (scale ``s = std / h >= 2**26`` grid units) is
-    within total variation ``0.021 / s**2`` of the continuous Gaussian rounded to the
-    grid (``calibration.DG_ROUNDING_TV``), and rounding the (grid-valued) sum plus a
-    continuous Gaussian is post-processing of the Gaussian mechanism. Over ``T`` steps
-    of ``P`` coordinates the run is within ``tau = T P 0.021 2**-52`` of that mechanism,
-    so an ``(epsilon, delta')`` guarantee for it gives ``(epsilon, delta' + (1 + e^epsilon) tau)``.
-    """
-    tau = steps * n_params * _ROUNDING_TV * 2.0 ** (-2 * _GRID_BITS)
-    return (1.0 + math.exp(min(epsilon, 700.0))) * tau
