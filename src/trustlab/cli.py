@@ -233,7 +233,7 @@ def _audit_dask(
     if private:  # public figures only: the true row and sample counts are private
         typer.echo(
             f"report written: {html_path} and {json_path} (differentially private on Dask, epsilon="
-            f"{epsilon:g}, delta={delta:g}: {scale['partitions']} partitions, {scale['workers']} workers; "
+            f"{epsilon:g}, delta={delta:g}: {scale['files']} files, {scale['workers']} workers; "
             f"DP model trained on {scale['sample_rows']}); checks: {counts['pass']} passed, "
             f"{counts['fail']} failed, {counts['inconclusive']} inconclusive, {counts['not_evaluable']} "
             "not evaluable"

@@ -35,13 +35,27 @@ EVENTS = ("threshold", "value")
 ALPHA = 0.001
 
 
+DATA_COLUMNS = ["age", "sex", "ui", "tenure"]  # the Data section's audit: age and tenure are its features
+
+
+def _public_model(other: pd.DataFrame, feats: list[str]) -> Any:
+    return make_model("logistic", other[feats]).fit(other[feats], (other["ui"] == "yes").astype(int))
+
+
 @pytest.fixture(scope="module")
 def table(benefits):
+    """The audited rows, the schema, and public models (fitted on other rows) on the audit's features.
+
+    The private audit refuses a user model fitted on other columns than the ones it scores
+    (``probe_model``), so each model is fitted on exactly the features its audit passes:
+    every column but the target and the sensitive ``sex`` for the full audit, age and
+    tenure for the Data section's.
+    """
     df, info, schema = benefits
-    feats = [c for c in df.columns if c not in (info.target, "sex", "nwhite")]
+    feats = [c for c in df.columns if c not in (info.target, "sex")]
     other = df.sample(1500, random_state=1)
-    model = make_model("logistic", other[feats]).fit(other[feats], (other["ui"] == "yes").astype(int))
-    return df.sample(1200, random_state=2), schema, model
+    models = {"full": _public_model(other, feats), "data": _public_model(other, ["age", "tenure"])}
+    return df.sample(1200, random_state=2), schema, models
 
 
 def _held_out_row(df: pd.DataFrame, **changes: Any) -> pd.DataFrame:
@@ -61,7 +75,8 @@ def _codes(frame: pd.DataFrame, schema: Schema, model: Any) -> tuple[np.ndarray,
 
 
 def _histogram_audit(table: Any, n_trials: int) -> tuple[float, int]:
-    df, schema, model = table
+    df, schema, models = table
+    model = models["full"]
     mid = len(df) // 2
     neighbour = pd.concat([df.iloc[:mid], _held_out_row(df, age=33), df.iloc[mid:]])
     (ca, n_cells), (cb, _) = _codes(df, schema, model), _codes(neighbour, schema, model)
@@ -113,8 +128,8 @@ class _Replay:
 
 
 def _data_section_runs(table: Any, n_trials: int, epsilon: float) -> tuple[Any, Any, dict[int, list[Any]]]:
-    df, schema, model = table
-    cols = ["age", "sex", "ui", "tenure"]
+    df, schema, models = table
+    model, cols = models["data"], DATA_COLUMNS
     sch = Schema.from_dict(
         {"columns": {k: v for k, v in schema.to_dict()["columns"].items() if k in cols[:3]}}
     )
@@ -174,8 +189,8 @@ def test_each_release_draws_the_noise_its_ledger_line_charges(table, monkeypatch
 
     for module in (st, su):  # counts and histograms; the grid sums
         monkeypatch.setattr(module, "add_discrete_laplace", recording)
-    df, schema, model = table
-    report = Audit(model=model, private=True, epsilon=2.0, schema=schema).run(
+    df, schema, models = table
+    report = Audit(model=models["full"], private=True, epsilon=2.0, schema=schema).run(
         df, target="ui", sensitive=["sex"]
     )
     # every release drawn through trustlab.privacy.statistics: Data, the prediction histogram and

@@ -118,6 +118,7 @@ def test_dask_report_leaks_no_raw_count(client, files, tmp_path, monkeypatch):
         assert f"{n:,}" not in numbers and str(n) not in numbers, n
     meta = json.loads(json_path.read_text())["meta"]
     assert meta["scale"]["rows"] is None  # no public estimate: the true count is not quoted
+    assert "partitions" not in meta["scale"]  # row groups follow the private row count
 
 
 def test_sample_rate_reads_only_public_facts(client, files, monkeypatch):

@@ -156,7 +156,7 @@ def test_report_in_headless_chromium(tmp_path, raw_report):
         timeout=120,
     )
     assert dom.returncode == 0, dom.stderr[-2000:]
-    for title in ("Checks", "Data", "Performance", "Fairness", "Explain"):
+    for title in ("Summary", "Data", "Performance", "Fairness", "Error analysis", "Explain"):
         assert f"<h2>{title}</h2>" in dom.stdout, title
     console_errors = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln and "ERROR" in ln]
     assert not console_errors, console_errors

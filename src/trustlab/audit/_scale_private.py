@@ -383,7 +383,7 @@ def run_scaled_private(
             "backend": "dask",
             "workers": workers,
             "files": len(files),
-            "partitions": int(frame.npartitions),
+            # no partition count: Parquet row groups follow the private row count
             "rows": schema.rows,  # public (the schema's estimate) or None; the true count is private
             "sample_rows": _expected_sample(schema, test_size, rate),
             "sample_rate": rate,

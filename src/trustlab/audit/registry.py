@@ -269,7 +269,7 @@ def section_names() -> list[str]:
     Examples
     --------
     >>> section_names()[:5]
-    ['data', 'performance', 'fairness', 'targeting', 'privacy']
+    ['data', 'performance', 'fairness', 'errors', 'targeting']
     """
     return list(_REGISTRY)
 
@@ -313,7 +313,7 @@ def default_sections() -> list[Section]:
     Examples
     --------
     >>> [s.name for s in default_sections()][:5]
-    ['data', 'performance', 'fairness', 'targeting', 'privacy']
+    ['data', 'performance', 'fairness', 'errors', 'targeting']
     """
     return [_load(name)() for name in list(_REGISTRY)]
 
