@@ -94,3 +94,19 @@ def small_frame():
     return pd.DataFrame(
         {"x": x, "z": rng.uniform(size=n), "group": group, "label": np.where(y == 1, "yes", "no")}
     )
+
+
+@pytest.fixture()
+def run_docs_example(capsys):
+    """Runs a docs page's ```python blocks in order, in one namespace; the example must print."""
+    import re
+
+    def run(page):
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+        assert blocks, f"{page.name} has no python example"
+        namespace: dict = {"__name__": "docs_example"}
+        for block in blocks:
+            exec(compile(block, str(page), "exec"), namespace)
+        assert capsys.readouterr().out.strip(), "the example prints its results"
+
+    return run

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,5 @@ PAGES = sorted(DOCS.glob("*.md"))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_example_runs(page: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
-    assert blocks, f"{page.name} has no python example"
-    namespace: dict = {"__name__": "docs_example"}
-    for block in blocks:
-        exec(compile(block, str(page), "exec"), namespace)
-    assert capsys.readouterr().out.strip(), "the example prints its results"
+def test_example_runs(page: Path, run_docs_example) -> None:
+    run_docs_example(page)
