@@ -390,7 +390,7 @@ def test_audit_boxplot_outlier_share_from_counts(monkeypatch):
     # The quantiles fixed (as tests/privacy/test_boxplot_audit.py does), so the claim is the
     # outlier counts' epsilon: one record beyond the fence, counted in a second pass.
     monkeypatch.setattr(
-        bx, "unbounded_sorted", lambda z, level, e, a, *r, mirrored=False, **k: 2.0 if mirrored else 9.0
+        bx, "scan", lambda z, level, e, a, *r, mirrored=False, **k: 2.0 if mirrored else 9.0
     )
     monkeypatch.setattr(bx, "jointexp_values", lambda *a, **k: np.array([-0.7, 0.0, 0.7]))
     rng = np.random.default_rng(0)
