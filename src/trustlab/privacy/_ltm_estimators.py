@@ -216,16 +216,6 @@ class _LTMBase(ParamsValidationMixin):
         tags.non_deterministic = True
         return tags
 
-    def _store(self, params: dict[str, Any]) -> None:
-        """Keep each ``__init__`` argument unchanged under its own name (scikit-learn's contract).
-
-        ``params`` is the ``locals()`` of the subclass's ``__init__``, whose explicit
-        signature ``get_params`` reads; validation waits for ``fit``.
-        """
-        for name, value in params.items():
-            if name != "self":
-                setattr(self, name, value)
-
     def _check_fitted(self, attr: str) -> None:
         if not hasattr(self, attr):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit first.", argument="fit")
@@ -320,7 +310,19 @@ class LTMLowRank(TransformerMixin, _LTMBase, BaseEstimator):
         n_servers: int = 2,
         random_state: Any = None,
     ) -> None:
-        self._store(locals())
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.row_bound = row_bound
+        self.sketch_rows = sketch_rows
+        self.sketch = sketch
+        self.sparsity = sparsity
+        self.mechanism = mechanism
+        self.honest_fraction = honest_fraction
+        self.neighbouring = neighbouring
+        self.noise = noise
+        self.n_servers = n_servers
+        self.random_state = random_state
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {"n_components": [_POSITIVE_INT], **_LTM_CONSTRAINTS}
 
@@ -447,7 +449,20 @@ class LTMRidge(RegressorMixin, _LTMBase, BaseEstimator):
         debias: bool = False,
         random_state: Any = None,
     ) -> None:
-        self._store(locals())
+        self.alpha = alpha
+        self.epsilon = epsilon
+        self.delta = delta
+        self.row_bound = row_bound
+        self.sketch_rows = sketch_rows
+        self.sketch = sketch
+        self.sparsity = sparsity
+        self.mechanism = mechanism
+        self.honest_fraction = honest_fraction
+        self.neighbouring = neighbouring
+        self.noise = noise
+        self.n_servers = n_servers
+        self.debias = debias
+        self.random_state = random_state
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
