@@ -161,8 +161,8 @@ def _client_main(*args: Any) -> None:
 
 
 def _first_cause(out: Any, who: str, message: str) -> ProtocolAbort:
-    """The abort to raise: a server's reason if one arrives within a second (clients then only see EOF)."""
-    end = time.monotonic() + 1.0
+    """The abort to raise: a server's reason if one arrives within 0.5 s (clients then only see EOF)."""
+    end = time.monotonic() + 0.5
     while not who.startswith("server") and time.monotonic() < end:
         try:
             status, other, msg = out.get(timeout=max(end - time.monotonic(), 0.01))
