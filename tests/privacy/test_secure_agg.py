@@ -76,7 +76,9 @@ def test_pedersen_commitment_is_homomorphic_and_separable():
     u, v = np.array([3, -5, 0, 7]), np.array([-3, 2, 9, 1])
     a, b = _commit.random_scalar(), _commit.random_scalar()
     assert _commit.add_points([_commit.commit(u, a), _commit.commit(v, b)]) == _commit.commit(u + v, a + b)
-    assert _commit.commit(u, a) != _commit.commit(u + np.array([1, 0, 0, 0]), a)  # binding on every coordinate
+    assert _commit.commit(u, a) != _commit.commit(
+        u + np.array([1, 0, 0, 0]), a
+    )  # binding on every coordinate
 
 
 def test_sum_equals_the_plaintext_sum_within_fixed_point_precision(seeded_secrets):

@@ -60,15 +60,24 @@ class JanusParams:
     def __post_init__(self) -> None:
         for name in ("dim", "frac_bits", "min_clients", "max_clients"):
             v = getattr(self, name)
-            if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < (0 if name == "frac_bits" else 1):
+            if (
+                not isinstance(v, int | np.integer)
+                or isinstance(v, bool)
+                or v < (0 if name == "frac_bits" else 1)
+            ):
                 raise ParameterError(f"{name} must be a positive integer, got {v!r}", argument=name)
         if self.min_clients < 2:
-            raise ParameterError("min_clients must be at least 2 (one client's sum is its input)", argument="min_clients")
+            raise ParameterError(
+                "min_clients must be at least 2 (one client's sum is its input)", argument="min_clients"
+            )
         if not (isinstance(self.bound, int | float) and np.isfinite(self.bound) and self.bound > 0):
-            raise ParameterError(f"bound must be a positive finite number, got {self.bound!r}", argument="bound")
+            raise ParameterError(
+                f"bound must be a positive finite number, got {self.bound!r}", argument="bound"
+            )
         if self.max_clients * round(self.bound * 2**self.frac_bits) >= (_field.PRIME - 1) // 2:
             raise ParameterError(
-                "max_clients * bound * 2**frac_bits must stay below 2**60: lower frac_bits, bound or max_clients",
+                "max_clients * bound * 2**frac_bits must stay below 2**60: "
+                "lower frac_bits, bound or max_clients",
                 argument="frac_bits",
             )
         if not isinstance(self.session, bytes) or len(self.session) != 16:
@@ -96,7 +105,9 @@ class JanusClient:
 
     def __init__(self, params: JanusParams, index: int, server_keys: tuple[bytes, bytes]) -> None:
         if not isinstance(index, int | np.integer) or not 0 <= index < _wire.SERVER_ID[0]:
-            raise ParameterError(f"index must be an integer in [0, 2**32 - 16), got {index!r}", argument="index")
+            raise ParameterError(
+                f"index must be an integer in [0, 2**32 - 16), got {index!r}", argument="index"
+            )
         self.params = params
         self.index = int(index)
         self.server_keys = server_keys
@@ -127,7 +138,12 @@ class JanusClient:
     def _open_reply(self, role: int, data: bytes) -> tuple[int, bytes, np.ndarray, int, bytes]:
         where = f"server S{role}"
         fr = _wire.unpack(data, where)
-        if (fr.kind, fr.session, fr.round, fr.sender) != (_wire.RESULT, self.params.session, self._round, _wire.SERVER_ID[role]):
+        if (fr.kind, fr.session, fr.round, fr.sender) != (
+            _wire.RESULT,
+            self.params.session,
+            self._round,
+            _wire.SERVER_ID[role],
+        ):
             raise ProtocolAbort(f"reply from {where} is for another round, session or server", argument=where)
         try:
             body = ChaCha20Poly1305(self._reply_keys[role]).decrypt(bytes(12), fr.body, fr.header)
@@ -167,7 +183,9 @@ class JanusClient:
         except ValueError:
             ok = False
         if not ok:
-            raise ProtocolAbort("the aggregate failed verification against the commitment", argument="aggregate")
+            raise ProtocolAbort(
+                "the aggregate failed verification against the commitment", argument="aggregate"
+            )
         return _field.decode_fixed(x, self.params.frac_bits)
 
 
@@ -195,7 +213,9 @@ class JanusServer:
     def start_round(self, rnd: int) -> None:
         """Forget the previous round's messages and accept frames of round ``rnd``."""
         self.round = int(rnd)
-        self._got: dict[int, tuple[bytes, bytes, int, bytes]] = {}  # id -> (reply key, vector/seed, scalar, C)
+        self._got: dict[
+            int, tuple[bytes, bytes, int, bytes]
+        ] = {}  # id -> (reply key, vector/seed, scalar, C)
         self.kept: list[int] = []
 
     def receive(self, data: bytes) -> int:
@@ -205,13 +225,19 @@ class JanusServer:
         if fr.kind != (_wire.UP0, _wire.UP1)[self.role] or fr.session != p.session:
             raise ProtocolAbort(f"{where}: frame of another type or session", argument="frame")
         if fr.round != self.round:
-            raise ProtocolAbort(f"{where}: frame for round {fr.round} in round {self.round} (replayed?)", argument="round")
+            raise ProtocolAbort(
+                f"{where}: frame for round {fr.round} in round {self.round} (replayed?)", argument="round"
+            )
         if fr.sender in self._got:
-            raise ProtocolAbort(f"{where}: second message from client {fr.sender} in one round (replayed?)", argument="frame")
+            raise ProtocolAbort(
+                f"{where}: second message from client {fr.sender} in one round (replayed?)", argument="frame"
+            )
         body = _wire.open_sealed(self.key, fr.header, fr.body, f"client {fr.sender}")
         want = 32 + _PT + (8 * p.dim if self.role == 0 else 32)
         if len(body) != want:
-            raise ProtocolAbort(f"{where}: client {fr.sender} sent a vector of the wrong length", argument="dim")
+            raise ProtocolAbort(
+                f"{where}: client {fr.sender} sent a vector of the wrong length", argument="dim"
+            )
         if self.role == 0:
             vec, sc, c = body[32 + _PT :], body[32:64], body[64 : 64 + 33]
         else:
@@ -228,14 +254,18 @@ class JanusServer:
         """Keep the clients that reached both servers with one commitment; returns their ids."""
         fr = _wire.unpack(peer_roster, f"server S{1 - self.role}")
         if (fr.kind, fr.session, fr.round, fr.sender) != (
-            _wire.ROSTER, self.params.session, self.round, _wire.SERVER_ID[1 - self.role]
+            _wire.ROSTER,
+            self.params.session,
+            self.round,
+            _wire.SERVER_ID[1 - self.role],
         ) or len(fr.body) % _ROSTER_ITEM.size:
             raise ProtocolAbort(f"malformed roster from server S{1 - self.role}", argument="roster")
         peer = dict(_ROSTER_ITEM.iter_unpack(fr.body))
         self.kept = sorted(i for i, v in self._got.items() if peer.get(i) == v[3])
         if len(self.kept) < self.params.min_clients:
             raise ProtocolAbort(
-                f"too few clients reached both servers ({len(self.kept)} < min_clients={self.params.min_clients})",
+                f"too few clients reached both servers ({len(self.kept)} < "
+                f"min_clients={self.params.min_clients})",
                 argument="min_clients",
             )
         return self.kept

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes
@@ -47,7 +48,7 @@ def _pair_seed(shared: bytes, session: bytes, i: int, j: int) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
 
 
-def simulate_pairwise(arr: np.ndarray, params: JanusParams, *, degree: int | None = None) -> object:
+def simulate_pairwise(arr: np.ndarray, params: JanusParams, *, degree: int | None = None) -> Any:
     """One round of pairwise-masking secure aggregation in process; returns an ``AggregationResult``."""
     from trustlab.privacy.secure_agg import _result
 

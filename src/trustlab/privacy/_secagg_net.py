@@ -72,7 +72,9 @@ def serve(
                 try:
                     conn, _ = listener.accept()
                 except TimeoutError:
-                    raise ProtocolAbort("server S1 did not answer before the timeout", argument="server S1") from None
+                    raise ProtocolAbort(
+                        "server S1 did not answer before the timeout", argument="server S1"
+                    ) from None
                 ms = MeteredSocket(conn, "server S1", timeout)
                 frame = ms.recv()
                 if frame[4] == _wire.ROSTER:
@@ -83,7 +85,9 @@ def serve(
             peer.send(server.roster())
         else:
             assert peer_port is not None
-            peer = MeteredSocket(socket.create_connection(("127.0.0.1", peer_port), timeout=timeout), "server S0", timeout)
+            peer = MeteredSocket(
+                socket.create_connection(("127.0.0.1", peer_port), timeout=timeout), "server S0", timeout
+            )
             peer.send(server.roster())
             peer_frame = peer.recv()
         kept = server.merge(peer_frame)
@@ -98,7 +102,9 @@ def serve(
     return totals
 
 
-def _server_main(params: JanusParams, role: int, rnd: int, n: int, timeout: float, out: Any, inbox: Any) -> None:
+def _server_main(
+    params: JanusParams, role: int, rnd: int, n: int, timeout: float, out: Any, inbox: Any
+) -> None:
     try:
         listener = socket.create_server(("127.0.0.1", 0), backlog=min(n + 16, 4096))
         server = JanusServer(params, role)
@@ -184,19 +190,20 @@ def _stop(procs: list[Any]) -> None:
             p.join()
 
 
-def run_processes(
-    arr: np.ndarray, params: JanusParams, *, rnd: int, n_workers: int, timeout: float
-) -> Any:
+def run_processes(arr: np.ndarray, params: JanusParams, *, rnd: int, n_workers: int, timeout: float) -> Any:
     """Run one round as separate processes; returns an ``AggregationResult``."""
     from trustlab.privacy.secure_agg import _result
 
     # fork: the parties inherit the imported modules (spawn re-imports trustlab in each, seconds apiece)
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    ctx: Any = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     out, inbox = ctx.Queue(), ctx.Queue()
     n = arr.shape[0]
     procs = [
         ctx.Process(
-            target=_server_main, args=(params, role, rnd, n, timeout, out, inbox), daemon=True, name=f"server S{role}"
+            target=_server_main,
+            args=(params, role, rnd, n, timeout, out, inbox),
+            daemon=True,
+            name=f"server S{role}",
         )
         for role in (0, 1)
     ]

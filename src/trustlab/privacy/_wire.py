@@ -139,7 +139,9 @@ class MeteredSocket:
         try:
             self.sock.sendall(frame)
         except OSError as exc:
-            raise ProtocolAbort(f"could not send to {self.where}: connection lost", argument=self.where) from exc
+            raise ProtocolAbort(
+                f"could not send to {self.where}: connection lost", argument=self.where
+            ) from exc
         self.bytes_sent += len(frame)
         self.frames_sent += 1
 
@@ -149,11 +151,15 @@ class MeteredSocket:
             try:
                 chunk = self.sock.recv(min(n - got, 1 << 20))
             except TimeoutError as exc:
-                raise ProtocolAbort(f"{self.where} did not answer before the timeout", argument=self.where) from exc
+                raise ProtocolAbort(
+                    f"{self.where} did not answer before the timeout", argument=self.where
+                ) from exc
             except OSError as exc:
                 raise ProtocolAbort(f"connection to {self.where} failed", argument=self.where) from exc
             if not chunk:
-                raise ProtocolAbort(f"truncated frame from {self.where} (connection closed)", argument=self.where)
+                raise ProtocolAbort(
+                    f"truncated frame from {self.where} (connection closed)", argument=self.where
+                )
             chunks.append(chunk)
             got += len(chunk)
         return b"".join(chunks)

@@ -76,16 +76,21 @@ def check_updates(updates: object, params: JanusParams) -> np.ndarray:
     """Validate the clients' vectors: a finite 2-D array with ``params.dim`` columns, 2+ rows."""
     arr = np.asarray(updates, dtype=float) if not isinstance(updates, np.ndarray) else updates.astype(float)
     if arr.ndim != 2 or arr.shape[1] != params.dim:
-        raise DataError(f"updates must have shape (n_clients, {params.dim}), got {arr.shape}", argument="updates")
+        raise DataError(
+            f"updates must have shape (n_clients, {params.dim}), got {arr.shape}", argument="updates"
+        )
     if not params.min_clients <= arr.shape[0] <= params.max_clients:
         raise DataError(
-            f"updates must have between min_clients={params.min_clients} and max_clients={params.max_clients} rows",
+            f"updates must have between min_clients={params.min_clients} and "
+            f"max_clients={params.max_clients} rows",
             argument="updates",
         )
     if not np.all(np.isfinite(arr)):
         raise DataError("updates holds NaN or inf: pass finite numbers", argument="updates")
     if np.any(np.abs(arr) > params.bound):
-        raise DataError(f"updates exceed the public clip bound {params.bound}: clip them first", argument="updates")
+        raise DataError(
+            f"updates exceed the public clip bound {params.bound}: clip them first", argument="updates"
+        )
     return arr
 
 
@@ -203,7 +208,9 @@ def run_janus(
     return run_processes(arr, params, rnd=rnd, n_workers=n_workers, timeout=timeout)
 
 
-def simulate_pairwise(updates: object, params: JanusParams, *, degree: int | None = None) -> AggregationResult:
+def simulate_pairwise(
+    updates: object, params: JanusParams, *, degree: int | None = None
+) -> AggregationResult:
     """The pairwise-masking baseline (SecAgg-style, no dropout recovery) in process.
 
     See :func:`trustlab.privacy._pairwise.simulate_pairwise`.
