@@ -192,3 +192,74 @@ def test_bad_parameters_and_inputs_raise_named_errors():
         client.upload(np.zeros(3), 1)
     with pytest.raises(ParameterError, match="index"):
         _janus.JanusClient(params, -1, (bytes(32), bytes(32)))
+
+
+def _free_port_pair():
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+        try:
+            with socket.socket() as b:
+                b.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    pytest.skip("no two adjacent free ports")
+
+
+def test_command_line_round_between_server_and_client_processes(capsys):
+    import threading
+
+    from trustlab.cli import main
+
+    port = _free_port_pair()
+    server = threading.Thread(
+        target=lambda: pytest.raises(
+            SystemExit, main, ["secure-agg", "serve", "--clients", "2", "--dim", "2", "--port", str(port)]
+        )
+    )
+    server.start()
+    codes = []
+    outs = []
+
+    def _client(i, values):
+        from trustlab.privacy._secagg_net import join_round
+
+        for _ in range(100):  # the servers start in a moment
+            try:
+                outs.append(join_round("127.0.0.1", port, i, np.array(values), 20.0))
+                return
+            except ProtocolAbort as exc:
+                if "could not reach" not in str(exc):
+                    raise
+                import time
+
+                time.sleep(0.05)
+        codes.append("never reached")
+
+    threads = [threading.Thread(target=_client, args=(i, v)) for i, v in ((0, [0.5, -1.0]), (1, [0.25, 0.5]))]
+    for t in threads:
+        t.start()
+    for t in (*threads, server):
+        t.join(60)
+    assert codes == [] and len(outs) == 2
+    assert np.array_equal(outs[0], [0.75, -0.5]) and np.array_equal(outs[1], outs[0])
+    assert "2 clients aggregated" in capsys.readouterr().out
+    assert multiprocessing.active_children() == []
+
+
+def test_command_line_bad_input_exits_2_with_one_line(capsys):
+    from trustlab.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["secure-agg", "client", "--index", "0", "--values", "a,b", "--port", "9"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--values" in err
+    with pytest.raises(SystemExit) as info:
+        main(["secure-agg", "client", "--index", "0", "--values", "1,2", "--port", "9", "--timeout", "1"])
+    assert info.value.code == 2
+    assert "could not reach the servers" in capsys.readouterr().err

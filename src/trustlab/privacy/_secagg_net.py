@@ -9,6 +9,7 @@ the coordinator then stops every process it started.
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing as mp
 import queue
 import socket
@@ -21,7 +22,7 @@ from trustlab.privacy import _wire
 from trustlab.privacy._janus import JanusClient, JanusParams, JanusServer
 from trustlab.privacy._wire import MeteredSocket, ProtocolAbort
 
-__all__ = ["run_processes", "serve"]
+__all__ = ["join_round", "run_processes", "serve", "serve_pair", "session_info"]
 
 
 def _report_errors(out: Any, who: str, fn: Any, *args: Any) -> None:
@@ -42,8 +43,13 @@ def serve(
     listener: socket.socket,
     peer_port: int | None,
     server: JanusServer,
+    hello: bytes = b"",
 ) -> dict[str, int]:
-    """Serve one round as server ``role`` on ``listener``; S1 connects to S0 on ``peer_port``."""
+    """Serve one round as server ``role`` on ``listener``; S1 connects to S0 on ``peer_port``.
+
+    A connection that opens with a ``HELLO`` frame is answered with ``hello`` (the public
+    session description, see :func:`session_info`) and closed; it does not count as a client.
+    """
     server.start_round(rnd)
     conns: dict[int, MeteredSocket] = {}
     peer: MeteredSocket | None = None
@@ -64,6 +70,10 @@ def serve(
             frame = ms.recv()
             if frame[4] == _wire.ROSTER:
                 peer, peer_frame = ms, frame
+                continue
+            if frame[4] == _wire.HELLO:
+                ms.send(_wire.pack(_wire.HELLO, params.session, rnd, _wire.SERVER_ID[role], hello))
+                ms.close()
                 continue
             conns[server.receive(frame)] = ms
         if role == 0:
@@ -268,3 +278,122 @@ def run_processes(arr: np.ndarray, params: JanusParams, *, rnd: int, n_workers: 
         [per_client[i][4] for i in kept],
         "processes",
     )
+
+
+def session_info(params: JanusParams, public_key: bytes, peer_port: int | None) -> bytes:
+    """The public description a server hands to a joining client (JSON)."""
+    return json.dumps(
+        {
+            "dim": params.dim,
+            "frac_bits": params.frac_bits,
+            "bound": params.bound,
+            "min_clients": params.min_clients,
+            "max_clients": params.max_clients,
+            "session": params.session.hex(),
+            "public_key": public_key.hex(),
+            "peer_port": peer_port,
+        }
+    ).encode()
+
+
+def _serve_fixed(
+    params: JanusParams, role: int, n: int, timeout: float, ports: tuple[int, int], out: Any
+) -> None:
+    try:
+        listener = socket.create_server(("127.0.0.1", ports[role]), backlog=min(n + 16, 4096))
+        server = JanusServer(params, role)
+        hello = session_info(params, server.public_key, ports[1] if role == 0 else None)
+    except OSError as exc:
+        out.put(
+            (
+                "abort",
+                f"server S{role}",
+                f"server S{role} could not listen on port {ports[role]} ({exc.strerror})",
+            )
+        )
+        return
+    peer = ports[0] if role == 1 else None
+    _report_errors(out, f"server S{role}", serve, params, role, 1, n, timeout, listener, peer, server, hello)
+
+
+def serve_pair(params: JanusParams, n_clients: int, port: int, timeout: float) -> dict[str, Any]:
+    """Run S0 on ``port`` and S1 on ``port + 1`` (two processes) for one round of ``n_clients``."""
+    ctx: Any = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_serve_fixed, args=(params, r, n_clients, timeout, (port, port + 1), out), name=f"S{r}"
+        )
+        for r in (0, 1)
+    ]
+    results: dict[str, Any] = {}
+    try:
+        for p in procs:
+            p.start()
+        while len(results) < 2:
+            try:
+                status, who, payload = out.get(timeout=2 * timeout + 10)
+            except queue.Empty:
+                raise ProtocolAbort(
+                    "the servers did not finish before the timeout", argument="timeout"
+                ) from None
+            if status != "ok":
+                raise ProtocolAbort(payload, argument=who)
+            results[who] = payload
+    finally:
+        _stop(procs)
+    return results
+
+
+def _hello(host: str, port: int, timeout: float, who: str) -> dict[str, Any]:
+    ms = MeteredSocket(socket.create_connection((host, port), timeout=timeout), who, timeout)
+    try:
+        ms.send(_wire.pack(_wire.HELLO, bytes(16), 0, 0, b""))
+        fr = _wire.unpack(ms.recv(), who)
+        info: dict[str, Any] = json.loads(fr.body)
+        return info
+    except (ValueError, KeyError) as exc:
+        raise ProtocolAbort(f"malformed session description from {who}", argument=who) from exc
+    finally:
+        ms.close()
+
+
+def join_round(host: str, port: int, index: int, values: np.ndarray, timeout: float) -> np.ndarray:
+    """Join a round served by :func:`serve_pair` at ``host:port`` as client ``index``; returns the sum.
+
+    The servers' public keys are fetched from the servers themselves (trust on first use:
+    fine on loopback, in deployment pin them or fetch them over TLS).
+    """
+    try:
+        info0 = _hello(host, port, timeout, "server S0")
+        info1 = _hello(host, int(info0["peer_port"]), timeout, "server S1")
+        params = JanusParams(
+            dim=int(info0["dim"]),
+            frac_bits=int(info0["frac_bits"]),
+            bound=float(info0["bound"]),
+            min_clients=int(info0["min_clients"]),
+            max_clients=int(info0["max_clients"]),
+            session=bytes.fromhex(info0["session"]),
+        )
+        keys = (bytes.fromhex(info0["public_key"]), bytes.fromhex(info1["public_key"]))
+    except OSError as exc:
+        raise ProtocolAbort(
+            f"could not reach the servers at {host}:{port} ({exc.strerror})", argument="port"
+        ) from exc
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ProtocolAbort("malformed session description from the servers", argument="server S0") from exc
+    if info1.get("session") != info0["session"]:
+        raise ProtocolAbort("the two servers run different sessions", argument="server S1")
+    client = JanusClient(params, index, keys)
+    frames = client.upload(values, 1)
+    socks = [
+        MeteredSocket(socket.create_connection((host, p), timeout=timeout), f"server S{r}", timeout)
+        for r, p in enumerate((port, int(info0["peer_port"])))
+    ]
+    try:
+        for ms, frame in zip(socks, frames, strict=True):
+            ms.send(frame)
+        return client.finish(socks[0].recv(), socks[1].recv())
+    finally:
+        for ms in socks:
+            ms.close()
