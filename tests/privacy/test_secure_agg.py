@@ -263,3 +263,9 @@ def test_command_line_bad_input_exits_2_with_one_line(capsys):
         main(["secure-agg", "client", "--index", "0", "--values", "1,2", "--port", "9", "--timeout", "1"])
     assert info.value.code == 2
     assert "could not reach the servers" in capsys.readouterr().err
+
+
+def test_docs_example_runs(run_docs_example):
+    from pathlib import Path
+
+    run_docs_example(Path(__file__).parents[2] / "docs" / "privacy" / "secure-aggregation.md")
