@@ -200,6 +200,7 @@ def record_requests(run: Callable[[Party], Any]) -> list[tuple[str, tuple[int, .
 def deal(requests: list[tuple[str, tuple[int, ...]]]) -> tuple[list, list]:
     """The dealer: both parties' correlated randomness for ``requests`` (from ``secrets``)."""
     mats: tuple[list, list] = ([], [])
+    parts: tuple[tuple[Any, ...], tuple[Any, ...]]
     for kind, shape in requests:
         if kind == "beaver":
             a0, a1, b0, b1, c0 = (rand_words(shape) for _ in range(5))

@@ -142,7 +142,7 @@ def _protocol(party: Party, inp: dict[str, np.ndarray], n: int, m: int, c: int, 
                 cur[i - 1 : i], cur[i : i + 1] = lo, hi
         chosen.append(cur[0, 1:])
         rows = cur[1:]
-    counts = np.sum(chosen, axis=0, dtype=np.uint64)
+    counts = np.asarray(np.sum(chosen, axis=0, dtype=np.uint64))
     got = party.exchange(counts if role == 0 else np.zeros(0, np.uint64), expect=0 if role == 0 else c)
     return None if role == 0 else (counts + got).astype(np.int64)
 
