@@ -269,3 +269,26 @@ def test_docs_example_runs(run_docs_example):
     from pathlib import Path
 
     run_docs_example(Path(__file__).parents[2] / "docs" / "privacy" / "secure-aggregation.md")
+
+
+def test_clients_join_and_leave_between_rounds_with_only_the_servers_public_keys(seeded_secrets):
+    """Dynamic participation: round 2 drops client 0 and adds client 3; no client-to-client setup."""
+    params = JanusParams(dim=2)
+    s0, s1 = _janus.JanusServer(params, 0), _janus.JanusServer(params, 1)
+    keys = (s0.public_key, s1.public_key)
+    x = _updates(4, 2, seed=9)
+    for rnd, members in ((1, (0, 1, 2)), (2, (1, 2, 3))):
+        for s in (s0, s1):
+            s.start_round(rnd)
+        clients = {i: _janus.JanusClient(params, i, keys) for i in members}
+        for i, c in clients.items():
+            f0, f1 = c.upload(x[i], rnd)
+            s0.receive(f0)
+            s1.receive(f1)
+        r0, r1 = s0.roster(), s1.roster()
+        s0.merge(r1)
+        s1.merge(r0)
+        rep0, rep1 = s0.replies(), s1.replies()
+        for i, c in clients.items():
+            got = c.finish(rep0[i], rep1[i])
+            assert np.max(np.abs(got - x[list(members)].sum(axis=0))) <= 3 * 2.0**-17
