@@ -234,3 +234,11 @@ def test_claim_each_servers_view_is_independent_of_an_honest_input(seeded_secret
     assert stats.ks_2samp(unmasked[:200], unmasked[200:]).pvalue < 1e-4
     fixed = [_commit.commit(np.array([v]), 1)[-1] & 15 for v in (-(2**16), 2**16)]
     assert fixed[0] != fixed[1]  # without fresh randomness the commitment is a function of the input
+
+
+def test_a_commitment_that_is_not_a_curve_point_aborts(monkeypatch):
+    _, s0, _, clients, x, _ = _setup()
+    monkeypatch.setattr(_commit, "commit", lambda values, r: b"\x05" + bytes(32))
+    f0, _ = clients[0].upload(x[0], 1)
+    with pytest.raises(ProtocolAbort, match="not a curve point"):
+        s0.receive(f0)

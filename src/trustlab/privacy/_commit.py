@@ -22,7 +22,7 @@ import numpy as np
 
 from trustlab.errors import MissingDependencyError
 
-__all__ = ["ORDER", "POINT_BYTES", "add_points", "commit", "generators", "random_scalar"]
+__all__ = ["ORDER", "POINT_BYTES", "add_points", "check_point", "commit", "generators", "random_scalar"]
 
 ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 """The prime order of the secp256k1 group."""
@@ -81,6 +81,16 @@ def commit(values: np.ndarray, r: int) -> bytes:
         raise ValueError("commitment is the point at infinity")
     point = coincurve.PublicKey.combine_keys(terms)  # type: ignore[attr-defined]
     return bytes(point.format(compressed=True))
+
+
+def check_point(data: bytes) -> bool:
+    """Whether ``data`` is a valid compressed secp256k1 point."""
+    coincurve = _coincurve()
+    try:
+        coincurve.PublicKey(bytes(data))  # type: ignore[attr-defined]
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def add_points(points: Sequence[bytes]) -> bytes:

@@ -242,6 +242,10 @@ class JanusServer:
             vec, sc, c = body[32 + _PT :], body[32:64], body[64 : 64 + 33]
         else:
             vec, sc, c = body[32:64], body[64:96], body[96:129]
+        if not _commit.check_point(c):
+            raise ProtocolAbort(
+                f"{where}: client {fr.sender} sent a commitment that is not a curve point", argument="frame"
+            )
         self._got[fr.sender] = (body[:32], vec, int.from_bytes(sc, "big"), c)
         return fr.sender
 
