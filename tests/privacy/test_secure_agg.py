@@ -216,11 +216,12 @@ def test_command_line_round_between_server_and_client_processes(capsys):
     from trustlab.cli import main
 
     port = _free_port_pair()
-    server = threading.Thread(
-        target=lambda: pytest.raises(
-            SystemExit, main, ["secure-agg", "serve", "--clients", "2", "--dim", "2", "--port", str(port)]
-        )
-    )
+
+    def _serve():
+        with pytest.raises(SystemExit):
+            main(["secure-agg", "serve", "--clients", "2", "--dim", "2", "--port", str(port)])
+
+    server = threading.Thread(target=_serve)
     server.start()
     codes = []
     outs = []
