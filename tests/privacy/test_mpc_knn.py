@@ -209,3 +209,18 @@ def test_docs_example_runs(run_docs_example):
     from pathlib import Path
 
     run_docs_example(Path(__file__).parents[2] / "docs" / "privacy" / "mpc-knn.md")
+
+
+def test_a_failing_party_process_aborts_the_run_and_leaves_no_process(monkeypatch):
+    real = _mpc2.Party.compare_swap
+
+    def failing(self, lo, hi):
+        if self.role == 1:
+            raise ProtocolAbort("injected failure in party 1", argument="party 1")
+        return real(self, lo, hi)
+
+    monkeypatch.setattr(_mpc2.Party, "compare_swap", failing)  # the forked parties inherit it
+    ref, y, queries = _wine(6, 1)
+    with pytest.raises(ProtocolAbort, match="party"):
+        kona_knn_processes(ref, y, queries[0], k=1, n_classes=3, timeout=2)
+    assert multiprocessing.active_children() == []
