@@ -34,11 +34,16 @@ def serve(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the clients.")] = 300.0,
 ) -> None:
     """Run both servers for one round; prints the bytes each server moved (never the sum)."""
+    from trustlab.errors import ParameterError
     from trustlab.privacy._janus import JanusParams
     from trustlab.privacy._secagg_net import serve_pair
 
     try:
-        params = JanusParams(dim=dim, frac_bits=frac_bits, bound=bound, max_clients=max(clients, 2))
+        if clients < 2:
+            raise ParameterError(
+                "--clients must be at least 2 (one client's sum is its input)", argument="--clients"
+            )
+        params = JanusParams(dim=dim, frac_bits=frac_bits, bound=bound, max_clients=clients)
         typer.echo(f"S0 on 127.0.0.1:{port}, S1 on 127.0.0.1:{port + 1}; waiting for {clients} clients")
         totals = serve_pair(params, clients, port, timeout)
     except TrustlabError as exc:
