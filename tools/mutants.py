@@ -344,6 +344,13 @@ MUTANTS: list[Mutant] = [
         "return (s >> U64(63)) & U64(1)",
         ("tests/privacy/test_mpc_knn.py::test_secure_sign_bit_and_compare_swap_match_plaintext",),
     ),
+    Mutant(
+        "graph_ldp: the multi-bit mechanism spends epsilon on every sampled dimension (m x epsilon)",
+        "src/trustlab/privacy/graph_ldp.py",
+        "    e = math.exp(epsilon / m)\n    chosen",
+        "    e = math.exp(epsilon)\n    chosen",
+        ("tests/privacy/test_graph_ldp.py::test_claim_per_node_mechanism_audit_on_worst_case_neighbours",),
+    ),
 ]
 
 
