@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from trustlab.errors import ParameterError
 from trustlab.privacy import _field, _wire
+from trustlab.privacy._agg_result import AggregationResult, make_result
 from trustlab.privacy._janus import JanusParams
 
 __all__ = ["neighbours", "simulate_pairwise"]
@@ -48,10 +48,10 @@ def _pair_seed(shared: bytes, session: bytes, i: int, j: int) -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
 
 
-def simulate_pairwise(arr: np.ndarray, params: JanusParams, *, degree: int | None = None) -> Any:
+def simulate_pairwise(
+    arr: np.ndarray, params: JanusParams, *, degree: int | None = None
+) -> AggregationResult:
     """One round of pairwise-masking secure aggregation in process; returns an ``AggregationResult``."""
-    from trustlab.privacy.secure_agg import _result
-
     n, p, rnd = arr.shape[0], params, 1
     graph = neighbours(n, degree, p.session)
     keys = [X25519PrivateKey.generate() for _ in range(n)]
@@ -86,4 +86,4 @@ def simulate_pairwise(arr: np.ndarray, params: JanusParams, *, degree: int | Non
         body = _wire.unpack(result, "server").body
         sums.append(_field.decode_fixed(_field.to_signed(np.frombuffer(body, dtype="<u8")), p.frac_bits))
     server = sum(up.values()) + sum(down.values())
-    return _result(sums, list(range(n)), up, down, 4, [server], list(secs.values()), "pairwise-simulator")
+    return make_result(sums, list(range(n)), up, down, 4, [server], list(secs.values()), "pairwise-simulator")

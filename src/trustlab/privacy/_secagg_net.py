@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.privacy import _wire
+from trustlab.privacy._agg_result import make_result
 from trustlab.privacy._janus import JanusClient, JanusParams, JanusServer
 from trustlab.privacy._wire import MeteredSocket, ProtocolAbort
 
@@ -202,8 +203,6 @@ def _stop(procs: list[Any]) -> None:
 
 def run_processes(arr: np.ndarray, params: JanusParams, *, rnd: int, n_workers: int, timeout: float) -> Any:
     """Run one round as separate processes; returns an ``AggregationResult``."""
-    from trustlab.privacy.secure_agg import _result
-
     # fork: the parties inherit the imported modules (spawn re-imports trustlab in each, seconds apiece)
     ctx: Any = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     out, inbox = ctx.Queue(), ctx.Queue()
@@ -268,7 +267,7 @@ def run_processes(arr: np.ndarray, params: JanusParams, *, rnd: int, n_workers: 
     kept = sorted(per_client)
     sums = [np.frombuffer(per_client[i][0], dtype=float).copy() for i in kept]
     rounds = max(per_client[i][3] for i in kept)
-    return _result(
+    return make_result(
         sums,
         kept,
         {i: per_client[i][1] for i in kept},
