@@ -36,6 +36,7 @@ try:
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from trustlab._cli_lm import lm_app
     from trustlab.errors import ParameterError, TrustlabError
 finally:
     if _previous_sigint is not None:
@@ -47,6 +48,7 @@ app = typer.Typer(
     help="trustlab: audits of privacy, explanations, fairness and calibration.",
 )
 err = Console(stderr=True)
+app.add_typer(lm_app, name="lm")
 
 
 @app.callback()

@@ -144,7 +144,12 @@ def _hf_config(config: ModelConfig) -> Any:
     import transformers as tf
 
     d_ff = config.d_ff or 4 * config.d_model
-    common: dict[str, Any] = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None, "tie_word_embeddings": False}
+    common: dict[str, Any] = {
+        "bos_token_id": None,
+        "eos_token_id": None,
+        "pad_token_id": None,
+        "tie_word_embeddings": False,
+    }
     if config.arch == "gpt2":
         return tf.GPT2Config(
             vocab_size=config.vocab_size,

@@ -292,7 +292,7 @@ def train_model(
                 lrs[step] = lr
                 counted += int(mask[idx][:, 1:].sum())
                 if callback is not None:
-                    callback(step, float(loss))
+                    callback(step, float(losses[step]))
     finally:
         model.eval()
     return TrainResult(losses, lrs, counted, config)
