@@ -178,3 +178,62 @@ def hooks(
     except TrustlabError as exc:
         _fail(exc)
     typer.echo(f"{label}: {n} blocks; hook points blocks.{{0..{n - 1}}}.{{{','.join(HOOK_KINDS)}}}")
+
+
+def _report_tokens(name_or_dir: str, tokenizer: Any, model: Any, corpus: Path | None, n_max: int) -> Any:
+    from trustlab.lm import RECIPES, encode_texts, english_corpus, make_data
+
+    context = int(getattr(model.config, "max_position_embeddings", None) or model.config.n_positions)
+    if corpus is None and name_or_dir in RECIPES:
+        data, _ = make_data(RECIPES[name_or_dir], split="test")
+        return data.tokens[:n_max]
+    if tokenizer is None:
+        raise ParameterError(
+            f"NAME_OR_DIR {name_or_dir!r} has no tokenizer.json beside the model, so no text can be encoded; "
+            "save the tokenizer with the model (save_model(model, path, tokenizer)).",
+            argument="path",
+        )
+    if corpus is not None:
+        try:
+            texts = [corpus.read_text(encoding="utf-8")]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(
+                f"--corpus {str(corpus)!r} cannot be read as UTF-8 text ({exc}).", argument="corpus"
+            ) from exc
+    else:
+        texts = english_corpus()[-8:]
+    return encode_texts(tokenizer, texts, min(64, context)).tokens[:n_max]
+
+
+@lm_app.command()
+def report(
+    name_or_dir: Annotated[str, typer.Argument(help="A shipped model name or a checkpoint folder.")],
+    out: Annotated[str, typer.Option(help="Folder for report.html and report.json.")] = "lm-report",
+    corpus: Annotated[
+        Path | None,
+        typer.Option(help="UTF-8 text file to measure on (default: the recipe's held-out data, or English)."),
+    ] = None,
+    sequences: Annotated[int, typer.Option(help="Sequences measured (at most).")] = 32,
+) -> None:
+    """Massive values per block and head, saturation layers, early-exit savings and attention summaries."""
+    try:
+        from trustlab.audit.report import check_out_dir
+
+        check_out_dir(out)
+        if sequences < 1:
+            raise ParameterError(f"--sequences must be at least 1, got {sequences}.", argument="sequences")
+        from trustlab.lm.report import inspect_model
+
+        model, tokenizer, label = load_any(name_or_dir)
+        ids = _report_tokens(name_or_dir, tokenizer, model, corpus, sequences)
+        result = inspect_model(model, ids, label=label)
+        html_path, _ = result.save(out)
+    except TrustlabError as exc:
+        _fail(exc)
+    ex = result.early_exit
+    typer.echo(
+        f"report written: {html_path} ({result.n_layers} blocks, {result.n_tokens} tokens; top-k "
+        f"saturation in order at {result.saturation['in_order_rate']:.0%} of positions; early exit saves "
+        f"{ex['layers_saved']:.0%} of blocks at accuracy {ex['accuracy_exit']:.1%} "
+        f"vs {ex['accuracy_full']:.1%})"
+    )
