@@ -30,6 +30,10 @@ _FLAGS = {
     "name": "NAME_OR_DIR",
     "seed": "--seed",
     "steps": "--steps",
+    "out_dir": "--out",
+    "corpus": "--corpus",
+    "texts": "--corpus",
+    "sequences": "--sequences",
 }
 
 
