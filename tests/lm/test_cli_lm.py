@@ -57,3 +57,12 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
     res = runner.invoke(app, [a.format(tmp=tmp_path) for a in args])
     assert res.exit_code == 2
     assert message in res.output and len(res.output.strip().splitlines()) <= 3  # one line, soft-wrapped
+
+
+def test_cli_start_does_not_load_torch_or_transformers():
+    import subprocess
+    import sys
+
+    code = "import sys, trustlab.cli; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
