@@ -104,3 +104,25 @@ def test_bad_names_ids_and_models(tiny_models):
         run_with_hooks(
             m, IDS, ["blocks.1.resid_post"], edits={"blocks.0.mlp_out": lambda x: x * float("nan")}
         )
+
+
+def test_a_users_qwen2_model_with_grouped_query_attention():
+    import transformers
+
+    cfg = transformers.Qwen2Config(
+        vocab_size=20,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        max_position_embeddings=16,
+    )
+    torch.manual_seed(0)
+    m = transformers.Qwen2ForCausalLM(cfg).eval()
+    out = run_with_hooks(
+        m, IDS, ["blocks.1.attn.q", "blocks.1.attn.k", "blocks.1.attn.v", "blocks.1.logit_lens"]
+    )
+    assert out["blocks.1.attn.q"].shape == (2, 4, 7, 4)
+    assert out["blocks.1.attn.k"].shape == out["blocks.1.attn.v"].shape == (2, 1, 7, 4)
+    torch.testing.assert_close(out["blocks.1.logit_lens"], out["logits"])
