@@ -49,6 +49,7 @@ PACKAGES = (
     "trustlab.unlearning",
     "trustlab.security",
     "trustlab.theory",
+    "trustlab.lm",
 )
 """Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
 

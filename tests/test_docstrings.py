@@ -35,6 +35,7 @@ PACKAGES = (
     "trustlab.uncertainty",
     "trustlab.unlearning",
     "trustlab.theory",
+    "trustlab.lm",
 )
 
 PENDING: set[str] = set()

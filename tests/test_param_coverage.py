@@ -45,6 +45,7 @@ PACKAGES = (
     "trustlab.unlearning",
     "trustlab.security",
     "trustlab.theory",
+    "trustlab.lm",
 )
 
 _SAMPLER = (
@@ -110,6 +111,18 @@ EXEMPT: dict[str, str] = {
     # trustlab.datasets
     "load_benefits": "no parameters",
     "load_default": "no parameters",
+    # trustlab.lm
+    "english_corpus": "no parameters",
+    "shipped_models": "no parameters",
+    "get_recipe": _REGISTRY + " (a name or a mapping checked field by field)",
+    "hook_points": "a model only (ModelError names the fix)",
+    "run_with_hooks": "a model, token ids and hook names, each checked by the hook readers with "
+    "the valid names in the message",
+    "load_model": "a path only, checked by the loader (ModelError names the fix)",
+    "load_tokenizer": "a path only, checked by the loader (ModelError names the fix)",
+    "save_model": "a model and a path only, checked by the writer",
+    "load_shipped": "a shipped model's name, checked against shipped_models() in the message; "
+    "cache_dir is a path",
 }
 """Public functions that declare nothing, with the reason."""
 
@@ -149,7 +162,36 @@ def _sketch() -> Any:
     return BottomKSketch(4)
 
 
+def _lm_model() -> Any:
+    from trustlab.lm import ModelConfig, build_model
+
+    return build_model(ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2, max_len=8))
+
+
+def _lm_config() -> Any:
+    from trustlab.lm import ModelConfig
+
+    return ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2, max_len=8)
+
+
+def _lm_data() -> Any:
+    from trustlab.lm import sorting_task
+
+    return sorting_task(4, 2, n_values=7)
+
+
+def _lm_recipe() -> Any:
+    from trustlab.lm import get_recipe
+
+    return get_recipe("micro-llama-sorting")
+
+
 RECIPES: dict[str, dict[str, Any]] = {
+    "build_model": {"config": _lm_config},
+    "evaluate_loss": {"model": _lm_model, "data": _lm_data},
+    "train_model": {"model": _lm_model, "data": _lm_data},
+    "make_data": {"recipe": _lm_recipe},
+    "train_recipe": {"recipe": _lm_recipe},
     "verify_explanation": {"proof": _proof},
     "omwu": {"game": _game},
     "pomwu": {"game": _game},

@@ -25,11 +25,13 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
@@ -93,6 +95,7 @@ def _prime_factors(n: int) -> list[int]:
     return out + ([n] if n > 1 else [])
 
 
+@validate_params({"modulus": [Interval(numbers.Integral, 2, None, closed="left")]})
 def lcg_parameters(modulus: int) -> np.ndarray:
     """Every full-period ``(a, c)`` of a modulus (Hull-Dobell theorem).
 
@@ -123,6 +126,15 @@ def lcg_parameters(modulus: int) -> np.ndarray:
     return np.array([(a, c) for a in a_values for c in c_values], dtype=np.int64).reshape(-1, 2)
 
 
+@validate_params(
+    {
+        "params": ["array-like"],
+        "modulus": [Interval(numbers.Integral, 2, None, closed="left")],
+        "length": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_per_param": [Interval(numbers.Integral, 1, None, closed="left")],
+        "seed": ["random_state"],
+    }
+)
 def lcg_sequences(
     params: np.ndarray, modulus: int, length: int, *, n_per_param: int = 1, seed: int = 0
 ) -> TokenData:
@@ -171,6 +183,15 @@ def lcg_sequences(
     return TokenData(x, mask, m, {"a": p[:, 0].copy(), "c": p[:, 1].copy(), "x0": x[:, 0].copy()})
 
 
+@validate_params(
+    {
+        "n_sequences": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_pairs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_tasks": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_values": [Interval(numbers.Integral, 2, None, closed="left")],
+        "seed": ["random_state"],
+    }
+)
 def incontext_tasks(
     n_sequences: int, n_pairs: int, n_tasks: int, *, n_values: int = 16, seed: int = 0
 ) -> TokenData:
@@ -225,6 +246,14 @@ def incontext_tasks(
     return TokenData(tokens, mask, v, {"task": task, "k": table[task, 0], "b": table[task, 1]})
 
 
+@validate_params(
+    {
+        "n_sequences": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_items": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_values": [Interval(numbers.Integral, 2, None, closed="left")],
+        "seed": ["random_state"],
+    }
+)
 def sorting_task(n_sequences: int, n_items: int, *, n_values: int = 16, seed: int = 0) -> TokenData:
     """Sorting: ``v1 .. vn SEP sorted(v)``; the loss counts the sorted half.
 
@@ -278,6 +307,7 @@ def english_corpus() -> list[str]:
     return [topics[k] for k in sorted(topics)]
 
 
+@validate_params({"vocab_size": [Interval(numbers.Integral, 2, None, closed="left")]})
 def number_tokenizer(vocab_size: int) -> Any:
     """A word-level tokenizer whose token ``"i"`` has id ``i`` (the synthetic tasks' vocabulary).
 
@@ -309,6 +339,7 @@ def number_tokenizer(vocab_size: int) -> Any:
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
 
 
+@validate_params({"texts": [list], "vocab_size": [Interval(numbers.Integral, 257, None, closed="left")]})
 def train_tokenizer(texts: list[str], vocab_size: int = 512) -> Any:
     """A byte-level BPE tokenizer trained on ``texts`` with ``tokenizers``.
 
@@ -352,6 +383,7 @@ def train_tokenizer(texts: list[str], vocab_size: int = 512) -> Any:
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
 
 
+@validate_params({"texts": [list], "length": [Interval(numbers.Integral, 2, None, closed="left")]})
 def encode_texts(tokenizer: Any, texts: list[str], length: int) -> TokenData:
     """Texts joined by the end-of-text token and cut into blocks of ``length`` tokens.
 

@@ -17,6 +17,7 @@ References
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -25,6 +26,7 @@ from typing import Any
 
 import torch
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ModelError, ParameterError
 
 __all__ = ["ARCHITECTURES", "ModelConfig", "build_model", "load_model", "load_tokenizer", "save_model"]
@@ -183,6 +185,7 @@ def _hf_config(config: ModelConfig) -> Any:
     )
 
 
+@validate_params({"config": [ModelConfig], "seed": [Interval(numbers.Integral, 0, None, closed="left")]})
 def build_model(config: ModelConfig, *, seed: int = 0) -> Any:
     """A freshly initialised ``transformers`` causal LM of the given shape (no download).
 
@@ -325,6 +328,15 @@ def load_tokenizer(path: str | Path) -> Any:
     -------
     transformers.PreTrainedTokenizerFast or None
         The tokenizer (loaded offline).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> model = build_model(ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     folder = save_model(model, tmp)
+    ...     (load_tokenizer(folder), (folder / "config.json").is_file())
+    (None, True)
     """
     path = Path(path)
     if not (path / "tokenizer.json").is_file():
@@ -350,6 +362,15 @@ def save_model(model: Any, path: str | Path, tokenizer: Any = None) -> Path:
     -------
     Path
         The folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> model = build_model(ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     folder = save_model(model, tmp)
+    ...     (load_tokenizer(folder), (folder / "config.json").is_file())
+    (None, True)
     """
     if not hasattr(model, "save_pretrained"):
         raise ModelError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
 import shutil
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import ParameterError
 from trustlab.lm.corpora import (
     TokenData,
@@ -199,6 +201,13 @@ def get_recipe(spec: str | dict[str, Any]) -> Recipe:
     )
 
 
+@validate_params(
+    {
+        "modulus": [Interval(numbers.Integral, 2, None, closed="left")],
+        "test_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "seed": ["random_state"],
+    }
+)
 def lcg_split(modulus: int, test_fraction: float = 0.25, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Full-period ``(a, c)`` pairs of a modulus, split into train and held-out test pairs.
 
@@ -232,6 +241,13 @@ def lcg_split(modulus: int, test_fraction: float = 0.25, *, seed: int = 0) -> tu
     return pairs[np.sort(order[n_test:])], pairs[np.sort(order[:n_test])]
 
 
+@validate_params(
+    {
+        "recipe": [Recipe],
+        "seed": [Interval(numbers.Integral, 0, None, closed="left")],
+        "split": [Options({"train", "test"})],
+    }
+)
 def make_data(recipe: Recipe, *, seed: int = 0, split: str = "train") -> tuple[TokenData, Any]:
     """A recipe's data (its train or held-out test split) and tokenizer.
 
@@ -251,6 +267,12 @@ def make_data(recipe: Recipe, *, seed: int = 0, split: str = "train") -> tuple[T
         The sequences.
     tokenizer : transformers.PreTrainedTokenizerFast
         The tokenizer to save beside the model.
+
+    Examples
+    --------
+    >>> data, tok = make_data(get_recipe("micro-llama-sorting"))
+    >>> data.tokens.shape
+    (2000, 13)
     """
     if split not in ("train", "test"):
         raise ParameterError(f"split must be 'train' or 'test', got {split!r}.", argument="split")
@@ -296,6 +318,13 @@ def make_data(recipe: Recipe, *, seed: int = 0, split: str = "train") -> tuple[T
     return encode_texts(tokenizer, part, int(spec.get("length", 64))), tokenizer
 
 
+@validate_params(
+    {
+        "recipe": [Recipe],
+        "seed": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "callback": [callable, None],
+    }
+)
 def train_recipe(
     recipe: Recipe, *, seed: int | None = None, callback: Callable[[int, float], None] | None = None
 ) -> tuple[Any, Any, TrainResult]:
@@ -314,6 +343,12 @@ def train_recipe(
     -------
     model, tokenizer, result
         The trained model (eval mode), its tokenizer and the :class:`TrainResult`.
+
+    Examples
+    --------
+    >>> model, tok, res = train_recipe(get_recipe("micro-llama-sorting"))  # doctest: +SKIP
+    >>> res.losses[-1] < res.losses[0]  # doctest: +SKIP
+    True
     """
     if not isinstance(recipe, Recipe):
         raise ParameterError(f"recipe must be a Recipe, got {type(recipe).__name__}.", argument="recipe")
@@ -368,6 +403,12 @@ def load_shipped(
     model, tokenizer, path
         The model (eval mode), its tokenizer and its checkpoint folder
         (``{cache}/{name}-{fingerprint}``, with ``training.json``).
+
+    Examples
+    --------
+    >>> model, tokenizer, path = load_shipped("tiny-llama-lcg")  # doctest: +SKIP
+    >>> (path / "training.json").is_file()  # doctest: +SKIP
+    True
     """
     if name not in RECIPES:
         raise ParameterError(

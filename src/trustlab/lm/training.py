@@ -16,6 +16,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.lm.corpora import TokenData
 
@@ -212,6 +214,7 @@ def _masked_loss(model: Any, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[
     return loss, out
 
 
+@validate_params({"config": [TrainConfig, None], "callback": [callable, None]})
 def train_model(
     model: Any,
     data: TokenData,
@@ -298,6 +301,7 @@ def train_model(
     return TrainResult(losses, lrs, counted, config)
 
 
+@validate_params({"batch_size": [Interval(numbers.Integral, 1, None, closed="left")]})
 @torch.no_grad()
 def evaluate_loss(model: Any, data: TokenData, *, batch_size: int = 64) -> float:
     """Mean masked next-token cross-entropy (nats per counted token) of a model on data.
