@@ -32,6 +32,7 @@ from trustlab.lm.corpora import (
     train_tokenizer,
 )
 from trustlab.lm.hooks import HOOK_KINDS, hook_points, run_with_hooks
+from trustlab.lm.lcg import LCGScaling, lcg_accuracy, lcg_data_scaling, residue_probe
 from trustlab.lm.models import ARCHITECTURES, ModelConfig, build_model, load_model, load_tokenizer, save_model
 from trustlab.lm.recipes import (
     RECIPES,
@@ -49,6 +50,7 @@ __all__ = [
     "ARCHITECTURES",
     "HOOK_KINDS",
     "RECIPES",
+    "LCGScaling",
     "ModelConfig",
     "Recipe",
     "TokenData",
@@ -61,6 +63,8 @@ __all__ = [
     "get_recipe",
     "hook_points",
     "incontext_tasks",
+    "lcg_accuracy",
+    "lcg_data_scaling",
     "lcg_parameters",
     "lcg_sequences",
     "lcg_split",
@@ -69,6 +73,7 @@ __all__ = [
     "load_tokenizer",
     "make_data",
     "number_tokenizer",
+    "residue_probe",
     "run_with_hooks",
     "save_model",
     "shipped_models",
