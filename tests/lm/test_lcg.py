@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from trustlab.errors import ParameterError
-from trustlab.lm import ModelConfig, TrainConfig, build_model, lcg_sequences
+from trustlab.lm import ModelConfig, TrainConfig, build_model, lcg_sequences, lcg_split, train_model
 from trustlab.lm.lcg import lcg_accuracy, lcg_data_scaling, residue_probe
 
 
@@ -41,6 +41,21 @@ def test_claim_heldout_accuracy_curve_over_pair_counts_slow():
     tol = 3 * np.hypot(res.stderr[:-1], res.stderr[1:])
     assert np.all(np.diff(res.accuracy) > -tol), res  # no significant drop along the curve
     assert res.accuracy[-1] - res.accuracy[0] > 3 * np.hypot(res.stderr[0], res.stderr[-1]), res
+
+
+@pytest.mark.slow  # one model of 400 steps: about 20 s
+@pytest.mark.claims
+def test_claim_embeddings_separate_residues_after_training_slow():
+    # 16 residue tokens: 14/16 correct has probability < 1e-6 at the mod-4 chance 1/4.
+    train, _ = lcg_split(16, 0.25)
+    cfg = ModelConfig("gpt2", vocab_size=16, d_model=32, n_layers=2, n_heads=4, max_len=12)
+    untrained = residue_probe(build_model(cfg), 16, [2, 4])
+    model = build_model(cfg)
+    data = lcg_sequences(train, 16, 12, n_per_param=2048 // len(train), seed=2)
+    train_model(model, data, TrainConfig(steps=400, lr=3e-3, warmup=20))
+    probe = residue_probe(model, 16, [2, 4])
+    assert probe[2] >= 14 / 16 and probe[4] >= 14 / 16, (probe, untrained)
+    assert untrained[4] < 14 / 16
 
 
 def test_accuracy_and_probe_shapes_and_errors():
