@@ -60,7 +60,9 @@ def random_lm():
     pytest.importorskip("transformers")
     from trustlab.lm import ModelConfig, build_model
 
-    return build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2, max_len=64), seed=0)
+    return build_model(
+        ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2, max_len=64), seed=0
+    )
 
 
 def _bit_accuracy(wm, ids: np.ndarray) -> float:
@@ -72,15 +74,21 @@ def _bit_accuracy(wm, ids: np.ndarray) -> float:
 def test_claim_extraction_above_mpac_at_equal_length(random_lm):
     prompts = np.tile(np.array([[3, 5]]), (12, 1))
     bimark, mpac = BiMark(13, key=11, n_bits=8), MPACBaseline(13, key=11, n_bits=8, delta=2.0)
-    acc_b = _bit_accuracy(bimark, generate_watermarked(random_lm, prompts, bimark, MSG, max_new_tokens=32, seed=0))
-    acc_m = _bit_accuracy(mpac, generate_watermarked(random_lm, prompts, mpac, MSG, max_new_tokens=32, seed=0))
+    acc_b = _bit_accuracy(
+        bimark, generate_watermarked(random_lm, prompts, bimark, MSG, max_new_tokens=32, seed=0)
+    )
+    acc_m = _bit_accuracy(
+        mpac, generate_watermarked(random_lm, prompts, mpac, MSG, max_new_tokens=32, seed=0)
+    )
     assert acc_b > acc_m
     assert acc_b > 0.95
 
 
 def test_unwatermarked_text_is_not_detected(random_lm):
     # Under the null the p-value is exact: at level 0.01, about 0.2 of 20 texts (allow 2).
-    ids = generate_watermarked(random_lm, np.tile(np.array([[3, 5]]), (20, 1)), None, max_new_tokens=32, seed=1)
+    ids = generate_watermarked(
+        random_lm, np.tile(np.array([[3, 5]]), (20, 1)), None, max_new_tokens=32, seed=1
+    )
     p = [BiMark(13, key=11, n_bits=8).extract(row, start=2).p_value for row in ids]
     assert sum(v < 0.01 for v in p) <= 2
     wm = BiMark(13, key=11, n_bits=8)
@@ -127,7 +135,9 @@ def test_bad_input_names_the_argument(call, argument):
 
 def test_vocabulary_mismatch_with_the_model(random_lm):
     with pytest.raises(ParameterError) as err:
-        generate_watermarked(random_lm, np.array([[3, 5]]), BiMark(20, key=1, n_bits=2), "10", max_new_tokens=2)
+        generate_watermarked(
+            random_lm, np.array([[3, 5]]), BiMark(20, key=1, n_bits=2), "10", max_new_tokens=2
+        )
     assert err.value.argument == "vocab_size"
     with pytest.raises(DataError):
         generate_watermarked(random_lm, np.array([3, 5]), BiMark(13, key=1, n_bits=2), "10")
@@ -142,8 +152,14 @@ def test_claim_trained_model_extraction_and_perplexity():
     from trustlab.lm.corpora import TokenData
 
     tok = sorting_task(2000, 6, n_values=12, seed=0).tokens.reshape(500, 52)
-    model = build_model(ModelConfig("llama", vocab_size=13, d_model=32, n_layers=2, n_heads=2, max_len=128), seed=0)
-    train_model(model, TokenData(tok, np.ones_like(tok, dtype=bool), 13), TrainConfig(steps=30, batch_size=16, lr=1e-2, warmup=5, seed=0))
+    model = build_model(
+        ModelConfig("llama", vocab_size=13, d_model=32, n_layers=2, n_heads=2, max_len=128), seed=0
+    )
+    train_model(
+        model,
+        TokenData(tok, np.ones_like(tok, dtype=bool), 13),
+        TrainConfig(steps=30, batch_size=16, lr=1e-2, warmup=5, seed=0),
+    )
 
     def nll(ids):
         with torch.no_grad():

@@ -45,7 +45,7 @@ class WatermarkProcessor(LogitsProcessor):
             q = wm._step(probs[row], wm._digest(prefixes[row]), self.bits)
             with np.errstate(divide="ignore"):
                 out[row] = torch.from_numpy(np.log(q)).to(out.dtype).to(out.device)
-        return out
+        return out  # type: ignore[return-value]
 
 
 def make_processor(watermark: Any, bits: np.ndarray) -> WatermarkProcessor:
@@ -54,17 +54,24 @@ def make_processor(watermark: Any, bits: np.ndarray) -> WatermarkProcessor:
 
 
 @torch.no_grad()
-def sample(model: Any, prompt_ids: Any, watermark: Any, message: Any, *, max_new_tokens: int, seed: int) -> np.ndarray:
+def sample(
+    model: Any, prompt_ids: Any, watermark: Any, message: Any, *, max_new_tokens: int, seed: int
+) -> np.ndarray:
     """Ancestral sampling with a KV cache, the watermark applied last (see ``generate_watermarked``)."""
     ids = np.asarray(prompt_ids)
     if ids.ndim != 2 or ids.shape[1] < 1 or not np.issubdtype(ids.dtype, np.integer):
-        raise DataError("prompt_ids must be a 2-D integer array (batch, prompt_len); pass ids[None] for one prompt.",
-                        argument="prompt_ids")
+        raise DataError(
+            "prompt_ids must be a 2-D integer array (batch, prompt_len); pass ids[None] for one prompt.",
+            argument="prompt_ids",
+        )
     if not hasattr(model, "config") or not callable(model):
-        raise ParameterError("model must be a transformers causal LM; load one with trustlab.lm.load_model.",
-                             argument="model")
+        raise ParameterError(
+            "model must be a transformers causal LM; load one with trustlab.lm.load_model.", argument="model"
+        )
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ParameterError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.", argument="max_new_tokens")
+        raise ParameterError(
+            f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.", argument="max_new_tokens"
+        )
     proc = None if watermark is None else watermark.processor(message)
     device = next(model.parameters()).device
     gen = torch.Generator(device="cpu").manual_seed(int(seed))

@@ -19,7 +19,7 @@ import numpy as np
 
 from trustlab.errors import DataError, ParameterError
 
-__all__ = ["BiMark", "MPACBaseline", "Extraction", "generate_watermarked"]
+__all__ = ["BiMark", "Extraction", "MPACBaseline", "generate_watermarked"]
 
 
 def _int(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -238,14 +238,25 @@ class BiMark(_PrefixKeyed):
     """
 
     def __init__(
-        self, vocab_size: int, *, key: Any, n_bits: int = 8, n_layers: int = 10, delta: float = 1.0, window: int = 2
+        self,
+        vocab_size: int,
+        *,
+        key: Any,
+        n_bits: int = 8,
+        n_layers: int = 10,
+        delta: float = 1.0,
+        window: int = 2,
     ) -> None:
         super().__init__(vocab_size, key, n_bits, window)
         self.n_layers = _int("n_layers", n_layers, 1, 64)
         if not isinstance(delta, (int, float)) or not 0.0 < float(delta) <= 1.0:
-            raise ParameterError(f"delta must be in (0, 1], got {delta!r}; pass e.g. delta=1.0.", argument="delta")
+            raise ParameterError(
+                f"delta must be in (0, 1], got {delta!r}; pass e.g. delta=1.0.", argument="delta"
+            )
         self.delta = float(delta)
-        rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(self._key + b"|partitions").digest()[:8], "little"))
+        rng = np.random.default_rng(
+            int.from_bytes(hashlib.blake2b(self._key + b"|partitions").digest()[:8], "little")
+        )
         self.partitions = np.zeros((self.n_layers, self.vocab_size), dtype=bool)
         for i in range(self.n_layers):
             self.partitions[i, rng.permutation(self.vocab_size)[: self.vocab_size // 2]] = True
@@ -286,14 +297,23 @@ class BiMark(_PrefixKeyed):
         """
         bits = _check_message(message, self.n_bits)
         p = np.asarray(probs, dtype=np.float64)
-        if p.shape != (self.vocab_size,) or not np.isfinite(p).all() or (p < 0).any() or abs(p.sum() - 1) > 1e-6:
+        if (
+            p.shape != (self.vocab_size,)
+            or not np.isfinite(p).all()
+            or (p < 0).any()
+            or abs(p.sum() - 1) > 1e-6
+        ):
             raise DataError(
-                f"probs must be a probability vector of length vocab_size={self.vocab_size}; pass softmax(logits).",
+                f"probs must be a probability vector of length vocab_size={self.vocab_size}; "
+                "pass softmax(logits).",
                 argument="probs",
             )
         ctx = _check_ids(context, self.vocab_size)
         if ctx.size < self.window:
-            raise DataError(f"context needs at least window={self.window} tokens; pass a longer prompt.", argument="context")
+            raise DataError(
+                f"context needs at least window={self.window} tokens; pass a longer prompt.",
+                argument="context",
+            )
         j, c = self._draws(self._digest(ctx[-self.window :]))
         return self._apply(p, c, int(bits[j]))
 
@@ -322,7 +342,9 @@ class MPACBaseline(_PrefixKeyed):
         Logit bias (> 0).
     """
 
-    def __init__(self, vocab_size: int, *, key: Any, n_bits: int = 8, delta: float = 2.0, window: int = 2) -> None:
+    def __init__(
+        self, vocab_size: int, *, key: Any, n_bits: int = 8, delta: float = 2.0, window: int = 2
+    ) -> None:
         super().__init__(vocab_size, key, n_bits, window)
         if not isinstance(delta, (int, float)) or not float(delta) > 0:
             raise ParameterError(f"delta must be > 0, got {delta!r}; pass e.g. delta=2.0.", argument="delta")
