@@ -96,6 +96,25 @@ def test_unwatermarked_text_is_not_detected(random_lm):
     assert all(wm.extract(row, start=2).p_value < 1e-4 for row in marked)
 
 
+def test_processor_works_inside_transformers_generate(random_lm):
+    import torch
+    from transformers import LogitsProcessorList
+
+    wm = BiMark(13, key=11, n_bits=8)
+    torch.manual_seed(0)
+    out = random_lm.generate(
+        torch.tensor([[3, 5]] * 4),
+        do_sample=True,
+        top_k=0,
+        max_new_tokens=32,
+        logits_processor=LogitsProcessorList([wm.processor(MSG)]),
+        pad_token_id=0,
+    )
+    found = [wm.extract(row, start=2) for row in out.numpy()]
+    assert sum(f.message == MSG for f in found) >= 3
+    assert all(f.message in (MSG, None) for f in found)
+
+
 def test_short_text_is_undecidable_not_a_guess():
     wm = BiMark(13, key=1, n_bits=8)
     result = wm.extract([3, 5, 7, 2], start=2)
