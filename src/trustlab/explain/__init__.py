@@ -24,6 +24,7 @@ from trustlab.explain.counterfactual import (
     wachter,
 )
 from trustlab.explain.fastpd import FastPD, PDCurveDisplay
+from trustlab.explain.feature_partition import FeaturePartition, make_manifold_blocks
 from trustlab.explain.hierarchy import (
     LogitsHierarchy,
     dendrogram_purity,
@@ -82,6 +83,7 @@ __all__ = [
     "DirectionalLinkage",
     "ExplanationProof",
     "FastPD",
+    "FeaturePartition",
     "LimeCertificate",
     "LimeExplanation",
     "LimeStability",
@@ -119,6 +121,7 @@ __all__ = [
     "leaf_purity",
     "linearize",
     "logits_to_hierarchy",
+    "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",
     "prove_explanation",
