@@ -42,7 +42,9 @@ def test_claim_recovers_true_partition_and_embeds_better(fits) -> None:
     margin = 3 / np.sqrt(N)
     for X, labels, clean, fp in fits:
         assert adjusted_rand_score(labels, fp.labels_) == 1.0
-        single = SpectralEmbedding(2, affinity="nearest_neighbors", n_neighbors=15, random_state=0).fit_transform(X)
+        single = SpectralEmbedding(
+            2, affinity="nearest_neighbors", n_neighbors=15, random_state=0
+        ).fit_transform(X)
         per_partition = fp.embed(2)
         gaps = []
         for m in range(2):
@@ -73,7 +75,9 @@ def test_scores_match_the_dense_laplacian_form() -> None:
     x = rng.normal(size=(12, 3))
     w = rng.random((12, 12)) * (rng.random((12, 12)) < 0.4)
     w /= np.maximum(w.sum(axis=1, keepdims=True), 1e-12)
-    brute = np.array([sum(w[i, j] * (x[i, d] - x[j, d]) ** 2 for i in range(12) for j in range(12)) for d in range(3)])
+    brute = np.array(
+        [sum(w[i, j] * (x[i, d] - x[j, d]) ** 2 for i in range(12) for j in range(12)) for d in range(3)]
+    )
     np.testing.assert_allclose(_scores(x, sparse.csr_matrix(w)), brute / 12)
     # the empty partition's uniform affinity: twice the variance
     np.testing.assert_allclose(_scores(x, None), 2 * x.var(axis=0))

@@ -50,6 +50,7 @@ from trustlab.explain.recourse_audit import (
     recourse_check,
 )
 from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
+from trustlab.explain.topics import AnchoredCorpus, ExemplarLDA, make_anchored_lda_corpus
 from trustlab.explain.verifiable import (
     AmenableLime,
     ExplanationProof,
@@ -76,11 +77,13 @@ __all__ = [
     "ActionSet",
     "AdditiveNoiseSCM",
     "AmenableLime",
+    "AnchoredCorpus",
     "Box",
     "ConfinedRegionFinder",
     "ConfinedRegions",
     "CounterfactualResult",
     "DirectionalLinkage",
+    "ExemplarLDA",
     "ExplanationProof",
     "FastPD",
     "FeaturePartition",
@@ -121,6 +124,7 @@ __all__ = [
     "leaf_purity",
     "linearize",
     "logits_to_hierarchy",
+    "make_anchored_lda_corpus",
     "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",

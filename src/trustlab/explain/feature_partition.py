@@ -52,7 +52,9 @@ def _gaussian_rows(sqdist: np.ndarray, perplexity: float) -> np.ndarray:
     return p / p.sum(axis=1, keepdims=True)
 
 
-def _affinity(x: np.ndarray, weights: np.ndarray, perplexity: float, n_neighbors: int) -> sparse.csr_matrix | None:
+def _affinity(
+    x: np.ndarray, weights: np.ndarray, perplexity: float, n_neighbors: int
+) -> sparse.csr_matrix | None:
     """The row-stochastic kNN Gaussian affinity under the metric ``diag(weights)``; None if weights are 0."""
     if weights.sum() < 1e-12:
         return None
@@ -189,7 +191,9 @@ class FeaturePartition(ParamsValidationMixin, BaseEstimator):
             )
         return x
 
-    def _sweep(self, x: np.ndarray, omega: np.ndarray, delta: float, k_nn: int) -> tuple[np.ndarray, list, float, int]:
+    def _sweep(
+        self, x: np.ndarray, omega: np.ndarray, delta: float, k_nn: int
+    ) -> tuple[np.ndarray, list, float, int]:
         """Alternate W- and omega-steps at temperature ``delta``; return omega, W, objective, steps."""
         last = np.inf
         value = np.inf
