@@ -134,7 +134,9 @@ def test_all_words_as_candidates_dataframe_and_known_topics(corpus) -> None:
     [
         (np.array([[1.0, np.nan], [1, 1]]), {"keywords": [0]}, DataError, "X"),
         (np.array([[1.0, -1], [1, 1]]), {"keywords": [0]}, DataError, "X"),
-        (np.array([[1.0, 1], [0, 0]]), {"keywords": [0]}, DataError, "X"),
+        (np.array([[1.0, 0], [1, 0]]), {"keywords": [1]}, DataError, "keywords"),
+        (np.ones(4), {"keywords": [0]}, DataError, "X"),
+        (np.ones((3, 4), dtype=complex), {"keywords": [0]}, DataError, "X"),
         (np.ones((3, 4)), {"keywords": ["nope"], "vocabulary": list("abcd")}, DataError, "keywords"),
         (np.ones((3, 4)), {"keywords": [9]}, DataError, "keywords"),
         (np.ones((3, 4)), {"keywords": [0, 0]}, DataError, "keywords"),
@@ -161,6 +163,16 @@ def test_bad_input_names_the_argument(X, params, error, argument) -> None:
     with pytest.raises(error) as info:
         ExemplarLDA(**params).fit(X)
     assert info.value.argument == argument
+
+
+def test_empty_documents_get_no_topic(corpus) -> None:
+    x = corpus.counts[:40].copy()
+    x[[3, 17]] = 0
+    model = ExemplarLDA(keywords=list(range(K)), topics_per_document=1.5).fit(sparse.csr_matrix(x))
+    assert not model.doc_topic_[[3, 17]].any()
+    assert not np.isin(model.edges_[:, 0], [3, 17]).any()
+    np.testing.assert_allclose(np.delete(model.doc_topic_, [3, 17], axis=0).sum(1), 1.0)
+    assert not model.transform(x[[3]]).any()
 
 
 def test_transform_needs_fit_and_same_vocabulary(fitted) -> None:

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator
 
 from trustlab._param_validation import Interval, ParamsValidationMixin, validate_params
 from trustlab._validation import check_numeric_array, make_generator
-from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.errors import DataError, DataTypeError, NotFittedError, ParameterError
 
 __all__ = ["FeaturePartition", "make_manifold_blocks"]
 
@@ -175,11 +175,24 @@ class FeaturePartition(ParamsValidationMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_x(self, X: Any) -> np.ndarray:
-        x = check_numeric_array(X, "X", ndim=2, min_rows=3)
+        if sparse.issparse(X):
+            raise DataTypeError("X: sparse input is not supported; pass a dense array.", argument="X")
+        if np.iscomplexobj(X):
+            raise DataError("X: Complex data not supported; pass real numbers.", argument="X")
+        x = check_numeric_array(X, "X", ndim=2, min_rows=1)
         n, d = x.shape
+        if d == 0:
+            raise DataError(
+                f"X has 0 feature(s) (shape={x.shape}) while a minimum of {self.n_partitions} is required.",
+                argument="X",
+            )
+        if n < 3:
+            raise DataError(
+                f"X has n_samples={n}; the affinity graphs need at least 3 samples.", argument="X"
+            )
         if d < self.n_partitions:
             raise ParameterError(
-                f"n_partitions={self.n_partitions} exceeds the {d} features of X; "
+                f"n_partitions={self.n_partitions} exceeds the n_features={d} of X; "
                 "ask for at most as many partitions as features.",
                 argument="n_partitions",
             )

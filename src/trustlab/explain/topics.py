@@ -17,11 +17,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_array
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab._validation import make_generator
-from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.errors import DataError, DataTypeError, NotFittedError, ParameterError
 from trustlab.explain._topics_core import doc_topic_fractions, greedy, per_document, threshold
 
 __all__ = ["AnchoredCorpus", "ExemplarLDA", "make_anchored_lda_corpus"]
@@ -30,25 +31,19 @@ GENERATORS = ("raw_umass", "umass")
 
 
 def _check_counts(X: Any, name: str = "X") -> tuple[sparse.csr_matrix, list[str] | None]:
-    """X as CSR float counts (non-negative, finite, every row non-empty) and its column names."""
+    """X as CSR float counts (non-negative, finite) and its column names (DataFrame input)."""
     columns = [str(c) for c in X.columns] if hasattr(X, "columns") else None
     try:
-        x = sparse.csr_matrix(X.to_numpy() if hasattr(X, "to_numpy") else X, dtype=float)
+        arr = check_array(X, accept_sparse="csr", dtype=float, input_name=name)
     except (TypeError, ValueError) as exc:
-        raise DataError(
-            f"{name} must be a 2-d array of word counts; converting it failed ({exc}).", argument=name
+        error = DataTypeError if isinstance(exc, TypeError) else DataError
+        raise error(
+            f"{name}: {exc} Pass a 2-d (documents x words) array of word counts.", argument=name
         ) from None
-    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
-        raise DataError(f"{name} must be a non-empty 2-d (documents x words) count matrix.", argument=name)
-    if not np.all(np.isfinite(x.data)) or np.any(x.data < 0):
-        raise DataError(f"{name} must hold finite, non-negative word counts.", argument=name)
+    x = sparse.csr_matrix(arr)
+    if np.any(x.data < 0):
+        raise DataError(f"Negative values in data passed to {name}: word counts must be >= 0.", argument=name)
     x.eliminate_zeros()
-    empty = np.flatnonzero(np.diff(x.indptr) == 0)
-    if empty.size:
-        raise DataError(
-            f"{name} row {int(empty[0])} has no words ({empty.size} empty documents); drop empty documents.",
-            argument=name,
-        )
     x.sort_indices()
     return x, columns
 
@@ -64,7 +59,7 @@ def _generate(x: sparse.csr_matrix, topics: np.ndarray, generator: str, smoothin
     return np.log(co + smoothing) - np.log(co[np.arange(topics.size), topics])[:, None]
 
 
-class ExemplarLDA(ParamsValidationMixin, BaseEstimator):
+class ExemplarLDA(ParamsValidationMixin, TransformerMixin, BaseEstimator):
     """LDA topic inference over keyword-anchored exemplar topics with a submodular guarantee.
 
     Each candidate topic is tied to one keyword (``keywords``, or every word occurring in at least
@@ -160,6 +155,13 @@ class ExemplarLDA(ParamsValidationMixin, BaseEstimator):
         self.smoothing = smoothing
         self.vocabulary = vocabulary
 
+    def __sklearn_tags__(self) -> Any:
+        """Word counts: non-negative input (scikit-learn's ``requires_positive_X``), sparse accepted."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.sparse = True
+        return tags
+
     def _topic_ids(self, x: sparse.csr_matrix, names: list[str]) -> np.ndarray:
         n_words = x.shape[1]
         if self.keywords is None:
@@ -198,7 +200,7 @@ class ExemplarLDA(ParamsValidationMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_documents, n_words)
-            Word counts; every document needs at least one word.
+            Word counts (an empty document gets no topic: a zero row of ``doc_topic_``).
         y : None
             Ignored.
 
@@ -216,6 +218,13 @@ class ExemplarLDA(ParamsValidationMixin, BaseEstimator):
             )
         names = names if names is not None else [str(i) for i in range(x.shape[1])]
         ids = self._topic_ids(x, names)
+        absent = ids[np.diff(sparse.csc_matrix(x).indptr)[ids] == 0]
+        if absent.size and self.topic_word is None:
+            raise DataError(
+                f"keyword {names[int(absent[0])]!r} occurs in no document, so its topic cannot be built; "
+                "drop it or pass topic_word.",
+                argument="keywords",
+            )
         if self.topic_word is not None:
             logphi = np.asarray(self.topic_word, dtype=float)
             if (
@@ -247,18 +256,23 @@ class ExemplarLDA(ParamsValidationMixin, BaseEstimator):
             )
         return max(n_docs, round(self.topics_per_document * n_docs))
 
-    def _solve(self, x: sparse.csr_matrix) -> Any:
-        budget = self._budget(x.shape[0])
-        if self.algorithm == "greedy":
-            return greedy(x, self.topic_word_, budget)
-        return threshold(x, self.topic_word_, budget, float(self.eps))
-
     def _infer_into_self(self, x: sparse.csr_matrix) -> None:
-        sol = self._solve(x)
-        self.edges_ = sol.edges
+        rows = np.flatnonzero(np.diff(x.indptr) > 0)  # empty documents get no topic
+        self.doc_topic_ = np.zeros((x.shape[0], self.topic_word_.shape[0]))
+        self.edges_ = np.zeros((0, 2), dtype=np.int64)
+        self.objective_, self.n_rounds_ = 0.0, 0
+        if rows.size == 0:
+            return
+        sub = x[rows]
+        budget = self._budget(rows.size)
+        if self.algorithm == "greedy":
+            sol = greedy(sub, self.topic_word_, budget)
+        else:
+            sol = threshold(sub, self.topic_word_, budget, float(self.eps))
+        self.edges_ = np.column_stack([rows[sol.edges[:, 0]], sol.edges[:, 1]])
         self.objective_ = sol.objective
         self.n_rounds_ = sol.rounds
-        self.doc_topic_ = doc_topic_fractions(x, sol.best_topic, self.topic_word_.shape[0])
+        self.doc_topic_[rows] = doc_topic_fractions(sub, sol.best_topic, self.topic_word_.shape[0])
 
     def transform(self, X: Any) -> np.ndarray:
         """Infer the topic fractions of new documents with the fitted topics, one document at a time.
@@ -281,10 +295,16 @@ class ExemplarLDA(ParamsValidationMixin, BaseEstimator):
         x, _ = _check_counts(X)
         if x.shape[1] != self.n_features_in_:
             raise DataError(
-                f"X has {x.shape[1]} words; the model was fitted on {self.n_features_in_}.", argument="X"
+                f"X has {x.shape[1]} features, but ExemplarLDA is expecting {self.n_features_in_} features "
+                "as input (one column per word of the fitted vocabulary).",
+                argument="X",
             )
-        sol = per_document(x, self.topic_word_, max(1, round(self.topics_per_document)))
-        return doc_topic_fractions(x, sol.best_topic, self.topic_word_.shape[0])
+        out = np.zeros((x.shape[0], self.topic_word_.shape[0]))
+        rows = np.flatnonzero(np.diff(x.indptr) > 0)
+        if rows.size:
+            sol = per_document(x[rows], self.topic_word_, max(1, round(self.topics_per_document)))
+            out[rows] = doc_topic_fractions(x[rows], sol.best_topic, self.topic_word_.shape[0])
+        return out
 
 
 @dataclass(frozen=True)
