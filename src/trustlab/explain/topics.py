@@ -309,17 +309,41 @@ class ExemplarLDA(ParamsValidationMixin, TransformerMixin, BaseEstimator):
 
 @dataclass(frozen=True)
 class AnchoredCorpus:
-    """A corpus drawn from a known LDA model with one anchor word per topic."""
+    """A corpus drawn from a known LDA model with one anchor word per topic.
 
-    counts: np.ndarray  # (n_documents, vocabulary_size) word counts
+    Made by :func:`make_anchored_lda_corpus`.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_documents, vocabulary_size)
+        Word counts.
+    vocabulary : list of str
+        Word names; the first ``n_topics`` are the anchors.
+    anchors : list of str
+        The anchor word of each topic, in topic order.
+    topic_word : ndarray of shape (n_topics, vocabulary_size)
+        The true topic-word probabilities.
+    theta : ndarray of shape (n_documents, n_topics)
+        The Dirichlet draws of the documents' topic proportions.
+    doc_topic : ndarray of shape (n_documents, n_topics)
+        The realised fraction of each document's words drawn from each topic.
+    topic_counts : tuple of scipy.sparse.csr_matrix
+        Per topic, the (n_documents, vocabulary_size) counts it produced (token-level truth).
+
+    Examples
+    --------
+    >>> c = make_anchored_lda_corpus(4, 2, vocabulary_size=10, random_state=0)
+    >>> int(sum(t.sum() for t in c.topic_counts)) == int(c.counts.sum())
+    True
+    """
+
+    counts: np.ndarray
     vocabulary: list[str]
-    anchors: list[str]  # the anchor word of each topic, in topic order
-    topic_word: np.ndarray  # (n_topics, vocabulary_size) probabilities
-    theta: np.ndarray  # (n_documents, n_topics) Dirichlet draws
-    doc_topic: np.ndarray  # (n_documents, n_topics) realised fraction of words from each topic
-    topic_counts: tuple[
-        sparse.csr_matrix, ...
-    ]  # per topic: (n_documents, vocabulary_size) counts it produced
+    anchors: list[str]
+    topic_word: np.ndarray
+    theta: np.ndarray
+    doc_topic: np.ndarray
+    topic_counts: tuple[sparse.csr_matrix, ...]
 
 
 @validate_params(
