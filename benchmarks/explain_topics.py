@@ -241,6 +241,8 @@ def run(quick: bool = False) -> dict:
     for r in rows:
         r["time_vs_elda_threshold"] = r["time_s"] / base[r["case"]]
     rows += _pydoc_rows(quick)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    rows = [{k: r.get(k, "") for k in keys} for r in rows]  # one column set for the printed table
     return {
         "title": "E-LDA vs variational and Gibbs LDA on an anchored synthetic corpus",
         "rows": rows,
