@@ -12,6 +12,14 @@ from trustlab.theory.diffusion_gaussian import (
     sampler_w2,
     simulate_sampler,
 )
+from trustlab.theory.pretraining import (
+    SampleComplexity,
+    SampleComplexitySimulation,
+    information_exponent,
+    pca_overlap,
+    sample_complexity,
+    simulate_sample_complexity,
+)
 from trustlab.theory.relu_regions import (
     ConvexFitComparison,
     TriangleFit,
@@ -24,8 +32,10 @@ from trustlab.theory.relu_regions import (
 )
 
 __all__: list[str] = [
-    "SCHEMES",
     "ConvexFitComparison",
+    "SCHEMES",
+    "SampleComplexity",
+    "SampleComplexitySimulation",
     "SamplerError",
     "SamplerSimulation",
     "TriangleFit",
@@ -37,9 +47,13 @@ __all__: list[str] = [
     "fit_triangle_net",
     "forward_covariance",
     "gaussian_w2",
+    "information_exponent",
+    "pca_overlap",
+    "sample_complexity",
     "sampler_covariance",
     "sampler_w2",
     "simulate_convex_fit",
+    "simulate_sample_complexity",
     "simulate_sampler",
     "theorem_scales",
 ]
