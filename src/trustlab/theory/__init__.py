@@ -12,6 +12,16 @@ from trustlab.theory.diffusion_gaussian import (
     sampler_w2,
     simulate_sampler,
 )
+from trustlab.theory.lr_schedules import (
+    SCHEDULES as LR_SCHEDULES,
+    MLPScheduleRun,
+    ScheduleBound,
+    ScheduleSimulation,
+    schedule,
+    schedule_bound,
+    simulate_schedules,
+    train_mlp_schedules,
+)
 from trustlab.theory.pretraining import (
     SampleComplexity,
     SampleComplexitySimulation,
@@ -33,11 +43,15 @@ from trustlab.theory.relu_regions import (
 
 __all__: list[str] = [
     "ConvexFitComparison",
+    "LR_SCHEDULES",
+    "MLPScheduleRun",
     "SCHEMES",
     "SampleComplexity",
     "SampleComplexitySimulation",
     "SamplerError",
     "SamplerSimulation",
+    "ScheduleBound",
+    "ScheduleSimulation",
     "TriangleFit",
     "TriangleNet",
     "VPSchedule",
@@ -52,8 +66,12 @@ __all__: list[str] = [
     "sample_complexity",
     "sampler_covariance",
     "sampler_w2",
+    "schedule",
+    "schedule_bound",
     "simulate_convex_fit",
     "simulate_sample_complexity",
     "simulate_sampler",
+    "simulate_schedules",
     "theorem_scales",
+    "train_mlp_schedules",
 ]
