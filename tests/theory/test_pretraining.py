@@ -1,4 +1,4 @@
-"""Pre-training and transfer lower the sample complexity of online SGD (Jones-McCormick et al., ICML 2025; 000-18)."""
+"""Pre-training and transfer lower online SGD's sample complexity (Jones-McCormick et al., 2025; 000-18)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ def test_information_exponent_and_bad_links() -> None:
         pca_overlap(-1.0, 0.5)
 
 
-@pytest.mark.parametrize(("k", "exponent", "log_factor"), [(1, 1.0, False), (2, 1.0, True), (3, 2.0, False), (4, 3.0, False)])
+@pytest.mark.parametrize(
+    ("k", "exponent", "log_factor"), [(1, 1.0, False), (2, 1.0, True), (3, 2.0, False), (4, 3.0, False)]
+)
 def test_effective_dynamics_give_the_random_start_rates(k: int, exponent: float, log_factor: bool) -> None:
     link = np.zeros(k + 1)
     link[k] = 1.0
@@ -36,7 +38,9 @@ def test_effective_dynamics_give_the_random_start_rates(k: int, exponent: float,
     slope = np.polyfit(xs, np.log(samples), 1)[0]
     assert sample_complexity(link, 100).exponent == exponent
     assert abs(slope - exponent) < 0.05
-    warm = np.array([sample_complexity(link, int(d), init="transfer", initial_overlap=0.3).samples for d in dims])
+    warm = np.array(
+        [sample_complexity(link, int(d), init="transfer", initial_overlap=0.3).samples for d in dims]
+    )
     assert np.allclose(warm / dims, warm[0] / dims[0])  # exactly linear in d from a fixed overlap
 
 
@@ -61,7 +65,9 @@ def test_pca_start_has_the_bbp_overlap() -> None:
 @pytest.mark.claims
 @pytest.mark.slow  # reason: ~1e5 SGD steps per dimension, about a minute
 def test_transfer_start_is_linear_and_random_start_is_quadratic_in_d() -> None:
-    warm = simulate_sample_complexity(HE3, [8, 16, 32], init="transfer", initial_overlap=0.3, step_scale=0.6, n_runs=16)
+    warm = simulate_sample_complexity(
+        HE3, [8, 16, 32], init="transfer", initial_overlap=0.3, step_scale=0.6, n_runs=16
+    )
     cold = simulate_sample_complexity(HE3, [8, 12, 16, 24], init="random", step_scale=0.6, n_runs=16)
     assert np.all(warm.success_rate == 1)
     assert abs(warm.fitted_exponent - 1.0) < 3 * warm.exponent_se + 0.1

@@ -14,6 +14,8 @@ from trustlab.theory.diffusion_gaussian import (
 )
 from trustlab.theory.lr_schedules import (
     SCHEDULES as LR_SCHEDULES,
+)
+from trustlab.theory.lr_schedules import (
     MLPScheduleRun,
     ScheduleBound,
     ScheduleSimulation,
@@ -42,10 +44,10 @@ from trustlab.theory.relu_regions import (
 )
 
 __all__: list[str] = [
-    "ConvexFitComparison",
     "LR_SCHEDULES",
-    "MLPScheduleRun",
     "SCHEMES",
+    "ConvexFitComparison",
+    "MLPScheduleRun",
     "SampleComplexity",
     "SampleComplexitySimulation",
     "SamplerError",

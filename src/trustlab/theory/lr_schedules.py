@@ -27,8 +27,8 @@ from trustlab.errors import DataError, MissingDependencyError
 
 __all__ = [
     "SCHEDULES",
-    "ScheduleBound",
     "MLPScheduleRun",
+    "ScheduleBound",
     "ScheduleSimulation",
     "schedule",
     "schedule_bound",
@@ -78,7 +78,7 @@ def schedule(name: str, steps: int, *, cooldown: float = 0.2) -> np.ndarray:
         return np.ones(steps)
     if name == "cosine":
         return (1 + np.cos(math.pi * (t - 1) / steps)) / 2
-    n_cool = max(int(round(cooldown * steps)), 1)
+    n_cool = max(round(cooldown * steps), 1)
     t0 = steps - n_cool  # last step at the peak
     s = np.ones(steps)
     tail = t[t0:]
@@ -93,7 +93,7 @@ def _check_schedule(eta: Any) -> np.ndarray:
     s = check_numeric_array(eta, "schedule", ndim=1, min_rows=2)
     if np.any(s < 0):
         raise DataError(
-            "schedule must be non-negative (learning rates), got a minimum of " f"{float(s.min()):.3g}.",
+            f"schedule must be non-negative (learning rates), got a minimum of {float(s.min()):.3g}.",
             argument="schedule",
         )
     if s[-1] <= 0:
@@ -130,6 +130,10 @@ class ScheduleBound:
         ``sqrt(A / B)``.
     optimal_value : float
         ``2 sqrt(A B)``.
+
+    See Also
+    --------
+    schedule_bound : computes it.
     """
 
     a: float
@@ -206,6 +210,10 @@ class ScheduleSimulation:
         Per schedule, the bound's ``gamma*``.
     rank_correlation : float
         Spearman correlation between bound and measured over all points.
+
+    See Also
+    --------
+    simulate_schedules : computes it.
     """
 
     schedules: tuple[str, ...]
@@ -301,9 +309,14 @@ def simulate_schedules(
     se = excess.std(axis=-1, ddof=1) / math.sqrt(n_runs)
     gbound = math.sqrt(d)
     bound = np.array(
-        [[schedule_bound(s, float(gam), distance=distance, gradient_bound=gbound).value for gam in g] for s in shapes]
+        [
+            [schedule_bound(s, float(gam), distance=distance, gradient_bound=gbound).value for gam in g]
+            for s in shapes
+        ]
     )
-    opt = np.array([schedule_bound(s, distance=distance, gradient_bound=gbound).optimal_gamma for s in shapes])
+    opt = np.array(
+        [schedule_bound(s, distance=distance, gradient_bound=gbound).optimal_gamma for s in shapes]
+    )
     best = g[np.argmin(measured, axis=1)]
     rho = float(spearmanr(bound.ravel(), measured.ravel())[0])
     return ScheduleSimulation(names, g, measured, se, bound, best, opt, rho)
@@ -333,6 +346,10 @@ class MLPScheduleRun:
         against the noiseless teacher), averaged over seeds; ``inf`` where training diverged.
     best_gamma : numpy.ndarray
         Per schedule, the grid rate with the lowest loss.
+
+    See Also
+    --------
+    train_mlp_schedules : computes it.
     """
 
     schedules: tuple[str, ...]
@@ -395,6 +412,12 @@ def train_mlp_schedules(
     References
     ----------
     F. Schaipp et al., ICML 2025 (Section 4: the bound's predictions on real training).
+
+    Examples
+    --------
+    >>> run = train_mlp_schedules(50, [0.01, 0.1], schedules=("constant", "cosine"), n_seeds=1)
+    >>> run.loss.shape
+    (2, 2)
     """
     try:
         import torch
@@ -431,8 +454,8 @@ def train_mlp_schedules(
         (((pred - y) ** 2).mean(dim=(1, 2)) / 2).sum().backward()
         with torch.no_grad():
             lr = rates[:, t].view(-1, 1, 1)
-            w1 -= lr * w1.grad
-            w2 -= lr * w2.grad
+            w1 -= lr * w1.grad  # type: ignore[operator]
+            w2 -= lr * w2.grad  # type: ignore[operator]
     with torch.no_grad():
         x = torch.randn(4096, d, generator=gen)
         pred = torch.tanh(torch.einsum("bd,mdh->mbh", x, w1)) @ w2

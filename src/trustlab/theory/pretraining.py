@@ -160,6 +160,10 @@ class SampleComplexity:
     exponent : float
         Predicted exponent ``p`` in ``samples ~ d^p`` (times ``log d`` where ``log_factor``).
     log_factor : bool
+
+    See Also
+    --------
+    sample_complexity : computes it.
     """
 
     dimension: int
@@ -279,9 +283,10 @@ def sample_complexity(
     delta = step_scale * float(min(ratio))
 
     def inverse_drift(m: float) -> float:
-        drift = delta / d * _phi_prime(c, m) * (1 - m * m) - delta**2 / (2 * d) * _noise_variance(
-            c, m, noise_std
-        ) * m
+        drift = (
+            delta / d * _phi_prime(c, m) * (1 - m * m)
+            - delta**2 / (2 * d) * _noise_variance(c, m, noise_std) * m
+        )
         return 1.0 / drift if drift > 0 else math.inf
 
     samples = float(quad(inverse_drift, m0, threshold, limit=200)[0])
@@ -313,6 +318,10 @@ class SampleComplexitySimulation:
     exponent_se : float
         Bootstrap (over runs) standard error of the slope.
     predicted_exponent : float
+
+    See Also
+    --------
+    simulate_sample_complexity : computes it.
     """
 
     dimensions: np.ndarray
@@ -328,7 +337,7 @@ class SampleComplexitySimulation:
 def _pca_starts(
     rng: np.random.Generator, d: int, runs: int, spike: float, v: np.ndarray, ratio: float
 ) -> np.ndarray:
-    n = max(int(round(ratio * d)), 2)
+    n = max(round(ratio * d), 2)
     s = math.sqrt(1 + spike) - 1
     starts = np.empty((runs, d))
     for r in range(runs):
@@ -496,7 +505,7 @@ noise_std
             v[0], v[1] = spike_overlap, math.sqrt(1 - spike_overlap**2)
             labeled_spike = spike
             x = _pca_starts(rng, d, n_runs, spike, v, unlabeled_ratio)
-            extra = int(round(sign_samples * d))
+            extra = round(sign_samples * d)
             if extra:
                 f = HermiteE(c)
                 a = rng.standard_normal((n_runs, extra, d))
@@ -505,7 +514,13 @@ noise_std
                 score = np.sum(y * f(np.einsum("rnd,rd->rn", a, x)), axis=1)
                 x *= np.where(score < 0, -1.0, 1.0)[:, None]
         x /= np.linalg.norm(x, axis=1, keepdims=True)
-        budget = int(math.ceil(budget_factor * pred.samples))
+        if not math.isfinite(pred.samples):
+            raise ParameterError(
+                f"the effective dynamics never reach threshold={threshold} at d={d}; lower step_scale "
+                "or threshold.",
+                argument="step_scale",
+            )
+        budget = math.ceil(budget_factor * pred.samples)
         hit = _run_sgd(
             rng,
             x,
