@@ -63,7 +63,7 @@ def test_pca_start_has_the_bbp_overlap() -> None:
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # reason: ~1e5 SGD steps per dimension, about a minute
+@pytest.mark.slow  # reason: ~1e5 online SGD steps in all, about 3 minutes on 2 busy cores
 def test_transfer_start_is_linear_and_random_start_is_quadratic_in_d() -> None:
     warm = simulate_sample_complexity(
         HE3, [8, 16, 32], init="transfer", initial_overlap=0.3, step_scale=0.6, n_runs=16
