@@ -9,6 +9,7 @@ from trustlab.errors import TrustlabError
 from trustlab.theory import default_target, estimate_moduli, looped_rate
 
 
+@pytest.mark.claims
 def test_rate_matches_theorem_3_6_and_falls_with_loops() -> None:
     n, d = 3, 2
     r = np.array([10, 100, 1000, 10**4, 10**6])
