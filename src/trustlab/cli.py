@@ -36,6 +36,7 @@ try:
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from trustlab._cli_secagg import secagg_app
     from trustlab.errors import ParameterError, TrustlabError
 finally:
     if _previous_sigint is not None:
@@ -46,6 +47,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="trustlab: audits of privacy, explanations, fairness and calibration.",
 )
+app.add_typer(secagg_app, name="secure-agg")
 err = Console(stderr=True)
 
 
