@@ -473,16 +473,11 @@ noise_std
     if np.any(dims < 2) or np.any(dims != np.round(dims)):
         raise DataError(f"dimensions must be integers >= 2, got {dims.tolist()}.", argument="dimensions")
     rng = make_generator(random_state)
+    keys = ("init", "initial_overlap", "spike", "spike_overlap", "unlabeled_ratio", "threshold")
     common = dict(
-        init=init,
-        initial_overlap=initial_overlap,
-        spike=spike,
-        spike_overlap=spike_overlap,
-        unlabeled_ratio=unlabeled_ratio,
-        threshold=threshold,
-        step_scale=step_scale,
-        noise_std=noise_std,
+        zip(keys, (init, initial_overlap, spike, spike_overlap, unlabeled_ratio, threshold), strict=True)
     )
+    common.update(step_scale=step_scale, noise_std=noise_std)
     hits, preds = [], []
     exponent, log_factor = 1.0, False
     for d in dims.astype(int):
