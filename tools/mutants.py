@@ -355,7 +355,8 @@ MUTANTS: list[Mutant] = [
 
 
 def _pytest(workdir: Path, tests: tuple[str, ...], *, show: bool = False) -> int:
-    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
+    # TRUSTLAB_SLOW=1: the slow profile's full-power audits run under every mutant
+    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg", TRUSTLAB_SLOW="1")
     # -n 0: one process (the README's addopts run xdist, under which -x stops with exit status 2)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800)
