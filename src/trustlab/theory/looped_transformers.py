@@ -274,6 +274,7 @@ class LoopedSimulation:
     timestep_slope: float
 
 
+@validate_params({"x": ["array-like"]})
 def default_target(x: np.ndarray) -> np.ndarray:
     """A permutation-equivariant target: ``y_i = sin(2 pi x_i1) * mean_j x_j2 + x_i2 * max_j x_j1``.
 
@@ -292,6 +293,9 @@ def default_target(x: np.ndarray) -> np.ndarray:
     >>> default_target(np.zeros((1, 3, 2))).shape
     (1, 3, 1)
     """
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3 or x.shape[2] < 2:
+        raise DataError(f"x must have shape (batch, N, d) with d >= 2, got {x.shape}.", argument="x")
     ctx = x[..., 1].mean(axis=1, keepdims=True)
     peak = x[..., 0].max(axis=1, keepdims=True)
     return (np.sin(2 * np.pi * x[..., 0]) * ctx + x[..., 1] * peak)[..., None]
