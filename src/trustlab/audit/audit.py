@@ -20,7 +20,7 @@ from trustlab.audit._prepare import MIN_ROWS, Prepared, prepare
 from trustlab.audit._run import compute_sections, section_budgets
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
-from trustlab.audit.screening import screen_columns
+from trustlab.audit.screening import screen_columns, screen_names, screening_meta
 from trustlab.audit.section import AuditContext, Section
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
@@ -336,13 +336,15 @@ class Audit:
             model_status=failed or status + sampled,
             column_flags=flags,
             group=self.group,
+            screening=screening_meta(private=self.private, rows=int(prep.labelled.sum())),
         )
 
     def _screen(self, prep: Prepared, target: Any) -> list[dict[str, Any]]:
         """Check ``group`` and ``keep``; in raw mode drop the flagged columns from ``prep.features``.
 
         Private mode reads no row here (whether a column leaks is a fact about the rows):
-        only ``group`` is taken out of the features.
+        ``group`` is taken out of the features, and the features whose names copy the
+        target's or a sensitive column's (:func:`~trustlab.audit.screening.screen_names`).
         """
         keep = column_names(self.keep, "keep")
         check_group(list(prep.raw.columns), self.group, target, prep.sensitive)
@@ -361,7 +363,11 @@ class Audit:
                 keep=keep,
                 seed=self.random_state,
             )
-            features, flags = screening.features, [f.to_dict() for f in screening.flags]
+        else:  # public facts only: the column names
+            screening = screen_names(
+                features, target=target, sensitive=prep.sensitive, use_sensitive=self.use_sensitive, keep=keep
+            )
+        features, flags = screening.features, [f.to_dict() for f in screening.flags]
         if not features:
             raise DataError(
                 "no feature columns are left for the model once the screened columns "
@@ -450,7 +456,12 @@ class Audit:
             private=self.private,
             epsilon=self.epsilon,
         )
-        meta |= {"column_flags": ctx.column_flags, "group": self.group, "no_skill": skill}
+        meta |= {
+            "column_flags": ctx.column_flags,
+            "group": self.group,
+            "no_skill": skill,
+            "screening": ctx.screening,
+        }
         if self.private:
             meta |= private_meta(ctx.schema, trained_privately=training_budget is not None, delta=self.delta)
         ledger = accountant.ledger() if accountant is not None else []

@@ -29,6 +29,19 @@ The rules (all stated in the report):
   then overstate how the model does on new entities. Pass the column as the audit's
   ``group`` to split by entity (:func:`trustlab.audit.split.group_split`).
 
+**Private mode** (:func:`screen_names`): every rule above reads the rows, and whether a
+column is flagged (and so left out of the model) would then depend on the private data;
+trustlab has no differentially private version of them. So a private audit screens
+the column *names* only, which are public: a feature named as pandas names a repeated
+header (``whi.1``, ``race.2``) is taken for a copy of the target or sensitive column it
+names and left out. The report states that the screening of the rows did not run
+(:func:`screening_meta`) and how to get it: run the raw audit where the data may be seen.
+
+**Distributed runs** (``trustlab audit --dask``, raw mode): the rules run on the
+training sample the client fits the model on (a hash sample of at most ``--sample-rows``
+rows), and the report says so: a panel whose entities appear once each in the sample
+is taken for a row id (left out all the same) or goes unnoticed.
+
 References
 ----------
 Kaufman, Rosset, Perlich, Stitelman. "Leakage in data mining: formulation, detection,
@@ -58,6 +71,8 @@ __all__ = [
     "identifier_flags",
     "leakage_flags",
     "screen_columns",
+    "screen_names",
+    "screening_meta",
 ]
 
 LEAK_AUC = 0.99
@@ -396,6 +411,13 @@ def screen_columns(
     seen = {f.column for f in flags}
     rest = [c for c in features if str(c) not in seen]
     flags += identifier_flags(frame, rest, others=[c for c in frame.columns if c not in rest and c != target])
+    return _decide(flags, features, keep, use_sensitive)
+
+
+def _decide(
+    flags: Sequence[ColumnFlag], features: Sequence[Any], keep: Sequence[Any], use_sensitive: bool
+) -> Screening:
+    """Set ``dropped`` on each flag (kept columns and allowed sensitive copies stay); filter the features."""
     kept = {str(k) for k in keep}
     out = []
     for f in flags:
@@ -403,3 +425,103 @@ def screen_columns(
         out.append(ColumnFlag(f.column, f.kind, f.detail, f.related, drop))
     dropped = {f.column for f in out if f.dropped}
     return Screening([c for c in features if str(c) not in dropped], out)
+
+
+_COPY_NAME = re.compile(r"^(?P<base>.+)\.(?P<n>[0-9]+)$")
+
+
+def screen_names(
+    features: Sequence[Any],
+    *,
+    target: Any,
+    sensitive: Sequence[Any],
+    use_sensitive: bool = False,
+    keep: Sequence[Any] = (),
+) -> Screening:
+    """Private mode: flag the features whose *name* copies the target's or a sensitive column's.
+
+    pandas reads a header that names a column twice as ``NAME`` and ``NAME.1``; a feature
+    called ``NAME.N`` for the target or a sensitive column ``NAME`` is taken for a copy of
+    it. Only the column names are read (public facts), so the flags and the features the
+    model keeps are the same on any neighbouring table.
+
+    Parameters
+    ----------
+    features : sequence
+        The model's candidate features.
+    target : str
+        The target column's name.
+    sensitive : sequence
+        The sensitive columns.
+    use_sensitive : bool
+        Whether the model may use the sensitive columns (a copy of one is then kept).
+    keep : sequence
+        Columns to keep as features whatever their name (still flagged).
+
+    Returns
+    -------
+    Screening
+
+    Examples
+    --------
+    >>> s = screen_names(["age", "whi.1", "race.1"], target="whi", sensitive=["race"])
+    >>> s.features, s.dropped
+    (['age'], ['whi.1', 'race.1'])
+    """
+    flags = []
+    for col in features:
+        m = _COPY_NAME.match(str(col))
+        if m is None:
+            continue
+        base = m.group("base")
+        why = f"its name is {base!r} with the suffix '.{m.group('n')}', as pandas names a repeated header"
+        if base == str(target):
+            flags.append(ColumnFlag(str(col), "target_copy", why, str(target)))
+        elif base in {str(s) for s in sensitive}:
+            flags.append(ColumnFlag(str(col), "sensitive_copy", why, base))
+    return _decide(flags, features, keep, use_sensitive)
+
+
+def screening_meta(*, private: bool, rows: int | None = None, sample: bool = False) -> dict[str, Any]:
+    """What the report says about the column screening: whether it ran, on which rows.
+
+    Parameters
+    ----------
+    private : bool
+        Private mode: only the names were screened (:func:`screen_names`).
+    rows : int, optional
+        Rows the screening read (raw mode).
+    sample : bool
+        Whether those rows are a distributed run's training sample.
+
+    Returns
+    -------
+    dict
+        ``ran`` (whether the rows were screened), ``rows`` and ``note`` (a sentence).
+
+    Examples
+    --------
+    >>> screening_meta(private=True)["ran"]
+    False
+    """
+    if private:
+        note = (
+            "The screening of the rows (copies of the target or of a sensitive column, a feature that "
+            "predicts the target alone, row and entity identifiers, panels) did not run: it reads the "
+            "rows, and whether a column is left out would then depend on the private data (trustlab "
+            "has no differentially private version of it). Only the column names were screened (a "
+            "name such as 'y.1' copies 'y'). Review the columns, or run the audit without --private "
+            "where the data may be seen, and leave out what it flags with --ignore."
+        )
+        return {"ran": False, "rows": None, "note": note}
+    where = (
+        f"on the training sample the model was fitted on ({rows:,} rows, a hash sample): a panel whose "
+        "entities appear once each in the sample is taken for a row id or goes unnoticed"
+        if sample
+        else f"on the {rows:,} labelled rows (the leakage scores on a seeded sample of at most {MAX_ROWS:,})"
+    )
+    return {
+        "ran": True,
+        "rows": rows,
+        "note": f"Columns screened for leakage, copies and identifiers {where}.",
+    }

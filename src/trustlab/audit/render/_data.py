@@ -84,6 +84,10 @@ def render_model_inputs(inputs: dict[str, Any] | None) -> str:
             "almost perfectly alone (leakage) and identifiers (trustlab.audit.screening):"
             f"<ul>{''.join(lines)}</ul></div>"
         )
+    screening = inputs.get("screening") or {}
+    if screening.get("note"):
+        cls = "rule" if screening.get("ran") else "warn"
+        parts.append(f'<p class="{cls}">{escape(screening["note"])}</p>')
     if inputs.get("group"):
         parts.append(
             f"<p>Held-out rows were chosen by entity: every row of one <strong>{escape(inputs['group'])}"
