@@ -104,3 +104,52 @@ def test_keep_must_name_a_column():
     with pytest.raises(DataError) as info:
         Audit(keep=["nope"]).run(_leaky(), target="y", sensitive="race")
     assert info.value.argument == "keep"
+
+
+def _leaky_schema():
+    from trustlab.datasets import Schema
+
+    return Schema.from_dict(
+        {
+            "columns": {
+                "y": {"categories": ["no", "yes"]},
+                "race": {"categories": ["a", "b", "c"]},
+                "x": {"bounds": [-4, 4]},
+                "z": {"bounds": [0, 1]},
+                "after": {"bounds": [-5, 15]},
+            }
+        }
+    )
+
+
+def test_private_mode_screens_the_names_only_and_says_so():
+    """Private mode: whether a column is left out may not depend on the rows, so only the names are
+    screened ('y.1' copies 'y', 'race.1' copies 'race'); 'after' (a leak only its values show) stays,
+    identically on a table where it is noise, and the report says the row screening did not run."""
+    from sklearn.linear_model import LogisticRegression
+
+    from trustlab.audit import Audit
+
+    leaky = _leaky()
+    rng = np.random.default_rng(5)
+    neighbour = leaky.assign(after=rng.normal(size=len(leaky)))  # no leak in the values now
+    # a public model (trained on other rows), so that no DP-SGD run is needed here
+    model = LogisticRegression().fit(_leaky(300, seed=9)[["x", "z", "after"]], rng.integers(0, 2, 300))
+    reports = [
+        Audit(private=True, epsilon=1.0, schema=_leaky_schema(), model=model, sections=_sections("data")).run(
+            t, target="y", sensitive="race"
+        )
+        for t in (leaky, neighbour)
+    ]
+    for r in reports:
+        assert r.meta["features"] == ["x", "z", "after"]
+        kinds = {f["column"]: (f["kind"], f["related"], f["dropped"]) for f in r.meta["column_flags"]}
+        assert kinds == {"y.1": ("target_copy", "y", True), "race.1": ("sensitive_copy", "race", True)}
+        assert r.meta["screening"]["ran"] is False and "did not run" in r.meta["screening"]["note"]
+    assert reports[0].meta["column_flags"] == reports[1].meta["column_flags"]
+    html = reports[0].to_html()
+    data = html[html.index('id="data"') :]
+    assert escape(reports[0].meta["screening"]["note"]) in data
+    summary = html[html.index('id="summary"') : html.index('id="data"')]
+    assert "column screening (leakage, copies, identifiers)" in summary
+    assert escape("'y.1'") in summary
