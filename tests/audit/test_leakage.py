@@ -153,3 +153,40 @@ def test_private_mode_screens_the_names_only_and_says_so():
     summary = html[html.index('id="summary"') : html.index('id="data"')]
     assert "column screening (leakage, copies, identifiers)" in summary
     assert escape("'y.1'") in summary
+
+
+def _with_free_text(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """``_frame`` and a free-text column: 2,000 notes drawn from 1,200 (about 1,000 distinct)."""
+    rng = np.random.default_rng(seed)
+    words = np.array(["late", "paid", "call", "back", "refund", "error", "card", "fee", "ok", "again"])
+    pool = np.array([" ".join(rng.choice(words, rng.integers(3, 8))) + f" #{i}" for i in range(1200)])
+    return _frame(n, seed).assign(note=rng.choice(pool, n))
+
+
+def test_free_text_column_is_left_out_of_the_default_model():
+    """Issue 26 §2: a text column of ~1,000 levels made the logistic audit of 2,000 rows take 140 s
+    (one-hot encoding); it is left out of the model with a note, as identifiers are."""
+    from trustlab.audit import Audit
+    from trustlab.audit.screening import MAX_TEXT_LEVELS
+
+    df = _with_free_text()
+    assert MAX_TEXT_LEVELS < df["note"].nunique() < len(df)  # not a row id: values repeat
+    report = Audit(model="logistic", sections=_sections("data", "performance")).run(
+        df, target="y", sensitive="race"
+    )
+    assert report.meta["features"] == ["x", "z"]
+    (flag,) = report.meta["column_flags"]
+    assert (flag["column"], flag["kind"], flag["dropped"]) == ("note", "free_text", True)
+    assert flag["detail"] == f"{df['note'].nunique():,} distinct values on 2,000 rows"
+    html = report.to_html()
+    summary = html[html.index('id="summary"') : html.index('id="data"')]
+    assert "free text" in summary and "--keep note" in summary
+    # a category of few levels stays, whatever its type
+    few = df.assign(note=df["note"].str.len().astype(str))
+    assert few["note"].nunique() <= MAX_TEXT_LEVELS
+    assert (
+        "note"
+        in Audit(model="logistic", sections=_sections("performance"))
+        .run(few, target="y", sensitive="race")
+        .meta["features"]
+    )

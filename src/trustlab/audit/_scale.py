@@ -33,6 +33,7 @@ from typing_extensions import override
 from trustlab._validation import check_binary_target
 from trustlab.audit._audit_inputs import check_values, column_name, column_names
 from trustlab.audit._meta import run_meta
+from trustlab.audit._public_screening import screening_meta
 from trustlab.audit._scale_explain import BACKGROUND_ROWS, HeldoutExplain, explain_section, explain_statistic
 from trustlab.audit._scale_stats import (
     BIN,
@@ -50,7 +51,7 @@ from trustlab.audit._scale_stats import (
 from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import OTHER
 from trustlab.audit.report import AuditReport
-from trustlab.audit.screening import screen_columns, screening_meta
+from trustlab.audit.screening import screen_columns
 from trustlab.audit.section import AuditContext
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,

@@ -33,6 +33,7 @@ import pandas as pd
 from typing_extensions import override
 
 from trustlab.audit._audit_inputs import column_name, column_names, model_frame
+from trustlab.audit._public_screening import screen_names, screening_meta
 from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import (
     N_BOOT,
@@ -41,7 +42,6 @@ from trustlab.audit.prediction_table import (
     PredictionTable,
     consistent_counts,
 )
-from trustlab.audit.screening import screen_names, screening_meta
 from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.audit.sections._columns import category_codes
 from trustlab.audit.sections.data import DataSection, private_statistics

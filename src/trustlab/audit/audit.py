@@ -17,10 +17,11 @@ from trustlab.audit._entity_inputs import check_group, check_held_out, check_kee
 from trustlab.audit._fit import TRAINING_SHARE, fit_model, fits_model, positive_proba
 from trustlab.audit._meta import PRIVACY_SCOPE, private_meta, run_meta
 from trustlab.audit._prepare import MIN_ROWS, Prepared, prepare
+from trustlab.audit._public_screening import screen_names, screening_meta
 from trustlab.audit._run import compute_sections, section_budgets
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
-from trustlab.audit.screening import screen_columns, screen_names, screening_meta
+from trustlab.audit.screening import screen_columns
 from trustlab.audit.section import AuditContext, Section
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
@@ -344,7 +345,7 @@ class Audit:
 
         Private mode reads no row here (whether a column leaks is a fact about the rows):
         ``group`` is taken out of the features, and the features whose names copy the
-        target's or a sensitive column's (:func:`~trustlab.audit.screening.screen_names`).
+        target's or a sensitive column's (:func:`~trustlab.audit._public_screening.screen_names`).
         """
         keep = column_names(self.keep, "keep")
         check_group(list(prep.raw.columns), self.group, target, prep.sensitive)

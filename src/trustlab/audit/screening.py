@@ -27,15 +27,22 @@ The rules (all stated in the report):
   the rows, or whose name says it is an id. Rows of one entity are alike: a row-by-row
   split puts the same entities in training and held-out rows, and the held-out figures
   then overstate how the model does on new entities. Pass the column as the audit's
-  ``group`` to split by entity (:func:`trustlab.audit.split.group_split`).
+  ``group`` to split by entity (:func:`trustlab.audit.split.group_split`);
+- **free text**: a text column (not numbers, not booleans) with more than
+  :data:`MAX_TEXT_LEVELS` distinct values that is neither of the above: free text, or a
+  category with too many levels. One-hot encoding thousands of levels makes the fit slow
+  (a 1,000-level column on 2,000 rows: 140 s for the logistic model instead of a few) and
+  a value seen once predicts nothing about new rows. Group its values into fewer
+  categories first, or keep it.
 
-**Private mode** (:func:`screen_names`): every rule above reads the rows, and whether a
-column is flagged (and so left out of the model) would then depend on the private data;
-trustlab has no differentially private version of them. So a private audit screens
-the column *names* only, which are public: a feature named as pandas names a repeated
-header (``whi.1``, ``race.2``) is taken for a copy of the target or sensitive column it
-names and left out. The report states that the screening of the rows did not run
-(:func:`screening_meta`) and how to get it: run the raw audit where the data may be seen.
+**Private mode** (:func:`trustlab.audit._public_screening.screen_names`): every rule above
+reads the rows, and whether a column is flagged (and so left out of the model) would
+then depend on the private data; trustlab has no differentially private version of
+them. So a private audit screens the column *names* only, which are public: a feature
+named as pandas names a repeated header (``whi.1``, ``race.2``) is taken for a copy of
+the target or sensitive column it names and left out. The report states that the
+screening of the rows did not run (:func:`~trustlab.audit._public_screening.screening_meta`)
+and how to get it: run the raw audit where the data may be seen.
 
 **Distributed runs** (``trustlab audit --dask``, raw mode): the rules run on the
 training sample the client fits the model on (a hash sample of at most ``--sample-rows``
@@ -64,15 +71,16 @@ __all__ = [
     "KINDS",
     "LEAK_AUC",
     "MAX_PERIODS",
+    "MAX_TEXT_LEVELS",
     "MIN_ENTITIES",
     "MIN_ID_ROWS",
     "ColumnFlag",
     "Screening",
+    "decide_flags",
+    "free_text_flags",
     "identifier_flags",
     "leakage_flags",
     "screen_columns",
-    "screen_names",
-    "screening_meta",
 ]
 
 LEAK_AUC = 0.99
@@ -83,6 +91,8 @@ MIN_ENTITIES = 20
 """Fewest distinct values of an entity id."""
 MAX_PERIODS = 50
 """Most distinct values of the period column that makes an entity id unique."""
+MAX_TEXT_LEVELS = 200
+"""A text feature with more distinct values than this is screened out as free text."""
 MAX_ROWS = 100_000
 """Leakage scores read at most this many rows (a seeded sample: raw mode only)."""
 _LEVELS = 50  # a column with at most this many values is also scored level by level
@@ -94,6 +104,7 @@ KINDS = {
     "sensitive_copy": "equals a sensitive column up to relabelling",
     "row_id": "is a row identifier (a different value on every row)",
     "entity_id": "identifies an entity observed on several rows (a panel)",
+    "free_text": f"holds free text or too many categories (more than {MAX_TEXT_LEVELS} distinct text values)",
 }
 """What each kind of flag means, in words."""
 
@@ -396,7 +407,8 @@ def screen_columns(
     Returns
     -------
     Screening
-        The kept features (in order) and every flag (``dropped`` set).
+        The kept features (in order) and every flag (``dropped`` set): leakage and
+        copies first, then identifiers, then free text (one flag per column).
 
     Examples
     --------
@@ -411,10 +423,46 @@ def screen_columns(
     seen = {f.column for f in flags}
     rest = [c for c in features if str(c) not in seen]
     flags += identifier_flags(frame, rest, others=[c for c in frame.columns if c not in rest and c != target])
-    return _decide(flags, features, keep, use_sensitive)
+    seen = {f.column for f in flags}
+    flags += free_text_flags(frame, [c for c in rest if str(c) not in seen])
+    return decide_flags(flags, features, keep, use_sensitive)
 
 
-def _decide(
+def free_text_flags(frame: pd.DataFrame, features: Sequence[Any]) -> list[ColumnFlag]:
+    """Text features with more than :data:`MAX_TEXT_LEVELS` distinct values (free text).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The rows.
+    features : sequence
+        The candidate feature columns.
+
+    Returns
+    -------
+    list of ColumnFlag
+        Kind ``free_text`` (not yet dropped).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"note": [f"text {i % 300}" for i in range(900)], "n": range(900)})
+    >>> [(f.column, f.kind) for f in free_text_flags(df, ["note", "n"])]
+    [('note', 'free_text')]
+    """
+    flags = []
+    for col in features:
+        values = frame[col]
+        if _is_number(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        k = values.nunique(dropna=True)
+        if k > MAX_TEXT_LEVELS:
+            rows = values.notna().sum()
+            flags.append(ColumnFlag(str(col), "free_text", f"{k:,} distinct values on {rows:,} rows"))
+    return flags
+
+
+def decide_flags(
     flags: Sequence[ColumnFlag], features: Sequence[Any], keep: Sequence[Any], use_sensitive: bool
 ) -> Screening:
     """Set ``dropped`` on each flag (kept columns and allowed sensitive copies stay); filter the features."""
@@ -425,103 +473,3 @@ def _decide(
         out.append(ColumnFlag(f.column, f.kind, f.detail, f.related, drop))
     dropped = {f.column for f in out if f.dropped}
     return Screening([c for c in features if str(c) not in dropped], out)
-
-
-_COPY_NAME = re.compile(r"^(?P<base>.+)\.(?P<n>[0-9]+)$")
-
-
-def screen_names(
-    features: Sequence[Any],
-    *,
-    target: Any,
-    sensitive: Sequence[Any],
-    use_sensitive: bool = False,
-    keep: Sequence[Any] = (),
-) -> Screening:
-    """Private mode: flag the features whose *name* copies the target's or a sensitive column's.
-
-    pandas reads a header that names a column twice as ``NAME`` and ``NAME.1``; a feature
-    called ``NAME.N`` for the target or a sensitive column ``NAME`` is taken for a copy of
-    it. Only the column names are read (public facts), so the flags and the features the
-    model keeps are the same on any neighbouring table.
-
-    Parameters
-    ----------
-    features : sequence
-        The model's candidate features.
-    target : str
-        The target column's name.
-    sensitive : sequence
-        The sensitive columns.
-    use_sensitive : bool
-        Whether the model may use the sensitive columns (a copy of one is then kept).
-    keep : sequence
-        Columns to keep as features whatever their name (still flagged).
-
-    Returns
-    -------
-    Screening
-
-    Examples
-    --------
-    >>> s = screen_names(["age", "whi.1", "race.1"], target="whi", sensitive=["race"])
-    >>> s.features, s.dropped
-    (['age'], ['whi.1', 'race.1'])
-    """
-    flags = []
-    for col in features:
-        m = _COPY_NAME.match(str(col))
-        if m is None:
-            continue
-        base = m.group("base")
-        why = f"its name is {base!r} with the suffix '.{m.group('n')}', as pandas names a repeated header"
-        if base == str(target):
-            flags.append(ColumnFlag(str(col), "target_copy", why, str(target)))
-        elif base in {str(s) for s in sensitive}:
-            flags.append(ColumnFlag(str(col), "sensitive_copy", why, base))
-    return _decide(flags, features, keep, use_sensitive)
-
-
-def screening_meta(*, private: bool, rows: int | None = None, sample: bool = False) -> dict[str, Any]:
-    """What the report says about the column screening: whether it ran, on which rows.
-
-    Parameters
-    ----------
-    private : bool
-        Private mode: only the names were screened (:func:`screen_names`).
-    rows : int, optional
-        Rows the screening read (raw mode).
-    sample : bool
-        Whether those rows are a distributed run's training sample.
-
-    Returns
-    -------
-    dict
-        ``ran`` (whether the rows were screened), ``rows`` and ``note`` (a sentence).
-
-    Examples
-    --------
-    >>> screening_meta(private=True)["ran"]
-    False
-    """
-    if private:
-        note = (
-            "The screening of the rows (copies of the target or of a sensitive column, a feature that "
-            "predicts the target alone, row and entity identifiers, panels) did not run: it reads the "
-            "rows, and whether a column is left out would then depend on the private data (trustlab "
-            "has no differentially private version of it). Only the column names were screened (a "
-            "name such as 'y.1' copies 'y'). Review the columns, or run the audit without --private "
-            "where the data may be seen, and leave out what it flags with --ignore."
-        )
-        return {"ran": False, "rows": None, "note": note}
-    where = (
-        f"on the training sample the model was fitted on ({rows:,} rows, a hash sample): a panel whose "
-        "entities appear once each in the sample is taken for a row id or goes unnoticed"
-        if sample
-        else f"on the {rows:,} labelled rows (the leakage scores on a seeded sample of at most {MAX_ROWS:,})"
-    )
-    return {
-        "ran": True,
-        "rows": rows,
-        "note": f"Columns screened for leakage, copies and identifiers {where}.",
-    }

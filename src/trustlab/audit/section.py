@@ -261,7 +261,7 @@ class AuditContext:
         The entity column the split kept whole (``Audit(group=...)``), or None.
     screening : dict
         Whether the column screening read the rows, and on which
-        (:func:`~trustlab.audit.screening.screening_meta`); empty when unknown.
+        (:func:`~trustlab.audit._public_screening.screening_meta`); empty when unknown.
 
     See Also
     --------

@@ -52,6 +52,11 @@ _FLAG_ACTION = {
         "left out of the model, which would otherwise use {r} while the report says it does not"
     ),
     "row_id": "left out of the model (an identifier predicts nothing about new rows); --keep {c} keeps it",
+    "free_text": (
+        "left out of the model (one-hot encoding so many levels makes the fit slow, and a value seen "
+        "once predicts nothing about new rows); group its values into fewer categories, or keep it "
+        "with --keep {c}"
+    ),
 }
 
 
