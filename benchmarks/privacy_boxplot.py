@@ -128,7 +128,8 @@ def _side_by_side(ref: Any, seeds: int) -> list[dict[str, Any]]:
 def _scan_noise(seeds: int) -> list[dict[str, Any]]:
     from private_quantiles.unboundedQuantile import unboundedQuantile
 
-    from trustlab.privacy.quantiles import _unbounded_sorted
+    from trustlab.privacy._durfee import scan
+    from trustlab.privacy.samplers import add_discrete_laplace
 
     rows = []
     eps = 7 / 8 / 5  # one extreme's share of eps = 1
@@ -140,8 +141,9 @@ def _scan_noise(seeds: int) -> list[dict[str, Any]]:
             q_n = 1 / (20 * math.sqrt(n))
             lo_true, hi_true = np.quantile(x, [q_n, 1 - q_n])
             z = np.sort(np.clip(x, *BOUNDS))
-            hi = _unbounded_sorted(z, 1 - q_n, eps, BOUNDS[0], 1.001, "add_remove", n, 10**6)
-            lo = -_unbounded_sorted(z, 1 - q_n, eps, -BOUNDS[1], 1.001, "add_remove", n, 10**6, mirrored=True)
+            opts: dict[str, Any] = {"add_noise": add_discrete_laplace, "anchor_name": "bounds"}
+            hi = scan(z, 1 - q_n, eps, BOUNDS[0], 1.001, "add_remove", n, 10**6, **opts)
+            lo = -scan(z, 1 - q_n, eps, -BOUNDS[1], 1.001, "add_remove", n, 10**6, True, **opts)
             errs["trustlab scan"].append(
                 (abs(max(lo, BOUNDS[0]) - lo_true), abs(min(hi, BOUNDS[1]) - hi_true))
             )

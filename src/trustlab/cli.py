@@ -87,6 +87,33 @@ _FLAGS = {
 }
 
 
+# the help texts too long for their flag's line (`trustlab audit --help`, `trustlab schema --help`)
+_HELP = {
+    "audit_data": "CSV or Parquet file; the embedded Benefits data when omitted.",
+    "audit_out": "Output folder for report.html and report.json.",
+    "private": "Release every figure with differential privacy.",
+    "audit_delta": "Delta of the model's DP-SGD training (with --private and no --model PATH).",
+    "schema": "JSON file of public bounds and categories (needed with --private on your own data).",
+    "use_sensitive": "Let the model use the sensitive columns as features.",
+    "alpha": "Miscoverage of the Uncertainty section's conformal sets (0 < alpha < 1).",
+    "mitigate": "Fairness post-processing to evaluate: "
+    "equalized_odds, equal_opportunity or demographic_parity.",
+    "proxy": "Column of proxy groups: bound the true multicalibration violation.",
+    "proxy_error": "Public error rate of the --proxy column, P(true group != proxy).",
+    "dask": "Run on Dask: a scheduler address (tcp://HOST:8786) or local / local:N worker processes. "
+    "DATA is then a Parquet file or folder, read lazily (docs/scale.md).",
+    "sample_rows": "Training rows sampled (a hash sample) to fit the default model; every held-out row is "
+    "scored. In process, private mode trains on every training row; with --dask it samples at a rate "
+    'from the schema\'s public "rows" (every training row when not declared).',
+    "group": "Column identifying an entity on several rows (e.g. a person id in a panel): held-out rows "
+    "never share an entity with training rows.",
+    "keep": "Columns to keep as features although the audit flagged them, comma-separated.",
+    "schema_epsilon": "Estimate bounds and categories from the rows under this privacy budget "
+    "(default: estimate nothing, leave them for you to fill in).",
+    "categorical": "Columns to treat as categorical whatever their type, comma-separated.",
+}
+
+
 def _spinner(err: Any) -> Progress:
     """A transient spinner on stderr (a log, not a terminal, gets only the result or one error)."""
     return Progress(
@@ -251,83 +278,32 @@ def _audit_dask(
 
 @app.command()
 def audit(
-    data: Annotated[
-        Path | None,
-        typer.Argument(help="CSV or Parquet file; the embedded Benefits data when omitted."),
-    ] = None,
+    data: Annotated[Path | None, typer.Argument(help=_HELP["audit_data"])] = None,
     target: Annotated[str | None, typer.Option(help="Binary outcome column.")] = None,
     sensitive: Annotated[str | None, typer.Option(help="Sensitive column(s), comma-separated.")] = None,
     model: Annotated[str, typer.Option(help="hgb | xgboost | lightgbm | logistic | PATH.pkl")] = "hgb",
-    out: Annotated[
-        str, typer.Option(help="Output folder for report.html and report.json.")
-    ] = "trustlab-report",  # text, not Path: typer reads "" as "." and --out "" must be refused
-    private: Annotated[
-        bool, typer.Option("--private", help="Release every figure with differential privacy.")
-    ] = False,
+    # text, not Path: typer reads "" as "." and --out "" must be refused
+    out: Annotated[str, typer.Option(help=_HELP["audit_out"])] = "trustlab-report",
+    private: Annotated[bool, typer.Option("--private", help=_HELP["private"])] = False,
     epsilon: Annotated[float | None, typer.Option(help="Total privacy budget (with --private).")] = None,
-    delta: Annotated[
-        float,
-        typer.Option(help="Delta of the model's DP-SGD training (with --private and no --model PATH)."),
-    ] = 1e-6,
-    schema: Annotated[
-        Path | None,
-        typer.Option(
-            help="JSON file of public bounds and categories (needed with --private on your own data)."
-        ),
-    ] = None,
+    delta: Annotated[float, typer.Option(help=_HELP["audit_delta"])] = 1e-6,
+    schema: Annotated[Path | None, typer.Option(help=_HELP["schema"])] = None,
     positive: Annotated[str | None, typer.Option(help="Positive label of the target.")] = None,
     ignore: Annotated[str | None, typer.Option(help="Columns to leave out, comma-separated.")] = None,
-    use_sensitive: Annotated[
-        bool,
-        typer.Option("--use-sensitive", help="Let the model use the sensitive columns as features."),
-    ] = False,
+    use_sensitive: Annotated[bool, typer.Option("--use-sensitive", help=_HELP["use_sensitive"])] = False,
     test_size: Annotated[float, typer.Option(help="Held-out share for evaluation.")] = 0.3,
     seed: Annotated[int, typer.Option(help="Seed of the split, model and bootstrap.")] = 0,
-    alpha: Annotated[
-        float, typer.Option(help="Miscoverage of the Uncertainty section's conformal sets (0 < alpha < 1).")
-    ] = 0.1,
-    mitigate: Annotated[
-        str | None,
-        typer.Option(
-            help="Fairness post-processing to evaluate: "
-            "equalized_odds, equal_opportunity or demographic_parity."
-        ),
-    ] = None,
-    proxy: Annotated[
-        str | None, typer.Option(help="Column of proxy groups: bound the true multicalibration violation.")
-    ] = None,
-    proxy_error: Annotated[
-        float | None, typer.Option(help="Public error rate of the --proxy column, P(true group != proxy).")
-    ] = None,
-    dask: Annotated[
-        str | None,
-        typer.Option(
-            help="Run on Dask: a scheduler address (tcp://HOST:8786) or local / local:N worker "
-            "processes. DATA is then a Parquet file or folder, read lazily (docs/scale.md)."
-        ),
-    ] = None,
-    sample_rows: Annotated[
-        int,
-        typer.Option(
-            help="Training rows sampled (a hash sample) to fit the default model; every held-out row "
-            "is scored. In process, private mode trains on every training row; with --dask it samples "
-            'at a rate from the schema\'s public "rows" (every training row when not declared).'
-        ),
-    ] = 200_000,
+    alpha: Annotated[float, typer.Option(help=_HELP["alpha"])] = 0.1,
+    mitigate: Annotated[str | None, typer.Option(help=_HELP["mitigate"])] = None,
+    proxy: Annotated[str | None, typer.Option(help=_HELP["proxy"])] = None,
+    proxy_error: Annotated[float | None, typer.Option(help=_HELP["proxy_error"])] = None,
+    dask: Annotated[str | None, typer.Option(help=_HELP["dask"])] = None,
+    sample_rows: Annotated[int, typer.Option(help=_HELP["sample_rows"])] = 200_000,
     dask_timeout: Annotated[
         float, typer.Option(help="With --dask: seconds to wait for the scheduler.")
     ] = 10.0,
-    group: Annotated[
-        str | None,
-        typer.Option(
-            help="Column identifying an entity on several rows (e.g. a person id in a panel): "
-            "held-out rows never share an entity with training rows."
-        ),
-    ] = None,
-    keep: Annotated[
-        str | None,
-        typer.Option(help="Columns to keep as features although the audit flagged them, comma-separated."),
-    ] = None,
+    group: Annotated[str | None, typer.Option(help=_HELP["group"])] = None,
+    keep: Annotated[str | None, typer.Option(help=_HELP["keep"])] = None,
 ) -> None:
     """Audit a table and a model; write DIR/report.html and DIR/report.json."""
     if dask is not None and (group or keep):
@@ -455,20 +431,11 @@ def audit(
 def schema(
     data: Annotated[Path, typer.Argument(help="CSV or Parquet file whose columns the schema describes.")],
     out: Annotated[Path, typer.Option(help="Where to write the draft (JSON).")] = Path("schema.json"),
-    epsilon: Annotated[
-        float | None,
-        typer.Option(
-            help="Estimate bounds and categories from the rows under this privacy budget "
-            "(default: estimate nothing, leave them for you to fill in)."
-        ),
-    ] = None,
+    epsilon: Annotated[float | None, typer.Option(help=_HELP["schema_epsilon"])] = None,
     delta: Annotated[
         float, typer.Option(help="Total delta of the category discovery (with --epsilon).")
     ] = 1e-6,
-    categorical: Annotated[
-        str | None,
-        typer.Option(help="Columns to treat as categorical whatever their type, comma-separated."),
-    ] = None,
+    categorical: Annotated[str | None, typer.Option(help=_HELP["categorical"])] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Draft the public schema a private audit needs (--schema); review and complete it by hand.

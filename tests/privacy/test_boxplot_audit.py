@@ -31,7 +31,7 @@ def _fixed_quantiles(monkeypatch, qmin=-2.0, quartiles=(-0.7, 0.0, 0.7), qmax=9.
     """Constant extremes and quartiles: fences -2.8 / 2.8, both counts always released."""
     monkeypatch.setattr(
         bx,
-        "unbounded_sorted",
+        "scan",
         lambda z, level, e, anchor, *a, mirrored=False, **k: -qmin if mirrored else qmax,
     )
     monkeypatch.setattr(bx, "jointexp_values", lambda *a, **k: np.array(quartiles))

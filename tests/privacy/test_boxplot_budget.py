@@ -6,7 +6,7 @@ noise: a mechanism may declare a fifth of the quantile budget and spend all of i
 intercepted where its noise is drawn or its epsilon is handed to a helper:
 
 - the extreme scans: the discrete-Laplace scales that the boxplot's sampler draws
-  inside :func:`~trustlab.privacy._durfee.unbounded_sorted` (threshold scale
+  inside :func:`~trustlab.privacy._durfee.scan` (threshold scale
   ``1 / e1``, query scale ``s / e2`` with ``s = 1`` under add/remove and 2 under
   replace), so ``e1 + e2`` is the epsilon the scan really spends;
 - JointExp: the epsilon passed to ``jointexp_values``;
@@ -40,7 +40,7 @@ class Recorder:
         self.scales: list[float] = []  # integer-noise scales of the boxplot module, in order
         self._scan: list[float] | None = None
         self.neighbouring = "add_remove"
-        scan, joint = bx.unbounded_sorted, bx.jointexp_values
+        scan, joint = bx.scan, bx.jointexp_values
         boxplot_noise = bx.add_discrete_laplace
 
         def rec_scan(z, level, eps, anchor, base, neighbouring, n_public, max_buckets, mirrored=False, **kw):
@@ -64,7 +64,7 @@ class Recorder:
             (self.scales if self._scan is None else self._scan).append(float(scale))
             return boxplot_noise(values, scale)
 
-        monkeypatch.setattr(bx, "unbounded_sorted", rec_scan)
+        monkeypatch.setattr(bx, "scan", rec_scan)
         monkeypatch.setattr(bx, "jointexp_values", rec_joint)
         monkeypatch.setattr(bx, "add_discrete_laplace", rec_noise)
 
@@ -178,12 +178,12 @@ def test_grouped_spends_the_declared_split(monkeypatch, neighbouring):
 def test_recorder_sees_a_mis_scaled_scan(monkeypatch):
     """Canary: the issue's mutant (upper scan given the whole quantile budget) is visible."""
     rec = Recorder(monkeypatch)
-    inner = bx.unbounded_sorted
+    inner = bx.scan
 
     def greedy(z, level, eps, *a, mirrored=False, **kw):
         return inner(z, level, eps * (1 if mirrored else 5), *a, mirrored=mirrored, **kw)
 
-    monkeypatch.setattr(bx, "unbounded_sorted", greedy)
+    monkeypatch.setattr(bx, "scan", greedy)
     x = _sample()
     dp_boxplot_stats(x, 1.0, (-50, 50), n=x.size)
     assert rec.kinds("scan upper") == pytest.approx([W])

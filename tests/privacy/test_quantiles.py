@@ -303,7 +303,7 @@ def test_unbounded_bad_input(kwargs, arg):
 
 def test_unbounded_scan_refuses_an_anchor_without_room():
     with pytest.raises(ParameterError) as info:
-        durfee.unbounded_sorted(
+        durfee.scan(
             np.zeros(3),
             0.5,
             1.0,

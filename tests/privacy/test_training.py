@@ -57,13 +57,29 @@ def test_release_equals_poisson_accountant_and_one_ledger_line(toy):
     assert _pld(z / 1.002, 60, 0.05, dlt) > 1.0
 
 
+def test_wider_pld_interval_at_small_noise_stays_an_upper_bound_within_1e_5():
+    # the interval widens like 1 / sigma**2 below sigma 0.5 (time bounded); pessimistic rounding
+    # keeps the figure above the fine one, and at sigma 0.3 (epsilon ~30) it moves by < 1e-5
+    from dp_accounting import dp_event
+    from dp_accounting.pld import PLDAccountant
+
+    from trustlab.privacy._training_calibration import PLD_INTERVAL, pld_interval
+
+    assert pld_interval(1.0) == pld_interval(0.5) == PLD_INTERVAL
+    assert pld_interval(0.25) == pytest.approx(4 * PLD_INTERVAL)
+    fine = PLDAccountant(value_discretization_interval=PLD_INTERVAL)
+    fine.compose(dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(0.3)), 30)
+    coarse = _pld(0.3, 30, 0.01, 1e-6)
+    assert fine.get_epsilon(1e-6) <= coarse <= fine.get_epsilon(1e-6) * (1 + 1e-5)
+
+
 def _pld(z: float, steps: int, q: float, delta: float) -> float:
     from dp_accounting import dp_event
     from dp_accounting.pld import PLDAccountant
 
-    from trustlab.privacy._training_calibration import PLD_INTERVAL
+    from trustlab.privacy._training_calibration import pld_interval
 
-    acc = PLDAccountant(value_discretization_interval=PLD_INTERVAL)
+    acc = PLDAccountant(value_discretization_interval=pld_interval(z))
     acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(z)), steps)
     return float(acc.get_epsilon(delta))
 

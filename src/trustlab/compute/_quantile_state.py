@@ -69,7 +69,7 @@ class BucketCounts:
     lower bound) or ``#{-z < edge_k}`` (mirrored scan, anchored at ``-upper``) with a
     noisy threshold. This object answers those counts from the merged bucket counts,
     through the interface the scan uses on the sorted values (``size`` and
-    ``searchsorted``), so :func:`~trustlab.privacy._durfee.unbounded_sorted` runs
+    ``searchsorted``), so :func:`~trustlab.privacy._durfee.scan` runs
     unchanged on it. A query at a value that is not one of its edges is a bug (the
     edges would not be the scan's): it raises ``AssertionError``.
 

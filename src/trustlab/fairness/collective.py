@@ -44,6 +44,37 @@ __all__ = [
 ]
 
 
+_CARD: list[Any] = ["array-like", None]
+_SIGNAL: dict[str, Any] = {
+    "X": ["array-like"],
+    "y": ["array-like"],
+    "signal": [dict],
+    "target": [Interval(numbers.Integral, 0, None, closed="left")],
+}
+"""The constraints of every function here: the members' data, the signal and the target label."""
+_STRATEGY: dict[str, Any] = {
+    "strategy": [Options({"feature_label", "feature_only"})],
+    "dump_point": ["array-like", None],
+}
+_ACTION: dict[str, Any] = {
+    "goal": [Options({"plant", "unplant"})],
+    "n_estimate": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    "n_test": [Interval(numbers.Integral, 1, None, closed="left")],
+    "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
+    "cardinalities": _CARD,
+}
+"""The constraints :func:`collective_bound` and :func:`simulate_collective` share (the planned action)."""
+
+
+def _coded(
+    X: Any, y: Any, signal: dict[int, int], target: int, cardinalities: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, int], int, int]:
+    """The coded data, cardinalities, checked signal, target and label count (at least ``target + 1``)."""
+    Xi, yi, card, k = _categorical(X, y, cardinalities, None)
+    tgt = int(target)
+    return Xi, yi, card, _signal(signal, Xi.shape[1], card), tgt, max(int(k), tgt + 1, 2)
+
+
 @dataclass(frozen=True)
 class CollectiveEstimate:
     """A collective's a-priori assessment of its success, from its own data.
@@ -112,16 +143,7 @@ class CollectiveOutcome:
     assessment: CollectiveEstimate
 
 
-@validate_params(
-    {
-        "X": ["array-like"],
-        "y": ["array-like"],
-        "signal": [dict],
-        "target": [Interval(numbers.Integral, 0, None, closed="left")],
-        "strategy": [Options({"feature_label", "feature_only"})],
-        "dump_point": ["array-like", None],
-    }
-)
+@validate_params({**_SIGNAL, **_STRATEGY})
 def plant_signal(
     X: Any,
     y: Any,
@@ -184,14 +206,7 @@ def plant_signal(
 
 
 @validate_params(
-    {
-        "X": ["array-like"],
-        "y": ["array-like"],
-        "signal": [dict],
-        "target": [Interval(numbers.Integral, 0, None, closed="left")],
-        "n_estimate": [Interval(numbers.Integral, 1, None, closed="left")],
-        "cardinalities": ["array-like", None],
-    }
+    {**_SIGNAL, "n_estimate": [Interval(numbers.Integral, 1, None, closed="left")], "cardinalities": _CARD}
 )
 def unplant_signal(
     X: Any,
@@ -240,10 +255,7 @@ def unplant_signal(
     E. Gauthier, F. Bach, M. I. Jordan. Statistical Collusion by Collectives on
     Learning Platforms. ICML 2025.
     """
-    Xi, yi, card, k = _categorical(X, y, cardinalities, None)
-    sig = _signal(signal, Xi.shape[1], card)
-    tgt = int(target)
-    kk = max(int(k), tgt + 1, 2)
+    Xi, yi, card, sig, tgt, kk = _coded(X, y, signal, target, cardinalities)
     if n_estimate >= Xi.shape[0]:
         raise ParameterError(
             f"n_estimate ({n_estimate}) must be smaller than the collective ({Xi.shape[0]}).",
@@ -259,19 +271,11 @@ def unplant_signal(
 
 @validate_params(
     {
-        "X": ["array-like"],
-        "y": ["array-like"],
+        **_SIGNAL,
+        **_STRATEGY,
+        **_ACTION,
         "n_total": [Interval(numbers.Integral, 2, None, closed="left")],
-        "signal": [dict],
-        "target": [Interval(numbers.Integral, 0, None, closed="left")],
-        "goal": [Options({"plant", "unplant"})],
-        "strategy": [Options({"feature_label", "feature_only"})],
-        "dump_point": ["array-like", None],
-        "n_estimate": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "n_test": [Interval(numbers.Integral, 1, None, closed="left")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
         "epsilon": [Interval(numbers.Real, 0, 1, closed="left")],
-        "cardinalities": ["array-like", None],
         "n_classes": [Interval(numbers.Integral, 2, None, closed="left"), None],
     }
 )
@@ -435,19 +439,11 @@ def collective_bound(
 
 @validate_params(
     {
-        "X": ["array-like"],
-        "y": ["array-like"],
+        **_SIGNAL,
+        **_STRATEGY,
+        **_ACTION,
         "alpha": [Interval(numbers.Real, 0, 1, closed="right")],
-        "signal": [dict],
-        "target": [Interval(numbers.Integral, 0, None, closed="left")],
-        "goal": [Options({"plant", "unplant"})],
-        "strategy": [Options({"feature_label", "feature_only"})],
-        "dump_point": ["array-like", None],
-        "n_estimate": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "n_train": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "n_test": [Interval(numbers.Integral, 1, None, closed="left")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "cardinalities": ["array-like", None],
         "random_state": ["random_state"],
     }
 )
@@ -514,10 +510,7 @@ def simulate_collective(
     E. Gauthier, F. Bach, M. I. Jordan. Statistical Collusion by Collectives on
     Learning Platforms. ICML 2025.
     """
-    Xi, yi, card, k = _categorical(X, y, cardinalities, None)
-    sig = _signal(signal, Xi.shape[1], card)
-    tgt = int(target)
-    kk = max(int(k), tgt + 1, 2)
+    Xi, yi, card, sig, tgt, kk = _coded(X, y, signal, target, cardinalities)
     n_pool = Xi.shape[0]
     if n_train is None:
         n_train = n_pool - n_test

@@ -71,9 +71,14 @@ class _RenyiAccountant:
     scheme: ClassVar[str] = ""
     mechanism: ClassVar[str] = ""
 
-    def _check(self) -> None:
-        params = {name: getattr(self, name) for name in self._parameter_constraints}
-        check_params(params, self._parameter_constraints, type(self).__name__)
+    steps: int
+    noise_multiplier: float
+
+    def _keep(self, **params: Any) -> None:
+        """Keep the constructor's arguments under their names and check them (``_parameter_constraints``)."""
+        for name, value in params.items():
+            setattr(self, name, value)
+        check_params(self._parameters(), self._parameter_constraints, type(self).__name__)
 
     def rdp(
         self, orders: Sequence[int] | np.ndarray | None = None
@@ -199,14 +204,12 @@ class PoissonAccountant(_RenyiAccountant):
         "steps": [_STEPS],
         "sample_rate": [_RATE],
     }
+    sample_rate: float
     scheme = "poisson"
     mechanism = "Gaussian noise, Poisson subsampling (Renyi DP)"
 
     def __init__(self, noise_multiplier: float, steps: int, sample_rate: float) -> None:
-        self.noise_multiplier = noise_multiplier
-        self.steps = steps
-        self.sample_rate = sample_rate
-        self._check()
+        self._keep(noise_multiplier=noise_multiplier, steps=steps, sample_rate=sample_rate)
 
     def rdp(self, orders: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Renyi DP of the whole run at integer ``orders`` (default :data:`DEFAULT_ORDERS`).

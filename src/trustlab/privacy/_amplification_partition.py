@@ -67,14 +67,12 @@ class BISAccountant(_RenyiAccountant):
         "participations": [_STEPS],
         "noise_multiplier": [_NOISE],
     }
+    participations: int
     scheme = "balanced iteration subsampling"
     mechanism = "Gaussian noise, balanced iteration subsampling (Renyi DP)"
 
     def __init__(self, steps: int, participations: int, noise_multiplier: float) -> None:
-        self.steps = steps
-        self.participations = participations
-        self.noise_multiplier = noise_multiplier
-        self._check()
+        self._keep(steps=steps, participations=participations, noise_multiplier=noise_multiplier)
         if participations > steps:
             raise ParameterError(
                 f"participations of BISAccountant must be at most steps={steps}; got {participations}.",
@@ -233,17 +231,17 @@ class ModelSplitAccountant(_RenyiAccountant):
         "steps": [_STEPS],
         "sample_rate": [_RATE],
     }
+    num_blocks: int
+    sample_rate: float
     scheme = "model splitting"
     mechanism = "Gaussian noise, random model splitting (Renyi DP)"
 
     def __init__(
         self, num_blocks: int, noise_multiplier: float, steps: int, sample_rate: float = 1.0
     ) -> None:
-        self.num_blocks = num_blocks
-        self.noise_multiplier = noise_multiplier
-        self.steps = steps
-        self.sample_rate = sample_rate
-        self._check()
+        self._keep(
+            num_blocks=num_blocks, noise_multiplier=noise_multiplier, steps=steps, sample_rate=sample_rate
+        )
 
     def rdp(self, orders: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
         """Exact remove-direction Renyi DP of the run at integer ``orders`` (worst case: full-norm blocks).

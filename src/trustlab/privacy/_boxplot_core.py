@@ -30,7 +30,7 @@ from trustlab.privacy._boxplot_rules import (
     far,
     order,
 )
-from trustlab.privacy._durfee import unbounded_sorted
+from trustlab.privacy._durfee import scan
 from trustlab.privacy._grid import DEFAULT_RESOLUTION
 from trustlab.privacy._inputs import NEIGHBOURING
 from trustlab.privacy._jointexp import jointexp_values
@@ -166,7 +166,7 @@ def box_quantiles(
 
     def extreme(level: float, e: float, upper_side: bool) -> float:
         # the scans draw their integer noise with this module's sampler (add_noise)
-        value = unbounded_sorted(
+        value = scan(
             data.upper if upper_side else data.lower,
             level,
             e,
@@ -184,7 +184,11 @@ def box_quantiles(
     def joint(levels: np.ndarray, e: float) -> np.ndarray:
         return jointexp_values(data.grid, (lower, upper), levels, e, neighbouring, resolution=resolution)
 
-    scan = {**params, "base": base, "grid": "bucket edges L + base**k - 1 (upper) / U - base**k + 1 (lower)"}
+    scan_params = {
+        **params,
+        "base": base,
+        "grid": "bucket edges L + base**k - 1 (upper) / U - base**k + 1 (lower)",
+    }
     if method == "dpboxplot" and n_pub >= n_min:
         qmax = extreme(1 - q_n, eps_q / 5, True)
         qmin = extreme(1 - q_n, eps_q / 5, False)
@@ -195,7 +199,7 @@ def box_quantiles(
                 eps_q / 5,
                 0.0,
                 "unbounded quantile (Durfee)",
-                scan,
+                scan_params,
                 f"{description}: lower extreme ({q_n:.6g})",
             ),
             Release(
@@ -203,7 +207,7 @@ def box_quantiles(
                 eps_q / 5,
                 0.0,
                 "unbounded quantile (Durfee)",
-                scan,
+                scan_params,
                 f"{description}: upper extreme ({1 - q_n:.6g})",
             ),
             Release(

@@ -24,7 +24,7 @@ import numpy as np
 
 from trustlab.errors import ParameterError
 
-__all__ = ["LOG_FLOAT_MAX", "scan", "scan_cap", "unbounded_sorted"]
+__all__ = ["LOG_FLOAT_MAX", "scan", "scan_cap"]
 
 LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 
@@ -64,6 +64,7 @@ def scan(
     mirrored: bool = False,
     *,
     add_noise: NoiseAdder,
+    anchor_name: str | None = None,
 ) -> float:
     """The above-threshold scan upward from ``anchor`` on sorted ``z`` (on ``-z`` when ``mirrored``).
 
@@ -74,7 +75,15 @@ def scan(
     edges ``expm1((k + 1) log(base)) + anchor`` of an integer ``k``: a public grid.
     A scan that never fires returns the edge of bucket ``max_buckets`` (the caller
     caps ``max_buckets`` with a public, data-independent rule). No copy of ``z``.
+
+    With ``anchor_name`` (the unbounded quantile and the boxplot's extremes), the scan
+    also stops where the bucket edges would overflow float64 (:func:`scan_cap`), so a
+    scan that never fires returns the last finite edge, not ``inf``; a
+    :class:`~trustlab.errors.ParameterError` naming ``anchor_name`` is raised, before
+    any noise is drawn, when the anchor leaves no room for a single bucket.
     """
+    if anchor_name is not None:
+        max_buckets = min(max_buckets, scan_cap(anchor, base, anchor_name))
     e1 = e2 = epsilon / 2.0
     query_scale = (2.0 if neighbouring == "replace" else 1.0) / e2
     threshold = int(add_noise(math.ceil(level * n_public), 1.0 / e1))
@@ -95,27 +104,3 @@ def scan(
         k += ks.size
         batch = min(batch * 2, 8192)
     return float(np.expm1(max_buckets * log_base) + anchor)
-
-
-def unbounded_sorted(
-    z: np.ndarray,
-    level: float,
-    epsilon: float,
-    anchor: float,
-    base: float,
-    neighbouring: str,
-    n_public: float,
-    max_buckets: int,
-    mirrored: bool = False,
-    *,
-    add_noise: NoiseAdder,
-    anchor_name: str = "lower",
-) -> float:
-    """:func:`scan` stopped where the bucket edges would overflow float64.
-
-    A scan that never fires then returns the last finite edge, not ``inf``. Raises
-    :class:`~trustlab.errors.ParameterError` (naming ``anchor_name``) when the anchor
-    leaves no room for a single bucket.
-    """
-    cap = min(max_buckets, scan_cap(anchor, base, anchor_name))
-    return scan(z, level, epsilon, anchor, base, neighbouring, n_public, cap, mirrored, add_noise=add_noise)

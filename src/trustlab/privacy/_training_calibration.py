@@ -47,14 +47,29 @@ __all__ = [
     "grid_step",
     "grid_tv_delta",
     "noise_range",
+    "pld_interval",
     "run_plan",
 ]
 
 _REL_TOL = 1e-3
 PLD_INTERVAL = 1e-3
-"""dp-accounting's ``value_discretization_interval`` for the PLD accountant (pessimistic:
-a coarser interval only overstates epsilon; 1e-3 is within 5e-4 of 1e-4 at epsilon 1 and
-about 8x faster)."""
+"""dp-accounting's ``value_discretization_interval`` for the PLD accountant at noise
+multipliers of 0.5 and above (pessimistic: a coarser interval only overstates epsilon;
+1e-3 is within 5e-4 of 1e-4 at epsilon 1 and about 8x faster). See :func:`pld_interval`."""
+
+
+def pld_interval(sigma: float) -> float:
+    """The PLD discretisation interval at noise multiplier ``sigma``: ``1e-3 max(1, 0.25 / sigma**2)``.
+
+    The privacy-loss support of a Gaussian step widens like ``1 / sigma**2``, and so do
+    the number of grid points and the time of a PLD computation at a fixed interval (5.3 s
+    at sigma 0.174, 500 steps). Widening the interval in proportion keeps the point count
+    bounded; the discretisation stays pessimistic, so the figure stays a valid upper
+    bound. Measured at sigma 0.174 (epsilon 250, 500 steps of rate 0.01): 249.9903 at
+    interval 0.01 against 249.9901 at 1e-3, in 0.6 s instead of 5.3 s. A function of the
+    public multiplier only.
+    """
+    return PLD_INTERVAL * max(1.0, 0.25 / (sigma * sigma))
 
 
 @dataclass(frozen=True)
@@ -88,7 +103,9 @@ def _pld_epsilon(sigma: float, steps: int, q: float, delta: float) -> float:
     from dp_accounting import NeighboringRelation, dp_event
     from dp_accounting.pld import PLDAccountant
 
-    acc = PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE, value_discretization_interval=PLD_INTERVAL)
+    acc = PLDAccountant(
+        NeighboringRelation.ADD_OR_REMOVE_ONE, value_discretization_interval=pld_interval(sigma)
+    )
     acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), steps)
     return float(acc.get_epsilon(delta))
 
@@ -135,7 +152,7 @@ def run_plan(run: Run, noise_multiplier: float) -> Release:
     if not eps < plan.epsilon:  # both are valid upper bounds: state the smaller
         params.update(accountant="rdp", accountant_note="Renyi DP was not above the PLD figure")
         return replace(plan, parameters=params)
-    params.update(accountant="pld", rdp_epsilon=plan.epsilon, pld_interval=PLD_INTERVAL)
+    params.update(accountant="pld", rdp_epsilon=plan.epsilon, pld_interval=pld_interval(noise_multiplier))
     return replace(
         plan,
         epsilon=eps,

@@ -42,7 +42,7 @@ import numpy as np
 from trustlab._param_validation import EPSILON, Interval, Options, validate_params
 from trustlab._validation import check_bounds
 from trustlab.errors import ParameterError
-from trustlab.privacy._durfee import scan_cap, unbounded_sorted
+from trustlab.privacy._durfee import scan, scan_cap
 from trustlab.privacy._grid import (
     DEFAULT_RESOLUTION,
     MAX_RESOLUTION,
@@ -471,7 +471,7 @@ def unbounded_quantile(
     return charge(
         accountant,
         plan,
-        lambda: unbounded_sorted(
+        lambda: scan(
             z,
             level,
             epsilon,
@@ -481,5 +481,6 @@ def unbounded_quantile(
             n_public,
             max_buckets,
             add_noise=add_discrete_laplace,
+            anchor_name="lower",
         ),
     )

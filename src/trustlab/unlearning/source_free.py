@@ -56,6 +56,7 @@ _SYNTH_CONSTRAINTS: dict[str, list[Any]] = {
     "keep": [Options({"argmax", "all"})],
     "random_state": ["random_state"],
 }
+"""The options of :func:`synthesize`; all but ``random_state`` are the keyword options of ``_synthesize``."""
 
 
 def _torch_generator(random_state: Any) -> Any:
@@ -380,7 +381,7 @@ class SourceFreeUnlearner(ParamsValidationMixin):
     """
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
-        **{k: v for k, v in _SYNTH_CONSTRAINTS.items()},
+        **_SYNTH_CONSTRAINTS,
         "retain_loss": [Options({"ce", "distill"})],
         "forget_loss": [Options({"mass", "relabel"})],
         "weights": [tuple, list],
@@ -478,23 +479,9 @@ class SourceFreeUnlearner(ParamsValidationMixin):
         forget = check_classes(forget_classes, n_classes, "forget_classes", allow_all=False)
         retain = tuple(c for c in range(n_classes) if c not in forget)
         gen = _torch_generator(self.random_state)
+        chain = {name: getattr(self, name) for name in _SYNTH_CONSTRAINTS if name != "random_state"}
         samples, *_ = _synthesize(
-            model,
-            list(range(n_classes)),
-            n_classes_name="model",
-            n_per_class=self.n_per_class,
-            input_shape=self.input_shape,
-            steps=self.steps,
-            dt=self.dt,
-            alpha=self.alpha,
-            momentum=self.momentum,
-            integrator=self.integrator,
-            eta=self.eta,
-            energy=self.energy,
-            input_range=self.input_range,
-            keep=self.keep,
-            generator=gen,
-            allow_all=True,
+            model, list(range(n_classes)), n_classes_name="model", generator=gen, allow_all=True, **chain
         )
         empty = [c for c, k in samples.kept.items() if k == 0]
         if empty:
