@@ -77,6 +77,9 @@ def test_zero_width_interval_is_not_evaluable():
     checks = {c.name: c for c in PerformanceSection().compute(tiny, None).checks}
     assert checks["Calibration"].status == "not_evaluable", checks["Calibration"]
     assert "zero width" in checks["Calibration"].detail
+    assert checks["Calibration"].hint == (
+        "evaluable with at least 30 held-out rows (now 3): more data or a larger --test-size"
+    )
 
 
 def test_minimum_held_out_rows():

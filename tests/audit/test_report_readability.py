@@ -178,7 +178,7 @@ def test_no_decision_skill_shows_the_ranking_skill_beside_the_accuracy(raw_repor
     assert skill["majority"] and not skill["chance"]
     chance = next(c for c in raw_report["performance"].checks if c.name == "Better than chance")
     assert chance.status == "pass"
-    auc = chance.detail.split(";")[0]  # "ROC AUC 0.623 (95% interval 0.592..0.654"
+    auc = chance.detail.split(";")[0] + ")"  # "ROC AUC 0.623 (95% interval 0.592..0.654)"
     assert auc.startswith("ROC AUC ") and auc in skill["reason"]
     top = _text(benefits_html[benefits_html.index('id="summary"') : benefits_html.index('id="data"')])
     assert "NO DECISION SKILL No decision skill: the model's decisions (threshold 0.5)" in top

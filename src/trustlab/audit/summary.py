@@ -67,6 +67,12 @@ def _check(results: Sequence[SectionResult], name: str) -> Check | None:
     return None
 
 
+def _head(detail: str) -> str:
+    """A check's detail up to its first ';', brackets closed ("ROC AUC 0.62 (95% interval 0.59..0.65)")."""
+    head = detail.split(";")[0]
+    return head + ")" * max(0, head.count("(") - head.count(")"))
+
+
 def no_skill(results: Sequence[SectionResult]) -> dict[str, Any] | None:
     """Whether the model has no demonstrated skill, judged from the Performance section's intervals.
 
@@ -100,7 +106,7 @@ def no_skill(results: Sequence[SectionResult]) -> dict[str, Any] | None:
         return None
     if no_chance:
         assert chance is not None
-        reason = f"the model does not rank outcomes better than chance ({chance.detail.split(';')[0]})"
+        reason = f"the model does not rank outcomes better than chance ({_head(chance.detail)})"
     else:
         assert majority is not None
         reason = (
@@ -109,7 +115,7 @@ def no_skill(results: Sequence[SectionResult]) -> dict[str, Any] | None:
         )
         if chance is not None and chance.status == "pass":  # the ranking skill, beside the accuracy
             reason += (
-                f", although its scores rank outcomes better than chance ({chance.detail.split(';')[0]}); "
+                f", although its scores rank outcomes better than chance ({_head(chance.detail)}); "
                 "the 0.5 threshold does not use that ranking"
             )
     return {"chance": no_chance, "majority": no_majority, "reason": reason}
