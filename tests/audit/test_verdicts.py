@@ -201,7 +201,7 @@ def test_private_report_says_in_one_line_what_it_leaves_out(private_report):
     assert "did not run" in screening["reason"] and private_report.meta["screening"]["ran"] is False
     html = private_report.to_html()
     summary = html[html.index('id="summary"') : html.index('id="data"')]
-    line = summary[summary.index("Not in this report:") :]
+    line = summary[summary.index("Not in this report") :]
     line = line[: line.index("</p>")]
     assert "Targeting, Uncertainty, Unlearning, Robustness" in line and "private mode" in line
     for name in ("targeting", "uncertainty", "unlearning", "robustness"):

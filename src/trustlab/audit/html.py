@@ -151,14 +151,14 @@ def summary_html(
         parts += [f"{n[s]} {w}" for s, w in (("fail", "failed"), ("inconclusive", "inconclusive")) if n[s]]
         parts += [f"{n['not_evaluable']} not evaluable"] * bool(n["not_evaluable"])
         rows.append(f'<li><a href="#{escape(r.name)}">{escape(r.title)}</a>: {", ".join(parts)}</li>')
-    absent = "; ".join(f"{escape(', '.join(names))} ({escape(why)})" for why, names in missing)
+    absent = "; ".join(f"{escape(why)}: {escape(', '.join(names))}" for why, names in missing)
     more = "".join(
         f"<li><strong>{escape(r['name'])}</strong>: {escape(r['reason'])}</li>"
         for r in reasons
         if r["reason"]
     )
     absent_html = (
-        f'<p class="notin"><strong>Not in this report:</strong> {absent}.</p>'
+        f'<p class="notin"><strong>Not in this report</strong> — {absent}.</p>'
         + (
             f'<details class="notin"><summary>Why each</summary><ul class="notes">{more}</ul></details>'
             if more

@@ -347,9 +347,9 @@ def collapsed(result: SectionResult) -> bool:
 
 
 _WHY = {
-    "private": "private mode: they read individual rows and trustlab has no differentially private "
-    "release of them; nothing was spent on them",
-    "distributed": "distributed run (--dask): they need the rows in one place",
+    "private": "private mode (they read individual rows and trustlab has no differentially private "
+    "release of them; nothing was spent on them)",
+    "distributed": "distributed run (--dask: they need the rows in one place)",
     "other": "see each reason below",
 }
 
@@ -409,7 +409,7 @@ def not_in_report_line(items: Sequence[dict[str, str]]) -> list[tuple[str, list[
     Examples
     --------
     >>> not_in_report_line([{"name": "Robustness", "why": "distributed", "reason": ""}])
-    [('distributed run (--dask): they need the rows in one place', ['Robustness'])]
+    [('distributed run (--dask: they need the rows in one place)', ['Robustness'])]
     """
     groups: dict[str, list[str]] = {}
     for it in items:
