@@ -151,7 +151,7 @@ def test_private_mode_screens_the_names_only_and_says_so():
     data = html[html.index('id="data"') :]
     assert escape(reports[0].meta["screening"]["note"]) in data
     summary = html[html.index('id="summary"') : html.index('id="data"')]
-    assert "column screening (leakage, copies, identifiers)" in summary
+    assert "column screening (leakage, copies, identifiers, free text)" in summary
     assert escape("'y.1'") in summary
 
 

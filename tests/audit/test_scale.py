@@ -121,9 +121,9 @@ def test_sample_size_and_status(client, files):
     assert report.meta["screening"] == {
         "ran": True,
         "rows": n_sample,
-        "note": f"Columns screened for leakage, copies and identifiers on the training sample the model "
-        f"was fitted on ({n_sample:,} rows, a hash sample): a panel whose entities appear once each in "
-        "the sample is taken for a row id or goes unnoticed.",
+        "note": "Columns screened for leakage, copies, identifiers and free text on the training sample "
+        f"the model was fitted on ({n_sample:,} rows, a hash sample): a panel whose entities appear once "
+        "each in the sample is taken for a row id or goes unnoticed.",
     }
     # every held-out row is scored on the workers, whatever the sample
     held = report["performance"].figures["overall"]["count"]

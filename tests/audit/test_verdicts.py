@@ -197,7 +197,7 @@ def test_private_report_says_in_one_line_what_it_leaves_out(private_report):
     left = {i["name"]: i for i in private_report.to_dict()["not_in_report"]}
     for name in ("Targeting", "Uncertainty", "Unlearning", "Robustness", "multicalibration (Fairness)"):
         assert left[name]["why"] == "private" and left[name]["reason"].startswith("Left out in private mode")
-    screening = left["column screening (leakage, copies, identifiers)"]
+    screening = left["column screening (leakage, copies, identifiers, free text)"]
     assert "did not run" in screening["reason"] and private_report.meta["screening"]["ran"] is False
     html = private_report.to_html()
     summary = html[html.index('id="summary"') : html.index('id="data"')]

@@ -116,5 +116,5 @@ def screening_meta(*, private: bool, rows: int | None = None, sample: bool = Fal
     return {
         "ran": True,
         "rows": rows,
-        "note": f"Columns screened for leakage, copies and identifiers {where}.",
+        "note": f"Columns screened for leakage, copies, identifiers and free text {where}.",
     }

@@ -395,7 +395,7 @@ def not_in_report(results: Sequence[SectionResult], meta: dict[str, Any]) -> lis
         why = "private" if meta.get("private") else "other"
         out.append(
             {
-                "name": "column screening (leakage, copies, identifiers)",
+                "name": "column screening (leakage, copies, identifiers, free text)",
                 "why": why,
                 "reason": screening["note"],
             }
