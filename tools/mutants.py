@@ -328,11 +328,42 @@ MUTANTS: list[Mutant] = [
             "tests/privacy/test_training_grid.py::test_large_epsilon_fits_with_the_default_delta_and_charges_the_grid",
         ),
     ),
+    Mutant(
+        "secure_agg: the client's commitment randomness fixed (the commitment stops hiding)",
+        "src/trustlab/privacy/_janus.py",
+        "a, b = _commit.random_scalar(), _commit.random_scalar()",
+        "a, b = 1, 1",
+        (
+            "tests/privacy/test_secure_agg_attacks.py::test_claim_each_servers_view_is_independent_of_an_honest_input",
+        ),
+    ),
+    Mutant(
+        "secure_agg: the client skips the check of the sum against the commitment",
+        "src/trustlab/privacy/_janus.py",
+        "        if not ok:\n",
+        "        if False:\n",
+        ("tests/privacy/test_secure_agg_attacks.py",),
+    ),
+    Mutant(
+        "mpc_knn: the sign-bit circuit drops the carry (wrong comparisons)",
+        "src/trustlab/privacy/_mpc2.py",
+        "return ((s >> U64(63)) ^ (g >> U64(62))) & U64(1)",
+        "return (s >> U64(63)) & U64(1)",
+        ("tests/privacy/test_mpc_knn.py::test_secure_sign_bit_and_compare_swap_match_plaintext",),
+    ),
+    Mutant(
+        "graph_ldp: the multi-bit mechanism spends epsilon on every sampled dimension (m x epsilon)",
+        "src/trustlab/privacy/graph_ldp.py",
+        "    e = math.exp(epsilon / m)\n    chosen",
+        "    e = math.exp(epsilon)\n    chosen",
+        ("tests/privacy/test_graph_ldp.py::test_claim_per_node_mechanism_audit_on_worst_case_neighbours",),
+    ),
 ]
 
 
 def _pytest(workdir: Path, tests: tuple[str, ...], *, show: bool = False) -> int:
-    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
+    # TRUSTLAB_SLOW=1: the slow profile's full-power audits run under every mutant
+    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg", TRUSTLAB_SLOW="1")
     # -n 0: one process (the README's addopts run xdist, under which -x stops with exit status 2)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800)

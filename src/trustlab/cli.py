@@ -36,6 +36,8 @@ try:
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from trustlab._cli_lm import lm_app
+    from trustlab._cli_secagg import secagg_app
     from trustlab.errors import ParameterError, TrustlabError
 finally:
     if _previous_sigint is not None:
@@ -46,6 +48,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="trustlab: audits of privacy, explanations, fairness and calibration.",
 )
+app.add_typer(secagg_app, name="secure-agg")
+app.add_typer(lm_app, name="lm")
 err = Console(stderr=True)
 
 

@@ -1,0 +1,243 @@
+"""``trustlab lm ...``: the language-model lab's commands (registered by trustlab.cli).
+
+Thin like the rest of the CLI: it parses, calls :mod:`trustlab.lm`, writes the files it was
+asked for and prints one summary line. User errors print one line and exit 2. torch and
+transformers load only when a command runs, never when ``trustlab`` starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from trustlab.errors import ParameterError, TrustlabError
+
+lm_app = typer.Typer(
+    no_args_is_help=True,
+    help="The language-model lab: train the small models, inspect any local causal LM (docs/lm-lab.md).",
+)
+_err = Console(stderr=True)
+_FLAGS = {
+    "config": "CONFIG",
+    "out": "--out",
+    "path": "NAME_OR_DIR",
+    "name": "NAME_OR_DIR",
+    "seed": "--seed",
+    "steps": "--steps",
+    "out_dir": "--out",
+    "corpus": "--corpus",
+    "texts": "--corpus",
+    "sequences": "--sequences",
+}
+
+
+def _fail(exc: TrustlabError) -> NoReturn:
+    label = _FLAGS.get(exc.argument or "", exc.argument)
+    text = " ".join(str(exc).split())
+    head = f"error ({label})" if label else "error"
+    _err.print(f"[bold red]{escape(head)}:[/] {escape(text)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _check_out(out: str) -> Path:
+    if not out.strip():
+        raise ParameterError("--out must name a folder, got an empty string.", argument="out")
+    path = Path(out)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ParameterError(
+            f"--out {out!r} exists and is not an empty folder; give a new or empty folder.", argument="out"
+        )
+    return path
+
+
+def _read_config(config: str) -> Any:
+    from trustlab.lm import RECIPES
+
+    if config in RECIPES:
+        return config
+    path = Path(config)
+    if not path.is_file():
+        raise ParameterError(
+            f"CONFIG {config!r} is neither a recipe ({', '.join(RECIPES)}) nor a JSON file.",
+            argument="config",
+        )
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"CONFIG {config!r} is not valid JSON ({exc}).", argument="config") from exc
+
+
+def _progress(label: str) -> Progress:
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} loss {task.fields[loss]:.3f}"),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=True,
+        disable=not _err.is_terminal,
+    )
+
+
+def load_any(name_or_dir: str) -> tuple[Any, Any, str]:
+    """A shipped model by name (trained into the cache on first use) or a checkpoint folder.
+
+    Parameters
+    ----------
+    name_or_dir : str
+        A name of ``trustlab.lm.shipped_models()`` or a folder.
+
+    Returns
+    -------
+    model, tokenizer, label
+        ``tokenizer`` is ``None`` when the folder has none.
+    """
+    from trustlab.lm import load_model, load_shipped, load_tokenizer, shipped_models
+
+    if name_or_dir in shipped_models():
+        model, tokenizer, path = load_shipped(name_or_dir)
+        return model, tokenizer, f"{name_or_dir} ({path})"
+    if not Path(name_or_dir).exists():
+        raise ParameterError(
+            f"NAME_OR_DIR {name_or_dir!r} is neither a shipped model ({', '.join(shipped_models())}) "
+            "nor a folder.",
+            argument="path",
+        )
+    return load_model(name_or_dir), load_tokenizer(name_or_dir), name_or_dir
+
+
+@lm_app.command("list")
+def list_models() -> None:
+    """List the shipped models (trained into ~/.cache/trustlab/lm on first use) and what they learn."""
+    from trustlab.lm import RECIPES
+
+    for name, recipe in RECIPES.items():
+        typer.echo(f"{name}: {recipe.description}")
+
+
+@lm_app.command()
+def train(
+    config: Annotated[str, typer.Argument(help="A recipe name (trustlab lm list) or a JSON recipe file.")],
+    out: Annotated[
+        str, typer.Option(help="New or empty folder for the checkpoint (safetensors).")
+    ] = "lm-model",
+    seed: Annotated[int | None, typer.Option(help="Overrides the recipe's seed.")] = None,
+    steps: Annotated[int | None, typer.Option(help="Overrides the recipe's number of steps.")] = None,
+) -> None:
+    """Train a recipe's model and write it, its tokenizer and training.json to --out."""
+    try:
+        path = _check_out(out)
+        spec = _read_config(config)
+        from trustlab.lm import evaluate_loss, get_recipe, make_data, save_model, train_recipe
+
+        recipe = get_recipe(spec)
+        if steps is not None:
+            if steps < 1:
+                raise ParameterError(f"--steps must be at least 1, got {steps}.", argument="steps")
+            warmup = min(recipe.train.warmup, steps - 1)
+            recipe = get_recipe(
+                {**recipe.to_dict(), "train": {**recipe.train.to_dict(), "steps": steps, "warmup": warmup}}
+            )
+        with _progress(f"training {recipe.name}") as bar:
+            task = bar.add_task("train", total=recipe.train.steps, loss=float("nan"))
+            model, tokenizer, result = train_recipe(
+                recipe, seed=seed, callback=lambda step, loss: bar.update(task, completed=step + 1, loss=loss)
+            )
+        test, _ = make_data(recipe, seed=recipe.train.seed if seed is None else seed, split="test")
+        test_loss = evaluate_loss(model, test)
+        save_model(model, path, tokenizer)
+        info = {
+            "recipe": recipe.to_dict(),
+            "seed": result.config.seed,
+            "losses": [round(float(v), 5) for v in result.losses],
+            "final_train_loss": float(result.losses[-min(20, len(result.losses)) :].mean()),
+            "test_loss": test_loss,
+            "tokens": result.tokens,
+        }
+        (path / "training.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    except TrustlabError as exc:
+        _fail(exc)
+    typer.echo(
+        f"trained {recipe.name}: {recipe.train.steps} steps, train loss {info['final_train_loss']:.3f}, "
+        f"held-out loss {test_loss:.3f} (nats/token); written to {path}"
+    )
+
+
+@lm_app.command()
+def hooks(
+    name_or_dir: Annotated[str, typer.Argument(help="A shipped model name or a checkpoint folder.")],
+) -> None:
+    """List the hook points of a model (blocks.{i}.{kind})."""
+    try:
+        from trustlab.lm import HOOK_KINDS, hook_points
+
+        model, _, label = load_any(name_or_dir)
+        n = len(hook_points(model)) // len(HOOK_KINDS)
+    except TrustlabError as exc:
+        _fail(exc)
+    typer.echo(f"{label}: {n} blocks; hook points blocks.{{0..{n - 1}}}.{{{','.join(HOOK_KINDS)}}}")
+
+
+def _report_tokens(name_or_dir: str, tokenizer: Any, model: Any, corpus: Path | None, n_max: int) -> Any:
+    from trustlab.lm import RECIPES, encode_texts, english_corpus, make_data
+
+    context = int(getattr(model.config, "max_position_embeddings", None) or model.config.n_positions)
+    if corpus is None and name_or_dir in RECIPES:
+        data, _ = make_data(RECIPES[name_or_dir], split="test")
+        return data.tokens[:n_max]
+    if tokenizer is None:
+        raise ParameterError(
+            f"NAME_OR_DIR {name_or_dir!r} has no tokenizer.json beside the model, so no text can be encoded; "
+            "save the tokenizer with the model (save_model(model, path, tokenizer)).",
+            argument="path",
+        )
+    if corpus is not None:
+        try:
+            texts = [corpus.read_text(encoding="utf-8")]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(
+                f"--corpus {str(corpus)!r} cannot be read as UTF-8 text ({exc}).", argument="corpus"
+            ) from exc
+    else:
+        texts = english_corpus()[-8:]
+    return encode_texts(tokenizer, texts, min(64, context)).tokens[:n_max]
+
+
+@lm_app.command()
+def report(
+    name_or_dir: Annotated[str, typer.Argument(help="A shipped model name or a checkpoint folder.")],
+    out: Annotated[str, typer.Option(help="Folder for report.html and report.json.")] = "lm-report",
+    corpus: Annotated[
+        Path | None,
+        typer.Option(help="UTF-8 text file to measure on (default: the recipe's held-out data, or English)."),
+    ] = None,
+    sequences: Annotated[int, typer.Option(help="Sequences measured (at most).")] = 32,
+) -> None:
+    """Massive values per block and head, saturation layers, early-exit savings and attention summaries."""
+    try:
+        from trustlab.audit.report import check_out_dir
+
+        check_out_dir(out)
+        if sequences < 1:
+            raise ParameterError(f"--sequences must be at least 1, got {sequences}.", argument="sequences")
+        from trustlab.lm.report import inspect_model
+
+        model, tokenizer, label = load_any(name_or_dir)
+        ids = _report_tokens(name_or_dir, tokenizer, model, corpus, sequences)
+        result = inspect_model(model, ids, label=label)
+        html_path, _ = result.save(out)
+    except TrustlabError as exc:
+        _fail(exc)
+    ex = result.early_exit
+    typer.echo(
+        f"report written: {html_path} ({result.n_layers} blocks, {result.n_tokens} tokens; top-k "
+        f"saturation in order at {result.saturation['in_order_rate']:.0%} of positions; early exit saves "
+        f"{ex['layers_saved']:.0%} of blocks at accuracy {ex['accuracy_exit']:.1%} "
+        f"vs {ex['accuracy_full']:.1%})"
+    )

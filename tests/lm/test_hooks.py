@@ -1,0 +1,128 @@
+"""trustlab.lm.hooks: named hook points agree with transformers' own outputs and with nnsight."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.lm import HOOK_KINDS, hook_points, run_with_hooks
+
+IDS = torch.tensor([[1, 4, 2, 9, 3, 7, 0], [5, 5, 6, 1, 8, 2, 3]])
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "mixtral"])
+def test_hooks_match_hidden_states_attentions_and_logits(tiny_models, arch):
+    m = tiny_models[arch]
+    names = hook_points(m)
+    assert len(names) == 2 * len(HOOK_KINDS)
+    out = run_with_hooks(m, IDS, names)
+    assert m.config._attn_implementation != "eager" or arch == "gpt2"  # restored after the pass
+    m.set_attn_implementation("eager")
+    try:
+        ref = m(IDS, output_hidden_states=True, output_attentions=True)
+    finally:
+        m.set_attn_implementation("sdpa")
+    for i in range(2):
+        assert torch.equal(out[f"blocks.{i}.resid_pre"], ref.hidden_states[i])
+        torch.testing.assert_close(out[f"blocks.{i}.attn.pattern"], ref.attentions[i])
+        # the residual stream adds attention then MLP
+        torch.testing.assert_close(
+            out[f"blocks.{i}.resid_pre"] + out[f"blocks.{i}.attn_out"] + out[f"blocks.{i}.mlp_out"],
+            out[f"blocks.{i}.resid_post"],
+        )
+    assert torch.equal(out["blocks.0.resid_post"], ref.hidden_states[1])
+    torch.testing.assert_close(out["blocks.1.logit_lens"], ref.logits)  # last block's lens = the logits
+    torch.testing.assert_close(out["logits"], ref.logits)
+    assert out["blocks.0.attn.q"].shape == (2, 2, 7, 8)
+    # rows of the pattern are causal distributions
+    p = out["blocks.1.attn.pattern"]
+    torch.testing.assert_close(p.sum(-1), torch.ones(p.shape[:-1]))
+    assert torch.all(torch.triu(p[0, 0], diagonal=1) == 0)
+
+
+def test_q_k_v_match_nnsight(tiny_models):
+    nnsight = pytest.importorskip("nnsight")
+    m = tiny_models["llama"]
+    wrapped = nnsight.NNsight(m)
+    with wrapped.trace(IDS):
+        resid = wrapped.model.layers[0].output.save()
+        q = wrapped.model.layers[1].self_attn.q_proj.output.save()
+        v = wrapped.model.layers[1].self_attn.v_proj.output.save()
+        mlp = wrapped.model.layers[1].mlp.output.save()
+    out = run_with_hooks(
+        m, IDS, ["blocks.0.resid_post", "blocks.1.attn.q", "blocks.1.attn.v", "blocks.1.mlp_out"]
+    )
+    resid = resid[0] if isinstance(resid, tuple) else resid
+    assert torch.equal(out["blocks.0.resid_post"], resid)
+    flat = out["blocks.1.attn.q"].transpose(1, 2).reshape(2, 7, 16)
+    assert torch.equal(flat, q)
+    assert torch.equal(out["blocks.1.attn.v"].transpose(1, 2).reshape(2, 7, 16), v)
+    assert torch.equal(out["blocks.1.mlp_out"], mlp)
+
+
+def test_fused_gpt2_qkv_split_matches_manual(tiny_models):
+    m = tiny_models["gpt2"]
+    out = run_with_hooks(m, IDS, ["blocks.0.resid_pre", "blocks.0.attn.k"])
+    attn = m.transformer.h[0]
+    qkv = attn.attn.c_attn(attn.ln_1(out["blocks.0.resid_pre"]))
+    k = qkv[..., 16:32].reshape(2, 7, 2, 8).transpose(1, 2)
+    torch.testing.assert_close(out["blocks.0.attn.k"], k)
+
+
+def test_edits_change_the_pass_zeroed_queries_give_uniform_attention(tiny_models):
+    m = tiny_models["llama"]
+    out = run_with_hooks(m, IDS, ["blocks.0.attn.pattern"], edits={"blocks.0.attn.q": torch.zeros_like})
+    p = out["blocks.0.attn.pattern"][0, 0]
+    for t in range(7):
+        torch.testing.assert_close(p[t, : t + 1], torch.full((t + 1,), 1.0 / (t + 1)))
+    base = run_with_hooks(m, IDS, [])["logits"]
+    edited = run_with_hooks(m, IDS, [], edits={"blocks.1.mlp_out": lambda x: 0 * x})["logits"]
+    assert not torch.allclose(base, edited)
+
+
+def test_bad_names_ids_and_models(tiny_models):
+    m = tiny_models["llama"]
+    with pytest.raises(
+        ParameterError, match=r"valid names are blocks\.\{i\}\.\{kind\} with i in 0\.\.1"
+    ) as info:
+        run_with_hooks(m, IDS, ["blocks.0.resid"])
+    assert info.value.argument == "names" and "attn.pattern" in str(info.value)
+    with pytest.raises(ParameterError, match="unknown hook point"):
+        run_with_hooks(m, IDS, ["blocks.2.resid_pre"])
+    with pytest.raises(ParameterError, match="cannot be edited"):
+        run_with_hooks(m, IDS, [], edits={"blocks.0.attn.pattern": torch.zeros_like})
+    with pytest.raises(DataError, match="vocabulary"):
+        run_with_hooks(m, [[1, 25]], ["blocks.0.resid_pre"])
+    with pytest.raises(DataError, match="longer than the model's context"):
+        run_with_hooks(m, [list(range(17))], ["blocks.0.resid_pre"])
+    with pytest.raises(DataError, match="integer token ids"):
+        run_with_hooks(m, [[0.5, 1.0]], ["blocks.0.resid_pre"])
+    with pytest.raises(ModelError):
+        hook_points(torch.nn.Linear(2, 2))
+    with pytest.raises(DataError, match="NaN"):
+        run_with_hooks(
+            m, IDS, ["blocks.1.resid_post"], edits={"blocks.0.mlp_out": lambda x: x * float("nan")}
+        )
+
+
+def test_a_users_qwen2_model_with_grouped_query_attention():
+    import transformers
+
+    cfg = transformers.Qwen2Config(
+        vocab_size=20,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        max_position_embeddings=16,
+    )
+    torch.manual_seed(0)
+    m = transformers.Qwen2ForCausalLM(cfg).eval()
+    out = run_with_hooks(
+        m, IDS, ["blocks.1.attn.q", "blocks.1.attn.k", "blocks.1.attn.v", "blocks.1.logit_lens"]
+    )
+    assert out["blocks.1.attn.q"].shape == (2, 4, 7, 4)
+    assert out["blocks.1.attn.k"].shape == out["blocks.1.attn.v"].shape == (2, 1, 7, 4)
+    torch.testing.assert_close(out["blocks.1.logit_lens"], out["logits"])
