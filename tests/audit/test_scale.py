@@ -15,6 +15,7 @@ pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/c
 from trustlab.audit import Audit
 from trustlab.audit._scale import run_scaled
 from trustlab.audit.registry import default_sections
+from trustlab.audit.summary import findings
 from trustlab.datasets import load_table
 from trustlab.errors import DataError
 
@@ -118,6 +119,8 @@ def test_sample_size_and_status(client, files):
     # the column screening read that sample, and the report says so
     assert [(f["column"], f["kind"]) for f in report.meta["column_flags"]] == [("y.1", "target_copy")]
     assert report.meta["features"] == ["a", "b", "h"]
+    (flag,) = [f for f in findings(report.results, report.meta) if f["severity"] == "warning"]
+    assert "'y.1' equals the target" in flag["text"]
     assert report.meta["screening"] == {
         "ran": True,
         "rows": n_sample,

@@ -215,6 +215,8 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
             action = _FLAG_ACTION[f["kind"]].format(c=c, r=r)
             if not f.get("dropped"):
                 action = f"kept as a feature as asked (--keep {c}); the figures may be too good to be true"
+        if meta.get("scale") and ("--keep" in action or "--group" in action):
+            action += " (the command line takes --keep and --group in process only, not with --dask yet)"
         out.append({"severity": "warning", "section": "data", "text": text, "action": action})
     return out
 
