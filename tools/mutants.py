@@ -270,6 +270,13 @@ MUTANTS: list[Mutant] = [
         ("tests/privacy/test_training.py",),
     ),
     Mutant(
+        "audit screening: private mode screens the rows (which columns the model uses leaks)",
+        "src/trustlab/audit/audit.py",
+        "        if not self.private:\n            labelled = prep.labelled",
+        "        if True:\n            labelled = prep.labelled",
+        ("tests/audit/test_leakage.py::test_private_mode_screens_the_names_only_and_says_so",),
+    ),
+    Mutant(
         "loader: private mode drops Unnamed: 0 by its values (a data-dependent column)",
         "src/trustlab/datasets/loaders.py",
         "if unnamed and (schema is None or unnamed[0] not in schema):",
