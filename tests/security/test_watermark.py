@@ -85,14 +85,14 @@ def test_claim_extraction_above_mpac_at_equal_length(random_lm):
 
 
 def test_unwatermarked_text_is_not_detected(random_lm):
-    # Under the null the p-value is exact: at level 0.01, about 0.2 of 20 texts (allow 2).
+    # Under the null the p-value is exact: at level 0.01, about 0.16 of 16 texts (allow 2).
     ids = generate_watermarked(
-        random_lm, np.tile(np.array([[3, 5]]), (20, 1)), None, max_new_tokens=32, seed=1
+        random_lm, np.tile(np.array([[3, 5]]), (16, 1)), None, max_new_tokens=32, seed=1
     )
     p = [BiMark(13, key=11, n_bits=8).extract(row, start=2).p_value for row in ids]
     assert sum(v < 0.01 for v in p) <= 2
     wm = BiMark(13, key=11, n_bits=8)
-    marked = generate_watermarked(random_lm, ids[:6, :2], wm, MSG, max_new_tokens=32, seed=1)
+    marked = generate_watermarked(random_lm, ids[:4, :2], wm, MSG, max_new_tokens=32, seed=1)
     assert all(wm.extract(row, start=2).p_value < 1e-4 for row in marked)
 
 
