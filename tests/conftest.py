@@ -38,12 +38,38 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--run-slow") or os.environ.get("TRUSTLAB_SLOW") == "1":
+    if _slow_profile(config):
         return
     skip = pytest.mark.skip(reason="slow profile: pass --run-slow or set TRUSTLAB_SLOW=1")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def _slow_profile(config) -> bool:
+    return bool(config.getoption("--run-slow") or os.environ.get("TRUSTLAB_SLOW") == "1")
+
+
+class AuditTrials:
+    """Trial counts of the empirical privacy audits, by profile.
+
+    The slow profile (and ``tools/mutants.py``, which sets ``TRUSTLAB_SLOW=1``) runs each
+    audit at the count its power was measured at, with its negative control; the fast
+    profile runs the honest arm at a quarter of it (at least 400). A lower count only
+    lowers the audit's lower bound, so the honest assertion (bound <= claim) keeps its
+    false-alarm rate; what the fast profile gives up is power against small leaks.
+    """
+
+    def __init__(self, full: bool) -> None:
+        self.full = full
+
+    def __call__(self, n_trials: int) -> int:
+        return n_trials if self.full else max(400, n_trials // 4)
+
+
+@pytest.fixture
+def audit_trials(request) -> AuditTrials:
+    return AuditTrials(_slow_profile(request.config))
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ import pytest
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from trustlab.explain import ExemplarLDA, FeaturePartition
 from trustlab.fairness import (
     HardtPostProcessor,
     MarketAwareClassifier,
@@ -60,6 +61,9 @@ ESTIMATORS: list[BaseEstimator] = [
     LabelDPBinaryRegression(p0=0.75, p1=0.75),
     CorrGCVRidgeCV(),
     KNNMemory(k=5, backend="numpy"),
+    # small annealing schedule: the checks fit dozens of times on 20-30 rows
+    FeaturePartition(n_restarts=1, perplexity=3, delta_steps=1, max_iter=5),
+    ExemplarLDA(topics_per_document=1.0, min_df=1),
 ]
 
 NOT_CHECKED: dict[type, str] = {

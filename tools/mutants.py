@@ -270,6 +270,13 @@ MUTANTS: list[Mutant] = [
         ("tests/privacy/test_training.py",),
     ),
     Mutant(
+        "audit screening: private mode screens the rows (which columns the model uses leaks)",
+        "src/trustlab/audit/audit.py",
+        "        if not self.private:\n            labelled = prep.labelled",
+        "        if True:\n            labelled = prep.labelled",
+        ("tests/audit/test_leakage.py::test_private_mode_screens_the_names_only_and_says_so",),
+    ),
+    Mutant(
         "loader: private mode drops Unnamed: 0 by its values (a data-dependent column)",
         "src/trustlab/datasets/loaders.py",
         "if unnamed and (schema is None or unnamed[0] not in schema):",
@@ -355,7 +362,8 @@ MUTANTS: list[Mutant] = [
 
 
 def _pytest(workdir: Path, tests: tuple[str, ...], *, show: bool = False) -> int:
-    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg")
+    # TRUSTLAB_SLOW=1: the slow profile's full-power audits run under every mutant
+    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), MPLBACKEND="Agg", TRUSTLAB_SLOW="1")
     # -n 0: one process (the README's addopts run xdist, under which -x stops with exit status 2)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests]
     done = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=1800)

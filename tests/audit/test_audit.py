@@ -54,7 +54,7 @@ def test_same_seed_same_report(benefits, raw_report):
 def test_report_json_and_size(raw_report, tmp_path):
     html_path, json_path = raw_report.save(tmp_path)
     data = json.loads(json_path.read_text())
-    assert data["schema_version"] == "1.2"  # 1.1: check status + rule, intervals; 1.2: vacuous
+    assert data["schema_version"] == "1.3"  # 1.1: status + rule, intervals; 1.2: vacuous; 1.3: hint
     assert set(data["sections"]) == set(SECTIONS)
     html = html_path.read_text()
     assert html_path.stat().st_size < 5_000_000

@@ -77,6 +77,9 @@ def test_zero_width_interval_is_not_evaluable():
     checks = {c.name: c for c in PerformanceSection().compute(tiny, None).checks}
     assert checks["Calibration"].status == "not_evaluable", checks["Calibration"]
     assert "zero width" in checks["Calibration"].detail
+    assert checks["Calibration"].hint == (
+        "evaluable with at least 30 held-out rows (now 3): more data or a larger --test-size"
+    )
 
 
 def test_minimum_held_out_rows():
@@ -180,3 +183,17 @@ def test_summary_ranks_findings_and_links_each_once():
     assert all(f["section"] in ("performance", "fairness", "data") for f in found)
     # with the group declared, the panel is no longer a finding
     assert len(findings([perf, fair], meta | {"group": "nr"})) == len(found) - 1
+
+
+def test_a_distributed_report_says_keep_and_group_are_in_process_only():
+    from trustlab.audit.screening import ColumnFlag
+    from trustlab.audit.summary import findings
+
+    flags = [
+        ColumnFlag("nr", "entity_id", "545 values with a median of 8 rows each", dropped=True).to_dict(),
+        ColumnFlag("id", "row_id", "a different value on each row", dropped=True).to_dict(),
+    ]
+    for scale, said in (({"backend": "dask"}, True), (None, False)):
+        actions = [f["action"] for f in findings([], {"column_flags": flags, "scale": scale})]
+        assert len(actions) == 2 and "--group nr" in actions[0] and "--keep id" in actions[1]
+        assert all(("not with --dask yet" in a) is said for a in actions)

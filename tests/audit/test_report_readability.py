@@ -170,6 +170,49 @@ def test_baseline_sits_next_to_accuracy(raw_report, benefits, benefits_html):
     assert "majority baseline" in benefits_html and "percentage points" in _text(benefits_html)
 
 
+def test_no_decision_skill_shows_the_ranking_skill_beside_the_accuracy(raw_report, benefits_html):
+    """Issue 26: on Benefits the decisions at 0.5 do not beat the majority class while the scores
+    rank better than chance; the summary says both (AUC beside accuracy) and only the passes that
+    judge decisions (fairness) are vacuous."""
+    skill = raw_report.meta["no_skill"]
+    assert skill["majority"] and not skill["chance"]
+    chance = next(c for c in raw_report["performance"].checks if c.name == "Better than chance")
+    assert chance.status == "pass"
+    auc = chance.detail.split(";")[0] + ")"  # "ROC AUC 0.623 (95% interval 0.592..0.654)"
+    assert auc.startswith("ROC AUC ") and auc in skill["reason"]
+    top = _text(benefits_html[benefits_html.index('id="summary"') : benefits_html.index('id="data"')])
+    assert "NO DECISION SKILL No decision skill: the model's decisions (threshold 0.5)" in top
+    assert f"better than chance ({auc}); the 0.5 threshold does not use that ranking" in top
+    assert "choose a decision threshold for your costs" in top
+    vacuous = {r.name for r in raw_report.results for c in r.checks if c.vacuous}
+    assert vacuous == {"fairness"}
+
+
+def test_no_skill_without_ranking_keeps_its_plain_badge():
+    from trustlab.audit.section import Check
+    from trustlab.audit.summary import findings, mark_vacuous
+
+    perf = SectionResult(
+        "performance",
+        "Performance",
+        {},
+        [
+            Check(
+                "Better than chance",
+                None,
+                "ROC AUC 0.490 (95% interval 0.46..0.52; chance is 0.5)",
+                status="inconclusive",
+            ),
+            Check("Better than the majority class", None, "accuracy 0.5 vs 0.5; difference 0", status="fail"),
+            Check("Calibration", None, "ECE 0.01", status="pass"),
+        ],
+    )
+    results, skill = mark_vacuous([perf])
+    (top,) = [f for f in findings(results, {"no_skill": skill}) if f["severity"] == "no_skill"]
+    assert top["badge"] == "NO SKILL" and "does not use that ranking" not in top["text"]
+    assert "1 pass(es) below are vacuous" in top["text"]
+
+
 def test_a_model_that_predicts_the_majority_fails_the_baseline_check(benefits):
     df, info, _schema = benefits
     model = _Prior().fit(df, df[info.target])

@@ -15,6 +15,7 @@ pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/c
 from trustlab.audit import Audit
 from trustlab.audit._scale import run_scaled
 from trustlab.audit.registry import default_sections
+from trustlab.audit.summary import findings
 from trustlab.datasets import load_table
 from trustlab.errors import DataError
 
@@ -35,6 +36,7 @@ def _table(n: int = 6000, seed: int = 3) -> pd.DataFrame:
         }
     )
     df["y"] = np.where(rng.random(n) < 1 / (1 + np.exp(-2 * a)), "yes", "no")
+    df["y.1"] = (df["y"] == "yes").astype(int)  # a copy of the target: screened out in both runs
     return df
 
 
@@ -114,6 +116,18 @@ def test_sample_size_and_status(client, files):
     # a Bernoulli(rate) sample of about 4,200 training rows at rate 1000/4200: sd about 28
     assert 850 < n_sample < 1150
     assert "hash sample" in report.meta["model_status"]
+    # the column screening read that sample, and the report says so
+    assert [(f["column"], f["kind"]) for f in report.meta["column_flags"]] == [("y.1", "target_copy")]
+    assert report.meta["features"] == ["a", "b", "h"]
+    (flag,) = [f for f in findings(report.results, report.meta) if f["severity"] == "warning"]
+    assert "'y.1' equals the target" in flag["text"]
+    assert report.meta["screening"] == {
+        "ran": True,
+        "rows": n_sample,
+        "note": "Columns screened for leakage, copies, identifiers and free text on the training sample "
+        f"the model was fitted on ({n_sample:,} rows, a hash sample): a panel whose entities appear once "
+        "each in the sample is taken for a row id or goes unnoticed.",
+    }
     # every held-out row is scored on the workers, whatever the sample
     held = report["performance"].figures["overall"]["count"]
     assert 0.27 * 6000 < held < 0.33 * 6000

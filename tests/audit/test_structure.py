@@ -26,9 +26,10 @@ from trustlab.audit import Audit
 
 SENS = ["sex", "nwhite"]
 # values, not structure: verdicts and their wording, the clock, the model's fit status, and
-# per-group flags decided from released counts
+# per-group flags decided from released counts, and the hints of checks left not evaluable by them
 VALUE_KEYS = {
     "status", "passed", "detail", "generated_at", "model_status", "drawn", "evaluable", "vacuous", "no_skill",
+    "hint",
 }  # fmt: skip
 _NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")
 

@@ -183,9 +183,12 @@ def test_private_mode_leaves_it_out_with_the_note_and_spends_nothing(benefits):
     assert ledger == [(e.section, e.description, e.mechanism, e.epsilon) for e in without.ledger]
     assert with_it.epsilon_spent == pytest.approx(1.0)
     html = with_it.to_html()
-    body = html[html.index('<section id="uncertainty">') :]
-    assert "not differentially private" in body[: body.index("</section>")]
-    assert "<svg" not in body[: body.index("</section>")]
+    # no heading of its own: one entry of the summary's "not in this report" line, its note folded there
+    assert '<section id="uncertainty">' not in html and 'href="#uncertainty"' not in html
+    summary = html[html.index('<section id="summary">') :]
+    summary = summary[: summary.index("</section>")]
+    assert "Not in this report</strong> — private mode" in summary and "Uncertainty" in summary
+    assert "not differentially private (one row can move it)" in summary
 
     # a weight-0 section takes no share and is handed no accountant, even on its own: only the
     # model's DP training (trustlab fits the model) is on the ledger

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,7 @@ def test_check_states_and_compatibility():
         "detail": "d",
         "rule": "r",
         "vacuous": False,
+        "hint": "",
     }
     assert Check("a", None, "d", status="fail").passed is False
     with pytest.raises(ValueError, match="status"):
@@ -115,6 +117,8 @@ def test_one_valued_sensitive_column_is_not_evaluable():
         assert st[name] == "not_evaluable", name
     detail = {c.name: c.detail for _, c in report.checks}
     assert "single value" in detail["Demographic parity across group"]
+    hint = {c.name: c.hint for _, c in report.checks}["Demographic parity across group"]
+    assert hint == "evaluable with a sensitive column of at least 2 groups (group has 1)"
     assert report["fairness"].figures["by_attribute"]["group"]["groups"] == ["a"]
     html = report.to_html()
     assert "NOT EVALUABLE" in html and "PASS" in html
@@ -146,6 +150,7 @@ def test_small_group_is_left_out_of_the_comparison_with_its_count():
     assert 0 < n_c < 30 and fair["evaluable"] == [True, True, False]
     detail = {c.name: c.detail for _, c in report.checks}["Demographic parity across group"]
     assert f"c ({n_c:,.0f} rows)" in detail and "too small" in detail
+    assert all(not c.hint for _, c in report.checks if c.status != "not_evaluable")
     # the difference is over the groups compared only
     rates = np.array(fair["rates"]["selection_rate"][:2])
     assert fair["differences"]["demographic_parity_difference"] == pytest.approx(abs(rates[0] - rates[1]))
@@ -175,12 +180,45 @@ def test_straddling_gap_is_inconclusive_and_verdicts_follow_intervals():
 def test_report_json_and_html_show_four_states(raw_report, tmp_path):
     _, json_path = raw_report.save(tmp_path)
     data = json.loads(json_path.read_text())
-    assert data["schema_version"] == "1.2"
+    assert data["schema_version"] == "1.3"
     checks = [c for s in data["sections"].values() for c in s["checks"]]
-    assert all(set(c) == {"name", "status", "passed", "detail", "rule", "vacuous"} for c in checks)
+    assert all(set(c) == {"name", "status", "passed", "detail", "rule", "vacuous", "hint"} for c in checks)
+    assert data["not_in_report"] == []  # a raw in-process report leaves nothing out
     assert {c["status"] for c in checks} >= {"pass", "fail", "inconclusive"}
     html = raw_report.to_html()
     for word in ("PASS", "FAIL", "INCONCLUSIVE", "inconclusive</div>", "not evaluable</div>", "Rule:"):
         assert word in html, word
     counts = raw_report.status_counts
     assert sum(counts.values()) == len(raw_report.checks)
+
+
+def test_private_report_says_in_one_line_what_it_leaves_out(private_report):
+    """Issue 26 §2: sections that release nothing in private mode are one line, not headings."""
+    left = {i["name"]: i for i in private_report.to_dict()["not_in_report"]}
+    for name in ("Targeting", "Uncertainty", "Unlearning", "Robustness", "multicalibration (Fairness)"):
+        assert left[name]["why"] == "private" and left[name]["reason"].startswith("Left out in private mode")
+    screening = left["column screening (leakage, copies, identifiers, free text)"]
+    assert "did not run" in screening["reason"] and private_report.meta["screening"]["ran"] is False
+    html = private_report.to_html()
+    summary = html[html.index('id="summary"') : html.index('id="data"')]
+    line = summary[summary.index("Not in this report") :]
+    line = line[: line.index("</p>")]
+    assert "Targeting, Uncertainty, Unlearning, Robustness" in line and "private mode" in line
+    for name in ("targeting", "uncertainty", "unlearning", "robustness"):
+        assert f'href="#{name}"' not in html and f'id="{name}"' not in html, name
+    assert 'id="fairness"' in html and 'href="#fairness"' in html
+
+
+def test_private_not_evaluable_checks_say_what_would_make_them_evaluable(private_report):
+    """Benefits at epsilon 1 with two sensitive columns: each group needs 315 positives and as many
+    negatives (10 noise sd); female (about 350 held-out rows) and nwhite=yes (about 200) are far
+    below, so the gaps are not evaluable, and a larger epsilon would decide them."""
+    na = [c for _, c in private_report.checks if c.status == "not_evaluable"]
+    assert {c.name for c in na} >= {"Demographic parity across sex", "Equalized odds across nwhite"}
+    html = private_report.to_html()
+    summary = html[html.index('id="summary"') : html.index('id="data"')]
+    for c in na:
+        assert c.hint.startswith("evaluable with an --epsilon "), c.hint
+        assert "times larger" in c.hint and "more held-out rows of " in c.hint
+        assert html.count(escape(c.hint)) >= 2  # in the summary and in its section
+        assert escape(c.hint) in summary

@@ -201,6 +201,22 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
+def _permissions_ignored() -> bool:
+    """Whether this process writes into a 0o500 folder anyway: root (``os.geteuid() == 0``), unless
+    it runs without its DAC-override capability (e.g. under ``setpriv --bounding-set -dac_override``)."""
+    if not _is_root():
+        return False
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe"
+        probe.mkdir(mode=0o500)
+        try:
+            return os.access(probe, os.W_OK)
+        finally:
+            probe.chmod(0o700)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_read_only_out_with_old_report_leaves_nothing_behind(tmp_path):
     """Refused (a user) or replaced with its mode kept (root, whom permissions do not stop); never a
@@ -214,7 +230,7 @@ def test_read_only_out_with_old_report_leaves_nothing_behind(tmp_path):
     (out / "report.json").write_text("{}")
     out.chmod(0o555)
     try:
-        if _is_root():
+        if _permissions_ignored():
             _replace_folder(out, {"report.html": "new", "report.json": "{}"})
             assert (out / "report.html").read_text() == "new"
         else:
@@ -237,7 +253,7 @@ def test_out_keeps_its_mode(tmp_path, mode):
     out.mkdir()
     out.chmod(mode)
     try:
-        if mode == 0o555 and not _is_root():
+        if mode == 0o555 and not _permissions_ignored():
             with pytest.raises(ParameterError, match="read-only"):
                 _replace_folder(out, {"report.html": "x", "report.json": "{}"})
         else:
@@ -246,6 +262,26 @@ def test_out_keeps_its_mode(tmp_path, mode):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
     finally:
         out.chmod(0o755)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+@pytest.mark.skipif(_permissions_ignored(), reason="root ignores permissions (os.geteuid() == 0)")
+@pytest.mark.parametrize("where", ["the folder", "its parent"])
+def test_cli_read_only_out_exits_2_with_one_line(capsys, d, tmp_path, where):
+    """A non-root user's --out that is a 0o500 folder, or lies in one: exit 2, one line, before any
+    work, and the folder is left as it was."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    out = ro if where == "the folder" else ro / "report"
+    try:
+        line = _error(capsys, ["audit", str(d / "ok.csv"), *T, "--out", str(out)])
+        assert line.startswith("error (--out):") and str(out) in line
+        assert ("read-only" if where == "the folder" else "no write permission") in line
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["ro"] and list(ro.iterdir()) == []
+        assert stat.S_IMODE(ro.stat().st_mode) == 0o500
+    finally:
+        ro.chmod(0o755)
 
 
 def test_warnings_do_not_join_the_error_line(capsys, d, tmp_path, monkeypatch):

@@ -12,9 +12,10 @@ def test_public_names_are_exactly_the_documented_set() -> None:
     """The package's public names (the lead's compatibility contract for this refactor)."""
     assert sorted(explain.__all__) == sorted(
         [
-            "ActionSet", "AdditiveNoiseSCM", "AmenableLime", "Box", "ConfinedRegionFinder",
-            "ConfinedRegions", "CounterfactualResult", "DirectionalLinkage", "ExplanationProof",
-            "FastPD", "LimeCertificate", "LimeExplanation", "LimeStability", "LimeTabular",
+            "ActionSet", "AdditiveNoiseSCM", "AmenableLime", "AnchoredCorpus", "Box",
+            "ConfinedRegionFinder", "ConfinedRegions", "CounterfactualResult", "DirectionalLinkage",
+            "ExemplarLDA", "ExplanationProof", "FastPD", "FeaturePartition", "LimeCertificate",
+            "LimeExplanation", "LimeStability", "LimeTabular",
             "LinearSCM", "LogitsHierarchy", "OneHot", "PDCurveDisplay", "RawLinearModel", "RecourseCheck",
             "Thermometer",
             "TreeArrays",
@@ -25,6 +26,7 @@ def test_public_names_are_exactly_the_documented_set() -> None:
             "default_action_set", "dendrogram_purity", "derive_seed", "ensemble_from_model",
             "find_border_point",
             "has_recourse", "lca_f1", "leaf_purity", "linearize", "logits_to_hierarchy",
+            "make_anchored_lda_corpus", "make_manifold_blocks",
             "merges_to_linkage", "max_reachable_score", "prove_explanation", "recourse_check",
             "trees_from_lightgbm", "trees_from_sklearn", "trees_from_xgboost", "verify_explanation",
             "wachter", "zk_prove_explanation", "zk_setup", "zk_verify_explanation",

@@ -14,7 +14,9 @@ from trustlab.errors import ParameterError
 from trustlab.explain import (
     ActionSet,
     ConfinedRegionFinder,
+    ExemplarLDA,
     FastPD,
+    FeaturePartition,
     LimeTabular,
     LogitsHierarchy,
     brace,
@@ -44,10 +46,16 @@ def _fit(cls, **params):
         return ConfinedRegionFinder(ActionSet(["a", "b"], lb=[-3, -3], ub=[3, 3]), **params).fit(
             np.array([1.0, -1.0]), -0.5
         )
+    if cls is FeaturePartition:
+        return FeaturePartition(**params).fit(rng.normal(size=(20, 4)))
+    if cls is ExemplarLDA:
+        return ExemplarLDA(**params).fit(np.ones((4, 5)))
     return LimeTabular(**params).fit(X)
 
 
-@pytest.mark.parametrize("cls", [FastPD, ConfinedRegionFinder, LimeTabular, LogitsHierarchy])
+@pytest.mark.parametrize(
+    "cls", [FastPD, ConfinedRegionFinder, LimeTabular, LogitsHierarchy, FeaturePartition, ExemplarLDA]
+)
 def test_every_parameter_is_declared_and_checked(cls):
     params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     constraints = cls._parameter_constraints

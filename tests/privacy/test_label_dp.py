@@ -190,7 +190,7 @@ def test_privatize_records_release_and_modes():
     assert tiny.pilot_coef is None and any("pilot too small" in s for s in tiny.release.parameters["notes"])
 
 
-def test_audit_epsilon_within_claim_and_catches_a_wrong_claim():
+def test_audit_epsilon_within_claim_and_catches_a_wrong_claim(audit_trials):
     y = np.array([1, 0, 1, 1, 0, 0, 1, 0])
     y2 = y.copy()
     y2[0] = 0
@@ -198,22 +198,25 @@ def test_audit_epsilon_within_claim_and_catches_a_wrong_claim():
     mech = RandomizedResponseLabelDP(1.0)
     # alpha = 1e-3: the noise is never seeded, so a 95% bound would exceed the true 1.0 in
     # up to one run in twenty; at 99.9% the test fails spuriously at most once in 1,000 runs
-    res = audit_epsilon(lambda d: mech.privatize(None, d), y, y2, n_trials=2000, statistic=first, alpha=1e-3)
+    res = audit_epsilon(
+        lambda d: mech.privatize(None, d), y, y2, n_trials=audit_trials(2000), statistic=first, alpha=1e-3
+    )
     assert res.epsilon_lower <= 1.0
-    # the audit has power: the true loss is exactly 1; with 1000 evaluation runs the
-    # Clopper-Pearson bounds at 99.9% give about log(0.68 / 0.32) = 0.75
-    assert res.epsilon_lower > 0.6
-    # negative control: an eps=3 release claimed as eps=1 is caught (bound ~ log(0.93/0.07))
-    loud = RandomizedResponseLabelDP(3.0)
-    bad = audit_epsilon(lambda d: loud.privatize(None, d), y, y2, n_trials=1000, statistic=first)
-    assert bad.epsilon_lower > 1.0
+    if audit_trials.full:  # power and the negative control: slow profile
+        # the audit has power: the true loss is exactly 1; with 1000 evaluation runs the
+        # Clopper-Pearson bounds at 99.9% give about log(0.68 / 0.32) = 0.75
+        assert res.epsilon_lower > 0.6
+        # negative control: an eps=3 release claimed as eps=1 is caught (bound ~ log(0.93/0.07))
+        loud = RandomizedResponseLabelDP(3.0)
+        bad = audit_epsilon(lambda d: loud.privatize(None, d), y, y2, n_trials=1000, statistic=first)
+        assert bad.epsilon_lower > 1.0
     # one-sided vertex (1, 0.05) under (1, 0.05): the audit with delta stays within epsilon
     n1 = np.ones(8)
     one = audit_epsilon(
         lambda d: _randomize(d, n1, 0.05 * n1)[0],
         y,
         y2,
-        n_trials=2000,
+        n_trials=audit_trials(2000),
         delta=0.05,
         statistic=float,
         alpha=1e-3,
@@ -225,7 +228,7 @@ def _first(rel):
     return float(rel.y_tilde[0])
 
 
-def test_audit_release_path_symmetric_vertex_under_delta():
+def test_audit_release_path_symmetric_vertex_under_delta(audit_trials):
     """Worst-case neighbours (one label flipped) through ``privatize`` at (eps, delta) = (0.1, 0.2).
 
     The symmetric vertex keeps a label with p = (e^eps + delta) / (1 + e^eps) = 0.620: the
@@ -242,7 +245,7 @@ def test_audit_release_path_symmetric_vertex_under_delta():
         lambda d: mech.privatize(None, d),
         y,
         y2,
-        n_trials=2000,
+        n_trials=audit_trials(2000),
         statistic=_first,
         alpha=0.001,
         delta=0.2,

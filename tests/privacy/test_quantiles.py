@@ -202,11 +202,13 @@ def test_unbounded_quantile_close():
     assert abs(r2.value - np.median(x)) < 0.05
 
 
-def test_audit_quantile_within_claim():
+def test_audit_quantile_within_claim(audit_trials):
     x = RNG.normal(size=200)
     x2 = x.copy()
     x2[np.argmin(x)] = 10.0
-    res = audit_epsilon(lambda d: dp_quantile(d, 0.5, 1.0, (-10, 10)).value, x, x2, n_trials=800)
+    res = audit_epsilon(
+        lambda d: dp_quantile(d, 0.5, 1.0, (-10, 10)).value, x, x2, n_trials=audit_trials(800)
+    )
     assert res.epsilon_lower <= 1.0
 
 

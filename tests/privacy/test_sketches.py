@@ -258,7 +258,7 @@ def test_fine_grained_workload_beyond_k_squared() -> None:
 
 
 @pytest.mark.claims
-def test_privacy_audit_of_one_query() -> None:
+def test_privacy_audit_of_one_query(audit_trials) -> None:
     """One query is rho0-zCDP in one key's rank: the empirical epsilon stays below the claim.
 
     Worst-case neighbour: the lowest-rank key of U replaced by one ranked above tau_k (the
@@ -276,7 +276,7 @@ def test_privacy_audit_of_one_query() -> None:
     rho = est.rho_per_query_
     eps_claim = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     res = audit_epsilon(
-        est.estimate, keys, neighbour, n_trials=1000, delta=delta, events=("threshold", "value")
+        est.estimate, keys, neighbour, n_trials=audit_trials(1000), delta=delta, events=("threshold", "value")
     )
     assert res.epsilon_lower <= eps_claim
 

@@ -163,34 +163,36 @@ def _count_mech(n):
     return dp_count(n, 1.0).value
 
 
-def test_audit_count_and_power(monkeypatch):
-    res = audit_epsilon(_count_mech, 100, 101, n_trials=2000, alpha=0.001, events=EVENTS)
+def test_audit_count_and_power(monkeypatch, audit_trials):
+    res = audit_epsilon(_count_mech, 100, 101, n_trials=audit_trials(2000), alpha=0.001, events=EVENTS)
     assert res.epsilon_lower <= 1.0, res
+    if not audit_trials.full:  # the negative control: slow profile
+        return
     _Recorder(monkeypatch, factor=0.5)  # mutant: half the declared noise
-    bad = audit_epsilon(_count_mech, 100, 101, n_trials=2000, alpha=0.001, events=EVENTS)
+    bad = audit_epsilon(_count_mech, 100, 101, n_trials=audit_trials(2000), alpha=0.001, events=EVENTS)
     assert bad.epsilon_lower > 1.0, bad
 
 
-def test_audit_count_at_zero_with_clipping():
+def test_audit_count_at_zero_with_clipping(audit_trials):
     # clipping at 0 is post-processing: 0 vs 1 (the boundary of the range) stays within epsilon
-    res = audit_epsilon(_count_mech, 0, 1, n_trials=2000, alpha=0.001, events=EVENTS)
+    res = audit_epsilon(_count_mech, 0, 1, n_trials=audit_trials(2000), alpha=0.001, events=EVENTS)
     assert res.epsilon_lower <= 1.0, res
 
 
-def test_audit_histogram_one_record_added():
+def test_audit_histogram_one_record_added(audit_trials):
     codes = np.array([0] * 40 + [1] * 40)
     res = audit_epsilon(
         lambda c: dp_histogram(c, 3, 1.0).value[0],
         codes,
         np.append(codes, 0),
-        n_trials=2000,
+        n_trials=audit_trials(2000),
         alpha=0.001,
         events=EVENTS,
     )
     assert res.epsilon_lower <= 1.0, res
 
 
-def test_audit_histogram_invalid_code_is_an_absent_record():
+def test_audit_histogram_invalid_code_is_an_absent_record(audit_trials):
     # A record whose code names no bin is treated exactly as if absent: the worst
     # neighbour of a valid record is then one bin count changing by one.
     base = np.array([0] * 40 + [1] * 40)
@@ -198,7 +200,7 @@ def test_audit_histogram_invalid_code_is_an_absent_record():
         lambda c: dp_histogram(c, 3, 1.0).value[2],
         np.append(base, 2),
         np.append(base, 7),
-        n_trials=2000,
+        n_trials=audit_trials(2000),
         alpha=0.001,
         events=EVENTS,
     )
@@ -209,24 +211,30 @@ def _sum_mech(x):
     return dp_sum(x, (0.0, 1.0), 1.0, resolution=64).value
 
 
-def test_audit_sum_record_at_the_clipping_bound_and_power(monkeypatch):
+def test_audit_sum_record_at_the_clipping_bound_and_power(monkeypatch, audit_trials):
     # Adding a record at the upper bound moves the sum by the full sensitivity (64 units);
     # a record far beyond the bound is clipped to the same place.
     x = np.full(50, 0.5)
-    res = audit_epsilon(_sum_mech, x, np.append(x, 1e6), n_trials=2000, alpha=0.001, events=EVENTS)
+    res = audit_epsilon(
+        _sum_mech, x, np.append(x, 1e6), n_trials=audit_trials(2000), alpha=0.001, events=EVENTS
+    )
     assert res.epsilon_lower <= 1.0, res
+    if not audit_trials.full:  # the negative control: slow profile
+        return
     _Recorder(monkeypatch, factor=0.5)
-    bad = audit_epsilon(_sum_mech, x, np.append(x, 1.0), n_trials=2000, alpha=0.001, events=EVENTS)
+    bad = audit_epsilon(
+        _sum_mech, x, np.append(x, 1.0), n_trials=audit_trials(2000), alpha=0.001, events=EVENTS
+    )
     assert bad.epsilon_lower > 1.0, bad
 
 
-def test_audit_mean_record_at_the_bound():
+def test_audit_mean_record_at_the_bound(audit_trials):
     x = np.full(30, 0.5)
     res = audit_epsilon(
         lambda d: dp_mean(d, (0.0, 1.0), 1.0, resolution=64)[0],
         x,
         np.append(x, 1.0),
-        n_trials=1600,
+        n_trials=audit_trials(1600),
         alpha=0.001,
         events=EVENTS,
         statistic=lambda m: -1.0 if math.isnan(m) else m,
@@ -234,7 +242,7 @@ def test_audit_mean_record_at_the_bound():
     assert res.epsilon_lower <= 1.0, res
 
 
-def test_audit_bounds_value_just_inside_a_bucket_edge():
+def test_audit_bounds_value_just_inside_a_bucket_edge(audit_trials):
     # base 1.5, anchor 0: upper bucket edges 0.5, 1.25, 2.375, ... One record sits just
     # below the edge 1.25 (counted there) or exactly on it (not counted: counts are of
     # values below an edge): the one count that changes is the one the scan stops at.
@@ -245,7 +253,7 @@ def test_audit_bounds_value_just_inside_a_bucket_edge():
         lambda d: dp_bounds(d, 1.0, base=1.5, max_buckets=40).value[1],
         x,
         x2,
-        n_trials=1200,
+        n_trials=audit_trials(1200),
         alpha=0.001,
         events=EVENTS,
     )

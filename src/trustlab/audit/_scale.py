@@ -33,6 +33,7 @@ from typing_extensions import override
 from trustlab._validation import check_binary_target
 from trustlab.audit._audit_inputs import check_values, column_name, column_names
 from trustlab.audit._meta import run_meta
+from trustlab.audit._public_screening import screening_meta
 from trustlab.audit._scale_explain import BACKGROUND_ROWS, HeldoutExplain, explain_section, explain_statistic
 from trustlab.audit._scale_stats import (
     BIN,
@@ -50,6 +51,7 @@ from trustlab.audit._scale_stats import (
 from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import OTHER
 from trustlab.audit.report import AuditReport
+from trustlab.audit.screening import screen_columns
 from trustlab.audit.section import AuditContext
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
@@ -228,6 +230,24 @@ def run_scaled(
             f"the training sample ({len(sample):,} rows) holds a single outcome; raise --sample-rows.",
             argument="data",
         )
+    # the column screening runs on the sample (stated in the report: meta["screening"])
+    screening = screen_columns(
+        sample,
+        y_sample,
+        target=target,
+        sensitive=sens,
+        features=features,
+        use_sensitive=runner.use_sensitive,
+        keep=column_names(runner.keep, "keep"),
+        seed=seed,
+    )
+    features, flags = screening.features, [f.to_dict() for f in screening.flags]
+    if not features:
+        raise DataError(
+            f"no feature columns are left once the screened columns {screening.dropped} are left out; "
+            "run in process with --keep, or rewrite the files without them.",
+            argument="data",
+        )
     step(f"fitting model on {len(sample):,} sampled rows")
     with warnings.catch_warnings():
         model, model_name, status = runner._fit(sample[features], y_sample, runner.schema or Schema(), None)
@@ -273,6 +293,8 @@ def run_scaled(
         model_status=f"{status.replace('the training rows', 'a hash sample of the training rows')} "
         f"({len(sample):,} of about {int(n_total * (1 - test_size)):,}); every held-out row scored on "
         "the workers",
+        column_flags=flags,
+        screening=screening_meta(private=False, rows=len(sample), sample=True),
     )
     ctx._shared[COLUMNS_KEY] = first["columns"]
     ctx._shared[TABLE_KEY] = table_from_counts(second["table"], sens, levels, seed)
@@ -324,5 +346,5 @@ def run_scaled(
         },
     }
     results, skill = mark_vacuous(results)
-    report_meta["no_skill"] = skill
+    report_meta |= {"no_skill": skill, "column_flags": flags, "group": None, "screening": ctx.screening}
     return AuditReport(meta=report_meta, results=results, sections=sections, ledger=[])

@@ -33,6 +33,7 @@ import pandas as pd
 from typing_extensions import override
 
 from trustlab.audit._audit_inputs import column_name, column_names, model_frame
+from trustlab.audit._public_screening import screen_names, screening_meta
 from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import (
     N_BOOT,
@@ -52,6 +53,7 @@ from trustlab.compute.private import dp_histogram_of_counts
 from trustlab.compute.statistics import MergeableStatistic
 from trustlab.datasets._cells import bound_cells
 from trustlab.datasets.schema import Schema
+from trustlab.errors import DataError
 from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
 
@@ -282,7 +284,21 @@ def run_scaled_private(
     arrow, _ = check_parquet_schemas(files, required=(target, *sensitive), private=True)
     # the in-process checks of public facts, on an empty table with the files' columns
     prep = runner._prepare(arrow.empty_table().to_pandas(), target, sensitive)
-    schema, sens, features = prep.schema, prep.sensitive, prep.features
+    schema, sens = prep.schema, prep.sensitive
+    names = screen_names(  # public facts only: the column names (as in process)
+        prep.features,
+        target=target,
+        sensitive=sens,
+        use_sensitive=runner.use_sensitive,
+        keep=column_names(runner.keep, "keep"),
+    )
+    features, flags = names.features, [f.to_dict() for f in names.flags]
+    if not features:
+        raise DataError(
+            f"no feature columns are left once {names.dropped} (named as copies of the target or of a "
+            "sensitive column) are left out; keep one with Audit(keep=[...]).",
+            argument="keep",
+        )
     columns = list(prep.raw.columns)
     seed, test_size = int(runner.random_state), float(runner.test_size)
     rate = 1.0 if schema.rows is None else sample_rate(sample_rows, schema.rows, test_size)
@@ -344,6 +360,8 @@ def run_scaled_private(
         private=True,
         random_state=seed,
         model_status=status,
+        column_flags=flags,
+        screening=screening_meta(private=True),
     )
     conformed = frame.map_partitions(schema.conform, meta=schema.conform(frame._meta))
     wanted = [s for s in (runner.sections or default_sections()) if s.name in PRIVATE_SCALE_SECTIONS]
@@ -377,7 +395,7 @@ def run_scaled_private(
         epsilon=runner.epsilon,
     )
     meta |= private_meta(schema, trained_privately=True, delta=runner.delta)
-    meta["no_skill"] = skill
+    meta |= {"no_skill": skill, "column_flags": flags, "group": None, "screening": ctx.screening}
     meta |= {
         "scale": {
             "backend": "dask",

@@ -17,6 +17,7 @@ from trustlab.audit._entity_inputs import check_group, check_held_out, check_kee
 from trustlab.audit._fit import TRAINING_SHARE, fit_model, fits_model, positive_proba
 from trustlab.audit._meta import PRIVACY_SCOPE, private_meta, run_meta
 from trustlab.audit._prepare import MIN_ROWS, Prepared, prepare
+from trustlab.audit._public_screening import screen_names, screening_meta
 from trustlab.audit._run import compute_sections, section_budgets
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
@@ -336,13 +337,15 @@ class Audit:
             model_status=failed or status + sampled,
             column_flags=flags,
             group=self.group,
+            screening=screening_meta(private=self.private, rows=int(prep.labelled.sum())),
         )
 
     def _screen(self, prep: Prepared, target: Any) -> list[dict[str, Any]]:
         """Check ``group`` and ``keep``; in raw mode drop the flagged columns from ``prep.features``.
 
         Private mode reads no row here (whether a column leaks is a fact about the rows):
-        only ``group`` is taken out of the features.
+        ``group`` is taken out of the features, and the features whose names copy the
+        target's or a sensitive column's (:func:`~trustlab.audit._public_screening.screen_names`).
         """
         keep = column_names(self.keep, "keep")
         check_group(list(prep.raw.columns), self.group, target, prep.sensitive)
@@ -361,7 +364,11 @@ class Audit:
                 keep=keep,
                 seed=self.random_state,
             )
-            features, flags = screening.features, [f.to_dict() for f in screening.flags]
+        else:  # public facts only: the column names
+            screening = screen_names(
+                features, target=target, sensitive=prep.sensitive, use_sensitive=self.use_sensitive, keep=keep
+            )
+        features, flags = screening.features, [f.to_dict() for f in screening.flags]
         if not features:
             raise DataError(
                 "no feature columns are left for the model once the screened columns "
@@ -450,7 +457,12 @@ class Audit:
             private=self.private,
             epsilon=self.epsilon,
         )
-        meta |= {"column_flags": ctx.column_flags, "group": self.group, "no_skill": skill}
+        meta |= {
+            "column_flags": ctx.column_flags,
+            "group": self.group,
+            "no_skill": skill,
+            "screening": ctx.screening,
+        }
         if self.private:
             meta |= private_meta(ctx.schema, trained_privately=training_budget is not None, delta=self.delta)
         ledger = accountant.ledger() if accountant is not None else []

@@ -69,9 +69,10 @@ def checks_list(checks: Sequence[Check]) -> str:
         else:
             rule = f'<br><span class="rule">Rule: {escape(c.rule)}</span>'
         previous = c.rule
+        hint = f'<br><span class="action">Would be {escape(c.hint)}</span>' if c.hint else ""
         items.append(
             f'<li class="check {cls}"><span class="badge">{word}</span> '
-            f"<strong>{escape(c.name)}</strong>: {escape(c.detail)}{rule}</li>"
+            f"<strong>{escape(c.name)}</strong>: {escape(c.detail)}{hint}{rule}</li>"
         )
     return f'<ul class="checks">{"".join(items)}</ul>'
 
@@ -91,18 +92,27 @@ _FINDING = {
 }
 
 
-def summary_html(findings: Sequence[dict[str, Any]], results: Sequence[Any]) -> str:
+def summary_html(
+    findings: Sequence[dict[str, Any]],
+    results: Sequence[Any],
+    missing: Sequence[tuple[str, list[str]]] = (),
+    reasons: Sequence[dict[str, str]] = (),
+) -> str:
     """The report's opening list: findings ranked by severity, each linked to its section.
 
     Vacuous passes and checks that could not be evaluated come last, as one line each
-    listing their names; then one line per section with its check counts and a link
-    (each check is printed once, in its section).
+    listing their names (a not-evaluable check with what would make it evaluable); then
+    one line per section with its check counts and a link (each check is printed once,
+    in its section); then one line of what is not in this report and why (``missing``,
+    from :func:`trustlab.audit.summary.not_in_report_line`), each reason in full in a
+    folded list (``reasons``).
     """
     items = []
     for f in findings:
         if f["severity"] not in _FINDING:
             continue
         cls, word = _FINDING[f["severity"]]
+        word = f.get("badge", word)
         action = f'<br><span class="action">Next: {escape(f["action"])}</span>' if f["action"] else ""
         items.append(
             f'<li class="finding {cls}"><span class="badge">{word}</span> {escape(f["text"])} '
@@ -110,13 +120,22 @@ def summary_html(findings: Sequence[dict[str, Any]], results: Sequence[Any]) -> 
         )
     for kind, words in (("vacuous", "Vacuous passes"), ("not_evaluable", "Not evaluable")):
         rest = [f for f in findings if f["severity"] == kind]
-        if rest:
+        if not rest:
+            continue
+        hints = list(dict.fromkeys(f["action"] for f in rest))  # one line per hint, checks grouped
+        lines = []
+        for hint in hints:
             names = ", ".join(
-                f'<a href="#{escape(f["section"])}">{escape(f["text"].split(": ")[1])}</a>' for f in rest
+                f'<a href="#{escape(f["section"])}">{escape(f["text"].split(": ")[1])}</a>'
+                for f in rest
+                if f["action"] == hint
             )
-            items.append(
-                f'<li class="finding na"><span class="badge">{len(rest)}</span> {words}: {names}</li>'
-            )
+            lines.append(names + (f'<br><span class="action">Would be {escape(hint)}</span>' if hint else ""))
+        items.append(
+            f'<li class="finding na"><span class="badge">{len(rest)}</span> {words}: '
+            + "<br>".join(lines)
+            + "</li>"
+        )
     head = (
         f'<ol class="findings">{"".join(items)}</ol>'
         if items
@@ -132,8 +151,25 @@ def summary_html(findings: Sequence[dict[str, Any]], results: Sequence[Any]) -> 
         parts += [f"{n[s]} {w}" for s, w in (("fail", "failed"), ("inconclusive", "inconclusive")) if n[s]]
         parts += [f"{n['not_evaluable']} not evaluable"] * bool(n["not_evaluable"])
         rows.append(f'<li><a href="#{escape(r.name)}">{escape(r.title)}</a>: {", ".join(parts)}</li>')
+    absent = "; ".join(f"{escape(why)}: {escape(', '.join(names))}" for why, names in missing)
+    more = "".join(
+        f"<li><strong>{escape(r['name'])}</strong>: {escape(r['reason'])}</li>"
+        for r in reasons
+        if r["reason"]
+    )
+    absent_html = (
+        f'<p class="notin"><strong>Not in this report</strong> — {absent}.</p>'
+        + (
+            f'<details class="notin"><summary>Why each</summary><ul class="notes">{more}</ul></details>'
+            if more
+            else ""
+        )
+        if missing
+        else ""
+    )
     return (
         head
         + '<p class="rule">Checks by section (each is printed once, in its section):</p>'
         + f'<ul class="bysection">{"".join(rows)}</ul>'
+        + absent_html
     )

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from trustlab.audit.html import summary_html, table
 from trustlab.audit.section import STATUSES, Section, SectionResult
-from trustlab.audit.summary import findings
+from trustlab.audit.summary import collapsed, findings, not_in_report, not_in_report_line
 from trustlab.errors import ParameterError
 from trustlab.privacy.accounting import LedgerEntry
 
@@ -29,11 +29,14 @@ REPORT_FILES = ("report.html", "report.json")
 """The files of a report folder. :meth:`AuditReport.save` replaces a folder that holds
 nothing else; it refuses one that holds other files rather than delete them."""
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """1.1: checks carry ``status`` (pass / fail / inconclusive / not_evaluable) and ``rule``;
 figures carry intervals; private Data summaries list every declared category (``shares``).
 1.2: checks carry ``vacuous`` (a pass that a model without skill makes empty); ``meta`` carries
-``no_skill``, ``column_flags`` (columns screened out of the model) and ``group``."""
+``no_skill``, ``column_flags`` (columns screened out of the model) and ``group``.
+1.3: checks carry ``hint`` (what would make a not-evaluable check evaluable); ``meta`` carries
+``screening`` (whether the column screening ran, on which rows); the report lists
+``not_in_report`` (sections and checks left out, and why)."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -106,14 +109,16 @@ class AuditReport:
         -------
         dict
             ``schema_version``, ``meta`` and ``sections`` (each section's result keyed by
-            name), plus ``privacy_ledger`` (total and spent epsilon, every release) in
-            private mode. Tuples and arrays become lists, keys become strings, and NaN
-            and infinities become None.
+            name), ``not_in_report`` (what the report leaves out and why:
+            :func:`~trustlab.audit.summary.not_in_report`), plus ``privacy_ledger`` (total
+            and spent epsilon, every release) in private mode. Tuples and arrays become
+            lists, keys become strings, and NaN and infinities become None.
         """
         out: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "meta": self.meta,
             "sections": {r.name: r.to_dict() for r in self.results},
+            "not_in_report": not_in_report(self.results, self.meta),
         }
         if self.meta.get("private"):
             out["privacy_ledger"] = {
@@ -164,14 +169,18 @@ class AuditReport:
         env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
         template = env.from_string(files.joinpath("report.html").read_text())
         by_name = {s.name: s for s in self.sections}
-        rendered = [
+        rendered = [  # a section that computed nothing is one entry of the "not in this report" line
             {"name": r.name, "title": r.title, "body": Markup(by_name[r.name].render(r))}
             for r in self.results
+            if not collapsed(r)
         ]
         all_checks = [c for r in self.results for c in r.checks]
         counts = {s: sum(c.status == s for c in all_checks) for s in STATUSES}
         counts["vacuous"] = sum(c.vacuous for c in all_checks)
-        summary = summary_html(findings(self.results, self.meta), self.results)
+        missing = not_in_report(self.results, self.meta)
+        summary = summary_html(
+            findings(self.results, self.meta), self.results, not_in_report_line(missing), missing
+        )
         with_delta = any(e.delta > 0 for e in self.ledger)
         ledger_html = table(
             ["#", "budget", "release", "mechanism", "epsilon"] + ["delta"] * with_delta,

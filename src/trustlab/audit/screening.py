@@ -27,7 +27,27 @@ The rules (all stated in the report):
   the rows, or whose name says it is an id. Rows of one entity are alike: a row-by-row
   split puts the same entities in training and held-out rows, and the held-out figures
   then overstate how the model does on new entities. Pass the column as the audit's
-  ``group`` to split by entity (:func:`trustlab.audit.split.group_split`).
+  ``group`` to split by entity (:func:`trustlab.audit.split.group_split`);
+- **free text**: a text column (not numbers, not booleans) with more than
+  :data:`MAX_TEXT_LEVELS` distinct values that is neither of the above: free text, or a
+  category with too many levels. One-hot encoding thousands of levels makes the fit slow
+  (a 1,000-level column on 2,000 rows: 140 s for the logistic model instead of a few) and
+  a value seen once predicts nothing about new rows. Group its values into fewer
+  categories first, or keep it.
+
+**Private mode** (:func:`trustlab.audit._public_screening.screen_names`): every rule above
+reads the rows, and whether a column is flagged (and so left out of the model) would
+then depend on the private data; trustlab has no differentially private version of
+them. So a private audit screens the column *names* only, which are public: a feature
+named as pandas names a repeated header (``whi.1``, ``race.2``) is taken for a copy of
+the target or sensitive column it names and left out. The report states that the
+screening of the rows did not run (:func:`~trustlab.audit._public_screening.screening_meta`)
+and how to get it: run the raw audit where the data may be seen.
+
+**Distributed runs** (``trustlab audit --dask``, raw mode): the rules run on the
+training sample the client fits the model on (a hash sample of at most ``--sample-rows``
+rows), and the report says so: a panel whose entities appear once each in the sample
+is taken for a row id (left out all the same) or goes unnoticed.
 
 References
 ----------
@@ -51,10 +71,13 @@ __all__ = [
     "KINDS",
     "LEAK_AUC",
     "MAX_PERIODS",
+    "MAX_TEXT_LEVELS",
     "MIN_ENTITIES",
     "MIN_ID_ROWS",
     "ColumnFlag",
     "Screening",
+    "decide_flags",
+    "free_text_flags",
     "identifier_flags",
     "leakage_flags",
     "screen_columns",
@@ -68,6 +91,8 @@ MIN_ENTITIES = 20
 """Fewest distinct values of an entity id."""
 MAX_PERIODS = 50
 """Most distinct values of the period column that makes an entity id unique."""
+MAX_TEXT_LEVELS = 200
+"""A text feature with more distinct values than this is screened out as free text."""
 MAX_ROWS = 100_000
 """Leakage scores read at most this many rows (a seeded sample: raw mode only)."""
 _LEVELS = 50  # a column with at most this many values is also scored level by level
@@ -79,6 +104,7 @@ KINDS = {
     "sensitive_copy": "equals a sensitive column up to relabelling",
     "row_id": "is a row identifier (a different value on every row)",
     "entity_id": "identifies an entity observed on several rows (a panel)",
+    "free_text": f"holds free text or too many categories (more than {MAX_TEXT_LEVELS} distinct text values)",
 }
 """What each kind of flag means, in words."""
 
@@ -381,7 +407,8 @@ def screen_columns(
     Returns
     -------
     Screening
-        The kept features (in order) and every flag (``dropped`` set).
+        The kept features (in order) and every flag (``dropped`` set): leakage and
+        copies first, then identifiers, then free text (one flag per column).
 
     Examples
     --------
@@ -396,6 +423,49 @@ def screen_columns(
     seen = {f.column for f in flags}
     rest = [c for c in features if str(c) not in seen]
     flags += identifier_flags(frame, rest, others=[c for c in frame.columns if c not in rest and c != target])
+    seen = {f.column for f in flags}
+    flags += free_text_flags(frame, [c for c in rest if str(c) not in seen])
+    return decide_flags(flags, features, keep, use_sensitive)
+
+
+def free_text_flags(frame: pd.DataFrame, features: Sequence[Any]) -> list[ColumnFlag]:
+    """Text features with more than :data:`MAX_TEXT_LEVELS` distinct values (free text).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The rows.
+    features : sequence
+        The candidate feature columns.
+
+    Returns
+    -------
+    list of ColumnFlag
+        Kind ``free_text`` (not yet dropped).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"note": [f"text {i % 300}" for i in range(900)], "n": range(900)})
+    >>> [(f.column, f.kind) for f in free_text_flags(df, ["note", "n"])]
+    [('note', 'free_text')]
+    """
+    flags = []
+    for col in features:
+        values = frame[col]
+        if _is_number(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        k = values.nunique(dropna=True)
+        if k > MAX_TEXT_LEVELS:
+            rows = values.notna().sum()
+            flags.append(ColumnFlag(str(col), "free_text", f"{k:,} distinct values on {rows:,} rows"))
+    return flags
+
+
+def decide_flags(
+    flags: Sequence[ColumnFlag], features: Sequence[Any], keep: Sequence[Any], use_sensitive: bool
+) -> Screening:
+    """Set ``dropped`` on each flag (kept columns and allowed sensitive copies stay); filter the features."""
     kept = {str(k) for k in keep}
     out = []
     for f in flags:

@@ -64,6 +64,10 @@ class Check:
     vacuous : bool
         A pass that says nothing because the model has no skill (it does not beat
         chance or the majority class): set by :func:`trustlab.audit.summary.mark_vacuous`.
+    hint : str
+        For a check that is not evaluable: what would make it evaluable (more held-out
+        rows of a named group, a larger epsilon, one sensitive column at a time), in
+        words; "" otherwise (:mod:`trustlab.audit._hints`).
 
     Examples
     --------
@@ -79,6 +83,7 @@ class Check:
     status: str = ""
     rule: str = ""
     vacuous: bool = False
+    hint: str = ""
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -94,7 +99,7 @@ class Check:
         Returns
         -------
         dict
-            ``name``, ``status``, ``passed``, ``detail``, ``rule`` and ``vacuous``.
+            ``name``, ``status``, ``passed``, ``detail``, ``rule``, ``vacuous`` and ``hint``.
         """
         return {
             "name": self.name,
@@ -103,6 +108,7 @@ class Check:
             "detail": self.detail,
             "rule": self.rule,
             "vacuous": self.vacuous,
+            "hint": self.hint,
         }
 
 
@@ -249,9 +255,13 @@ class AuditContext:
         A note on the model (e.g. the constant fallback), or "".
     column_flags : list of dict
         Columns the screening flagged (:mod:`trustlab.audit.screening`), as
-        :meth:`~trustlab.audit.screening.ColumnFlag.to_dict`; empty in private mode.
+        :meth:`~trustlab.audit.screening.ColumnFlag.to_dict` (in private mode, from the
+        column names only).
     group : str or None
         The entity column the split kept whole (``Audit(group=...)``), or None.
+    screening : dict
+        Whether the column screening read the rows, and on which
+        (:func:`~trustlab.audit._public_screening.screening_meta`); empty when unknown.
 
     See Also
     --------
@@ -276,6 +286,7 @@ class AuditContext:
     model_status: str = ""
     column_flags: list[dict[str, Any]] = field(default_factory=list)
     group: Any = None
+    screening: dict[str, Any] = field(default_factory=dict)
     _shared: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property

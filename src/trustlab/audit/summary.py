@@ -32,7 +32,7 @@ from typing import Any
 
 from trustlab.audit.section import Check, SectionResult
 
-__all__ = ["SEVERITIES", "findings", "mark_vacuous", "no_skill"]
+__all__ = ["SEVERITIES", "collapsed", "findings", "mark_vacuous", "no_skill", "not_in_report"]
 
 SEVERITIES = ("no_skill", "fail", "warning", "inconclusive", "vacuous", "not_evaluable")
 """The summary's kinds of finding, most severe first."""
@@ -52,6 +52,11 @@ _FLAG_ACTION = {
         "left out of the model, which would otherwise use {r} while the report says it does not"
     ),
     "row_id": "left out of the model (an identifier predicts nothing about new rows); --keep {c} keeps it",
+    "free_text": (
+        "left out of the model (one-hot encoding so many levels makes the fit slow, and a value seen "
+        "once predicts nothing about new rows); group its values into fewer categories, or keep it "
+        "with --keep {c}"
+    ),
 }
 
 
@@ -60,6 +65,12 @@ def _check(results: Sequence[SectionResult], name: str) -> Check | None:
         if r.name == "performance":
             return next((c for c in r.checks if c.name == name), None)
     return None
+
+
+def _head(detail: str) -> str:
+    """A check's detail up to its first ';', brackets closed ("ROC AUC 0.62 (95% interval 0.59..0.65)")."""
+    head = detail.split(";")[0]
+    return head + ")" * max(0, head.count("(") - head.count(")"))
 
 
 def no_skill(results: Sequence[SectionResult]) -> dict[str, Any] | None:
@@ -95,13 +106,18 @@ def no_skill(results: Sequence[SectionResult]) -> dict[str, Any] | None:
         return None
     if no_chance:
         assert chance is not None
-        reason = f"the model does not rank outcomes better than chance ({chance.detail.split(';')[0]})"
+        reason = f"the model does not rank outcomes better than chance ({_head(chance.detail)})"
     else:
         assert majority is not None
         reason = (
             "the model's decisions (threshold 0.5) are not more accurate than predicting the majority "
             f"class for everyone ({majority.detail.split('; difference')[0]})"
         )
+        if chance is not None and chance.status == "pass":  # the ranking skill, beside the accuracy
+            reason += (
+                f", although its scores rank outcomes better than chance ({_head(chance.detail)}); "
+                "the 0.5 threshold does not use that ranking"
+            )
     return {"chance": no_chance, "majority": no_majority, "reason": reason}
 
 
@@ -150,9 +166,11 @@ def mark_vacuous(results: Sequence[SectionResult]) -> tuple[list[SectionResult],
     return out, skill
 
 
-def _action(section: str, check: Check) -> str:
+def _action(section: str, check: Check, private: bool = False) -> str:
     """The next action for a failed or inconclusive check."""
     name = check.name
+    if check.status == "inconclusive" and private:
+        return "a larger --epsilon (less noise) or more rows would narrow the interval and decide"
     if check.status == "inconclusive":
         if section in ("fairness", "performance") and (" across " in name or " of " in name):
             return "collect more held-out rows of the smaller groups named: the interval is too wide to judge"
@@ -197,6 +215,8 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
             action = _FLAG_ACTION[f["kind"]].format(c=c, r=r)
             if not f.get("dropped"):
                 action = f"kept as a feature as asked (--keep {c}); the figures may be too good to be true"
+        if meta.get("scale") and ("--keep" in action or "--group" in action):
+            action += " (the command line takes --keep and --group in process only, not with --dask yet)"
         out.append({"severity": "warning", "section": "data", "text": text, "action": action})
     return out
 
@@ -271,13 +291,22 @@ def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dic
     skill = meta.get("no_skill")
     if skill:
         n = sum(c.vacuous for r in results for c in r.checks)
+        ranks = not skill["chance"] and "better than chance" in skill["reason"]
         out.append(
             {
                 "severity": "no_skill",
+                "badge": "NO DECISION SKILL" if ranks else "NO SKILL",
                 "section": "performance",
-                "text": f"No skill: {skill['reason']}. {n} pass(es) below are vacuous and marked so.",
-                "action": "do not read the fairness or calibration passes as good news; improve the model "
-                "or check the target first",
+                "text": f"{'No decision skill' if ranks else 'No skill'}: {skill['reason']}."
+                + (f" {n} pass(es) below are vacuous and marked so." if n else ""),
+                "action": (
+                    "do not read the fairness passes as good news (they judge the decisions at 0.5); "
+                    "choose a decision threshold for your costs from the scores' ranking, or improve "
+                    "the model"
+                    if ranks
+                    else "do not read the fairness or calibration passes as good news; improve the model "
+                    "or check the target first"
+                ),
             }
         )
     by = {s: [] for s in SEVERITIES}  # type: dict[str, list[dict[str, Any]]]
@@ -286,12 +315,14 @@ def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dic
             kind = "vacuous" if c.vacuous else c.status
             if kind == "pass":
                 continue
-            if kind in ("vacuous", "not_evaluable"):
+            if kind == "vacuous":
                 action = ""
+            elif kind == "not_evaluable":
+                action = c.hint  # what would make it evaluable (may be "")
             elif skill and c.name in (CHANCE, MAJORITY):
                 continue  # stated at the top
             else:
-                action = _action(r.name, c)
+                action = _action(r.name, c, bool(meta.get("private")))
             by[kind].append(
                 {
                     "severity": kind,
@@ -304,3 +335,85 @@ def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dic
     for kind in SEVERITIES[1:]:
         out += by[kind]
     return out
+
+
+def collapsed(result: SectionResult) -> bool:
+    """Whether a section computed nothing (no check, nothing released): one line, not a heading.
+
+    Examples
+    --------
+    >>> collapsed(SectionResult("robustness", "Robustness", {"released": False}, [], ["Left out ..."]))
+    True
+    """
+    return result.figures.get("released") is False and not result.checks
+
+
+_WHY = {
+    "private": "private mode (they read individual rows and trustlab has no differentially private "
+    "release of them; nothing was spent on them)",
+    "distributed": "distributed run (--dask: they need the rows in one place)",
+    "other": "see each reason below",
+}
+
+
+def not_in_report(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dict[str, str]]:
+    """What this report does not hold, and why: the report's "not in this report" line.
+
+    Sections that computed nothing (:func:`collapsed`: every section that reads
+    individual rows, in private mode), parts a section left out (its ``left_out``
+    figure, e.g. multicalibration in private mode), sections a distributed run leaves
+    out (``meta["scale"]["sections_left_out"]``) and the column screening when it did
+    not run (``meta["screening"]``). Decided from the mode and the arguments only,
+    never from the rows.
+
+    Parameters
+    ----------
+    results : sequence of SectionResult
+        The report's results.
+    meta : dict
+        The report's metadata.
+
+    Returns
+    -------
+    list of dict
+        ``name`` (what is missing), ``why`` (``"private"``, ``"distributed"`` or
+        ``"other"``) and ``reason`` (the full sentence).
+    """
+    mode = "private" if meta.get("private") else "other"
+    out = []
+    for r in results:
+        if collapsed(r):
+            out.append({"name": r.title, "why": mode, "reason": r.notes[0] if r.notes else ""})
+        for part in r.figures.get("left_out", []) if isinstance(r.figures.get("left_out"), list) else []:
+            reason = next((n for n in r.notes if n.startswith("Left out")), "")
+            out.append({"name": f"{part} ({r.title})", "why": mode, "reason": reason})
+    scale = meta.get("scale") or {}
+    for name in scale.get("sections_left_out", []):
+        out.append(
+            {"name": str(name).capitalize(), "why": "distributed", "reason": str(scale.get("note", ""))}
+        )
+    screening = meta.get("screening") or {}
+    if screening and not screening.get("ran", True):
+        why = "private" if meta.get("private") else "other"
+        out.append(
+            {
+                "name": "column screening (leakage, copies, identifiers, free text)",
+                "why": why,
+                "reason": screening["note"],
+            }
+        )
+    return out
+
+
+def not_in_report_line(items: Sequence[dict[str, str]]) -> list[tuple[str, list[str]]]:
+    """The items grouped by why, each group as (the reason in words, the names).
+
+    Examples
+    --------
+    >>> not_in_report_line([{"name": "Robustness", "why": "distributed", "reason": ""}])
+    [('distributed run (--dask: they need the rows in one place)', ['Robustness'])]
+    """
+    groups: dict[str, list[str]] = {}
+    for it in items:
+        groups.setdefault(it["why"], []).append(it["name"])
+    return [(_WHY[w], names) for w, names in groups.items()]

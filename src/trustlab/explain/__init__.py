@@ -24,6 +24,7 @@ from trustlab.explain.counterfactual import (
     wachter,
 )
 from trustlab.explain.fastpd import FastPD, PDCurveDisplay
+from trustlab.explain.feature_partition import FeaturePartition, make_manifold_blocks
 from trustlab.explain.hierarchy import (
     LogitsHierarchy,
     dendrogram_purity,
@@ -49,6 +50,7 @@ from trustlab.explain.recourse_audit import (
     recourse_check,
 )
 from trustlab.explain.scm import AdditiveNoiseSCM, LinearSCM
+from trustlab.explain.topics import AnchoredCorpus, ExemplarLDA, make_anchored_lda_corpus
 from trustlab.explain.verifiable import (
     AmenableLime,
     ExplanationProof,
@@ -75,13 +77,16 @@ __all__ = [
     "ActionSet",
     "AdditiveNoiseSCM",
     "AmenableLime",
+    "AnchoredCorpus",
     "Box",
     "ConfinedRegionFinder",
     "ConfinedRegions",
     "CounterfactualResult",
     "DirectionalLinkage",
+    "ExemplarLDA",
     "ExplanationProof",
     "FastPD",
+    "FeaturePartition",
     "LimeCertificate",
     "LimeExplanation",
     "LimeStability",
@@ -119,6 +124,8 @@ __all__ = [
     "leaf_purity",
     "linearize",
     "logits_to_hierarchy",
+    "make_anchored_lda_corpus",
+    "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",
     "prove_explanation",

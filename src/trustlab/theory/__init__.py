@@ -12,6 +12,35 @@ from trustlab.theory.diffusion_gaussian import (
     sampler_w2,
     simulate_sampler,
 )
+from trustlab.theory.looped_transformers import (
+    LoopedRate,
+    LoopedSimulation,
+    SequenceModuli,
+    default_target,
+    estimate_moduli,
+    looped_rate,
+    simulate_looped,
+)
+from trustlab.theory.lr_schedules import (
+    SCHEDULES as LR_SCHEDULES,
+)
+from trustlab.theory.lr_schedules import (
+    MLPScheduleRun,
+    ScheduleBound,
+    ScheduleSimulation,
+    schedule,
+    schedule_bound,
+    simulate_schedules,
+    train_mlp_schedules,
+)
+from trustlab.theory.pretraining import (
+    SampleComplexity,
+    SampleComplexitySimulation,
+    information_exponent,
+    pca_overlap,
+    sample_complexity,
+    simulate_sample_complexity,
+)
 from trustlab.theory.relu_regions import (
     ConvexFitComparison,
     TriangleFit,
@@ -24,22 +53,43 @@ from trustlab.theory.relu_regions import (
 )
 
 __all__: list[str] = [
+    "LR_SCHEDULES",
     "SCHEMES",
     "ConvexFitComparison",
+    "LoopedRate",
+    "LoopedSimulation",
+    "MLPScheduleRun",
+    "SampleComplexity",
+    "SampleComplexitySimulation",
     "SamplerError",
     "SamplerSimulation",
+    "ScheduleBound",
+    "ScheduleSimulation",
+    "SequenceModuli",
     "TriangleFit",
     "TriangleNet",
     "VPSchedule",
     "continuous_covariance",
     "count_linear_regions_1d",
+    "default_target",
+    "estimate_moduli",
     "fit_random_relu",
     "fit_triangle_net",
     "forward_covariance",
     "gaussian_w2",
+    "information_exponent",
+    "looped_rate",
+    "pca_overlap",
+    "sample_complexity",
     "sampler_covariance",
     "sampler_w2",
+    "schedule",
+    "schedule_bound",
     "simulate_convex_fit",
+    "simulate_looped",
+    "simulate_sample_complexity",
     "simulate_sampler",
+    "simulate_schedules",
     "theorem_scales",
+    "train_mlp_schedules",
 ]

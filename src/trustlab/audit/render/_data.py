@@ -81,9 +81,13 @@ def render_model_inputs(inputs: dict[str, Any] | None) -> str:
         parts.append(
             '<div class="warn"><strong>Screened columns.</strong> Before fitting, the audit looks '
             "for copies of the target or of a sensitive column, features that predict the target "
-            "almost perfectly alone (leakage) and identifiers (trustlab.audit.screening):"
+            "almost perfectly alone (leakage), identifiers and free text (trustlab.audit.screening):"
             f"<ul>{''.join(lines)}</ul></div>"
         )
+    screening = inputs.get("screening") or {}
+    if screening.get("note"):
+        cls = "rule" if screening.get("ran") else "warn"
+        parts.append(f'<p class="{cls}">{escape(screening["note"])}</p>')
     if inputs.get("group"):
         parts.append(
             f"<p>Held-out rows were chosen by entity: every row of one <strong>{escape(inputs['group'])}"

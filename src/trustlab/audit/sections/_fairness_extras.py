@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab.audit._hints import rows_hint
 from trustlab.audit.prediction_table import LEVEL, MIN_GROUP
 from trustlab.audit.section import AuditContext, Check, interval_rule, interval_verdict
 from trustlab.audit.sections._columns import group_labels
@@ -137,8 +138,19 @@ def mitigation_figures(
                 else "fewer than two groups with both outcomes in each half"
             )
             out[attr] = {"evaluated": False, "reason": why, "left_out": left_out}
+            hint = (
+                f"evaluable with two groups of {attr} that have both outcomes and {MIN_GROUP // 2} rows in "
+                "each half of the held-out rows (more data or a larger --test-size)"
+            )
             checks.append(
-                Check(name, None, f"not evaluable: {attr} has {why}", status="not_evaluable", rule=rule)
+                Check(
+                    name,
+                    None,
+                    f"not evaluable: {attr} has {why}",
+                    status="not_evaluable",
+                    rule=rule,
+                    hint=hint,
+                )
             )
             continue
         keep = np.isin(g, usable)
@@ -326,8 +338,12 @@ def calibration_figures(
             groups_text = f"groups compared (at least {MIN_GROUP} held-out rows each): {compared}" + (
                 f"; too small to evaluate: {', '.join(small)}" if small else ""
             )
+            hint = ""
             if not ok.any():
                 detail, status = f"not evaluable: {groups_text}", "not_evaluable"
+                hint = "evaluable with " + rows_hint(
+                    int(sizes.max(initial=0)), MIN_GROUP, f"held-out rows in a group of {attr}"
+                )
             else:
                 j = int(np.flatnonzero(ok)[np.argmax(mc[ok])])
                 est, lo_w, hi_w = _bias_corrected(float(mc[ok].max()), rmc[:, ok].max(axis=1))
@@ -337,6 +353,8 @@ def calibration_figures(
                     f"95% interval {lo_w:.3f}..{hi_w:.3f}; threshold {MAX_MULTICALIBRATION}); {groups_text}"
                 )
                 status = interval_verdict(lo_w, hi_w, MAX_MULTICALIBRATION, at_most=True)
-            checks.append(Check(f"Multicalibration across {attr}", None, detail, status=status, rule=rule))
+            checks.append(
+                Check(f"Multicalibration across {attr}", None, detail, status=status, rule=rule, hint=hint)
+            )
         figures["by_attribute"][attr] = res
     return figures, checks

@@ -270,6 +270,7 @@ def model_inputs(ctx: AuditContext) -> dict[str, Any]:
         "sensitive_used": any(c in ctx.features for c in ctx.sensitive),
         "suspect": suspect_columns(ctx),
         "screened": list(ctx.column_flags),
+        "screening": dict(ctx.screening),
         "group": None if ctx.group is None else str(ctx.group),
     }
 

@@ -9,6 +9,7 @@ import numpy as np
 from typing_extensions import override
 
 from trustlab._param_validation import Interval, Options, check_params
+from trustlab.audit._hints import group_hint
 from trustlab.audit._thresholds import MAX_DIFFERENCE
 from trustlab.audit.prediction_table import (
     LEVEL,
@@ -169,6 +170,7 @@ class FairnessSection(TableSection):
             )
             need = tab.min_class(attr)
             minimum = f"at least {MIN_GROUP} held-out rows, {need:,.0f} positives and {need:,.0f} negatives"
+            hint = group_hint(tab, attr) if idx.size < 2 else ""
             for k, label in zip(DIFFS, LABELS, strict=True):
                 v = diffs[k]
                 lo, hi = diff_int[k]
@@ -198,6 +200,7 @@ class FairnessSection(TableSection):
                         detail,
                         status=interval_verdict(lo, hi, MAX_DIFFERENCE, at_most=True),
                         rule=full_rule,
+                        hint=hint,
                     )
                 )
         notes = [
@@ -246,6 +249,7 @@ class FairnessSection(TableSection):
         ]
         if private:
             if wanted:
+                figures["left_out"] = wanted
                 notes.append(
                     f"Left out in private mode: {' and '.join(wanted)}. The post-processor's LP and the "
                     "calibration tables read individual held-out rows, and trustlab has no DP release "

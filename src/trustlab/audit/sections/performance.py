@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import override
 
+from trustlab.audit._hints import group_hint, rows_hint
 from trustlab.audit._scale_stats import score_tables
 from trustlab.audit.prediction_table import (
     LEVEL,
@@ -191,7 +192,13 @@ def _baseline_check(b: dict[str, Any], labels: tuple[str, str], rows: float) -> 
             f"model predicts '{labels[1]}' for {b['predicted_positive_rate']:.1%} of the held-out rows"
         )
         detail += ZERO_WIDTH if status == "not_evaluable" else ""
-    return Check("Better than the majority class", None, detail, status=status, rule=BASELINE_RULE)
+    hint = _zero_width_hint(status, rows)
+    return Check("Better than the majority class", None, detail, status=status, rule=BASELINE_RULE, hint=hint)
+
+
+def _zero_width_hint(status: str, rows: float) -> str:
+    """The hint of a check left not evaluable by a zero-width interval (too few held-out rows)."""
+    return f"evaluable with {rows_hint(rows, MIN_GROUP)}" if status == "not_evaluable" else ""
 
 
 GROUP_ECE_RULE = (
@@ -201,7 +208,7 @@ GROUP_ECE_RULE = (
 )
 
 
-def _group_calibration_check(attr: str, rows: list[dict[str, Any]], size: str) -> Check:
+def _group_calibration_check(attr: str, rows: list[dict[str, Any]], size: str, hint: str = "") -> Check:
     """Each group's calibration judged from its own ECE interval (the worst group decides)."""
     rule = f"{GROUP_ECE_RULE.format(t=MAX_GROUP_ECE)}; {size}"
     name = f"Calibration within each group of {attr}"
@@ -215,7 +222,7 @@ def _group_calibration_check(attr: str, rows: list[dict[str, Any]], size: str) -
         detail = f"not evaluable: no group of {attr} is large enough" + (
             f" (too small: {', '.join(small)})" if small else ""
         )
-        return Check(name, None, detail, status="not_evaluable", rule=rule)
+        return Check(name, None, detail, status="not_evaluable", rule=rule, hint=hint)
     order = {"fail": 0, "inconclusive": 1, "not_evaluable": 2, "pass": 3}
     judged.sort(key=lambda t: (order[t[1]], -t[0]["ece"]))
     statuses = {st for _, st in judged}
@@ -357,6 +364,7 @@ class PerformanceSection(TableSection):
                 else "ROC AUC undefined: the held-out rows have a single outcome",
                 status=auc_status,
                 rule=interval_rule(0.5, at_most=False),
+                hint=_zero_width_hint(auc_status, n),
             ),
             Check(
                 "Calibration",
@@ -368,10 +376,11 @@ class PerformanceSection(TableSection):
                 status=ece_status,
                 rule=interval_rule(MAX_ECE, at_most=True)
                 + "; ECE is biased upwards by sampling (and privacy) noise",
+                hint=_zero_width_hint(ece_status, n),
             ),
         ]
         for attr, rows in groups.items():
-            checks.append(_group_calibration_check(attr, rows, rules[attr]))
+            checks.append(_group_calibration_check(attr, rows, rules[attr], group_hint(tab, attr, 1)))
         for attr, rows in groups.items():
             ok = np.array([r["evaluable"] for r in rows], dtype=bool)
             ok &= np.array([np.isfinite(r["roc_auc"]) for r in rows], dtype=bool)
@@ -388,6 +397,7 @@ class PerformanceSection(TableSection):
                         f"{', '.join(small) or 'none'})",
                         status="not_evaluable",
                         rule=rule,
+                        hint=group_hint(tab, attr),
                     )
                 )
                 continue

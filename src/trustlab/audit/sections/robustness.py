@@ -238,7 +238,8 @@ class RobustnessSection(RawOnlySection):
             name = f"Flip share across {attr}"
             if not judged_groups:
                 detail = f"not evaluable: no group of {attr} has {self.min_group} searched rows"
-                checks.append(Check(name, None, detail, status="not_evaluable", rule=group_rule))
+                hint = f"evaluable with at least {self.min_group} held-out rows in one group of {attr}"
+                checks.append(Check(name, None, detail, status="not_evaluable", rule=group_rule, hint=hint))
                 continue
             # every judged group must pass: fail when one interval lies above the threshold,
             # pass when all lie at or below it, inconclusive otherwise

@@ -139,7 +139,11 @@ class TargetingSection(Section):
             too_small = f"; too small to judge: {', '.join(small)}" if small else ""
             if not judged:
                 detail = f"not evaluable: no group of {attr} has {self.min_group} target rows{too_small}"
-                checks.append(Check(name, None, detail, status="not_evaluable", rule=rule))
+                hint = (
+                    f"evaluable with at least {self.min_group} held-out target rows in one group of {attr}: "
+                    "more data, a larger --test-size, or a larger capacity"
+                )
+                checks.append(Check(name, None, detail, status="not_evaluable", rule=rule, hint=hint))
                 continue
             group, short, lo, hi = max(judged, key=lambda t: t[3])
             detail = (

@@ -257,6 +257,8 @@ class UncertaintySection(Section):
                     f"{self.min_group}, and the calibration rows need both outcomes)",
                     status="not_evaluable",
                     rule=rule,
+                    hint=f"evaluable with at least {2 * self.min_group} held-out rows of both outcomes "
+                    "(more data or a larger --test-size)",
                 ),
             )
         for c in single:
@@ -268,6 +270,7 @@ class UncertaintySection(Section):
                     "all rows",
                     status="not_evaluable",
                     rule=rule,
+                    hint=f"evaluable with held-out rows of a second value of {c}",
                 )
             )
         too_small = [{"group": g, "n_cal": sizes[g][0], "n_eval": sizes[g][1]} for g in small]

@@ -1,0 +1,51 @@
+"""Approximation rate of looped transformers (Xu & Sato, ICML 2025; 001-13)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trustlab.errors import TrustlabError
+from trustlab.theory import default_target, estimate_moduli, looped_rate
+
+
+@pytest.mark.claims
+def test_rate_matches_theorem_3_6_and_falls_with_loops() -> None:
+    n, d = 3, 2
+    r = np.array([10, 100, 1000, 10**4, 10**6])
+    rates = [looped_rate(int(k), n, d, p=2.0) for k in r]
+    for k, rate in zip(r, rates, strict=True):
+        delta = ((k - n) / 2) ** (-1 / ((n + 1) * d + 1))
+        assert np.isclose(rate.delta, delta)
+        expected = np.sqrt(n * d) * (delta * np.sqrt(d) + 2 * delta * np.sqrt(n * d)) + n * delta
+        assert np.isclose(rate.total, expected)
+    totals = np.array([x.total for x in rates])
+    assert np.all(np.diff(totals) < 0)
+    # Lipschitz moduli: the modulus term falls like r^{-1/((N+1)d+1)}
+    slope = np.polyfit(np.log(r - n), np.log([x.modulus_term for x in rates]), 1)[0]
+    assert np.isclose(slope, -1 / ((n + 1) * d + 1), atol=1e-9)
+
+
+def test_moduli_of_known_functions() -> None:
+    """Token-wise maps have no contextual modulus; averaging maps have both; Lipschitz bounds hold."""
+    deltas = [0.05, 0.2]
+    tokenwise = estimate_moduli(lambda x: 3 * x, 4, 2, deltas, n_samples=400)
+    assert np.all(tokenwise.contextual == 0)
+    assert np.all(tokenwise.sequence <= 3 * np.array(deltas) + 1e-12)
+    assert np.all(tokenwise.token > 0)
+    mean = estimate_moduli(
+        lambda x: np.broadcast_to(x.mean(axis=1, keepdims=True), x.shape), 4, 2, deltas, n_samples=400
+    )
+    assert np.all(mean.contextual > 0) and np.all(mean.token > 0)
+    target = estimate_moduli(default_target, 6, 2, deltas, n_samples=400)
+    assert np.all(target.sequence >= np.maximum(target.contextual, target.token))
+    assert np.all(np.diff(target.token) > 0)
+
+
+def test_bad_input() -> None:
+    with pytest.raises(TrustlabError, match="loops"):
+        looped_rate(3, 5, 1)
+    with pytest.raises(TrustlabError, match="tokens"):
+        looped_rate(10, 0, 1)
+    with pytest.raises(TrustlabError, match="deltas"):
+        estimate_moduli(default_target, 3, 2, [0.1, -0.1])

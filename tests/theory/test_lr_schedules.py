@@ -1,0 +1,92 @@
+"""LR schedules vs the non-smooth convex bound (Schaipp et al., ICML 2025; 000-12)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trustlab.errors import TrustlabError
+from trustlab.theory import LR_SCHEDULES as SCHEDULES
+from trustlab.theory import schedule, schedule_bound, simulate_schedules
+
+GAMMAS = np.geomspace(0.002, 0.2, 9)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return simulate_schedules(1000, GAMMAS, n_runs=40, random_state=0)
+
+
+def test_bound_is_a_over_gamma_plus_b_gamma_and_matches_a_direct_sum() -> None:
+    s = schedule("cosine", 50)
+    b = schedule_bound(s, 0.3, distance=2.0, gradient_bound=1.5)
+    eta = 0.3 * s
+    direct = (4.0 + 2.25 * np.sum(eta**2)) / (2 * eta.sum())
+    for k in range(len(s) - 1):
+        direct += 2.25 / 2 * eta[k] / (eta[k + 1 :].sum() * eta[k:].sum()) * np.sum(eta[k:] ** 2)
+    assert np.isclose(b.value, direct, rtol=1e-12)
+    grid = np.geomspace(b.optimal_gamma / 3, b.optimal_gamma * 3, 201)
+    values = [schedule_bound(s, g, distance=2.0, gradient_bound=1.5).value for g in grid]
+    assert np.isclose(grid[int(np.argmin(values))], b.optimal_gamma, rtol=0.02)
+
+
+def test_cooldown_removes_the_log_factor() -> None:
+    """Constant schedule's optimal bound grows like sqrt(log T)/sqrt(T); cooldown's like 1/sqrt(T)."""
+    ts = np.array([100, 1000, 10000])
+    const = np.array([schedule_bound(schedule("constant", int(t))).optimal_value for t in ts]) * np.sqrt(ts)
+    cool = np.array([schedule_bound(schedule("cooldown", int(t))).optimal_value for t in ts]) * np.sqrt(ts)
+    assert np.all(np.diff(const) > 0.05 * const[0])
+    assert np.ptp(cool) < 0.05 * cool[0]
+
+
+def test_bad_input() -> None:
+    with pytest.raises(TrustlabError, match="schedule"):
+        schedule_bound([0.1, -0.2, 0.3])
+    with pytest.raises(TrustlabError, match="schedule"):
+        schedule_bound([0.1, 0.0])
+    with pytest.raises(TrustlabError, match="steps"):
+        schedule("cosine", 0)
+    with pytest.raises(TrustlabError, match="gammas"):
+        simulate_schedules(10, [0.1, -1.0])
+    with pytest.raises(TrustlabError, match="name"):
+        schedule("linear", 10)
+
+
+@pytest.mark.claims
+def test_bound_holds_and_tracks_measured_suboptimality(sim) -> None:
+    assert sim.schedules == SCHEDULES
+    assert np.all(sim.measured <= sim.bound + 3 * sim.standard_error)
+    assert sim.rank_correlation > 0.7
+    # predicted optimal base rate within one grid step (x1.78) of the measured best
+    step = GAMMAS[1] / GAMMAS[0]
+    ratio = sim.best_gamma / sim.optimal_gamma
+    assert np.all((ratio > 1 / step) & (ratio < step))
+    # cosine wants the largest base rate, in the bound and in the measurements
+    i = SCHEDULES.index("cosine")
+    assert sim.optimal_gamma[i] == sim.optimal_gamma.max()
+    assert sim.best_gamma[i] == sim.best_gamma.max()
+
+
+def test_extending_training_lowers_the_predicted_optimal_rate_by_about_sqrt_of_the_factor() -> None:
+    """The bound's schedule-extension rule: gamma*(4T) / gamma*(T) ~ 1/2 for every schedule shape."""
+    for name in ("constant", "cooldown", "cosine", "wsd"):
+        short = schedule_bound(schedule(name, 500)).optimal_gamma
+        long = schedule_bound(schedule(name, 2000)).optimal_gamma
+        assert 0.4 < long / short < 0.55
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # reason: trains 4 x 8 x 4 small torch MLPs for 2000 SGD steps (~15 s)
+def test_mlp_schedules_follow_the_bounds_ordering() -> None:
+    """On a trained MLP: every cooldown schedule beats constant at its tuned rate, and constant's
+    best rate is the smallest, as the bound predicts (gamma* constant < cooldown, wsd < cosine)."""
+    from trustlab.theory import train_mlp_schedules
+
+    grid = np.geomspace(0.005, 0.5, 9)
+    run = train_mlp_schedules(2000, grid, random_state=0)
+    best = run.loss.min(axis=1)
+    c = SCHEDULES.index("constant")
+    assert np.all(np.delete(best, c) < 0.8 * best[c])
+    assert run.best_gamma[c] == run.best_gamma.min()
+    opt = [schedule_bound(schedule(n, 2000)).optimal_gamma for n in SCHEDULES]
+    assert opt[c] == min(opt) and opt[SCHEDULES.index("cosine")] == max(opt)
