@@ -60,7 +60,7 @@ def test_claim_embeddings_separate_residues_after_training_slow():
 
 def test_accuracy_and_probe_shapes_and_errors():
     model = build_model(ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2, max_len=8))
-    data = lcg_sequences([[5, 3], [1, 1]], 8, 6)
+    data = lcg_sequences(np.array([[5, 3], [1, 1]]), 8, 6)
     acc = lcg_accuracy(model, data, min_position=2)
     assert acc.shape == (2,) and np.all((acc >= 0) & (acc <= 1))
     probe = residue_probe(model, 8)
