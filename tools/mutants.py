@@ -321,6 +321,36 @@ MUTANTS: list[Mutant] = [
             "tests/privacy/test_training_grid.py::test_large_epsilon_fits_with_the_default_delta_and_charges_the_grid",
         ),
     ),
+    Mutant(
+        "secure_agg: the client's commitment randomness fixed (the commitment stops hiding)",
+        "src/trustlab/privacy/_janus.py",
+        "a, b = _commit.random_scalar(), _commit.random_scalar()",
+        "a, b = 1, 1",
+        (
+            "tests/privacy/test_secure_agg_attacks.py::test_claim_each_servers_view_is_independent_of_an_honest_input",
+        ),
+    ),
+    Mutant(
+        "secure_agg: the client skips the check of the sum against the commitment",
+        "src/trustlab/privacy/_janus.py",
+        "        if not ok:\n",
+        "        if False:\n",
+        ("tests/privacy/test_secure_agg_attacks.py",),
+    ),
+    Mutant(
+        "mpc_knn: the sign-bit circuit drops the carry (wrong comparisons)",
+        "src/trustlab/privacy/_mpc2.py",
+        "return ((s >> U64(63)) ^ (g >> U64(62))) & U64(1)",
+        "return (s >> U64(63)) & U64(1)",
+        ("tests/privacy/test_mpc_knn.py::test_secure_sign_bit_and_compare_swap_match_plaintext",),
+    ),
+    Mutant(
+        "graph_ldp: the multi-bit mechanism spends epsilon on every sampled dimension (m x epsilon)",
+        "src/trustlab/privacy/graph_ldp.py",
+        "    e = math.exp(epsilon / m)\n    chosen",
+        "    e = math.exp(epsilon)\n    chosen",
+        ("tests/privacy/test_graph_ldp.py::test_claim_per_node_mechanism_audit_on_worst_case_neighbours",),
+    ),
 ]
 
 

@@ -37,6 +37,7 @@ try:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from trustlab._cli_lm import lm_app
+    from trustlab._cli_secagg import secagg_app
     from trustlab.errors import ParameterError, TrustlabError
 finally:
     if _previous_sigint is not None:
@@ -47,8 +48,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="trustlab: audits of privacy, explanations, fairness and calibration.",
 )
-err = Console(stderr=True)
+app.add_typer(secagg_app, name="secure-agg")
 app.add_typer(lm_app, name="lm")
+err = Console(stderr=True)
 
 
 @app.callback()

@@ -423,13 +423,16 @@ def test_claim_dpboxplot_beats_naive_and_improves_with_n():
     4 standard errors). Its lower whisker is not (0.022 vs 0.016): on lognormal data it
     is the estimated minimum, scanned down from U = 100 with buckets ~0.1 wide there;
     see docs/privacy/dp-boxplot.md. (b) The five-number error falls from n=2,000 to
-    n=10,000 (0.017 vs 0.0065, paired sd 0.010).
+    n=10,000 (0.017 vs 0.0065, paired sd 0.010): the first 15 seeds put that gap at
+    about 4 standard errors, so n=2,000 runs on those only.
     """
     errs: dict[tuple[str, int], list[np.ndarray]] = {}
     for seed in range(50):
         rng = np.random.default_rng(seed)
         for n in (2000, 10000):
             x = rng.lognormal(size=n)
+            if n == 2000 and seed >= 15:
+                continue
             ref = dp_boxplot_stats(x, math.inf, (0, 100))
             for method in ("dpboxplot", "expmech"):
                 if n == 2000 and method == "expmech":
@@ -440,4 +443,4 @@ def test_claim_dpboxplot_beats_naive_and_improves_with_n():
         np.array(errs[k]) for k in (("dpboxplot", 10000), ("expmech", 10000), ("dpboxplot", 2000))
     )
     assert dp10[:, 1:].mean() < naive10[:, 1:].mean(), (dp10.mean(axis=0), naive10.mean(axis=0))
-    assert dp10.mean() < dp2.mean(), (dp10.mean(), dp2.mean())
+    assert dp10[:15].mean() < dp2.mean(), (dp10[:15].mean(), dp2.mean())
