@@ -116,13 +116,14 @@ def test_claim_fewer_rounds_and_bytes_than_beaver_distances_with_a_linear_scan()
 
 
 def test_processes_over_a_socket_equal_the_thread_simulator():
+    before = set(multiprocessing.active_children())
     ref, y, queries = _wine(12, 1)
     a = kona_knn(ref, y, queries[0], k=3, n_classes=3)
     b = kona_knn_processes(ref, y, queries[0], k=3, n_classes=3, timeout=30)
     assert np.array_equal(a.counts, b.counts) and a.label == b.label
     assert (a.rounds, a.bytes_sent, a.payload_sent) == (b.rounds, b.bytes_sent, b.payload_sent)
     assert b.backend == "processes"
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before  # ours are gone (a Dask cluster may run)
 
 
 def test_dropped_replayed_truncated_and_late_messages_abort():
@@ -212,6 +213,7 @@ def test_docs_example_runs(run_docs_example):
 
 
 def test_a_failing_party_process_aborts_the_run_and_leaves_no_process(monkeypatch):
+    before = set(multiprocessing.active_children())
     real = _mpc2.Party.compare_swap
 
     def failing(self, lo, hi):
@@ -223,4 +225,4 @@ def test_a_failing_party_process_aborts_the_run_and_leaves_no_process(monkeypatc
     ref, y, queries = _wine(6, 1)
     with pytest.raises(ProtocolAbort, match="party"):
         kona_knn_processes(ref, y, queries[0], k=1, n_classes=3, timeout=2)
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before  # ours are gone (a Dask cluster may run)

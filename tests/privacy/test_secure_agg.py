@@ -94,6 +94,7 @@ def test_sum_equals_the_plaintext_sum_within_fixed_point_precision(seeded_secret
 
 
 def test_processes_over_sockets_give_the_simulators_result_bit_for_bit():
+    before = set(multiprocessing.active_children())
     params = JanusParams(dim=4, frac_bits=20, bound=1.0)
     x = _updates(4, 4, seed=3)
     net = run_janus(x, params, n_workers=2, timeout=30)
@@ -107,10 +108,11 @@ def test_processes_over_sockets_give_the_simulators_result_bit_for_bit():
         sim.rounds_per_client,
     )
     assert net.server_bytes == sim.server_bytes
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before  # ours are gone (a Dask cluster may run)
 
 
 def test_process_run_aborts_on_a_cheating_server_and_stops_every_process(monkeypatch):
+    before = set(multiprocessing.active_children())
     real = _janus.JanusServer.replies
 
     def tampered(self):
@@ -124,7 +126,7 @@ def test_process_run_aborts_on_a_cheating_server_and_stops_every_process(monkeyp
     with pytest.raises(ProtocolAbort, match="failed verification") as info:
         run_janus(_updates(3, 2), JanusParams(dim=2), n_workers=1, timeout=30)
     assert "0." not in str(info.value)  # no value in the message
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before  # ours are gone (a Dask cluster may run)
 
 
 def test_clients_dropping_before_the_second_server_are_left_out(seeded_secrets):
@@ -211,6 +213,7 @@ def _free_port_pair():
 
 
 def test_command_line_round_between_server_and_client_processes(capsys):
+    before = set(multiprocessing.active_children())
     import threading
 
     from trustlab.cli import main
@@ -249,7 +252,7 @@ def test_command_line_round_between_server_and_client_processes(capsys):
     assert codes == [] and len(outs) == 2
     assert np.array_equal(outs[0], [0.75, -0.5]) and np.array_equal(outs[1], outs[0])
     assert "2 clients aggregated" in capsys.readouterr().out
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before  # ours are gone (a Dask cluster may run)
 
 
 def test_command_line_bad_input_exits_2_with_one_line(capsys):
