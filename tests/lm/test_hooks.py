@@ -41,24 +41,48 @@ def test_hooks_match_hidden_states_attentions_and_logits(tiny_models, arch):
     assert torch.all(torch.triu(p[0, 0], diagonal=1) == 0)
 
 
-def test_q_k_v_match_nnsight(tiny_models):
-    nnsight = pytest.importorskip("nnsight")
-    m = tiny_models["llama"]
-    wrapped = nnsight.NNsight(m)
-    with wrapped.trace(IDS):
-        resid = wrapped.model.layers[0].output.save()
-        q = wrapped.model.layers[1].self_attn.q_proj.output.save()
-        v = wrapped.model.layers[1].self_attn.v_proj.output.save()
-        mlp = wrapped.model.layers[1].mlp.output.save()
-    out = run_with_hooks(
-        m, IDS, ["blocks.0.resid_post", "blocks.1.attn.q", "blocks.1.attn.v", "blocks.1.mlp_out"]
+_NNSIGHT_CHECK = """
+import sys, torch, nnsight
+from transformers import AutoModelForCausalLM
+from trustlab.lm import run_with_hooks
+m = AutoModelForCausalLM.from_pretrained(sys.argv[1]).eval()
+IDS = torch.tensor([[1, 4, 2, 9, 3, 7, 0], [5, 5, 6, 1, 8, 2, 3]])
+wrapped = nnsight.NNsight(m)
+with wrapped.trace(IDS):
+    resid = wrapped.model.layers[0].output.save()
+    q = wrapped.model.layers[1].self_attn.q_proj.output.save()
+    v = wrapped.model.layers[1].self_attn.v_proj.output.save()
+    mlp = wrapped.model.layers[1].mlp.output.save()
+names = ["blocks.0.resid_post", "blocks.1.attn.q", "blocks.1.attn.v", "blocks.1.mlp_out"]
+out = run_with_hooks(m, IDS, names)
+resid = resid[0] if isinstance(resid, tuple) else resid
+assert torch.equal(out["blocks.0.resid_post"], resid)
+assert torch.equal(out["blocks.1.attn.q"].transpose(1, 2).reshape(2, 7, 16), q)
+assert torch.equal(out["blocks.1.attn.v"].transpose(1, 2).reshape(2, 7, 16), v)
+assert torch.equal(out["blocks.1.mlp_out"], mlp)
+print("nnsight-equal")
+"""
+
+
+def test_q_k_v_match_nnsight(tiny_models, tmp_path):
+    # In a subprocess: importing nnsight patches torch.Tensor.backward for the whole process
+    # (it then parses the caller's source on every backward), which broke later tests in the
+    # same xdist worker (a docs example exec'd from a .md page).
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("nnsight")
+    tiny_models["llama"].save_pretrained(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(
+        [sys.executable, "-c", _NNSIGHT_CHECK, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    resid = resid[0] if isinstance(resid, tuple) else resid
-    assert torch.equal(out["blocks.0.resid_post"], resid)
-    flat = out["blocks.1.attn.q"].transpose(1, 2).reshape(2, 7, 16)
-    assert torch.equal(flat, q)
-    assert torch.equal(out["blocks.1.attn.v"].transpose(1, 2).reshape(2, 7, 16), v)
-    assert torch.equal(out["blocks.1.mlp_out"], mlp)
+    assert done.returncode == 0 and "nnsight-equal" in done.stdout, done.stderr[-2000:]
 
 
 def test_fused_gpt2_qkv_split_matches_manual(tiny_models):
