@@ -278,7 +278,7 @@ def test_plot_single_mapping_and_grouped():
 
     x, g = _two_groups()
     # c and the other-group are empty: an explicit min_group_size of 200 keeps both "too small"
-    # whatever their noisy counts (the default threshold, 58 here, let one through once in CI)
+    # whatever their noisy counts (the default threshold, 58 here, let one through once in a clean run)
     res = grouped_dp_boxplot(x, g, 1.0, (-20, 20), categories=["a", "b", "c"], min_group_size=200)
     ax = plot_dp_boxplot(res, title="t", xlabel="group", ylabel="y")
     assert ax.get_title() == "t" and ax.get_xlabel() == "group" and ax.get_ylabel() == "y"
