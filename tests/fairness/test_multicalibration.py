@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trustlab.errors import DataError, NotFittedError, ParameterError, TrustlabError
@@ -78,7 +78,7 @@ def test_exact_proxies_make_the_bound_the_true_violation() -> None:
     assert (err == 0).all()
     b = proxy_violation_bound(y, f, proxy_groups=g, proxy_errors=err)
     np.testing.assert_allclose(b.table["bound"], multicalibration_violation(y, f, groups=g))
-    assert b.mse == pytest.approx(np.mean((f - y) ** 2))
+    assert b.mse == pytest.approx(np.mean((np.rint(f * 100) / 100 - y) ** 2))  # the MC grid's predictor
     assert b.worst_group == int(np.argmax(b.table["bound"]))
 
 
@@ -181,6 +181,7 @@ def test_bad_input_names_the_argument() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 60), k=st.integers(1, 3), seed=st.integers(0, 2**31 - 1))
+@example(n=6, k=3, seed=6)  # the MC bound once used the unrounded predictor's MSE: 0.256667 > 0.256518
 def test_fuzz_boosts_stay_in_range_and_bound_holds(n: int, k: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     f = rng.choice([0.0, 1.0, 0.5, rng.uniform()], size=n)
