@@ -8,7 +8,6 @@ stand-in (``seeded_secrets``). Data are seeded.
 from __future__ import annotations
 
 import multiprocessing
-import random
 
 import numpy as np
 import pytest
@@ -24,25 +23,9 @@ from trustlab.privacy.secure_agg import (
 )
 
 
-class _SeededSecrets:
-    """A seeded stand-in for the ``secrets`` module (tests only: reproducible masks)."""
-
-    def __init__(self, seed: int) -> None:
-        self._r = random.Random(seed)
-
-    def token_bytes(self, n: int) -> bytes:
-        return self._r.randbytes(n)
-
-    def randbelow(self, k: int) -> int:
-        return self._r.randrange(k)
-
-
 @pytest.fixture
-def seeded_secrets(monkeypatch):
-    fake = _SeededSecrets(12345)
-    monkeypatch.setattr(_janus, "secrets", fake)
-    monkeypatch.setattr(_commit, "secrets", fake)
-    return fake
+def seeded_secrets(seed_protocol_secrets):
+    return seed_protocol_secrets(12345)
 
 
 def _updates(n, dim, seed=0, bound=1.0):

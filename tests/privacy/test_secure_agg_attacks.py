@@ -9,7 +9,6 @@ at once if the mask or the commitment randomness were dropped: see the control c
 
 from __future__ import annotations
 
-import random
 import socket
 import threading
 
@@ -24,23 +23,9 @@ from trustlab.privacy.secure_agg import JanusParams, ProtocolAbort
 DIM = 3
 
 
-class _SeededSecrets:
-    def __init__(self, seed: int) -> None:
-        self._r = random.Random(seed)
-
-    def token_bytes(self, n: int) -> bytes:
-        return self._r.randbytes(n)
-
-    def randbelow(self, k: int) -> int:
-        return self._r.randrange(k)
-
-
 @pytest.fixture
-def seeded_secrets(monkeypatch):
-    fake = _SeededSecrets(777)
-    monkeypatch.setattr(_janus, "secrets", fake)
-    monkeypatch.setattr(_commit, "secrets", fake)
-    return fake
+def seeded_secrets(seed_protocol_secrets):
+    return seed_protocol_secrets(777)
 
 
 def _setup(n=4, rnd=1):

@@ -20,7 +20,7 @@ import json
 import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import torch
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ModelError, ParameterError
+from trustlab.lm._fields import from_fields
 
 __all__ = ["ARCHITECTURES", "ModelConfig", "build_model", "load_model", "load_tokenizer", "save_model"]
 
@@ -123,13 +124,7 @@ class ModelConfig:
         >>> ModelConfig.from_dict({"arch": "gpt2", "vocab_size": 10}).n_layers
         2
         """
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ParameterError(
-                f"unknown model field(s) {unknown}; allowed: {sorted(known)}.", argument="model"
-            )
-        return cls(**data)
+        return from_fields(cls, data, name="model")
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (JSON-ready).

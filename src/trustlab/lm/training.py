@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ import torch
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.lm._fields import from_fields
 from trustlab.lm.corpora import TokenData
 
 __all__ = ["TrainConfig", "TrainResult", "evaluate_loss", "train_model"]
@@ -109,13 +110,7 @@ class TrainConfig:
         TrainConfig
             The validated config.
         """
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ParameterError(
-                f"unknown train field(s) {unknown}; allowed: {sorted(known)}.", argument="train"
-            )
-        return cls(**data)
+        return from_fields(cls, data, name="train")
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict.
