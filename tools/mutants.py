@@ -46,6 +46,20 @@ MUTANTS: list[Mutant] = [
         ("tests/privacy/test_samplers.py",),
     ),
     Mutant(
+        "exact discrete Laplace: zero counted twice (B = 1, Y = 0 not rejected)",
+        "src/trustlab/privacy/_exact_laplace.py",
+        "keep = ~(negative & (y == 0) & safe)",
+        "keep = np.ones(u.size, dtype=bool)",
+        ("tests/privacy/test_samplers.py",),
+    ),
+    Mutant(
+        "exact discrete Laplace: the first Bernoulli rounds share one draw for every K",
+        "src/trustlab/privacy/_exact_laplace.py",
+        "fail = w >= num[:, None] * _SHARE[None, :]",
+        "fail = w >= num[:, None] * 12",
+        ("tests/privacy/test_samplers.py",),
+    ),
+    Mutant(
         "sampler: scales beyond 2^52 served inexactly",
         "src/trustlab/privacy/samplers.py",
         "if integer and scale > MAX_INTEGER_SCALE:",

@@ -73,12 +73,55 @@ def test_bernoulli_rates_and_bad_input():
 
 def test_integer_noise_has_no_32_bit_clamp():
     """At scale 1e9 the noise exceeds 2**31 often; it must never stop exactly there."""
-    from trustlab.privacy.samplers import add_discrete_laplace
+    from trustlab.privacy.samplers import add_discrete_gaussian, add_discrete_laplace
 
+    edges = [2**31, -(2**31), 2**31 - 1, -(2**31) + 1]
     out = add_discrete_laplace(np.full(400, 1000, dtype=np.int64), 1e9)
     assert out.dtype == np.int64
-    assert not np.isin(out - 1000, [2**31, -(2**31), 2**31 - 1, -(2**31) + 1]).any()
+    assert not np.isin(out - 1000, edges).any()
     assert (np.abs(out - 1000) > 2**31).mean() > 0.05  # P(|Z| > 2**31) = exp(-2.15) ~ 0.12
+    # OpenDP's path: P(|Z| > 2**31) = 2 (1 - Phi(2.147)) ~ 0.032, sd 0.004 over 2000 draws
+    out = add_discrete_gaussian(np.full(2000, 1000, dtype=np.int64), 1e9)
+    assert not np.isin(out - 1000, edges).any()
+    assert (np.abs(out - 1000) > 2**31).mean() > 0.015
+
+
+def _laplace_pmf(scale: float, support: np.ndarray) -> np.ndarray:
+    a = math.exp(-1.0 / scale)
+    return (1 - a) / (1 + a) * a ** np.abs(support)
+
+
+@pytest.mark.parametrize("scale", [0.4, 1.0, 2 / 0.3, 37.5])
+@pytest.mark.parametrize("size", [200, 50_000])  # the small-batch and the large-batch rounds
+def test_exact_discrete_laplace_pmf(scale, size):
+    """Each value's frequency within 5 binomial standard errors of the exact pmf (60,000+ draws)."""
+    from trustlab.privacy.samplers import discrete_laplace
+
+    draws = np.concatenate([discrete_laplace(scale, size) for _ in range(-(-60_000 // size))])
+    n = draws.size
+    half = math.ceil(4 * scale) + 2
+    support = np.arange(-half, half + 1)
+    pmf = _laplace_pmf(scale, support)
+    for k, p in zip(support.tolist(), pmf.tolist(), strict=True):
+        if p * n >= 20:
+            freq = float(np.mean(draws == k))
+            assert abs(freq - p) <= 5 * math.sqrt(p * (1 - p) / n), (k, freq, p)
+    tail = 1.0 - pmf.sum()
+    assert abs(np.mean(np.abs(draws) > half) - tail) <= 5 * math.sqrt(tail * (1 - tail) / n) + 1e-12
+
+
+def test_exact_laplace_routing_and_coins():
+    from trustlab.privacy import _exact_laplace as exact
+
+    assert exact.fits(1.0) and exact.fits(2 / 0.3) and exact.fits(0.001) and exact.fits(2.0**52)
+    assert not exact.fits(1e-5)  # its fraction's denominator exceeds 2**62: OpenDP draws it
+    n = 200_000
+    for num, den in ((0, 3), (1, 5), (5, 5), (1, 1)):
+        p = math.exp(-num / den)
+        for size in (100, n):  # both round schedules
+            coins = np.concatenate([exact._bernoulli_exp(np.full(size, num, dtype=np.int64), den)
+                                    for _ in range(n // size)])  # fmt: skip
+            assert abs(coins.mean() - p) <= 5 * math.sqrt(p * (1 - p) / n) + 1e-12, (num, den, size)
 
 
 def test_integer_noise_saturates_after_the_sum():

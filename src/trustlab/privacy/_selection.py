@@ -48,8 +48,11 @@ def uniform_int(high: int, size: int) -> np.ndarray:
     """
     if isinstance(high, bool) or not isinstance(high, int | np.integer) or not (1 <= int(high) <= 2**62):
         raise ParameterError(f"high must be an integer in [1, 2**62], got {high!r}.", argument="high")
-    high = int(high)
-    size = check_positive_int(size, "size", minimum=0)
+    return uniform_below(int(high), check_positive_int(size, "size", minimum=0))
+
+
+def uniform_below(high: int, size: int) -> np.ndarray:
+    """:func:`uniform_int` without argument checks (``1 <= high <= 2**62``, ``size >= 0``), for hot loops."""
     if high == 1 or size == 0:
         return np.zeros(size, dtype=np.int64)
     bits = (high - 1).bit_length()
@@ -58,8 +61,8 @@ def uniform_int(high: int, size: int) -> np.ndarray:
     filled = 0
     while filled < size:
         need = size - filled
-        # a power of two is never rejected; otherwise acceptance > 1/2: draw twice what is missing
-        count = need if high & (high - 1) == 0 else 2 * need + 16
+        # a word is kept with probability high / 2**bits (> 1/2): draw what is missing, plus ~10%
+        count = need if high & (high - 1) == 0 else int(need * 1.1 * (1 << bits) / high) + 16
         words = np.frombuffer(os.urandom(8 * count), dtype=np.uint64) & mask
         ok = words[words < np.uint64(high)][:need]
         out[filled : filled + ok.size] = ok.astype(np.int64)
