@@ -328,7 +328,7 @@ def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
     # an n-gram with a token never seen in training cannot overlap
     known = np.lib.stride_tricks.sliding_window_view(ids >= 0, size).all(axis=1) if len(hashes) else inside
     where = (
-        np.asarray(pd.Index(seen).get_indexer(hashes), dtype=np.int64)
+        np.asarray(pd.Index(seen).get_indexer(pd.Index(hashes)), dtype=np.int64)
         if len(hashes)
         else np.zeros(0, np.int64)
     )
