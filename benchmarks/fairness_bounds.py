@@ -7,7 +7,7 @@
    beside a 20,000-draw Monte-Carlo estimate (agreement in Monte-Carlo standard errors, speed).
 3. The bounds beside the measured gap and the classical uniform-convergence bound.
 
-Run: ``python benchmarks/fairness_bounds.py``.
+Run: ``python -m benchmarks fairness_bounds [--quick]``.
 """
 
 from __future__ import annotations
@@ -21,30 +21,34 @@ from trustlab.fairness.bounds import fairness_loss
 from trustlab.theory.fairness_generalization import population_fairness_risk, simulate_fairness_generalization
 
 
-def _losses() -> None:
+def _losses(rows: list[dict], n_cases: int) -> None:
     rng = np.random.default_rng(0)
     cases = [
         (rng.integers(0, 2, 2000), rng.choice(["a", "b", "c"], 2000), rng.integers(0, 2, 2000))
-        for _ in range(200)
+        for _ in range(n_cases)
     ]
-    for name, ours, theirs, kw in [
-        ("DP", fairness_loss, demographic_parity_difference, {}),
-        ("EO", fairness_loss, equalized_odds_difference, {"criterion": "equalized_odds"}),
+    for name, theirs, kw in [
+        ("DP loss", demographic_parity_difference, {}),
+        ("EO loss", equalized_odds_difference, {"criterion": "equalized_odds"}),
     ]:
         t = time.perf_counter()
-        a = [ours(p, sensitive_features=s, y_true=y, **kw) for p, s, y in cases]
+        a = [fairness_loss(p, sensitive_features=s, y_true=y, **kw) for p, s, y in cases]
         t_ours = time.perf_counter() - t
         t = time.perf_counter()
         b = [theirs(y, p, sensitive_features=s) for p, s, y in cases]
         t_theirs = time.perf_counter() - t
-        print(
-            f"{name} loss: max |trustlab - fairlearn| = {np.max(np.abs(np.subtract(a, b))):.1e}; "
-            f"trustlab {t_ours * 5:.2f} ms/call, fairlearn {t_theirs * 5:.2f} ms/call "
-            f"({t_theirs / t_ours:.1f}x)"
+        rows.append(
+            {
+                "comparison": f"{name}: trustlab vs fairlearn ({n_cases} vectors)",
+                "agreement": f"max |diff| {np.max(np.abs(np.subtract(a, b))):.1e}",
+                "trustlab_ms": 1e3 * t_ours / n_cases,
+                "peer_ms": 1e3 * t_theirs / n_cases,
+                "speed_ratio": t_theirs / t_ours,
+            }
         )
 
 
-def _population() -> None:
+def _population(rows: list[dict]) -> None:
     rng = np.random.default_rng(1)
     for rates, counts, criterion in [
         ([0.31, 0.47], [50, 50], "demographic_parity"),
@@ -62,23 +66,36 @@ def _population() -> None:
         )
         t_mc = time.perf_counter() - t
         z = (exact - mc.mean()) / (mc.std() / np.sqrt(len(mc)))
-        print(
-            f"{criterion} population risk: exact {exact:.5f}, Monte Carlo {mc.mean():.5f} (z = {z:+.2f}); "
-            f"exact {t_exact * 1e3:.2f} ms vs Monte Carlo {t_mc * 1e3:.2f} ms ({t_mc / t_exact:.1f}x)"
+        rows.append(
+            {
+                "comparison": f"{criterion} population risk: exact vs 20,000-draw Monte Carlo",
+                "agreement": f"{exact:.5f} vs {mc.mean():.5f} (z = {z:+.2f})",
+                "trustlab_ms": 1e3 * t_exact,
+                "peer_ms": 1e3 * t_mc,
+                "speed_ratio": t_mc / t_exact,
+            }
         )
 
 
-def _bounds() -> None:
-    print("| loss | n/cell | gap ± SE | MI bound | CMI bound | uniform | MI/gap | MI/uniform |")
-    for criterion, n in [("demographic_parity", 50), ("demographic_parity", 200), ("equalized_odds", 50)]:
+def run(quick: bool = False) -> dict:
+    rows: list[dict] = []
+    _losses(rows, 20 if quick else 200)
+    _population(rows)
+    notes = []
+    settings = (
+        [("demographic_parity", 50)]
+        if quick
+        else [
+            ("demographic_parity", 50),
+            ("demographic_parity", 200),
+            ("equalized_odds", 50),
+        ]
+    )
+    for criterion, n in settings:
         s = simulate_fairness_generalization(criterion=criterion, n_per_cell=n, penalty=1.0)
-        print(
-            f"| {criterion} | {n} | {s.gap:.4f} ± {s.gap_se:.4f} | {s.mi_bound:.3f} | {s.cmi_bound:.3f} | "
-            f"{s.uniform_bound:.3f} | {s.tightness:.1f}x | {s.mi_to_uniform:.2f} |"
+        notes.append(
+            f"{criterion}, n = {n} per cell: gap {s.gap:.4f} +- {s.gap_se:.4f}; MI bound {s.mi_bound:.3f} "
+            f"({s.tightness:.1f}x the gap), CMI bound {s.cmi_bound:.3f}, uniform-convergence bound "
+            f"{s.uniform_bound:.3f} (MI / uniform {s.mi_to_uniform:.2f})"
         )
-
-
-if __name__ == "__main__":
-    _losses()
-    _population()
-    _bounds()
+    return {"title": "Fairness generalisation bounds (002-11)", "rows": rows, "notes": notes}
