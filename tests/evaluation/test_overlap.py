@@ -173,3 +173,18 @@ def test_frequency_filter_drops_boilerplate_and_keeps_a_rare_copy() -> None:
     assert report.metrics()["weighted_jaccard"].round(6).tolist() == [round(1 / 30, 6), 1.0, 0.0]
     with pytest.raises(TrustlabError, match="max_frequency"):
         report.metrics(max_frequency=-1)
+
+
+def test_chunked_tokenisation_gives_the_same_report(monkeypatch) -> None:
+    # The training corpus is tokenised a chunk of documents at a time; chunk size changes nothing.
+    import trustlab.evaluation.overlap as overlap
+
+    rng = np.random.default_rng(11)
+    train = [" ".join(_words(rng, int(rng.integers(1, 80)), vocab=25)) for _ in range(40)]
+    test = [" ".join(_words(rng, 30, vocab=25)) + " never-seen" for _ in range(20)]
+    whole = train_test_overlap(train, test, n=3)
+    monkeypatch.setattr(overlap, "_CHUNK_CHARS", 60)
+    chunked = train_test_overlap(train, test, n=3)
+    assert chunked.n_overlapping.tolist() == whole.n_overlapping.tolist()
+    assert chunked.ngram_frequency.tolist() == whole.ngram_frequency.tolist()
+    assert chunked.n_train_ngrams == whole.n_train_ngrams

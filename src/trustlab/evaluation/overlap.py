@@ -281,6 +281,33 @@ def _documents(value: Any, name: str) -> list[str]:
     return docs
 
 
+_CHUNK_CHARS = 2_000_000  # training text tokenised per pass: memory stays flat in the corpus size
+
+
+def _train_hash_chunks(docs: list[str], n: int, vocab: dict[str, int]) -> Iterable[np.ndarray]:
+    """Hashes of the within-document n-grams of ``docs``, a chunk of documents at a time.
+
+    Each chunk's tokens are factorised (pandas' hash table) and their distinct strings mapped to
+    ids shared through ``vocab``; only the 8-byte hashes outlive the chunk, never the token lists.
+    """
+    yield np.empty(0, dtype=np.uint64)
+    start = 0
+    while start < len(docs):
+        stop, chars = start, 0
+        while stop < len(docs) and (chars == 0 or chars + len(docs[stop]) <= _CHUNK_CHARS):
+            chars += len(docs[stop])
+            stop += 1
+        tokens = [tokenize(doc) for doc in docs[start:stop]]
+        codes, uniques = pd.factorize(pd.Series(list(chain.from_iterable(tokens)), dtype=object))
+        setdefault = vocab.setdefault
+        to_global = np.fromiter(
+            (setdefault(u, len(vocab)) for u in uniques), dtype=np.int64, count=len(uniques)
+        )
+        ids = to_global[np.asarray(codes, dtype=np.int64)] if len(codes) else np.empty(0, np.int64)
+        yield _hash_ngrams(ids, n)[_within_documents(tokens, n)]
+        start = stop
+
+
 @validate_params({"n": [Interval(numbers.Integral, 1, None, closed="left")]})
 def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
     """n-gram overlap of each test instance with a training corpus.
@@ -312,16 +339,17 @@ def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
     size = _check_n(n)
     train_docs = _documents(train, "train")
     test_docs = _documents([test] if isinstance(test, str) else test, "test")
-    # one vectorised pass: tokens of all training documents factorised together (hash table,
-    # linear time), n-gram hashes at every position, those spanning two documents dropped
-    train_tokens = [tokenize(doc) for doc in train_docs]
-    codes, vocab = pd.factorize(pd.Series(list(chain.from_iterable(train_tokens)), dtype=object))
-    train_hashes = _hash_ngrams(np.asarray(codes, dtype=np.int64), size)
-    train_counts = pd.Series(train_hashes[_within_documents(train_tokens, size)]).value_counts(sort=False)
+    # chunks of training documents: tokens factorised (hash table, linear time) into ids shared
+    # through `vocab`, n-gram hashes at every position, those spanning two documents dropped;
+    # only the hashes are kept, then counted once
+    vocab: dict[str, int] = {}
+    train_counts = pd.Series(
+        np.concatenate(list(_train_hash_chunks(train_docs, size, vocab))), dtype=np.uint64
+    ).value_counts(sort=False)
     seen = train_counts.index.to_numpy(dtype=np.uint64)
     test_tokens = [tokenize(doc) for doc in test_docs]
     flat = list(chain.from_iterable(test_tokens))
-    ids = pd.Index(vocab).get_indexer(pd.Series(flat, dtype=object)) if flat else np.empty(0, np.int64)
+    ids = pd.Index(list(vocab)).get_indexer(pd.Index(flat, dtype=object)) if flat else np.empty(0, np.int64)
     ids = np.asarray(ids, dtype=np.int64)
     hashes = _hash_ngrams(ids, size)
     inside = _within_documents(test_tokens, size)
