@@ -143,6 +143,10 @@ class SubstringOverlapReport:
         empty instances).
     contaminated : numpy.ndarray
         ``longest_match >= min_length``.
+
+    See Also
+    --------
+    exact_substring_overlap : builds it.
     """
 
     min_length: int

@@ -15,11 +15,13 @@ terms for learners with a discrete output.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_choice, check_numeric_array, check_positive
 from trustlab.errors import DataError, ParameterError
 
@@ -36,6 +38,9 @@ __all__ = [
 ]
 
 CRITERIA = ("demographic_parity", "equalized_odds")
+_CRITERION = [Options(CRITERIA)]
+_CORRECTION = [Options(("miller-madow", "none"))]
+_INFO = [Interval(numbers.Real, 0, None, closed="left")]
 
 _REFERENCE = (
     "F. Laakom, H. Chen, J. Schmidhuber and Y. Bu, 'Fairness Overfitting in Machine Learning: "
@@ -87,6 +92,9 @@ def _cells(
     return g_codes, y_codes, g_codes * 2 + y_codes
 
 
+@validate_params(
+    {"sensitive_features": ["array-like"], "y_true": ["array-like", None], "criterion": _CRITERION}
+)
 def cell_counts(
     sensitive_features: Any, *, y_true: Any = None, criterion: str = "demographic_parity"
 ) -> np.ndarray:
@@ -117,6 +125,14 @@ def cell_counts(
     return np.bincount(cells, minlength=n_cells)
 
 
+@validate_params(
+    {
+        "y_pred": ["array-like"],
+        "sensitive_features": ["array-like"],
+        "y_true": ["array-like", None],
+        "criterion": _CRITERION,
+    }
+)
 def fairness_loss(
     y_pred: Any,
     *,
@@ -186,6 +202,7 @@ def _check_counts(counts: Any) -> float:
     return float(np.sum(1.0 / arr))
 
 
+@validate_params({"information": _INFO, "cell_counts": ["array-like"]})
 def mi_fairness_bound(information: float, cell_counts: Any) -> float:
     """MI bound on the fairness generalisation gap: ``sqrt((sum_c 1/n_c) I(W; S | C) / 2)``.
 
@@ -217,6 +234,7 @@ def mi_fairness_bound(information: float, cell_counts: Any) -> float:
     return math.sqrt(_check_counts(cell_counts) * info / 2.0)
 
 
+@validate_params({"cmi": _INFO, "cell_counts": ["array-like"]})
 def cmi_fairness_bound(cmi: float, cell_counts: Any) -> float:
     """Supersample CMI bound: ``sqrt(2 (sum_c 1/n_c) I(W; U | Z~))``.
 
@@ -244,6 +262,9 @@ def cmi_fairness_bound(cmi: float, cell_counts: Any) -> float:
     return math.sqrt(2.0 * _check_counts(cell_counts) * info)
 
 
+@validate_params(
+    {"n_hypotheses": [Interval(numbers.Integral, 1, None, closed="left")], "cell_counts": ["array-like"]}
+)
 def uniform_convergence_fairness_bound(n_hypotheses: int, cell_counts: Any) -> float:
     """Classical bound ``E sup_w |gap(w)| <= sqrt((sum_c 1/n_c) log(2|W|) / 2)`` over a finite class.
 
@@ -302,6 +323,7 @@ def _entropy(codes: np.ndarray, correction: str) -> float:
     return float(h)
 
 
+@validate_params({"outputs": ["array-like"], "correction": _CORRECTION})
 def output_entropy(outputs: Any, *, correction: str = "miller-madow") -> float:
     """Plug-in entropy (nats) of a learner's discrete outputs over independent training runs.
 
@@ -328,6 +350,7 @@ def output_entropy(outputs: Any, *, correction: str = "miller-madow") -> float:
     return _entropy(_labels(outputs, "outputs"), correction)
 
 
+@validate_params({"outputs": ["array-like"], "conditions": ["array-like"], "correction": _CORRECTION})
 def discrete_mutual_information(outputs: Any, conditions: Any, *, correction: str = "miller-madow") -> float:
     """Plug-in ``I(W; V) = H(W) - H(W | V)`` for a discrete output ``W`` and condition ``V``.
 
@@ -364,6 +387,7 @@ def discrete_mutual_information(outputs: Any, conditions: Any, *, correction: st
     return max(0.0, _entropy(w, correction) - float(conditional))
 
 
+@validate_params({"outputs": ["array-like"], "supersample_ids": ["array-like"], "correction": _CORRECTION})
 def supersample_cmi(outputs: Any, supersample_ids: Any, *, correction: str = "miller-madow") -> float:
     """Estimate ``I(W; U | Z~)`` of a deterministic learner: the mean over supersamples of ``H(W | z~)``.
 

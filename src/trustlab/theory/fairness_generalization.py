@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_choice, check_positive, check_positive_int, make_generator
 from trustlab.errors import ParameterError
 from trustlab.fairness.bounds import (
@@ -144,6 +145,7 @@ def _cdf(vals: np.ndarray, probs: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.where(idx >= 0, cum[np.maximum(idx, 0)], 0.0)
 
 
+@validate_params({"rates": ["array-like"], "counts": ["array-like"], "criterion": [Options(CRITERIA)]})
 def population_fairness_risk(rates: Sequence[float], counts: Sequence[int], criterion: str) -> float:
     """Exact ``E l(w, S')`` for hard decisions on a fresh sample with the given cell counts.
 
@@ -227,6 +229,10 @@ class FairnessGeneralizationSimulation:
     mutual_information, cmi : float
         Estimates of ``I(W; S | C) = H(W)`` and ``I(W; U | Z~)`` (nats; Miller-Madow).
     mi_bound, cmi_bound, uniform_bound : float
+
+    See Also
+    --------
+    simulate_fairness_generalization : builds it.
     """
 
     criterion: str
@@ -258,6 +264,8 @@ class FairnessGeneralizationSimulation:
 def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:
     if isinstance(n_per_cell, numbers.Integral) and not isinstance(n_per_cell, bool):
         return (check_positive_int(n_per_cell, "n_per_cell", minimum=2),) * n_cells
+    if isinstance(n_per_cell, np.ndarray):
+        n_per_cell = n_per_cell.tolist()
     if not isinstance(n_per_cell, Sequence) or len(n_per_cell) != n_cells:
         raise ParameterError(
             f"n_per_cell must be an integer >= 2 or {n_cells} integers (one per cell), got {n_per_cell!r}.",
@@ -266,6 +274,18 @@ def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:
     return tuple(check_positive_int(v, "n_per_cell", minimum=2) for v in n_per_cell)
 
 
+@validate_params(
+    {
+        "criterion": [Options(CRITERIA)],
+        "n_per_cell": [Interval(numbers.Integral, 2, None, closed="left"), "array-like"],
+        "penalty": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_thresholds": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_datasets": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_supersamples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_masks": [Interval(numbers.Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
 def simulate_fairness_generalization(
     *,
     criterion: str = "demographic_parity",
