@@ -26,6 +26,7 @@ from trustlab.theory.looped_transformers import (
     looped_rate,
     simulate_looped,
 )
+from trustlab.theory.lr_extension import ExtensionSimulation, simulate_powerlaw_extension
 from trustlab.theory.lr_schedules import (
     SCHEDULES as LR_SCHEDULES,
 )
@@ -61,6 +62,7 @@ __all__: list[str] = [
     "LR_SCHEDULES",
     "SCHEMES",
     "ConvexFitComparison",
+    "ExtensionSimulation",
     "FairnessGeneralizationSimulation",
     "LoopedRate",
     "LoopedSimulation",
@@ -95,6 +97,7 @@ __all__: list[str] = [
     "simulate_convex_fit",
     "simulate_fairness_generalization",
     "simulate_looped",
+    "simulate_powerlaw_extension",
     "simulate_sample_complexity",
     "simulate_sampler",
     "simulate_schedules",
