@@ -114,3 +114,77 @@ def test_entry_point_raises_only_trustlab_errors(train, test, n) -> None:
     except TrustlabError:
         return
     assert np.all(report.n_overlapping <= report.n_ngrams)
+
+
+def _naive_helm(train: list[str], test: list[str], n: int, cap: int) -> list[tuple[float, ...]]:
+    """HELM's binary / Jaccard / token overlap, written directly over tuples (the reference)."""
+    from collections import Counter
+
+    freq: Counter = Counter()
+    for doc in train:
+        t = tokenize(doc)
+        freq.update(tuple(t[i : i + n]) for i in range(len(t) - n + 1))
+    rows = []
+    for doc in test:
+        t = tokenize(doc)
+        grams = [freq[tuple(t[i : i + n])] for i in range(len(t) - n + 1)]
+        ok = [c > 0 and (cap == 0 or c <= cap) for c in grams]
+        # token j is covered when a counting n-gram starts in [j - n + 1, j]; its weight is
+        # the running minimum of the counts since the covering run began
+        covered, weighted, budget, weight = 0, 0.0, 0, 0
+        for c in grams + [0] * (n - 1):
+            if c and (cap == 0 or c <= cap or (weight and weight <= cap)):
+                budget, weight = n, (min(c, weight) if weight else c)
+            if budget:
+                budget, covered, weighted = budget - 1, covered + 1, weighted + 1 / weight
+            else:
+                weight = 0
+        m = len(grams)
+        rows.append(
+            (
+                float(any(ok)),
+                sum(ok) / m,
+                sum(1 / c for c, k in zip(grams, ok, strict=True) if k) / m,
+                covered / len(t),
+                weighted / len(t),
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize(("n", "cap"), [(2, 0), (3, 0), (3, 2), (1, 5)])
+def test_frequency_weighted_metrics_agree_with_a_direct_helm_computation(n: int, cap: int) -> None:
+    rng = np.random.default_rng(10 + n + cap)
+    train = [" ".join(_words(rng, 200, vocab=30)) for _ in range(10)]
+    test = [" ".join(_words(rng, int(rng.integers(n, 25)), vocab=30)) for _ in range(40)]
+    got = train_test_overlap(train, test, n=n).metrics(max_frequency=cap)
+    np.testing.assert_allclose(got.to_numpy(), np.array(_naive_helm(train, test, n, cap)), rtol=1e-12)
+
+
+def test_frequency_filter_drops_boilerplate_and_keeps_a_rare_copy() -> None:
+    rng = np.random.default_rng(5)
+    boiler = " ".join(_words(rng, 20))
+    rare = " ".join(_words(rng, 20))
+    train = [boiler] * 30 + [rare] + [" ".join(_words(rng, 100)) for _ in range(50)]
+    report = train_test_overlap(train, [boiler, rare, " ".join(_words(rng, 20))], n=13)
+    assert report.metrics()["binary"].tolist() == [1.0, 1.0, 0.0]
+    filtered = report.metrics(max_frequency=10)
+    assert filtered["binary"].tolist() == [0.0, 1.0, 0.0]
+    assert report.metrics()["weighted_jaccard"].round(6).tolist() == [round(1 / 30, 6), 1.0, 0.0]
+    with pytest.raises(TrustlabError, match="max_frequency"):
+        report.metrics(max_frequency=-1)
+
+
+def test_chunked_tokenisation_gives_the_same_report(monkeypatch) -> None:
+    # The training corpus is tokenised a chunk of documents at a time; chunk size changes nothing.
+    import trustlab.evaluation.overlap as overlap
+
+    rng = np.random.default_rng(11)
+    train = [" ".join(_words(rng, int(rng.integers(1, 80)), vocab=25)) for _ in range(40)]
+    test = [" ".join(_words(rng, 30, vocab=25)) + " never-seen" for _ in range(20)]
+    whole = train_test_overlap(train, test, n=3)
+    monkeypatch.setattr(overlap, "_CHUNK_CHARS", 60)
+    chunked = train_test_overlap(train, test, n=3)
+    assert chunked.n_overlapping.tolist() == whole.n_overlapping.tolist()
+    assert chunked.ngram_frequency.tolist() == whole.ngram_frequency.tolist()
+    assert chunked.n_train_ngrams == whole.n_train_ngrams

@@ -10,15 +10,18 @@ from trustlab.evaluation.ranking import (
     rank_centrality_scores,
 )
 from trustlab.evaluation.similarity import capa, capa_matrix, error_consistency
+from trustlab.evaluation.substring_overlap import SubstringOverlapReport, exact_substring_overlap
 
 __all__: list[str] = [
     "HarmRanking",
     "OverlapReport",
     "RankingScores",
+    "SubstringOverlapReport",
     "capa",
     "capa_matrix",
     "elo_scores",
     "error_consistency",
+    "exact_substring_overlap",
     "harm_ranking",
     "hodgerank_scores",
     "rank_centrality_scores",

@@ -135,6 +135,11 @@ class OverlapReport:
         True where at least one n-gram of the instance occurs in the training corpus.
     n_train_ngrams : int
         Distinct n-grams of the training corpus.
+    ngram_frequency : numpy.ndarray
+        For every n-gram of every test instance, in order, how often it occurs in the training
+        corpus (0: not at all); the input of the frequency-filtered and weighted statistics.
+    ngram_instance : numpy.ndarray
+        The test instance each entry of ``ngram_frequency`` belongs to.
 
     See Also
     --------
@@ -147,6 +152,8 @@ class OverlapReport:
     overlap_fraction: np.ndarray
     contaminated: np.ndarray
     n_train_ngrams: int
+    ngram_frequency: np.ndarray
+    ngram_instance: np.ndarray
 
     @property
     def contamination_rate(self) -> float:
@@ -177,6 +184,85 @@ class OverlapReport:
             "mean_overlap_fraction": round(float(frac.mean()), 6) if has else None,
         }
 
+    def metrics(self, max_frequency: int = 0) -> pd.DataFrame:
+        """HELM's per-instance overlap metrics, optionally frequency-filtered and weighted.
+
+        An n-gram *counts* when it occurs in the training corpus and, if ``max_frequency`` is
+        positive, at most ``max_frequency`` times there (frequent n-grams are boilerplate).
+
+        Parameters
+        ----------
+        max_frequency : int, default 0
+            HELM's ``filter_value`` (its scripts report 0, no filter, and 10).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per test instance: ``binary`` (1 if any n-gram counts), ``jaccard`` (share
+            of its n-grams that count), ``weighted_jaccard`` (each counting n-gram weighted by
+            ``1 / training frequency``), ``token`` (share of its tokens inside a counting
+            n-gram) and ``weighted_token`` (each covered token weighted by ``1 /`` the smallest
+            training frequency of the run of counting n-grams covering it). NaN for instances
+            shorter than ``n`` tokens.
+
+        References
+        ----------
+        A. K. Zhang et al., ICML 2025 (Algorithm 1 and the published statistics), computed as
+        in HELM's data-overlap scripts (binary, Jaccard and token overlap; frequency filter
+        and inverse-frequency weighting).
+
+        Examples
+        --------
+        >>> r = train_test_overlap(["a b c", "a b c"], ["a b c d"], n=2)
+        >>> r.metrics().round(3).to_dict("records")
+        [{'binary': 1.0, 'jaccard': 0.667, 'weighted_jaccard': 0.333, 'token': 0.75, 'weighted_token': 0.375}]
+        """
+        if (
+            isinstance(max_frequency, bool)
+            or not isinstance(max_frequency, numbers.Integral)
+            or max_frequency < 0
+        ):
+            raise ParameterError(
+                "max_frequency must be an integer >= 0 (0: no filter; HELM also uses 10), "
+                f"got {max_frequency!r}.",
+                argument="max_frequency",
+            )
+        rows = []
+        starts = np.searchsorted(self.ngram_instance, np.arange(len(self.n_ngrams) + 1))
+        for i, m in enumerate(self.n_ngrams):
+            if m == 0:
+                rows.append((np.nan,) * 5)
+                continue
+            rows.append(
+                _helm_metrics(self.ngram_frequency[starts[i] : starts[i + 1]], self.n, int(max_frequency))
+            )
+        return pd.DataFrame(
+            rows, columns=["binary", "jaccard", "weighted_jaccard", "token", "weighted_token"]
+        )
+
+
+def _helm_metrics(freq: np.ndarray, n: int, cap: int) -> tuple[float, float, float, float, float]:
+    """Binary, Jaccard and token overlap of one instance from its n-grams' training frequencies."""
+    counts = (freq > 0) & ((freq <= cap) if cap else True)
+    m = len(freq)
+    jaccard = counts.sum() / m
+    weighted = float(np.sum(1.0 / freq[counts])) / m
+    # token overlap: a counting n-gram covers its n tokens; the weight of a run of covering
+    # n-grams is the running minimum of their frequencies (HELM's order of updates)
+    covered, weighted_tokens, budget, weight = 0, 0.0, 0, 0
+    for f in freq.tolist() + [0] * (n - 1):
+        if f and (cap == 0 or f <= cap or (weight and weight <= cap)):
+            budget = n
+            weight = min(f, weight) if weight else f
+        if budget > 0:
+            budget -= 1
+            covered += 1
+            weighted_tokens += 1.0 / weight
+        else:
+            weight = 0
+    tokens = m + n - 1
+    return float(counts.any()), float(jaccard), weighted, covered / tokens, weighted_tokens / tokens
+
 
 def _documents(value: Any, name: str) -> list[str]:
     if isinstance(value, str):
@@ -193,6 +279,33 @@ def _documents(value: Any, name: str) -> list[str]:
     if not docs or not any(d.strip() for d in docs):
         raise DataError(f"{name} is empty; pass at least one non-blank document.", argument=name)
     return docs
+
+
+_CHUNK_CHARS = 2_000_000  # training text tokenised per pass: memory stays flat in the corpus size
+
+
+def _train_hash_chunks(docs: list[str], n: int, vocab: dict[str, int]) -> Iterable[np.ndarray]:
+    """Hashes of the within-document n-grams of ``docs``, a chunk of documents at a time.
+
+    Each chunk's tokens are factorised (pandas' hash table) and their distinct strings mapped to
+    ids shared through ``vocab``; only the 8-byte hashes outlive the chunk, never the token lists.
+    """
+    yield np.empty(0, dtype=np.uint64)
+    start = 0
+    while start < len(docs):
+        stop, chars = start, 0
+        while stop < len(docs) and (chars == 0 or chars + len(docs[stop]) <= _CHUNK_CHARS):
+            chars += len(docs[stop])
+            stop += 1
+        tokens = [tokenize(doc) for doc in docs[start:stop]]
+        codes, uniques = pd.factorize(pd.Series(list(chain.from_iterable(tokens)), dtype=object))
+        setdefault = vocab.setdefault
+        to_global = np.fromiter(
+            (setdefault(u, len(vocab)) for u in uniques), dtype=np.int64, count=len(uniques)
+        )
+        ids = to_global[np.asarray(codes, dtype=np.int64)] if len(codes) else np.empty(0, np.int64)
+        yield _hash_ngrams(ids, n)[_within_documents(tokens, n)]
+        start = stop
 
 
 @validate_params({"n": [Interval(numbers.Integral, 1, None, closed="left")]})
@@ -226,21 +339,29 @@ def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
     size = _check_n(n)
     train_docs = _documents(train, "train")
     test_docs = _documents([test] if isinstance(test, str) else test, "test")
-    # one vectorised pass: tokens of all training documents factorised together (hash table,
-    # linear time), n-gram hashes at every position, those spanning two documents dropped
-    train_tokens = [tokenize(doc) for doc in train_docs]
-    codes, vocab = pd.factorize(pd.Series(list(chain.from_iterable(train_tokens)), dtype=object))
-    train_hashes = _hash_ngrams(np.asarray(codes, dtype=np.int64), size)
-    seen = pd.unique(train_hashes[_within_documents(train_tokens, size)])
+    # chunks of training documents: tokens factorised (hash table, linear time) into ids shared
+    # through `vocab`, n-gram hashes at every position, those spanning two documents dropped;
+    # only the hashes are kept, then counted once
+    vocab: dict[str, int] = {}
+    train_counts = pd.Series(
+        np.concatenate(list(_train_hash_chunks(train_docs, size, vocab))), dtype=np.uint64
+    ).value_counts(sort=False)
+    seen = train_counts.index.to_numpy(dtype=np.uint64)
     test_tokens = [tokenize(doc) for doc in test_docs]
     flat = list(chain.from_iterable(test_tokens))
-    ids = pd.Index(vocab).get_indexer(pd.Series(flat, dtype=object)) if flat else np.empty(0, np.int64)
+    ids = pd.Index(list(vocab)).get_indexer(pd.Index(flat, dtype=object)) if flat else np.empty(0, np.int64)
     ids = np.asarray(ids, dtype=np.int64)
     hashes = _hash_ngrams(ids, size)
     inside = _within_documents(test_tokens, size)
     # an n-gram with a token never seen in training cannot overlap
     known = np.lib.stride_tricks.sliding_window_view(ids >= 0, size).all(axis=1) if len(hashes) else inside
-    hit = inside & known & np.asarray(pd.Series(hashes).isin(seen), dtype=bool)
+    where = (
+        np.asarray(pd.Index(seen).get_indexer(pd.Index(hashes)), dtype=np.int64)
+        if len(hashes)
+        else np.zeros(0, np.int64)
+    )
+    freq = np.where(known & (where >= 0), train_counts.to_numpy(dtype=np.int64)[np.maximum(where, 0)], 0)
+    hit = inside & (freq > 0)
     owner = np.repeat(np.arange(len(test_docs)), [len(t) for t in test_tokens])[: len(hashes)]
     n_ngrams = np.bincount(owner[inside], minlength=len(test_docs)).astype(np.int64)
     n_hit = np.bincount(owner[hit], minlength=len(test_docs)).astype(np.int64)
@@ -253,4 +374,6 @@ def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
         overlap_fraction=fraction,
         contaminated=n_hit > 0,
         n_train_ngrams=len(seen),
+        ngram_frequency=freq[inside].astype(np.int64),
+        ngram_instance=owner[inside].astype(np.int64),
     )

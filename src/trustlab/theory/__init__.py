@@ -12,6 +12,11 @@ from trustlab.theory.diffusion_gaussian import (
     sampler_w2,
     simulate_sampler,
 )
+from trustlab.theory.fairness_generalization import (
+    FairnessGeneralizationSimulation,
+    population_fairness_risk,
+    simulate_fairness_generalization,
+)
 from trustlab.theory.looped_transformers import (
     LoopedRate,
     LoopedSimulation,
@@ -21,6 +26,7 @@ from trustlab.theory.looped_transformers import (
     looped_rate,
     simulate_looped,
 )
+from trustlab.theory.lr_extension import ExtensionSimulation, simulate_powerlaw_extension
 from trustlab.theory.lr_schedules import (
     SCHEDULES as LR_SCHEDULES,
 )
@@ -56,6 +62,8 @@ __all__: list[str] = [
     "LR_SCHEDULES",
     "SCHEMES",
     "ConvexFitComparison",
+    "ExtensionSimulation",
+    "FairnessGeneralizationSimulation",
     "LoopedRate",
     "LoopedSimulation",
     "MLPScheduleRun",
@@ -80,13 +88,16 @@ __all__: list[str] = [
     "information_exponent",
     "looped_rate",
     "pca_overlap",
+    "population_fairness_risk",
     "sample_complexity",
     "sampler_covariance",
     "sampler_w2",
     "schedule",
     "schedule_bound",
     "simulate_convex_fit",
+    "simulate_fairness_generalization",
     "simulate_looped",
+    "simulate_powerlaw_extension",
     "simulate_sample_complexity",
     "simulate_sampler",
     "simulate_schedules",
