@@ -42,7 +42,16 @@ from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.lm.models import ModelConfig, build_model
 
-__all__ = ["MOE_VARIANTS", "MoEXBlock", "bsp_coverage", "build_moe_variant", "hidden_activations", "sparsity_scores"]
+__all__ = [
+    "MOE_VARIANTS",
+    "MoEXBlock",
+    "bsp_coverage",
+    "bsp_reconstruction",
+    "build_moe_variant",
+    "hidden_activations",
+    "routing_sparsity_correlation",
+    "sparsity_scores",
+]
 
 MOE_VARIANTS = ("moex", "moe", "dense")
 
@@ -127,6 +136,7 @@ class MoEXBlock(nn.Module):
         self.last_logits: torch.Tensor | None = None
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """Route each token, run its experts, return the gated sum (same shape as the input)."""
         shape = hidden_states.shape
         x = hidden_states.reshape(-1, shape[-1])
         logits, weights, index = self.gate(x, self.enc)
@@ -199,8 +209,12 @@ def build_moe_variant(config: ModelConfig, variant: str = "moex", *, seed: int =
                 block = MoEXBlock(config.d_model, config.top_k * width, 1, 1, "gelu", False)
             else:
                 block = MoEXBlock(
-                    config.d_model, width, config.n_experts, config.top_k,
-                    "relu" if variant == "moex" else "gelu", variant == "moex",
+                    config.d_model,
+                    width,
+                    config.n_experts,
+                    config.top_k,
+                    "relu" if variant == "moex" else "gelu",
+                    variant == "moex",
                 )
             layer.mlp = block
             blocks.append(block)
@@ -245,7 +259,9 @@ def hidden_activations(model: Any, input_ids: Any, layer: int) -> np.ndarray:
     if layers is None or not all(isinstance(getattr(b, "mlp", None), MoEXBlock) for b in layers):
         raise ModelError("model must come from build_moe_variant.", argument="model")
     if not isinstance(layer, int | np.integer) or not 0 <= layer < len(layers):
-        raise ParameterError(f"layer must be an integer in [0, {len(layers)}), got {layer!r}.", argument="layer")
+        raise ParameterError(
+            f"layer must be an integer in [0, {len(layers)}), got {layer!r}.", argument="layer"
+        )
     block = layers[layer].mlp
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     block.record = True
@@ -289,23 +305,13 @@ def bsp_coverage(activations: Any, features: Any, *, thresholds: Any = None) -> 
     >>> bsp_coverage(acts, feats)[0]
     1.0
     """
-    a = np.asarray(activations, dtype=float)
-    y = np.asarray(features).astype(bool)
-    if a.ndim != 2 or y.ndim != 2 or len(a) != len(y) or len(a) == 0:
-        raise DataError(
-            f"activations (n, units) and features (n, n_features) must share n >= 1 rows, got {a.shape} "
-            f"and {y.shape}.",
-            argument="activations",
-        )
-    if not np.isfinite(a).all():
-        raise DataError("activations hold NaN or inf.", argument="activations")
+    a, y = _check_pair(activations, features, "activations")
     if not y.any(axis=0).all():
-        raise DataError("every feature must be true for at least one row; drop the empty ones.", argument="features")
-    grid = np.arange(10) / 10 if thresholds is None else np.asarray(thresholds, dtype=float).ravel()
-    if grid.size == 0 or not np.all((grid >= 0) & (grid < 1)):
-        raise ParameterError("thresholds must be values in [0, 1).", argument="thresholds")
-    top = a.max(axis=0)
-    scaled = np.where(top > 0, a / np.where(top > 0, top, 1.0), 0.0)
+        raise DataError(
+            "every feature must be true for at least one row; drop the empty ones.", argument="features"
+        )
+    grid = _grid(thresholds)
+    scaled = _scaled(a, a.max(axis=0))
     yf = y.astype(float)
     positives = yf.sum(axis=0)
     best = np.zeros(y.shape[1])
@@ -315,3 +321,137 @@ def bsp_coverage(activations: Any, features: Any, *, thresholds: Any = None) -> 
         f1 = 2 * tp / (fire.sum(axis=0)[:, None] + positives[None, :])
         best = np.maximum(best, f1.max(axis=0))
     return float(best.mean()), best
+
+
+def _grid(thresholds: Any) -> np.ndarray:
+    grid = np.arange(10) / 10 if thresholds is None else np.asarray(thresholds, dtype=float).ravel()
+    if grid.size == 0 or not np.all((grid >= 0) & (grid < 1)):
+        raise ParameterError("thresholds must be values in [0, 1).", argument="thresholds")
+    return grid
+
+
+def _scaled(a: np.ndarray, top: np.ndarray) -> np.ndarray:
+    return np.where(top > 0, a / np.where(top > 0, top, 1.0), 0.0)
+
+
+def _check_pair(a: Any, y: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    a, y = np.asarray(a, dtype=float), np.asarray(y).astype(bool)
+    if a.ndim != 2 or y.ndim != 2 or len(a) != len(y) or len(a) == 0:
+        raise DataError(
+            f"{name}: activations (n, units) and features (n, n_features) must share n >= 1 rows, got "
+            f"{a.shape} and {y.shape}.",
+            argument=name,
+        )
+    if not np.isfinite(a).all():
+        raise DataError(f"{name}: activations hold NaN or inf.", argument=name)
+    return a, y
+
+
+@validate_params(
+    {"precision": [Interval(numbers.Real, 0, 1, closed="right")], "thresholds": ["array-like", None]}
+)
+def bsp_reconstruction(
+    fit_activations: Any,
+    fit_features: Any,
+    activations: Any,
+    features: Any,
+    *,
+    precision: float = 0.95,
+    thresholds: Any = None,
+) -> float:
+    """Reconstruction of binary ground-truth features from high-precision single units [2]_.
+
+    On a fitting split, every (unit, threshold) whose firing detects a feature with precision
+    at least ``precision`` becomes a detector of it (scaling and thresholds as in
+    :func:`bsp_coverage`, the scale taken from the fitting split). On the evaluation split a
+    feature is predicted true when any of its detectors fires; the score is the F1 of these
+    predictions over all (row, feature) entries (the paper's "BSP reconstruction", our reading:
+    higher when the features are carried by single, monosemantic units).
+
+    Parameters
+    ----------
+    fit_activations, fit_features : array-like, shapes (n_fit, units) and (n_fit, n_features)
+        The split that picks the detectors.
+    activations, features : array-like, shapes (n, units) and (n, n_features)
+        The split that is reconstructed.
+    precision : float, default=0.95
+        Minimum precision of a detector on the fitting split.
+    thresholds : array-like of float, optional
+        Default ``0, 0.1, ..., 0.9``.
+
+    Returns
+    -------
+    float
+        Micro F1 of the reconstruction (0 when no detector exists).
+
+    Examples
+    --------
+    >>> feats = np.eye(3, dtype=bool).repeat(4, axis=0)
+    >>> bsp_reconstruction(feats * 1.0, feats, feats * 1.0, feats)
+    1.0
+    """
+    a_fit, y_fit = _check_pair(fit_activations, fit_features, "fit_activations")
+    a, y = _check_pair(activations, features, "activations")
+    if a.shape[1] != a_fit.shape[1] or y.shape[1] != y_fit.shape[1]:
+        raise DataError("both splits must have the same units and features.", argument="activations")
+    grid = _grid(thresholds)
+    top = a_fit.max(axis=0)
+    s_fit, s = _scaled(a_fit, top), _scaled(a, top)
+    pred = np.zeros(y.shape, dtype=bool)
+    for t in grid:
+        fire_fit = s_fit > t
+        tp = fire_fit.T.astype(float) @ y_fit.astype(float)
+        n_fire = fire_fit.sum(axis=0)[:, None]
+        good = (n_fire > 0) & (tp >= precision * np.maximum(n_fire, 1))  # (units, features)
+        if good.any():
+            pred |= ((s > t).astype(float) @ good.astype(float)) > 0
+    tp_all = float((pred & y).sum())
+    denom = float(pred.sum() + y.sum())
+    return 2 * tp_all / denom if denom else 0.0
+
+
+@torch.no_grad()
+def routing_sparsity_correlation(model: Any, input_ids: Any, layer: int) -> float:
+    """Pearson correlation of each expert's routing score with its actual number of active units.
+
+    For every token and every expert (routed or not), the router's score against the L0 norm of
+    ``ReLU(W_enc^j x)`` (positive pre-activations). The paper's Figure 9: the sparsity-aware score
+    is strongly negatively correlated with the experts' L0 (it picks the sparsest), a learned
+    top-k router's logits are not.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A model from :func:`build_moe_variant` (not ``"dense"``).
+    input_ids : array-like of int, shape (batch, seq)
+        Token ids.
+    layer : int
+        The block.
+
+    Returns
+    -------
+    float
+        The correlation over (token, expert) pairs.
+
+    Examples
+    --------
+    >>> cfg = ModelConfig("mixtral", vocab_size=10, d_model=16, n_layers=1, n_heads=2, n_experts=4, top_k=2)
+    >>> routing_sparsity_correlation(build_moe_variant(cfg), [[1, 2, 3, 4]], 0) < 0
+    True
+    """
+    hidden_activations(model, input_ids, layer)  # validates model, layer and ids
+    block = model.model.layers[layer].mlp
+    if block.n_experts < 2:
+        raise ModelError("the dense variant has no router; give a 'moex' or 'moe' model.", argument="model")
+    captured: dict[str, torch.Tensor] = {}
+    handle = block.register_forward_pre_hook(lambda mod, args: captured.update(x=args[0]))
+    try:
+        model(input_ids=torch.as_tensor(np.asarray(input_ids), dtype=torch.long))
+    finally:
+        handle.remove()
+    x = captured["x"].reshape(-1, captured["x"].shape[-1])
+    logits = block.gate(x, block.enc)[0]
+    l0 = (torch.einsum("nd,ewd->new", x, block.enc) > 0).sum(-1).float()
+    a, b = logits.ravel().double(), l0.ravel()
+    a, b = a - a.mean(), b.double() - b.double().mean()
+    return float((a * b).sum() / torch.sqrt((a * a).sum() * (b * b).sum()).clamp_min(1e-300))

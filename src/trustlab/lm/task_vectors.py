@@ -341,7 +341,8 @@ def train_with_checkpoints(
     --------
     >>> from trustlab.lm import incontext_tasks
     >>> m = build_model(ModelConfig("llama", vocab_size=8, d_model=16, n_layers=1, n_heads=2, max_len=8))
-    >>> cks = train_with_checkpoints(m, incontext_tasks(32, 3, 2, n_values=8), TrainConfig(steps=4), [0, 2, 4])
+    >>> data = incontext_tasks(32, 3, 2, n_values=8)
+    >>> cks = train_with_checkpoints(m, data, TrainConfig(steps=4), [0, 2, 4])
     >>> [s for s, _ in cks]
     [0, 2, 4]
     """
@@ -364,7 +365,9 @@ def train_with_checkpoints(
     if 0 in wanted:
         keep(0)
     if steps[-1] > 0:
-        train_model(model, data, config, callback=lambda step, loss: keep(step + 1) if step + 1 in wanted else None)
+        train_model(
+            model, data, config, callback=lambda step, loss: keep(step + 1) if step + 1 in wanted else None
+        )
     return kept
 
 
@@ -409,7 +412,9 @@ def _evaluate(model: Any, evals: TokenData, k: int, n_tasks: int) -> dict[str, A
         "patch_layer": patch_layer,
         "patch_base": float((base == y).mean()),
         "patch_self": float((own == y).mean()),
-        "patch_cross": float(((cross == y_other) & (y_other != y)).mean() / max((y_other != y).mean(), 1e-12)),
+        "patch_cross": float(
+            ((cross == y_other) & (y_other != y)).mean() / max((y_other != y).mean(), 1e-12)
+        ),
         "cross_base": float(((base == y_other) & (y_other != y)).mean() / max((y_other != y).mean(), 1e-12)),
     }
 
@@ -489,16 +494,23 @@ def task_vector_formation(
     cfg = ModelConfig.from_dict({**base.to_dict(), "vocab_size": n_values, "max_len": 2 * n_pairs})
     tcfg = train_config or TrainConfig(steps=300, batch_size=32, lr=1e-2, warmup=10, seed=seed)
     # The same seed draws the same task table; the prompts differ by the generator's stream.
-    pool = incontext_tasks(n_train_sequences + 20 * n_per_task * n_tasks, n_pairs, n_tasks, n_values=n_values, seed=seed)
+    pool = incontext_tasks(
+        n_train_sequences + 20 * n_per_task * n_tasks, n_pairs, n_tasks, n_values=n_values, seed=seed
+    )
     z = pool.latent["task"]
     evals_idx = np.concatenate([np.flatnonzero(z == t)[-n_per_task:] for t in range(n_tasks)])
     if any((z == t).sum() < n_per_task + 1 for t in range(n_tasks)):
-        raise ParameterError("n_per_task is too large for the drawn prompts; lower it.", argument="n_per_task")
+        raise ParameterError(
+            "n_per_task is too large for the drawn prompts; lower it.", argument="n_per_task"
+        )
     train_idx = np.setdiff1d(np.arange(len(z)), evals_idx)[:n_train_sequences]
 
     def subset(idx: np.ndarray) -> TokenData:
         return TokenData(
-            pool.tokens[idx], pool.loss_mask[idx], pool.vocab_size, {n: v[idx] for n, v in pool.latent.items()}
+            pool.tokens[idx],
+            pool.loss_mask[idx],
+            pool.vocab_size,
+            {n: v[idx] for n, v in pool.latent.items()},
         )
 
     train, evals = subset(train_idx), subset(evals_idx)
