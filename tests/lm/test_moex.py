@@ -20,7 +20,9 @@ from trustlab.lm.moex import (
 )
 from trustlab.lm.moex_compare import compare_moe_variants
 
-CFG = ModelConfig("mixtral", vocab_size=10, d_model=16, n_layers=2, n_heads=2, max_len=12, n_experts=4, top_k=2)
+CFG = ModelConfig(
+    "mixtral", vocab_size=10, d_model=16, n_layers=2, n_heads=2, max_len=12, n_experts=4, top_k=2
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -75,6 +77,10 @@ def test_variants_train_and_route(ids):
         model = build_moe_variant(CFG, variant)
         res = train_model(model, data, TrainConfig(steps=3, batch_size=8))
         assert np.isfinite(res.losses).all()
+
+
+@pytest.mark.claims
+def test_claim_sparsity_routing_scores_track_expert_sparsity(ids):
     # The paper's Figure 9: the sparsity score picks the sparsest experts, a learned router does not.
     assert routing_sparsity_correlation(build_moe_variant(CFG, "moex"), ids, 0) < -0.5
     assert abs(routing_sparsity_correlation(build_moe_variant(CFG, "moe"), ids, 0)) < 0.3
@@ -107,7 +113,9 @@ def test_reconstruction_needs_monosemantic_units():
     y = np.eye(4, dtype=bool)[labels]
     mono = y * rng.uniform(0.5, 1.0, size=(400, 4))
     assert bsp_reconstruction(mono[:200], y[:200], mono[200:], y[200:]) == 1.0
-    mixed = mono @ np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 1]], float)  # 2 features/unit
+    mixed = mono @ np.array(
+        [[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 1]], float
+    )  # 2 features/unit
     assert bsp_reconstruction(mixed[:200], y[:200], mixed[200:], y[200:]) < 0.8
     assert bsp_coverage(mono, y)[0] == 1.0 and bsp_coverage(mixed, y)[0] < 0.8
 
