@@ -156,3 +156,12 @@ def test_claim_moex_more_interpretable_than_dense_at_comparable_loss_slow():
     assert res.loss[moex].mean() < res.loss[dense].mean() + 0.05, res  # comparable loss
     assert np.all(res.active[moex] < res.active[dense]), res
     assert np.all(res.routing_correlation[moex] < -0.9), res  # routes to the sparsest experts
+
+
+def test_cli_bad_seeds_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    res = CliRunner().invoke(app, ["lm", "moex", "--out", str(tmp_path / "m"), "--seeds", "a,b"])
+    assert res.exit_code == 2 and "--seeds" in res.output

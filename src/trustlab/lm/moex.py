@@ -93,7 +93,10 @@ class _Router(nn.Module):
         self.weight = None if sparsity else nn.Parameter(torch.randn(n_experts, d_model) * 0.02)
 
     def forward(self, x: torch.Tensor, enc: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        logits = sparsity_scores(x, enc) if self.sparsity else nn.functional.linear(x, self.weight)
+        if self.weight is None:
+            logits = sparsity_scores(x, enc)
+        else:
+            logits = nn.functional.linear(x, self.weight)
         top, index = torch.topk(logits, self.top_k, dim=-1)
         return logits, torch.softmax(top, dim=-1), index
 
