@@ -45,6 +45,9 @@ def run(quick: bool = False) -> dict:
             "s / step": t_lab,
             "ratio": 1.0,
             "loss": evaluate_loss(lab, evals),
+            "coverage": "-",
+            "reconstruction": "-",
+            "active": "-",
         }
     ]
     t = time.perf_counter()

@@ -108,6 +108,18 @@ def test_bad_input(micro):
         task_vector_formation(n_tasks=1)
 
 
+@pytest.mark.claims
+def test_claim_task_encoding_and_icl_accuracy_rise_together():
+    # 3 blocks x width 24, 200 steps (about 6 s of CPU): the fast profile's formation run.
+    cfg = ModelConfig("llama", vocab_size=8, d_model=24, n_layers=3, n_heads=2)
+    tcfg = TrainConfig(steps=200, batch_size=32, lr=2e-2, warmup=10)
+    res = task_vector_formation(4, 8, 6, checkpoints=[50, 200], model_config=cfg, train_config=tcfg)
+    se = np.sqrt(0.25 / (4 * res.n_per_task))  # largest binomial SE of a share over 400 prompts
+    assert res.td[1] > res.chance_td + 3 * se, res
+    assert res.td[1] - res.td[0] > 3 * np.sqrt(2) * se, res
+    assert res.accuracy[1] - res.accuracy[0] > 3 * np.sqrt(2) * se, res
+
+
 @pytest.mark.slow  # one 3-block model, 300 steps, 7 checkpoints: about a minute on a loaded core
 @pytest.mark.claims
 def test_claim_task_encoding_and_icl_accuracy_emerge_together_slow():
