@@ -29,6 +29,8 @@ _FLAGS = {
     "path": "NAME_OR_DIR",
     "name": "NAME_OR_DIR",
     "seed": "--seed",
+    "seeds": "--seeds",
+    "n_per_task": "--n-per-task",
     "steps": "--steps",
     "out_dir": "--out",
     "corpus": "--corpus",
@@ -241,3 +243,86 @@ def report(
         f"{ex['layers_saved']:.0%} of blocks at accuracy {ex['accuracy_exit']:.1%} "
         f"vs {ex['accuracy_full']:.1%})"
     )
+
+
+def _jsonable(result: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    import numpy as np
+
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(result).items()}
+
+
+@lm_app.command("task-vectors")
+def task_vectors_cmd(
+    out: Annotated[
+        str, typer.Option(help="New or empty folder: checkpoints/ and formation.json.")
+    ] = "task-vectors",
+    steps: Annotated[int, typer.Option(help="Training steps (7 evenly spaced checkpoints).")] = 300,
+    seed: Annotated[int, typer.Option(help="Seeds tasks, prompts, weights and batch order.")] = 0,
+    n_per_task: Annotated[int, typer.Option(help="Evaluated prompts per task (the paper's 100).")] = 100,
+) -> None:
+    """Train a tiny LM on latent-task in-context maps; TD, accuracy and patching per checkpoint."""
+    try:
+        path = _check_out(out)
+        if steps < 1:
+            raise ParameterError(f"--steps must be at least 1, got {steps}.", argument="steps")
+        import numpy as np
+
+        from trustlab.lm import TrainConfig
+        from trustlab.lm.task_vectors import task_vector_formation
+
+        checkpoints = np.unique(np.linspace(0, steps, 7).round().astype(int))
+        tcfg = TrainConfig(steps=steps, batch_size=32, lr=1e-2, warmup=min(10, steps - 1), seed=seed)
+        res = task_vector_formation(
+            4,
+            8,
+            6,
+            checkpoints=checkpoints,
+            n_per_task=n_per_task,
+            train_config=tcfg,
+            seed=seed,
+            out_dir=path / "checkpoints",
+        )
+        (path / "formation.json").write_text(json.dumps(_jsonable(res), indent=2), encoding="utf-8")
+    except TrustlabError as exc:
+        _fail(exc)
+    typer.echo(
+        f"task vectors: TD {res.td[0]:.2f} -> {res.td[-1]:.2f}, ICL accuracy {res.accuracy[0]:.2f} -> "
+        f"{res.accuracy[-1]:.2f} over {len(res.steps)} checkpoints, correlation {res.correlation:.2f}; "
+        f"written to {path}"
+    )
+
+
+@lm_app.command("moex")
+def moex_cmd(
+    out: Annotated[str, typer.Option(help="New or empty folder for comparison.json.")] = "moex",
+    steps: Annotated[int, typer.Option(help="Training steps per model.")] = 300,
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one model per variant and seed.")] = "0",
+) -> None:
+    """Train MoE-X, a standard MoE and a dense MLP on in-context tasks; loss and BSP interpretability."""
+    try:
+        path = _check_out(out)
+        if steps < 1:
+            raise ParameterError(f"--steps must be at least 1, got {steps}.", argument="steps")
+        try:
+            seed_list = [int(s) for s in seeds.split(",")]
+        except ValueError as exc:
+            raise ParameterError(
+                f"--seeds must be comma-separated integers, got {seeds!r}.", argument="seeds"
+            ) from exc
+        from trustlab.lm import TrainConfig
+        from trustlab.lm.moex_compare import compare_moe_variants
+
+        tcfg = TrainConfig(steps=steps, batch_size=32, lr=1e-2, warmup=min(10, steps - 1))
+        res = compare_moe_variants(seeds=seed_list, train_config=tcfg)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "comparison.json").write_text(json.dumps(_jsonable(res), indent=2), encoding="utf-8")
+    except TrustlabError as exc:
+        _fail(exc)
+    parts = [
+        f"{v} loss {res.loss[i].mean():.3f} coverage {res.coverage[i].mean():.3f} "
+        f"reconstruction {res.reconstruction[i].mean():.3f}"
+        for i, v in enumerate(res.variants)
+    ]
+    typer.echo("; ".join(parts) + f"; written to {path}")
