@@ -9,7 +9,8 @@ Three parts, all on the language-model lab's models (no download):
    (the cost of a watermark grows with the vocabulary, not with the model's depth).
 2. **Detection time** per text for the same schemes (the key and the token ids only).
 3. **Extraction and robustness to edits**: the slow claim test's model (a 2-block Llama trained
-   30 steps on streams of sorting examples, next-token loss ~2.2 nats), 8-bit messages in 48-token continuations; a fraction of the generated tokens is then
+   30 steps on streams of sorting examples, next-token loss ~2.2 nats), 8-bit messages in
+   48-token continuations; a fraction of the generated tokens is then
    replaced by uniformly random tokens (0, 10, 20, 30 %) and the bit accuracy and exact-message
    rate of BiMark and MPAC (delta 2) are read back. BiMark's votes use every layer, so they
    degrade gracefully with edits; each edit also breaks the ``window`` contexts that follow it.
@@ -79,7 +80,8 @@ def run(quick: bool = False) -> dict:
             "BiMark (8 bits, 10 layers)": (BiMark(vocab, key=1, n_bits=8), MSG),
         }
         per_token = {
-            name: _time_generate(model, prompts, wm, msg, n_new, repeats) for name, (wm, msg) in schemes.items()
+            name: _time_generate(model, prompts, wm, msg, n_new, repeats)
+            for name, (wm, msg) in schemes.items()
         }
         texts = generate_watermarked(model, prompts, None, max_new_tokens=n_new, seed=0)
         for name, (wm, _) in schemes.items():
@@ -123,6 +125,7 @@ def run(quick: bool = False) -> dict:
         "notes": [
             "overhead_vs_none: extra wall time per generated token over unwatermarked sampling (1 thread).",
             "ratio_vs_kirchenbauer: time per token relative to the plain one-bit green list.",
-            "Untrained 4-block Llama (d_model 96) for timing; a sorting-stream Llama (trained here) for extraction.",
+            "Untrained 4-block Llama (d_model 96) for timing; "
+            "a sorting-stream Llama (trained here) for extraction.",
         ],
     }

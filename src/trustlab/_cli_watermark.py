@@ -118,7 +118,8 @@ def embed(
         vocab = int(model.config.vocab_size)
         if not 1 <= len(message) <= 256 or set(message) - {"0", "1"}:
             raise ParameterError(
-                f"--message must be 1-256 characters 0/1 (e.g. 10110010), got {message!r}.", argument="message"
+                f"--message must be 1-256 characters 0/1 (e.g. 10110010), got {message!r}.",
+                argument="message",
             )
         wm = _watermark(vocab, key, len(message), n_layers, delta, window)
         ids = tokenizer(prompt)["input_ids"]
@@ -160,7 +161,9 @@ def _read_input(source: Path, model: str | None) -> tuple[list[int], int, int, d
     try:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ParameterError(f"INPUT {str(source)!r} cannot be read as UTF-8 text ({exc}).", argument="input")
+        raise ParameterError(
+            f"INPUT {str(source)!r} cannot be read as UTF-8 text ({exc}).", argument="input"
+        ) from exc
     if source.suffix == ".json":
         try:
             record = json.loads(text)
@@ -168,8 +171,8 @@ def _read_input(source: Path, model: str | None) -> tuple[list[int], int, int, d
             vocab = int(record["vocab_size"])
         except (ValueError, KeyError, TypeError) as exc:
             raise DataError(
-                f"INPUT {str(source)!r} is not a `trustlab watermark embed` file ({type(exc).__name__}: {exc}); "
-                "give that JSON file or a plain text file with --model.",
+                f"INPUT {str(source)!r} is not a `trustlab watermark embed` file "
+                f"({type(exc).__name__}: {exc}); give that JSON file or a plain text file with --model.",
                 argument="input",
             ) from exc
         return ids, start, vocab, record

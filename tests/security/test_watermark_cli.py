@@ -1,4 +1,4 @@
-"""``trustlab watermark embed|detect``: a round trip on a local checkpoint; bad input exits 2 with one line."""
+"""``trustlab watermark embed|detect``: a round trip on a local checkpoint; bad input exits 2, one line."""
 
 from __future__ import annotations
 

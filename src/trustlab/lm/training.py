@@ -232,8 +232,9 @@ def train_model(
         Called as ``callback(step, loss)`` after each step (the CLI's progress bar).
     loss_fn : callable, optional
         ``loss_fn(model, tokens, loss_mask) -> scalar tensor`` replaces the masked next-token
-        cross-entropy (e.g. a label-smoothed loss, :func:`trustlab.uncertainty.label_smoothing.smoothed_lm_loss`);
-        a router's auxiliary loss is then not added.
+        cross-entropy (e.g. the label-smoothed loss
+        :func:`trustlab.uncertainty.label_smoothing.smoothed_lm_loss`); a router's auxiliary
+        loss is then not added.
 
     Returns
     -------

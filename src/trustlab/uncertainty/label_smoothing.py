@@ -126,7 +126,7 @@ class _ChunkedSmoothedCE(torch.autograd.Function):
     """Per-token smoothed CE from hidden states and the output layer; blocks recomputed in backward."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         hidden: torch.Tensor,
         weight: torch.Tensor,
@@ -165,7 +165,7 @@ class _ChunkedSmoothedCE(torch.autograd.Function):
         return loss
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
         hidden, weight, bias, safe, valid, lse = ctx.saved_tensors
         beta, (token_block, vocab_block) = ctx.beta, ctx.blocks
         n, vocab = hidden.shape[0], weight.shape[0]
