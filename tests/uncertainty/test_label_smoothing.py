@@ -34,6 +34,7 @@ def _grads(loss, *params):
     return torch.autograd.grad(loss, [p for p in params if p is not None])
 
 
+@pytest.mark.claims
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(
     n=st.integers(1, 24),
