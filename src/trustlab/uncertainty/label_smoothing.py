@@ -137,15 +137,16 @@ class _ChunkedSmoothedCE(torch.autograd.Function):
         vocab_block: int,
     ) -> torch.Tensor:
         n, vocab = hidden.shape[0], weight.shape[0]
-        h, w = hidden.float(), weight.float()
-        b = None if bias is None else bias.float()
+        dt = torch.promote_types(torch.promote_types(hidden.dtype, weight.dtype), torch.float32)
+        h, w = hidden.to(dt), weight.to(dt)
+        b = None if bias is None else bias.to(dt)
         valid = targets >= 0
         safe = torch.where(valid, targets, 0)
-        lse = torch.empty(n, dtype=torch.float32, device=hidden.device)
+        lse = torch.empty(n, dtype=dt, device=hidden.device)
         for r0 in range(0, n, token_block):
             hr = h[r0 : r0 + token_block]
-            m = torch.full((hr.shape[0],), -math.inf, device=h.device)
-            s = torch.zeros(hr.shape[0], device=h.device)
+            m = torch.full((hr.shape[0],), -math.inf, dtype=dt, device=h.device)
+            s = torch.zeros(hr.shape[0], dtype=dt, device=h.device)
             for c0 in range(0, vocab, vocab_block):
                 z = hr @ w[c0 : c0 + vocab_block].T
                 if b is not None:
@@ -169,12 +170,12 @@ class _ChunkedSmoothedCE(torch.autograd.Function):
         hidden, weight, bias, safe, valid, lse = ctx.saved_tensors
         beta, (token_block, vocab_block) = ctx.beta, ctx.blocks
         n, vocab = hidden.shape[0], weight.shape[0]
-        h, w = hidden.float(), weight.float()
-        b = bias.float() if ctx.has_bias else None
-        g_tok = grad.float() * valid
+        h, w = hidden.to(lse.dtype), weight.to(lse.dtype)
+        b = bias.to(lse.dtype) if ctx.has_bias else None
+        g_tok = grad.to(lse.dtype) * valid
         grad_h = torch.zeros_like(h)
         grad_w = torch.zeros_like(w)
-        grad_b = torch.zeros(vocab, device=h.device) if ctx.has_bias else None
+        grad_b = torch.zeros(vocab, dtype=h.dtype, device=h.device) if ctx.has_bias else None
         for r0 in range(0, n, token_block):
             rows = slice(r0, r0 + token_block)
             hr, gr, yr = h[rows], g_tok[rows], safe[rows]
@@ -233,7 +234,8 @@ def chunked_smoothed_cross_entropy(
     Returns
     -------
     torch.Tensor
-        The loss (float32), differentiable in ``hidden``, ``weight`` and ``bias``.
+        The loss (float32, or float64 for float64 inputs), differentiable in ``hidden``,
+        ``weight`` and ``bias``.
 
     References
     ----------
