@@ -209,13 +209,14 @@ def _masked_loss(model: Any, tokens: torch.Tensor, mask: torch.Tensor) -> tuple[
     return loss, out
 
 
-@validate_params({"config": [TrainConfig, None], "callback": [callable, None]})
+@validate_params({"config": [TrainConfig, None], "callback": [callable, None], "loss_fn": [callable, None]})
 def train_model(
     model: Any,
     data: TokenData,
     config: TrainConfig | None = None,
     *,
     callback: Callable[[int, float], None] | None = None,
+    loss_fn: Callable[[Any, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> TrainResult:
     """Train a causal LM in place on token data; deterministic for ``config.seed``.
 
@@ -229,6 +230,11 @@ def train_model(
         Defaults to ``TrainConfig()``.
     callback : callable, optional
         Called as ``callback(step, loss)`` after each step (the CLI's progress bar).
+    loss_fn : callable, optional
+        ``loss_fn(model, tokens, loss_mask) -> scalar tensor`` replaces the masked next-token
+        cross-entropy (e.g. the label-smoothed loss
+        :func:`trustlab.uncertainty.label_smoothing.smoothed_lm_loss`); a router's auxiliary
+        loss is then not added.
 
     Returns
     -------
@@ -271,7 +277,10 @@ def train_model(
                 for group in opt.param_groups:
                     group["lr"] = lr
                 idx = torch.as_tensor(rng.integers(0, len(data), size=config.batch_size))
-                loss, out = _masked_loss(model, tokens[idx], mask[idx])
+                if loss_fn is None:
+                    loss, out = _masked_loss(model, tokens[idx], mask[idx])
+                else:
+                    loss, out = loss_fn(model, tokens[idx], mask[idx]), None
                 total = loss
                 aux = getattr(out, "aux_loss", None)
                 if aux is not None and aux_coef:

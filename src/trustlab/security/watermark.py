@@ -260,6 +260,7 @@ class BiMark(_PrefixKeyed):
         self.partitions = np.zeros((self.n_layers, self.vocab_size), dtype=bool)
         for i in range(self.n_layers):
             self.partitions[i, rng.permutation(self.vocab_size)[: self.vocab_size // 2]] = True
+        self._masks = self.partitions.astype(np.float64)
 
     def _draws(self, digest: bytes) -> tuple[int, np.ndarray]:
         v = int.from_bytes(digest[8:], "little")
@@ -268,14 +269,14 @@ class BiMark(_PrefixKeyed):
     def _apply(self, probs: np.ndarray, c: np.ndarray, bit: int) -> np.ndarray:
         q = np.array(probs, dtype=np.float64)
         for i in range(self.n_layers):
-            mask = self.partitions[i]
-            p0 = float(q[mask].sum())
+            mask = self._masks[i]
+            p0 = float(q @ mask)
             if p0 <= 1e-12 or p0 >= 1.0 - 1e-12:
                 continue
             d = min(self.delta, (1.0 - p0) / p0)
             s = 1.0 if (int(c[i]) ^ bit) == 1 else -1.0
-            q[mask] *= 1.0 + s * d
-            q[~mask] *= max(0.0, 1.0 - s * d * p0 / (1.0 - p0))
+            up, down = 1.0 + s * d, max(0.0, 1.0 - s * d * p0 / (1.0 - p0))
+            q *= down + (up - down) * mask  # V0 scaled by `up`, V1 by `down`
             q /= q.sum()
         return q
 

@@ -1,0 +1,168 @@
+"""Label smoothing for calibrated SFT (Huang, Lu & Zeng, ICML 2025): exact chunked loss, LM loss, ECE."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from trustlab.errors import TrustlabError  # noqa: E402
+from trustlab.uncertainty.label_smoothing import (  # noqa: E402
+    chunked_smoothed_cross_entropy,
+    smoothed_cross_entropy,
+    smoothed_lm_loss,
+)
+
+F = torch.nn.functional
+
+
+def _problem(n, d, v, seed, dtype=torch.float64, bias=True):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(n, d, generator=g, dtype=dtype, requires_grad=True)
+    w = (torch.randn(v, d, generator=g, dtype=dtype) / d**0.5).requires_grad_()
+    b = torch.randn(v, generator=g, dtype=dtype).requires_grad_() if bias else None
+    y = torch.randint(0, v, (n,), generator=g)
+    y[::5] = -100
+    return h, w, b, y
+
+
+def _grads(loss, *params):
+    return torch.autograd.grad(loss, [p for p in params if p is not None])
+
+
+@pytest.mark.claims
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    n=st.integers(1, 24),
+    v=st.integers(2, 50),
+    token_block=st.integers(3, 16),
+    vocab_block=st.integers(4, 32),
+    beta=st.sampled_from([0.0, 0.1, 0.5]),
+    bias=st.booleans(),
+)
+def test_chunked_loss_and_gradients_equal_torch_label_smoothing(n, v, token_block, vocab_block, beta, bias):
+    # The reference is torch's own cross_entropy(label_smoothing=beta) on the materialised logits.
+    h, w, b, y = _problem(n, 6, v, seed=n * 100 + v, bias=bias)
+    if (y == -100).all():
+        y[0] = 0
+    logits = h @ w.T + (b if b is not None else 0)
+    ref = F.cross_entropy(logits, y, label_smoothing=beta, ignore_index=-100)
+    ours = chunked_smoothed_cross_entropy(
+        h, w, y, bias=b, smoothing=beta, token_block=token_block, vocab_block=vocab_block
+    )
+    assert ours.dtype == torch.float64
+    assert abs(float(ours.detach()) - float(ref.detach())) < 1e-10
+    for a, r in zip(_grads(ours, h, w, b), _grads(ref, h, w, b), strict=True):
+        assert torch.allclose(a, r, atol=1e-10)
+    assert abs(float(smoothed_cross_entropy(logits, y, smoothing=beta)) - float(ref)) < 1e-12
+
+
+def test_float32_sum_and_none_reductions():
+    h, w, b, y = _problem(300, 16, 1000, seed=1, dtype=torch.float32)
+    logits = h @ w.T + b
+    for reduction in ("sum", "none"):
+        ref = F.cross_entropy(logits, y, label_smoothing=0.1, reduction=reduction)
+        ours = chunked_smoothed_cross_entropy(h, w, y, bias=b, reduction=reduction, vocab_block=128)
+        assert torch.allclose(ours, ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_lm_loss_memory_light_equals_logits_path(arch):
+    from trustlab.lm import ModelConfig, build_model
+
+    model = build_model(
+        ModelConfig(arch, vocab_size=23, d_model=16, n_layers=1, n_heads=2, max_len=16), seed=0
+    )
+    ids = torch.randint(0, 23, (3, 9), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[:, :4] = 0  # the prompt does not count (instruction-style SFT)
+    light = smoothed_lm_loss(model, ids, mask, smoothing=0.1, vocab_block=5, token_block=7)
+    full = smoothed_lm_loss(model, ids, mask, smoothing=0.1, memory_light=False)
+    assert abs(float(light.detach()) - float(full.detach())) < 1e-5
+    params = [p for p in model.parameters() if p.requires_grad]
+    for a, r in zip(torch.autograd.grad(light, params), torch.autograd.grad(full, params), strict=True):
+        assert torch.allclose(a, r, atol=1e-5)
+
+
+def test_training_hook_with_zero_smoothing_reproduces_the_lab_loop():
+    from trustlab.lm import ModelConfig, TrainConfig, build_model, sorting_task, train_model
+
+    data = sorting_task(64, 4, n_values=8, seed=0)
+    cfg = TrainConfig(steps=4, batch_size=8, seed=0)
+
+    def model():
+        return build_model(ModelConfig("llama", vocab_size=9, d_model=16, n_layers=1, n_heads=2), seed=0)
+
+    plain = train_model(model(), data, cfg).losses
+    hooked = train_model(
+        model(), data, cfg, loss_fn=lambda m, t, k: smoothed_lm_loss(m, t, k, smoothing=0.0)
+    ).losses
+    assert np.allclose(plain, hooked, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, smoothing=1.0), "smoothing"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, smoothing=-0.1), "smoothing"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w[:, :3], y), "weight"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y.float()), "targets"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y + 100), "targets"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h[0], w, y), "hidden"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, vocab_block=0), "vocab_block"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, reduction="avg"), "reduction"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, bias=torch.zeros(3)), "bias"),
+        (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y[:2]), "targets"),
+        (lambda h, w, y: smoothed_lm_loss(torch.nn.Linear(2, 2), y[None]), "model"),
+    ],
+)
+def test_bad_input_names_the_argument(call, argument):
+    h, w, _, y = _problem(6, 4, 10, seed=0)
+    with pytest.raises(TrustlabError) as err:
+        call(h.detach(), w.detach(), y)
+    assert err.value.argument == argument
+
+
+def _noisy_answers(n: int, seed: int, noise: float = 0.4):
+    """Instruction-style items ``x1 x2 x3 SEP answer``: answer ``12 + x1 mod 4``, else a random one."""
+    from trustlab.lm.corpora import TokenData
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 10, (n, 3))
+    y = np.where(rng.random(n) < noise, rng.integers(0, 4, n), x[:, 0] % 4)
+    tokens = np.c_[x, np.full(n, 11), 12 + y]
+    mask = np.zeros_like(tokens, dtype=bool)
+    mask[:, -1] = True  # only the response is supervised
+    return TokenData(tokens, mask, 16), 12 + y
+
+
+@pytest.mark.slow  # two fine-tunes of 300 steps (10-30 s on the shared machine)
+@pytest.mark.claims
+def test_claim_smoothing_lowers_ece_at_matched_accuracy():
+    # 150 noisy instruction items (40% random answers), 300 steps: the hard-label model overfits
+    # and grows over-confident; the same run with smoothing 0.1 (the paper's value) keeps
+    # accuracy and lowers the top-1 ECE on 2,000 held-out items (sd of ECE about 0.01).
+    from trustlab.lm import ModelConfig, TrainConfig, build_model, train_model
+    from trustlab.uncertainty import expected_calibration_error
+
+    train, _ = _noisy_answers(150, 0)
+    test, answers = _noisy_answers(2000, 1)
+    results = {}
+    for beta in (0.0, 0.1):
+        model = build_model(
+            ModelConfig("llama", vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=8), seed=0
+        )
+        hook = None if beta == 0 else (lambda m, t, k: smoothed_lm_loss(m, t, k, smoothing=0.1))
+        train_model(model, train, TrainConfig(steps=300, batch_size=32, lr=1e-2, warmup=10), loss_fn=hook)
+        with torch.no_grad():
+            probs = torch.softmax(model(torch.as_tensor(test.tokens[:, :-1])).logits[:, -1].double(), -1)
+        conf, pred = probs.max(-1)
+        correct = (pred.numpy() == answers).astype(int)
+        results[beta] = (correct.mean(), expected_calibration_error(correct, conf.numpy()))
+    (acc_hard, ece_hard), (acc_ls, ece_ls) = results[0.0], results[0.1]
+    assert abs(acc_hard - acc_ls) < 0.04  # matched accuracy (sd of a difference about 0.016)
+    assert ece_ls < ece_hard - 0.04
