@@ -1,0 +1,20 @@
+"""Model compression that keeps accuracy: quantization-aware training (QuEST) and pruning (SAFE).
+
+Methods take any ``torch.nn.Module`` (image classifiers from :mod:`trustlab.vision` in the
+tests and docs). Needs torch (``pip install trustlab[torch]``); importing :mod:`trustlab`
+does not import this package. See docs/efficiency/.
+"""
+
+from __future__ import annotations
+
+from trustlab.efficiency._quantizers import gaussian_mse_scale, hadamard_matrix
+from trustlab.efficiency.quest import METHODS, QuantizationAwareTraining, gradient_alignment, quantize_model
+
+__all__ = [
+    "METHODS",
+    "QuantizationAwareTraining",
+    "gaussian_mse_scale",
+    "gradient_alignment",
+    "hadamard_matrix",
+    "quantize_model",
+]
