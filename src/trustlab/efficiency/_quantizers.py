@@ -62,9 +62,9 @@ def gaussian_mse_scale(bits: int) -> float:
         prob = norm.cdf(b) - norm.cdf(a)
         return float(np.sum((1 + levels**2) * prob - 2 * levels * (pa - pb) + (apa - bpb)))
 
-    grid = np.linspace(0.05, 8.0, 1600)
+    grid = np.linspace(0.05, 6.05, 121)
     best = grid[int(np.argmin([mse(a) for a in grid]))]
-    res = minimize_scalar(mse, bounds=(best - 0.01, best + 0.01), method="bounded", options={"xatol": 1e-12})
+    res = minimize_scalar(mse, bounds=(best - 0.05, best + 0.05), method="bounded", options={"xatol": 1e-12})
     return float(res.x)
 
 
