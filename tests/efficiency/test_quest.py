@@ -91,7 +91,7 @@ def test_quest_forward_lies_on_the_grid_and_backward_is_the_masked_gradient(bits
 
 @pytest.mark.parametrize("bits", [2, 3])
 def test_trust_mask_fraction_on_gaussian_rows(bits):
-    """Without the Hadamard transform on N(0, 1) rows, the untrusted share is 2(1 - Phi(alpha*(1 + 1/(2^b-1))))."""
+    """No Hadamard, N(0, 1) rows: the untrusted share is 2(1 - Phi(alpha* (1 + 1/(2^b - 1))))."""
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(16, 8192, generator=gen, requires_grad=True)
     quest_quantize(x, bits, hadamard=False).sum().backward()
@@ -115,7 +115,11 @@ def test_ste_and_lsq_baselines():
     assert torch.allclose(k, k.round(), atol=1e-4) and bool((k.round().abs() <= 3).all())
     step = torch.tensor(0.5, requires_grad=True)
     y = lsq_quantize(x.detach(), step, 3, signed=True)
-    assert torch.allclose(y / 0.5, (y / 0.5).round()) and float(y.min()) >= -4 * 0.5 and float(y.max()) <= 3 * 0.5
+    assert (
+        torch.allclose(y / 0.5, (y / 0.5).round())
+        and float(y.min()) >= -4 * 0.5
+        and float(y.max()) <= 3 * 0.5
+    )
     y.sum().backward()
     assert step.grad is not None and float(step.grad) != 0.0
 
@@ -144,7 +148,7 @@ def test_gradient_alignment_is_near_one_at_8_bits_and_lower_at_1(data):
 
 
 def test_full_precision_reference_is_plain_training(data):
-    X_tr, X_te, y_tr, y_te = data
+    X_tr, X_te, y_tr, _ = data
     base = make_classifier("mlp", width=4)
     fp = QuantizationAwareTraining(base, bits=None, epochs=1).fit(X_tr[:300], y_tr[:300])
     assert not any(type(m).__name__ == "QuantizedLayer" for m in fp.model_.modules())
@@ -179,15 +183,17 @@ def test_any_bit_width_outside_1_to_8_is_refused(bits):
 
 
 def test_bad_models_and_images(data):
-    with pytest.raises(ModelError, match="no torch.nn.Linear"):
+    with pytest.raises(ModelError, match=r"no torch\.nn\.Linear"):
         quantize_model(torch.nn.Sequential(torch.nn.ReLU()))
     with pytest.raises(ModelError) as err:
         quantize_model(torch.nn.Sequential(torch.nn.Linear(4, 2)))
     assert err.value.argument == "keep_first_last"
-    with pytest.raises(ModelError, match="torch.nn.Module"):
+    with pytest.raises(ModelError, match=r"torch\.nn\.Module"):
         QuantizationAwareTraining("resnet").fit(np.zeros((2, 1, 8, 8)), [0, 1])
     with pytest.raises(DataError, match="Scale the images"):
-        QuantizationAwareTraining(make_classifier("mlp", width=2), epochs=1).fit(np.full((2, 1, 8, 8), 255.0), [0, 1])
+        QuantizationAwareTraining(make_classifier("mlp", width=2), epochs=1).fit(
+            np.full((2, 1, 8, 8), 255.0), [0, 1]
+        )
     with pytest.raises(DataError) as err:
         QuantizationAwareTraining(make_classifier("mlp", width=2), epochs=1).fit(data[0][:4], [0, 1])
     assert err.value.argument == "y"
@@ -207,7 +213,7 @@ def _fit(base, bits, method, seed, X, y):
 
 @pytest.mark.claims
 def test_quest_beats_the_ste_baseline_at_one_bit(data):
-    """W1A1 hidden layers of the pre-norm MLP: QuEST is right where abs-max STE is wrong significantly more often."""
+    """W1A1 hidden layers of the pre-norm MLP: QuEST is right where abs-max STE is wrong, significantly."""
     X_tr, X_te, y_tr, y_te = data
     base = make_classifier("mlp", width=16, seed=0)
     quest, ste = (_fit(base, 1, m, 0, X_tr, y_tr) for m in ("quest", "ste"))

@@ -45,8 +45,12 @@ def test_every_kind_maps_images_to_logits(kind):
 
 def test_same_seed_same_model_and_training(data):
     X_tr, _, y_tr, _ = data
-    a = train_classifier(make_classifier("mlp", width=4, seed=3), X_tr[:200], y_tr[:200], epochs=2, random_state=1)
-    b = train_classifier(make_classifier("mlp", width=4, seed=3), X_tr[:200], y_tr[:200], epochs=2, random_state=1)
+    a = train_classifier(
+        make_classifier("mlp", width=4, seed=3), X_tr[:200], y_tr[:200], epochs=2, random_state=1
+    )
+    b = train_classifier(
+        make_classifier("mlp", width=4, seed=3), X_tr[:200], y_tr[:200], epochs=2, random_state=1
+    )
     for p, q in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(p, q)
     c = make_classifier("mlp", width=4, seed=4)
@@ -80,11 +84,11 @@ def test_bad_images_name_the_argument(images, fix):
 def test_bad_labels_and_models():
     with pytest.raises(DataError, match="3 labels"):
         check_labels([0, 1], 3)
-    with pytest.raises(DataError, match="0..9"):
+    with pytest.raises(DataError, match=r"0\.\.9"):
         check_labels([0, 10], 2, 10)
     with pytest.raises(DataError, match="integer"):
         check_labels([0.5, 1.0], 2)
-    with pytest.raises(ModelError, match="torch.nn.Module"):
+    with pytest.raises(ModelError, match=r"torch\.nn\.Module"):
         predict("not a model", np.zeros((1, 1, 8, 8)))
     with pytest.raises(ParameterError) as err:
         make_classifier("resnet")

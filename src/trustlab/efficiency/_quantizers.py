@@ -69,7 +69,7 @@ def gaussian_mse_scale(bits: int) -> float:
 
 
 def hadamard_block(d: int, cap: int = 128) -> int:
-    """The Hadamard block size for a matmul dimension ``d``: the largest power of two dividing it, at most ``cap``."""
+    """Hadamard block for a matmul dimension ``d``: the largest power of two dividing it, at most ``cap``."""
     block = 1
     while block < cap and d % (2 * block) == 0:
         block *= 2

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import numbers
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -49,8 +49,8 @@ def _quantizer_module() -> Any:
     nn = torch.nn
     F = nn.functional
 
-    class QuantizedLayer(nn.Module):
-        """A ``Linear`` or ``Conv2d`` whose weights and inputs are quantized (latent weights full precision)."""
+    class QuantizedLayer(nn.Module):  # type: ignore[name-defined]
+        """A ``Linear`` or ``Conv2d`` quantizing its weights and inputs (latent weights in full precision)."""
 
         def __init__(self, layer: Any, bits: int, method: str, activations: bool) -> None:
             super().__init__()
@@ -140,7 +140,12 @@ def _layers(model: Any) -> list[tuple[Any, str, Any]]:
     }
 )
 def quantize_model(
-    model: Any, *, bits: int = 4, method: str = "quest", activations: bool = True, keep_first_last: bool = True
+    model: Any,
+    *,
+    bits: int = 4,
+    method: str = "quest",
+    activations: bool = True,
+    keep_first_last: bool = True,
 ) -> Any:
     """A copy of ``model`` whose Linear/Conv2d layers quantize their weights and inputs.
 
@@ -175,12 +180,17 @@ def quantize_model(
     torch = require_torch()
     check_model(model)
     if method == "lsq" and bits < 2:
-        raise ParameterError("bits must be at least 2 for method='lsq' (its signed grid needs two levels "
-                             "on each side); use method='quest' for 1 bit.", argument="bits")
+        raise ParameterError(
+            "bits must be at least 2 for method='lsq' (its signed grid needs two levels "
+            "on each side); use method='quest' for 1 bit.",
+            argument="bits",
+        )
     out = copy.deepcopy(model)
     layers = _layers(out)
     if not layers:
-        raise ModelError("model has no torch.nn.Linear or torch.nn.Conv2d layer to quantize.", argument="model")
+        raise ModelError(
+            "model has no torch.nn.Linear or torch.nn.Conv2d layer to quantize.", argument="model"
+        )
     chosen = layers[1:-1] if keep_first_last else layers
     if not chosen:
         raise ModelError(
@@ -305,7 +315,7 @@ class QuantizationAwareTraining(ParamsValidationMixin, ClassifierMixin, BaseEsti
     True
     """
 
-    _parameter_constraints: dict[str, Any] = {  # noqa: RUF012 - scikit-learn's convention
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
         "bits": [None, *_BITS],
         "method": [Options(METHODS)],
         "activations": ["boolean"],
@@ -369,7 +379,12 @@ class QuantizationAwareTraining(ParamsValidationMixin, ClassifierMixin, BaseEsti
                 keep_first_last=self.keep_first_last,
             )
         self.model_ = train_classifier(
-            net, Xa, ya, epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
+            net,
+            Xa,
+            ya,
+            epochs=self.epochs,
+            lr=self.lr,
+            batch_size=self.batch_size,
             random_state=self.random_state,
         )
         self.classes_ = np.unique(ya)

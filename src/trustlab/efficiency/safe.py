@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -48,7 +48,7 @@ PRUNING_METHODS = ("safe", "admm", "magnitude")
 
 
 def prunable_weights(model: Any) -> list[Any]:
-    """The weight tensors of every ``Linear`` and ``Conv2d`` layer of ``model`` (biases and norms are kept dense).
+    """The weights of every ``Linear`` and ``Conv2d`` layer of ``model`` (biases and norms stay dense).
 
     Parameters
     ----------
@@ -227,7 +227,7 @@ class SAFEPruning(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     0.8
     """
 
-    _parameter_constraints: dict[str, Any] = {  # noqa: RUF012 - scikit-learn's convention
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
         "sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
         "method": [Options(PRUNING_METHODS)],
         "rho": [Interval(numbers.Real, 0, None, closed="left")],
@@ -344,20 +344,31 @@ class SAFEPruning(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
             state["t"] = t + 1
 
         return train_classifier(
-            net, X, y, epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
-            random_state=self.random_state, step=step,
+            net,
+            X,
+            y,
+            epochs=self.epochs,
+            lr=self.lr,
+            batch_size=self.batch_size,
+            random_state=self.random_state,
+            step=step,
         )
 
     def _magnitude(self, net: Any, X: np.ndarray, y: np.ndarray) -> Any:
         torch = require_torch()
         from torch.nn.utils import prune
+
         dense_epochs = max(1, int(self.epochs) // 2)
         gen = np.random.default_rng(None if self.random_state is None else self.random_state)
-        train_classifier(net, X, y, epochs=dense_epochs, lr=self.lr, batch_size=self.batch_size, random_state=gen)
+        train_classifier(
+            net, X, y, epochs=dense_epochs, lr=self.lr, batch_size=self.batch_size, random_state=gen
+        )
         layers = [m for m in net.modules() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)]
         if self.sparsity > 0:
             prune.global_unstructured(
-                [(m, "weight") for m in layers], pruning_method=prune.L1Unstructured, amount=float(self.sparsity)
+                [(m, "weight") for m in layers],
+                pruning_method=prune.L1Unstructured,
+                amount=float(self.sparsity),
             )
         rest = int(self.epochs) - dense_epochs
         if rest > 0:

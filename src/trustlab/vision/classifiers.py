@@ -138,14 +138,18 @@ def digits_split(
     X = (bunch.data / 16.0).astype(np.float32)
     X = X.reshape(-1, 1, 8, 8) if image else X
     seed = int(make_generator(random_state).integers(2**31 - 1))
-    parts = train_test_split(X, bunch.target.astype(np.int64), test_size=test_size, random_state=seed,
-                             stratify=bunch.target)
+    parts = train_test_split(
+        X, bunch.target.astype(np.int64), test_size=test_size, random_state=seed, stratify=bunch.target
+    )
     return parts[0], parts[1], parts[2], parts[3]
 
 
 @validate_params(
-    {"kind": [Options(KINDS)], "width": _POS_INT, "n_classes": [Interval(numbers.Integral, 2, None,
-                                                                                  closed="left")]}
+    {
+        "kind": [Options(KINDS)],
+        "width": _POS_INT,
+        "n_classes": [Interval(numbers.Integral, 2, None, closed="left")],
+    }
 )
 def make_classifier(kind: str = "cnn", *, width: int = 32, n_classes: int = 10, seed: int = 0) -> Any:
     """A small digits classifier (a ``torch.nn.Sequential`` returning logits).
@@ -281,7 +285,11 @@ def check_labels(y: Any, n: int, n_classes: int | None = None, name: str = "y") 
     if arr.ndim != 1 or len(arr) != n:
         raise DataError(f"{name} must be a 1-d array of {n} labels; got shape {arr.shape}.", argument=name)
     if not np.issubdtype(arr.dtype, np.integer):
-        if not (np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+        if not (
+            np.issubdtype(arr.dtype, np.floating)
+            and np.all(np.isfinite(arr))
+            and np.all(arr == np.round(arr))
+        ):
             raise DataError(f"{name} must hold integer class labels; got dtype {arr.dtype}.", argument=name)
     arr = arr.astype(np.int64)
     if arr.min() < 0 or (n_classes is not None and arr.max() >= n_classes):
@@ -304,7 +312,9 @@ def _logits_width(model: Any, X: Any) -> int:
                 argument="X",
             ) from None
     if out.ndim != 2:
-        raise ModelError(f"model must return logits of shape (n, C); got {tuple(out.shape)}.", argument="model")
+        raise ModelError(
+            f"model must return logits of shape (n, C); got {tuple(out.shape)}.", argument="model"
+        )
     return int(out.shape[1])
 
 
