@@ -211,6 +211,7 @@ def _fit(base, bits, method, seed, X, y):
     return QuantizationAwareTraining(base, bits=bits, method=method, epochs=10, random_state=seed).fit(X, y)
 
 
+@pytest.mark.slow  # two 10-epoch trainings of a 64-unit MLP: ~6 s of CPU, over the row's fast budget
 @pytest.mark.claims
 def test_quest_beats_the_ste_baseline_at_one_bit(data):
     """W1A1 hidden layers of the pre-norm MLP: QuEST is right where abs-max STE is wrong, significantly."""
