@@ -77,22 +77,35 @@ def hadamard_block(d: int, cap: int = 128) -> int:
 
 
 @functools.cache
-def _hadamard_np(d: int) -> np.ndarray:
-    from scipy.linalg import block_diag, hadamard
+def _hadamard_block_np(block: int) -> np.ndarray:
+    from scipy.linalg import hadamard
 
-    block = hadamard_block(d)
-    h = hadamard(block).astype(np.float64) / math.sqrt(block)
-    return np.asarray(block_diag(*([h] * (d // block))), dtype=np.float32)
+    return (hadamard(block).astype(np.float64) / math.sqrt(block)).astype(np.float32)
 
 
 def hadamard_matrix(d: int) -> Any:
-    """The orthonormal block-diagonal Sylvester-Hadamard matrix of size ``d`` (a torch tensor).
+    """The orthonormal block-diagonal Sylvester-Hadamard matrix of size ``d`` (a dense torch tensor).
 
     Blocks are :func:`hadamard_block` wide (128 in the paper's code); a ``d`` with no even
-    factor gets the identity (no transform).
+    factor gets the identity (no transform). The quantizers apply it block by block
+    (:func:`_blockwise`) rather than through this dense matrix.
     """
     torch = require_torch()
-    return torch.from_numpy(_hadamard_np(int(d)))
+    d = int(d)
+    block = hadamard_block(d)
+    return torch.block_diag(*([torch.from_numpy(_hadamard_block_np(block))] * (d // block)))
+
+
+def _blockwise(x: Any, transpose: bool = False) -> Any:
+    """``x H`` (or ``x H^T``) for the block-diagonal Hadamard ``H`` along the last dimension."""
+    torch = require_torch()
+    d = x.shape[-1]
+    block = hadamard_block(d)
+    if block == 1:
+        return x
+    hb = torch.from_numpy(_hadamard_block_np(block)).to(x.dtype)
+    hb = hb.T if transpose else hb
+    return (x.reshape(*x.shape[:-1], d // block, block) @ hb).reshape(x.shape)
 
 
 def _centred_grid(x: Any, scale: Any, n_levels: int) -> Any:
@@ -143,8 +156,7 @@ def quest_quantize(
     alpha = gaussian_mse_scale(bits)
     t = alpha / (n - 1) if trust is None else float(trust)
     s = (1.30 if bits == 1 else 1.0) if outer_trust_scale is None else float(outer_trust_scale)
-    H = hadamard_matrix(x.shape[-1]).to(x.dtype) if hadamard else None
-    xh = x @ H if H is not None else x
+    xh = _blockwise(x) if hadamard else x
     with torch.no_grad():
         rms = torch.sqrt(torch.mean(xh * xh, dim=-1, keepdim=True))
         scale = alpha * rms + _TINY
@@ -154,7 +166,7 @@ def quest_quantize(
         mask = (err <= radius).to(x.dtype)
     g = xh * mask
     out = g + (q - g).detach()
-    return out @ H.T if H is not None else out
+    return _blockwise(out, transpose=True) if hadamard else out
 
 
 def ste_quantize(x: Any, bits: int) -> Any:
