@@ -138,7 +138,8 @@ def sharpness(model: Any, X: Any, y: Any, *, n_iter: int = 20, random_state: Any
     Returns
     -------
     float
-        The estimate of lambda_max (the Rayleigh quotient of the last iterate).
+        The estimate of lambda_max (the Rayleigh quotient of the last iterate; when the
+        dominant eigenvalue is negative, a second run on the shifted Hessian finds the top one).
 
     Examples
     --------
@@ -161,15 +162,24 @@ def sharpness(model: Any, X: Any, y: Any, *, n_iter: int = 20, random_state: Any
         with one_thread():
             loss = torch.nn.functional.cross_entropy(model(Xt), yt)
             grads = torch.autograd.grad(loss, params, create_graph=True)
-            v = [torch.randn(p.shape, generator=gen) * m for p, m in zip(params, masks, strict=True)]
-            eig = 0.0
-            for _ in range(int(n_iter)):
-                norm = torch.sqrt(sum((vi * vi).sum() for vi in v))
-                v = [vi / (norm + 1e-30) for vi in v]
-                hv = torch.autograd.grad(grads, params, grad_outputs=v, retain_graph=True)
-                hv = [h.detach() * m for h, m in zip(hv, masks, strict=True)]
-                eig = float(sum((h * vi).sum() for h, vi in zip(hv, v, strict=True)))
-                v = hv
+
+            def power(shift: float) -> float:
+                v = [torch.randn(p.shape, generator=gen) * m for p, m in zip(params, masks, strict=True)]
+                eig = 0.0
+                for _ in range(int(n_iter)):
+                    norm = torch.sqrt(sum((vi * vi).sum() for vi in v))
+                    v = [vi / (norm + 1e-30) for vi in v]
+                    hv = torch.autograd.grad(grads, params, grad_outputs=v, retain_graph=True)
+                    hv = [(h.detach() - shift * vi) * m for h, vi, m in zip(hv, v, masks, strict=True)]
+                    eig = float(sum((h * vi).sum() for h, vi in zip(hv, v, strict=True)))
+                    v = hv
+                return eig + shift
+
+            # power iteration finds the eigenvalue largest in magnitude; when it is negative (away
+            # from a minimum), iterate on H - eig I, whose dominant eigenvalue is lambda_max - eig
+            eig = power(0.0)
+            if eig < 0:
+                eig = power(eig)
     finally:
         model.train(was_training)
     return eig

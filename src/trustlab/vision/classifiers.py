@@ -178,7 +178,7 @@ def make_classifier(kind: str = "cnn", *, width: int = 32, n_classes: int = 10, 
     --------
     >>> net = make_classifier("relu_mlp", width=8)
     >>> sum(p.numel() for p in net.parameters())
-    3562
+    3466
     """
     torch = require_torch()
     nn = torch.nn
@@ -280,7 +280,29 @@ def check_images(X: Any, name: str = "X", *, low: float = 0.0, high: float = 1.0
 
 
 def check_labels(y: Any, n: int, n_classes: int | None = None, name: str = "y") -> np.ndarray:
-    """Check integer class labels of length ``n`` (and below ``n_classes`` when given)."""
+    """Check integer class labels of length ``n`` (and below ``n_classes`` when given).
+
+    Parameters
+    ----------
+    y : array-like of shape (n,)
+        Labels (integers, or floats holding whole numbers).
+    n : int
+        The number of images they label.
+    n_classes : int, optional
+        The model's number of classes.
+    name : str, default="y"
+        The argument name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``y`` as int64.
+
+    Examples
+    --------
+    >>> check_labels([0, 2.0, 1], 3)
+    array([0, 2, 1])
+    """
     arr = np.asarray(y)
     if arr.ndim != 1 or len(arr) != n:
         raise DataError(f"{name} must be a 1-d array of {n} labels; got shape {arr.shape}.", argument=name)
