@@ -44,6 +44,21 @@ def gaussian_mse_scale(bits: int) -> float:
     ``[-alpha, alpha]`` and rounded to the nearest level. The MSE is integrated exactly
     cell by cell (Gaussian moments) and minimised with a bounded scalar search; 1 bit gives
     ``sqrt(2 / pi)`` = 0.7979, 4 bits 2.5139 (the paper's released table).
+
+    Parameters
+    ----------
+    bits : int >= 1
+        Bit width.
+
+    Returns
+    -------
+    float
+        alpha* in units of the standard deviation.
+
+    Examples
+    --------
+    >>> round(gaussian_mse_scale(4), 3)
+    2.514
     """
     from scipy.optimize import minimize_scalar
     from scipy.stats import norm
@@ -89,6 +104,24 @@ def hadamard_matrix(d: int) -> Any:
     Blocks are :func:`hadamard_block` wide (128 in the paper's code); a ``d`` with no even
     factor gets the identity (no transform). The quantizers apply it block by block
     (:func:`_blockwise`) rather than through this dense matrix.
+
+    Parameters
+    ----------
+    d : int >= 1
+        The matmul dimension.
+
+    Returns
+    -------
+    torch.Tensor of shape (d, d)
+        Orthonormal: ``H @ H.T`` is the identity.
+
+    Examples
+    --------
+    >>> hadamard_matrix(4) * 2
+    tensor([[ 1.,  1.,  1.,  1.],
+            [ 1., -1.,  1., -1.],
+            [ 1.,  1., -1., -1.],
+            [ 1., -1., -1.,  1.]])
     """
     torch = require_torch()
     d = int(d)
