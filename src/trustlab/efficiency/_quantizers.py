@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Interval, validate_params
 from trustlab.vision.classifiers import require_torch
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
 _TINY = 1e-8
 
 
+@validate_params({"bits": [Interval(numbers.Integral, 1, 16, closed="both")]})
 @functools.cache
 def gaussian_mse_scale(bits: int) -> float:
     """The clipping scale alpha* minimising E[(xi - q_alpha(xi))^2] for xi ~ N(0, 1).
@@ -98,6 +101,7 @@ def _hadamard_block_np(block: int) -> np.ndarray:
     return (hadamard(block).astype(np.float64) / math.sqrt(block)).astype(np.float32)
 
 
+@validate_params({"d": [Interval(numbers.Integral, 1, None, closed="left")]})
 def hadamard_matrix(d: int) -> Any:
     """The orthonormal block-diagonal Sylvester-Hadamard matrix of size ``d`` (a dense torch tensor).
 
