@@ -27,14 +27,10 @@ from trustlab.errors import DataError, MissingDependencyError, NotFittedError
 __all__ = ["TOPICS", "VOCABULARY", "CooccurrenceLM", "minilm_word_embeddings", "topic_prompts"]
 
 TOPICS: dict[str, tuple[str, ...]] = {
-    "sport": ("team", "goal", "match", "player", "coach", "ball", "score", "league", "win", "season",
-              "stadium", "kick"),
-    "food": ("pasta", "bread", "cheese", "soup", "salad", "sauce", "chef", "kitchen", "dinner", "spicy",
-             "sweet", "taste"),
-    "music": ("guitar", "song", "band", "drum", "concert", "melody", "album", "singer", "piano", "rhythm",
-              "dance", "jazz"),
-    "weather": ("rain", "storm", "cloud", "snow", "wind", "sunny", "cold", "forecast", "thunder", "frost",
-                "humid", "breeze"),
+    "sport": tuple("team goal match player coach ball score league win season stadium kick".split()),
+    "food": tuple("pasta bread cheese soup salad sauce chef kitchen dinner spicy sweet taste".split()),
+    "music": tuple("guitar song band drum concert melody album singer piano rhythm dance jazz".split()),
+    "weather": tuple("rain storm cloud snow wind sunny cold forecast thunder frost humid breeze".split()),
 }
 """The four topics' content words."""
 
@@ -110,8 +106,9 @@ def minilm_word_embeddings(words: Any = VOCABULARY) -> np.ndarray:
     vocab = {w: i for i, w in enumerate((root / "vocab.txt").read_text(encoding="utf-8").splitlines())}
     missing = [w for w in words if w not in vocab]
     if missing:
-        raise DataError(f"words {missing[:5]} are not single MiniLM tokens; pick whole-word tokens.",
-                        argument="words")
+        raise DataError(
+            f"words {missing[:5]} are not single MiniLM tokens; pick whole-word tokens.", argument="words"
+        )
     with safe_open(str(root / "model.safetensors"), "np") as f:
         table = f.get_tensor("embeddings.word_embeddings.weight")
     return np.asarray(table[[vocab[w] for w in words]], dtype=float)
@@ -122,7 +119,8 @@ class CooccurrenceLM:
 
     ``P(w | prefix) = mean_j P(w follows w_j in a sentence)`` (add-``alpha`` smoothed), the
     unigram distribution for an empty prefix; ``__call__`` returns the log-probabilities
-    centred to mean 0 as logits (softmax gives back the distribution). It carries the prefix's topic but not word order.
+    centred to mean 0 as logits (softmax gives back the distribution). It carries the
+    prefix's topic but not word order.
 
     Parameters
     ----------
@@ -147,7 +145,9 @@ class CooccurrenceLM:
         v = check_positive_int(self.vocab_size, "vocab_size")
         ids = np.asarray(token_ids)
         if ids.ndim != 2 or ids.size == 0 or ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= v:
-            raise DataError(f"token_ids must be a non-empty 2-D array of ids in [0, {v}).", argument="token_ids")
+            raise DataError(
+                f"token_ids must be a non-empty 2-D array of ids in [0, {v}).", argument="token_ids"
+            )
         counts = np.zeros((v, v))
         for row in ids:
             for i in range(len(row) - 1):
