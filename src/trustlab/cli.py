@@ -38,6 +38,7 @@ try:
 
     from trustlab._cli_lm import lm_app
     from trustlab._cli_secagg import secagg_app
+    from trustlab._cli_text import perturb_prompt
     from trustlab.errors import ParameterError, TrustlabError
 finally:
     if _previous_sigint is not None:
@@ -50,6 +51,7 @@ app = typer.Typer(
 )
 app.add_typer(secagg_app, name="secure-agg")
 app.add_typer(lm_app, name="lm")
+app.command("perturb-prompt")(perturb_prompt)
 err = Console(stderr=True)
 
 

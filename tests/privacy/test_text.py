@@ -228,3 +228,19 @@ def test_bad_input_raises_named_errors():
 
 def test_docs_example_runs(run_docs_example):
     run_docs_example(Path(__file__).parents[2] / "docs" / "privacy" / "cape.md")
+
+
+def test_cli_perturbs_a_prompt_and_refuses_an_epsilon_below_the_floor():
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["perturb-prompt", "hello world", "--epsilon", "40"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 2 and "epsilon 40 per token (local DP, 2 tokens)" in lines[1]
+    bad = runner.invoke(app, ["perturb-prompt", "hello", "--epsilon", "3"])
+    assert bad.exit_code == 2 and "error (--epsilon)" in bad.output and "13.5" in bad.output
+    empty = runner.invoke(app, ["perturb-prompt", "   ", "--epsilon", "20"])
+    assert empty.exit_code == 2 and "error (TEXT)" in empty.output

