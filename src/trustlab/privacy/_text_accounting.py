@@ -69,7 +69,7 @@ def cape_epsilon(em_epsilon: float, vocab_size: int, n_buckets: int | None = 50)
     >>> round(cape_epsilon(2.0, 1000, None), 3)  # plain: at most em_epsilon
     1.998
     >>> round(cape_epsilon(2.0, 1000, 50), 2)  # bucketised: the bucket sizes cost ~ln(vocab)
-    11.26
+    11.44
     """
     if not (isinstance(em_epsilon, int | float) and math.isfinite(em_epsilon) and em_epsilon >= 0):
         raise ParameterError(

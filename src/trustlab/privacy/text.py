@@ -68,9 +68,8 @@ def _bucket_log_weights(
     if n_buckets is None:
         return np.arange(u.size), np.ones(u.size, dtype=np.int64), scale * u
     lo, width = u.min(), (u.max() - u.min()) / n_buckets
-    idx = np.zeros(u.size, dtype=np.int64)
-    if width > 0:
-        idx = np.minimum(((u - lo) / width).astype(np.int64), n_buckets - 1)
+    # no branch on the data: equal utilities (width 0) all land in bucket 0
+    idx = np.minimum(((u - lo) / np.maximum(width, np.finfo(float).tiny)).astype(np.int64), n_buckets - 1)
     sizes = np.bincount(idx, minlength=n_buckets)
     sums = np.bincount(idx, weights=u, minlength=n_buckets)
     logw = np.full(n_buckets, -np.inf)

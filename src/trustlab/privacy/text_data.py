@@ -170,7 +170,7 @@ class CooccurrenceLM:
     Examples
     --------
     >>> lm = CooccurrenceLM(3).fit(np.array([[0, 1, 1], [2, 2, 2]]))
-    >>> lm(np.array([0])).argmax(), lm(np.array([2])).argmax()
+    >>> int(lm(np.array([0])).argmax()), int(lm(np.array([2])).argmax())
     (1, 2)
     """
 
