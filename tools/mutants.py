@@ -365,6 +365,13 @@ MUTANTS: list[Mutant] = [
         "    return 2.0 * h",
         ("tests/privacy/test_text.py::test_claim_exact_audit_on_worst_case_neighbours",),
     ),
+    Mutant(
+        "text: Cape's in-bucket draw not uniform (the bucket's first token)",
+        "src/trustlab/privacy/text.py",
+        "    return int(members[int(uniform_int(int(sizes[b]), 1)[0])])",
+        "    return int(members[0])",
+        ("tests/privacy/test_text.py::test_claim_empirical_audit_of_the_sampler_on_worst_case_neighbours",),
+    ),
 ]
 
 
