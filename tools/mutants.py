@@ -372,6 +372,20 @@ MUTANTS: list[Mutant] = [
         "    e = math.exp(epsilon)\n    chosen",
         ("tests/privacy/test_graph_ldp.py::test_claim_per_node_mechanism_audit_on_worst_case_neighbours",),
     ),
+    Mutant(
+        "text: Cape's bucketised draw charged the paper's nominal epsilon (bucket sizes ignored)",
+        "src/trustlab/privacy/_text_accounting.py",
+        "    return float(h - np.logaddexp(0.0, h) + least.max())",
+        "    return 2.0 * h",
+        ("tests/privacy/test_text.py::test_claim_exact_audit_on_worst_case_neighbours",),
+    ),
+    Mutant(
+        "text: Cape's in-bucket draw not uniform (the bucket's first token)",
+        "src/trustlab/privacy/text.py",
+        "    return int(members[int(uniform_int(int(sizes[b]), 1)[0])])",
+        "    return int(members[0])",
+        ("tests/privacy/test_text.py::test_claim_empirical_audit_of_the_sampler_on_worst_case_neighbours",),
+    ),
 ]
 
 

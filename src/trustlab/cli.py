@@ -38,6 +38,7 @@ try:
 
     from trustlab._cli_lm import lm_app
     from trustlab._cli_secagg import secagg_app
+    from trustlab._cli_text import perturb_prompt
     from trustlab._cli_watermark import watermark_app
     from trustlab.errors import ParameterError, TrustlabError
 finally:
@@ -52,6 +53,7 @@ app = typer.Typer(
 app.add_typer(secagg_app, name="secure-agg")
 app.add_typer(lm_app, name="lm")
 app.add_typer(watermark_app, name="watermark")
+app.command("perturb-prompt")(perturb_prompt)
 err = Console(stderr=True)
 
 
