@@ -17,16 +17,16 @@ from trustlab.explain.sae import SparseAutoencoder  # noqa: E402
 from trustlab.explain.sae_data import make_hierarchical_activations  # noqa: E402
 from trustlab.explain.sae_metrics import feature_absorption  # noqa: E402
 
-N_TRAIN = 4000
+N_TRAIN = 3000
 
 
 @pytest.fixture(scope="module")
 def world():
-    data = make_hierarchical_activations(6000, random_state=0)  # 4 parents x 3 children, d = 20
+    data = make_hierarchical_activations(5000, random_state=0)  # 4 parents x 3 children, d = 20
     train, test = data.X[:N_TRAIN], data.X[N_TRAIN:]
     saes = {
         arch: SparseAutoencoder(
-            16, architecture=arch, k=2, batch_size=256, n_steps=300, learning_rate=1e-2, random_state=0
+            16, architecture=arch, k=2, batch_size=256, n_steps=200, learning_rate=1e-2, random_state=0
         ).fit(train)
         for arch in ("matryoshka", "batchtopk", "topk")
     }
@@ -62,9 +62,9 @@ def test_claim_matryoshka_prefixes_reconstruct_better_and_absorb_less(world) -> 
     for m in mat.prefixes_[:-1]:
         gap, se = _paired_gap(_row_errors(mat, test, m), _row_errors(topk, test, m))
         assert gap > 3 * se, (m, gap, se)
-    # equal L0 at the full dictionary
+    # with no more active latents (k = 2 for both; Matryoshka's threshold gives <= 2 held out)
     l0 = {a: (s.transform(test) > 0).sum(1).mean() for a, s in saes.items()}
-    assert abs(l0["matryoshka"] - l0["topk"]) < 0.25
+    assert l0["matryoshka"] <= l0["topk"] + 0.05
     # feature absorption of the parents (true directions as probes, one main latent each)
     f_mat, f_top = _absorption(mat, data, test, truth), _absorption(topk, data, test, truth)
     se = np.sqrt(f_mat.var(ddof=1) / len(f_mat) + f_top.var(ddof=1) / len(f_top))
@@ -73,7 +73,11 @@ def test_claim_matryoshka_prefixes_reconstruct_better_and_absorb_less(world) -> 
     splits = {
         a: np.mean(
             [
-                len(feature_absorption(s, test, truth[:, j] > 0, probe_direction=data.directions[j]).main_latents)
+                len(
+                    feature_absorption(
+                        s, test, truth[:, j] > 0, probe_direction=data.directions[j], max_k=3
+                    ).main_latents
+                )
                 for j in data.parents
             ]
         )
