@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from trustlab.explain.sae import SparseAutoencoder  # noqa: E402
-from trustlab.explain.sae_data import make_hierarchical_activations  # noqa: E402
-from trustlab.explain.sae_metrics import feature_absorption  # noqa: E402
+from trustlab.explain.sae import SparseAutoencoder
+from trustlab.explain.sae_data import make_hierarchical_activations
+from trustlab.explain.sae_metrics import feature_absorption
 
 N_TRAIN = 3000
 

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from trustlab.errors import DataError, ParameterError  # noqa: E402
-from trustlab.explain.sae_metrics import (  # noqa: E402
+from trustlab.errors import DataError, ParameterError
+from trustlab.explain.sae_metrics import (
     core_metrics,
     feature_absorption,
     feature_recovery,
@@ -87,7 +87,7 @@ def _absorbing_world(n: int = 2000, seed: int = 0):
 
 
 def test_feature_absorption_exact_on_a_hand_built_absorber() -> None:
-    X, parent, child, sae = _absorbing_world()
+    X, parent, _, sae = _absorbing_world()
     r = feature_absorption(sae, X, parent, probe_direction=[1.0, 0.0, 0.0], max_k=1, test_size=0.5)
     assert r.main_latents == (0,)
     # evaluated rows: held-out parent rows; child rows are fully absorbed, the others not at all

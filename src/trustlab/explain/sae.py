@@ -31,6 +31,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from typing import Any, ClassVar
 
@@ -91,7 +92,7 @@ def _check_prefixes(prefixes: Any, n_latents: int) -> list[int]:
         or not sizes
         or sizes[0] < 1
         or sizes[-1] != n_latents
-        or any(b <= a for a, b in zip(sizes, sizes[1:], strict=False))
+        or any(b <= a for a, b in itertools.pairwise(sizes))
     ):
         raise ParameterError(
             f"prefixes must be strictly increasing integers from >= 1 up to n_latents ({n_latents}), "
@@ -237,7 +238,7 @@ class SparseAutoencoder(ParamsValidationMixin, TransformerMixin, BaseEstimator):
         gen = torch.Generator().manual_seed(seed)
         Xt = torch.as_tensor(X, dtype=torch.float32)
         scale = float(torch.sqrt((Xt**2).sum(1).mean()).clamp_min(1e-12))
-        params, losses, fired = _train(self, Xt / scale, gen)
+        params, losses = _train(self, Xt / scale, gen)
         W_enc, b_enc, W_dec, b_dec = (p.detach() for p in params)
         # Fold the input scale into the weights: f(x) is unchanged, x_hat comes out in x's units.
         self.W_enc_ = (W_enc / scale).numpy().astype(np.float64)
@@ -313,7 +314,9 @@ class SparseAutoencoder(ParamsValidationMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "W_enc_")
         Z = check_numeric_array(Z, "Z", ndim=2)
         if Z.shape[1] != self.n_latents:
-            raise DataError(f"Z must have {self.n_latents} columns (latents), got {Z.shape[1]}.", argument="Z")
+            raise DataError(
+                f"Z must have {self.n_latents} columns (latents), got {Z.shape[1]}.", argument="Z"
+            )
         return Z @ self.W_dec_ + self.b_dec_
 
     def reconstruct(self, X: Any, n_prefix: int | None = None) -> np.ndarray:
@@ -340,7 +343,8 @@ class SparseAutoencoder(ParamsValidationMixin, TransformerMixin, BaseEstimator):
             raise ParameterError(f"n_prefix must be an int, got {n_prefix!r}.", argument="n_prefix")
         if not 1 <= int(n_prefix) <= self.n_latents:
             raise ParameterError(
-                f"n_prefix must lie in [1, n_latents = {self.n_latents}], got {n_prefix}.", argument="n_prefix"
+                f"n_prefix must lie in [1, n_latents = {self.n_latents}], got {n_prefix}.",
+                argument="n_prefix",
             )
         keep = np.zeros(self.n_latents, dtype=bool)
         keep[self.order_[: int(n_prefix)]] = True
@@ -387,9 +391,7 @@ def _check_prefixes_loose(sizes: Any, n_latents: int) -> list[int]:
     except (TypeError, ValueError):
         out = []
     if not out or any(s < 1 or s > n_latents for s in out):
-        raise ParameterError(
-            f"sizes must be integers in [1, {n_latents}], got {sizes!r}.", argument="sizes"
-        )
+        raise ParameterError(f"sizes must be integers in [1, {n_latents}], got {sizes!r}.", argument="sizes")
     return out
 
 
@@ -433,8 +435,11 @@ def _row_topk(pre: torch.Tensor, k: int) -> torch.Tensor:
 
 
 class _Adam:
-    """Adam (betas 0.9, 0.999) with gradient-norm clipping at 1, written out: ``torch.optim``
-    imports ``torch._dynamo`` on first use, which costs seconds to minutes on a busy machine."""
+    """Adam (betas 0.9, 0.999) with gradient-norm clipping at 1, written out.
+
+    ``torch.optim`` imports ``torch._dynamo`` on first use, which costs seconds to minutes on a
+    busy machine.
+    """
 
     def __init__(self, params: list[torch.Tensor], lr: float) -> None:
         self.params, self.lr, self.t = params, lr, 0
@@ -456,7 +461,7 @@ class _Adam:
 
 def _train(
     sae: SparseAutoencoder, X: torch.Tensor, gen: torch.Generator
-) -> tuple[list[torch.Tensor], list[float], torch.Tensor]:
+) -> tuple[list[torch.Tensor], list[float]]:
     """One loop for all four architectures; ``X`` has unit mean squared norm."""
     n, d = X.shape
     m, arch, k = sae.n_latents, sae.architecture, sae.k
@@ -515,4 +520,4 @@ def _train(
             with torch.no_grad():
                 W_dec /= W_dec.norm(dim=1, keepdim=True).clamp_min(1e-12)
         losses.append(float(loss.detach()))
-    return params, losses, since_fired
+    return params, losses

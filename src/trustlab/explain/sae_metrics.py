@@ -1,5 +1,7 @@
-"""SAEBench metrics that apply at small scale: sparsity-fidelity, dead latents, loss recovered,
-k-sparse probing, feature absorption, and feature recovery against planted ground truth.
+"""SAEBench metrics that apply at small scale.
+
+Sparsity-fidelity, dead latents, loss recovered, k-sparse probing, feature absorption, and
+feature recovery against planted ground truth.
 
 Every function takes a fitted :class:`~trustlab.explain.sae.SparseAutoencoder` (or anything with
 ``transform``, ``W_dec_`` and ``b_dec_``) and activations as arrays; :func:`loss_recovered` also
@@ -59,7 +61,9 @@ def _unit_rows(W: np.ndarray) -> np.ndarray:
 def _binary(y: Any, n: int, name: str = "y") -> np.ndarray:
     arr = np.asarray(y)
     if arr.ndim != 1 or arr.shape[0] != n:
-        raise DataError(f"{name} must be 1-D with one label per row ({n}), got shape {arr.shape}.", argument=name)
+        raise DataError(
+            f"{name} must be 1-D with one label per row ({n}), got shape {arr.shape}.", argument=name
+        )
     labels = np.unique(arr)
     if labels.size != 2:
         raise DataError(
@@ -136,8 +140,9 @@ def _probe(Z: np.ndarray, y: np.ndarray) -> LogisticRegression:
 def k_sparse_probing(
     Z: Any, y: Any, *, ks: Any = (1, 2, 5), test_size: float = 0.2, random_state: int = 0
 ) -> pd.DataFrame:
-    """k-sparse probing (Gurnee et al.; SAEBench): a logistic probe on the ``k`` latents whose
-    mean activations differ most between the two classes.
+    """k-sparse probing (Gurnee et al.; SAEBench).
+
+    A logistic probe on the ``k`` latents whose mean activations differ most between the classes.
 
     Parameters
     ----------
@@ -173,7 +178,9 @@ def k_sparse_probing(
         ks = []
     if not ks or any(k < 1 or k > Z.shape[1] for k in ks):
         raise ParameterError(f"ks must be integers in [1, {Z.shape[1]}], got {ks!r}.", argument="ks")
-    tr_Z, te_Z, tr_y, te_y = train_test_split(Z, y01, test_size=test_size, stratify=y01, random_state=random_state)
+    tr_Z, te_Z, tr_y, te_y = train_test_split(
+        Z, y01, test_size=test_size, stratify=y01, random_state=random_state
+    )
     order = _rank_by_mean_difference(tr_Z, tr_y)
     rows = []
     for k in ks:
@@ -300,7 +307,9 @@ def feature_absorption(
         raise ParameterError(
             f"max_absorbing must be None or a positive int, got {max_absorbing!r}.", argument="max_absorbing"
         )
-    tr_X, te_X, tr_y, te_y = train_test_split(X, y01, test_size=test_size, stratify=y01, random_state=random_state)
+    tr_X, te_X, tr_y, te_y = train_test_split(
+        X, y01, test_size=test_size, stratify=y01, random_state=random_state
+    )
     if probe_direction is None:
         probe = _probe(tr_X, tr_y)
         p = probe.coef_[0].copy()
@@ -309,7 +318,8 @@ def feature_absorption(
         p = check_numeric_array(probe_direction, "probe_direction", ndim=1)
         if p.shape[0] != X.shape[1] or not np.linalg.norm(p) > 0:
             raise DataError(
-                f"probe_direction must be a non-zero vector of length {X.shape[1]}.", argument="probe_direction"
+                f"probe_direction must be a non-zero vector of length {X.shape[1]}.",
+                argument="probe_direction",
             )
         probe = _probe((tr_X @ p)[:, None], tr_y)
         correct = probe.predict((te_X @ p)[:, None]) == 1
@@ -417,7 +427,8 @@ def loss_recovered(model: Any, input_ids: Any, hook_point: str, sae: Any) -> dic
     ids = torch.as_tensor(np.asarray(input_ids)).long()
     if ids.ndim != 2 or ids.shape[1] < 2:
         raise DataError(
-            f"input_ids must be (batch, seq) with seq >= 2, got shape {tuple(ids.shape)}.", argument="input_ids"
+            f"input_ids must be (batch, seq) with seq >= 2, got shape {tuple(ids.shape)}.",
+            argument="input_ids",
         )
 
     def ce(edits: dict | None) -> float:
