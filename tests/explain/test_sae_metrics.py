@@ -148,3 +148,24 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     exec(compile(block, str(PAGE), "exec"), {"__name__": "docs_example"})
     (expected,) = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
     assert capsys.readouterr().out.strip() == expected.strip()
+
+
+def test_tpp_high_for_disentangled_latents_and_low_for_mixed_ones() -> None:
+    from trustlab.explain.sae_metrics import targeted_probe_perturbation
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, 2000)
+    X = np.eye(4)[labels] + rng.normal(0, 0.05, (2000, 4))
+    clean = targeted_probe_perturbation(LinearSAE(np.eye(4), np.eye(4)), X, labels, k=1)
+    # ablating class i's latent removes its feature: probe i misses its class, the others barely move
+    assert clean["latents"] == {0: [0], 1: [1], 2: [2], 3: [3]}
+    assert clean["score"] > 0.15
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))  # latents mixing all classes
+    mixed = targeted_probe_perturbation(LinearSAE(Q, Q.T, signed=True), X, labels, k=1)
+    assert mixed["score"] < clean["score"] - 0.1
+    with pytest.raises(DataError) as info:
+        targeted_probe_perturbation(LinearSAE(np.eye(4), np.eye(4)), X, np.zeros(2000))
+    assert info.value.argument == "labels"
+    with pytest.raises(ParameterError) as info:
+        targeted_probe_perturbation(LinearSAE(np.eye(4), np.eye(4)), X, labels, k=5)
+    assert info.value.argument == "k"
