@@ -1,0 +1,265 @@
+"""Activations for sparse autoencoders: a planted hierarchical feature model and a hook collector.
+
+:func:`make_hierarchical_activations` is the toy model of Chanin et al. (2024) that Bussmann et
+al. (2025, section 4.1) use to show feature absorption: binary features on a tree, each with
+its own direction; a child fires only when its parent does, so "child implies parent", the
+pattern a sparsity penalty rewards by absorbing the parent into the child's latent. The ground
+truth (which features fired, their directions, the tree) makes absorption measurable exactly.
+
+:func:`collect_activations` reads activations from a user's model: a ``transformers`` causal LM
+at a ``trustlab.lm`` hook point (``blocks.{i}.resid_post`` ...), or any torch module at the
+name of one of its submodules (``dict(model.named_modules())``).
+
+References
+----------
+.. [1] Chanin, Wilken-Smith, Dulka, Bhatnagar, Bloom. "A is for Absorption: Studying Feature
+   Splitting and Absorption in Sparse Autoencoders". arXiv:2409.14507, 2024.
+.. [2] Bussmann, Nabeshima, Karvonen, Nanda. "Learning Multi-Level Features with Matryoshka
+   Sparse Autoencoders". ICML 2025.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import make_generator
+from trustlab.errors import DataError, ModelError, ParameterError
+
+__all__ = ["HierarchicalActivations", "collect_activations", "make_hierarchical_activations"]
+
+
+@dataclass(frozen=True)
+class HierarchicalActivations:
+    """Activations made of planted hierarchical features.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, d)
+        ``features @ directions`` plus Gaussian noise.
+    features : ndarray of shape (n_samples, n_features)
+        Each feature's magnitude in each row (0 when off).
+    directions : ndarray of shape (n_features, d)
+        Unit directions (orthonormal when ``d >= n_features``).
+    parent : ndarray of int, shape (n_features,)
+        Each feature's parent, ``-1`` for the top-level features.
+    """
+
+    X: np.ndarray
+    features: np.ndarray
+    directions: np.ndarray
+    parent: np.ndarray
+
+    @property
+    def parents(self) -> np.ndarray:
+        """Indices of the features that have children."""
+        return np.unique(self.parent[self.parent >= 0])
+
+
+@validate_params(
+    {
+        "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_parents": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_children": [Interval(numbers.Integral, 0, None, closed="left")],
+        "d": [Interval(numbers.Integral, 1, None, closed="left")],
+        "p_parent": [Interval(numbers.Real, 0, 1, closed="right")],
+        "p_child": [Interval(numbers.Real, 0, 1, closed="right")],
+        "exclusive_children": ["boolean"],
+        "magnitude_std": [Interval(numbers.Real, 0, None, closed="left")],
+        "noise": [Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
+def make_hierarchical_activations(
+    n_samples: int = 4000,
+    *,
+    n_parents: int = 4,
+    n_children: int = 3,
+    d: int = 20,
+    p_parent: float = 0.25,
+    p_child: float = 0.6,
+    exclusive_children: bool = True,
+    magnitude_std: float = 0.0,
+    noise: float = 0.0,
+    random_state: Any = 0,
+) -> HierarchicalActivations:
+    """Sample activations from a two-level tree of binary features (the absorption toy model).
+
+    Parameters
+    ----------
+    n_samples : int, default=4000
+        Rows.
+    n_parents : int, default=4
+        Top-level features, each on independently with probability ``p_parent``.
+    n_children : int, default=3
+        Children per parent; given its parent is on, a child is on with probability
+        ``p_child`` (one child at most, chosen uniformly, when ``exclusive_children``).
+    d : int, default=20
+        Activation width (the paper's toy uses 20).
+    p_parent, p_child : float
+        Firing probabilities (the paper's edge probabilities ``p(parent -> child)``).
+    exclusive_children : bool, default=True
+        Children of one parent are mutually exclusive (Chanin et al.'s first-letter setting).
+    magnitude_std : float, default=0.0
+        Magnitudes are ``1 + magnitude_std * N(0, 1)`` clipped at 0.1 (``0``: binary, as in
+        the paper's toy).
+    noise : float, default=0.0
+        Standard deviation of isotropic Gaussian noise added to ``X``.
+    random_state : int, Generator or None, default=0
+
+    Returns
+    -------
+    HierarchicalActivations
+        Features are ordered parents first (``0 .. n_parents - 1``), then each parent's children.
+
+    Examples
+    --------
+    >>> data = make_hierarchical_activations(100, n_parents=2, n_children=2, d=8)
+    >>> data.X.shape, data.parent.tolist()
+    ((100, 8), [-1, -1, 0, 0, 1, 1])
+    """
+    rng = make_generator(random_state)
+    n_features = n_parents * (1 + n_children)
+    parent = np.concatenate([np.full(n_parents, -1), np.repeat(np.arange(n_parents), n_children)])
+    on = np.zeros((n_samples, n_features), dtype=bool)
+    on[:, :n_parents] = rng.random((n_samples, n_parents)) < p_parent
+    if n_children:
+        for j in range(n_parents):
+            kids = n_parents + j * n_children + np.arange(n_children)
+            if exclusive_children:
+                fire = on[:, j] & (rng.random(n_samples) < p_child)
+                pick = rng.integers(0, n_children, n_samples)
+                on[np.flatnonzero(fire), kids[pick[fire]]] = True
+            else:
+                on[:, kids] = on[:, [j]] & (rng.random((n_samples, n_children)) < p_child)
+    mags = np.ones((n_samples, n_features))
+    if magnitude_std > 0:
+        mags = np.clip(1.0 + magnitude_std * rng.normal(size=mags.shape), 0.1, None)
+    features = np.where(on, mags, 0.0)
+    gauss = rng.normal(size=(max(d, n_features), max(d, n_features)))
+    if d >= n_features:
+        q, _ = np.linalg.qr(gauss[:d, :n_features])
+        directions = q.T
+    else:
+        directions = gauss[:n_features, :d]
+        directions = directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    X = features @ directions
+    if noise > 0:
+        X = X + noise * rng.normal(size=X.shape)
+    return HierarchicalActivations(X=X, features=features, directions=directions, parent=parent)
+
+
+def collect_activations(
+    model: Any,
+    inputs: Any,
+    hook_point: str,
+    *,
+    attention_mask: Any = None,
+    batch_size: int = 32,
+) -> np.ndarray:
+    """Activations of a torch model at a hook point, one row per token (or per example).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A ``transformers`` causal LM (then ``hook_point`` may be a ``trustlab.lm`` name such as
+        ``"blocks.1.resid_post"``), or any torch module (then ``hook_point`` names one of its
+        submodules, as ``model.named_modules()`` lists them; the submodule's output, or its first
+        element when it returns a tuple, is recorded).
+    inputs : array-like of int (batch, seq), tensor, or dict of tensors
+        Token ids, or the keyword arguments of ``model(**inputs)`` (e.g. a tokenizer's output).
+    hook_point : str
+        Where to read.
+    attention_mask : array-like of 0/1, shape (batch, seq), optional
+        Rows at padded positions are dropped (taken from ``inputs["attention_mask"]`` when given).
+    batch_size : int, default=32
+        Examples per forward pass.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, width)
+        ``float32`` activations; ``(batch, seq, width)`` outputs are flattened to tokens.
+
+    Raises
+    ------
+    ParameterError
+        ``hook_point`` is not a hook point of the model (the message lists some that are).
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(f"model must be a torch.nn.Module, got {type(model).__name__}.", argument="model")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ParameterError(f"batch_size must be a positive int, got {batch_size!r}.", argument="batch_size")
+    kwargs = dict(inputs) if isinstance(inputs, dict) else {"input_ids": torch.as_tensor(np.asarray(inputs))}
+    if attention_mask is None and "attention_mask" in kwargs:
+        attention_mask = kwargs["attention_mask"]
+    first = next(iter(kwargs.values()))
+    n = int(first.shape[0])
+    modules = dict(model.named_modules())
+    lm_names: list[str] = []
+    if hook_point not in modules and hasattr(model, "config"):
+        try:
+            from trustlab.lm.hooks import hook_points
+
+            lm_names = hook_points(model)
+        except (ImportError, ModelError):
+            lm_names = []
+    if hook_point not in modules and hook_point not in lm_names:
+        some = [m for m in modules if m][:6] + lm_names[:3]
+        raise ParameterError(
+            f"hook_point {hook_point!r} is not a submodule of the model nor a trustlab.lm hook point; "
+            f"valid names include {', '.join(map(repr, some))} (see model.named_modules()).",
+            argument="hook_point",
+        )
+    chunks = []
+    for start in range(0, n, batch_size):
+        part = {key: val[start : start + batch_size] for key, val in kwargs.items()}
+        if hook_point in modules:
+            chunks.append(_module_output(model, modules[hook_point], part))
+        else:
+            from trustlab.lm.hooks import run_with_hooks
+
+            chunks.append(run_with_hooks(model, part["input_ids"], [hook_point])[hook_point].float().cpu())
+    acts = torch.cat(chunks).float().numpy()
+    if acts.ndim == 3:
+        if attention_mask is not None:
+            mask = np.asarray(attention_mask).astype(bool)
+            if mask.shape != acts.shape[:2]:
+                raise DataError(
+                    f"attention_mask has shape {mask.shape}, but the activations are {acts.shape[:2]}.",
+                    argument="attention_mask",
+                )
+            acts = acts[mask]
+        else:
+            acts = acts.reshape(-1, acts.shape[-1])
+    if not np.all(np.isfinite(acts)):
+        raise DataError(
+            f"the activations at {hook_point!r} hold NaN or inf; check the model's weights and dtype.",
+            argument="model",
+        )
+    return acts
+
+
+def _module_output(model: Any, module: Any, kwargs: dict[str, Any]) -> Any:
+    import torch
+
+    store: list[Any] = []
+
+    def hook(mod: Any, args: Any, out: Any) -> None:
+        store.append((out[0] if isinstance(out, tuple | list) else out).detach())
+
+    handle = module.register_forward_hook(hook)
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(**kwargs)
+    finally:
+        handle.remove()
+        model.train(was_training)
+    return store[0].float().cpu()

