@@ -38,6 +38,19 @@ from trustlab.fairness.games import (
     pomwu,
     social_regret_bound,
 )
+from trustlab.fairness.graph_generation import (
+    KARATE_FEATURES,
+    FDGen,
+    GeneratedGraph,
+    load_karate_fairness,
+    make_biased_sbm,
+)
+from trustlab.fairness.graph_metrics import (
+    feature_disparity,
+    graph_mmd,
+    graph_statistic,
+    structural_disparity,
+)
 from trustlab.fairness.metrics import (
     bootstrap_counts,
     confusion_by_group,
@@ -84,6 +97,7 @@ from trustlab.fairness.welfare import (
 
 __all__ = [
     "DEMO_SUPPLY",
+    "KARATE_FEATURES",
     "PRODUCT_CARDINALITIES",
     "PRODUCT_SIGNAL",
     "CapacityComparison",
@@ -93,7 +107,9 @@ __all__ = [
     "Coreset",
     "DiversityResult",
     "EnsembleBenefits",
+    "FDGen",
     "GameRun",
+    "GeneratedGraph",
     "HardtPostProcessor",
     "KMedianResult",
     "MarketAwareClassifier",
@@ -120,8 +136,13 @@ __all__ = [
     "fair_kmedian",
     "fairness_differences",
     "fairness_gaps",
+    "feature_disparity",
     "fixed_cost_response",
+    "graph_mmd",
+    "graph_statistic",
     "group_rates",
+    "load_karate_fairness",
+    "make_biased_sbm",
     "make_feature_market",
     "make_product_ratings",
     "make_routing_game",
@@ -144,6 +165,7 @@ __all__ = [
     "screening_value",
     "simulate_collective",
     "social_regret_bound",
+    "structural_disparity",
     "targeting_reach",
     "unplant_signal",
     "weak_strong_coreset",
