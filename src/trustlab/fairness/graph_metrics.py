@@ -7,6 +7,7 @@ and the degree / clustering / spectral MMD between generated graphs and a refere
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,8 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-from trustlab._validation import check_choice, check_numeric_array, check_positive
+from trustlab._param_validation import Interval, Options, validate_params
+from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError
 from trustlab.fairness._graph_gen_inputs import check_adjacency, check_node_features, check_sensitive_groups
 
@@ -113,6 +115,7 @@ def structural_disparity(adjacency: Any, sensitive: Any) -> float:
     return float(np.max(np.abs(within - out)) / density)
 
 
+@validate_params({"statistic": [Options(_SIGMA)]})
 def graph_statistic(adjacency: Any, statistic: str) -> np.ndarray:
     """A graph's degree, clustering or spectral histogram (a probability vector), as GraphRNN bins it.
 
@@ -136,7 +139,6 @@ def graph_statistic(adjacency: Any, statistic: str) -> np.ndarray:
     >>> graph_statistic([[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 1], [0, 0, 1, 0]], "degree")
     array([0.  , 0.25, 0.5 , 0.25])
     """
-    check_choice(statistic, "statistic", tuple(_SIGMA))
     a = check_adjacency(adjacency)
     return _histogram(a, statistic)
 
@@ -168,6 +170,9 @@ def _emd_kernel(h1: np.ndarray, h2: np.ndarray, width: float, sigma: float) -> f
     return float(np.exp(-(emd**2) / (2 * sigma**2)))
 
 
+@validate_params(
+    {"statistic": [Options(_SIGMA)], "sigma": [None, Interval(numbers.Real, 0, None, closed="neither")]}
+)
 def graph_mmd(
     reference: Any, generated: Sequence[Any], statistic: str = "degree", *, sigma: float | None = None
 ) -> float:
@@ -204,8 +209,7 @@ def graph_mmd(
     >>> graph_mmd(ring, [ring, ring], "degree")
     0.0
     """
-    check_choice(statistic, "statistic", tuple(_SIGMA))
-    sig = check_positive(sigma, "sigma") if sigma is not None else _SIGMA[statistic]
+    sig = float(sigma) if sigma is not None else _SIGMA[statistic]
     if isinstance(generated, np.ndarray) or sparse.issparse(generated) or not isinstance(generated, Sequence):
         raise DataError(
             "generated must be a list of graphs (wrap a single graph in [ ]).", argument="generated"
