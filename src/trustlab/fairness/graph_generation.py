@@ -44,6 +44,14 @@ class GeneratedGraph:
         Generated node features (None when the model was fitted without features).
     sensitive : ndarray of shape (n_nodes,)
         The sensitive attribute of each node (the fitted graph's: nodes keep their group).
+
+    Examples
+    --------
+    >>> from trustlab.fairness import FDGen, load_karate_fairness
+    >>> a, x, s = load_karate_fairness()
+    >>> g = FDGen(n_epochs=20, random_state=0).fit(a, x, s).sample(random_state=0)[0]
+    >>> g.adjacency.shape, g.features.shape, int(g.sensitive.sum())
+    ((34, 34), (34, 4), 17)
     """
 
     adjacency: sparse.csr_matrix
@@ -112,7 +120,7 @@ class FDGen(ParamsValidationMixin, BaseEstimator):
     --------
     >>> from trustlab.fairness import FDGen, make_biased_sbm, structural_disparity
     >>> a, x, s = make_biased_sbm(80, random_state=0)
-    >>> gen = FDGen(n_epochs=100, random_state=0).fit(a, x, s)
+    >>> gen = FDGen(n_epochs=30, random_state=0).fit(a, x, s)
     >>> g = gen.sample(random_state=1)[0]
     >>> g.adjacency.shape, g.features.shape
     ((80, 80), (80, 8))
