@@ -184,6 +184,20 @@ def test_tree_order_invariance_and_interactions():
     max_order_2 = a.components(X[100:150], max_order=2)[1]
     assert set(max_order_2.columns) <= set(comp.columns)
     assert max(c.count(":") for c in max_order_2.columns) <= 1
+    # low orders take inclusion-exclusion, all orders the full transform: the same numbers
+    np.testing.assert_allclose(max_order_2.to_numpy(), comp[max_order_2.columns].to_numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_mobius_of_selected_sets_equals_the_full_transform(k):
+    from trustlab.explain._fastpd_moebius import mobius_terms, popcount, transform
+
+    rng = np.random.default_rng(k)
+    F = rng.normal(size=(4, 1 << k))
+    masks = np.nonzero((popcount(k) >= 1) & (popcount(k) <= 2))[0]
+    subsets, sums = mobius_terms(masks)
+    np.testing.assert_allclose(F[:, subsets] @ sums, transform(F.copy(), k, "mob")[:, masks], atol=1e-12)
+    assert mobius_terms(np.arange(1 << k), max_terms=2) is None
 
 
 def test_missing_values_in_queries_follow_default_direction():

@@ -109,7 +109,9 @@ def _add_integer_noise(values: Any, scale: Any, kind: str) -> np.ndarray:
     flat, shape = _int_values(values)
     if flat.size == 0 or scale == 0.0:
         return flat.reshape(shape)
-    return np.asarray(_integer_measurement(kind, scale)(flat.tolist()), dtype=np.int64).reshape(shape)
+    # a contiguous int64 array crosses into OpenDP as one buffer (a list is checked element by element)
+    noisy = _integer_measurement(kind, scale)(np.ascontiguousarray(flat, dtype=np.int64))
+    return np.asarray(noisy, dtype=np.int64).reshape(shape)
 
 
 @lru_cache(maxsize=256)
