@@ -27,6 +27,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from trustlab.explain import ExemplarLDA, FeaturePartition
 from trustlab.fairness import (
+    FDGen,
     HardtPostProcessor,
     MarketAwareClassifier,
     MultiaccuracyBoost,
@@ -67,6 +68,11 @@ ESTIMATORS: list[BaseEstimator] = [
 ]
 
 NOT_CHECKED: dict[type, str] = {
+    FDGen: (
+        "a graph generator: fit(adjacency, features, sensitive) takes an n x n graph, node features "
+        "and a group per node, and sample() draws graphs; scikit-learn's checks call fit(X, y) on "
+        "tables; tested in tests/fairness/test_graph_generation.py"
+    ),
     RandomizedResponseLabelDP: (
         "a release mechanism, not an estimator: it has no fit, only privatize(X, y) "
         "(scikit-learn's checks need fit); tested in tests/privacy/test_label_dp.py"

@@ -97,6 +97,9 @@ EXEMPT: dict[str, str] = {
     "ensemble_size_curve": _ARRAYS + "; privileged is a group label checked against the groups present",
     "multiaccuracy_violation": _ARRAYS,
     "proxy_error_rates": _ARRAYS,
+    "feature_disparity": _ARRAYS + " (node features and groups)",
+    "structural_disparity": _ARRAYS + " (a graph and groups)",
+    "load_karate_fairness": "no parameters",
     # trustlab.uncertainty
     "gcv": _ARRAYS + "; lam is a float or an array of them, read by _check_lams (its message "
     "keeps the hint: scikit-learn's alpha divided by the number of rows)",

@@ -48,6 +48,19 @@ from trustlab.fairness.games import (
     pomwu,
     social_regret_bound,
 )
+from trustlab.fairness.graph_generation import (
+    KARATE_FEATURES,
+    FDGen,
+    GeneratedGraph,
+    load_karate_fairness,
+    make_biased_sbm,
+)
+from trustlab.fairness.graph_metrics import (
+    feature_disparity,
+    graph_mmd,
+    graph_statistic,
+    structural_disparity,
+)
 from trustlab.fairness.metrics import (
     bootstrap_counts,
     confusion_by_group,
@@ -94,6 +107,7 @@ from trustlab.fairness.welfare import (
 
 __all__ = [
     "DEMO_SUPPLY",
+    "KARATE_FEATURES",
     "PRODUCT_CARDINALITIES",
     "PRODUCT_SIGNAL",
     "CapacityComparison",
@@ -103,7 +117,9 @@ __all__ = [
     "Coreset",
     "DiversityResult",
     "EnsembleBenefits",
+    "FDGen",
     "GameRun",
+    "GeneratedGraph",
     "HardtPostProcessor",
     "KMedianResult",
     "MarketAwareClassifier",
@@ -134,8 +150,13 @@ __all__ = [
     "fairness_differences",
     "fairness_gaps",
     "fairness_loss",
+    "feature_disparity",
     "fixed_cost_response",
+    "graph_mmd",
+    "graph_statistic",
     "group_rates",
+    "load_karate_fairness",
+    "make_biased_sbm",
     "make_feature_market",
     "make_product_ratings",
     "make_routing_game",
@@ -161,6 +182,7 @@ __all__ = [
     "simulate_collective",
     "social_regret_bound",
     "supersample_cmi",
+    "structural_disparity",
     "targeting_reach",
     "uniform_convergence_fairness_bound",
     "unplant_signal",
