@@ -528,7 +528,9 @@ def _check_ks(sae_ks: Any) -> list[int]:
     return ks
 
 
-def summarize_probes(table: pd.DataFrame, *, sae_method: str | None = None) -> pd.DataFrame:
+def summarize_probes(
+    table: pd.DataFrame, *, sae_method: str | None = None, by_value: bool = True
+) -> pd.DataFrame:
     """The gain from adding SAE probes, per regime and value, averaged over seeds.
 
     Quiver regimes (standard, scarcity, imbalance): ``quiver_with_sae - quiver_baselines``.
@@ -541,13 +543,16 @@ def summarize_probes(table: pd.DataFrame, *, sae_method: str | None = None) -> p
         The output of :func:`compare_probes` (with an SAE).
     sae_method : str, optional
         The SAE arm of the head-to-head comparison (default: the largest ``k``).
+    by_value : bool, default=True
+        One row per (regime, value); ``False`` pools each regime's values (the paper's averages
+        over the regime's grid).
 
     Returns
     -------
     pandas.DataFrame
-        ``regime``, ``value``, ``n_cells``, ``mean_gain``, ``se_gain`` (standard error over
-        seeds; NaN for one seed) and ``win_rate`` (cells where the SAE side has the higher test
-        AUC; ties count half).
+        ``regime``, ``value`` (when ``by_value``), ``n_cells``, ``mean_gain``, ``se_gain``
+        (standard error over the cells; NaN for one cell) and ``win_rate`` (cells where the SAE
+        side has the higher test AUC; ties count half).
     """
     need = {"regime", "value", "seed", "method", "family", "k", "test_auc"}
     if not isinstance(table, pd.DataFrame) or not need <= set(table.columns):
@@ -559,7 +564,8 @@ def summarize_probes(table: pd.DataFrame, *, sae_method: str | None = None) -> p
         sae_method = str(sae.loc[sae["k"].astype(float).idxmax(), "method"])
     wide = table.pivot_table(index=["regime", "value", "seed"], columns="method", values="test_auc")
     out = []
-    for (regime, value), grp in wide.groupby(level=[0, 1]):
+    for key, grp in wide.groupby(level=[0, 1] if by_value else [0]):
+        regime = key[0]
         if regime in QUIVER_REGIMES:
             gain = grp["quiver_with_sae"] - grp["quiver_baselines"]
         else:
@@ -572,6 +578,7 @@ def summarize_probes(table: pd.DataFrame, *, sae_method: str | None = None) -> p
         g = gain.to_numpy(dtype=float)
         se = float(g.std(ddof=1) / np.sqrt(len(g))) if len(g) > 1 else float("nan")
         win = float(np.mean((g > 0) + 0.5 * (g == 0)))
-        out.append({"regime": regime, "value": value, "n_cells": len(g), "mean_gain": float(g.mean()),
+        head = {"regime": regime, "value": key[1]} if by_value else {"regime": regime}
+        out.append({**head, "n_cells": len(g), "mean_gain": float(g.mean()),
                     "se_gain": se, "win_rate": win})  # fmt: skip
     return pd.DataFrame(out)

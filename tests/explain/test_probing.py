@@ -1,0 +1,178 @@
+"""Row 002-17: SAE probes vs baselines (Kantamneni et al., ICML 2025) on planted activations.
+
+One small TopK SAE (16 latents, k = 2; the Llama Scope architecture of the paper) is trained once
+in a module fixture on unlabelled planted hierarchical activations (about 0.3 s CPU). The target
+is one planted parent feature, so the raw activations carry it linearly.
+
+Claim tolerances: per regime, the gain of the SAE side over the baseline side is averaged over
+the cells (values x seeds) and compared with 3 standard errors of that mean (paired cells).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+
+from trustlab.errors import DataError, ParameterError, TrustlabError
+from trustlab.explain.probing import (
+    TopMeanDifference,
+    _folds,
+    _regime_split,
+    compare_probes,
+    default_regime_values,
+    summarize_probes,
+)
+from trustlab.explain.sae import SparseAutoencoder
+from trustlab.explain.sae_data import make_hierarchical_activations
+
+N_SAE = 2000
+
+
+@pytest.fixture(scope="module")
+def world():
+    import torch
+
+    data = make_hierarchical_activations(4000, magnitude_std=0.5, noise=0.1, random_state=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: one thread is fastest on shared cores
+    try:
+        sae = SparseAutoencoder(
+            16, architecture="topk", k=2, batch_size=256, n_steps=150, learning_rate=1e-2, random_state=0
+        ).fit(data.X[:N_SAE])
+    finally:
+        torch.set_num_threads(threads)
+    X, y = data.X[N_SAE:], data.features[N_SAE:, 0] > 0
+    shifted = make_hierarchical_activations(600, magnitude_std=1.0, noise=0.2, p_parent=0.5, random_state=1)
+    return data, sae, X, y, shifted
+
+
+def test_paper_grids() -> None:
+    scarcity = default_regime_values("scarcity")
+    assert scarcity[0] == 2 and scarcity[-1] == 1024 and len(scarcity) <= 20
+    assert len(default_regime_values("imbalance")) == 19 and default_regime_values("imbalance")[0] == 0.05
+    assert default_regime_values("noise") == [round(v, 4) for v in np.linspace(0, 0.5, 11)]
+
+
+def test_top_mean_difference_keeps_the_planted_column() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    Z = np.c_[rng.random((200, 3)), 3 * y + rng.random(200), rng.random(200)]
+    assert TopMeanDifference(k=1).fit(Z, y).columns_.tolist() == [3]
+    assert TopMeanDifference(k=50).fit(Z, y).transform(Z).shape == (200, 5)
+
+
+def test_validation_strategy_follows_table_4() -> None:
+    y = np.tile([0, 1], 150)
+    assert len(_folds(y[:3], 0)) == 1 and _folds(y[:3], 0)[0][0].tolist() == [0, 1, 2]  # train AUC
+    assert [len(va) for _, va in _folds(y[:10], 0)] == [2] * 5  # leave-two-out
+    assert len(_folds(y[:60], 0)) == 6
+    (tr, va), *rest = _folds(y[:300], 0)
+    assert not rest and len(va) == 60 and len(tr) == 240
+
+
+def test_regime_draws() -> None:
+    rng = np.random.default_rng(0)
+    y = (np.arange(1000) % 4 == 0).astype(int)
+    pool, test = np.arange(800), np.arange(800, 1000)
+    train, labels, t = _regime_split("scarcity", 2, y, pool, test, 1024, rng)
+    assert sorted(labels.tolist()) == [0, 1] and t is test
+    train, labels, t = _regime_split("imbalance", 0.1, y, pool, test, 500, rng)
+    assert len(train) == 500 and labels.mean() == pytest.approx(0.1)
+    assert y[t].mean() == pytest.approx(0.1, abs=0.01)
+    train, labels, _ = _regime_split("noise", 0.3, y, pool, test, 400, rng)
+    assert (labels != y[train]).mean() == pytest.approx(0.3)
+
+
+def test_table_and_quiver_pick_the_best_validation_arm(world) -> None:
+    _, sae, X, y, _ = world
+    t = compare_probes(X, y, sae, regimes={"noise": [0.1]}, methods=["logreg", "knn"], sae_ks=[4],
+                       n_hparams=3, n_train=256)  # fmt: skip
+    assert t["method"].tolist() == ["logreg", "knn", "sae_k4", "quiver_baselines", "quiver_with_sae"]
+    arms = t[t["family"] != "quiver"]
+    best = arms.loc[arms["val_auc"].idxmax()]
+    quiver = t.set_index("method").loc["quiver_with_sae"]
+    assert quiver["val_auc"] == best["val_auc"] and quiver["test_auc"] == best["test_auc"]
+    assert (t["n_train"] == 256).all() and t["test_auc"].between(0.5, 1).all()
+    summary = summarize_probes(t)
+    gain = t.set_index("method").loc["sae_k4", "test_auc"] - t.set_index("method").loc["logreg", "test_auc"]
+    assert summary["mean_gain"].iloc[0] == pytest.approx(gain)  # noise: head to head
+
+
+def _gains(table: pd.DataFrame) -> pd.DataFrame:
+    return (
+        summarize_probes(table, by_value=False)
+        .set_index("regime")
+        .rename(columns={"mean_gain": "mean", "se_gain": "se"})
+    )
+
+
+def _claim(world, methods, regimes, n_seeds, n_hparams, sae_ks, oracle_regimes):
+    data, sae, X, y, shifted = world
+    kw = dict(methods=methods, X_shift=shifted.X, y_shift=shifted.features[:, 0] > 0, n_seeds=n_seeds,
+              n_train=256, n_hparams=n_hparams, sae_ks=sae_ks)  # fmt: skip
+    real = _gains(compare_probes(X, y, sae, regimes=regimes, **kw))
+    assert (real["mean"] <= 3 * real["se"] + 1e-9).all(), real
+    # power check: an "SAE" whose latents are the true (noise-free) features must win by more than
+    # 3 standard errors, so the comparison can detect an SAE that helps
+    truth = {len(X): data.features[N_SAE:], len(shifted.X): shifted.features}
+    oracle_plan = {r: regimes[r] for r in oracle_regimes}
+    oracle = _gains(compare_probes(X, y, lambda A: truth[len(A)], regimes=oracle_plan, **kw))
+    assert (oracle["mean"] > 3 * oracle["se"]).all(), oracle
+
+
+@pytest.mark.claims
+def test_claim_sae_probes_do_not_beat_baselines(world) -> None:
+    regimes = {"noise": [0.3], "shift": [0]}
+    _claim(world, ["logreg"], regimes, n_seeds=3, n_hparams=3, sae_ks=[4], oracle_regimes=["shift"])
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # three baselines, all four regimes, five seeds: about a minute of CPU
+def test_claim_sae_probes_do_not_beat_baselines_full(world) -> None:
+    regimes = {"scarcity": [4, 16, 64], "imbalance": [0.1, 0.9], "noise": [0.2, 0.4], "shift": [0]}
+    _claim(world, ["logreg", "pca", "knn"], regimes, n_seeds=5, n_hparams=5, sae_ks=[1, 4],
+           oracle_regimes=["shift"])  # fmt: skip
+
+
+BAD = [
+    (dict(X=np.full((20, 3), np.nan)), DataError, "X"),
+    (dict(y=np.zeros(40)), DataError, "y"),
+    (dict(encode="sae"), ParameterError, "encode"),
+    (dict(encode=lambda A: A[:5]), ParameterError, "encode"),
+    (dict(regimes=["drift"]), ParameterError, "regimes"),
+    (dict(regimes={"noise": [0.7]}), ParameterError, "regimes"),
+    (dict(regimes={"scarcity": [1]}), ParameterError, "regimes"),
+    (dict(regimes={"imbalance": [1.0]}), ParameterError, "regimes"),
+    (dict(regimes=["shift"]), ParameterError, "X_shift"),
+    (dict(regimes=["shift"], X_shift=np.ones((5, 2)), y_shift=[0, 1, 0, 1, 0]), DataError, "X_shift"),
+    (dict(methods=["svm"]), ParameterError, "methods"),
+    (dict(sae_ks=[0]), ParameterError, "sae_ks"),
+    (dict(sae_ks=[1.5]), ParameterError, "sae_ks"),
+    (dict(n_seeds=0), ParameterError, "n_seeds"),
+    (dict(test_size=0.9), ParameterError, "test_size"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "argument"), BAD)
+def test_bad_input_names_the_argument(kwargs, error, argument) -> None:
+    rng = np.random.default_rng(0)
+    args = dict(X=rng.normal(size=(40, 3)), y=np.tile([0, 1], 20), encode=np.abs)
+    args.update(kwargs)
+    with pytest.raises(error) as info:
+        compare_probes(args.pop("X"), args.pop("y"), args.pop("encode"), **args)
+    assert isinstance(info.value, TrustlabError) and info.value.argument == argument
+
+
+def test_summary_needs_sae_rows() -> None:
+    rng = np.random.default_rng(0)
+    t = compare_probes(rng.normal(size=(40, 3)), np.tile([0, 1], 20), None, regimes={"noise": [0.0]},
+                       methods=["logreg"], n_hparams=2)  # fmt: skip
+    assert set(t["family"]) == {"baseline", "quiver"}
+    with pytest.raises(ParameterError, match="no SAE probes"):
+        summarize_probes(t)
+    with pytest.raises(ParameterError) as info:
+        summarize_probes(pd.DataFrame({"a": [1]}))
+    assert info.value.argument == "table"
