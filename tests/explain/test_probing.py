@@ -176,3 +176,15 @@ def test_summary_needs_sae_rows() -> None:
     with pytest.raises(ParameterError) as info:
         summarize_probes(pd.DataFrame({"a": [1]}))
     assert info.value.argument == "table"
+
+
+def test_quiver_ties_go_to_the_sae_probe() -> None:
+    rng = np.random.default_rng(0)
+    y = np.tile([0, 1], 60)
+    X = np.c_[4.0 * y - 2 + 0.1 * rng.normal(size=120), rng.normal(size=(120, 2))]  # separable
+    t = compare_probes(X, y, lambda A: A, regimes={"standard": [0]}, methods=["logreg"], sae_ks=[1],
+                       n_hparams=2)  # fmt: skip
+    rows = t.set_index("method")
+    assert rows.loc["logreg", "val_auc"] == rows.loc["sae_k1", "val_auc"] == 1.0
+    assert rows.loc["quiver_with_sae", "hparams"] == "sae_k1"
+    assert rows.loc["quiver_baselines", "hparams"] == "logreg"

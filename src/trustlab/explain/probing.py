@@ -481,10 +481,11 @@ def _run_cell(
         name = method if family == "baseline" else f"sae_k{k}"
         out.append({**cell, "method": name, "family": family, "k": k or None, "hparams": repr(grid[best]),
                     "val_auc": vals[best], "test_auc": test_auc})  # fmt: skip
-    for label, pool in (("quiver_baselines", out[: len(methods)]), ("quiver_with_sae", out)):
+    arms_out = list(out)
+    for label, pool in (("quiver_baselines", arms_out[: len(methods)]), ("quiver_with_sae", arms_out)):
         # best validation AUC; ties go to the SAE probe (paper appendix E.1), i.e. to the later arm
-        vals = np.array([-np.inf if np.isnan(r["val_auc"]) else r["val_auc"] for r in pool])
-        pick = pool[len(vals) - 1 - int(np.argmax(vals[::-1]))]
+        scores = np.array([-np.inf if np.isnan(r["val_auc"]) else r["val_auc"] for r in pool])
+        pick = pool[len(scores) - 1 - int(np.argmax(scores[::-1]))]
         out.append({**cell, "method": label, "family": "quiver", "k": pick["k"], "hparams": pick["method"],
                     "val_auc": pick["val_auc"], "test_auc": pick["test_auc"]})  # fmt: skip
     return out
@@ -561,7 +562,7 @@ def summarize_probes(
     if sae.empty:
         raise ParameterError("table has no SAE probes; call compare_probes with encode.", argument="table")
     if sae_method is None:
-        sae_method = str(sae.loc[sae["k"].astype(float).idxmax(), "method"])
+        sae_method = str(sae["method"].to_numpy()[int(np.argmax(sae["k"].to_numpy(dtype=float)))])
     wide = table.pivot_table(index=["regime", "value", "seed"], columns="method", values="test_auc")
     out = []
     for key, grp in wide.groupby(level=[0, 1] if by_value else [0]):
