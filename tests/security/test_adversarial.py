@@ -201,8 +201,9 @@ def _paired_drop(res, X, y) -> tuple[float, float]:
 
 
 @pytest.mark.claims
+@pytest.mark.slow  # 80 PGD epochs, ~35 s CPU; at 40 epochs (decays at 20, 30) no overfitting shows yet
 def test_label_noise_robust_overfitting_and_cas_falls_with_it_fast() -> None:
-    """The fast variant: 80 epochs (decays at 40 and 60), PGD-10 on 300 test rows each epoch.
+    """The shorter variant: 80 epochs (decays at 40 and 60), PGD-10 on 300 test rows each epoch.
 
     Measured: robust accuracy 0.84 at epoch 13, 0.673 at epoch 80 (300 rows: s.e. <= 0.029);
     on the 900 held-out rows (PGD-20) the best checkpoint beats the last model by 0.088
