@@ -15,6 +15,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("torch")
 
@@ -210,3 +212,12 @@ def test_quiver_ties_go_to_the_sae_probe() -> None:
     assert rows.loc["logreg", "val_auc"] == rows.loc["sae_k1", "val_auc"] == 1.0
     assert rows.loc["quiver_with_sae", "hparams"] == "sae_k1"
     assert rows.loc["quiver_baselines", "hparams"] == "logreg"
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True).filter(lambda v: not 0 <= v <= 0.5))
+def test_noise_fraction_outside_paper_range_is_refused(fraction) -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(ParameterError) as info:
+        compare_probes(rng.normal(size=(40, 3)), np.tile([0, 1], 20), None, regimes={"noise": [fraction]})
+    assert info.value.argument == "regimes"
