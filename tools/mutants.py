@@ -391,7 +391,7 @@ MUTANTS: list[Mutant] = [
         "src/trustlab/privacy/dp_icl.py",
         "check_epsilon(epsilon), check_delta(delta), math.sqrt(n) * step_sensitivity(top_k)",
         "check_epsilon(epsilon), check_delta(delta), step_sensitivity(top_k)",
-        ("tests/privacy/test_dp_icl.py::test_audit_whole_release_on_worst_case_neighbours",),
+        ("tests/privacy/test_dp_icl.py::test_release_states_and_charges_the_composed_gaussian",),
     ),
     Mutant(
         "dp_icl: subsets' distributions not clipped to the simplex (sensitivity unbounded)",

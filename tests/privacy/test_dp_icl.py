@@ -12,7 +12,7 @@ import pytest
 from trustlab.errors import BudgetExceededError, DataError, ParameterError
 from trustlab.privacy import Accountant
 from trustlab.privacy.audit import audit_epsilon
-from trustlab.privacy.calibration import analytic_gaussian_epsilon
+from trustlab.privacy.calibration import analytic_gaussian_epsilon, gaussian_delta
 from trustlab.privacy.dp_icl import (
     clip_to_simplex,
     dp_icl_sigma,
@@ -56,7 +56,8 @@ def _release(private, *, epsilon=2.0, delta=1e-5, max_tokens=16, method="baselin
 
 
 @pytest.mark.parametrize(
-    "method", ["pta", pytest.param("baseline", marks=pytest.mark.slow)]  # slow: the same step, 1-2 s
+    "method",
+    ["pta", pytest.param("baseline", marks=pytest.mark.slow)],  # slow: the same step, 1-2 s
 )
 def test_audit_one_step_through_the_api(method, audit_trials):
     # one private demonstration replaced: the only subset's distribution moves from token 0
@@ -106,7 +107,10 @@ def test_release_states_and_charges_the_composed_gaussian():
     assert rel.measure == "gaussian" and rel.parameters["n_steps"] == 8
     assert rel.parameters["n_subsets"] == 3
     assert rel.sensitivity == pytest.approx(math.sqrt(8) * step_sensitivity(2))
-    # the composed mechanism is (2, 1e-5)-DP exactly (analytic Gaussian)
+    # exact accounting from the noise each token gets: 8 Gaussian steps of sensitivity sqrt(2) + slack
+    # compose to Gaussian DP with mu = sqrt(8) * s / sigma, which is (2, 1e-5)-DP and no more
+    mu = math.sqrt(8) * step_sensitivity(2) / rel.parameters["sigma_per_token"]
+    assert gaussian_delta(2.0, mu) == pytest.approx(1e-5, rel=1e-4)
     assert analytic_gaussian_epsilon(rel.noise_scale, 1e-5, rel.sensitivity) == pytest.approx(2.0, rel=1e-6)
     assert acc.spent_epsilon == pytest.approx(2.0, rel=1e-6)
     assert len(rel.value) == 2 and all(len(d) == 5 and d[0] == 0 for d in rel.value)
@@ -159,8 +163,9 @@ def test_bad_model_and_context_and_vocabulary(tiny_lm):
         generate_dp_demonstrations(object(), [[1]], epsilon=1.0, delta=1e-5, label_prompts=[[0]])
     assert info.value.argument == "model"
     with pytest.raises(ParameterError) as info:  # 4 * (40 + 8) tokens > the context of 64
-        generate_dp_demonstrations(tiny_lm, [[1]] * 4, epsilon=1.0, delta=1e-5, label_prompts=[[0]],
-                                   shots=4, max_tokens=40)
+        generate_dp_demonstrations(
+            tiny_lm, [[1]] * 4, epsilon=1.0, delta=1e-5, label_prompts=[[0]], shots=4, max_tokens=40
+        )
     assert info.value.argument == "max_demo_tokens"
     with pytest.raises(DataError) as info:
         generate_dp_demonstrations(tiny_lm, [[99]], epsilon=1.0, delta=1e-5, label_prompts=[[0]])

@@ -17,7 +17,8 @@ V = 16
 def _accuracy(model, demos, k, b):
     import torch
 
-    ids = torch.tensor([sum(demos, []) + [x] for x in range(V)])
+    prefix = [t for d in demos for t in d]
+    ids = torch.tensor([[*prefix, x] for x in range(V)])
     with torch.no_grad():
         pred = model(input_ids=ids).logits[:, -1, :V].argmax(-1).numpy()
     return float(np.mean(pred == (k * np.arange(V) + b) % V))
@@ -33,7 +34,12 @@ def test_claim_dp_synthetic_demonstrations_beat_zero_shot():
 
     model, _, _ = load_shipped("tiny-mixtral-incontext")
     data, _ = make_data(get_recipe("tiny-mixtral-incontext"))
-    table = sorted({(int(t), int(k), int(b)) for t, k, b in zip(*(data.latent[c] for c in ("task", "k", "b")))})
+    table = sorted(
+        {
+            (int(t), int(k), int(b))
+            for t, k, b in zip(*(data.latent[c] for c in ("task", "k", "b")), strict=True)
+        }
+    )
     rng = np.random.default_rng(0)  # drives the data and the public x only; the noise is unseeded
     zero, synthetic = [], []
     for _ in range(3):
@@ -41,8 +47,16 @@ def test_claim_dp_synthetic_demonstrations_beat_zero_shot():
             private = [[int(x), int((k * x + b) % V)] for x in rng.integers(0, V, 40)]
             prompts = [[int(x)] for x in rng.choice(V, 4, replace=False)]
             rel = generate_dp_demonstrations(
-                model, private, epsilon=4.0, delta=1e-3, label_prompts=prompts, shots=2,
-                max_tokens=1, max_demo_tokens=2, top_k=V, method="pta",
+                model,
+                private,
+                epsilon=4.0,
+                delta=1e-3,
+                label_prompts=prompts,
+                shots=2,
+                max_tokens=1,
+                max_demo_tokens=2,
+                top_k=V,
+                method="pta",
             )
             zero.append(_accuracy(model, [], k, b))
             synthetic.append(_accuracy(model, rel.value, k, b))

@@ -254,7 +254,8 @@ def generate_dp_demonstrations(
     Parameters
     ----------
     model : transformers causal LM or callable
-        The LM, or ``f(list of token-id lists) -> (batch, vocab)`` next-token probabilities.
+        The LM (in eval mode), or ``f(list of token-id lists) -> (batch, vocab)`` next-token
+        probabilities.
     private : sequence of sequences of int
         The private demonstrations, formatted and tokenised (label and text). Each is cut to
         ``max_demo_tokens``.
@@ -307,12 +308,16 @@ def generate_dp_demonstrations(
     if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha >= 0):
         raise ParameterError(f"alpha must be a finite number >= 0, got {alpha!r}.", argument="alpha")
     shots, max_tokens = check_positive_int(shots, "shots"), check_positive_int(max_tokens, "max_tokens")
-    cap = check_positive_int(max_demo_tokens if max_demo_tokens is not None else max_tokens + 8, "max_demo_tokens")
+    cap = check_positive_int(
+        max_demo_tokens if max_demo_tokens is not None else max_tokens + 8, "max_demo_tokens"
+    )
     fn, vocab_size, limit = _next_token_fn(model)
     labels = [_ids(p, "label_prompts", vocab_size, allow_empty=False) for p in label_prompts]
     if not labels:
         raise ParameterError("label_prompts must hold at least one label prompt.", argument="label_prompts")
-    n_demo = check_positive_int(n_demonstrations if n_demonstrations is not None else len(labels), "n_demonstrations")
+    n_demo = check_positive_int(
+        n_demonstrations if n_demonstrations is not None else len(labels), "n_demonstrations"
+    )
     instr, delim = _ids(instruction, "instruction", vocab_size), _ids(delimiter, "delimiter", vocab_size)
     demos = [_ids(d, "private", vocab_size)[:cap] for d in private]
     m = len(demos) // shots
@@ -333,9 +338,7 @@ def generate_dp_demonstrations(
     k_eff = top_k if vocab_size is None else min(top_k, vocab_size)
     sens = math.sqrt(n_steps) * step_sensitivity(k_eff)
     sigma = dp_icl_sigma(epsilon, delta, n_steps, k_eff)
-    prefixes = [
-        instr + [t for d in demos[i * shots : (i + 1) * shots] for t in d + delim] for i in range(m)
-    ]
+    prefixes = [instr + [t for d in demos[i * shots : (i + 1) * shots] for t in d + delim] for i in range(m)]
 
     def draw() -> list[list[int]]:
         out: list[list[int]] = []
