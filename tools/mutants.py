@@ -391,7 +391,7 @@ MUTANTS: list[Mutant] = [
         "src/trustlab/privacy/dp_icl.py",
         "check_epsilon(epsilon), check_delta(delta), math.sqrt(n) * step_sensitivity(top_k)",
         "check_epsilon(epsilon), check_delta(delta), step_sensitivity(top_k)",
-        ("tests/privacy/test_dp_icl.py::test_release_states_and_charges_the_composed_gaussian",),
+        ("tests/privacy/test_dp_icl.py::test_claim_exact_composed_accounting",),
     ),
     Mutant(
         "dp_icl: subsets' distributions not clipped to the simplex (sensitivity unbounded)",

@@ -59,8 +59,10 @@ def _release(private, *, epsilon=2.0, delta=1e-5, max_tokens=16, method="baselin
     "method",
     ["pta", pytest.param("baseline", marks=pytest.mark.slow)],  # slow: the same step, 1-2 s
 )
-def test_audit_one_step_through_the_api(method, audit_trials):
-    # one private demonstration replaced: the only subset's distribution moves from token 0
+@pytest.mark.claims
+def test_claim_audit_one_step_on_worst_case_neighbours(method, audit_trials):
+    # PTA's privacy equals the baseline's (the paper's Section 4.2 / Appendix D): both pass the
+    # same worst-case audit. One private demonstration replaced: the only subset's distribution moves from token 0
     # to token 1 (L2 distance sqrt(2), the sensitivity)
     res = audit_epsilon(
         lambda d: _release(d, method=method, max_tokens=1).value[0][-1],
@@ -101,7 +103,8 @@ def test_audit_one_token_with_unnormalised_inputs(audit_trials):
     assert res.epsilon_lower <= 1.0, res
 
 
-def test_release_states_and_charges_the_composed_gaussian():
+@pytest.mark.claims
+def test_claim_exact_composed_accounting():
     acc = Accountant(2.0, delta=1e-5)
     rel = _release([[2], [2], [3]], max_tokens=4, n_demonstrations=2, accountant=acc)
     assert rel.measure == "gaussian" and rel.parameters["n_steps"] == 8
