@@ -62,8 +62,8 @@ def _release(private, *, epsilon=2.0, delta=1e-5, max_tokens=16, method="baselin
 @pytest.mark.claims
 def test_claim_audit_one_step_on_worst_case_neighbours(method, audit_trials):
     # PTA's privacy equals the baseline's (the paper's Section 4.2 / Appendix D): both pass the
-    # same worst-case audit. One private demonstration replaced: the only subset's distribution moves from token 0
-    # to token 1 (L2 distance sqrt(2), the sensitivity)
+    # same worst-case audit. One private demonstration replaced: the only subset's distribution
+    # moves from token 0 to token 1 (L2 distance sqrt(2), the sensitivity)
     res = audit_epsilon(
         lambda d: _release(d, method=method, max_tokens=1).value[0][-1],
         [[2]],
@@ -135,7 +135,7 @@ def test_pieces():
 
 
 def test_eos_stops_a_demonstration_but_not_the_charge():
-    rel = _release([[3]], epsilon=50.0, max_tokens=5, eos_id=1)
+    rel = _release([[3]], epsilon=1000.0, max_tokens=5, eos_id=1)  # noise std 0.08, gap 1: no flake
     assert rel.value[0] == [0, 1] and rel.parameters["n_steps"] == 5
 
 
