@@ -386,6 +386,20 @@ MUTANTS: list[Mutant] = [
         "    return int(members[0])",
         ("tests/privacy/test_text.py::test_claim_empirical_audit_of_the_sampler_on_worst_case_neighbours",),
     ),
+    Mutant(
+        "dp_icl: per-token noise calibrated to one step (composition over tokens ignored)",
+        "src/trustlab/privacy/dp_icl.py",
+        "check_epsilon(epsilon), check_delta(delta), math.sqrt(n) * step_sensitivity(top_k)",
+        "check_epsilon(epsilon), check_delta(delta), step_sensitivity(top_k)",
+        ("tests/privacy/test_dp_icl.py::test_claim_exact_composed_accounting",),
+    ),
+    Mutant(
+        "dp_icl: subsets' distributions not clipped to the simplex (sensitivity unbounded)",
+        "src/trustlab/privacy/dp_icl.py",
+        "    return x / np.maximum(x.sum(axis=-1, keepdims=True), 1.0)",
+        "    return x",
+        ("tests/privacy/test_dp_icl.py::test_audit_one_token_with_unnormalised_inputs",),
+    ),
 ]
 
 
