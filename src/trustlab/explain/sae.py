@@ -41,6 +41,7 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from trustlab._adam import Adam
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, ParameterError
@@ -434,31 +435,6 @@ def _row_topk(pre: torch.Tensor, k: int) -> torch.Tensor:
     return torch.zeros_like(pre).scatter(1, idx, vals)
 
 
-class _Adam:
-    """Adam (betas 0.9, 0.999) with gradient-norm clipping at 1, written out.
-
-    ``torch.optim`` imports ``torch._dynamo`` on first use, which costs seconds to minutes on a
-    busy machine.
-    """
-
-    def __init__(self, params: list[torch.Tensor], lr: float) -> None:
-        self.params, self.lr, self.t = params, lr, 0
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-
-    @torch.no_grad()
-    def step(self, grads: tuple[torch.Tensor, ...], factor: float) -> None:
-        self.t += 1
-        norm = torch.sqrt(sum((g**2).sum() for g in grads))  # type: ignore[arg-type]
-        clip = min(1.0, 1.0 / (float(norm) + 1e-6))
-        c1, c2 = 1 - 0.9**self.t, 1 - 0.999**self.t
-        for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
-            g = g * clip
-            m.mul_(0.9).add_(g, alpha=0.1)
-            v.mul_(0.999).addcmul_(g, g, value=0.001)
-            p.sub_(self.lr * factor * (m / c1) / (torch.sqrt(v / c2) + 1e-8))
-
-
 def _train(
     sae: SparseAutoencoder, X: torch.Tensor, gen: torch.Generator
 ) -> tuple[list[torch.Tensor], list[float]]:
@@ -472,7 +448,7 @@ def _train(
     b_enc = torch.zeros(m)
     b_dec = X.mean(0).clone()
     params = [p.requires_grad_(True) for p in (W_enc, b_enc, W_dec, b_dec)]
-    adam = _Adam(params, sae.learning_rate)
+    adam = Adam(params, sae.learning_rate)
     bs = min(sae.batch_size, n)
     topk_style = arch != "relu"
     k_aux = max(1, d // 2)
@@ -515,7 +491,9 @@ def _train(
             aux = ((aux_f @ W_dec - resid) ** 2).sum(1).mean() / denom
             loss = loss + _AUX_WEIGHT * aux
         grads = torch.autograd.grad(loss, params)
-        adam.step(grads, _lr_factor(step, sae.n_steps))
+        norm = float(torch.sqrt(sum((g**2).sum() for g in grads)))  # type: ignore[arg-type]
+        clip = min(1.0, 1.0 / (norm + 1e-6))  # gradient-norm clipping at 1
+        adam.step([g * clip for g in grads], _lr_factor(step, sae.n_steps))
         if topk_style:  # unit-norm decoder rows (the TopK family's constraint)
             with torch.no_grad():
                 W_dec /= W_dec.norm(dim=1, keepdim=True).clamp_min(1e-12)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from trustlab._adam import Adam
+
 __all__ = ["FittedGenerator", "train_generator"]
 
 _DTYPE = torch.float32
@@ -27,28 +29,6 @@ def _one_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
-
-
-class _Adam:
-    """Adam (Kingma & Ba, 2015) with torch's defaults (betas 0.9, 0.999; eps 1e-8).
-
-    Written out because constructing ``torch.optim.Adam`` imports torch's compiler stack
-    (seconds of CPU on first use) for the few tensors this model has.
-    """
-
-    def __init__(self, params: list[torch.Tensor], lr: float) -> None:
-        self.params, self.lr, self.t = params, lr, 0
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-
-    @torch.no_grad()
-    def step(self, grads: tuple[torch.Tensor, ...]) -> None:
-        self.t += 1
-        c1, c2 = 1 - 0.9**self.t, 1 - 0.999**self.t
-        for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
-            m.mul_(0.9).add_(g, alpha=0.1)
-            v.mul_(0.999).addcmul_(g, g, value=0.001)
-            p.sub_(self.lr * (m / c1) / ((v / c2).sqrt() + 1e-8))
 
 
 @dataclass
@@ -148,7 +128,7 @@ def train_generator(
                 torch.tensor(w0[-1], dtype=_DTYPE, requires_grad=True),
                 torch.tensor(np.log(resid), dtype=_DTYPE, requires_grad=True),
             ]
-        adam = _Adam(params, learning_rate)
+        adam = Adam(params, learning_rate)
         curve: list[float] = []
         for _ in range(n_epochs):
             loss, _, _ = _objective(t, params, feature_weight, structure_weight)

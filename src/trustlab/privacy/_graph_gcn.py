@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
+from trustlab._adam import Adam
 from trustlab.errors import ParameterError
 from trustlab.privacy.graph_ldp import hoa, multibit_encode, multibit_rectify, nfr
 from trustlab.privacy.release import Release
@@ -105,7 +106,7 @@ def train_torch_gcn(
     b1 = torch.zeros(hidden, requires_grad=True)
     b2 = torch.zeros(n_classes, requires_grad=True)
     params = [w1, b1, w2, b2]
-    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+    adam = Adam(params, lr)  # Adam (0.9, 0.999) written out: torch.optim's first step is slow to load
     tr, te = torch.as_tensor(np.asarray(train_idx)), torch.as_tensor(np.asarray(test_idx))
 
     def forward(train: bool) -> torch.Tensor:
@@ -117,15 +118,10 @@ def train_torch_gcn(
         h = torch.relu(torch.sparse.mm(sparse, drop(x) @ w1) + b1)
         return torch.sparse.mm(sparse, drop(h) @ w2) + b2
 
-    for step in range(1, epochs + 1):
+    for _ in range(epochs):
         loss = torch.nn.functional.cross_entropy(forward(True)[tr], labels[tr])
         loss = loss + weight_decay * 0.5 * (w1**2).sum()  # L2 on the first layer, as in the paper
-        grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():  # Adam (beta 0.9, 0.999), written out: torch.optim's first step is slow to load
-            for p, g, (m, v) in zip(params, grads, moments, strict=True):
-                m.mul_(0.9).add_(g, alpha=0.1)
-                v.mul_(0.999).addcmul_(g, g, value=0.001)
-                p.sub_(lr * (m / (1 - 0.9**step)) / ((v / (1 - 0.999**step)).sqrt() + 1e-8))
+        adam.step(torch.autograd.grad(loss, params))
     with torch.no_grad():
         return float((forward(False)[te].argmax(1) == labels[te]).float().mean())
 

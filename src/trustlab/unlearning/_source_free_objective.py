@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
+from trustlab._adam import Adam
 from trustlab.unlearning._source_free_inputs import check_finite, import_torch
 
 __all__ = ["cagrad_weights", "damo", "disc_loss", "forget_loss"]
@@ -90,36 +91,6 @@ def disc_loss(feats: Any, labels: Any, centres: Any, scale: float, o_p: float, o
     return torch.logsumexp(torch.cat([zero, logit_n], dim=1), dim=1).mean()
 
 
-class _Adam:
-    """Adam (Kingma and Ba 2015, default betas) on a flat update direction.
-
-    Written out rather than ``torch.optim.Adam``, whose first step imports
-    ``torch._dynamo`` (about 5 s on a 2-core machine).
-    """
-
-    def __init__(self, params: list[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999)) -> None:
-        torch = import_torch()
-        self.params, self.lr, self.betas, self.t = params, lr, betas, 0
-        n = sum(p.numel() for p in params)
-        self.m = torch.zeros(n, dtype=params[0].dtype)
-        self.v = torch.zeros(n, dtype=params[0].dtype)
-
-    def step(self, direction: Any) -> None:
-        torch = import_torch()
-        b1, b2 = self.betas
-        self.t += 1
-        self.m.mul_(b1).add_(direction, alpha=1 - b1)
-        self.v.mul_(b2).addcmul_(direction, direction, value=1 - b2)
-        m_hat = self.m / (1 - b1**self.t)
-        v_hat = self.v / (1 - b2**self.t)
-        update = self.lr * m_hat / (v_hat.sqrt() + 1e-8)
-        offset = 0
-        with torch.no_grad():
-            for p in self.params:
-                p.sub_(update[offset : offset + p.numel()].view_as(p))
-                offset += p.numel()
-
-
 def _features(model: Any, head: Any, x: Any) -> tuple[Any, Any]:
     torch = import_torch()
     store: list[Any] = []
@@ -172,7 +143,7 @@ def damo(
         if use_disc:
             _, feats = _features(original, head_o, Xr)
             centres = torch.stack([feats[yr_pos == i].mean(dim=0) for i in range(len(retain))])
-    adam = _Adam(params, lr)
+    adam = Adam(params, lr)
     lam = np.asarray(weights, dtype=float)
     history: dict[str, list[float]] = {"retain": [], "forget": [], "disc": [], "total": []}
     n_r, n_f = int(Xr.shape[0]), int(Xf.shape[0])
@@ -216,7 +187,8 @@ def damo(
             _, coef = cagrad_weights(gram, lam[: len(losses)], c)
             direction = torch.as_tensor(coef, dtype=G.dtype) @ G
             check_finite(direction, "the unlearning direction")
-            adam.step(direction)
+            sizes = [p.numel() for p in params]
+            adam.step([d.view_as(p) for d, p in zip(direction.split(sizes), params, strict=True)])
             n_steps += 1
             vals = [float(v.detach()) for v in losses] + [0.0] * (3 - len(losses))
             sums += np.asarray(vals)
