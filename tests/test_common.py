@@ -25,6 +25,7 @@ import pytest
 from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from trustlab.efficiency import QuantizationAwareTraining, SAFEPruning
 from trustlab.explain import ExemplarLDA, FeaturePartition
 from trustlab.fairness import (
     FDGen,
@@ -52,6 +53,8 @@ PACKAGES = (
     "trustlab.security",
     "trustlab.theory",
     "trustlab.lm",
+    "trustlab.vision",
+    "trustlab.efficiency",
 )
 """Packages whose every exported :class:`~sklearn.base.BaseEstimator` subclass must be checked."""
 
@@ -68,6 +71,14 @@ ESTIMATORS: list[BaseEstimator] = [
 ]
 
 NOT_CHECKED: dict[type, str] = {
+    QuantizationAwareTraining: (
+        "wraps the user's torch model, its first argument (no default), and trains it in place; "
+        "scikit-learn's checks cannot construct one; tested in tests/efficiency/test_quest.py"
+    ),
+    SAFEPruning: (
+        "wraps the user's torch model, its first argument (no default), and prunes it; scikit-learn's "
+        "checks cannot construct one; tested in tests/efficiency/test_safe.py"
+    ),
     FDGen: (
         "a graph generator: fit(adjacency, features, sensitive) takes an n x n graph, node features "
         "and a group per node, and sample() draws graphs; scikit-learn's checks call fit(X, y) on "

@@ -36,6 +36,8 @@ PACKAGES = (
     "trustlab.unlearning",
     "trustlab.theory",
     "trustlab.lm",
+    "trustlab.vision",
+    "trustlab.efficiency",
 )
 
 PENDING: set[str] = set()

@@ -46,6 +46,8 @@ PACKAGES = (
     "trustlab.security",
     "trustlab.theory",
     "trustlab.lm",
+    "trustlab.vision",
+    "trustlab.efficiency",
 )
 
 _SAMPLER = (
@@ -100,6 +102,16 @@ EXEMPT: dict[str, str] = {
     "feature_disparity": _ARRAYS + " (node features and groups)",
     "structural_disparity": _ARRAYS + " (a graph and groups)",
     "load_karate_fairness": "no parameters",
+    "accuracy": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "predict": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "check_images": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "check_labels": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "gradient_alignment": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "prunable_weights": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "sparsity_of": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "one_thread": "no parameters",
+    "require_torch": "no parameters",
+    "torch_generator": "a seed only, checked by make_generator",
     # trustlab.uncertainty
     "gcv": _ARRAYS + "; lam is a float or an array of them, read by _check_lams (its message "
     "keeps the hint: scikit-learn's alpha divided by the number of rows)",
