@@ -24,13 +24,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab.efficiency._quantizers import lsq_init, lsq_quantize, quest_quantize, ste_quantize
-from trustlab.errors import ModelError, NotFittedError, ParameterError
+from trustlab.efficiency._trained import TrainedModelMixin
+from trustlab.errors import ModelError, ParameterError
 from trustlab.vision.classifiers import (
     check_images,
     check_labels,
     check_model,
     one_thread,
-    predict,
     require_torch,
     train_classifier,
 )
@@ -265,7 +265,7 @@ def gradient_alignment(model: Any, X: Any, y: Any) -> float:
     return float((a @ b) / (a.norm() * b.norm() + 1e-30))
 
 
-class QuantizationAwareTraining(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
+class QuantizationAwareTraining(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     """Train a quantized copy of a torch image classifier (QuEST or a baseline quantizer).
 
     ``fit`` wraps a copy of ``model`` with :func:`quantize_model` and trains it with Adam on
@@ -389,19 +389,3 @@ class QuantizationAwareTraining(ParamsValidationMixin, ClassifierMixin, BaseEsti
         )
         self.classes_ = np.unique(ya)
         return self
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted labels of the trained quantized model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, ...)
-            Images in [0, 1].
-
-        Returns
-        -------
-        numpy.ndarray of shape (n,)
-        """
-        if not hasattr(self, "model_"):
-            raise NotFittedError("QuantizationAwareTraining is not fitted; call fit(X, y) first.")
-        return predict(self.model_, X)

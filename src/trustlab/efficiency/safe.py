@@ -28,13 +28,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
-from trustlab.errors import ModelError, NotFittedError
+from trustlab.efficiency._trained import TrainedModelMixin
+from trustlab.errors import ModelError
 from trustlab.vision.classifiers import (
     check_images,
     check_labels,
     check_model,
     one_thread,
-    predict,
     require_torch,
     torch_generator,
     train_classifier,
@@ -185,7 +185,7 @@ def sharpness(model: Any, X: Any, y: Any, *, n_iter: int = 20, random_state: Any
     return eig
 
 
-class SAFEPruning(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
+class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     """Train a sparse copy of a torch classifier with SAFE (or ADMM / magnitude pruning).
 
     Parameters
@@ -387,19 +387,3 @@ class SAFEPruning(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
             for m in layers:
                 prune.remove(m, "weight")
         return net
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted labels of the pruned model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, ...)
-            Images in [0, 1].
-
-        Returns
-        -------
-        numpy.ndarray of shape (n,)
-        """
-        if not hasattr(self, "model_"):
-            raise NotFittedError("SAFEPruning is not fitted; call fit(X, y) first.")
-        return predict(self.model_, X)

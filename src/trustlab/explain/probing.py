@@ -37,6 +37,7 @@ from trustlab.explain._probing_arms import (
     _grid,
     _validation_auc,
 )
+from trustlab.explain.sae_metrics import binary_labels
 
 __all__ = [
     "BASELINE_METHODS",
@@ -75,22 +76,6 @@ def default_regime_values(regime: str) -> list[float]:
     if regime in ("standard", "shift"):
         return [0.0]
     raise ParameterError(f"regime must be one of {REGIMES}, got {regime!r}.", argument="regimes")
-
-
-def _check_labels(y: Any, n: int, name: str) -> np.ndarray:
-    arr = np.asarray(y)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise DataError(
-            f"{name} must be 1-D with one label per row ({n}), got shape {arr.shape}.", argument=name
-        )
-    labels = np.unique(arr)
-    if labels.size != 2:
-        raise DataError(
-            f"{name} must have exactly two distinct values, got {labels.size}; probing needs a binary "
-            "target present in some rows and absent in others.",
-            argument=name,
-        )
-    return (arr == labels[1]).astype(int)
 
 
 def _encoder(encode: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -230,7 +215,7 @@ def compare_probes(
     ['logreg', 'sae_k2', 'quiver_baselines', 'quiver_with_sae']
     """
     X = check_numeric_array(X, "X", ndim=2, min_rows=10)
-    y01 = _check_labels(y, X.shape[0], "y")
+    y01 = binary_labels(y, X.shape[0], "y")
     enc = _encoder(encode)
     plan = _check_regimes(regimes)
     methods = _check_methods(methods)
@@ -258,7 +243,7 @@ def compare_probes(
             )
         shift = (
             Xs,
-            _check_labels(y_shift, Xs.shape[0], "y_shift"),
+            binary_labels(y_shift, Xs.shape[0], "y_shift"),
             _latents(enc, Xs, "encode") if ks else None,
         )
     rng = make_generator(random_state)

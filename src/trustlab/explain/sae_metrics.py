@@ -59,7 +59,8 @@ def _unit_rows(W: np.ndarray) -> np.ndarray:
     return W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12)
 
 
-def _binary(y: Any, n: int, name: str = "y") -> np.ndarray:
+def binary_labels(y: Any, n: int, name: str = "y") -> np.ndarray:
+    """``y`` as 0/1 (the larger of its two values is 1); DataError naming ``name`` otherwise."""
     arr = np.asarray(y)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise DataError(
@@ -172,7 +173,7 @@ def k_sparse_probing(
     [3]
     """
     Z = check_numeric_array(Z, "Z", ndim=2, min_rows=4)
-    y01 = _binary(y, Z.shape[0])
+    y01 = binary_labels(y, Z.shape[0])
     try:
         ks = [int(k) for k in ks]
     except (TypeError, ValueError):
@@ -301,7 +302,7 @@ def feature_absorption(
     """
     sae = _check_sae(sae)
     X = check_numeric_array(X, "X", ndim=2, min_rows=10)
-    y01 = _binary(y, X.shape[0])
+    y01 = binary_labels(y, X.shape[0])
     if isinstance(max_k, bool) or not isinstance(max_k, numbers.Integral) or max_k < 1:
         raise ParameterError(f"max_k must be a positive int, got {max_k!r}.", argument="max_k")
     if max_absorbing is not None and (not isinstance(max_absorbing, numbers.Integral) or max_absorbing < 1):
