@@ -39,6 +39,13 @@ from trustlab.theory.lr_schedules import (
     simulate_schedules,
     train_mlp_schedules,
 )
+from trustlab.theory.positional_attention import (
+    ALGORITHMIC_TASKS,
+    PositionalTransformerRegressor,
+    ValueGeneralization,
+    algorithmic_task,
+    simulate_value_generalization,
+)
 from trustlab.theory.pretraining import (
     SampleComplexity,
     SampleComplexitySimulation,
@@ -59,6 +66,7 @@ from trustlab.theory.relu_regions import (
 )
 
 __all__: list[str] = [
+    "ALGORITHMIC_TASKS",
     "LR_SCHEDULES",
     "SCHEMES",
     "ConvexFitComparison",
@@ -67,6 +75,7 @@ __all__: list[str] = [
     "LoopedRate",
     "LoopedSimulation",
     "MLPScheduleRun",
+    "PositionalTransformerRegressor",
     "SampleComplexity",
     "SampleComplexitySimulation",
     "SamplerError",
@@ -77,6 +86,8 @@ __all__: list[str] = [
     "TriangleFit",
     "TriangleNet",
     "VPSchedule",
+    "ValueGeneralization",
+    "algorithmic_task",
     "continuous_covariance",
     "count_linear_regions_1d",
     "default_target",
@@ -101,6 +112,7 @@ __all__: list[str] = [
     "simulate_sample_complexity",
     "simulate_sampler",
     "simulate_schedules",
+    "simulate_value_generalization",
     "theorem_scales",
     "train_mlp_schedules",
 ]
