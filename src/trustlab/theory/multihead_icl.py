@@ -1,0 +1,560 @@
+"""Multi-head softmax attention learns a debiased gradient-descent predictor in context.
+
+In-context linear regression: ``x_i ~ N(0, I_d)``, ``w ~ N(0, tau^2 I_d)``,
+``y_i = w^T x_i + eps_i`` with ``eps_i ~ N(0, sigma^2)``; tokens ``z_i = (x_i, y_i)`` and a
+query ``(x_q, 0)``. He, Pan, Chen & Yang (ICML 2025) show that one layer of ``H``-head softmax
+attention trained on this task converges to a diagonal, homogeneous key-query pattern
+``KQ_h = omega_h [I_d; 0]`` and a last-entry-only, zero-sum output-value pattern
+``OV_h = mu_h e_{d+1}``, ``sum_h mu_h = 0``; expanding the softmax to first order, the
+prediction is then the *debiased* GD predictor
+
+``y_hat = eta / n * sum_i y_i (x_i - x_bar)^T x_q``, ``eta = sum_h mu_h omega_h``,
+
+one gradient step on centred covariates, whereas one head keeps a bias ``mu ybar``.
+:func:`debiased_gd_predict` and :func:`debiased_gd_risk` are the closed forms,
+:func:`train_icl_attention` trains the attention model, :func:`attention_pattern` reads the
+pattern off it and :func:`simulate_debiased_gd` compares the trained model with the theory.
+See ``docs/theory/multihead-icl.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_numeric_array, make_generator
+from trustlab.errors import DataError, MissingDependencyError
+
+__all__ = [
+    "AttentionPattern",
+    "DebiasedGDComparison",
+    "DebiasedGDRisk",
+    "ICLAttention",
+    "attention_pattern",
+    "debiased_gd_predict",
+    "debiased_gd_risk",
+    "linear_regression_prompts",
+    "simulate_debiased_gd",
+    "train_icl_attention",
+]
+
+_INT1 = Interval(numbers.Integral, 1, None, closed="left")
+_INT2 = Interval(numbers.Integral, 2, None, closed="left")
+_POS = Interval(numbers.Real, 0, None, closed="neither")
+_NONNEG = Interval(numbers.Real, 0, None, closed="left")
+
+
+@validate_params(
+    {
+        "n_prompts": [_INT1],
+        "n_context": [_INT2],
+        "dim": [_INT1],
+        "signal_variance": [_POS],
+        "noise_variance": [_NONNEG],
+        "random_state": ["random_state"],
+    }
+)
+def linear_regression_prompts(
+    n_prompts: int,
+    n_context: int,
+    dim: int,
+    *,
+    signal_variance: float = 1.0,
+    noise_variance: float = 0.0,
+    random_state: Any = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Draw in-context linear-regression prompts.
+
+    Parameters
+    ----------
+    n_prompts, n_context, dim : int
+        Number of prompts, examples per prompt ``n`` and covariate dimension ``d``.
+    signal_variance : float, default 1
+        ``tau^2``: ``w ~ N(0, tau^2 I_d)``.
+    noise_variance : float, default 0
+        ``sigma^2`` of the label noise (on the context and the query).
+    random_state : int, Generator or None, default 0
+
+    Returns
+    -------
+    X : numpy.ndarray ``(n_prompts, n, d)``
+    y : numpy.ndarray ``(n_prompts, n)``
+    x_query : numpy.ndarray ``(n_prompts, d)``
+    y_query : numpy.ndarray ``(n_prompts,)``
+
+    Examples
+    --------
+    >>> X, y, xq, yq = linear_regression_prompts(3, 5, 2)
+    >>> X.shape, y.shape, xq.shape, yq.shape
+    ((3, 5, 2), (3, 5), (3, 2), (3,))
+    """
+    rng = make_generator(random_state)
+    w = rng.standard_normal((n_prompts, dim)) * math.sqrt(signal_variance)
+    x = rng.standard_normal((n_prompts, n_context + 1, dim))
+    y = np.einsum("pnd,pd->pn", x, w) + math.sqrt(noise_variance) * rng.standard_normal((n_prompts, n_context + 1))
+    return x[:, :-1], y[:, :-1], x[:, -1], y[:, -1]
+
+
+@validate_params({"X": ["array-like"], "y": ["array-like"], "x_query": ["array-like"], "step_size": [numbers.Real]})
+def debiased_gd_predict(X: Any, y: Any, x_query: Any, step_size: float) -> np.ndarray:
+    """The debiased GD predictor ``eta / n * sum_i y_i (x_i - x_bar)^T x_q`` for each prompt.
+
+    Parameters
+    ----------
+    X : array-like ``(m, n, d)``
+    y : array-like ``(m, n)``
+    x_query : array-like ``(m, d)``
+    step_size : float
+        ``eta``.
+
+    Returns
+    -------
+    numpy.ndarray ``(m,)``
+
+    References
+    ----------
+    J. He, X. Pan, S. Chen and Z. Yang, "In-Context Linear Regression Demystified: Training
+    Dynamics and Mechanistic Interpretability of Multi-Head Softmax Attention", ICML 2025
+    (arXiv:2503.12734).
+
+    Examples
+    --------
+    >>> X = np.array([[[1.0], [-1.0]]]); y = np.array([[2.0, -2.0]])
+    >>> float(debiased_gd_predict(X, y, np.array([[0.5]]), 1.0)[0])
+    1.0
+    """
+    x = check_numeric_array(X, "X", ndim=3)
+    t = check_numeric_array(y, "y", ndim=2)
+    q = check_numeric_array(x_query, "x_query", ndim=2)
+    if t.shape != x.shape[:2] or q.shape != (x.shape[0], x.shape[2]):
+        raise DataError(
+            f"shapes must be X (m, n, d), y (m, n), x_query (m, d); got {x.shape}, {t.shape}, {q.shape}.",
+            argument="y",
+        )
+    centred = x - x.mean(axis=1, keepdims=True)
+    g = np.einsum("pn,pnd->pd", t, centred) / x.shape[1]
+    return np.asarray(float(step_size) * np.einsum("pd,pd->p", g, q))
+
+
+@dataclass(frozen=True)
+class DebiasedGDRisk:
+    """Closed-form prediction risks on isotropic Gaussian prompts.
+
+    Attributes
+    ----------
+    step_size : float
+        The ``eta`` evaluated (the optimum when none was given).
+    risk : float
+        ``E (y_hat - y_q)^2`` of the debiased GD predictor at ``step_size``.
+    optimal_step_size, optimal_risk : float
+        ``eta* = n tau^2 / (tau^2 (n + d) + sigma^2)`` and its risk.
+    vanilla_optimal_risk : float
+        The risk of plain one-step GD ``eta / n sum_i y_i x_i^T x_q`` at its best ``eta``.
+    bias_variance : float
+        ``E ybar^2 = (tau^2 d + sigma^2) / n``: what a head's output ``mu ybar`` adds per unit
+        ``mu^2`` when the heads' ``mu`` do not sum to zero.
+    null_risk : float
+        ``tau^2 d + sigma^2`` (predicting 0).
+    """
+
+    step_size: float
+    risk: float
+    optimal_step_size: float
+    optimal_risk: float
+    vanilla_optimal_risk: float
+    bias_variance: float
+    null_risk: float
+
+
+@validate_params(
+    {
+        "n_context": [_INT2],
+        "dim": [_INT1],
+        "step_size": [numbers.Real, None],
+        "signal_variance": [_POS],
+        "noise_variance": [_NONNEG],
+    }
+)
+def debiased_gd_risk(
+    n_context: int,
+    dim: int,
+    *,
+    step_size: float | None = None,
+    signal_variance: float = 1.0,
+    noise_variance: float = 0.0,
+) -> DebiasedGDRisk:
+    """Exact risk of the debiased GD predictor (and of plain GD) for Gaussian covariates.
+
+    With ``g = (1/n) sum_i y_i (x_i - x_bar)``, ``S = sum_i (x_i - x_bar)(x_i - x_bar)^T`` is
+    Wishart with ``m = n - 1`` degrees of freedom, so ``E g = (m/n) w``,
+    ``E|g|^2 = m (tau^2 d (m + 1 + d) + sigma^2 d) / n^2`` and
+    ``R(eta) = eta^2 E|g|^2 - 2 eta (m/n) tau^2 d + tau^2 d + sigma^2``.
+
+    Parameters
+    ----------
+    n_context, dim : int
+    step_size : float, optional
+        ``eta``; default the optimum.
+    signal_variance, noise_variance : float, default 1, 0
+
+    Returns
+    -------
+    DebiasedGDRisk
+
+    References
+    ----------
+    He, Pan, Chen & Yang, ICML 2025 (the debiased GD predictor; the risk is derived here).
+
+    Examples
+    --------
+    >>> r = debiased_gd_risk(20, 4)
+    >>> round(r.optimal_step_size, 4), bool(r.optimal_risk < r.null_risk)
+    (0.8333, True)
+    """
+    n, d, tau2, s2 = n_context, dim, float(signal_variance), float(noise_variance)
+    m = n - 1
+    cross = m / n * tau2 * d
+    sq = m * (tau2 * d * (m + 1 + d) + s2 * d) / n**2
+    null = tau2 * d + s2
+    eta_star = cross / sq
+    eta = eta_star if step_size is None else float(step_size)
+    sq_v = (tau2 * d * (n + 1 + d) + s2 * d) / n  # plain GD: X^T X is Wishart with n degrees
+    return DebiasedGDRisk(
+        eta,
+        eta**2 * sq - 2 * eta * cross + null,
+        eta_star,
+        null - cross**2 / sq,
+        null - (tau2 * d) ** 2 / sq_v,
+        (tau2 * d + s2) / n,
+        null,
+    )
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is in the torch extra
+        raise MissingDependencyError(
+            "train_icl_attention needs torch; install it with `pip install trustlab[torch]`."
+        ) from exc
+    return torch
+
+
+@dataclass(frozen=True)
+class ICLAttention:
+    """A trained one-layer ``H``-head softmax attention for in-context regression.
+
+    Attributes
+    ----------
+    key_query : numpy.ndarray ``(H, d + 1, d)``
+        Merged ``W_K^T W_Q`` restricted to the query's covariate block (its label entry is 0):
+        head ``h`` scores token ``z_i`` by ``z_i^T key_query[h] x_q``.
+    output_value : numpy.ndarray ``(H, d + 1)``
+        The row of ``W_O W_V`` that writes the prediction: head ``h`` adds
+        ``output_value[h] . sum_i softmax_i z_i``.
+    losses : numpy.ndarray
+        Training MSE per step.
+    """
+
+    key_query: np.ndarray
+    output_value: np.ndarray
+    losses: np.ndarray
+
+    def predict(self, X: Any, y: Any, x_query: Any) -> np.ndarray:
+        """The model's prediction of ``y_q`` for each prompt (NumPy forward pass)."""
+        x = check_numeric_array(X, "X", ndim=3)
+        t = check_numeric_array(y, "y", ndim=2)
+        q = check_numeric_array(x_query, "x_query", ndim=2)
+        if x.shape[2] + 1 != self.key_query.shape[1] or t.shape != x.shape[:2] or len(q) != len(x):
+            raise DataError(
+                f"prompts must be X (m, n, {self.key_query.shape[1] - 1}), y (m, n), x_query (m, d); "
+                f"got {x.shape}, {t.shape}, {q.shape}.",
+                argument="X",
+            )
+        z = np.concatenate([x, t[..., None]], axis=2)
+        s = np.einsum("pnk,hkd,pd->phn", z, self.key_query, q)
+        s = np.exp(s - s.max(axis=2, keepdims=True))
+        p = s / s.sum(axis=2, keepdims=True)
+        return np.asarray(np.einsum("phn,pnk,hk->p", p, z, self.output_value))
+
+
+@validate_params(
+    {
+        "n_heads": [_INT1],
+        "dim": [_INT1],
+        "n_context": [_INT2],
+        "steps": [_INT1],
+        "batch_size": [_INT1],
+        "learning_rate": [_POS],
+        "init_scale": [_POS],
+        "signal_variance": [_POS],
+        "noise_variance": [_NONNEG],
+        "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
+    }
+)
+def train_icl_attention(
+    n_heads: int = 2,
+    dim: int = 4,
+    n_context: int = 32,
+    *,
+    steps: int = 1500,
+    batch_size: int = 256,
+    learning_rate: float = 1e-2,
+    init_scale: float = 0.1,
+    signal_variance: float = 1.0,
+    noise_variance: float = 0.0,
+    random_state: int = 0,
+) -> ICLAttention:
+    """Train one layer of multi-head softmax attention on fresh in-context regression prompts.
+
+    Parameters are the merged key-query and output-value matrices (the paper's
+    parameterisation), from a Gaussian initialisation of scale ``init_scale``; Adam on the
+    query's squared error, a fresh batch of prompts each step. Requires torch.
+
+    Parameters
+    ----------
+    n_heads, dim, n_context : int, default 2, 4, 32
+    steps, batch_size : int, default 1500, 256
+    learning_rate : float, default 1e-2
+    init_scale : float, default 0.1
+    signal_variance, noise_variance : float, default 1, 0
+    random_state : int, default 0
+
+    Returns
+    -------
+    ICLAttention
+
+    References
+    ----------
+    He, Pan, Chen & Yang, ICML 2025 (the trained model whose patterns emerge).
+
+    Examples
+    --------
+    >>> m = train_icl_attention(steps=2, batch_size=8)
+    >>> m.key_query.shape, m.output_value.shape
+    ((2, 5, 4), (2, 5))
+    """
+    torch = _torch()
+    rng = np.random.default_rng(random_state)
+    torch.manual_seed(random_state)
+    d, h = dim, n_heads
+    kq = torch.nn.Parameter(init_scale * torch.randn(h, d + 1, d, dtype=torch.float64))
+    ov = torch.nn.Parameter(init_scale * torch.randn(h, d + 1, dtype=torch.float64))
+    opt = torch.optim.Adam([kq, ov], lr=learning_rate)
+    losses = np.empty(steps)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for k in range(steps):
+            x, y, xq, yq = (
+                torch.from_numpy(a)
+                for a in linear_regression_prompts(
+                    batch_size,
+                    n_context,
+                    d,
+                    signal_variance=signal_variance,
+                    noise_variance=noise_variance,
+                    random_state=rng,
+                )
+            )
+            z = torch.cat([x, y.unsqueeze(-1)], dim=2)
+            u = torch.einsum("hkd,pd->phk", kq, xq)  # each head's key direction for this query
+            p = torch.softmax(torch.bmm(u, z.transpose(1, 2)), dim=2)
+            pred = (torch.bmm(p, z) * ov).sum(dim=(1, 2))
+            loss = ((pred - yq) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses[k] = float(loss.detach())
+    finally:
+        torch.set_num_threads(threads)
+    return ICLAttention(kq.detach().numpy().copy(), ov.detach().numpy().copy(), losses)
+
+
+@dataclass(frozen=True)
+class AttentionPattern:
+    """The key-query and output-value structure of a trained :class:`ICLAttention`.
+
+    Attributes
+    ----------
+    omega : numpy.ndarray ``(H,)``
+        Mean diagonal of each head's covariate block ``KQ_h[:d, :d]``.
+    mu : numpy.ndarray ``(H,)``
+        Each head's last output-value entry.
+    off_diagonal : float
+        Largest ``|off-diagonal and label-row entries of KQ_h| / |omega_h|`` over heads.
+    diagonal_spread : float
+        Largest ``std(diag KQ_h) / |omega_h|`` (0: homogeneous).
+    other_entries : float
+        Largest ``|OV_h[:d]|_max / |mu_h|`` (0: last-entry-only).
+    zero_sum : float
+        ``|sum_h mu_h| / sum_h |mu_h|`` (0: the heads' label outputs cancel).
+    step_size : float
+        ``eta = sum_h mu_h omega_h``, the debiased GD step the pattern implements.
+    """
+
+    omega: np.ndarray
+    mu: np.ndarray
+    off_diagonal: float
+    diagonal_spread: float
+    other_entries: float
+    zero_sum: float
+    step_size: float
+
+
+def attention_pattern(model: ICLAttention) -> AttentionPattern:
+    """Read the diagonal-homogeneous KQ and last-entry-only zero-sum OV pattern off ``model``.
+
+    Parameters
+    ----------
+    model : ICLAttention
+
+    Returns
+    -------
+    AttentionPattern
+
+    References
+    ----------
+    He, Pan, Chen & Yang, ICML 2025 (the emergent patterns).
+
+    Examples
+    --------
+    >>> kq = np.zeros((2, 3, 2)); kq[0, :2] = 0.5 * np.eye(2); kq[1, :2] = -0.5 * np.eye(2)
+    >>> ov = np.zeros((2, 3)); ov[:, 2] = [1.0, -1.0]
+    >>> p = attention_pattern(ICLAttention(kq, ov, np.zeros(1)))
+    >>> p.step_size, p.zero_sum, p.off_diagonal
+    (1.0, 0.0, 0.0)
+    """
+    if not isinstance(model, ICLAttention):
+        raise DataError(f"model must be an ICLAttention, got {type(model).__name__}.", argument="model")
+    kq, ov = model.key_query, model.output_value
+    d = kq.shape[2]
+    diag = np.einsum("hii->hi", kq[:, :d, :d])
+    omega = diag.mean(axis=1)
+    off = kq.copy()
+    off[:, np.arange(d), np.arange(d)] = 0.0
+    scale = np.maximum(np.abs(omega), 1e-12)
+    mu = ov[:, d]
+    mscale = np.maximum(np.abs(mu), 1e-12)
+    return AttentionPattern(
+        omega,
+        mu,
+        float((np.abs(off).reshape(len(kq), -1).max(axis=1) / scale).max()),
+        float((diag.std(axis=1) / scale).max()),
+        float((np.abs(ov[:, :d]).max(axis=1, initial=0.0) / mscale).max()),
+        float(abs(mu.sum()) / max(np.abs(mu).sum(), 1e-12)),
+        float((mu * omega).sum()),
+    )
+
+
+@dataclass(frozen=True)
+class DebiasedGDComparison:
+    """A trained model beside the debiased GD predictor on the same test prompts.
+
+    Attributes
+    ----------
+    pattern : AttentionPattern
+    model_risk : float
+        Test MSE of the trained attention.
+    theory_risk : float
+        Closed-form risk of debiased GD at the learned ``eta`` (``pattern.step_size``).
+    theory_mc_risk : float
+        Test MSE of debiased GD at the learned ``eta`` on the same prompts.
+    agreement : float
+        ``mean (model - debiased GD)^2 / mean (debiased GD)^2``: 0 when the model *is* the
+        predictor.
+    optimal : DebiasedGDRisk
+        The closed-form optimum.
+    risk_se : float
+        Standard error of ``model_risk`` (the tolerance of comparisons with it).
+    """
+
+    pattern: AttentionPattern
+    model_risk: float
+    theory_risk: float
+    theory_mc_risk: float
+    agreement: float
+    optimal: DebiasedGDRisk
+    risk_se: float
+
+
+@validate_params(
+    {
+        "model": [ICLAttention],
+        "n_context": [_INT2],
+        "n_test": [_INT2],
+        "signal_variance": [_POS],
+        "noise_variance": [_NONNEG],
+        "random_state": ["random_state"],
+    }
+)
+def simulate_debiased_gd(
+    model: ICLAttention,
+    n_context: int = 32,
+    *,
+    n_test: int = 20_000,
+    signal_variance: float = 1.0,
+    noise_variance: float = 0.0,
+    random_state: Any = 12345,
+) -> DebiasedGDComparison:
+    """Compare a trained attention model with the debiased GD predictor its pattern implies.
+
+    Parameters
+    ----------
+    model : ICLAttention
+    n_context : int, default 32
+    n_test : int, default 20000
+        Test prompts.
+    signal_variance, noise_variance : float
+        As in training.
+    random_state : int, Generator or None, default 12345
+
+    Returns
+    -------
+    DebiasedGDComparison
+
+    References
+    ----------
+    He, Pan, Chen & Yang, ICML 2025 (multi-head attention approximately implements debiased GD).
+
+    Examples
+    --------
+    >>> kq = np.zeros((2, 3, 2)); kq[0, :2] = 0.05 * np.eye(2); kq[1, :2] = -0.05 * np.eye(2)
+    >>> ov = np.zeros((2, 3)); ov[:, 2] = [8.0, -8.0]
+    >>> c = simulate_debiased_gd(ICLAttention(kq, ov, np.zeros(1)), 16, n_test=2000)
+    >>> round(c.pattern.step_size, 2), bool(c.agreement < 0.01)
+    (0.8, True)
+    """
+    d = model.key_query.shape[2]
+    x, y, xq, yq = linear_regression_prompts(
+        n_test,
+        n_context,
+        d,
+        signal_variance=signal_variance,
+        noise_variance=noise_variance,
+        random_state=random_state,
+    )
+    pattern = attention_pattern(model)
+    pred = model.predict(x, y, xq)
+    gd = debiased_gd_predict(x, y, xq, pattern.step_size)
+    err = (pred - yq) ** 2
+    return DebiasedGDComparison(
+        pattern,
+        float(err.mean()),
+        debiased_gd_risk(
+            n_context,
+            d,
+            step_size=pattern.step_size,
+            signal_variance=signal_variance,
+            noise_variance=noise_variance,
+        ).risk,
+        float(((gd - yq) ** 2).mean()),
+        float(((pred - gd) ** 2).mean() / (gd**2).mean()),
+        debiased_gd_risk(n_context, d, signal_variance=signal_variance, noise_variance=noise_variance),
+        float(err.std(ddof=1) / math.sqrt(n_test)),
+    )
