@@ -21,10 +21,17 @@ def run(quick: bool = False) -> dict:
 
     if quick:
         tasks, length, scales, n_train = ["min", "sum"], 4, [2.0, 4.0, 8.0], 2000
-        params = {"width": 16, "mlp_hidden": 16, "n_layers": 2, "steps": 200, "batch_size": 64, "learning_rate": 1e-2}
+        params = {
+            "width": 16,
+            "mlp_hidden": 16,
+            "n_layers": 2,
+            "steps": 200,
+            "batch_size": 64,
+            "learning_rate": 1e-2,
+        }
     else:
         tasks, length, scales, n_train = ["min", "sum", "sort"], 8, [2.0, 4.0, 8.0, 20.0], 10_000
-        params = {"steps": 1500, "batch_size": 256, "learning_rate": 1e-3}
+        params = {"steps": 1000, "batch_size": 256, "learning_rate": 1e-3}
     warm_x, warm_y = algorithmic_task("sum", 64, length, random_state=0)
     for kind in ("positional", "standard"):  # first-call costs (allocator, fused Adam) out of the timings
         PositionalTransformerRegressor(kind, **{**params, "steps": 2}).fit(warm_x, warm_y).predict(warm_x)

@@ -1,4 +1,4 @@
-"""Positional attention: value generalisation on algorithmic tasks (Back de Luca et al., ICML 2025; 004-15)."""
+"""Positional attention: value generalisation on algorithmic tasks (Back de Luca et al., ICML 2025)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from sklearn.base import clone  # noqa: E402
+from sklearn.base import clone
 
-from trustlab.errors import TrustlabError  # noqa: E402
-from trustlab.theory import (  # noqa: E402
+from trustlab.errors import TrustlabError
+from trustlab.theory import (
     PositionalTransformerRegressor,
     algorithmic_task,
     simulate_value_generalization,
@@ -22,7 +22,9 @@ FAST = {"width": 16, "mlp_hidden": 16, "n_layers": 2, "steps": 200, "batch_size"
 
 @pytest.fixture(scope="module")
 def cummin_run():
-    return simulate_value_generalization("min", [2, 8], length=4, n_train=2000, n_test=500, estimator_params=FAST)
+    return simulate_value_generalization(
+        "min", [2, 8], length=4, n_train=2000, n_test=500, estimator_params=FAST
+    )
 
 
 @pytest.mark.claims

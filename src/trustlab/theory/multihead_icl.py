@@ -96,11 +96,15 @@ def linear_regression_prompts(
     rng = make_generator(random_state)
     w = rng.standard_normal((n_prompts, dim)) * math.sqrt(signal_variance)
     x = rng.standard_normal((n_prompts, n_context + 1, dim))
-    y = np.einsum("pnd,pd->pn", x, w) + math.sqrt(noise_variance) * rng.standard_normal((n_prompts, n_context + 1))
+    y = np.einsum("pnd,pd->pn", x, w) + math.sqrt(noise_variance) * rng.standard_normal(
+        (n_prompts, n_context + 1)
+    )
     return x[:, :-1], y[:, :-1], x[:, -1], y[:, -1]
 
 
-@validate_params({"X": ["array-like"], "y": ["array-like"], "x_query": ["array-like"], "step_size": [numbers.Real]})
+@validate_params(
+    {"X": ["array-like"], "y": ["array-like"], "x_query": ["array-like"], "step_size": [numbers.Real]}
+)
 def debiased_gd_predict(X: Any, y: Any, x_query: Any, step_size: float) -> np.ndarray:
     """The debiased GD predictor ``eta / n * sum_i y_i (x_i - x_bar)^T x_q`` for each prompt.
 
@@ -160,6 +164,10 @@ class DebiasedGDRisk:
         ``mu^2`` when the heads' ``mu`` do not sum to zero.
     null_risk : float
         ``tau^2 d + sigma^2`` (predicting 0).
+
+    See Also
+    --------
+    debiased_gd_risk : computes it.
     """
 
     step_size: float
@@ -259,6 +267,10 @@ class ICLAttention:
         ``output_value[h] . sum_i softmax_i z_i``.
     losses : numpy.ndarray
         Training MSE per step.
+
+    See Also
+    --------
+    train_icl_attention : trains it.
     """
 
     key_query: np.ndarray
@@ -266,7 +278,18 @@ class ICLAttention:
     losses: np.ndarray
 
     def predict(self, X: Any, y: Any, x_query: Any) -> np.ndarray:
-        """The model's prediction of ``y_q`` for each prompt (NumPy forward pass)."""
+        """The model's prediction of ``y_q`` for each prompt (NumPy forward pass).
+
+        Parameters
+        ----------
+        X : array-like ``(m, n, d)``
+        y : array-like ``(m, n)``
+        x_query : array-like ``(m, d)``
+
+        Returns
+        -------
+        numpy.ndarray ``(m,)``
+        """
         x = check_numeric_array(X, "X", ndim=3)
         t = check_numeric_array(y, "y", ndim=2)
         q = check_numeric_array(x_query, "x_query", ndim=2)
@@ -396,6 +419,10 @@ class AttentionPattern:
         ``|sum_h mu_h| / sum_h |mu_h|`` (0: the heads' label outputs cancel).
     step_size : float
         ``eta = sum_h mu_h omega_h``, the debiased GD step the pattern implements.
+
+    See Also
+    --------
+    attention_pattern : computes it.
     """
 
     omega: np.ndarray
@@ -472,6 +499,10 @@ class DebiasedGDComparison:
         The closed-form optimum.
     risk_se : float
         Standard error of ``model_risk`` (the tolerance of comparisons with it).
+
+    See Also
+    --------
+    simulate_debiased_gd : computes it.
     """
 
     pattern: AttentionPattern

@@ -41,7 +41,7 @@ _POS = Interval(numbers.Real, 0, None, closed="neither")
 
 def _targets(x: np.ndarray, task: str, cumulative: bool) -> np.ndarray:
     """The task's output for each row of ``x`` (``(m, n)``), cumulative over prefixes or not."""
-    m, n = x.shape
+    n = x.shape[1]
     if task == "sort":
         return np.sort(x, axis=1)
     if task == "sum":
@@ -291,7 +291,18 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any) -> PositionalTransformerRegressor:
-        """Train on sequences ``X`` with per-position targets ``y`` (both ``(m, n)``)."""
+        """Train on sequences ``X`` with per-position targets ``y``.
+
+        Parameters
+        ----------
+        X : array-like ``(m, n)``
+        y : array-like ``(m, n)``
+
+        Returns
+        -------
+        PositionalTransformerRegressor
+            ``self``.
+        """
         self._validate_params()
         if self.width % self.n_heads:
             raise ParameterError(
@@ -303,7 +314,7 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
             raise DataError(f"y must have the shape of X {x.shape}, got {t.shape}.", argument="y")
         torch = _torch()
         n = x.shape[1]
-        layers = self.n_layers if self.n_layers is not None else int(math.floor(math.log2(n))) + 1
+        layers = self.n_layers if self.n_layers is not None else math.floor(math.log2(n)) + 1
         torch.manual_seed(self.random_state)
         net = _build(
             torch,
@@ -337,7 +348,16 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Per-position predictions for sequences of the length seen in ``fit``."""
+        """Per-position predictions for sequences of the length seen in ``fit``.
+
+        Parameters
+        ----------
+        X : array-like ``(m, n)``
+
+        Returns
+        -------
+        numpy.ndarray ``(m, n)``
+        """
         if not hasattr(self, "model_"):
             raise NotFittedError("PositionalTransformerRegressor is not fitted; call fit(X, y) first.")
         x = check_numeric_array(X, "X", ndim=2)
@@ -355,6 +375,10 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
     def attention_weights(self, X: Any) -> np.ndarray:
         """Attention matrices of every layer and head for sequences ``X``.
 
+        Parameters
+        ----------
+        X : array-like ``(m, n)``
+
         Returns
         -------
         numpy.ndarray
@@ -364,7 +388,10 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
         self.predict(X)
         x = np.asarray(X, dtype=float)
         return np.stack(
-            [np.broadcast_to(blk.weights.numpy(), (len(x), *blk.weights.shape[-3:])) for blk in self.model_.blocks]
+            [
+                np.broadcast_to(blk.weights.numpy(), (len(x), *blk.weights.shape[-3:]))
+                for blk in self.model_.blocks
+            ]
         )
 
 
