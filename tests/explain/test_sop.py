@@ -159,7 +159,7 @@ def test_bad_input_names_the_argument() -> None:
     y = np.arange(8) % 2
     with pytest.raises(ModelError, match="backbone"):
         SumOfParts("not a model").fit(X, y)
-    with pytest.raises(ModelError, match="nn.Linear"):
+    with pytest.raises(ModelError, match=r"nn\.Linear"):
         SumOfParts(torch.nn.Sequential(torch.nn.ReLU())).fit(X, y)
     with pytest.raises(ModelError, match="head"):
         SumOfParts(net, head="nope").fit(X, y)

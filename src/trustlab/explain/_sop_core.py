@@ -115,6 +115,7 @@ class SOPNet(torch.nn.Module):
         # The candidate rows kept: n_groups evenly spaced query tokens (the authors' "dropout"
         # that keeps num_masks_sample of num_masks_max candidates).
         keep = torch.arange(self.n_groups) * n_candidates // max(self.n_groups, 1)
+        self.keep: torch.Tensor
         self.register_buffer("keep", keep, persistent=False)
 
     def generate(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

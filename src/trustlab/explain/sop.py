@@ -440,14 +440,14 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
                 shape = (len(full), self.n_groups_, *self.input_shape_)
                 for lst, v in zip(parts, (full.expand(shape) > 0.5, w, gl, out), strict=True):
                     lst.append(v.numpy())
-        masks, w, gl, out = (np.concatenate(p) for p in parts)
+        masks_a, w_a, gl_a, out_a = (np.concatenate(p) for p in parts)
         return SOPExplanation(
-            masks=masks,
-            group_scores=(w * gl).astype(np.float64),
-            weights=w.astype(np.float64),
-            group_logits=gl.astype(np.float64),
-            logits=out.astype(np.float64),
-            predicted=out.argmax(1),
+            masks=masks_a,
+            group_scores=(w_a * gl_a).astype(np.float64),
+            weights=w_a.astype(np.float64),
+            group_logits=gl_a.astype(np.float64),
+            logits=out_a.astype(np.float64),
+            predicted=out_a.argmax(1),
         )
 
     def to_module(self) -> torch.nn.Module:
