@@ -241,12 +241,12 @@ def test_claim_groups_keep_accuracy_that_per_feature_attribution_loses(xor) -> N
     chance, SOP's learned pairs match the backbone and contain {x0, x1} where they are used."""
     acc, n, e = xor["acc"], xor["n"], xor["expl"]
     assert acc["sop"] - acc["features"] > 3 * np.hypot(_se(acc["sop"], n), _se(acc["features"], n)) + 0.2
-    assert acc["features"] < 0.5 + 0.15  # measured 0.57: an additive model cannot fit the XOR
+    assert acc["features"] < 0.5 + 0.15  # measured 0.514: an additive model cannot fit the XOR
     assert acc["sop"] >= acc["backbone"] - 3 * np.hypot(_se(acc["sop"], n), _se(acc["backbone"], n))
     assert e.masks.shape[1:] == (10, 10) and (e.masks.sum(-1) == 2).all()
     used = e.weights[np.arange(len(e.predicted)), :, e.predicted] > 0  # (rows, groups)
     pair = e.masks[:, :, 0] & e.masks[:, :, 1]
-    assert (pair & used).any(1).mean() > 0.9  # measured 1.0
+    assert (pair & used).any(1).mean() > 0.9  # measured 0.963
 
 
 @pytest.mark.claims
@@ -262,7 +262,7 @@ def test_claim_group_attributions_are_faithful(lab) -> None:
         logit = net(torch.as_tensor(X)).max(1).values.numpy()
     gxi_gap = np.abs(G.reshape(100, -1).sum(1) - logit) / np.abs(logit)
     assert sop_gap.max() < 1e-4
-    # gradient x input misses by a few percent of the logit (measured 5.7%): 3 SE from 0, and
+    # gradient x input misses by a few percent of the logit (measured 5.2%): 3 SE from 0, and
     # a thousand times SOP's float rounding
     assert gxi_gap.mean() > 3 * gxi_gap.std(ddof=1) / np.sqrt(100)
     assert gxi_gap.mean() > 1000 * (sop_gap / np.abs(e.logits).max(1)).max()
