@@ -273,7 +273,7 @@ def test_claim_group_attributions_are_faithful(lab) -> None:
     assert d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d)) and d.mean() > 0.2
 
 
-@pytest.mark.slow  # trains a CNN backbone and two 20-epoch SOP models: about a minute
+@pytest.mark.slow  # trains a CNN backbone and two 20-epoch SOP models: 1-2 minutes
 @pytest.mark.claims
 def test_claim_on_digits_at_the_papers_epochs_with_a_cnn_backbone() -> None:
     """Digits pixels matter only in groups: one group per pixel loses most of the accuracy, 20%
