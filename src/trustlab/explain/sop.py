@@ -134,7 +134,8 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     ----------
     backbone : torch.nn.Module
         Any classifier mapping a float batch ``(n, ...)`` to logits ``(n, C)`` whose last layer
-        is (or whose ``head`` names) an ``nn.Linear``. It stays frozen.
+        is (or whose ``head`` names) an ``nn.Linear``. It stays frozen (``fit`` puts it in eval
+        mode; its weights are never updated).
     n_groups : int, default=20
         Groups per input (the paper's ``num_masks_sample``).
     n_candidates : int, default=200
