@@ -129,11 +129,13 @@ def test_bad_input() -> None:
 @pytest.mark.claims
 @pytest.mark.parametrize("task", ["min", "sum", "sort"])
 def test_claim_value_generalisation_at_paper_size_slow(task: str) -> None:
-    """n = 8, the paper's width and depth, 2 seeds: positional beats standard at c = 4x the training bound.
+    """n = 8 with the paper's width, depth and heads, 1000 Adam steps per model (the benchmark's
+    full run): positional beats standard attention beyond 3 paired SEs at c = 8 and c = 20.
 
-    Slow (minutes of CPU): the paper's architecture trained for 2000 steps per model.
+    Slow: minutes of CPU per task.
     """
     r = simulate_value_generalization(
-        task, [2, 8], length=8, n_train=10_000, n_test=500, n_seeds=2, estimator_params={"steps": 2000}
+        task, [2, 4, 8, 20], length=8, n_train=10_000, n_test=500, estimator_params={"steps": 1000}
     )
-    assert np.all(r.standard[:, 1] - r.positional[:, 1] > 3 * r.difference_se[:, 1])
+    gap = r.standard[0] - r.positional[0]
+    assert np.all(gap[2:] > 3 * r.difference_se[0, 2:]), (r.positional, r.standard)
