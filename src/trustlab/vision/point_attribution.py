@@ -52,6 +52,7 @@ def _layer_outputs(model: Any, Xt: Any) -> list[tuple[str, Any]]:
     return seen
 
 
+@validate_params({"layer": [None, str]})
 def find_point_layer(model: Any, X: Any, layer: str | None = None) -> tuple[str, int]:
     """The submodule whose output holds per-point features, and its points axis.
 
@@ -175,6 +176,12 @@ class SubsetFaithfulness:
         Per cloud, for ``keep`` (for paired tests).
     survived : numpy.ndarray of bool
         Per cloud, for ``drop``.
+
+    Examples
+    --------
+    >>> f = SubsetFaithfulness(4, 0.5, 0.0, np.array([True, False]), np.array([False, False]))
+    >>> f.keep - f.drop
+    0.5
     """
 
     k: int
@@ -242,6 +249,7 @@ def subset_faithfulness(
     return SubsetFaithfulness(int(k), float(kept.mean()), float(survived.mean()), kept, survived)
 
 
+@validate_params({"k": [None, *_POS_INT]})
 def part_precision(scores: Any, part_mask: Any, k: int | None = None, *, random_state: Any = 0) -> float:
     """Mean share of each cloud's top-``k`` points that lie on its planted part.
 
@@ -284,6 +292,7 @@ def part_precision(scores: Any, part_mask: Any, k: int | None = None, *, random_
     return float(np.mean(out))
 
 
+@validate_params({"layer": [None, str]})
 def critical_point_scores(model: Any, X: Any, *, layer: str | None = None) -> np.ndarray:
     """PointNet's critical points: the share of pooled channels each point wins the max of.
 
@@ -328,6 +337,7 @@ def critical_point_scores(model: Any, X: Any, *, layer: str | None = None) -> np
     return out
 
 
+@validate_params({"alpha": [Interval(numbers.Real, None, None, closed="neither")]})
 def pcsam_scores(model: Any, X: Any, *, alpha: float = 1.0) -> np.ndarray:
     """PCSAM gradient saliency: the loss's sensitivity to moving each point to the centre.
 

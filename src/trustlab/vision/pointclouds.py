@@ -276,6 +276,7 @@ def make_pointnet(*, width: int = 32, n_classes: int = 4, seed: int = 0) -> Any:
         return _pointnet_classes()[0](int(width), int(n_classes))
 
 
+@validate_params({"grad": ["boolean"]})
 def point_cloud_logits(model: Any, X: Any, *, grad: bool = False) -> Any:
     """Logits of ``model`` on clouds ``X`` (a torch tensor), one torch thread, eval mode.
 
