@@ -100,7 +100,7 @@ def _frame(d: np.ndarray) -> np.ndarray:
 def make_shape_clouds(
     n_clouds: int,
     *,
-    n_points: int = 128,
+    n_points: int = 64,
     part_fraction: float = 0.25,
     noise: float = 0.01,
     tilt: float = 0.3,
@@ -120,7 +120,7 @@ def make_shape_clouds(
     ----------
     n_clouds : int >= 1
         Number of clouds.
-    n_points : int >= 8, default=128
+    n_points : int >= 8, default=64
         Points per cloud.
     part_fraction : float in (0, 1), default=0.25
         Share of each cloud's points on the part.
