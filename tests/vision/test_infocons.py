@@ -144,15 +144,17 @@ class _ChannelsFirstNet(torch.nn.Module):
 
 
 def test_any_classifier_with_channels_first_features():
-    model = _ChannelsFirstNet().eval()
+    model = _ChannelsFirstNet()  # left in training mode with gradients on: fit must not change that
     X, _, _ = make_shape_clouds(12, n_points=20, random_state=0)
     assert find_point_layer(model, X) == ("conv", 2)
     assert find_point_layer(model, X, "conv.0") == ("conv.0", 2)
-    s = InfoCons(model, epochs=1, hidden=8).fit(X).score_points(X)
+    s = InfoCons(model, epochs=1, hidden=8, n_iter=2).fit(X).score_points(X)
     assert s.shape == (12, 20)
+    assert model.training and all(p.requires_grad and p.grad is None for p in model.parameters())
     cp = critical_point_scores(model, X)
     assert np.allclose(cp.sum(axis=1), 1.0)  # every channel has one winner
     assert pcsam_scores(model, X).shape == (12, 20)
+    assert model.training
 
 
 def test_max_pool_critical_points_match_pointnet_definition(net, held_out):

@@ -19,7 +19,9 @@ it is dropped, at equal size.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -70,6 +72,22 @@ def _make_bottleneck(d: int, hidden: int, seed: int) -> Any:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return AttentionBottleneck()
+
+
+@contextlib.contextmanager
+def _frozen(model: Any) -> Iterator[None]:
+    """Eval mode and no parameter gradients inside the block; the user's settings restored after."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    training = model.training
+    model.eval()
+    for p, _ in flags:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+        model.train(training)
 
 
 def _stats(z: Any) -> tuple[Any, Any]:
@@ -211,9 +229,6 @@ class InfoCons(ParamsValidationMixin, BaseEstimator):
         check_model(self.model)
         arr = check_point_clouds(X)
         self.layer_, self.points_axis_ = find_point_layer(self.model, arr[:1], self.layer)
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-        self.model.eval()
         Xt = torch.as_tensor(arr)
         target = point_cloud_logits(self.model, arr).argmax(1)
         with torch.no_grad():
@@ -223,7 +238,7 @@ class InfoCons(ParamsValidationMixin, BaseEstimator):
         self.bottleneck_ = _make_bottleneck(z_all.shape[-1], int(self.hidden), int(rng.integers(2**31)))
         opt = torch.optim.Adam(self.bottleneck_.parameters(), lr=float(self.lr))
         bs = int(self.batch_size)
-        with one_thread():
+        with one_thread(), _frozen(self.model):
             for _ in range(int(self.epochs)):
                 order, total = torch.randperm(len(Xt), generator=gen), 0.0
                 for start in range(0, len(Xt), bs):
@@ -276,7 +291,7 @@ class InfoCons(ParamsValidationMixin, BaseEstimator):
             a = logits.clone().requires_grad_(True)
             opt = torch.optim.Adam([a], lr=float(self.iter_lr))
             gen = torch.Generator().manual_seed(self._iter_seed)  # the same noise on every call
-            with one_thread():
+            with one_thread(), _frozen(self.model):
                 for _ in range(int(self.n_iter)):
                     # summed over clouds: each cloud's logits get only its own gradient
                     loss = _bottleneck_loss(

@@ -43,10 +43,13 @@ def _layer_outputs(model: Any, Xt: Any) -> list[tuple[str, Any]]:
         for name, mod in model.named_modules()
         if name
     ]
+    training = model.training
+    model.eval()
     try:
         with torch.no_grad(), one_thread():
             model(Xt)
     finally:
+        model.train(training)
         for h in handles:
             h.remove()
     return seen
@@ -377,9 +380,14 @@ def pcsam_scores(model: Any, X: Any, *, alpha: float = 1.0) -> np.ndarray:
     Xt = torch.as_tensor(arr).clone().requires_grad_(True)
     logits = point_cloud_logits(model, Xt.detach().numpy())
     target = logits.argmax(1)
-    with torch.enable_grad(), one_thread():
-        loss = torch.nn.functional.cross_entropy(model(Xt), target, reduction="sum")
-        (grad,) = torch.autograd.grad(loss, Xt)
+    training = model.training
+    model.eval()
+    try:
+        with torch.enable_grad(), one_thread():
+            loss = torch.nn.functional.cross_entropy(model(Xt), target, reduction="sum")
+            (grad,) = torch.autograd.grad(loss, Xt)
+    finally:
+        model.train(training)
     c = np.median(arr, axis=1, keepdims=True)
     diff = arr - c
     r = np.linalg.norm(diff, axis=2)

@@ -301,6 +301,7 @@ def point_cloud_logits(model: Any, X: Any, *, grad: bool = False) -> Any:
     torch = require_torch()
     check_model(model)
     Xt = torch.as_tensor(check_point_clouds(X))
+    was_training = model.training
     model.eval()
     with torch.set_grad_enabled(bool(grad)), one_thread():
         try:
@@ -310,6 +311,8 @@ def point_cloud_logits(model: Any, X: Any, *, grad: bool = False) -> Any:
                 f"X does not fit the model's input ({exc}); pass clouds of shape (n, n_points, 3).",
                 argument="X",
             ) from None
+        finally:
+            model.train(was_training)
     if out.ndim != 2 or out.shape[0] != len(Xt):
         raise DataError(
             f"model must return logits of shape (n, C); got {tuple(out.shape)}.", argument="model"
