@@ -171,7 +171,7 @@ def test_bad_input_names_the_argument(small) -> None:
         (lambda: HypotheSAEs(_sae()).fit(texts, np.ones(100), embeddings=emb[:100]), "y"),
         (lambda: HypotheSAEs(_sae()).fit(texts, y), "embeddings"),
         (lambda: HypotheSAEs(_sae()).fit(texts, y, embeddings=emb[:99]), "embeddings"),
-        (lambda: HypotheSAEs(_sae()).fit(["!! ? a"] + texts[1:], y, embeddings=emb[:100]), "texts"),
+        (lambda: HypotheSAEs(_sae()).fit(["!! ? a", *texts[1:]], y, embeddings=emb[:100]), "texts"),
         (lambda: HypotheSAEs(_sae()).fit("one text", y, embeddings=emb[:100]), "texts"),
         (lambda: HypotheSAEs(_sae()).fit(texts, y[:50], embeddings=emb[:100]), "y"),
         (lambda: HypotheSAEs(_sae(), ngram_range=(2, 1)).fit(texts, y, embeddings=emb[:100]), "ngram_range"),

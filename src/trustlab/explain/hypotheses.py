@@ -66,6 +66,7 @@ __all__ = [
     "PlantedCorpus",
     "make_planted_corpus",
     "minilm_encoder",
+    "recovery_f1",
     "select_latents",
     "word_vector_encoder",
 ]
@@ -187,9 +188,9 @@ class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
     Examples
     --------
     >>> from trustlab.explain.sae import SparseAutoencoder
-    >>> corpus = make_planted_corpus(600, random_state=0)
-    >>> emb = word_vector_encoder(64)(corpus.texts)
-    >>> sae = SparseAutoencoder(32, architecture="topk", k=4, batch_size=200, n_steps=150,
+    >>> corpus = make_planted_corpus(400, random_state=0)
+    >>> emb = corpus.embeddings(16)
+    >>> sae = SparseAutoencoder(16, architecture="topk", k=2, batch_size=100, n_steps=40,
     ...                         learning_rate=1e-2)
     >>> hs = HypotheSAEs(sae, n_hypotheses=4).fit(corpus.texts, corpus.y, embeddings=emb)
     >>> len(hs.hypotheses_), hs.hypotheses_[0].label.startswith("mentions")
@@ -438,6 +439,44 @@ class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
             }
         )
         return HypothesisTest(table, float(alpha), float(threshold), model, float(r2))
+
+
+def recovery_f1(annotations: Any, references: Any) -> np.ndarray:
+    """How well hypotheses recover reference hypotheses: best-match F1 per reference.
+
+    The paper's synthetic benchmarks score a method by whether each reference hypothesis is
+    found; here each reference's true 0/1 annotation is compared with every hypothesis's
+    annotation on the same texts and the best F1 is kept.
+
+    Parameters
+    ----------
+    annotations : array-like of 0/1, shape (n_texts, n_hypotheses)
+        E.g. :meth:`HypotheSAEs.annotate` on held-out texts.
+    references : array-like of 0/1, shape (n_texts, n_references)
+        E.g. ``PlantedCorpus.concept(t)`` for each planted topic, stacked as columns.
+
+    Returns
+    -------
+    ndarray of shape (n_references,)
+
+    Examples
+    --------
+    >>> recovery_f1([[1, 0], [1, 1], [0, 0]], [[1], [0], [0]]).round(2).tolist()
+    [0.67]
+    """
+    A = check_numeric_array(annotations, "annotations", ndim=2) > 0
+    R = check_numeric_array(references, "references", ndim=2) > 0
+    if A.shape[0] != R.shape[0]:
+        raise DataError(
+            f"annotations cover {A.shape[0]} texts but references {R.shape[0]}; use the same texts.",
+            argument="references",
+        )
+    return np.array(
+        [
+            max((f1_binary(A[:, h], R[:, r]) for h in range(A.shape[1])), default=0.0)
+            for r in range(R.shape[1])
+        ]
+    )
 
 
 @validate_params(
