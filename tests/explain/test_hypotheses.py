@@ -220,3 +220,34 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     finally:
         torch.set_num_threads(threads)
     assert capsys.readouterr().out == expected[0]
+
+
+# ------------------------------------------------------------------------ CLI
+def test_cli_explain_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    from trustlab.cli import main
+
+    corpus = make_planted_corpus(300, random_state=4)
+    path = tmp_path / "docs.csv"
+    pd.DataFrame({"text": corpus.texts, "label": np.where(corpus.y == 1, "yes", "no")}).to_csv(
+        path, index=False
+    )
+    args = ["explain", "hypotheses", str(path), "--text-column", "text", "--target", "label"]
+    fast = ["--encoder", "words", "--n-hypotheses", "3", "--latents", "24", "--k", "3", "--steps", "30"]
+    with pytest.raises(SystemExit) as stop:
+        main([*args, *fast])
+    out = capsys.readouterr().out.splitlines()
+    assert stop.value.code in (0, None) and len(out) == 4
+    assert out[-1].startswith(("0 of 3", "1 of 3", "2 of 3", "3 of 3")) and "held-out 90 of 300" in out[-1]
+    assert all("mentions" in line for line in out[:3])
+    for bad, flag in (
+        (["--target", "nope"], "--target"),
+        (["--holdout", "1.5"], "--holdout"),
+        (["--encoder", "bert"], "--encoder"),
+        (["--k", "99"], "--k"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main([*args, *fast, *bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"error ({flag})"), err
