@@ -101,4 +101,5 @@ def test_claim_recovery_on_minilm_sentence_embeddings() -> None:
     c = make_planted_corpus(N, random_state=0)
     emb = minilm_encoder()(c.texts)
     sae_f1, raw_f1, _, _ = _run(0, emb)
-    assert (sae_f1 >= 0.7).all(), (sae_f1, raw_f1)
+    assert (sae_f1 >= 0.7).all(), (sae_f1, raw_f1)  # measured 0.98, 0.96, 0.93
+    assert sae_f1.mean() > raw_f1.mean() + 0.1, (sae_f1, raw_f1)  # raw dimensions: 0.99, 0.49, 0.03

