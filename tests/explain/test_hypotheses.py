@@ -177,6 +177,7 @@ def test_bad_input_names_the_argument(small) -> None:
         (lambda: HypotheSAEs(_sae(), ngram_range=(2, 1)).fit(texts, y, embeddings=emb[:100]), "ngram_range"),
         (lambda: HypotheSAEs(_sae(), interpreter=str).fit(texts, y, embeddings=emb[:100]), "annotator"),
         (lambda: HypotheSAEs(_sae(), selection="ols").fit(texts, y, embeddings=emb[:100]), "selection"),
+        (lambda: HypotheSAEs(_sae(), stop_words="german").fit(texts, y, embeddings=emb[:100]), "stop_words"),
         (lambda: model.score_hypotheses(texts, y, alpha=1.5), "alpha"),
         (lambda: model.score_hypotheses(texts, np.zeros(100)), "y"),
         (lambda: make_planted_corpus(100, planted=["cooking"]), "planted"),
@@ -194,7 +195,7 @@ def test_bad_input_names_the_argument(small) -> None:
         HypotheSAEs(SparseAutoencoder(4, architecture="topk", k=9)).fit(texts, y, embeddings=emb[:100])
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(n=st.integers(-2, 30), method=st.sampled_from(["lasso", "correlation", "separation", "x"]))
 def test_select_latents_rejects_bad_arguments(n: int, method: str) -> None:
     Z = np.maximum(np.random.default_rng(0).normal(size=(40, 5)), 0)

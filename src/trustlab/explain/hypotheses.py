@@ -204,7 +204,7 @@ class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
         "n_examples": [Interval(numbers.Integral, 2, None, closed="left")],
         "n_terms": [Interval(numbers.Integral, 1, None, closed="left")],
         "ngram_range": ["array-like"],
-        "stop_words": [None, str, list],
+        "stop_words": [None, Options({"english"}), list],
         "interpreter": [None, callable],
         "annotator": [None, callable],
         "encoder": [None, callable],
