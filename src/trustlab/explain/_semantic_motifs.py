@@ -33,8 +33,8 @@ _LEFT = {
     ("++", "inflection"): (0.0, 1.0),
     ("--", "end"): (0.0, 1.0),
     ("--", "inflection"): (0.0, 1.0),
-    ("+-", "end"): (1.0, 2.0),
-    ("-+", "end"): (1.0, 2.0),
+    ("+-", "end"): (1.0, 3.0),
+    ("-+", "end"): (1.0, 3.0),
     ("+-", "extremum"): (1.5, 3.0),
     ("-+", "extremum"): (1.5, 3.0),
     ("+-", "inflection"): (1.0, 3.0),
@@ -49,7 +49,6 @@ _RIGHT = {
     ("+-", "inflection"): (0.0, 1.0),
     ("-+", "inflection"): (0.0, 1.0),
 }
-_MIN_WIDTH = 1e-3  # each motif spans at least this fraction of the time range
 
 
 def composition_library(max_motifs: int = 4, *, simplified: bool = True) -> list[tuple[str, ...]]:
@@ -105,19 +104,21 @@ class CompositionShape:
     Each row (sample) has a composition (``comp`` indexes ``compositions``) and a raw property
     vector (unconstrained reals, length ``n_params = 2 L + 3``):
     ``[x_start, h_1..h_L, v_1..v_L, r_start, r_end]``. Motif widths are ``softmax(h)`` of the time
-    range (each at least ``_MIN_WIDTH`` of it), the rise or fall of motif j is ``softplus(v_j)``
+    range (each at least ``min_width`` of it, the authors' 0.01 by default, at most 0.9 / L), the rise or fall of motif j is ``softplus(v_j)``
     signed by the motif, and the free end slopes are ``lo + sigmoid(r) (hi - lo)`` within the
-    ranges above (``r_end`` is unused for a single motif, whose end slope follows from its start).
+    ranges above. A lone motif is a cubic whose end-slope range depends on its start slope (the
+    authors use the quadratic, one member of that family).
     Batching several compositions of one length in one call is what makes scoring them cheap.
     """
 
-    def __init__(self, compositions: list[tuple[str, ...]]) -> None:
+    def __init__(self, compositions: list[tuple[str, ...]], min_width: float = 0.01) -> None:
         comps = [tuple(c) for c in compositions]
         n = len(comps[0])
         if any(len(c) != n for c in comps):
             raise ValueError("compositions of one CompositionShape must have the same length")
         self.compositions = comps
         self.n_motifs = n
+        self.min_width = min(min_width, 0.9 / n)
         self.n_params = 2 * n + 3
         inv, tables = zip(*(_piece_systems(c) for c in comps), strict=True)
         self.inverses = torch.stack(list(inv))  # (C, L, 3, 3)
@@ -127,7 +128,7 @@ class CompositionShape:
     def knots(self, raw: torch.Tensor, comp: torch.Tensor, t0: float, t1: float) -> tuple[torch.Tensor, torch.Tensor]:
         """Transition points ``(times (n, L+1), values (n, L+1))`` from raw properties."""
         n = self.n_motifs
-        w = _MIN_WIDTH + (1.0 - n * _MIN_WIDTH) * torch.softmax(raw[:, 1 : n + 1], dim=1)
+        w = self.min_width + (1.0 - n * self.min_width) * torch.softmax(raw[:, 1 : n + 1], dim=1)
         times = t0 + (t1 - t0) * torch.cat([torch.zeros_like(w[:, :1]), torch.cumsum(w, dim=1)], dim=1)
         rise = torch.nn.functional.softplus(raw[:, n + 1 : 2 * n + 1]) * self.signs[comp]
         values = raw[:, :1] + torch.cat([torch.zeros_like(rise[:, :1]), torch.cumsum(rise, dim=1)], dim=1)
@@ -141,7 +142,16 @@ class CompositionShape:
         s_start = torch.sigmoid(raw[:, 2 * n + 1 : 2 * n + 2])
         s_end = torch.sigmoid(raw[:, 2 * n + 2 : 2 * n + 3])
         left = tab[:, :, 0] * (tab[:, :, 1] + s_start * (tab[:, :, 2] - tab[:, :, 1]))
-        right = tab[:, :, 3] * (tab[:, :, 4] + s_end * (tab[:, :, 5] - tab[:, :, 4]))
+        if n == 1:
+            # Exact joint ranges for a lone cubic (chord units; x'' keeps its sign at both ends):
+            # convex-like (++, --): m0 in [0, 1], m1 in [(3 - m0)/2, 3 - 2 m0];
+            # concave-like (+-, -+): m0 in [1, 3], m1 in [max(0, 3 - 2 m0), (3 - m0)/2].
+            convex = tab[:, :, 5] > 0
+            lo = torch.where(convex, (3 - left) / 2, torch.clamp(3 - 2 * left, min=0.0))
+            hi = torch.where(convex, 3 - 2 * left, (3 - left) / 2)
+            right = lo + s_end * (hi - lo)
+        else:
+            right = tab[:, :, 3] * (tab[:, :, 4] + s_end * (tab[:, :, 5] - tab[:, :, 4]))
         rhs = delta[:, :, None] * torch.stack([torch.ones_like(left), left, right], dim=2)
         return (self.inverses[comp] @ rhs[..., None]).squeeze(-1)
 
@@ -163,8 +173,7 @@ def _piece_systems(comp: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     """Per motif: the inverse of the 3x3 system for (c1, c2, c3) and where its free slopes enter.
 
     Rows: ``c1 + c2 + c3 = delta``; the left condition (start: ``c1 = slope``; extremum: ``c1 = 0``;
-    inflection: ``c2 = 0``); the right condition (end: ``c1 + 2 c2 + 3 c3 = slope``, or ``c3 = 0``
-    when the motif is the only one, the authors' quadratic; extremum: ``c1 + 2 c2 + 3 c3 = 0``;
+    inflection: ``c2 = 0``); the right condition (end: ``c1 + 2 c2 + 3 c3 = slope``; extremum: ``c1 + 2 c2 + 3 c3 = 0``;
     inflection: ``2 c2 + 6 c3 = 0``). The table holds, per motif, whether the start slope enters
     the second right-hand side and its range, then the same for the end slope and the third.
     """
@@ -178,14 +187,14 @@ def _piece_systems(comp: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
         rows.append([0.0, 1.0, 0.0] if left == "inflection" else [1.0, 0.0, 0.0])
         if left == "start":
             table[0:3] = [1.0, *_LEFT[(motif, right)]]
-        if right == "end" and n == 1:
-            rows.append([0.0, 0.0, 1.0])
-        elif right == "inflection":
+        if right == "inflection":
             rows.append([0.0, 2.0, 6.0])
         else:
             rows.append([1.0, 2.0, 3.0])
-            if right == "end":
+            if right == "end" and n > 1:
                 table[3:6] = [1.0, *_RIGHT[(motif, left)]]
+            elif right == "end":  # a lone motif: the end slope's range depends on the start slope's
+                table[3:6] = [1.0, 0.0, 1.0 if motif in ("++", "--") else -1.0]
         inverses.append(np.linalg.inv(np.array(rows)))
         tables.append(table)
     return torch.tensor(np.array(inverses)), torch.tensor(tables, dtype=torch.float64)

@@ -151,6 +151,9 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         Basis functions per feature in the property maps (5 cubic B-splines plus a linear term).
     n_epochs, learning_rate, weight_decay : default 200, 0.1, 0.0
         Adam on the property maps (the authors' experimental settings).
+    min_motif_width : float, default=0.01
+        Shortest motif as a fraction of the time range (the authors' minimum transition-point
+        separation). About two sampling intervals keeps a motif from hiding between observations.
     n_init, score_max_iter : int, default 2, 50
         Starts and L-BFGS iterations per trajectory in the composition scores.
     random_state : int, Generator or None
@@ -193,6 +196,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         "n_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "min_motif_width": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "score_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -210,6 +214,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         n_epochs: int = 200,
         learning_rate: float = 0.1,
         weight_decay: float = 0.0,
+        min_motif_width: float = 0.01,
         n_init: int = 2,
         score_max_iter: int = 50,
         random_state: Any = None,
@@ -224,6 +229,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
+        self.min_motif_width = min_motif_width
         self.n_init = n_init
         self.score_max_iter = score_max_iter
         self.random_state = random_state
@@ -347,7 +353,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         raw = np.zeros((n, len(lib), width))
         for length in sorted({len(c) for c in lib}):
             cols = [i for i, c in enumerate(lib) if len(c) == length]
-            shape = CompositionShape([lib[i] for i in cols])
+            shape = CompositionShape([lib[i] for i in cols], self.min_motif_width)
             mse, params = fit_samples(
                 shape, t, y, *self.t_range_, n_init=self.n_init, max_iter=self.score_max_iter, generator=gen
             )
@@ -365,7 +371,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     def _fit_property_map(
         self, comp: tuple[str, ...], phi: np.ndarray, raw0: np.ndarray, t: torch.Tensor, y: torch.Tensor
     ) -> np.ndarray:
-        shape = CompositionShape([comp])
+        shape = CompositionShape([comp], self.min_motif_width)
         target = raw0[:, : shape.n_params]
         # Warm start: ridge regression of the per-trajectory properties on the basis.
         gram = phi.T @ phi + np.eye(phi.shape[1])
@@ -430,7 +436,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         with _one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
-                    curve = CompositionShape([comp]).curve(
+                    curve = CompositionShape([comp], self.min_motif_width).curve(
                         torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long), torch.as_tensor(t[idx]), lo, hi
                     )
                     out[idx, :, dim] = curve.numpy() * self.y_scale_[dim] + self.y_mean_[dim]
@@ -444,7 +450,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         with _one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
-                    shape = CompositionShape([comp])
+                    shape = CompositionShape([comp], self.min_motif_width)
                     times, values = shape.knots(
                         torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long), *self.t_range_
                     )
