@@ -21,7 +21,15 @@ import torch
 from scipy.interpolate import BSpline
 from scipy.optimize import minimize
 
-__all__ = ["MOTIFS", "CompositionShape", "composition_library", "spline_design", "transition_type"]
+__all__ = [
+    "MOTIFS",
+    "CompositionShape",
+    "composition_library",
+    "describe_tree",
+    "fit_samples",
+    "spline_design",
+    "transition_type",
+]
 
 MOTIFS = ("++", "+-", "-+", "--")  # (sign of x', sign of x'')
 _SUCCESSORS = {"+-": ("--", "++"), "-+": ("--", "++"), "--": ("-+",), "++": ("+-",)}
@@ -104,7 +112,8 @@ class CompositionShape:
     Each row (sample) has a composition (``comp`` indexes ``compositions``) and a raw property
     vector (unconstrained reals, length ``n_params = 2 L + 3``):
     ``[x_start, h_1..h_L, v_1..v_L, r_start, r_end]``. Motif widths are ``softmax(h)`` of the time
-    range (each at least ``min_width`` of it, the authors' 0.01 by default, at most 0.9 / L), the rise or fall of motif j is ``softplus(v_j)``
+    range (each at least ``min_width`` of it, the authors' 0.01 by default, at most 0.9 / L), the
+    rise or fall of motif j is ``softplus(v_j)``
     signed by the motif, and the free end slopes are ``lo + sigmoid(r) (hi - lo)`` within the
     ranges above. A lone motif is a cubic whose end-slope range depends on its start slope (the
     authors use the quadratic, one member of that family).
@@ -123,9 +132,13 @@ class CompositionShape:
         inv, tables = zip(*(_piece_systems(c) for c in comps), strict=True)
         self.inverses = torch.stack(list(inv))  # (C, L, 3, 3)
         self.tables = torch.stack(list(tables))  # (C, L, 6): left on/lo/hi, right on/lo/hi
-        self.signs = torch.tensor([[1.0 if m[0] == "+" else -1.0 for m in c] for c in comps], dtype=torch.float64)
+        self.signs = torch.tensor(
+            [[1.0 if m[0] == "+" else -1.0 for m in c] for c in comps], dtype=torch.float64
+        )
 
-    def knots(self, raw: torch.Tensor, comp: torch.Tensor, t0: float, t1: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def knots(
+        self, raw: torch.Tensor, comp: torch.Tensor, t0: float, t1: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Transition points ``(times (n, L+1), values (n, L+1))`` from raw properties."""
         n = self.n_motifs
         w = self.min_width + (1.0 - n * self.min_width) * torch.softmax(raw[:, 1 : n + 1], dim=1)
@@ -155,7 +168,9 @@ class CompositionShape:
         rhs = delta[:, :, None] * torch.stack([torch.ones_like(left), left, right], dim=2)
         return (self.inverses[comp] @ rhs[..., None]).squeeze(-1)
 
-    def curve(self, raw: torch.Tensor, comp: torch.Tensor, t: torch.Tensor, t0: float, t1: float) -> torch.Tensor:
+    def curve(
+        self, raw: torch.Tensor, comp: torch.Tensor, t: torch.Tensor, t0: float, t1: float
+    ) -> torch.Tensor:
         """The trajectory at times ``t`` (n, m) for raw properties ``raw`` (n, n_params)."""
         times, values = self.knots(raw, comp, t0, t1)
         coef = self.coefficients(raw, comp, values)
@@ -173,7 +188,8 @@ def _piece_systems(comp: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     """Per motif: the inverse of the 3x3 system for (c1, c2, c3) and where its free slopes enter.
 
     Rows: ``c1 + c2 + c3 = delta``; the left condition (start: ``c1 = slope``; extremum: ``c1 = 0``;
-    inflection: ``c2 = 0``); the right condition (end: ``c1 + 2 c2 + 3 c3 = slope``; extremum: ``c1 + 2 c2 + 3 c3 = 0``;
+    inflection: ``c2 = 0``); the right condition (end: ``c1 + 2 c2 + 3 c3 = slope``; extremum:
+    ``c1 + 2 c2 + 3 c3 = 0``;
     inflection: ``2 c2 + 6 c3 = 0``). The table holds, per motif, whether the start slope enters
     the second right-hand side and its range, then the same for the end slope and the third.
     """
@@ -214,7 +230,8 @@ def fit_samples(
     """Best raw properties of each sample's own trajectory under each composition of ``shape``.
 
     The inner fit of the composition scores. Every (composition, sample, start) triple is fitted at
-    once with scipy's L-BFGS-B (gradients by torch autograd) on the sum of the per-row mean squared errors (the problems are independent,
+    once with scipy's L-BFGS-B (gradients by torch autograd) on the sum of the per-row mean squared
+    errors (the problems are independent,
     so the sum's gradient is each one's own). Returns the per-row MSE (C, n) and raw properties
     (C, n, n_params) of the best of ``n_init`` starts (the first start is the deterministic one:
     equal widths, the observed range split evenly, mid-range slopes).
@@ -243,8 +260,9 @@ def fit_samples(
             return 1e300, np.zeros_like(flat)
         return value, grad
 
-    res = minimize(loss_and_grad, start.numpy().ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter})
+    res = minimize(
+        loss_and_grad, start.numpy().ravel(), jac=True, method="L-BFGS-B", options={"maxiter": max_iter}
+    )
     raw = torch.as_tensor(res.x.reshape(start.shape))
     with torch.no_grad():
         mse = ((shape.curve(raw, comp, tt, t0, t1) - yy) ** 2).mean(dim=1).reshape(n_init, n_comp, n)
@@ -253,3 +271,16 @@ def fit_samples(
         params = raw.reshape(n_init, n_comp, n, -1)
         ci, si = torch.meshgrid(torch.arange(n_comp), torch.arange(n), indexing="ij")
         return mse[best, ci, si].numpy(), params[best, ci, si].numpy()
+
+
+def describe_tree(node: dict, names: list[str], comps: list[tuple[str, ...]], indent: str = "") -> list[str]:
+    """A composition tree as indented if/else text (leaves show the composition and sample count)."""
+    if "feature" not in node:
+        return [f"{indent}-> ({', '.join(comps[node['composition']])})  [{node['n']} samples]"]
+    name = names[node["feature"]]
+    return [
+        f"{indent}if {name} <= {node['threshold']:.4g}:",
+        *describe_tree(node["left"], names, comps, indent + "    "),
+        f"{indent}else:  # {name} > {node['threshold']:.4g}",
+        *describe_tree(node["right"], names, comps, indent + "    "),
+    ]

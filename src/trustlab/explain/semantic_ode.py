@@ -18,6 +18,7 @@ import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,6 +33,7 @@ from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._semantic_motifs import (
     CompositionShape,
     composition_library,
+    describe_tree,
     fit_samples,
     spline_design,
     transition_type,
@@ -105,25 +107,15 @@ def _grow(scores: np.ndarray, x: np.ndarray, idx: np.ndarray, depth: int, est: A
     return node
 
 
-def _leaves(node: dict, x: np.ndarray, idx: np.ndarray, path: tuple = ()) -> Iterator[tuple[tuple, dict, np.ndarray]]:
+def _leaves(
+    node: dict, x: np.ndarray, idx: np.ndarray, path: tuple = ()
+) -> Iterator[tuple[tuple, dict, np.ndarray]]:
     if "feature" not in node:
         yield path, node, idx
         return
     go_left = x[idx, node["feature"]] <= node["threshold"]
     yield from _leaves(node["left"], x, idx[go_left], (*path, 0))
     yield from _leaves(node["right"], x, idx[~go_left], (*path, 1))
-
-
-def _describe(node: dict, names: list[str], comps: list[tuple[str, ...]], indent: str = "") -> list[str]:
-    if "feature" not in node:
-        return [f"{indent}-> ({', '.join(comps[node['composition']])})  [{node['n']} samples]"]
-    name = names[node["feature"]]
-    return [
-        f"{indent}if {name} <= {node['threshold']:.4g}:",
-        *_describe(node["left"], names, comps, indent + "    "),
-        f"{indent}else:  # {name} > {node['threshold']:.4g}",
-        *_describe(node["right"], names, comps, indent + "    "),
-    ]
 
 
 class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
@@ -252,7 +244,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
             try:
                 if not comp or any(m not in ("++", "+-", "-+", "--") for m in comp):
                     raise ValueError("motifs are '++', '+-', '-+' and '--'")
-                for a, b in zip(comp[:-1], comp[1:], strict=True):
+                for a, b in pairwise(comp):
                     transition_type(a, b)
             except ValueError as exc:
                 raise ParameterError(
@@ -267,7 +259,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         x = check_numeric_array(X, "X", ndim=2, min_rows=1)
         if fitted and x.shape[1] != self.n_features_in_:
             raise DataError(
-                f"X has {x.shape[1]} features but the model was fitted on {self.n_features_in_}.", argument="X"
+                f"X has {x.shape[1]} features but the model was fitted on {self.n_features_in_}.",
+                argument="X",
             )
         return x
 
@@ -277,7 +270,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
             t = np.broadcast_to(t, (n, t.shape[0]))
         if t.ndim != 2 or t.shape[0] != n or (m is not None and t.shape[1] != m):
             raise DataError(
-                f"times must have shape (n_times,) or (n_samples, n_times) matching y; got {np.shape(times)}. "
+                "times must have shape (n_times,) or (n_samples, n_times) matching y; got "
+                f"{np.shape(times)}. "
                 "Resample trajectories of different lengths onto a common number of time points.",
                 argument="times",
             )
@@ -337,7 +331,9 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
                 maps = {}
                 for path, leaf, idx in _leaves(tree, x, np.arange(n)):
                     comp = lib[leaf["composition"]]
-                    maps[path] = self._fit_property_map(comp, phi[idx], raw[idx, leaf["composition"]], tt[idx], yd[idx])
+                    maps[path] = self._fit_property_map(
+                        comp, phi[idx], raw[idx, leaf["composition"]], tt[idx], yd[idx]
+                    )
                 self.compositions_.append(lib)
                 self.trees_.append(tree)
                 self.composition_scores_.append(scores)
@@ -437,7 +433,11 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
                     curve = CompositionShape([comp], self.min_motif_width).curve(
-                        torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long), torch.as_tensor(t[idx]), lo, hi
+                        torch.as_tensor(raw),
+                        torch.zeros(len(idx), dtype=torch.long),
+                        torch.as_tensor(t[idx]),
+                        lo,
+                        hi,
                     )
                     out[idx, :, dim] = curve.numpy() * self.y_scale_[dim] + self.y_mean_[dim]
         return out if self.output_ndim_ == 3 else out[:, :, 0]
@@ -454,7 +454,11 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
                     times, values = shape.knots(
                         torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long), *self.t_range_
                     )
-                    kinds = ("start", *(transition_type(a, b) for a, b in zip(comp[:-1], comp[1:], strict=True)), "end")
+                    kinds = (
+                        "start",
+                        *(transition_type(a, b) for a, b in pairwise(comp)),
+                        "end",
+                    )
                     vals = values.numpy() * self.y_scale_[dim] + self.y_mean_[dim]
                     for row, i in enumerate(idx):
                         out[i][dim] = TrajectorySemantics(comp, kinds, times[row].numpy(), vals[row])
@@ -467,14 +471,19 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     def describe(self, feature_names: list[str] | None = None) -> str:
         """The composition map of every dimension as readable if/else text."""
         self._check_fitted()
-        names = list(feature_names) if feature_names is not None else [f"x{i}" for i in range(self.n_features_in_)]
+        names = (
+            list(feature_names)
+            if feature_names is not None
+            else [f"x{i}" for i in range(self.n_features_in_)]
+        )
         if len(names) != self.n_features_in_:
             raise ParameterError(
-                f"feature_names has {len(names)} names for {self.n_features_in_} features.", argument="feature_names"
+                f"feature_names has {len(names)} names for {self.n_features_in_} features.",
+                argument="feature_names",
             )
         lines = []
         for dim, tree in enumerate(self.trees_):
-            lines += [f"dimension {dim}:", *_describe(tree, names, self.compositions_[dim], "    ")]
+            lines += [f"dimension {dim}:", *describe_tree(tree, names, self.compositions_[dim], "    ")]
         return "\n".join(lines)
 
 
@@ -504,7 +513,9 @@ def make_pk_trajectories(
         inflection of the concentration both fall inside the window by construction).
     """
     if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-        raise ParameterError(f"n_samples must be a positive integer, got {n_samples!r}.", argument="n_samples")
+        raise ParameterError(
+            f"n_samples must be a positive integer, got {n_samples!r}.", argument="n_samples"
+        )
     if not isinstance(n_times, numbers.Integral) or n_times < 3:
         raise ParameterError(f"n_times must be an integer >= 3, got {n_times!r}.", argument="n_times")
     if not isinstance(noise, numbers.Real) or not np.isfinite(noise) or noise < 0:
@@ -525,7 +536,9 @@ def make_pk_trajectories(
 
     start = np.concatenate([np.where(er > 0, 0.0, 100.0), np.zeros(2 * n_samples)])
     sol = solve_ivp(rhs, (0.0, 24.0), start, t_eval=24.0 * times, rtol=1e-8, atol=1e-10)
-    clean = np.stack([sol.y[n_samples : 2 * n_samples] / volume[:, None], sol.y[2 * n_samples :] / 100.0], axis=2)
+    clean = np.stack(
+        [sol.y[n_samples : 2 * n_samples] / volume[:, None], sol.y[2 * n_samples :] / 100.0], axis=2
+    )
     y = clean + gen.normal(0.0, 1.0, clean.shape) * noise * clean.max(axis=(0, 1))
     truth = [[("+-",), ("++",)] if e else [("+-", "--", "-+"), ("++", "+-")] for e in er]
     return np.column_stack([weight, age, er]), y, times, truth
