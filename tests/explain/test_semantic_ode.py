@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,7 @@ def test_library_follows_the_succession_rules() -> None:
     assert len(lib) == 14 and len(composition_library(4)) == 18
     assert len(composition_library(3, simplified=False)) == 18
     for comp in lib:
-        for a, b in zip(comp[:-1], comp[1:], strict=True):
+        for a, b in pairwise(comp):
             assert transition_type(a, b) in ("extremum", "inflection")
     assert transition_type("+-", "--") == "extremum" and transition_type("++", "+-") == "inflection"
     with pytest.raises(ValueError):
@@ -72,7 +73,7 @@ def test_every_drawn_trajectory_has_its_composition_exactly() -> None:
 
 @pytest.mark.claims
 def test_claim_recovers_semantics_matches_black_box_and_keeps_shapes(pk) -> None:
-    X, y, t, truth, model = pk
+    X, y, _, truth, model = pk
     test = slice(N_TRAIN, None)
     # The planted structure: the composition depends on the formulation only.
     assert all(tree["feature"] == 2 for tree in model.trees_)
@@ -134,7 +135,12 @@ def test_estimator_contract(pk) -> None:
         fresh.predict(pk[0][:2])
     assert fresh.set_params(max_depth=1) is fresh and fresh.max_depth == 1
     defaults = SemanticTrajectoryModel().get_params()
-    assert (defaults["max_motifs"], defaults["max_depth"], defaults["n_basis"], defaults["learning_rate"]) == (
+    assert (
+        defaults["max_motifs"],
+        defaults["max_depth"],
+        defaults["n_basis"],
+        defaults["learning_rate"],
+    ) == (
         4,
         3,
         6,
