@@ -197,3 +197,24 @@ def test_nan_or_inf_anywhere_is_refused(row: int, col: int, value: float) -> Non
 
 def test_docs_example_runs(run_docs_example) -> None:
     run_docs_example(Path(__file__).resolve().parents[2] / "docs" / "explain" / "semantic-trajectories.md")
+
+
+def test_dof_correction_divides_scores_by_the_gcv_factor() -> None:
+    X, y, t = _SMALL
+    kw = {"compositions": ALLOWED, "n_epochs": 0, "score_max_iter": 5, "random_state": 0}
+    plain = SemanticTrajectoryModel(**kw).fit(X, y, times=t)
+    gcv = SemanticTrajectoryModel(dof_correction=True, **kw).fit(X, y, times=t)
+    for dim in range(2):
+        lengths = np.array([len(c) for c in plain.compositions_[dim]])
+        factor = (1 - (2 * lengths + 2) / N_TIMES) ** -2
+        np.testing.assert_allclose(gcv.composition_scores_[dim], plain.composition_scores_[dim] * factor)
+
+
+@pytest.mark.slow  # one fit of 100 trajectories at 20 times with the full library, about 10 s
+@pytest.mark.claims
+def test_claim_recovery_at_twenty_times_needs_width_and_gcv() -> None:
+    X, y, t, truth = make_pk_trajectories(150, n_times=20, noise=0.01, random_state=0)
+    model = SemanticTrajectoryModel(min_motif_width=0.1, dof_correction=True, random_state=0)
+    found = model.fit(X[:100], y[:100], times=t).predict_composition(X[100:])
+    accuracy = np.mean([found[i] == truth[100 + i] for i in range(50)])
+    assert accuracy >= 1 - 3 * np.sqrt(0.25 / 50)  # observed 0.96

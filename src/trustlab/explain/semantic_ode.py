@@ -146,6 +146,10 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     min_motif_width : float, default=0.01
         Shortest motif as a fraction of the time range (the authors' minimum transition-point
         separation). About two sampling intervals keeps a motif from hiding between observations.
+    dof_correction : bool, default=False
+        Divide each composition score by ``(1 - k/m)^2`` (``k = 2 L + 2`` free properties, ``m``
+        observation times; generalised cross-validation), so that extra motifs fitted to noise stop
+        paying. Not in the paper (off by default); see the docs page.
     n_init, score_max_iter : int, default 2, 50
         Starts and L-BFGS iterations per trajectory in the composition scores.
     random_state : int, Generator or None
@@ -189,6 +193,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "min_motif_width": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "dof_correction": ["boolean"],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "score_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -207,6 +212,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         learning_rate: float = 0.1,
         weight_decay: float = 0.0,
         min_motif_width: float = 0.01,
+        dof_correction: bool = False,
         n_init: int = 2,
         score_max_iter: int = 50,
         random_state: Any = None,
@@ -222,6 +228,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.min_motif_width = min_motif_width
+        self.dof_correction = dof_correction
         self.n_init = n_init
         self.score_max_iter = score_max_iter
         self.random_state = random_state
@@ -354,6 +361,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
                 shape, t, y, *self.t_range_, n_init=self.n_init, max_iter=self.score_max_iter, generator=gen
             )
             scores[:, cols] = mse.T * (1.0 + self.relative_motif_cost * length)
+            if self.dof_correction:  # generalised cross-validation: MSE / (1 - k/m)^2, k = 2 L + 2
+                scores[:, cols] /= max(1.0 - (2 * length + 2) / y.shape[1], 1e-3) ** 2
             raw[:, cols, : shape.n_params] = params.transpose(1, 0, 2)
         scores[~np.isfinite(scores)] = np.finfo(float).max / (10 * n * len(lib))
         return scores, raw
