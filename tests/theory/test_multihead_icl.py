@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trustlab.errors import TrustlabError
 from trustlab.theory import (
@@ -110,3 +112,29 @@ def test_claim_converged_pattern_matches_the_theory_slow() -> None:
     assert c2.agreement < 0.05
     assert c2.model_risk < 1.2 * c2.theory_risk
     assert c2.model_risk + 3 * c2.risk_se < c1.model_risk
+
+
+# modest magnitudes (huge valid inputs may overflow to inf legitimately) plus the bad values
+_BAD_OR_MODEST = st.one_of(st.floats(-1e6, 1e6), st.sampled_from([float("nan"), float("inf"), -float("inf")]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.one_of(st.integers(-1, 6), st.floats(allow_nan=True), st.none()),
+    d=st.one_of(st.integers(-1, 4), st.just("3")),
+    eta=st.one_of(_BAD_OR_MODEST, st.none()),
+    noise=_BAD_OR_MODEST,
+    values=st.lists(_BAD_OR_MODEST, min_size=0, max_size=8),
+)
+def test_closed_forms_raise_only_trustlab_errors(n, d, eta, noise, values) -> None:
+    try:
+        r = debiased_gd_risk(n, d, step_size=eta, noise_variance=noise)
+        assert np.isfinite(r.risk) and r.optimal_risk <= r.risk + 1e-9
+    except TrustlabError:
+        pass
+    try:
+        x = np.array(values[:4], dtype=float).reshape(1, -1, 1) if len(values) >= 4 else values
+        out = debiased_gd_predict(x, np.ones((1, 4)), [[1.0]], 1.0 if eta is None else eta)
+        assert np.all(np.isfinite(out))
+    except TrustlabError:
+        pass

@@ -46,6 +46,7 @@ __all__ = [
 _INT1 = Interval(numbers.Integral, 1, None, closed="left")
 _INT2 = Interval(numbers.Integral, 2, None, closed="left")
 _POS = Interval(numbers.Real, 0, None, closed="neither")
+_REAL = Interval(numbers.Real, None, None, closed="neither")  # finite, not NaN
 _NONNEG = Interval(numbers.Real, 0, None, closed="left")
 
 
@@ -102,9 +103,7 @@ def linear_regression_prompts(
     return x[:, :-1], y[:, :-1], x[:, -1], y[:, -1]
 
 
-@validate_params(
-    {"X": ["array-like"], "y": ["array-like"], "x_query": ["array-like"], "step_size": [numbers.Real]}
-)
+@validate_params({"X": ["array-like"], "y": ["array-like"], "x_query": ["array-like"], "step_size": [_REAL]})
 def debiased_gd_predict(X: Any, y: Any, x_query: Any, step_size: float) -> np.ndarray:
     """The debiased GD predictor ``eta / n * sum_i y_i (x_i - x_bar)^T x_q`` for each prompt.
 
@@ -183,7 +182,7 @@ class DebiasedGDRisk:
     {
         "n_context": [_INT2],
         "dim": [_INT1],
-        "step_size": [numbers.Real, None],
+        "step_size": [_REAL, None],
         "signal_variance": [_POS],
         "noise_variance": [_NONNEG],
     }

@@ -37,6 +37,7 @@ __all__ = [
 ALGORITHMIC_TASKS = ("sum", "min", "max", "median", "sort", "maxsub")
 _INT1 = Interval(numbers.Integral, 1, None, closed="left")
 _POS = Interval(numbers.Real, 0, None, closed="neither")
+_REAL = Interval(numbers.Real, None, None, closed="neither")  # finite, not NaN
 
 
 def _targets(x: np.ndarray, task: str, cumulative: bool) -> np.ndarray:
@@ -68,10 +69,10 @@ def _targets(x: np.ndarray, task: str, cumulative: bool) -> np.ndarray:
         "task": [Options(ALGORITHMIC_TASKS)],
         "n_samples": [_INT1],
         "length": [_INT1],
-        "low": [numbers.Real],
-        "high": [numbers.Real],
-        "reject_low": [numbers.Real, None],
-        "reject_high": [numbers.Real, None],
+        "low": [_REAL],
+        "high": [_REAL],
+        "reject_low": [_REAL, None],
+        "reject_high": [_REAL, None],
         "cumulative": ["boolean"],
         "random_state": ["random_state"],
     }
