@@ -243,7 +243,7 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
     References
     ----------
     A. Back de Luca et al., "Positional Attention: Expressivity and Learnability of Algorithmic
-    Computation", ICML 2025 (PMLR 267), Section 3 (architecture) and Section 6 (experiments).
+    Computation", ICML 2025 (PMLR 267); architecture as in the authors' code.
 
     Examples
     --------
@@ -481,7 +481,7 @@ def simulate_value_generalization(
 
     References
     ----------
-    A. Back de Luca et al., ICML 2025, Section 6 (value generalisation, Figure 2).
+    A. Back de Luca et al., ICML 2025 (value generalisation, Figure 2 per the authors' README).
 
     Examples
     --------
