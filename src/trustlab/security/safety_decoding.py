@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab._param_validation import HasMethods, Interval, ParamsValidationMixin
+from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 
 __all__ = ["SafeGeneration", "SafetyHead", "safe_generate", "safety_logits_processor"]
@@ -123,7 +123,6 @@ class SafetyHead(ParamsValidationMixin):
     """
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
-        "model": [HasMethods(["forward"])],
         "layer": [Interval(numbers.Integral, None, None, closed="neither")],
         "steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
