@@ -7,12 +7,13 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from scipy.stats import binomtest  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
 
-from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError  # noqa: E402
-from trustlab.security.safety_data import (  # noqa: E402
+from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.security._safety_rules import _Monitor, _rules
+from trustlab.security.safety_data import (
     EOS,
     SURE,
     InstructionVocab,
@@ -21,10 +22,8 @@ from trustlab.security.safety_data import (  # noqa: E402
     load_instruction_lab,
     suffix_attack,
 )
-from trustlab.security.safety_decoding import (  # noqa: E402
+from trustlab.security.safety_decoding import (
     SafetyHead,
-    _Monitor,
-    _rules,
     safe_generate,
     safety_logits_processor,
 )
@@ -101,7 +100,7 @@ def test_attention_windows_follow_rules_1_to_4():
 
 # -- the head and the decoding on the lab model ------------------------------------------------
 def test_head_separates_held_out_windows(lab):
-    model, head = lab
+    _model, head = lab
     x, mask, y = head_training_windows(instruction_set(300, seed=99), seed=5)
     pred = head.predict(x, key_mask=mask)
     assert (pred == y).mean() > 0.95
@@ -115,7 +114,9 @@ def test_logits_processor_matches_safe_generate(lab):
     model, head = lab
     s = instruction_set(12, seed=3)
     kw = {"skip_ids": V.skip_ids, "tau": 2, "schedule": "annealing"}
-    res = safe_generate(model, head, s.prompts, prefill_ids=[SURE], refusal_ids=V.refusal_ids, max_new_tokens=5, **kw)
+    res = safe_generate(
+        model, head, s.prompts, prefill_ids=[SURE], refusal_ids=V.refusal_ids, max_new_tokens=5, **kw
+    )
     proc = safety_logits_processor(head, s.prompts.shape[1], refusal_ids=V.refusal_ids, **kw)
     ids = np.concatenate([s.prompts, np.full((12, 1), SURE)], axis=1)
     out = model.generate(

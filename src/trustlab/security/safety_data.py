@@ -205,7 +205,12 @@ def _complied(vocab: InstructionVocab, topics: np.ndarray) -> np.ndarray:
 
 
 def instruction_lm_data(
-    n_sft: int = 3000, n_doc: int = 1500, *, n_words: int = 4, vocab: InstructionVocab | None = None, seed: int = 0
+    n_sft: int = 3000,
+    n_doc: int = 1500,
+    *,
+    n_words: int = 4,
+    vocab: InstructionVocab | None = None,
+    seed: int = 0,
 ) -> Any:
     """Training sequences of the aligned lab model: SFT pairs and "pretraining" documents.
 
@@ -246,10 +251,14 @@ def instruction_lm_data(
     topics = rng.choice(np.concatenate([vocab.harmful_topics, vocab.benign_topics]), size=n_doc)
     fill = rng.choice(vocab.fillers, size=(n_doc, 3))
     a = np.asarray(vocab.answer(topics))
-    doc = np.column_stack([np.full(n_doc, DOC), fill[:, 0], topics, fill[:, 1:], a, a, a, np.full(n_doc, EOS)])
+    doc = np.column_stack(
+        [np.full(n_doc, DOC), fill[:, 0], topics, fill[:, 1:], a, a, a, np.full(n_doc, EOS)]
+    )
     tokens[n_sft:, : doc.shape[1]] = doc
     mask[n_sft:, 1 : doc.shape[1]] = True
-    return TokenData(tokens, mask, vocab.size, {"harmful": np.concatenate([s.harmful, np.zeros(n_doc, bool)])})
+    return TokenData(
+        tokens, mask, vocab.size, {"harmful": np.concatenate([s.harmful, np.zeros(n_doc, bool)])}
+    )
 
 
 def head_training_windows(
