@@ -113,9 +113,12 @@ class SafetyHead(ParamsValidationMixin):
     --------
     >>> import numpy as np
     >>> from trustlab.lm import ModelConfig, build_model
+    >>> import torch
     >>> model = build_model(ModelConfig("llama", vocab_size=8, d_model=16, n_layers=1, n_heads=2))
+    >>> g = torch.Generator().manual_seed(0)  # O(1) random weights: tokens reach the [CLS] state
+    >>> _ = [p.data.normal_(0, 0.5, generator=g) for p in model.parameters() if p.ndim == 2]
     >>> x = np.array([[1, 2, 3], [1, 5, 3]] * 8); y = np.array([0, 1] * 8)
-    >>> head = SafetyHead(model, steps=60).fit(x, y)
+    >>> head = SafetyHead(model, steps=30).fit(x, y)
     >>> head.predict(x[:2]).tolist()
     [0, 1]
     """
@@ -313,12 +316,33 @@ class SafetyHead(ParamsValidationMixin):
             return self.cls_logits(cache, km, position).cpu().numpy().astype(np.float64)
 
     def predict_proba(self, sequences: Any, *, key_mask: Any = None) -> np.ndarray:
-        """Probabilities of benign (column 0) and malicious (column 1)."""
+        """Probabilities of benign (column 0) and malicious (column 1).
+
+        Parameters
+        ----------
+        sequences : array-like of int, shape (n, length)
+        key_mask : array-like of bool, shape (n, length), optional
+
+        Returns
+        -------
+        ndarray of float, shape (n, 2)
+        """
         p = 1.0 / (1.0 + np.exp(-self.decision_function(sequences, key_mask=key_mask)))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, sequences: Any, *, key_mask: Any = None, threshold: float = 0.5) -> np.ndarray:
-        """1 where the malicious probability reaches ``threshold``."""
+        """1 where the malicious probability reaches ``threshold``.
+
+        Parameters
+        ----------
+        sequences : array-like of int, shape (n, length)
+        key_mask : array-like of bool, shape (n, length), optional
+        threshold : float, default=0.5
+
+        Returns
+        -------
+        ndarray of int64, shape (n,)
+        """
         return (self.predict_proba(sequences, key_mask=key_mask)[:, 1] >= threshold).astype(np.int64)
 
 
@@ -336,6 +360,13 @@ class SafeGeneration:
         Batched ``[CLS]`` evaluations run (the decoding overhead, in forward passes of one token).
     prompt_length : int
         Length of the prompts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = SafeGeneration(np.array([[1, 2, 5, 6]]), np.array([0]), 1, 2)
+    >>> out.responses.tolist()
+    [[5, 6]]
     """
 
     tokens: np.ndarray
@@ -421,6 +452,20 @@ def safe_generate(
     References
     ----------
     Li, Kim. "Safety Alignment Can Be Not Superficial With Explicit Safety Signals". ICML 2025.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> import torch
+    >>> model = build_model(ModelConfig("llama", vocab_size=8, d_model=16, n_layers=1, n_heads=2))
+    >>> g = torch.Generator().manual_seed(0)
+    >>> _ = [p.data.normal_(0, 0.5, generator=g) for p in model.parameters() if p.ndim == 2]
+    >>> x = np.array([[1, 2, 3], [1, 5, 3]] * 8)
+    >>> head = SafetyHead(model, steps=30).fit(x, np.array([0, 1] * 8))
+    >>> out = safe_generate(model, head, x[:2], refusal_ids=[6, 7], max_new_tokens=3)
+    >>> out.refused_at.tolist(), out.responses[1, :2].tolist()
+    ([-1, 0], [6, 7])
     """
     import torch
 
@@ -509,6 +554,17 @@ def safety_logits_processor(head: SafetyHead, prompt_length: int, *, refusal_ids
     -------
     transformers.LogitsProcessor
         Call as ``model.generate(ids, logits_processor=LogitsProcessorList([proc]), ...)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> model = build_model(ModelConfig("llama", vocab_size=8, d_model=16, n_layers=1, n_heads=2))
+    >>> x = np.array([[1, 2, 3], [1, 5, 3]] * 8)
+    >>> head = SafetyHead(model, steps=2).fit(x, np.array([0, 1] * 8))
+    >>> proc = safety_logits_processor(head, 3, refusal_ids=[6, 7], tau=2)
+    >>> type(proc).__name__
+    'SafetyLogitsProcessor'
     """
     from trustlab.security._safety_torch import SafetyLogitsProcessor
 
