@@ -43,6 +43,7 @@ from trustlab.privacy import (
 )
 from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal
 from trustlab.unlearning import KNNMemory
+from trustlab.vision import InfoCons
 
 PACKAGES = (
     "trustlab.privacy",
@@ -71,6 +72,11 @@ ESTIMATORS: list[BaseEstimator] = [
 ]
 
 NOT_CHECKED: dict[type, str] = {
+    InfoCons: (
+        "explains the user's torch point-cloud classifier, its first argument (no default): fit(X) "
+        "takes (n, n_points, 3) clouds and no labels; scikit-learn's checks cannot construct one; "
+        "tested in tests/vision/test_infocons.py"
+    ),
     QuantizationAwareTraining: (
         "wraps the user's torch model, its first argument (no default), and trains it in place; "
         "scikit-learn's checks cannot construct one; tested in tests/efficiency/test_quest.py"

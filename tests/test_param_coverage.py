@@ -112,6 +112,9 @@ EXEMPT: dict[str, str] = {
     "one_thread": "no parameters",
     "require_torch": "no parameters",
     "torch_generator": "a seed only, checked by make_generator",
+    "check_point_clouds": "takes only arrays, checked by the vision lab's input checks",
+    "shape_pointnet": "no parameters",
+    "train_shape_pointnet": "no parameters",
     # trustlab.uncertainty
     "gcv": _ARRAYS + "; lam is a float or an array of them, read by _check_lams (its message "
     "keeps the hint: scikit-learn's alpha divided by the number of rows)",

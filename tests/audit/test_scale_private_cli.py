@@ -42,6 +42,8 @@ def parts(tmp_path_factory):
     return d
 
 
+# starts its own 2-process cluster (~20 s CPU); test_scale_private covers the private Dask audit
+@pytest.mark.slow
 def test_private_dask_report_written(capsys, parts, tmp_path):
     out = tmp_path / "r"
     argv = [

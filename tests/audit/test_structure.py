@@ -121,7 +121,14 @@ def test_base_report_is_complete(base):
     assert base["html"].count("<svg") >= 5
 
 
-@pytest.mark.parametrize("name", list(NEIGHBOURS))
+# two of the four HTML comparisons run in the slow profile only (~6 s CPU each; issue 25's budget):
+# "no rows" and "sex entirely undeclared values" keep the skeleton check in the fast one
+SLOW_NEIGHBOURS = {"a row with age 'unknown' (-> text column)", "a row with a target outside its categories"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW_NEIGHBOURS else []) for n in NEIGHBOURS]
+)
 def test_neighbouring_table_gives_the_same_structure(small, base, name):
     frame, schema = small
     other = structure(NEIGHBOURS[name](frame), schema, html=name in WITH_HTML)
@@ -182,7 +189,7 @@ def test_figures_come_from_the_releases_alone(benefits, monkeypatch):
     assert raw[0] != raw[1]
 
 
-@pytest.mark.parametrize("offset", [-(10**6), 10**6])
+@pytest.mark.parametrize("offset", [-(10**6), pytest.param(10**6, marks=pytest.mark.slow)])
 def test_structure_does_not_depend_on_released_values(small, base, monkeypatch, offset):
     """Released counts far below zero or far above the truth: the same sections, groups and plots.
 

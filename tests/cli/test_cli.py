@@ -34,6 +34,9 @@ def test_private_audit(tmp_path):
     assert sum(r["epsilon"] for r in ledger["releases"]) == pytest.approx(2.0)
 
 
+# a second full private CLI audit (~13 s CPU); test_private_audit keeps the private CLI path in the fast
+# profile
+@pytest.mark.slow
 def test_private_audit_at_large_epsilon(tmp_path):
     """--epsilon 1000 is legal: it runs and prints the four verdict counts."""
     res = _run("--out", tmp_path, "--private", "--epsilon", "1000", "--model", "logistic")

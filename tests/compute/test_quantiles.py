@@ -224,7 +224,13 @@ def test_boxplot_from_counts_equals_the_in_process_boxplot(monkeypatch, kind, op
 
 
 @pytest.mark.parametrize(
-    "options", [{}, {"neighbouring": "replace"}, {"counts": {"a": 900, "b": 1500, "c": 20}}]
+    "options",
+    [
+        {},
+        {"neighbouring": "replace"},
+        # ~8 s CPU: the slow profile checks declared counts too
+        pytest.param({"counts": {"a": 900, "b": 1500, "c": 20}}, marks=pytest.mark.slow),
+    ],
 )
 def test_grouped_boxplot_from_counts_equals_the_in_process_figure(monkeypatch, options):
     rng = np.random.default_rng(4)

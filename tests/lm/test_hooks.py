@@ -64,6 +64,7 @@ print("nnsight-equal")
 """
 
 
+@pytest.mark.slow  # a peer cross-check in a fresh interpreter importing nnsight (~16 s CPU)
 def test_q_k_v_match_nnsight(tiny_models, tmp_path):
     # In a subprocess: importing nnsight patches torch.Tensor.backward for the whole process
     # (it then parses the caller's source on every backward), which broke later tests in the

@@ -84,6 +84,9 @@ def _pld(z: float, steps: int, q: float, delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
+# both accountants priced again (~9 s CPU); test_release_equals_poisson_accountant_and_one_ledger_line stays
+# fast
+@pytest.mark.slow
 def test_balanced_and_signsgd_are_priced_by_their_accountants(toy):
     X, y = toy
     bis = DPSGDClassifier(1.0, 1e-6, sample_rate=0.1, epochs=2, sampling="balanced", n_hint=600).fit(X, y)
@@ -356,6 +359,7 @@ def test_balanced_schedule_uses_every_row_exactly_epochs_times():
     assert len(batches) == 40 and sum(len(b) for b in batches) == 3003
 
 
+@pytest.mark.slow  # signSGD's learning is claimed in test_signsgd.py; this end-to-end fit ~4 s CPU
 def test_signsgd_learns(toy):
     X, y = toy
     clf = DPSGDClassifier(8.0, 1e-6, optimizer="signsgd", sample_rate=0.1, epochs=10, learning_rate=0.02)

@@ -97,6 +97,7 @@ def test_discrete_to_rounded_gaussian_density_ratio_and_tails():
             assert max(tail_p, tail_q) <= 3 * mp.exp(-(mp.mpf(big_l) ** 2) / 2), (s, big_l)
 
 
+@pytest.mark.slow  # a full fit at large epsilon (~8 s CPU)
 def test_large_epsilon_fits_with_the_default_delta_and_charges_the_grid():
     """epsilon=250 once left no room in delta=1e-6 ((1 + e^250) tau); now it pays a small epsilon share."""
     from trustlab.privacy._training_calibration import Run, run_plan
