@@ -247,3 +247,19 @@ def test_bad_input(gpt2):
 def test_rule_windows_must_be_positive(name, value):
     with pytest.raises(ParameterError, match=name):
         _rules(3, [1], **{name: value})
+
+
+def test_cli_safety(lab):
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["lm", "safety", "--n", "60", "--seed", "5"])
+    assert res.exit_code == 0, res.output
+    assert "harmful prefill refused 0.00 -> 1.00" in res.output
+    assert "benign direct refused 0.00 -> 0.00" in res.output
+    res = runner.invoke(app, ["lm", "safety", "--schedule", "sometimes"])
+    assert res.exit_code == 2 and "--schedule" in res.output and len(res.output.strip().splitlines()) <= 2
+    res = runner.invoke(app, ["lm", "safety", "--n", "1"])
+    assert res.exit_code == 2 and "--n" in res.output
