@@ -93,6 +93,18 @@ def private_report(benefits):
     )
 
 
+@pytest.fixture(scope="session")
+def raw_html(raw_report):
+    """``raw_report.to_html()``, rendered once per worker (a rendering costs seconds)."""
+    return raw_report.to_html()
+
+
+@pytest.fixture(scope="session")
+def private_html(private_report):
+    """``private_report.to_html()``, rendered once per worker."""
+    return private_report.to_html()
+
+
 @pytest.fixture(scope="module")
 def client():
     """A Dask client on a LocalCluster of 2 worker processes, shared by the Dask tests of one file.

@@ -36,6 +36,7 @@ try:
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from trustlab._cli_explain import explain_app
     from trustlab._cli_lm import lm_app
     from trustlab._cli_secagg import secagg_app
     from trustlab._cli_text import perturb_prompt
@@ -52,6 +53,7 @@ app = typer.Typer(
 )
 app.add_typer(secagg_app, name="secure-agg")
 app.add_typer(lm_app, name="lm")
+app.add_typer(explain_app, name="explain")
 app.add_typer(watermark_app, name="watermark")
 app.command("perturb-prompt")(perturb_prompt)
 err = Console(stderr=True)

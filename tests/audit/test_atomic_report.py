@@ -32,6 +32,18 @@ def report():
     return Audit(model="logistic").run(frame, target="y", sensitive="g")
 
 
+@pytest.fixture(scope="module")
+def html(report):
+    return report.to_html()
+
+
+@pytest.fixture()
+def rendered_once(report, html, monkeypatch):
+    """``report.save`` writes the module's one rendering (rendering, ~1.5 s, is not what these tests test)."""
+    real = type(report).to_html
+    monkeypatch.setattr(type(report), "to_html", lambda self: html if self is report else real(self))
+
+
 def _snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.exists() else None
 
@@ -91,7 +103,9 @@ def _fail_on_call(monkeypatch, target, name, k):
     ],
     ids=lambda w: f"{w[0]}-{w[1]}",
 )
-def test_failure_mid_write_leaves_old_report_or_nothing(report, tmp_path, monkeypatch, previous, where):
+def test_failure_mid_write_leaves_old_report_or_nothing(
+    report, rendered_once, tmp_path, monkeypatch, previous, where
+):
     out = tmp_path / "r"
     if previous:
         out.mkdir()
@@ -128,7 +142,7 @@ def test_failure_mid_write_leaves_old_report_or_nothing(report, tmp_path, monkey
         assert _leftovers(tmp_path, "r") == [], "a failed save left a temporary folder"
 
 
-def test_out_dir_errors_name_the_argument_and_change_nothing(report, tmp_path):
+def test_out_dir_errors_name_the_argument_and_change_nothing(report, rendered_once, tmp_path):
     f = tmp_path / "file.txt"
     f.write_text("x")
     with pytest.raises(ParameterError, match="not a folder") as err:
@@ -148,7 +162,7 @@ def test_out_dir_errors_name_the_argument_and_change_nothing(report, tmp_path):
         report.save("")
 
 
-def test_unwritable_parent_is_a_parameter_error(report, tmp_path, monkeypatch):
+def test_unwritable_parent_is_a_parameter_error(report, rendered_once, tmp_path, monkeypatch):
     """Permissions cannot be tested as root: the folder creation is made to fail as it would."""
 
     def denied(self, *args, **kwargs):

@@ -80,8 +80,8 @@ def hi_report():
 
 
 @pytest.fixture(scope="module")
-def benefits_html(raw_report):
-    return raw_report.to_html()
+def benefits_html(raw_html):
+    return raw_html
 
 
 def _text(page: str) -> str:

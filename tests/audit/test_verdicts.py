@@ -177,7 +177,7 @@ def test_straddling_gap_is_inconclusive_and_verdicts_follow_intervals():
     assert "inconclusive" in statuses, [c.detail for c in report["fairness"].checks]
 
 
-def test_report_json_and_html_show_four_states(raw_report, tmp_path):
+def test_report_json_and_html_show_four_states(raw_report, raw_html, tmp_path):
     _, json_path = raw_report.save(tmp_path)
     data = json.loads(json_path.read_text())
     assert data["schema_version"] == "1.3"
@@ -185,21 +185,21 @@ def test_report_json_and_html_show_four_states(raw_report, tmp_path):
     assert all(set(c) == {"name", "status", "passed", "detail", "rule", "vacuous", "hint"} for c in checks)
     assert data["not_in_report"] == []  # a raw in-process report leaves nothing out
     assert {c["status"] for c in checks} >= {"pass", "fail", "inconclusive"}
-    html = raw_report.to_html()
+    html = raw_html
     for word in ("PASS", "FAIL", "INCONCLUSIVE", "inconclusive</div>", "not evaluable</div>", "Rule:"):
         assert word in html, word
     counts = raw_report.status_counts
     assert sum(counts.values()) == len(raw_report.checks)
 
 
-def test_private_report_says_in_one_line_what_it_leaves_out(private_report):
+def test_private_report_says_in_one_line_what_it_leaves_out(private_report, private_html):
     """Issue 26 §2: sections that release nothing in private mode are one line, not headings."""
     left = {i["name"]: i for i in private_report.to_dict()["not_in_report"]}
     for name in ("Targeting", "Uncertainty", "Unlearning", "Robustness", "multicalibration (Fairness)"):
         assert left[name]["why"] == "private" and left[name]["reason"].startswith("Left out in private mode")
     screening = left["column screening (leakage, copies, identifiers, free text)"]
     assert "did not run" in screening["reason"] and private_report.meta["screening"]["ran"] is False
-    html = private_report.to_html()
+    html = private_html
     summary = html[html.index('id="summary"') : html.index('id="data"')]
     line = summary[summary.index("Not in this report") :]
     line = line[: line.index("</p>")]
@@ -209,13 +209,13 @@ def test_private_report_says_in_one_line_what_it_leaves_out(private_report):
     assert 'id="fairness"' in html and 'href="#fairness"' in html
 
 
-def test_private_not_evaluable_checks_say_what_would_make_them_evaluable(private_report):
+def test_private_not_evaluable_checks_say_what_would_make_them_evaluable(private_report, private_html):
     """Benefits at epsilon 1 with two sensitive columns: each group needs 315 positives and as many
     negatives (10 noise sd); female (about 350 held-out rows) and nwhite=yes (about 200) are far
     below, so the gaps are not evaluable, and a larger epsilon would decide them."""
     na = [c for _, c in private_report.checks if c.status == "not_evaluable"]
     assert {c.name for c in na} >= {"Demographic parity across sex", "Equalized odds across nwhite"}
-    html = private_report.to_html()
+    html = private_html
     summary = html[html.index('id="summary"') : html.index('id="data"')]
     for c in na:
         assert c.hint.startswith("evaluable with an --epsilon "), c.hint

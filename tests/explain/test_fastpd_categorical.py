@@ -171,13 +171,15 @@ def test_claim_shap_is_exact_shapley_of_the_interventional_pd(fitted):
     assert np.abs(fpd.shap_values(Xq) - exact).max() < 10 * _tol(name)
 
 
+# shap's Exact explainer JIT-compiles with numba on first use (~15 s CPU a process); the brute-force
+# enumeration test above checks the same values in the fast profile
+@pytest.mark.slow
 def test_shap_equals_shap_exact_interventional(fitted):
     """shap's model-agnostic exact explainer with an independent masker over the same
     background computes the same interventional SHAP values by enumeration."""
     shap = pytest.importorskip("shap")
     _, _, fpd = fitted
-    Xq = XQ[[0]].copy()  # one row (enumeration costs ~3 s a row on hgb) with NaN in both categorical columns
-    Xq[0, CAT] = np.nan
+    Xq = XQ[[0, 6]]  # NaN in each categorical column
     masker = shap.maskers.Independent(XB, max_samples=len(XB))
     ref = shap.explainers.Exact(fpd._ens.predict_raw, masker)(Xq, silent=True)
     assert np.abs(ref.values - fpd.shap_values(Xq)).max() < 1e-6
@@ -340,6 +342,8 @@ def test_string_categories_additivity_and_predict(s_fitted):
     assert isinstance(fpd.background_, pd.DataFrame) and list(fpd.feature_names_in_) == SCOLS
 
 
+# the shap cross-check (numba JIT on first use, ~15 s CPU); string categories keep their fast tests
+@pytest.mark.slow
 def test_string_categories_shap_equals_shap_exact_interventional(s_fitted):
     """shap's exact explainer, model-agnostic: its Tabular masker needs numbers, so
     each string column goes to shap as an index into a lookup of the values seen
