@@ -137,6 +137,10 @@ EXEMPT: dict[str, str] = {
     "run_with_hooks": "a model, token ids and hook names, each checked by the hook readers with "
     "the valid names in the message",
     "load_model": "a path only, checked by the loader (ModelError names the fix)",
+    # trustlab.security.safety_decoding
+    "safe_generate": "a model, a head and token ids (checked against the vocabulary) and the rules, "
+    "checked in one place (_safety_rules._rules) with the argument named",
+    "safety_logits_processor": "a fitted head and the rules, checked by _safety_rules._rules",
     "load_tokenizer": "a path only, checked by the loader (ModelError names the fix)",
     "save_model": "a model and a path only, checked by the writer",
     "load_shipped": "a shipped model's name, checked against shipped_models() in the message; "

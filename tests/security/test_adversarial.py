@@ -84,6 +84,8 @@ def test_attribution_matrix_by_hand() -> None:
     assert cross_class_attribution(net, X, y, eps=None).cas == pytest.approx(0.0)
 
 
+# PGD-AT vs standard training (~8 s CPU); the fast claim trains adversarially and tracks every epoch
+@pytest.mark.slow
 def test_adversarial_training_buys_robustness_and_tracks_every_epoch(data) -> None:
     Xtr, ytr, Xte, yte = data
     res = adversarial_train(make_net("mlp"), Xtr, ytr, Xte, yte, eps=0.1, epochs=20, batch_size=64)

@@ -1,4 +1,4 @@
-"""Security and robustness of models: out-of-distribution detection, label-flip robustness, backdoors.
+"""Security and robustness of models: OOD detection, label-flip robustness, backdoors, safe decoding.
 
 torch is imported inside the methods that need it: ``import trustlab.security`` stays light.
 See ``docs/security/`` for one page per method.
@@ -35,6 +35,12 @@ from trustlab.security.robustness import (
     prediction_flips,
     tabular_ood_scores,
 )
+from trustlab.security.safety_decoding import (
+    SafeGeneration,
+    SafetyHead,
+    safe_generate,
+    safety_logits_processor,
+)
 
 __all__: list[str] = [
     "AdversarialTrainingResult",
@@ -46,6 +52,8 @@ __all__: list[str] = [
     "MSPDetector",
     "OODMetrics",
     "PoisonedData",
+    "SafeGeneration",
+    "SafetyHead",
     "SplitIntegrateDetector",
     "TSCResult",
     "TabularOODResult",
@@ -58,6 +66,8 @@ __all__: list[str] = [
     "ood_metrics",
     "pgd_attack",
     "prediction_flips",
+    "safe_generate",
+    "safety_logits_processor",
     "tabular_ood_scores",
     "tsc_purify",
 ]
