@@ -7,6 +7,7 @@ Tests marked ``slow`` (thorough privacy audits, long fuzz runs) are skipped unle
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -105,23 +106,60 @@ def private_html(private_report):
     return private_report.to_html()
 
 
-@pytest.fixture(scope="module")
-def client():
-    """A Dask client on a LocalCluster of 2 worker processes, shared by the Dask tests of one file.
+# The test files that use the Dask cluster. xdist sends them to one worker as one unit (see
+# pytest_xdist_make_scheduler), where they run back to back on one cluster, closed after the last.
+DASK_FILES = frozenset(
+    {
+        "tests/compute/test_dask_backend.py",
+        "tests/compute/test_trees_dask.py",
+        "tests/compute/test_quantiles_dask.py",
+        "tests/audit/test_scale.py",
+        "tests/audit/test_scale_private.py",
+    }
+)
+_CLUSTER: dict[str, Any] = {}
 
-    Module scope, not session: an idle cluster (scheduler heartbeats, two worker processes) costs
-    about 9% of a core for as long as it lives, ~75 s of CPU per pytest worker over a whole run,
-    while starting one costs ~5 s. Ports are the operating system's choice (scheduler port 0, no
-    dashboard), so parallel pytest workers and other sessions on the machine never collide.
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, except that the files of DASK_FILES form one unit (one worker, one cluster)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class DaskFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "dask-cluster-files" if path in DASK_FILES else path
+
+    return DaskFilesTogether(config, log)
+
+
+@pytest.fixture()
+def client():
+    """A Dask client on a LocalCluster of 2 worker processes, shared by consecutive Dask tests.
+
+    Started by the first test that asks for it and closed once the next test is outside
+    DASK_FILES (pytest_runtest_teardown below): an idle cluster (scheduler
+    heartbeats, two worker processes) costs about 9% of a core for as long as it lives, and
+    each start ~5 s of CPU, so the Dask files run back to back on one cluster. Ports are the
+    operating system's choice (scheduler port 0, no dashboard), so parallel pytest workers and
+    other sessions on the machine never collide.
     """
     distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, scheduler_port=0, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    if "client" not in _CLUSTER:
+        cluster = distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, scheduler_port=0, dashboard_address=None
+        )
+        _CLUSTER.update(cluster=cluster, client=distributed.Client(cluster))
+    return _CLUSTER["client"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Close the cluster once the next test is outside the Dask files (or there is none)."""
+    if _CLUSTER and (nextitem is None or nextitem.nodeid.split("::", 1)[0] not in DASK_FILES):
+        _CLUSTER.pop("client").close()
+        _CLUSTER.pop("cluster").close()
 
 
 @pytest.fixture()

@@ -189,7 +189,8 @@ def test_audit_raises_only_trustlab_errors(profile: settings) -> None:
 
     check()
     # the probe must reach whole runs, not only errors, in both modes
-    assert len(reports) >= 10 and len(set(reports)) == 2, reports
+    # a third of the examples (4 of the fast profile's 12, measured 6; 100 of the slow one's 300)
+    assert len(reports) >= profile.max_examples // 3 and len(set(reports)) == 2, reports
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
+pytest.importorskip("dask.distributed")  # the fixture `client` (tests/conftest.py)
 
 from trustlab.audit import Audit
 from trustlab.audit._scale import run_scaled

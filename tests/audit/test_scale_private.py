@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
+pytest.importorskip("dask.distributed")  # the fixture `client` (tests/conftest.py)
 
 from trustlab.audit import Audit
 from trustlab.audit._scale import run_scaled

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 dd = pytest.importorskip("dask.dataframe")
-pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
+pytest.importorskip("dask.distributed")  # the fixture `client` (tests/conftest.py)
 
 from trustlab.compute.backend import compute  # noqa: E402
 from trustlab.compute.bootstrap import PoissonBootstrap, poisson_weights  # noqa: E402

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 dd = pytest.importorskip("dask.dataframe")
-pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
+pytest.importorskip("dask.distributed")  # the fixture `client` (tests/conftest.py)
 
 from trustlab.compute.backend import compute  # noqa: E402
 from trustlab.compute.quantiles import (  # noqa: E402

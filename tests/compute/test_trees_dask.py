@@ -10,7 +10,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 dd = pytest.importorskip("dask.dataframe")
-pytest.importorskip("dask.distributed")  # the session fixture `client` (tests/conftest.py)
+pytest.importorskip("dask.distributed")  # the fixture `client` (tests/conftest.py)
 
 import dask  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
