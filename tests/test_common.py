@@ -41,6 +41,7 @@ from trustlab.privacy import (
     LTMRidge,
     RandomizedResponseLabelDP,
 )
+from trustlab.theory import PositionalTransformerRegressor
 from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal
 from trustlab.unlearning import KNNMemory
 from trustlab.vision import InfoCons
@@ -72,6 +73,10 @@ ESTIMATORS: list[BaseEstimator] = [
 ]
 
 NOT_CHECKED: dict[type, str] = {
+    PositionalTransformerRegressor: (
+        "fit(X, y) takes sequences (n, length) with per-position targets (n, length): scikit-learn's "
+        "regressor checks pass 1-D targets; tested in tests/theory/test_positional_attention.py"
+    ),
     InfoCons: (
         "explains the user's torch point-cloud classifier, its first argument (no default): fit(X) "
         "takes (n, n_points, 3) clouds and no labels; scikit-learn's checks cannot construct one; "

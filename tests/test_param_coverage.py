@@ -58,6 +58,9 @@ _REGISTRY = "registry function: its own checks name the section"
 _ARRAYS = "arrays only: checked by the array readers"
 
 EXEMPT: dict[str, str] = {
+    # trustlab.theory
+    "attention_pattern": "its one argument, a trained ICLAttention, is checked by hand (a DataError naming "
+    "model; tests/theory/test_multihead_icl.py)",
     # trustlab.compute
     "grouped_dp_boxplot_on": "a driver over a pandas/Dask frame: every argument is checked by the "
     "validated grouped_dp_boxplot_of_counts and the statistics' constructors before any noise",
@@ -208,6 +211,14 @@ def _lm_recipe() -> Any:
     return get_recipe("micro-llama-sorting")
 
 
+def _icl_model() -> Any:
+    from trustlab.theory import ICLAttention
+
+    kq = np.zeros((2, 3, 2))
+    kq[0, :2], kq[1, :2] = 0.5 * np.eye(2), -0.5 * np.eye(2)
+    return ICLAttention(kq, np.array([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]]), np.zeros(1))
+
+
 RECIPES: dict[str, dict[str, Any]] = {
     "build_model": {"config": _lm_config},
     "evaluate_loss": {"model": _lm_model, "data": _lm_data},
@@ -218,6 +229,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     "omwu": {"game": _game},
     "pomwu": {"game": _game},
     "standard_estimate": {"sketch": _sketch},
+    "simulate_debiased_gd": {"model": _icl_model},
 }
 """Valid values that cannot be built from a constraint (a callable here builds the value lazily)."""
 
