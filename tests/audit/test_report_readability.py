@@ -79,33 +79,28 @@ def hi_report():
     return report, report.to_html()
 
 
-@pytest.fixture(scope="module")
-def benefits_html(raw_html):
-    return raw_html
-
-
 def _text(page: str) -> str:
     """What a reader sees: tags removed, entities decoded, whitespace collapsed."""
     return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]*>", " ", page)))
 
 
 # -- what the model used, and suspicious inputs ---------------------------------------------
-def test_report_says_what_the_model_used(raw_report, benefits_html):
+def test_report_says_what_the_model_used(raw_report, raw_html):
     inputs = raw_report["data"].figures["model_inputs"]
     assert inputs["sensitive"] == ["sex", "nwhite"]
     assert not set(inputs["sensitive"]) & set(inputs["features"])
     assert inputs["sensitive_used"] is False
     assert inputs["features"] == raw_report.meta["features"]
-    text = _text(benefits_html)
+    text = _text(raw_html)
     assert f"The model used {len(inputs['features'])} features:" in text
     assert "Sensitive columns left out of the model: sex, nwhite" in text
 
 
-def test_fips_state_code_is_flagged_with_the_fix(raw_report, benefits_html):
+def test_fips_state_code_is_flagged_with_the_fix(raw_report, raw_html):
     suspect = {s["column"]: s for s in raw_report["data"].figures["model_inputs"]["suspect"]}
     assert set(suspect) == {"state"}  # stateur / statemb are rates and amounts, not codes
     assert suspect["state"]["kind"] == "code"
-    text = _text(benefits_html)
+    text = _text(raw_html)
     assert "state looks like a numeric code" in text
     assert "--ignore state" in text and '"categories"' in text
     # no raw Privacy section: its exploratory boxes drew flagged columns (issue 26 s2)
@@ -153,7 +148,7 @@ def test_identifier_found_from_values_in_raw_mode_only():
 
 
 # -- the majority-class baseline -------------------------------------------------------------
-def test_baseline_sits_next_to_accuracy(raw_report, benefits, benefits_html):
+def test_baseline_sits_next_to_accuracy(raw_report, benefits, raw_html):
     df, info, _schema = benefits
     ctx = Audit(random_state=0).context(df, target=info.target, sensitive=list(info.sensitive))
     perf = raw_report["performance"].figures
@@ -167,10 +162,10 @@ def test_baseline_sits_next_to_accuracy(raw_report, benefits, benefits_html):
     assert lo <= b["accuracy_gain"] <= hi
     check = next(c for c in raw_report["performance"].checks if c.name == "Better than the majority class")
     assert check.status == ("pass" if lo > 0 else "fail" if hi <= 0 else "inconclusive")
-    assert "majority baseline" in benefits_html and "percentage points" in _text(benefits_html)
+    assert "majority baseline" in raw_html and "percentage points" in _text(raw_html)
 
 
-def test_no_decision_skill_shows_the_ranking_skill_beside_the_accuracy(raw_report, benefits_html):
+def test_no_decision_skill_shows_the_ranking_skill_beside_the_accuracy(raw_report, raw_html):
     """Issue 26: on Benefits the decisions at 0.5 do not beat the majority class while the scores
     rank better than chance; the summary says both (AUC beside accuracy) and only the passes that
     judge decisions (fairness) are vacuous."""
@@ -180,7 +175,7 @@ def test_no_decision_skill_shows_the_ranking_skill_beside_the_accuracy(raw_repor
     assert chance.status == "pass"
     auc = chance.detail.split(";")[0] + ")"  # "ROC AUC 0.623 (95% interval 0.592..0.654)"
     assert auc.startswith("ROC AUC ") and auc in skill["reason"]
-    top = _text(benefits_html[benefits_html.index('id="summary"') : benefits_html.index('id="data"')])
+    top = _text(raw_html[raw_html.index('id="summary"') : raw_html.index('id="data"')])
     assert "NO DECISION SKILL No decision skill: the model's decisions (threshold 0.5)" in top
     assert f"better than chance ({auc}); the 0.5 threshold does not use that ranking" in top
     assert "choose a decision threshold for your costs" in top
@@ -321,9 +316,9 @@ def test_nothing_to_draw_is_one_line_of_text():
     assert "<svg" not in html and html.startswith('<p class="empty">')
 
 
-def test_no_missing_values_is_one_line_not_a_chart(raw_report, benefits_html):
+def test_no_missing_values_is_one_line_not_a_chart(raw_report, raw_html):
     assert all(c["missing_rate"] == 0 for c in raw_report["data"].figures["column_summaries"])
-    body = benefits_html[benefits_html.index('id="data"') : benefits_html.index('id="performance"')]
+    body = raw_html[raw_html.index('id="data"') : raw_html.index('id="performance"')]
     assert "No missing values in any column" in body and "<svg" not in body
 
 
