@@ -1,4 +1,4 @@
-"""The vision lab: small image classifiers on data that ships, one training loop, input checks.
+"""The vision lab: small image classifiers and a tiny DDPM on data that ships, training loops, checks.
 
 Needs torch (``pip install trustlab[torch]``). Importing :mod:`trustlab` does not import
 this package. Methods that work on image models live in their pillar (compression in
@@ -20,6 +20,16 @@ from trustlab.vision.classifiers import (
     require_torch,
     torch_generator,
     train_classifier,
+)
+from trustlab.vision.diffusion import (
+    DDPMSchedule,
+    DigitsDDPMRecipe,
+    ddim_sample,
+    digits_ddpm_pair,
+    digits_finetune_images,
+    make_unet,
+    train_ddpm,
+    train_digits_ddpm_pair,
 )
 from trustlab.vision.infocons import InfoCons
 from trustlab.vision.point_attribution import (
@@ -47,6 +57,8 @@ __all__ = [
     "BODIES",
     "KINDS",
     "PARTS",
+    "DDPMSchedule",
+    "DigitsDDPMRecipe",
     "InfoCons",
     "SubsetFaithfulness",
     "accuracy",
@@ -54,11 +66,15 @@ __all__ = [
     "check_labels",
     "check_point_clouds",
     "critical_point_scores",
+    "ddim_sample",
+    "digits_ddpm_pair",
+    "digits_finetune_images",
     "digits_split",
     "find_point_layer",
     "make_classifier",
     "make_pointnet",
     "make_shape_clouds",
+    "make_unet",
     "one_thread",
     "part_precision",
     "pcsam_scores",
@@ -70,6 +86,8 @@ __all__ = [
     "top_k_points",
     "torch_generator",
     "train_classifier",
+    "train_ddpm",
+    "train_digits_ddpm_pair",
     "train_point_classifier",
     "train_shape_pointnet",
 ]

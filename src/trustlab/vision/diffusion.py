@@ -1,0 +1,606 @@
+"""A tiny DDPM on scikit-learn's digits: noise schedule, small UNet, training, DDIM sampling.
+
+The diffusion substrate of the vision lab (docs/vision-lab.md). Methods that work on
+diffusion models (FineXtract in :mod:`trustlab.privacy.finextract`) take *any* denoiser
+``eps(x, t)`` (a ``torch.nn.Module``) or a ``diffusers`` pipeline; this module only builds
+the small models their tests, docs and benchmarks need. ``diffusers`` installs beside the
+pinned torch, but importing it costs about 7 s of CPU, more than a fast test may spend, so
+the lab's UNet and schedule are written here (a few dozen lines each) and ``diffusers``
+stays optional: its pipelines are accepted wherever a denoiser is.
+
+Images are ``(n, 1, 8, 8)`` floats in [0, 1] (as :func:`~trustlab.vision.digits_split`
+gives them); the models work in ``[-1, 1]`` (``2 x - 1``), as DDPMs do.
+
+References
+----------
+J. Ho, A. Jain, P. Abbeel, "Denoising Diffusion Probabilistic Models", NeurIPS 2020.
+J. Song, C. Meng, S. Ermon, "Denoising Diffusion Implicit Models", ICLR 2021.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import math
+import numbers
+import os
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trustlab._param_validation import Interval, validate_params
+from trustlab.errors import DataError, ParameterError
+from trustlab.vision.classifiers import check_images, check_model, one_thread, require_torch, torch_generator
+
+__all__ = [
+    "DDPMSchedule",
+    "DigitsDDPMRecipe",
+    "ddim_loop",
+    "ddim_sample",
+    "ddim_timesteps",
+    "digits_ddpm_pair",
+    "digits_finetune_images",
+    "make_unet",
+    "train_ddpm",
+    "train_digits_ddpm_pair",
+]
+
+_POS_INT = [Interval(numbers.Integral, 1, None, closed="left")]
+
+
+@dataclass(frozen=True)
+class DDPMSchedule:
+    """The DDPM forward process: a linear beta schedule over ``num_train_timesteps`` steps.
+
+    Parameters
+    ----------
+    num_train_timesteps : int, default=1000
+    beta_start, beta_end : float, default=(1e-4, 0.02)
+        Ho et al.'s linear schedule (``diffusers``' ``DDPMScheduler`` defaults).
+
+    Examples
+    --------
+    >>> s = DDPMSchedule()
+    >>> round(float(s.alphas_cumprod[-1]), 5)
+    4e-05
+    """
+
+    num_train_timesteps: int = 1000
+    beta_start: float = 1e-4
+    beta_end: float = 0.02
+
+    @property
+    def alphas_cumprod(self) -> np.ndarray:
+        """``prod_{s <= t} (1 - beta_s)`` for ``t = 0 .. T-1`` (float64)."""
+        betas = np.linspace(self.beta_start, self.beta_end, self.num_train_timesteps, dtype=np.float64)
+        return np.cumprod(1.0 - betas)
+
+
+@functools.cache
+def _unet_class() -> Any:
+    torch = require_torch()
+    nn = torch.nn
+
+    class ResBlock(nn.Module):  # type: ignore[name-defined]
+        """GroupNorm - SiLU - conv, plus the time embedding, GroupNorm - SiLU - conv, residual."""
+
+        def __init__(self, c_in: int, c_out: int, t_dim: int) -> None:
+            super().__init__()
+            self.norm1 = nn.GroupNorm(min(8, c_in), c_in)
+            self.conv1 = nn.Conv2d(c_in, c_out, 3, padding=1)
+            self.time = nn.Linear(t_dim, c_out)
+            self.norm2 = nn.GroupNorm(min(8, c_out), c_out)
+            self.conv2 = nn.Conv2d(c_out, c_out, 3, padding=1)
+            self.skip = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
+
+        def forward(self, x: Any, temb: Any) -> Any:
+            h = self.conv1(nn.functional.silu(self.norm1(x)))
+            h = h + self.time(temb)[:, :, None, None]
+            h = self.conv2(nn.functional.silu(self.norm2(h)))
+            return h + self.skip(x)
+
+    class TinyUNet(nn.Module):  # type: ignore[name-defined]
+        """A two-level UNet predicting the noise ``eps(x_t, t)`` of ``(n, C, H, W)`` images."""
+
+        def __init__(self, channels: int, in_channels: int) -> None:
+            super().__init__()
+            c, t_dim = channels, 4 * channels
+            self.t_dim = t_dim
+            self.time_mlp = nn.Sequential(nn.Linear(c, t_dim), nn.SiLU(), nn.Linear(t_dim, t_dim))
+            self.inp = nn.Conv2d(in_channels, c, 3, padding=1)
+            self.down1 = ResBlock(c, c, t_dim)
+            self.downsample = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
+            self.down2 = ResBlock(2 * c, 2 * c, t_dim)
+            self.mid = ResBlock(2 * c, 2 * c, t_dim)
+            self.upsample = nn.ConvTranspose2d(2 * c, c, 4, stride=2, padding=1)
+            self.up1 = ResBlock(2 * c, c, t_dim)
+            self.out = nn.Sequential(
+                nn.GroupNorm(min(8, c), c), nn.SiLU(), nn.Conv2d(c, in_channels, 3, padding=1)
+            )
+            self.channels = c
+
+        def _embed(self, t: Any) -> Any:
+            half = self.channels // 2
+            freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half)
+            args = t.float()[:, None] * freqs[None, :]
+            emb = torch.cat([torch.sin(args), torch.cos(args)], dim=1)
+            if emb.shape[1] < self.channels:
+                emb = nn.functional.pad(emb, (0, self.channels - emb.shape[1]))
+            return self.time_mlp(emb)
+
+        def forward(self, x: Any, t: Any) -> Any:
+            t = torch.as_tensor(t)
+            if t.ndim == 0:
+                t = t.expand(x.shape[0])
+            temb = self._embed(t)
+            h1 = self.down1(self.inp(x), temb)
+            h = self.mid(self.down2(self.downsample(h1), temb), temb)
+            h = self.up1(torch.cat([self.upsample(h), h1], dim=1), temb)
+            return self.out(h)
+
+    return TinyUNet
+
+
+@validate_params({"channels": [Interval(numbers.Integral, 2, None, closed="left")], "in_channels": _POS_INT})
+def make_unet(*, channels: int = 16, in_channels: int = 1, seed: int = 0) -> Any:
+    """A small UNet noise predictor ``model(x, t) -> eps`` for 8x8 (or any even-sized) images.
+
+    Two resolutions: conv in, a residual block at full size, a stride-2 conv, two residual
+    blocks at half size, a transposed conv back up, the skip concatenated, a residual block,
+    conv out. Residual blocks are GroupNorm - SiLU - 3x3 conv with the sinusoidal time
+    embedding (through a two-layer MLP) added, as in Ho et al.'s UNet, without attention.
+
+    Parameters
+    ----------
+    channels : int >= 2, default=16
+        Width ``c`` at full resolution (``2c`` at half).
+    in_channels : int, default=1
+        Image channels.
+    seed : int, default=0
+        Seeds the initial weights (torch's global generator is restored).
+
+    Returns
+    -------
+    torch.nn.Module
+
+    Examples
+    --------
+    >>> net = make_unet(channels=8)
+    >>> tuple(net(require_torch().zeros(2, 1, 8, 8), require_torch().tensor([0, 999])).shape)
+    (2, 1, 8, 8)
+    """
+    torch = require_torch()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        return _unet_class()(int(channels), int(in_channels))
+
+
+def _to_model_space(X: Any, name: str) -> Any:
+    torch = require_torch()
+    arr = check_images(X, name)
+    if arr.ndim != 4:
+        raise DataError(f"{name} must be images of shape (n, C, H, W); got shape {arr.shape}.", argument=name)
+    return torch.as_tensor(arr) * 2.0 - 1.0
+
+
+@validate_params(
+    {"steps": _POS_INT, "batch_size": _POS_INT, "lr": [Interval(numbers.Real, 0, None, closed="neither")]}
+)
+def train_ddpm(
+    model: Any,
+    X: Any,
+    *,
+    steps: int = 2000,
+    lr: float = 2e-3,
+    batch_size: int = 128,
+    schedule: DDPMSchedule | None = None,
+    random_state: Any = 0,
+) -> Any:
+    """Train (or fine-tune) a noise predictor in place on images ``X``; return it in eval mode.
+
+    Ho et al.'s simple loss: ``t`` uniform on ``0 .. T-1``, ``x_t = sqrt(a_t) x_0 +
+    sqrt(1 - a_t) eps``, minimise ``|eps - model(x_t, t)|^2`` with Adam.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        ``model(x, t)`` returns a tensor shaped like ``x``.
+    X : array-like of shape (n, C, H, W)
+        Images in [0, 1].
+    steps, batch_size : int, default=(2000, 128)
+        Adam steps and minibatch size (``min(batch_size, n)``, drawn with replacement).
+    lr : float, default=2e-3
+        Adam's learning rate.
+    schedule : DDPMSchedule, optional
+        The forward process; default :class:`DDPMSchedule()`.
+    random_state : None, int or numpy.random.Generator, default=0
+        Seeds batches, timesteps and noise.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``, trained, in eval mode.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).random((16, 1, 8, 8)).astype(np.float32)
+    >>> net = train_ddpm(make_unet(channels=4), X, steps=2, batch_size=4)
+    >>> net.training
+    False
+    """
+    torch = require_torch()
+    check_model(model)
+    x0 = _to_model_space(X, "X")
+    sched = schedule or DDPMSchedule()
+    acp = torch.as_tensor(sched.alphas_cumprod, dtype=torch.float32)
+    gen = torch_generator(random_state)
+    bs = min(int(batch_size), len(x0))
+    opt = torch.optim.Adam(model.parameters(), lr=float(lr))
+    with one_thread():
+        model.train()
+        for _ in range(int(steps)):
+            idx = torch.randint(len(x0), (bs,), generator=gen)
+            t = torch.randint(sched.num_train_timesteps, (bs,), generator=gen)
+            noise = torch.randn(x0[idx].shape, generator=gen)
+            a = acp[t][:, None, None, None]
+            xt = a.sqrt() * x0[idx] + (1 - a).sqrt() * noise
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(xt, t), noise).backward()
+            opt.step()
+    return model.eval()
+
+
+def ddim_timesteps(num_train_timesteps: int, num_inference_steps: int) -> np.ndarray:
+    """The DDIM timesteps, descending, with ``diffusers``' "leading" spacing (``k * T // S``)."""
+    stride = num_train_timesteps // num_inference_steps
+    return (np.arange(num_inference_steps) * stride)[::-1].copy()
+
+
+def _as_eps_fn(model: Any, name: str) -> Any:
+    """``model(x, t)`` as a callable returning a tensor (``diffusers``' ``.sample`` unwrapped)."""
+    if not callable(model):
+        raise ParameterError(
+            f"{name} must be a torch module or callable eps(x, t); got {type(model).__name__}.", argument=name
+        )
+
+    def eps(x: Any, t: Any) -> Any:
+        out = model(x, t)
+        return getattr(out, "sample", out)
+
+    return eps
+
+
+def ddim_loop(
+    eps: Any,
+    x: Any,
+    alphas_cumprod: np.ndarray,
+    timesteps: np.ndarray,
+    *,
+    clip_denoised: bool = True,
+) -> Any:
+    """Run deterministic DDIM (``eta = 0``) from ``x = x_T`` over descending ``timesteps``.
+
+    ``eps(x, t)`` takes a batch and a ``(n,)`` long tensor of timesteps. Each step predicts
+    ``x_0 = (x_t - sqrt(1 - a_t) eps) / sqrt(a_t)`` (clipped to [-1, 1] when
+    ``clip_denoised``), recomputes ``eps`` from the clipped ``x_0`` and moves to
+    ``x_prev = sqrt(a_prev) x_0 + sqrt(1 - a_prev) eps`` (``a_prev = 1`` after the last step).
+    Returns the final ``x_0`` (a tensor in model space). Song et al. (2021), eq. (12).
+    """
+    torch = require_torch()
+    acp = torch.as_tensor(np.asarray(alphas_cumprod, dtype=np.float64))
+    with torch.no_grad():
+        for i, t in enumerate(timesteps):
+            a_t = acp[int(t)].to(x.dtype)
+            a_prev = acp[int(timesteps[i + 1])].to(x.dtype) if i + 1 < len(timesteps) else x.new_tensor(1.0)
+            e = eps(x, torch.full((x.shape[0],), int(t), dtype=torch.long))
+            x0 = (x - (1 - a_t).sqrt() * e) / a_t.sqrt()
+            if clip_denoised:
+                x0 = x0.clamp(-1.0, 1.0)
+                e = (x - a_t.sqrt() * x0) / (1 - a_t).sqrt()
+            x = a_prev.sqrt() * x0 + (1 - a_prev).sqrt() * e
+    return x
+
+
+@validate_params({"n": _POS_INT, "num_inference_steps": _POS_INT, "clip_denoised": ["boolean"]})
+def ddim_sample(
+    model: Any,
+    n: int,
+    *,
+    num_inference_steps: int = 50,
+    schedule: DDPMSchedule | None = None,
+    shape: tuple[int, ...] = (1, 8, 8),
+    clip_denoised: bool = True,
+    random_state: Any = 0,
+) -> np.ndarray:
+    """Deterministic DDIM sampling (``eta = 0``) from a noise predictor; images in [0, 1].
+
+    Parameters
+    ----------
+    model : torch.nn.Module or callable
+        ``model(x, t)`` returns the predicted noise (or an object with ``.sample``).
+    n : int
+        Number of images.
+    num_inference_steps : int, default=50
+        DDIM steps (at most ``T``), "leading" spacing as ``diffusers`` spaces them.
+    schedule : DDPMSchedule, optional
+        The schedule the model was trained with; default :class:`DDPMSchedule()`.
+    shape : tuple of int, default=(1, 8, 8)
+        ``(C, H, W)``.
+    clip_denoised : bool, default=True
+        Clip each step's predicted ``x_0`` to [-1, 1] (pixel-space DDPMs do).
+    random_state : None, int or numpy.random.Generator, default=0
+        Seeds the starting noise.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, C, H, W)
+        float32 in [0, 1].
+
+    Examples
+    --------
+    >>> ddim_sample(make_unet(channels=4), 2, num_inference_steps=3).shape
+    (2, 1, 8, 8)
+    """
+    torch = require_torch()
+    eps = _as_eps_fn(model, "model")
+    sched = schedule or DDPMSchedule()
+    if num_inference_steps > sched.num_train_timesteps:
+        raise ParameterError(
+            f"num_inference_steps must be at most the schedule's {sched.num_train_timesteps} steps; "
+            f"got {num_inference_steps}.",
+            argument="num_inference_steps",
+        )
+    x = torch.randn((int(n), *map(int, shape)), generator=torch_generator(random_state))
+    steps = ddim_timesteps(sched.num_train_timesteps, int(num_inference_steps))
+    with one_thread():
+        x0 = ddim_loop(eps, x, sched.alphas_cumprod, steps, clip_denoised=clip_denoised)
+    return ((x0.clamp(-1, 1) + 1) / 2).numpy().astype(np.float32)
+
+
+@dataclass(frozen=True)
+class DigitsDDPMRecipe:
+    """How the lab's "pretrained" and "fine-tuned" digit DDPMs are trained.
+
+    The pretrained model learns the digits of ``pretrain_classes`` (all of scikit-learn's
+    1,797 images of those classes); the fine-tuned model is a copy fine-tuned on
+    ``n_finetune`` images of ``finetune_class`` (picked by ``seed``), the few-shot setting of
+    DreamBooth-style personalisation at 8x8.
+
+    Examples
+    --------
+    >>> DigitsDDPMRecipe().fingerprint() == DigitsDDPMRecipe().fingerprint()
+    True
+    """
+
+    pretrain_classes: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
+    finetune_class: int = 9
+    n_finetune: int = 8
+    channels: int = 16
+    pretrain_steps: int = 3000
+    pretrain_lr: float = 2e-3
+    finetune_steps: int = 800
+    finetune_lr: float = 1e-3
+    batch_size: int = 64
+    seed: int = 0
+
+    def pretrain_fingerprint(self) -> str:
+        """A hash of the fields that decide the pretrained model."""
+        keys = ("pretrain_classes", "channels", "pretrain_steps", "pretrain_lr", "batch_size", "seed")
+        return _hash({k: asdict(self)[k] for k in keys})
+
+    def fingerprint(self) -> str:
+        """A hash of every field (decides the fine-tuned model)."""
+        return _hash(asdict(self))
+
+
+def _hash(d: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _check_recipe(recipe: Any) -> DigitsDDPMRecipe:
+    if recipe is None:
+        return DigitsDDPMRecipe()
+    if not isinstance(recipe, DigitsDDPMRecipe):
+        raise ParameterError(
+            f"recipe must be a DigitsDDPMRecipe; got {type(recipe).__name__}.", argument="recipe"
+        )
+    if not 0 <= recipe.finetune_class <= 9 or recipe.finetune_class in recipe.pretrain_classes:
+        raise ParameterError(
+            "recipe.finetune_class must be a digit 0-9 outside recipe.pretrain_classes.", argument="recipe"
+        )
+    if not recipe.pretrain_classes or any(not 0 <= c <= 9 for c in recipe.pretrain_classes):
+        raise ParameterError("recipe.pretrain_classes must be digits 0-9.", argument="recipe")
+    if recipe.n_finetune < 1:
+        raise ParameterError("recipe.n_finetune must be at least 1.", argument="recipe")
+    return recipe
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    return (bunch.data / 16.0).astype(np.float32).reshape(-1, 1, 8, 8), bunch.target.astype(np.int64)
+
+
+def digits_finetune_images(recipe: DigitsDDPMRecipe | None = None) -> np.ndarray:
+    """The few images the recipe's fine-tuned model is fine-tuned on (the extraction target).
+
+    Parameters
+    ----------
+    recipe : DigitsDDPMRecipe, optional
+        Default :class:`DigitsDDPMRecipe()`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_finetune, 1, 8, 8)
+        float32 in [0, 1].
+
+    Examples
+    --------
+    >>> digits_finetune_images().shape
+    (8, 1, 8, 8)
+    """
+    r = _check_recipe(recipe)
+    X, y = _digits()
+    pool = np.flatnonzero(y == r.finetune_class)
+    pick = np.random.default_rng(r.seed).choice(pool, size=min(r.n_finetune, len(pool)), replace=False)
+    return X[np.sort(pick)]
+
+
+def _train_pretrained(r: DigitsDDPMRecipe) -> Any:
+    X, y = _digits()
+    net = make_unet(channels=r.channels, seed=r.seed)
+    Xp = X[np.isin(y, r.pretrain_classes)]
+    return train_ddpm(
+        net, Xp, steps=r.pretrain_steps, lr=r.pretrain_lr, batch_size=r.batch_size, random_state=r.seed
+    )
+
+
+def _finetune(r: DigitsDDPMRecipe, pretrained: Any) -> Any:
+    import copy
+
+    net = copy.deepcopy(pretrained)
+    return train_ddpm(
+        net,
+        digits_finetune_images(r),
+        steps=r.finetune_steps,
+        lr=r.finetune_lr,
+        batch_size=r.batch_size,
+        random_state=r.seed + 1,
+    )
+
+
+def train_digits_ddpm_pair(recipe: DigitsDDPMRecipe | None = None) -> tuple[Any, Any]:
+    """Train the recipe's pretrained DDPM and fine-tune a copy (about a minute on one CPU thread).
+
+    Parameters
+    ----------
+    recipe : DigitsDDPMRecipe, optional
+        Default :class:`DigitsDDPMRecipe()` (the weights :func:`digits_ddpm_pair` ships).
+
+    Returns
+    -------
+    pretrained, finetuned : torch.nn.Module
+        In eval mode.
+
+    Examples
+    --------
+    >>> pre, ft = train_digits_ddpm_pair()  # doctest: +SKIP
+    """
+    r = _check_recipe(recipe)
+    pre = _train_pretrained(r)
+    return pre, _finetune(r, pre)
+
+
+_SHIPPED = "ddpm_digits.npz"
+
+
+class _Arrays(dict[str, np.ndarray]):
+    """A dict with ``.files``, read like an ``np.load`` archive."""
+
+    @property
+    def files(self) -> list[str]:
+        return list(self)
+
+
+def _state_to_arrays(model: Any, prefix: str) -> dict[str, np.ndarray]:
+    return {f"{prefix}/{k}": v.detach().numpy().astype(np.float16) for k, v in model.state_dict().items()}
+
+
+def _arrays_to_model(arrays: Any, prefix: str, channels: int) -> Any:
+    torch = require_torch()
+    net = make_unet(channels=channels)
+    state = {
+        k.split("/", 1)[1]: torch.as_tensor(np.asarray(arrays[k], dtype=np.float32))
+        for k in arrays.files
+        if k.startswith(prefix + "/")
+    }
+    net.load_state_dict(state)
+    return net.eval()
+
+
+def _cache_root(cache_dir: str | Path | None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("TRUSTLAB_CACHE")
+    return Path(env) / "vision" if env else Path.home() / ".cache" / "trustlab" / "vision"
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
+    tmp.replace(path)
+
+
+def digits_ddpm_pair(
+    recipe: DigitsDDPMRecipe | None = None, *, cache_dir: str | Path | None = None
+) -> tuple[Any, Any]:
+    """The lab's pretrained and fine-tuned digit DDPMs (shipped, or trained into a cache once).
+
+    The default recipe's weights ship with trustlab (float16, package data), so no test
+    trains them; any other recipe is trained by :func:`train_digits_ddpm_pair` on first use
+    and kept in ``cache_dir`` (default ``$TRUSTLAB_CACHE/vision`` or
+    ``~/.cache/trustlab/vision``), the pretrained model under a hash of its own fields (so
+    recipes that differ only in the fine-tuning share it) and the fine-tuned one under a
+    hash of the whole recipe. Weights are stored as float16 and loaded back as float32, so a
+    cached model is the same whether it was just trained or read.
+
+    Parameters
+    ----------
+    recipe : DigitsDDPMRecipe, optional
+        Default :class:`DigitsDDPMRecipe()`.
+    cache_dir : str or Path, optional
+        Where trained pairs are kept.
+
+    Returns
+    -------
+    pretrained, finetuned : torch.nn.Module
+        ``make_unet(channels=recipe.channels)`` noise predictors, in eval mode. The images
+        the fine-tuned one saw are :func:`digits_finetune_images` ``(recipe)``.
+
+    Examples
+    --------
+    >>> pre, ft = digits_ddpm_pair()
+    >>> ddim_sample(ft, 2, num_inference_steps=5).shape
+    (2, 1, 8, 8)
+    """
+    r = _check_recipe(recipe)
+    shipped = None
+    if r.pretrain_fingerprint() == DigitsDDPMRecipe().pretrain_fingerprint():
+        raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
+        with np.load(io.BytesIO(raw)) as f:
+            shipped = _Arrays({k: f[k] for k in f.files})
+        if r == DigitsDDPMRecipe():
+            return _arrays_to_model(shipped, "pretrained", r.channels), _arrays_to_model(
+                shipped, "finetuned", r.channels
+            )
+    root = _cache_root(cache_dir)
+    if shipped is not None:  # the shipped pretrained model, fine-tuned another way
+        pre = _arrays_to_model(shipped, "pretrained", r.channels)
+    else:
+        pre_path = root / f"ddpm-pretrained-{r.pretrain_fingerprint()}.npz"
+        if not pre_path.is_file():
+            _save_npz(pre_path, _state_to_arrays(_train_pretrained(r), "pretrained"))
+        with np.load(pre_path) as f:
+            pre = _arrays_to_model(f, "pretrained", r.channels)
+    ft_path = root / f"ddpm-finetuned-{r.fingerprint()}.npz"
+    if not ft_path.is_file():  # fine-tuned from the float16-rounded pretrained model, as shipped
+        _save_npz(ft_path, _state_to_arrays(_finetune(r, pre), "finetuned"))
+    with np.load(ft_path) as f:
+        ft = _arrays_to_model(f, "finetuned", r.channels)
+    return pre, ft
+
+
+def ship_default_pair(path: str | Path) -> None:  # pragma: no cover - run once by a maintainer
+    """Train the default recipe's pair and write the package-data file (``tools`` use only)."""
+    r = DigitsDDPMRecipe()
+    pre_arrays = _state_to_arrays(_train_pretrained(r), "pretrained")
+    pre = _arrays_to_model(_Arrays(pre_arrays), "pretrained", r.channels)
+    arrays = {**pre_arrays, **_state_to_arrays(_finetune(r, pre), "finetuned")}
+    np.savez_compressed(Path(path), **arrays)  # type: ignore[arg-type]
