@@ -21,7 +21,7 @@ import numpy as np
 
 def run(quick: bool = False) -> dict:
     from trustlab.privacy.finextract import extraction_score, finextract
-    from trustlab.vision.diffusion import DigitsDDPMRecipe, digits_ddpm_pair, digits_finetune_images
+    from trustlab.vision import DigitsDDPMRecipe, digits_ddpm_pair, digits_finetune_images
 
     classes = (9,) if quick else (6, 7, 8, 9)
     n_gen, steps, repeats = (40, 10, 1) if quick else (80, 20, 3)

@@ -400,6 +400,16 @@ MUTANTS: list[Mutant] = [
         "    return x",
         ("tests/privacy/test_dp_icl.py::test_audit_one_token_with_unnormalised_inputs",),
     ),
+    Mutant(
+        "FineXtract: interpolation toward the base instead of extrapolation past the fine-tuned model",
+        "src/trustlab/privacy/finextract.py",
+        "eps_pretrained + guidance_scale * (eps_finetuned - eps_pretrained)",
+        "eps_pretrained + (eps_finetuned - eps_pretrained) / guidance_scale",
+        (
+            "tests/privacy/test_finextract.py::test_guided_eps_is_the_papers_extrapolation",
+            "tests/privacy/test_finextract.py::test_claim_fast_guidance_concentrates_on_the_finetuning_images",
+        ),
+    ),
 ]
 
 

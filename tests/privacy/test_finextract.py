@@ -20,7 +20,7 @@ from trustlab.privacy.finextract import (  # noqa: E402
     guided_eps,
     model_guided_sample,
 )
-from trustlab.vision.diffusion import (  # noqa: E402
+from trustlab.vision import (  # noqa: E402
     DigitsDDPMRecipe,
     ddim_sample,
     digits_ddpm_pair,

@@ -21,14 +21,11 @@ from trustlab.vision.classifiers import (
     torch_generator,
     train_classifier,
 )
-from trustlab.vision.diffusion import (
-    DDPMSchedule,
+from trustlab.vision.diffusion import DDPMSchedule, ddim_sample, make_unet, train_ddpm
+from trustlab.vision.diffusion_digits import (
     DigitsDDPMRecipe,
-    ddim_sample,
     digits_ddpm_pair,
     digits_finetune_images,
-    make_unet,
-    train_ddpm,
     train_digits_ddpm_pair,
 )
 from trustlab.vision.infocons import InfoCons
