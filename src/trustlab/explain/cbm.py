@@ -253,7 +253,7 @@ def _check_inputs(X: Any, name: str = "X") -> np.ndarray:
 
 
 def _check_concepts(C: Any, name: str = "C", n: int | None = None) -> np.ndarray:
-    arr = check_numeric_array(C, name, ndim=2, min_rows=1, dtype=np.float32)
+    arr = check_numeric_array(C, name, ndim=2, min_rows=1, dtype=np.float64)
     if arr.shape[1] == 0 or not np.isin(arr, (0.0, 1.0)).all():
         raise DataError(
             f"{name} must hold one 0/1 column per concept (1 = present); binarise graded annotations first.",
@@ -261,7 +261,7 @@ def _check_concepts(C: Any, name: str = "C", n: int | None = None) -> np.ndarray
         )
     if n is not None and len(arr) != n:
         raise DataError(f"{name} must have one row per row of X ({n}); got {len(arr)}.", argument=name)
-    return arr
+    return arr.astype(np.float32)
 
 
 def _mlp(sizes: list[int]) -> torch.nn.Sequential:
@@ -303,9 +303,9 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
     head_hidden_dims : tuple of int, default=()
         Hidden widths of the task head on the concepts; ``()`` is a linear head (the
         interpretable choice).
-    n_epochs : int, default=100
+    n_epochs : int, default=30
         Passes over the data per stage.
-    learning_rate : float, default=1e-3
+    learning_rate : float, default=1e-2
         Adam's learning rate.
     batch_size : int, default=64
     random_state : None, int or numpy Generator, default=0
@@ -365,8 +365,8 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         encoder: Any = None,
         hidden_dims: tuple[int, ...] = (64, 64),
         head_hidden_dims: tuple[int, ...] = (),
-        n_epochs: int = 100,
-        learning_rate: float = 1e-3,
+        n_epochs: int = 30,
+        learning_rate: float = 1e-2,
         batch_size: int = 64,
         random_state: Any = 0,
     ) -> None:
@@ -563,7 +563,8 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
 
     def predict(self, X: Any, **kwargs: Any) -> np.ndarray:
         """Predicted task classes (same keyword arguments as :meth:`decision_function`)."""
-        return self.classes_[self.decision_function(X, **kwargs).argmax(1)]
+        best = self.decision_function(X, **kwargs).argmax(1)
+        return self.classes_[best]
 
     def concept_accuracy(self, X: Any, C: Any) -> float:
         """Share of concept entries predicted right against ``C`` (n, k)."""
