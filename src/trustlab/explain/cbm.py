@@ -128,8 +128,8 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
 
     Examples
     --------
-    >>> X, C, y = make_concept_data(300, random_state=0)
-    >>> cbm = ConceptBottleneckModel(n_epochs=5).fit(X, C, y)
+    >>> X, C, y = make_concept_data(64, random_state=0)
+    >>> cbm = ConceptBottleneckModel(hidden_dims=(8,), n_epochs=2).fit(X, C, y)
     >>> cbm.predict_concepts(X[:2]).shape, cbm.predict(X[:2]).shape
     ((2, 8), (2,))
     """
