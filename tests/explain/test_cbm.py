@@ -267,3 +267,42 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert blocks and expected
     exec(compile(blocks[0], str(PAGE), "exec"), {"__name__": "docs_example"})
     assert capsys.readouterr().out == expected[0]
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_explain_cbm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    from trustlab.cli import main
+
+    X, C, y = make_concept_data(200, random_state=0)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(16)])
+    for j in range(8):
+        frame[f"c{j}"] = C[:, j].astype(int)
+    frame["label"] = np.array(["a", "b", "c", "d"])[y]
+    path = tmp_path / "concepts.csv"
+    frame.to_csv(path, index=False)
+    args = [
+        "explain",
+        "cbm",
+        str(path),
+        "--concepts",
+        ",".join(f"c{j}" for j in range(8)),
+        "--target",
+        "label",
+    ]
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--epochs", "3"])
+    out = capsys.readouterr().out.splitlines()
+    assert stop.value.code in (0, None) and len(out) == 9
+    assert out[0].endswith("c0") and "16 inputs, held-out 60 of 200 rows" in out[-1]
+    for bad, flag in (
+        (["--target", "nope"], "--target"),
+        (["--loss", "mse"], "--loss"),
+        (["--holdout", "1.5"], "--holdout"),
+        (["--concepts", "x0"], "--concepts"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main([*args, "--epochs", "1", *bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"error ({flag})"), err
