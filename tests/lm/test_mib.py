@@ -87,7 +87,9 @@ def test_curves_follow_the_benchmarks_definitions(tiny_models, small_task) -> No
     assert signed.faithfulness[-2] == pytest.approx(circuit_faithfulness(model, small_task, top), abs=1e-6)
     loc = circuit_localization(model, small_task, scores)
     assert loc.cpr == pytest.approx(np.trapezoid(loc.signed.faithfulness, loc.signed.fractions))
-    assert loc.cmd == pytest.approx(np.trapezoid(np.abs(1 - loc.absolute.faithfulness), loc.absolute.fractions))
+    assert loc.cmd == pytest.approx(
+        np.trapezoid(np.abs(1 - loc.absolute.faithfulness), loc.absolute.fractions)
+    )
     pruned = faithfulness_curve(model, small_task, scores)  # pruning shrinks circuits, never f
     np.testing.assert_allclose(pruned.faithfulness, signed.faithfulness, atol=1e-5)
     assert (pruned.n_edges <= signed.n_edges).all()
@@ -96,10 +98,12 @@ def test_curves_follow_the_benchmarks_definitions(tiny_models, small_task) -> No
 def test_bad_input_raises_trustlab_errors(tiny_models, small_task) -> None:
     model = tiny_models["llama"]
     with pytest.raises(DataError, match="corrupted"):
-        PatchingTask(small_task.clean, small_task.corrupted[:, :-1], small_task.answers, small_task.cf_answers)
+        PatchingTask(
+            small_task.clean, small_task.corrupted[:, :-1], small_task.answers, small_task.cf_answers
+        )
     with pytest.raises(DataError, match="answers"):
         PatchingTask(small_task.clean, small_task.corrupted, small_task.answers[:-1], small_task.cf_answers)
-    with pytest.raises(ParameterError, match="unknown edge 'a7.h0->logits'"):
+    with pytest.raises(ParameterError, match=r"unknown edge 'a7\.h0->logits'"):
         circuit_faithfulness(model, small_task, ["input->m0", "a7.h0->logits"])
     with pytest.raises(ParameterError, match="method"):
         edge_scores(model, small_task, method="acdc")

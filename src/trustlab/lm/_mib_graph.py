@@ -63,7 +63,7 @@ class EdgeGraph:
     @property
     def n_edges(self) -> int:
         """Number of edges."""
-        return int(len(self.edges))
+        return len(self.edges)
 
     @property
     def edge_names(self) -> list[str]:
@@ -236,7 +236,10 @@ def _mix(
         total = stacked.sum(2, keepdim=True)
         return total.expand(-1, -1, width, -1) + bias
     cor = corrupt[:, :, :n]
-    mixed = torch.einsum("bpud,ue->bped", stacked - cor, mask[:n, cols])
+    if mask.ndim == 3:  # one circuit per batch row
+        mixed = torch.einsum("bpud,bue->bped", stacked - cor, mask[:, :n, cols])
+    else:
+        mixed = torch.einsum("bpud,ue->bped", stacked - cor, mask[:n, cols])
     return mixed + cor.sum(2, keepdim=True) + bias
 
 
@@ -264,8 +267,8 @@ def graph_forward(
         Token ids.
     positions : LongTensor, shape (batch,)
         Position whose logits are returned, per row.
-    mask : Tensor, shape (n_sources, n_dests), optional
-        Circuit (0/1, or any float for gradients); ``None``: every edge live.
+    mask : Tensor, shape (n_sources, n_dests) or (batch, n_sources, n_dests), optional
+        Circuit (0/1), or one per row; ``None``: every edge live.
     corrupt : Tensor, shape (batch, seq, n_sources, d_model), optional
         Source outputs of the counterfactual run (needed with ``mask``).
     embed_override : Tensor, shape (batch, seq, d_model), optional
@@ -377,7 +380,8 @@ def check_names(graph: EdgeGraph, names: Any) -> np.ndarray:
             raise ParameterError(
                 f"edges: unknown edge {name!r}; edges are 'SOURCE->DEST' with sources input, a{{l}}.h{{h}}, "
                 f"m{{l}} and destinations a{{l}}.h{{h}}<q|k|v>, m{{l}}, logits for l < {graph.n_layers}, "
-                f"h < {graph.n_heads}, the source upstream of the destination (see edge_graph(model).edge_names).",
+                f"h < {graph.n_heads}, the source upstream of the destination "
+                "(see edge_graph(model).edge_names).",
                 argument="edges",
             )
         out.append(lookup[name])

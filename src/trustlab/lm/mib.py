@@ -36,6 +36,7 @@ from trustlab.lm._mib_graph import (
     graph_forward,
     prune_mask,
 )
+from trustlab.lm._mib_task import PatchingTask, min_pairs
 
 __all__ = [
     "METHODS",
@@ -54,70 +55,6 @@ __all__ = [
 
 METHODS = ("activation-patching", "eap", "eap-ig", "random")
 MIB_BUDGETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-
-
-def _ids_array(name: str, value: Any) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.ndim == 1:
-        arr = arr[None]
-    if arr.ndim != 2 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise DataError(
-            f"{name} must be integer token ids of shape (n_items, seq), got shape {arr.shape} of {arr.dtype}.",
-            argument=name,
-        )
-    return arr.astype(np.int64)
-
-
-@dataclass(frozen=True)
-class PatchingTask:
-    """Clean / counterfactual input pairs and the answers the metric compares.
-
-    Attributes
-    ----------
-    clean, corrupted : ndarray of int, shape (n_items, seq)
-        Token ids; the counterfactual (``corrupted``) rows have the clean rows' shape.
-    answers, cf_answers : ndarray of int, shape (n_items,)
-        The clean answer token and the counterfactual's answer token.
-    positions : ndarray of int, shape (n_items,), optional
-        Where the answer is predicted; default the last position.
-
-    Notes
-    -----
-    The metric is the mean logit difference ``logit[answer] - logit[cf_answer]`` at ``positions``.
-    """
-
-    clean: np.ndarray
-    corrupted: np.ndarray
-    answers: np.ndarray
-    cf_answers: np.ndarray
-    positions: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        clean, corrupted = _ids_array("clean", self.clean), _ids_array("corrupted", self.corrupted)
-        if clean.shape != corrupted.shape:
-            raise DataError(
-                f"corrupted has shape {corrupted.shape} but clean has {clean.shape}: every clean input needs a "
-                "counterfactual of the same length (pad or cut them to one length).",
-                argument="corrupted",
-            )
-        n, seq = clean.shape
-        pos = np.full(n, seq - 1) if self.positions is None else np.asarray(self.positions).reshape(-1)
-        values = {"answers": self.answers, "cf_answers": self.cf_answers, "positions": pos}
-        for name, value in values.items():
-            arr = np.asarray(value).reshape(-1)
-            if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
-                raise DataError(
-                    f"{name} must hold one non-negative integer per item ({n}), got {np.asarray(value).shape}.",
-                    argument=name,
-                )
-            object.__setattr__(self, name, arr.astype(np.int64))
-        if (self.positions >= seq).any():  # type: ignore[operator]
-            raise DataError(f"positions must lie in [0, {seq}).", argument="positions")
-        object.__setattr__(self, "clean", clean)
-        object.__setattr__(self, "corrupted", corrupted)
-
-    def __len__(self) -> int:
-        return int(self.clean.shape[0])
 
 
 @dataclass(frozen=True)
@@ -266,13 +203,30 @@ class _Context:
         self.model.train(self.was_training)
 
 
-def _patching_scores(ctx: _Context) -> np.ndarray:
-    full = ctx.graph.valid.astype(float)
-    out = np.empty(ctx.graph.n_edges)
-    for e, (u, d) in enumerate(ctx.graph.edges):
-        full[u, d] = 0.0
-        out[e] = ctx.m_full - ctx.circuit_metric(full)
-        full[u, d] = 1.0
+def _patching_scores(ctx: _Context, rows_per_pass: int = 512) -> np.ndarray:
+    """``m(N) - m(N without e)`` for every edge, several edges per forward pass."""
+    g, n = ctx.graph, len(ctx.clean)
+    per = max(1, rows_per_pass // n)
+    full = torch.as_tensor(g.valid, dtype=ctx.corrupt_acts.dtype, device=ctx.corrupt_acts.device)
+    out = np.empty(g.n_edges)
+    for start in range(0, g.n_edges, per):
+        chunk = g.edges[start : start + per]
+        masks = full.repeat(len(chunk), 1, 1)
+        masks[torch.arange(len(chunk)), chunk[:, 0], chunk[:, 1]] = 0.0
+        k = len(chunk)
+        with torch.no_grad():
+            logits, _, _ = graph_forward(
+                ctx.model,
+                g,
+                ctx.clean.repeat(k, 1),
+                ctx.pos.repeat(k),
+                mask=masks.repeat_interleave(n, dim=0),
+                corrupt=ctx.corrupt_acts.repeat(k, 1, 1, 1),
+                weights=ctx.weights,
+            )
+        rows = torch.arange(k * n, device=logits.device)
+        diff = logits[rows, ctx.ans.repeat(k)] - logits[rows, ctx.cf.repeat(k)]
+        out[start : start + k] = ctx.m_full - diff.reshape(k, n).mean(1).cpu().numpy()
     return out
 
 
@@ -337,10 +291,12 @@ def edge_scores(
     >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
     >>> task = min_pairs(8, n_items=4, n_values=12)
     >>> edge_scores(m, task, method="eap").scores.shape
-    (17,)
+    (13,)
     """
     if method not in METHODS:
-        raise ParameterError(f"method must be one of {', '.join(METHODS)}, got {method!r}.", argument="method")
+        raise ParameterError(
+            f"method must be one of {', '.join(METHODS)}, got {method!r}.", argument="method"
+        )
     ctx = _Context(model, task)
     try:
         if method == "random":
@@ -375,7 +331,9 @@ def _budgets(budgets: Any) -> np.ndarray:
     return np.unique(arr)
 
 
-def _curve(ctx: _Context, scores: np.ndarray, budgets: np.ndarray, absolute: bool, prune: bool) -> FaithfulnessCurve:
+def _curve(
+    ctx: _Context, scores: np.ndarray, budgets: np.ndarray, absolute: bool, prune: bool
+) -> FaithfulnessCurve:
     g = ctx.graph
     key = np.abs(scores) if absolute else scores
     order = np.argsort(-key, kind="stable")
@@ -463,8 +421,8 @@ def circuit_localization(
     >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
     >>> task = min_pairs(8, n_items=4, n_values=12)
     >>> loc = circuit_localization(m, task, edge_scores(m, task, method="random"))
-    >>> loc.signed.fractions[-1]
-    1.0
+    >>> float(loc.signed.fractions[-1]), loc.cpr <= 1.0
+    (1.0, True)
     """
     budget_arr = _budgets(budgets)
     ctx = _Context(model, task)
@@ -508,58 +466,3 @@ def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any) -> float:
         return ctx.faithfulness(ctx.graph.mask(ids))
     finally:
         ctx.close()
-
-
-@validate_params(
-    {
-        "n": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_items": [Interval(numbers.Integral, 2, None, closed="left")],
-        "n_values": [Interval(numbers.Integral, 3, None, closed="left")],
-        "seed": ["random_state"],
-    }
-)
-def min_pairs(n: int, *, n_items: int = 6, n_values: int = 12, seed: Any = 0) -> PatchingTask:
-    """Clean / counterfactual pairs for the lab's sorting task: the first sorted value.
-
-    A clean input is ``v1 .. vn SEP`` (as in :func:`~trustlab.lm.sorting_task`, ``SEP = n_values``)
-    with a unique minimum; the model's answer at ``SEP`` is the minimum. The counterfactual raises
-    the minimal value, so its minimum (the counterfactual answer) is a different token.
-
-    Parameters
-    ----------
-    n : int
-        Number of pairs.
-    n_items : int, default=6
-        Values per sequence.
-    n_values : int, default=12
-        Values are ``0 .. n_values - 1``.
-    seed : int, default=0
-        Seeds the values.
-
-    Returns
-    -------
-    PatchingTask
-        Sequences of length ``n_items + 1``, answers read at the last position.
-
-    Examples
-    --------
-    >>> t = min_pairs(2, n_items=4, n_values=12, seed=0)
-    >>> t.clean.shape, bool((t.answers != t.cf_answers).all())
-    ((2, 5), True)
-    """
-    rng = np.random.default_rng(seed)
-    rows: list[np.ndarray] = []
-    while len(rows) < n:
-        v = rng.integers(0, n_values, size=(2 * n, n_items))
-        s = np.sort(v, axis=1)
-        rows += list(v[s[:, 0] < s[:, 1]])
-    values = np.asarray(rows[:n])
-    idx = values.argmin(axis=1)
-    low = values.min(axis=1)
-    raised = rng.integers(low + 1, n_values)
-    cf_values = values.copy()
-    cf_values[np.arange(n), idx] = raised
-    sep = np.full((n, 1), n_values)
-    clean = np.concatenate([values, sep], axis=1)
-    corrupted = np.concatenate([cf_values, sep], axis=1)
-    return PatchingTask(clean, corrupted, low, cf_values.min(axis=1))
