@@ -176,3 +176,27 @@ def test_claim_ordering_on_a_larger_graph_slow() -> None:
     for seed in (10, 12):
         out, r_cpr, r_cmd = _localize(model, min_pairs(32, seed=seed), min_pairs(32, seed=seed + 1), seeds=10)
         _check_order(out, r_cpr, r_cmd, near=0.1)
+
+
+def test_cli_circuit_scores_a_checkpoint_with_a_pairs_file(sorting_model, tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+    from trustlab.lm import save_model
+
+    folder = save_model(sorting_model[0], tmp_path / "m")
+    t = min_pairs(16, seed=5)
+    spec = {k: getattr(t, k).tolist() for k in ("clean", "corrupted", "answers", "cf_answers")}
+    (tmp_path / "pairs.json").write_text(json.dumps(spec))
+    runner = CliRunner()
+    args = ["lm", "circuit", str(folder), "--pairs", str(tmp_path / "pairs.json"), "--methods", "eap,random"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output
+    assert "46 edges: eap CPR" in res.output and "random CPR" in res.output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["eap"]["cpr"] > saved["random"]["cpr"] and len(saved["eap"]["signed"]["faithfulness"]) == 10
+    for bad, flag in ((["lm", "circuit", str(folder)], "--pairs"), ([*args[:-1], "acdc"], "--methods")):
+        res = runner.invoke(app, bad)
+        assert res.exit_code == 2 and flag in res.output and len(res.output.strip().splitlines()) == 1
