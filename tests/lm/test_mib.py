@@ -77,6 +77,21 @@ def test_activation_patching_scores_are_single_edge_ablations(tiny_models, small
         assert f == pytest.approx(1 - ap.scores[e] / (ctx.m_full - ctx.m_empty), abs=1e-5)
 
 
+def test_eap_equals_the_gradient_of_the_metric_with_respect_to_the_edge_mask(tiny_models, small_task) -> None:
+    # EAP's (a_clean - a_cf) . dm/dx_d is dm/dw_e for an edge weight w_e mixing live and counterfactual
+    # sources (at w = 1): an independent route through autograd, not through the destination inputs.
+    model = tiny_models["gpt2"]
+    eap = edge_scores(model, small_task, method="eap")
+    ctx = _Context(model, small_task)
+    weights = torch.ones(ctx.graph.valid.shape, requires_grad=True)
+    logits, _, _ = ctx.run(ctx.clean, mask=weights, corrupt=ctx.corrupt_acts)
+    (grad,) = torch.autograd.grad(ctx.metric(logits), weights)
+    g = ctx.graph
+    np.testing.assert_allclose(eap.scores, grad.numpy()[g.edges[:, 0], g.edges[:, 1]], rtol=1e-4, atol=1e-6)
+    ig = edge_scores(model, small_task, method="eap-ig", ig_steps=1)  # one IG point is plain EAP
+    np.testing.assert_allclose(ig.scores, eap.scores, rtol=1e-5, atol=1e-7)
+
+
 def test_curves_follow_the_benchmarks_definitions(tiny_models, small_task) -> None:
     model = tiny_models["llama"]
     scores = edge_scores(model, small_task, method="eap-ig", ig_steps=2)
