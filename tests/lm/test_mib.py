@@ -17,6 +17,7 @@ from trustlab.lm.mib import (
     _Context,
     circuit_faithfulness,
     circuit_localization,
+    edge_auroc,
     edge_scores,
     faithfulness_curve,
     min_pairs,
@@ -108,6 +109,43 @@ def test_curves_follow_the_benchmarks_definitions(tiny_models, small_task) -> No
     pruned = faithfulness_curve(model, small_task, scores)  # pruning shrinks circuits, never f
     np.testing.assert_allclose(pruned.faithfulness, signed.faithfulness, atol=1e-5)
     assert (pruned.n_edges <= signed.n_edges).all()
+
+
+def test_scores_recover_a_circuit_known_by_construction(sorting_model) -> None:
+    # Silence head a1.h1 (its output-projection columns) and MLP m0 (its down projection): every edge
+    # from or into them has exactly no effect. So has every edge from `input` that the last block
+    # reads at the answer position only (its queries, its MLP, the logits): the counterfactual leaves
+    # that token (SEP) unchanged. The known circuit is every other edge. MIB scores such ground truths
+    # (InterpBench) by AUROC; a mislabelled head or edge would put weight on the dead edges.
+    import copy
+
+    model = copy.deepcopy(sorting_model[0])
+    layers = model.model.layers
+    dh = model.config.hidden_size // model.config.num_attention_heads
+    with torch.no_grad():
+        layers[1].self_attn.o_proj.weight[:, dh : 2 * dh] = 0.0
+        layers[0].mlp.down_proj.weight.zero_()
+    task = min_pairs(16, seed=20)
+    g = edge_graph(model)
+    dead = {"a1.h1", "m0"}
+    same_token = {"input->a1.h0<q>", "input->m1", "input->logits"}
+    alive = [
+        i
+        for i, name in enumerate(g.edge_names)
+        if name.split("->")[0] not in dead
+        and name.split("->")[1].split("<")[0] not in dead
+        and name not in same_token
+    ]
+    n1, n0 = len(alive), g.n_edges - len(alive)
+    for method in ("activation-patching", "eap", "eap-ig"):
+        scores = edge_scores(model, task, method=method)
+        assert np.abs(scores.scores[np.setdiff1d(np.arange(g.n_edges), alive)]).max() < 1e-6
+        assert edge_auroc(scores, alive) > 0.99
+    null_se = np.sqrt((n0 + n1 + 1) / (12 * n0 * n1))  # AUROC's sd under the null (Mann-Whitney)
+    rand = [edge_auroc(edge_scores(model, task, method="random", random_state=s), alive) for s in range(8)]
+    assert abs(np.mean(rand) - 0.5) < 3 * null_se / np.sqrt(len(rand))
+    with pytest.raises(ParameterError, match="circuit"):
+        edge_auroc(edge_scores(model, task, method="random"), [])
 
 
 def test_bad_input_raises_trustlab_errors(tiny_models, small_task) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "PatchingTask",
     "circuit_faithfulness",
     "circuit_localization",
+    "edge_auroc",
     "edge_graph",
     "edge_scores",
     "faithfulness_curve",
@@ -466,3 +467,49 @@ def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any) -> float:
         return ctx.faithfulness(ctx.graph.mask(ids))
     finally:
         ctx.close()
+
+
+def edge_auroc(scores: EdgeScores, circuit: Any, *, absolute: bool = True) -> float:
+    """Area under the ROC curve of edge scores against a known circuit (MIB's InterpBench metric).
+
+    Parameters
+    ----------
+    scores : EdgeScores
+        One score per edge.
+    circuit : iterable of str or of int
+        The known circuit's edges (names such as ``"a0.h1->m0"``, or edge indices).
+    absolute : bool, default=True
+        Rank edges by absolute score (an edge can matter either way).
+
+    Returns
+    -------
+    float
+        The chance that a circuit edge outranks a non-circuit edge (ties count half); 0.5 is chance.
+
+    Examples
+    --------
+    >>> from trustlab.lm._mib_graph import _graph_shape
+    >>> g = _graph_shape(1, 2)
+    >>> s = EdgeScores("random", np.arange(g.n_edges, dtype=float), g)
+    >>> edge_auroc(s, [g.n_edges - 1, g.n_edges - 2])
+    1.0
+    """
+    if not isinstance(scores, EdgeScores):
+        raise ParameterError(f"scores must be EdgeScores, got {type(scores).__name__}.", argument="scores")
+    g = scores.graph
+    items = [circuit] if isinstance(circuit, str | int) else list(circuit)
+    if items and all(isinstance(e, str) for e in items):
+        ids = check_names(g, items)
+    else:
+        ids = np.asarray(items, dtype=np.int64).reshape(-1)
+    if ids.size == 0 or ids.size >= g.n_edges or ids.min() < 0 or ids.max() >= g.n_edges:
+        raise ParameterError(
+            f"circuit must name at least one and fewer than all {g.n_edges} edges, by name or index.",
+            argument="circuit",
+        )
+    from sklearn.metrics import roc_auc_score
+
+    labels = np.zeros(g.n_edges, dtype=bool)
+    labels[ids] = True
+    key = np.abs(scores.scores) if absolute else scores.scores
+    return float(roc_auc_score(labels, key))
