@@ -38,9 +38,25 @@ def test_edge_count_matches_the_benchmarks_gpt2_small() -> None:
     assert "a1.h0->m0" not in g.edge_names  # no edge runs backwards
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "llama", "mixtral"])
+def _hf_model(kind: str):
+    """Tiny Qwen2 (biased Q/K/V) and Mistral / Llama with grouped-query attention, built from configs."""
+    import transformers as tf
+
+    shape = {"vocab_size": 20, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2}
+    shape |= {"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 16}
+    cls = {
+        "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM),
+        "mistral": (tf.MistralConfig, tf.MistralForCausalLM),
+    }
+    cls["llama-gqa"] = (tf.LlamaConfig, tf.LlamaForCausalLM)
+    config, model = cls[kind]
+    torch.manual_seed(0)
+    return model(config(**shape)).eval()
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "mixtral", "qwen2", "mistral", "llama-gqa"])
 def test_full_and_empty_circuits_reproduce_the_clean_and_counterfactual_runs(tiny_models, arch) -> None:
-    model = tiny_models[arch]
+    model = tiny_models[arch] if arch in tiny_models else _hf_model(arch)
     g = edge_graph(model)
     gen = torch.Generator().manual_seed(0)
     clean, cf = torch.randint(0, 20, (3, 9), generator=gen), torch.randint(0, 20, (3, 9), generator=gen)

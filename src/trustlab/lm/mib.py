@@ -162,6 +162,13 @@ class _Context:
                 f"task sequences have {task.clean.shape[1]} tokens, longer than the model's context ({ctx}).",
                 argument="task",
             )
+        window = getattr(model.config, "sliding_window", None)
+        if window and getattr(model.config, "use_sliding_window", True) and task.clean.shape[1] > int(window):
+            raise DataError(
+                f"task sequences have {task.clean.shape[1]} tokens, more than the model's sliding attention "
+                f"window ({window}), which the edge-patched pass does not model; cut them.",
+                argument="task",
+            )
         device = next(model.parameters()).device
         self.clean = torch.as_tensor(task.clean, device=device)
         self.corrupted = torch.as_tensor(task.corrupted, device=device)
