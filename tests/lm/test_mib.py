@@ -194,6 +194,17 @@ def test_budgets_out_of_range_are_refused(tiny_models, small_task, bad) -> None:
         faithfulness_curve(tiny_models["llama"], small_task, np.zeros(46), budgets=[0.1, bad])
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.tuples(st.integers(1, 4), st.integers(1, 6)), st.tuples(st.integers(1, 4), st.integers(1, 6)))
+def test_mismatched_clean_and_counterfactual_shapes_are_refused(a, b) -> None:
+    clean, corrupted = np.zeros(a, dtype=int), np.ones(b, dtype=int)
+    if a == b:
+        assert len(PatchingTask(clean, corrupted, [0] * a[0], [1] * a[0])) == a[0]
+    else:
+        with pytest.raises(DataError, match="corrupted"):
+            PatchingTask(clean, corrupted, [0] * a[0], [1] * a[0])
+
+
 def _localize(model, task, held_out, seeds):
     out = {}
     for method in ("activation-patching", "eap", "eap-ig"):
