@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._param_validation import Options, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
 
 __all__ = ["check_vocabularies", "greedy_generate", "steer"]
@@ -155,6 +156,7 @@ def _edit_hook(model: Any, hook: str, edit: Callable[[Any], Any]) -> Any:
 
 
 @contextmanager
+@validate_params({"hook": [str], "alpha": [numbers.Real], "mode": [Options({"add", "ablate"})]})
 def steer(model: Any, vector: Any, *, hook: str, alpha: float = 1.0, mode: str = "add") -> Iterator[Any]:
     """Steers ``model`` at ``hook`` while the ``with`` block is open (on), not after (off).
 

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from trustlab._param_validation import Interval, Options, ParamsValidationMixin
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.security._steering_hooks import (
     _edit_hook,
@@ -107,6 +107,7 @@ def collect_activations(
     return np.concatenate(out).astype(np.float32)
 
 
+@validate_params({"hook": [str], "position": [numbers.Integral]})
 def steering_vector(model: Any, undesired: Any, desired: Any, *, hook: str, position: int = -1) -> np.ndarray:
     """Difference of means: mean activation on ``undesired`` minus mean on ``desired`` prompts.
 
