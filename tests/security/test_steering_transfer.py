@@ -114,7 +114,7 @@ def test_steer_is_on_inside_and_off_after(tiny):
 def test_claim_refusal_vector_transfers_to_larger_model(lab):
     """A refusal vector found on the small model, mapped, steers the larger one as it steers the source."""
     source, target, _ = lab
-    shared = instruction_lm_data(600, 300, seed=3).tokens
+    shared = instruction_lm_data(400, 200, seed=3).tokens
     x, y = paired_activations(source, target, shared, source_hook=SRC_HOOK, target_hook=TGT_HOOK, pad_id=PAD)
     mapper = ActivationMapper("autoencoder").fit(x, y)
     fit, test = instruction_set(400, seed=7), instruction_set(400, seed=5)

@@ -234,10 +234,10 @@ class ActivationMapper(ParamsValidationMixin):
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=(2000, 4)); y = x @ rng.normal(size=(4, 6)) + 1.0
-    >>> m = ActivationMapper(kind="affine", lr=0.02, epochs=5).fit(x, y)
+    >>> x = rng.normal(size=(600, 4)); y = x @ rng.normal(size=(4, 6)) + 1.0
+    >>> m = ActivationMapper(kind="affine", lr=0.05, epochs=6).fit(x, y)
     >>> m.transform(x).shape, m.validation_.fvu < 0.01
-    ((2000, 6), True)
+    ((600, 6), True)
     """
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
