@@ -292,3 +292,39 @@ def test_docs_example(lab, capsys):
         float, re.search(r"before ([0-9.]+), steered ([0-9.]+), after ([0-9.]+)", out).groups()
     )
     assert before == 0.0 and after == 0.0 and during > 0.9
+
+
+# -- command line ----------------------------------------------------------------------------
+def _cli_files(tmp_path, tiny):
+    from trustlab.lm import save_model
+
+    a, b, c = tiny
+    for name, m in (("a", a), ("b", b), ("c", c)):
+        save_model(m, tmp_path / name)
+    rng = np.random.default_rng(0)
+    (tmp_path / "corpus.txt").write_text(
+        "\n".join(" ".join(map(str, rng.integers(1, 12, size=rng.integers(3, 8)))) for _ in range(60))
+    )
+    (tmp_path / "und.txt").write_text("1 2 3\n1 2 4\n")
+    (tmp_path / "des.txt").write_text("5 6 3\n5 6 4\n")
+    return tmp_path
+
+
+def test_cli_transfer_writes_the_mapped_vector(tmp_path, tiny):
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    d = _cli_files(tmp_path, tiny)
+    args = ["steering", "transfer", str(d / "a"), str(d / "b"), "--corpus", str(d / "corpus.txt")]
+    args += ["--undesired", str(d / "und.txt"), "--desired", str(d / "des.txt"), "--pad-id", "0"]
+    args += ["--target-hook", "blocks.2.resid_post", "--out", str(d / "v.npy")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert np.load(d / "v.npy").shape == (16,) and "held-out FVU" in res.output
+    bad = CliRunner().invoke(app, [*args[:3], str(d / "c"), *args[4:]])  # another vocabulary
+    assert bad.exit_code == 2 and "vocabularies do not match" in bad.output
+    assert len(bad.output.strip().splitlines()) == 1 and "Traceback" not in bad.output
+    out_of_range = [a if a != "blocks.2.resid_post" else "blocks.7.resid_post" for a in args]
+    bad = CliRunner().invoke(app, out_of_range)
+    assert bad.exit_code == 2 and "--target-hook" in bad.output and "out of range" in bad.output

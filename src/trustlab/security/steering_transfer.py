@@ -126,6 +126,13 @@ def steering_vector(model: Any, undesired: Any, desired: Any, *, hook: str, posi
     -------
     ndarray of float32, shape (d_model,)
         ``v = mu_undesired - mu_desired`` (the paper's Appendix A, Eq. 3-4).
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=10, d_model=8, n_layers=2, n_heads=2))
+    >>> steering_vector(m, [[1, 2, 3]], [[1, 2, 4]], hook="blocks.0.resid_post").shape
+    (8,)
     """
     a = collect_activations(model, undesired, hook=hook, position=position)
     b = collect_activations(model, desired, hook=hook, position=position)
@@ -180,6 +187,11 @@ class MappingQuality:
         Fraction of variance unexplained, ``sum ||y_hat - y||^2 / sum ||y - mean(y)||^2``.
     cosine : float
         Mean cosine similarity of mapped and true activation vectors.
+
+    Examples
+    --------
+    >>> MappingQuality(mse=0.1, fvu=0.05, cosine=0.98).fvu
+    0.05
     """
 
     mse: float
@@ -384,7 +396,17 @@ class ActivationMapper(ParamsValidationMixin):
         return MappingQuality(float(err / p.size), float(err / max(var, 1e-12)), float(cos.mean()))
 
     def score(self, X: Any, Y: Any) -> float:
-        """``1 - FVU`` of the mapped activations (scikit-learn's R^2 convention, pooled)."""
+        """``1 - FVU`` of the mapped activations (scikit-learn's R^2 convention, pooled).
+
+        Parameters
+        ----------
+        X : array-like of float, shape (n, d_source)
+        Y : array-like of float, shape (n, d_target)
+
+        Returns
+        -------
+        float
+        """
         return 1.0 - self.quality(X, Y).fvu
 
     def map_vector(self, undesired: Any, desired: Any) -> np.ndarray:
@@ -423,6 +445,17 @@ def activation_switch(model: Any, mapper: ActivationMapper, *, hook: str) -> Ite
     Yields
     ------
     model
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=10, d_model=8, n_layers=1, n_heads=2))
+    >>> x = collect_activations(m, [[1, 2, 3], [4, 5, 6]] * 20, hook="blocks.0.resid_post", position=None)
+    >>> identity = ActivationMapper("affine", lr=0.05, epochs=20).fit(x, x)
+    >>> with activation_switch(m, identity, hook="blocks.0.resid_post"):
+    ...     on = greedy_generate(m, [[1, 2, 3]], max_new_tokens=3)
+    >>> on.shape
+    (1, 3)
     """
     import torch
 
