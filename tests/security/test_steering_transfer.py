@@ -109,6 +109,17 @@ def test_steer_is_on_inside_and_off_after(tiny):
     assert np.array_equal(after.numpy(), plain.numpy())
 
 
+def test_steer_applies_to_model_generate(tiny):
+    import torch
+
+    a = tiny[0]
+    v = np.linspace(-3, 3, 8).astype(np.float32)
+    with steer(a, v, hook=SRC_HOOK, alpha=3.0):
+        ours = greedy_generate(a, [[1, 2, 3]], max_new_tokens=4)
+        hf = a.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert np.array_equal(ours[0], hf[0, 3:].numpy())
+
+
 # -- claims ----------------------------------------------------------------------------------
 @pytest.mark.claims
 def test_claim_refusal_vector_transfers_to_larger_model(lab):
