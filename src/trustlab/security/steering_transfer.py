@@ -450,8 +450,8 @@ def activation_switch(model: Any, mapper: ActivationMapper, *, hook: str) -> Ite
     --------
     >>> from trustlab.lm import ModelConfig, build_model
     >>> m = build_model(ModelConfig("llama", vocab_size=10, d_model=8, n_layers=1, n_heads=2))
-    >>> x = collect_activations(m, [[1, 2, 3], [4, 5, 6]] * 20, hook="blocks.0.resid_post", position=None)
-    >>> identity = ActivationMapper("affine", lr=0.05, epochs=20).fit(x, x)
+    >>> x = collect_activations(m, [[1, 2, 3], [4, 5, 6]], hook="blocks.0.resid_post", position=None)
+    >>> identity = ActivationMapper("affine", epochs=1).fit(x, x)
     >>> with activation_switch(m, identity, hook="blocks.0.resid_post"):
     ...     on = greedy_generate(m, [[1, 2, 3]], max_new_tokens=3)
     >>> on.shape
