@@ -59,8 +59,9 @@ def _random_vector(model, seed: int) -> np.ndarray:
 
 def _length_correlation(learner, style: str, *, embedding=None, topics=TOPICS[:2], n_samples=4, seed=1):
     prompts = [length_prompt(t, n, style) for t in topics for n in TARGETS]
-    samples = learner.generate(prompts, n_samples=n_samples, max_new_tokens=12, random_state=seed,
-                               embedding=embedding)
+    samples = learner.generate(
+        prompts, n_samples=n_samples, max_new_tokens=12, random_state=seed, embedding=embedding
+    )
     asked = np.repeat([n for _ in topics for n in TARGETS], n_samples)
     got = np.array([len(s) for per in samples for s in per])
     return float(np.corrcoef(asked, got)[0, 1]), float(np.mean(asked == got)), len(got)
@@ -127,8 +128,9 @@ def test_same_as_a_resized_embedding_matrix_with_the_learned_row(fitted, lab):
         direct = grown(input_ids=torch.tensor([ids])).logits[0, :, :vocab]
         ids_t = torch.tensor([ids])
         neo = ids_t == vocab
-        via = model(inputs_embeds=learner._embeds(ids_t.masked_fill(neo, 0), neo,
-                                                  torch.as_tensor(learner.embedding_))).logits[0]
+        via = model(
+            inputs_embeds=learner._embeds(ids_t.masked_fill(neo, 0), neo, torch.as_tensor(learner.embedding_))
+        ).logits[0]
     torch.testing.assert_close(direct, via, rtol=1e-5, atol=1e-5)
 
 
@@ -153,7 +155,9 @@ def test_preference_loss_values():
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-10, 0), min_size=4, max_size=4), st.floats(0.01, 2))
 def test_preference_loss_is_positive_and_rewards_the_chosen_response(values, beta):
-    c, r, rc, rr = (torch.tensor([v], dtype=torch.float64, requires_grad=i == 0) for i, v in enumerate(values))
+    c, r, rc, rr = (
+        torch.tensor([v], dtype=torch.float64, requires_grad=i == 0) for i, v in enumerate(values)
+    )
     up = preference_loss(c, r, rc, rr, beta=beta)
     dpo = preference_loss(c, r, rc, rr, beta=beta, loss="dpo")
     assert float(up.detach()) >= float(dpo.detach()) > 0
@@ -275,7 +279,8 @@ def test_claim_diversity_neologism_spreads_number_guesses_slow(lab):
     learner = NeologismLearner(model, tok, token="<div>", init="please", lr=0.03, n_epochs=3).fit(p, c, r)
 
     def favourite_share(style):
-        s = learner.generate([f"guess a number {style} :"], n_samples=400, max_new_tokens=2, random_state=1)[0]
+        prompt = [f"guess a number {style} :"]
+        s = learner.generate(prompt, n_samples=400, max_new_tokens=2, random_state=1)[0]
         return np.mean([bool(x) and tok.convert_ids_to_tokens(x[0]) == "7" for x in s])
 
     neo, plain = favourite_share("<div>"), favourite_share("please")

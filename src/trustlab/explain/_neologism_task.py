@@ -52,9 +52,13 @@ VOCAB = (
 EXACTLY_RATE = 0.3
 PROMPT_LEN = 8  # "write about T in N words S :"
 SEQ_LEN = PROMPT_LEN + MAX_WORDS + 1
-_MODEL = {"arch": "gpt2", "d_model": 32, "n_layers": 2, "n_heads": 2, "max_len": 32}
-_TRAIN = {"steps": 800, "batch_size": 32, "lr": 1e-2, "warmup": 20}
 _WEIGHTS = "neologism_lengths.npz"
+
+
+def _config() -> Any:
+    from trustlab.lm import ModelConfig
+
+    return ModelConfig("gpt2", vocab_size=len(VOCAB), d_model=32, n_layers=2, n_heads=2, max_len=32)
 
 
 def length_task_tokenizer() -> Any:
@@ -236,10 +240,14 @@ def train_length_task_model(*, steps: int = 800, seed: int = 0) -> Any:
     transformers.GPT2LMHeadModel
         A 2-block GPT-2 of width 32 (about 27,000 weights), in eval mode.
     """
-    from trustlab.lm import ModelConfig, TrainConfig, build_model, train_model
+    from trustlab.lm import TrainConfig, build_model, train_model
 
-    model = build_model(ModelConfig(vocab_size=len(VOCAB), **_MODEL), seed=seed)  # type: ignore[arg-type]
-    train_model(model, length_task_corpus(4000, seed=seed), TrainConfig(**{**_TRAIN, "steps": steps, "seed": seed}))
+    model = build_model(_config(), seed=seed)
+    train_model(
+        model,
+        length_task_corpus(4000, seed=seed),
+        TrainConfig(steps=steps, batch_size=32, lr=1e-2, warmup=20, seed=seed),
+    )
     return model
 
 
@@ -266,9 +274,9 @@ def length_task_model() -> tuple[Any, Any]:
     """
     import torch
 
-    from trustlab.lm import ModelConfig, build_model
+    from trustlab.lm import build_model
 
-    model = build_model(ModelConfig(vocab_size=len(VOCAB), **_MODEL))  # type: ignore[arg-type]
+    model = build_model(_config())
     ref = resources.files("trustlab.explain").joinpath(_WEIGHTS)
     with resources.as_file(ref) as path, np.load(path) as npz:
         state = {k: torch.from_numpy(npz[k]) for k in npz.files}

@@ -1,4 +1,4 @@
-"""Neologism learning: a new word whose input embedding alone is trained, the model frozen.
+r"""Neologism learning: a new word whose input embedding alone is trained, the model frozen.
 
 A word ``w`` that is not in the vocabulary is added to (a copy of) the tokenizer and given one
 new input embedding ``E_w``; all of the model's weights stay frozen and unchanged. ``E_w`` is
@@ -7,9 +7,9 @@ APO-up objective
 
 .. math::
 
-    L = -\\log\\sigma\\big(\\beta[\\log\\tfrac{p_\\theta(y_c|x)}{p_\\theta(y_r|x)}
-        - \\log\\tfrac{p_{\\theta_0}(y_c|x)}{p_{\\theta_0}(y_r|x)}]\\big)
-        - \\log\\sigma\\big(\\beta\\log\\tfrac{p_\\theta(y_c|x)}{p_{\\theta_0}(y_c|x)}\\big),
+    L = -\log\sigma\big(\beta[\log\tfrac{p_\theta(y_c|x)}{p_\theta(y_r|x)}
+        - \log\tfrac{p_{\theta_0}(y_c|x)}{p_{\theta_0}(y_r|x)}]\big)
+        - \log\sigma\big(\beta\log\tfrac{p_\theta(y_c|x)}{p_{\theta_0}(y_c|x)}\big),
 
 where ``p_θ0`` is the model with the word's initial embedding. Prompts that do not use the word
 are computed exactly as before. See docs/explain/neologisms.md (the method, its defaults, and
@@ -62,7 +62,9 @@ __all__ = [
 LOSSES = ("apo-up", "dpo", "nll")
 
 
-@validate_params({"beta": [Interval(numbers.Real, 0, None, closed="neither")], "loss": [Options(set(LOSSES))]})
+@validate_params(
+    {"beta": [Interval(numbers.Real, 0, None, closed="neither")], "loss": [Options(set(LOSSES))]}
+)
 def preference_loss(
     logp_chosen: torch.Tensor,
     logp_rejected: torch.Tensor,
@@ -312,7 +314,9 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         base = self._layer(ids)
         return torch.where(neo[..., None], vec.to(base.dtype), base)
 
-    def _logp(self, ids: torch.Tensor, neo: torch.Tensor, resp: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    def _logp(
+        self, ids: torch.Tensor, neo: torch.Tensor, resp: torch.Tensor, vec: torch.Tensor
+    ) -> torch.Tensor:
         logits = self.model(inputs_embeds=self._embeds(ids, neo, vec), use_cache=False).logits[:, :-1].float()
         logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
         return (logp * resp[:, 1:]).sum(dim=1)
@@ -357,9 +361,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
                 argument="chosen",
             )
         n = len(p_ids)
-        ids, neo, resp = self._batch(
-            p_ids + p_ids, [self._encode(t, prompt=False) for t in c_txt + r_txt]
-        )
+        ids, neo, resp = self._batch(p_ids + p_ids, [self._encode(t, prompt=False) for t in c_txt + r_txt])
         rng = np.random.default_rng(self.random_state)
         init = self._initial(rng)
         vec = torch.nn.Parameter(init.clone())
@@ -372,8 +374,12 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
             for p in params:
                 p.requires_grad_(False)
             with torch.no_grad():
-                ref = torch.cat([self._logp(ids[i : i + 64], neo[i : i + 64], resp[i : i + 64], init)
-                                 for i in range(0, 2 * n, 64)])
+                ref = torch.cat(
+                    [
+                        self._logp(ids[i : i + 64], neo[i : i + 64], resp[i : i + 64], init)
+                        for i in range(0, 2 * n, 64)
+                    ]
+                )
             opt = torch.optim.Adam([vec], lr=self.lr)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.random_state)
@@ -419,7 +425,9 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         return torch.as_tensor(vec, dtype=torch.float32)
 
     @torch.no_grad()
-    def log_prob(self, prompts: Sequence[str], responses: Sequence[str], *, embedding: Any = None) -> np.ndarray:
+    def log_prob(
+        self, prompts: Sequence[str], responses: Sequence[str], *, embedding: Any = None
+    ) -> np.ndarray:
         """``log p(response | prompt)`` with the learned word (prompts may or may not use it).
 
         Parameters
