@@ -278,14 +278,16 @@ def test_claim_diversity_neologism_spreads_number_guesses_slow(lab):
     p, c, r, _ = length_task_pairs(32, "<div>", concept="diversity", seed=0)
     learner = NeologismLearner(model, tok, token="<div>", init="please", lr=0.03, n_epochs=3).fit(p, c, r)
 
-    def favourite_share(style):
+    def favourite_share(style, embedding=None):
         prompt = [f"guess a number {style} :"]
-        s = learner.generate(prompt, n_samples=400, max_new_tokens=2, random_state=1)[0]
+        s = learner.generate(prompt, n_samples=400, max_new_tokens=2, random_state=1, embedding=embedding)[0]
         return np.mean([bool(x) and tok.convert_ids_to_tokens(x[0]) == "7" for x in s])
 
     neo, plain = favourite_share("<div>"), favourite_share("please")
+    rand = favourite_share("<div>", _random_vector(model, 5))
     # binomial standard errors over 400 guesses each
-    assert plain - neo > 3 * np.sqrt((neo * (1 - neo) + plain * (1 - plain)) / 400), (neo, plain)
+    for other in (plain, rand):
+        assert other - neo > 3 * np.sqrt((neo * (1 - neo) + other * (1 - other)) / 400), (neo, plain, rand)
 
 
 @pytest.mark.slow  # retrains the shipped model: 800 steps, about 90 s on one core
