@@ -84,7 +84,27 @@ def length_task_tokenizer() -> Any:
 
 
 def length_prompt(topic: str, n_words: int, style: str) -> str:
-    """``"write about {topic} in {n_words} words {style} :"``; ``style`` may be a neologism."""
+    """A length request of the task: ``"write about {topic} in {n_words} words {style} :"``.
+
+    Parameters
+    ----------
+    topic : str
+        One of :data:`TOPICS`.
+    n_words : int
+        The requested length.
+    style : str
+        The style slot's word (``please``, ``exactly``, ...) or a neologism.
+
+    Returns
+    -------
+    str
+        The prompt.
+
+    Examples
+    --------
+    >>> length_prompt("tea", 3, "<len>")
+    'write about tea in 3 words <len> :'
+    """
     return f"write about {topic} in {int(n_words)} words {style} :"
 
 
@@ -197,7 +217,7 @@ def length_task_pairs(
     Examples
     --------
     >>> p, c, r, t = length_task_pairs(2, "<len>")
-    >>> p[0].split()[-2], len(c[0].split()) == t[0] != len(r[0].split())
+    >>> p[0].split()[-2], bool(len(c[0].split()) == t[0] != len(r[0].split()))
     ('<len>', True)
     """
     rng = np.random.default_rng(seed)
@@ -252,7 +272,15 @@ def train_length_task_model(*, steps: int = 800, seed: int = 0) -> Any:
 
 
 def save_length_task_weights(model: Any, path: Any) -> None:
-    """Write a task model's weights as the ``.npz`` that :func:`length_task_model` reads."""
+    """Write a task model's weights as the ``.npz`` that :func:`length_task_model` reads.
+
+    Parameters
+    ----------
+    model : transformers.GPT2LMHeadModel
+        A model of :func:`train_length_task_model`.
+    path : str or Path
+        The file to write (this is how ``neologism_lengths.npz`` was made).
+    """
     np.savez_compressed(path, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
 
 

@@ -41,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._neologism_task import (
+    length_prompt,
     length_task_corpus,
     length_task_model,
     length_task_pairs,
@@ -51,6 +52,7 @@ from trustlab.explain._neologism_task import (
 __all__ = [
     "LOSSES",
     "NeologismLearner",
+    "length_prompt",
     "length_task_corpus",
     "length_task_model",
     "length_task_pairs",
@@ -239,7 +241,6 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         self.append_eos = append_eos
         self.random_state = random_state
 
-    # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         self._validate_params()
         layer = _embedding_layer(self.model)
@@ -335,7 +336,6 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
             )
         return weight[int(ids[0])].clone()
 
-    # ------------------------------------------------------------------ fit
     def fit(self, prompts: Sequence[str], chosen: Sequence[str], rejected: Sequence[str]) -> NeologismLearner:
         """Train ``E_w`` on preference triples whose prompts use ``token``.
 
@@ -412,7 +412,6 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         self.loss_history_ = history
         return self
 
-    # ------------------------------------------------------------------ use
     def _vector(self, embedding: Any) -> torch.Tensor:
         check_is_fitted(self, "embedding_")
         vec = self.embedding_ if embedding is None else np.asarray(embedding, dtype=np.float32)
