@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import numpy as np
@@ -114,25 +113,40 @@ def test_model_weights_unchanged_and_prompts_without_the_word_unchanged(fitted, 
     assert learner.tokenizer_.convert_ids_to_tokens(learner.token_id_) == "<len>"
 
 
-def test_same_as_a_resized_embedding_matrix_with_the_learned_row(fitted, lab):
-    learner, _ = fitted
+def test_export_is_the_model_with_one_more_embedding_row(fitted, lab):
+    learner, before = fitted
     model, _ = lab
     vocab = model.get_input_embeddings().weight.shape[0]
-    grown = copy.deepcopy(model)
-    grown.resize_token_embeddings(vocab + 1)
-    with torch.no_grad():
-        grown.get_input_embeddings().weight[vocab] = torch.as_tensor(learner.embedding_)
+    grown, tok2 = learner.export()
+    assert grown.get_input_embeddings().weight.shape[0] == vocab + 1
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # original untouched
     prompt = length_prompt("rain", 4, "<len>")
-    ids = learner.tokenizer_(prompt)["input_ids"]
+    ids = tok2(prompt)["input_ids"]
     assert ids[-2] == learner.token_id_ == vocab
     with torch.no_grad():
         direct = grown(input_ids=torch.tensor([ids])).logits[0, :, :vocab]
         ids_t = torch.tensor([ids])
         neo = ids_t == vocab
-        via = model(
-            inputs_embeds=learner._embeds(ids_t.masked_fill(neo, 0), neo, torch.as_tensor(learner.embedding_))
-        ).logits[0]
+        vec = torch.as_tensor(learner.embedding_)
+        via = model(inputs_embeds=learner._embeds(ids_t.masked_fill(neo, 0), neo, vec)).logits[0]
     torch.testing.assert_close(direct, via, rtol=1e-5, atol=1e-5)
+    assert grown.generation_config.suppress_tokens == [vocab]
+
+
+def test_export_unties_a_tied_model_and_leaves_the_original(tiny_llama):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    _, tok = tiny_llama
+    torch.manual_seed(0)
+    tied = GPT2LMHeadModel(GPT2Config(vocab_size=11, n_embd=16, n_layer=1, n_head=2, n_positions=16)).eval()
+    assert tied.get_output_embeddings().weight is tied.get_input_embeddings().weight
+    before = {k: v.clone() for k, v in tied.state_dict().items()}
+    learner = NeologismLearner(tied, tok, token="<w>", n_epochs=1).fit(["1 <w>"], ["2"], ["3"])
+    grown, _ = learner.export()
+    assert all(torch.equal(before[k], v) for k, v in tied.state_dict().items())
+    assert grown.get_output_embeddings().weight.shape[0] == 12
+    assert float(grown.get_output_embeddings().weight[11].detach().abs().sum()) == 0.0
+    torch.testing.assert_close(grown.get_input_embeddings().weight[11], torch.as_tensor(learner.embedding_))
 
 
 def test_the_neologism_lands_next_to_the_latent_tag(fitted):
@@ -153,7 +167,7 @@ def test_preference_loss_values():
     assert float(preference_loss(c, r, c, r, loss="dpo", beta=5.0)) == pytest.approx(np.log(2))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.floats(-10, 0), min_size=4, max_size=4), st.floats(0.01, 2))
 def test_preference_loss_is_positive_and_rewards_the_chosen_response(values, beta):
     c, r, rc, rr = (

@@ -40,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.explain._neologism_checks import embedding_layer, export_model, texts
 from trustlab.explain._neologism_task import (
     length_prompt,
     length_task_corpus,
@@ -108,36 +109,6 @@ def preference_loss(
     if loss == "apo-up":
         value = value - torch.nn.functional.logsigmoid(beta * (logp_chosen - ref_chosen))
     return value.mean()
-
-
-def _embedding_layer(model: Any) -> Any:
-    get = getattr(model, "get_input_embeddings", None)
-    layer = None
-    if callable(get):
-        try:
-            layer = get()
-        except NotImplementedError:
-            layer = None
-    weight = getattr(layer, "weight", None)
-    if not isinstance(model, torch.nn.Module) or not isinstance(weight, torch.Tensor) or weight.ndim != 2:
-        raise ModelError(
-            f"model must be a transformers causal LM with input embeddings (get_input_embeddings() "
-            f"returning an embedding layer); got {type(model).__name__} without one.",
-            argument="model",
-        )
-    return layer
-
-
-def _texts(values: Any, name: str) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray | pd.Series):
-        raise DataError(f"{name} must be a list of strings, got {type(values).__name__}.", argument=name)
-    out = list(values)
-    if not out:
-        raise DataError(f"{name} is empty: give at least one preference pair.", argument=name)
-    bad = [i for i, v in enumerate(out) if not isinstance(v, str) or not v.strip()]
-    if bad:
-        raise DataError(f"{name}[{bad[0]}] is not a non-empty string.", argument=name)
-    return out
 
 
 class NeologismLearner(ParamsValidationMixin, BaseEstimator):
@@ -243,7 +214,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
 
     def _setup(self) -> None:
         self._validate_params()
-        layer = _embedding_layer(self.model)
+        layer = embedding_layer(self.model)
         tok = self.tokenizer
         if not callable(tok) or not hasattr(tok, "get_vocab") or not hasattr(tok, "add_tokens"):
             raise ModelError(
@@ -273,7 +244,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
 
     def _prompts(self, prompts: Any, name: str = "prompts", *, need_token: bool = True) -> list[list[int]]:
         out = []
-        for i, text in enumerate(_texts(prompts, name)):
+        for i, text in enumerate(texts(prompts, name)):
             ids = self._encode(text, prompt=True)
             if need_token and self.token_id_ not in ids:
                 raise DataError(
@@ -353,7 +324,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         """
         self._setup()
         p_ids = self._prompts(prompts)
-        c_txt, r_txt = _texts(chosen, "chosen"), _texts(rejected, "rejected")
+        c_txt, r_txt = texts(chosen, "chosen"), texts(rejected, "rejected")
         if not len(p_ids) == len(c_txt) == len(r_txt):
             raise DataError(
                 f"prompts, chosen and rejected must have the same length, got {len(p_ids)}, {len(c_txt)} "
@@ -443,7 +414,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         """
         vec = self._vector(embedding)
         p_ids = self._prompts(prompts, need_token=False)
-        r_txt = _texts(responses, "responses")
+        r_txt = texts(responses, "responses")
         if len(p_ids) != len(r_txt):
             raise DataError("prompts and responses must have the same length.", argument="responses")
         ids, neo, resp = self._batch(p_ids, [self._encode(t, prompt=False) for t in r_txt])
@@ -525,6 +496,21 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         finally:
             self.model.train(was_training)
         return out
+
+    def export(self) -> tuple[Any, Any]:
+        """A copy of the model with the word as a real vocabulary entry, and ``tokenizer_``.
+
+        Returns
+        -------
+        model : transformers.PreTrainedModel
+            A deep copy whose input embeddings have the learned row at ``token_id_`` (the
+            output layer untied first; the word's output row is zero and listed in
+            ``generation_config.suppress_tokens``); usable with ``generate`` and ``save_model``.
+        tokenizer : tokenizer
+            ``tokenizer_`` (the word added).
+        """
+        check_is_fitted(self, "embedding_")
+        return export_model(self.model, self.token_id_, self.embedding_), self.tokenizer_
 
     @validate_params({"k": [Interval(numbers.Integral, 1, None, closed="left")]})
     def nearest_tokens(self, k: int = 5) -> pd.DataFrame:
