@@ -311,3 +311,50 @@ def test_shipped_weights_are_the_recipe_result_slow():
     shipped, _ = length_task_model()
     for (k, a), b in zip(model.state_dict().items(), shipped.state_dict().values(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4, msg=k)
+
+
+def test_cli_explain_neologism(tmp_path, lab, capsys):
+    import json
+
+    from trustlab.cli import main
+    from trustlab.lm import load_model, load_tokenizer, save_model
+
+    model, tok = lab
+    folder = save_model(model, tmp_path / "base", tok)
+    p, c, r, _ = length_task_pairs(8, "<len>", seed=0)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "\n".join(
+            json.dumps({"prompt": a, "chosen": b, "rejected": d}) for a, b, d in zip(p, c, r, strict=True)
+        )
+    )
+    args = [
+        "explain",
+        "neologism",
+        str(folder),
+        str(pairs),
+        "--out",
+        str(tmp_path / "out"),
+        "--token",
+        "<len>",
+    ]
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--epochs", "1", "--init", "please"])
+    out = capsys.readouterr().out.splitlines()
+    assert stop.value.code in (0, None) and out[0].startswith("learned <len> (id 45, 32 weights), 8 pairs")
+    grown, tok2 = load_model(tmp_path / "out"), load_tokenizer(tmp_path / "out")
+    assert grown.get_input_embeddings().weight.shape[0] == 46 and tok2.convert_tokens_to_ids("<len>") == 45
+    for bad, flag in (
+        (["--token", "zx"], "--token"),
+        (["--beta", "0"], "--beta"),
+        (["--init", "cup leaf"], "--init"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main([*args, "--epochs", "1", *bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"error ({flag})"), err
+    pairs.write_text('{"prompt": "x"}\n')
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and err[0].startswith("error (PAIRS)"), err

@@ -60,7 +60,7 @@ def export_model(model: Any, token_id: int, vector: np.ndarray) -> Any:
         if callable(text):
             text().tie_word_embeddings = False
     old = int(layer.weight.shape[0])
-    out.resize_token_embeddings(max(old, token_id + 1))
+    out.resize_token_embeddings(max(old, token_id + 1), mean_resizing=False)
     with torch.no_grad():
         out.get_input_embeddings().weight[token_id] = torch.as_tensor(vector, dtype=layer.weight.dtype)
         head = out.get_output_embeddings()
