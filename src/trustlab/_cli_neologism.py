@@ -50,6 +50,10 @@ def _pairs(path: Path) -> tuple[list[str], list[str], list[str]]:
                 f'line {i} of {path.name} needs "prompt", "chosen" and "rejected" entries.', argument="pairs"
             )
         rows.append(row)
+    if not rows:
+        raise DataError(
+            f"{path.name} holds no preference pairs; write one JSON object per line.", argument="pairs"
+        )
     return [r["prompt"] for r in rows], [r["chosen"] for r in rows], [r["rejected"] for r in rows]
 
 
@@ -76,6 +80,7 @@ def neologism(
     from trustlab.lm import load_model, load_tokenizer, save_model
 
     try:
+        prompts, chosen, rejected = _pairs(pairs)  # read first: a bad file fails before any loading
         model = load_model(model_dir)
         tokenizer = load_tokenizer(model_dir)
         if tokenizer is None:
@@ -83,7 +88,6 @@ def neologism(
                 f"{model_dir} has no tokenizer.json; save the tokenizer beside the model.",
                 argument="tokenizer",
             )
-        prompts, chosen, rejected = _pairs(pairs)
         learner = NeologismLearner(
             model,
             tokenizer,

@@ -313,6 +313,19 @@ def test_shipped_weights_are_the_recipe_result_slow():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4, msg=k)
 
 
+def test_cli_explain_neologism_bad_pairs_file(tmp_path, capsys):
+    from trustlab.cli import main
+
+    pairs = tmp_path / "pairs.jsonl"
+    for text in ('{"prompt": "x"}\n', "not json\n", ""):
+        pairs.write_text(text)
+        with pytest.raises(SystemExit) as stop:
+            main(["explain", "neologism", str(tmp_path), str(pairs), "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and err[0].startswith("error (PAIRS)"), err
+
+
+@pytest.mark.slow  # saves, loads and trains a checkpoint three times: ~3 s
 def test_cli_explain_neologism(tmp_path, lab, capsys):
     import json
 
@@ -346,15 +359,9 @@ def test_cli_explain_neologism(tmp_path, lab, capsys):
     assert grown.get_input_embeddings().weight.shape[0] == 46 and tok2.convert_tokens_to_ids("<len>") == 45
     for bad, flag in (
         (["--token", "zx"], "--token"),
-        (["--beta", "0"], "--beta"),
         (["--init", "cup leaf"], "--init"),
     ):
         with pytest.raises(SystemExit) as stop:
             main([*args, "--epochs", "1", *bad])
         err = capsys.readouterr().err.strip().splitlines()
         assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"error ({flag})"), err
-    pairs.write_text('{"prompt": "x"}\n')
-    with pytest.raises(SystemExit) as stop:
-        main(args)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert stop.value.code == 2 and err[0].startswith("error (PAIRS)"), err
