@@ -252,6 +252,9 @@ def test_bad_input_after_fit(fitted):
     assert info.value.argument == "embedding"
     with pytest.raises(ParameterError, match="n_samples"):
         learner.generate(["write"], n_samples=0)
+    with pytest.raises(ParameterError, match="context") as info:
+        learner.generate(["write"], max_new_tokens=40)
+    assert info.value.argument == "max_new_tokens"
     with pytest.raises(DataError, match="prompts"):
         learner.generate("write about tea")
 

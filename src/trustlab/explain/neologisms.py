@@ -258,9 +258,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
     def _batch(self, prompt_ids: list[list[int]], responses: list[list[int]]) -> tuple[torch.Tensor, ...]:
         """Right-padded ids, the neologism's positions and the response-token mask."""
         seqs = [p + r for p, r in zip(prompt_ids, responses, strict=True)]
-        limit = getattr(self.model.config, "max_position_embeddings", None) or getattr(
-            self.model.config, "n_positions", None
-        )
+        limit = self._context()
         longest = max(len(s) for s in seqs)
         if limit is not None and longest > int(limit):
             raise DataError(
@@ -281,6 +279,11 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
                 argument="tokenizer",
             )
         return ids.masked_fill(neo, 0), neo, resp
+
+    def _context(self) -> int | None:
+        cfg = getattr(self.model, "config", None)
+        limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+        return None if limit is None else int(limit)
 
     def _embeds(self, ids: torch.Tensor, neo: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
         base = self._layer(ids)
@@ -467,6 +470,13 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         was_training = self.model.training
         self.model.eval()
         encoded = self._prompts(prompts, need_token=False)
+        limit = self._context()
+        if limit is not None and max(map(len, encoded)) + max_new_tokens > limit:
+            raise ParameterError(
+                f"max_new_tokens={max_new_tokens} plus the longest prompt ({max(map(len, encoded))} tokens) "
+                f"exceeds the model's context ({limit}); lower max_new_tokens.",
+                argument="max_new_tokens",
+            )
         out: list[list[list[int]]] = [[] for _ in encoded]
         groups: dict[int, list[int]] = {}
         for i, ids0 in enumerate(encoded):  # prompts of one length are sampled in one batch
