@@ -112,12 +112,16 @@ _YES_NO = {True: "yes", False: "no"}
 
 def _text_hypotheses(t: dict[str, Any]) -> str:
     """One column's HypotheSAEs hypotheses as a table, the significant ones first."""
-    hyps = sorted(t["hypotheses"], key=lambda h: (not h["significant"], h["p_value"]))
+
+    def p_value(h: dict[str, Any]) -> float:  # NaN: the label duplicates another's (no own effect)
+        return h["p_value"] if np.isfinite(h["p_value"]) else 2.0
+
+    hyps = sorted(t["hypotheses"], key=lambda h: (not h["significant"], p_value(h)))
     rows = [
         [
             h["label"],
             fmt(h["coef"]),
-            f"{h['p_value']:.2g}",
+            f"{h['p_value']:.2g}" if np.isfinite(h["p_value"]) else "–",
             _YES_NO[h["significant"]],
             f"{h['prevalence']:.0%}",
         ]
