@@ -101,6 +101,7 @@ def run(quick: bool = False) -> dict:
             "AUC: mean over 40 held-out graphs of the per-graph ROC AUC of the four motif nodes among 16",
             "times: CPU seconds (process_time), one graph per call, one torch thread; median over the first "
             "10 test graphs; AUCs from one batched call per method (GNNExplainer's batched optimisation "
-            "equals per-graph runs: Adam is element-wise and the loss a sum over graphs)",
+            "equals per-graph runs from the same initial mask: Adam is element-wise, the loss a sum over "
+            "graphs)",
         ],
     }

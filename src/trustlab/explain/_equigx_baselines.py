@@ -91,7 +91,7 @@ def gnnexplainer_node_mask(
     (PyTorch Geometric's defaults: 100 epochs, lr 0.01, 0.005, 1.0; initial logits normal with
     std ``sqrt(2) * sqrt(2 / (2 n))``). A node's score is the mean mask of its incident edges.
     Several graphs are optimised together; as Adam acts element-wise and the loss is a sum over
-    graphs, that equals optimising each alone.
+    graphs, that equals optimising each alone from the same initial mask.
 
     Parameters
     ----------
