@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from trustlab._cli_errors import fail, stderr
 from trustlab.errors import DataError, ParameterError, TrustlabError
 
 explain_app = typer.Typer(no_args_is_help=True, help="Explanations from the command line (docs/explain/).")
-_err = Console(stderr=True)
+_err = stderr
 _FLAGS = {
     "texts": "--text-column",
     "embeddings": "--encoder",
@@ -33,14 +32,7 @@ _FLAGS = {
 
 
 def _fail(exc: TrustlabError) -> NoReturn:
-    label = _FLAGS.get(exc.argument or "", exc.argument)
-    text = " ".join(str(exc).split())
-    _err.print(
-        f"[bold red]{escape(f'error ({label})' if label else 'error')}:[/] {escape(text)}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(2)
+    fail(exc, _FLAGS)
 
 
 @explain_app.command("hypotheses")

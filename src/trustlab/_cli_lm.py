@@ -12,17 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from trustlab._cli_errors import fail, stderr
 from trustlab.errors import ParameterError, TrustlabError
 
 lm_app = typer.Typer(
     no_args_is_help=True,
     help="The language-model lab: train the small models, inspect any local causal LM (docs/lm-lab.md).",
 )
-_err = Console(stderr=True)
+_err = stderr
 _FLAGS = {
     "config": "CONFIG",
     "out": "--out",
@@ -43,11 +42,7 @@ _FLAGS = {
 
 
 def _fail(exc: TrustlabError) -> NoReturn:
-    label = _FLAGS.get(exc.argument or "", exc.argument)
-    text = " ".join(str(exc).split())
-    head = f"error ({label})" if label else "error"
-    _err.print(f"[bold red]{escape(head)}:[/] {escape(text)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    fail(exc, _FLAGS)
 
 
 def _check_out(out: str) -> Path:
