@@ -41,6 +41,14 @@ def gradient_saliency(
     ----------
     K. Simonyan, A. Vedaldi, A. Zisserman, "Deep Inside Convolutional Networks", ICLR workshop
     2014; A. Shrikumar et al., "Not Just a Black Box", arXiv 1605.01713, 2016.
+
+    Examples
+    --------
+    >>> from trustlab.explain.equigx import TinyTFN, gradient_saliency, make_shape_graphs
+    >>> graphs, labels, truth = make_shape_graphs(1, random_state=0)
+    >>> r = gradient_saliency(TinyTFN(1, 2), *graphs[0], target=0)
+    >>> r.node.shape, bool((r.node >= 0).all())
+    ((16,), True)
     """
     model, graph, targets, single = _prepare(model, pos, node_attr, target)
     p = graph.pos.clone().requires_grad_(True)
@@ -112,6 +120,14 @@ def gnnexplainer_node_mask(
     ----------
     R. Ying, D. Bourgeois, J. You, M. Zitnik, J. Leskovec, "GNNExplainer: Generating Explanations
     for Graph Neural Networks", NeurIPS 2019.
+
+    Examples
+    --------
+    >>> from trustlab.explain.equigx import TinyTFN, gnnexplainer_node_mask, make_shape_graphs
+    >>> graphs, labels, truth = make_shape_graphs(1, random_state=0)
+    >>> r = gnnexplainer_node_mask(TinyTFN(1, 2), *graphs[0], target=0, epochs=5)
+    >>> bool(((r.edge > 0) & (r.edge < 1)).all())
+    True
     """
     model, graph, targets, single = _prepare(model, pos, node_attr, target)
     n_edges = graph.edge_src.shape[0]

@@ -359,6 +359,12 @@ def make_shape_graphs(
     graphs : list of (pos (n, 3), node_attr (n, 1))
     labels : ndarray of int
     truth : list of boolean ndarray (the motif nodes)
+
+    Examples
+    --------
+    >>> graphs, labels, truth = make_shape_graphs(2, random_state=0)
+    >>> graphs[0][0].shape, int(truth[0].sum())
+    ((16, 3), 4)
     """
     rng = np.random.default_rng(random_state)
     graphs, labels, truth = [], [], []
