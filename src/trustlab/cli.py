@@ -38,7 +38,9 @@ try:
     from trustlab._cli_errors import fail, one_line, stderr
     from trustlab._cli_explain import explain_app
     from trustlab._cli_lm import lm_app
+    from trustlab._cli_neologism import neologism
     from trustlab._cli_secagg import secagg_app
+    from trustlab._cli_steer import steering_app
     from trustlab._cli_text import perturb_prompt
     from trustlab._cli_watermark import watermark_app
     from trustlab.errors import ParameterError, TrustlabError
@@ -54,7 +56,9 @@ app = typer.Typer(
 app.add_typer(secagg_app, name="secure-agg")
 app.add_typer(lm_app, name="lm")
 app.add_typer(explain_app, name="explain")
+explain_app.command("neologism")(neologism)
 app.add_typer(watermark_app, name="watermark")
+app.add_typer(steering_app, name="steering")
 app.command("perturb-prompt")(perturb_prompt)
 err = stderr
 
