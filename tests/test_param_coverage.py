@@ -147,6 +147,9 @@ EXEMPT: dict[str, str] = {
     "safe_generate": "a model, a head and token ids (checked against the vocabulary) and the rules, "
     "checked in one place (_safety_rules._rules) with the argument named",
     "safety_logits_processor": "a fitted head and the rules, checked by _safety_rules._rules",
+    # trustlab.security.steering_transfer
+    "activation_switch": "a model, a fitted ActivationMapper and a hook, each checked with the argument "
+    "named (ModelError, DataError, ParameterError)",
     "load_tokenizer": "a path only, checked by the loader (ModelError names the fix)",
     "save_model": "a model and a path only, checked by the writer",
     "load_shipped": "a shipped model's name, checked against shipped_models() in the message; "

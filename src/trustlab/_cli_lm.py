@@ -12,17 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from trustlab._cli_errors import fail, stderr
 from trustlab.errors import ParameterError, TrustlabError
 
 lm_app = typer.Typer(
     no_args_is_help=True,
     help="The language-model lab: train the small models, inspect any local causal LM (docs/lm-lab.md).",
 )
-_err = Console(stderr=True)
+_err = stderr
 _FLAGS = {
     "config": "CONFIG",
     "out": "--out",
@@ -39,15 +38,14 @@ _FLAGS = {
     "n": "--n",
     "schedule": "--schedule",
     "tau": "--tau",
+    "pairs": "--pairs",
+    "task": "--pairs",
+    "method": "--methods",
 }
 
 
 def _fail(exc: TrustlabError) -> NoReturn:
-    label = _FLAGS.get(exc.argument or "", exc.argument)
-    text = " ".join(str(exc).split())
-    head = f"error ({label})" if label else "error"
-    _err.print(f"[bold red]{escape(head)}:[/] {escape(text)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    fail(exc, _FLAGS)
 
 
 def _check_out(out: str) -> Path:
@@ -329,6 +327,69 @@ def moex_cmd(
         for i, v in enumerate(res.variants)
     ]
     typer.echo("; ".join(parts) + f"; written to {path}")
+
+
+def _circuit_pairs(pairs: Path | None, name_or_dir: str, n: int, seed: int) -> tuple[Any, Any]:
+    from trustlab.lm import RECIPES
+    from trustlab.lm.mib import PatchingTask, min_pairs
+
+    if pairs is None:
+        data = RECIPES[name_or_dir].data if name_or_dir in RECIPES else {}
+        if data.get("kind") != "sorting":
+            raise ParameterError(
+                "--pairs is needed: a JSON file with clean, corrupted, answers, cf_answers (and optional "
+                "positions); only the sorting models have built-in pairs.",
+                argument="pairs",
+            )
+        kw = {"n_items": int(data.get("n_items", 6)), "n_values": int(data.get("n_values", 16))}
+        return min_pairs(n, seed=seed, **kw), min_pairs(n, seed=seed + 1, **kw)
+    try:
+        spec = json.loads(pairs.read_text(encoding="utf-8"))
+        task = PatchingTask(
+            spec["clean"], spec["corrupted"], spec["answers"], spec["cf_answers"], spec.get("positions")
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ParameterError(
+            f"--pairs {str(pairs)!r} must be a JSON object with clean, corrupted, answers and cf_answers "
+            f"({exc}).",
+            argument="pairs",
+        ) from exc
+    return task, task
+
+
+@lm_app.command("circuit")
+def circuit_cmd(
+    name_or_dir: Annotated[str, typer.Argument(metavar="NAME_OR_DIR", help="Shipped model or checkpoint.")],
+    pairs: Annotated[
+        Path | None, typer.Option(help="JSON pairs file (default: a sorting model's built-in pairs).")
+    ] = None,
+    methods: Annotated[
+        str, typer.Option(help="Comma-separated: activation-patching, eap, eap-ig, random.")
+    ] = "activation-patching,eap,eap-ig,random",
+    n: Annotated[int, typer.Option(help="Built-in pairs: how many to score on (as many held out).")] = 32,
+    seed: Annotated[int, typer.Option(help="Seeds the built-in pairs and the random baseline.")] = 10,
+    out: Annotated[Path | None, typer.Option(help="Write the curves, CPR and CMD to this JSON file.")] = None,
+) -> None:
+    """MIB circuit localisation: edge scores per method, CPR and CMD over MIB's edge budgets (row 002-13)."""
+    try:
+        if n < 1:
+            raise ParameterError(f"--n must be at least 1, got {n}.", argument="n")
+        model, _, label = load_any(name_or_dir)
+        from trustlab.lm.mib import circuit_localization, edge_scores
+
+        task, held_out = _circuit_pairs(pairs, name_or_dir, n, seed)
+        results, parts = {}, []
+        for method in [m.strip() for m in methods.split(",") if m.strip()]:
+            scores = edge_scores(model, task, method=method, random_state=seed)
+            loc = circuit_localization(model, held_out, scores)
+            results[method] = {"cpr": loc.cpr, "cmd": loc.cmd, "signed": _jsonable(loc.signed)}
+            results[method]["absolute"] = _jsonable(loc.absolute)
+            parts.append(f"{method} CPR {loc.cpr:.3f} CMD {loc.cmd:.3f}")
+        if out is not None:
+            out.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    except TrustlabError as exc:
+        _fail(exc)
+    typer.echo(f"{label}, {scores.graph.n_edges} edges: " + "; ".join(parts))
 
 
 @lm_app.command("safety")

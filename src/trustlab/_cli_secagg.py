@@ -10,6 +10,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from trustlab._cli_errors import fail
 from trustlab.errors import TrustlabError
 
 secagg_app = typer.Typer(
@@ -19,9 +20,7 @@ secagg_app = typer.Typer(
 
 
 def _fail(exc: TrustlabError) -> NoReturn:
-    label = f" ({exc.argument})" if exc.argument else ""
-    typer.echo(f"error{label}: {' '.join(str(exc).split())}", err=True)
-    raise typer.Exit(2)
+    fail(exc, {})
 
 
 @secagg_app.command()

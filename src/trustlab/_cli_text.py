@@ -10,22 +10,16 @@ from __future__ import annotations
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from trustlab._cli_errors import fail, stderr
 from trustlab.errors import TrustlabError
 
-_err = Console(stderr=True)
+_err = stderr
 _FLAGS = {"epsilon": "--epsilon", "n_buckets": "--buckets", "token_ids": "TEXT"}
 
 
 def _fail(exc: TrustlabError) -> NoReturn:
-    label = _FLAGS.get(exc.argument or "", exc.argument)
-    text = " ".join(str(exc).split())
-    _err.print(
-        f"[bold red]{escape(f'error ({label})' if label else 'error')}:[/] {escape(text)}", highlight=False
-    )
-    raise typer.Exit(2)
+    fail(exc, _FLAGS)
 
 
 def perturb_prompt(

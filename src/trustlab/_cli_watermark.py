@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from trustlab._cli_errors import fail, stderr
 from trustlab.errors import DataError, ParameterError, TrustlabError
 
 watermark_app = typer.Typer(
@@ -22,7 +21,7 @@ watermark_app = typer.Typer(
     help="BiMark multi-bit watermark: embed a message while sampling from a local causal LM, "
     "read it back with the key alone (docs/security/watermark.md).",
 )
-_err = Console(stderr=True)
+_err = stderr
 _FLAGS = {
     "path": "NAME_OR_DIR",
     "name": "NAME_OR_DIR",
@@ -44,11 +43,7 @@ _KEY_HELP = "The secret key (a string); or set TRUSTLAB_WATERMARK_KEY to keep it
 
 
 def _fail(exc: TrustlabError) -> NoReturn:
-    label = _FLAGS.get(exc.argument or "", exc.argument)
-    text = " ".join(str(exc).split())
-    head = f"error ({label})" if label else "error"
-    _err.print(f"[bold red]{escape(head)}:[/] {escape(text)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    fail(exc, _FLAGS)
 
 
 def _tokenizer_and_vocab(name_or_dir: str) -> tuple[Any, int]:

@@ -32,13 +32,15 @@ try:
 
     import click
     import typer
-    from rich.console import Console
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from trustlab._cli_errors import fail, one_line, stderr
     from trustlab._cli_explain import explain_app
     from trustlab._cli_lm import lm_app
+    from trustlab._cli_neologism import neologism
     from trustlab._cli_secagg import secagg_app
+    from trustlab._cli_steer import steering_app
     from trustlab._cli_text import perturb_prompt
     from trustlab._cli_watermark import watermark_app
     from trustlab.errors import ParameterError, TrustlabError
@@ -54,9 +56,11 @@ app = typer.Typer(
 app.add_typer(secagg_app, name="secure-agg")
 app.add_typer(lm_app, name="lm")
 app.add_typer(explain_app, name="explain")
+explain_app.command("neologism")(neologism)
 app.add_typer(watermark_app, name="watermark")
+app.add_typer(steering_app, name="steering")
 app.command("perturb-prompt")(perturb_prompt)
-err = Console(stderr=True)
+err = stderr
 
 
 @app.callback()
@@ -136,29 +140,8 @@ def _spinner(err: Any) -> Progress:
     )
 
 
-def _one_line(text: Any) -> str:
-    return " ".join(str(text).split())
-
-
-def _error_line(exc: TrustlabError) -> str:
-    """The one line printed for a user error: the flag (or column) and the library's message."""
-    arg = exc.argument
-    msg = _one_line(exc)
-    flag = _FLAGS.get(arg) if arg else None
-    if arg and flag:
-        for prefix in (f"{arg} of Audit", f"{arg} of draft_schema", arg):
-            if msg.startswith(prefix) and msg[len(prefix) : len(prefix) + 1] in (" ", ":"):
-                msg = flag + msg[len(prefix) :]
-                break
-    label = flag or arg
-    return f"error ({label}): {msg}" if label else f"error: {msg}"
-
-
 def _fail(exc: TrustlabError) -> NoReturn:
-    line = _error_line(exc)
-    head, _, rest = line.partition(":")
-    err.print(f"[bold red]{escape(head)}:[/]{escape(rest)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    fail(exc, _FLAGS)
 
 
 def _audit_dask(
@@ -524,7 +507,7 @@ def _show_warnings(caught: list[warnings.WarningMessage]) -> None:
     """Library warnings of a run that succeeded, one line each (once per message); dropped after an error."""
     seen: set[str] = set()
     for w in caught:
-        line = _one_line(f"{w.category.__name__}: {w.message}")
+        line = one_line(f"{w.category.__name__}: {w.message}")
         if line not in seen:
             seen.add(line)
             err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
@@ -553,7 +536,7 @@ def main(argv: list[str] | None = None) -> None:
         where = ctx.command_path if ctx is not None else "trustlab"
         text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         err.print(
-            f"[bold red]error:[/] {escape(_one_line(text))} (see `{escape(where)} --help`)",
+            f"[bold red]error:[/] {escape(one_line(text))} (see `{escape(where)} --help`)",
             highlight=False,
             soft_wrap=True,
         )
@@ -563,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:
         err.print_exception()
-        err.print(f"[bold red]internal error:[/] {escape(_one_line(exc))}. Please report it.")
+        err.print(f"[bold red]internal error:[/] {escape(one_line(exc))}. Please report it.")
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 

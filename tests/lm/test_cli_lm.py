@@ -48,7 +48,7 @@ def test_train_from_a_json_recipe(tmp_path):
     [
         (["lm", "train", "no-such-recipe", "--out", "{tmp}/a"], "error (CONFIG)"),
         (["lm", "train", "micro-llama-sorting", "--out", "{tmp}"], "error (--out)"),
-        (["lm", "hooks", "{tmp}"], "error (NAME_OR_DIR): path"),
+        (["lm", "hooks", "{tmp}"], "error (NAME_OR_DIR): NAME_OR_DIR"),
         (["lm", "hooks", "{tmp}/missing"], "error (NAME_OR_DIR)"),
     ],
 )

@@ -108,6 +108,21 @@ def test_edits_change_the_pass_zeroed_queries_give_uniform_attention(tiny_models
     assert not torch.allclose(base, edited)
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_resid_pre_edits_take_effect_like_the_previous_blocks_output(tiny_models, arch):
+    """An edit at blocks.1.resid_pre was once accepted and silently ignored (only recorded)."""
+    m = tiny_models[arch]
+
+    def shift(x):
+        return x + 0.5
+
+    pre = run_with_hooks(m, IDS, ["blocks.1.resid_pre"], edits={"blocks.1.resid_pre": shift})
+    post = run_with_hooks(m, IDS, ["blocks.0.resid_post"], edits={"blocks.0.resid_post": shift})
+    torch.testing.assert_close(pre["blocks.1.resid_pre"], post["blocks.0.resid_post"])
+    torch.testing.assert_close(pre["logits"], post["logits"])
+    assert not torch.allclose(pre["logits"], run_with_hooks(m, IDS, [])["logits"])
+
+
 def test_bad_names_ids_and_models(tiny_models):
     m = tiny_models["llama"]
     with pytest.raises(

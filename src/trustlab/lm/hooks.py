@@ -248,11 +248,18 @@ def _block_hooks(
 ) -> list[Any]:
     handles = []
     layer, attn, mlp = lay.layers[i], lay.attn[i], lay.mlp[i]
-    if "resid_pre" in kinds:
+    pre_name = f"blocks.{i}.resid_pre"
+    if "resid_pre" in kinds or pre_name in edits:
 
-        def pre(mod: Any, args: Any, kwargs: Any) -> None:
+        def pre(mod: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
             x = args[0] if args else kwargs["hidden_states"]
-            store[f"blocks.{i}.resid_pre"] = x.detach()
+            changed = None
+            if pre_name in edits:
+                x = edits[pre_name](x)
+                changed = ((x, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": x})
+            if "resid_pre" in kinds:
+                store[pre_name] = x.detach()
+            return changed
 
         handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
 

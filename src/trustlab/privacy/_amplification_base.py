@@ -246,14 +246,14 @@ class PoissonAccountant(_RenyiAccountant):
         if arr.ndim != 1 or arr.size == 0 or not np.all((arr > 1) & (arr <= _MAX_ORDER)):
             raise ParameterError(f"orders must be real numbers in (1, {_MAX_ORDER}].", argument="orders")
         z, q = float(self.noise_multiplier), float(self.sample_rate)
-        out = np.empty(arr.size)
+        integer = arr == np.round(arr)
+        log_m = np.empty(arr.size)
         with np.errstate(over="ignore", invalid="ignore"):
-            for i, a in enumerate(arr):
-                if a == round(a):
-                    lm = _rdp.poisson_gaussian_log_moment(np.array([int(a)]), q, z)[0]
-                else:
-                    lm = _rdp.poisson_gaussian_log_moment_real(float(a), q, z)
-                out[i] = self.steps * lm / (a - 1.0)
+            if integer.any():
+                log_m[integer] = _rdp.poisson_gaussian_log_moment(arr[integer].astype(int), q, z)
+            if not integer.all():
+                log_m[~integer] = _rdp.poisson_gaussian_log_moment_real(arr[~integer], q, z)
+            out = self.steps * log_m / (arr - 1.0)
         return out
 
     def epsilon_and_order(

@@ -89,28 +89,32 @@ def poisson_gaussian_log_moment(orders: np.ndarray, rate: float, z: float) -> np
     ``M_alpha = sum_j C(alpha, j) q^j (1 - q)^(alpha - j) exp(j (j - 1) / (2 z^2))``
     (Mironov, Talwar, Zhang 2019).
     """
-    out = np.empty(len(orders))
+    a = np.asarray(orders, dtype=float)[:, None]
+    j = np.arange(int(a.max()) + 1, dtype=float)[None, :]
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         lq = math.log(rate)
         l1q = math.log1p(-rate) if rate < 1.0 else -np.inf
-        for i, a in enumerate(orders):
-            a = int(a)
-            j = np.arange(a + 1, dtype=float)
-            log_binom = gammaln(a + 1.0) - gammaln(j + 1.0) - gammaln(a - j + 1.0)
-            terms = log_binom + j * lq + np.where(j < a, (a - j) * l1q, 0.0) + j * (j - 1.0) / (2.0 * z**2)
-            out[i] = logsumexp(terms)
-    return out
+        log_binom = gammaln(a + 1.0) - gammaln(j + 1.0) - gammaln(a - j + 1.0)
+        terms = log_binom + j * lq + np.where(j < a, (a - j) * l1q, 0.0) + j * (j - 1.0) / (2.0 * z**2)
+        terms = np.where(j <= a, terms, -np.inf)  # one row per order, padded past j = alpha
+        return np.asarray(logsumexp(terms, axis=1))
 
 
-def poisson_gaussian_log_moment_real(order: float, rate: float, z: float) -> float:
-    """``log E_{x~N(0,z^2)}[((1-q) + q exp((2x - 1) / (2 z^2)))^alpha]`` for a real ``alpha > 1``.
+def poisson_gaussian_log_moment_real(orders: np.ndarray, rate: float, z: float) -> np.ndarray:
+    """``log E_{x~N(0,z^2)}[((1-q) + q exp((2x - 1) / (2 z^2)))^alpha]`` at real orders ``alpha > 1``.
 
-    Numerical quadrature on a grid of spacing ``z / 200`` that covers the integrand's
-    mass (centred between 0 and ``alpha``); used for fractional orders.
+    Numerical quadrature on one grid that covers every order's mass, from ``-40 z`` to
+    ``max(orders) + 40 z``, at spacing ``z / 20`` (at least 4,000 points). The integrand is
+    a mixture of Gaussians of width ``z`` (analytic, fast-decaying), for which the Riemann sum
+    converges geometrically: spacings from ``z / 5`` to ``z / 200`` agree to 1e-12 (absolute,
+    in ``log M``) over ``q`` in [1e-5, 0.999] and ``z`` in [0.1, 200], and the result equals
+    scipy's adaptive quadrature to 1e-8 (tests/privacy/test_amplification.py). All orders share
+    the grid, so the mixture term is computed once; used for fractional orders.
     """
+    a = np.asarray(orders, dtype=float)
     lo = -40.0 * z
-    hi = order + 40.0 * z
-    n = int(min(max(4000, (hi - lo) / (z / 200.0)), 400_000))
+    hi = float(a.max()) + 40.0 * z
+    n = int(min(max(4000, (hi - lo) / (z / 20.0)), 400_000))
     x = np.linspace(lo, hi, n)
     dx = x[1] - x[0]
     with np.errstate(divide="ignore"):
@@ -119,7 +123,13 @@ def poisson_gaussian_log_moment_real(order: float, rate: float, z: float) -> flo
             math.log(rate) + (2.0 * x - 1.0) / (2.0 * z**2),
         )
     log_density = -(x**2) / (2.0 * z**2) - math.log(z * math.sqrt(2.0 * math.pi))
-    return float(logsumexp(log_density + order * log_mix) + math.log(dx))
+    out = np.empty(a.size)
+    chunk = max(1, 250_000 // n)  # bounds the (orders x grid) block at 2 MB
+    for start in range(0, a.size, chunk):
+        block = log_density + a[start : start + chunk, None] * log_mix
+        peak = block.max(axis=1)
+        out[start : start + chunk] = peak + np.log(np.exp(block - peak[:, None]).sum(axis=1)) + math.log(dx)
+    return out
 
 
 def hypergeometric_log_moment2(steps: int, k: int, z: float) -> float:

@@ -41,8 +41,16 @@ from trustlab.security.safety_decoding import (
     safe_generate,
     safety_logits_processor,
 )
+from trustlab.security.steering_transfer import (
+    ActivationMapper,
+    MappingQuality,
+    activation_switch,
+    steer,
+    steering_vector,
+)
 
 __all__: list[str] = [
+    "ActivationMapper",
     "AdversarialTrainingResult",
     "CrossClassAttribution",
     "EnergyDetector",
@@ -50,6 +58,7 @@ __all__: list[str] = [
     "GAIADetector",
     "KNNShiftDetector",
     "MSPDetector",
+    "MappingQuality",
     "OODMetrics",
     "PoisonedData",
     "SafeGeneration",
@@ -57,6 +66,7 @@ __all__: list[str] = [
     "SplitIntegrateDetector",
     "TSCResult",
     "TabularOODResult",
+    "activation_switch",
     "add_trigger",
     "adversarial_train",
     "attack_success_rate",
@@ -68,6 +78,8 @@ __all__: list[str] = [
     "prediction_flips",
     "safe_generate",
     "safety_logits_processor",
+    "steer",
+    "steering_vector",
     "tabular_ood_scores",
     "tsc_purify",
 ]

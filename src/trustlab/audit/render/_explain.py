@@ -102,8 +102,39 @@ def render_explain(result: SectionResult) -> str:
     rec = f.get("recourse")
     if rec and rec.get("status") != "skipped":
         parts.append(render_recourse(rec))
+    parts += [_text_hypotheses(t) for t in f.get("text_hypotheses", [])]
     parts.append(notes_list(result.notes))
     return "".join(parts)
+
+
+_YES_NO = {True: "yes", False: "no"}
+
+
+def _text_hypotheses(t: dict[str, Any]) -> str:
+    """One column's HypotheSAEs hypotheses as a table, the significant ones first."""
+
+    def p_value(h: dict[str, Any]) -> float:  # NaN: the label duplicates another's (no own effect)
+        return h["p_value"] if np.isfinite(h["p_value"]) else 2.0
+
+    hyps = sorted(t["hypotheses"], key=lambda h: (not h["significant"], p_value(h)))
+    rows = [
+        [
+            h["label"],
+            fmt(h["coef"]),
+            f"{h['p_value']:.2g}" if np.isfinite(h["p_value"]) else "–",
+            _YES_NO[h["significant"]],
+            f"{h['prevalence']:.0%}",
+        ]
+        for h in hyps
+    ]
+    return table(
+        ["hypothesis (distinguishing n-grams)", "coefficient", "p-value", "significant", "share of texts"],
+        rows,
+        caption=(
+            f"Hypotheses about the outcome from the text column {t['column']!r} (HypotheSAEs; "
+            f"tested on {t['n_test']:,} held-out rows, significant below {t['threshold']:.3g})"
+        ),
+    )
 
 
 def render_recourse(rec: dict[str, Any]) -> str:

@@ -115,6 +115,14 @@ class ExplainSection(Section):
     recourse_immutable, recourse_increase_only, recourse_decrease_only : sequence of str
         Columns to treat as immutable or one-directional, on top of the defaults
         (categorical and sensitive columns immutable).
+    text_hypotheses : bool, default True
+        For each free-text column the screening left out of the model (at most two), test
+        HypotheSAEs hypotheses about the target on the held-out rows
+        (:mod:`trustlab.audit.sections._text_hypotheses`).
+    text_encoder : callable, optional
+        ``text_encoder(texts) -> ndarray (n, d)``: the text embeddings HypotheSAEs reads.
+        Default: all-MiniLM-L6-v2 when ``trustlab[text]`` is installed, else fixed random word
+        vectors (a bag-of-words stand-in); the report says which.
     """
 
     name = "explain"
@@ -130,8 +138,12 @@ class ExplainSection(Section):
         recourse_immutable: tuple[str, ...] = (),
         recourse_increase_only: tuple[str, ...] = (),
         recourse_decrease_only: tuple[str, ...] = (),
+        text_hypotheses: bool = True,
+        text_encoder: Any = None,
     ) -> None:
         self.recourse = recourse
+        self.text_hypotheses = text_hypotheses
+        self.text_encoder = text_encoder
         self.recourse_time_limit = recourse_time_limit
         self.recourse_max_regions = recourse_max_regions
         self.recourse_immutable = recourse_immutable
@@ -229,19 +241,31 @@ class ExplainSection(Section):
         return not ctx.private
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
-        """Explain the model on the held-out rows (raw mode only: see :meth:`applies`).
+        """Explain the model on the held-out rows, and the target from free text (raw mode only).
 
         Parameters
         ----------
         ctx : AuditContext
             The audit's context.
         budget : optional
-            Unused (the section runs only outside private mode).
+            Unused (the section runs only outside private mode: see :meth:`applies`).
 
         Returns
         -------
         SectionResult
         """
+        result = self._explain_model(ctx)
+        if self.text_hypotheses:
+            from trustlab.audit.sections._text_hypotheses import text_hypotheses
+
+            found, notes = text_hypotheses(ctx, self.text_encoder)
+            if found:
+                result.figures["text_hypotheses"] = found
+            result.notes.extend(notes)
+        return result
+
+    def _explain_model(self, ctx: AuditContext) -> SectionResult:
+        """Explain the model on the held-out rows (FastPD, or the linear reader)."""
         from trustlab.explain import FastPD, coef_intercept
 
         pre, est = _split_pipeline(ctx.model)

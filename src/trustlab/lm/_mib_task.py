@@ -1,0 +1,140 @@
+"""Clean / counterfactual pairs for :mod:`trustlab.lm.mib` (MIB's circuit-localisation track).
+
+References
+----------
+.. [1] Mueller, Geiger, Wiegreffe et al. "MIB: A Mechanistic Interpretability Benchmark". ICML 2025.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trustlab._param_validation import Interval, validate_params
+from trustlab.errors import DataError
+
+__all__ = ["PatchingTask", "min_pairs"]
+
+
+def _ids_array(name: str, value: Any) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim == 1:
+        arr = arr[None]
+    if arr.ndim != 2 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise DataError(
+            f"{name} must be integer token ids of shape (n_items, seq), got shape {arr.shape} "
+            f"of {arr.dtype}.",
+            argument=name,
+        )
+    return arr.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class PatchingTask:
+    """Clean / counterfactual input pairs and the answers the metric compares.
+
+    Attributes
+    ----------
+    clean, corrupted : ndarray of int, shape (n_items, seq)
+        Token ids; the counterfactual (``corrupted``) rows have the clean rows' shape.
+    answers, cf_answers : ndarray of int, shape (n_items,)
+        The clean answer token and the counterfactual's answer token.
+    positions : ndarray of int, shape (n_items,), optional
+        Where the answer is predicted; default the last position.
+
+    Notes
+    -----
+    The metric is the mean logit difference ``logit[answer] - logit[cf_answer]`` at ``positions``.
+    """
+
+    clean: np.ndarray
+    corrupted: np.ndarray
+    answers: np.ndarray
+    cf_answers: np.ndarray
+    positions: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        clean, corrupted = _ids_array("clean", self.clean), _ids_array("corrupted", self.corrupted)
+        if clean.shape != corrupted.shape:
+            raise DataError(
+                f"corrupted has shape {corrupted.shape} but clean has {clean.shape}: every clean input "
+                "needs a counterfactual of the same length (pad or cut them to one length).",
+                argument="corrupted",
+            )
+        n, seq = clean.shape
+        pos = np.full(n, seq - 1) if self.positions is None else np.asarray(self.positions).reshape(-1)
+        values = {"answers": self.answers, "cf_answers": self.cf_answers, "positions": pos}
+        for name, value in values.items():
+            arr = np.asarray(value).reshape(-1)
+            if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
+                raise DataError(
+                    f"{name} must hold one non-negative integer per item ({n}), "
+                    f"got {np.asarray(value).shape}.",
+                    argument=name,
+                )
+            object.__setattr__(self, name, arr.astype(np.int64))
+        if (np.asarray(self.positions) >= seq).any():
+            raise DataError(f"positions must lie in [0, {seq}).", argument="positions")
+        object.__setattr__(self, "clean", clean)
+        object.__setattr__(self, "corrupted", corrupted)
+
+    def __len__(self) -> int:
+        return int(self.clean.shape[0])
+
+
+@validate_params(
+    {
+        "n": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_items": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_values": [Interval(numbers.Integral, 3, None, closed="left")],
+        "seed": ["random_state"],
+    }
+)
+def min_pairs(n: int, *, n_items: int = 6, n_values: int = 12, seed: Any = 0) -> PatchingTask:
+    """Clean / counterfactual pairs for the lab's sorting task: the first sorted value.
+
+    A clean input is ``v1 .. vn SEP`` (as in :func:`~trustlab.lm.sorting_task`, ``SEP = n_values``)
+    with a unique minimum; the model's answer at ``SEP`` is the minimum. The counterfactual raises
+    the minimal value, so its minimum (the counterfactual answer) is a different token.
+
+    Parameters
+    ----------
+    n : int
+        Number of pairs.
+    n_items : int, default=6
+        Values per sequence.
+    n_values : int, default=12
+        Values are ``0 .. n_values - 1``.
+    seed : int, default=0
+        Seeds the values.
+
+    Returns
+    -------
+    PatchingTask
+        Sequences of length ``n_items + 1``, answers read at the last position.
+
+    Examples
+    --------
+    >>> t = min_pairs(2, n_items=4, n_values=12, seed=0)
+    >>> t.clean.shape, bool((t.answers != t.cf_answers).all())
+    ((2, 5), True)
+    """
+    rng = np.random.default_rng(seed)
+    rows: list[np.ndarray] = []
+    while len(rows) < n:
+        v = rng.integers(0, n_values, size=(2 * n, n_items))
+        s = np.sort(v, axis=1)
+        rows += list(v[s[:, 0] < s[:, 1]])
+    values = np.asarray(rows[:n])
+    idx = values.argmin(axis=1)
+    low = values.min(axis=1)
+    raised = rng.integers(low + 1, n_values)
+    cf_values = values.copy()
+    cf_values[np.arange(n), idx] = raised
+    sep = np.full((n, 1), n_values)
+    clean = np.concatenate([values, sep], axis=1)
+    corrupted = np.concatenate([cf_values, sep], axis=1)
+    return PatchingTask(clean, corrupted, low, cf_values.min(axis=1))

@@ -1,0 +1,522 @@
+"""MIB's circuit-localisation track: edge scores by patching and attribution, and integrated faithfulness.
+
+A circuit is a set of edges of the residual-stream graph (:mod:`trustlab.lm._mib_graph`). Edges
+are scored by exact activation patching, by edge attribution patching (EAP) [2]_, by EAP with
+integrated gradients on the inputs (EAP-IG) [3]_, or at random. The benchmark [1]_ then keeps the
+top edges at budgets from 0.1% to 100% of the edges, measures each circuit's faithfulness
+``f = (m(C) - m(∅)) / (m(N) - m(∅))`` under counterfactual patching, and integrates:
+CPR, the area under ``f`` (circuits from signed scores; higher is better), and CMD, the area
+under ``|1 - f|`` (circuits from absolute scores; lower is better). See docs/lm-mib.md.
+
+References
+----------
+.. [1] Mueller, Geiger, Wiegreffe et al. "MIB: A Mechanistic Interpretability Benchmark". ICML 2025.
+.. [2] Syed, Rager, Conmy. "Attribution Patching Outperforms Automated Circuit Discovery".
+   BlackboxNLP 2024.
+.. [3] Hanna, Pezzelle, Belinkov. "Have Faith in Faithfulness: Going Beyond Circuit Overlap When
+   Finding Model Mechanisms". COLM 2024.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from trustlab._param_validation import Interval, Options, validate_params
+from trustlab.errors import DataError, ParameterError
+from trustlab.lm._mib_graph import (
+    EdgeGraph,
+    _weights,
+    check_names,
+    edge_graph,
+    graph_forward,
+    prune_mask,
+)
+from trustlab.lm._mib_task import PatchingTask, min_pairs
+
+__all__ = [
+    "METHODS",
+    "MIB_BUDGETS",
+    "CircuitLocalization",
+    "EdgeScores",
+    "FaithfulnessCurve",
+    "PatchingTask",
+    "circuit_faithfulness",
+    "circuit_localization",
+    "edge_auroc",
+    "edge_graph",
+    "edge_scores",
+    "faithfulness_curve",
+    "min_pairs",
+]
+
+METHODS = ("activation-patching", "eap", "eap-ig", "random")
+MIB_BUDGETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class EdgeScores:
+    """One score per edge (positive: the edge helps the clean answer).
+
+    Attributes
+    ----------
+    method : str
+        One of :data:`METHODS`.
+    scores : ndarray of float, shape (n_edges,)
+        Scores in the order of ``graph.edges``; in units of the metric (mean logit difference).
+    graph : EdgeGraph
+        The graph scored.
+    """
+
+    method: str
+    scores: np.ndarray
+    graph: EdgeGraph = field(repr=False)
+
+    def top(self, n: int, *, absolute: bool = False) -> list[str]:
+        """Names of the ``n`` best edges (by signed or absolute score)."""
+        key = np.abs(self.scores) if absolute else self.scores
+        order = np.argsort(-key, kind="stable")[:n]
+        names = self.graph.edge_names
+        return [names[i] for i in order]
+
+
+@dataclass(frozen=True)
+class FaithfulnessCurve:
+    """Faithfulness of the top-scored circuits over edge budgets.
+
+    Attributes
+    ----------
+    budgets : ndarray of float
+        Requested shares of edges (the circuit keeps ``int(budget * n_edges)`` top edges).
+    n_edges : ndarray of int
+        Edges left in each circuit after pruning.
+    fractions : ndarray of float
+        ``n_edges / total edges``: the x-axis of the areas.
+    faithfulness : ndarray of float
+        ``(m(C) - m(∅)) / (m(N) - m(∅))`` per circuit.
+    absolute : bool
+        Whether circuits took the top edges by absolute score.
+    """
+
+    budgets: np.ndarray
+    n_edges: np.ndarray
+    fractions: np.ndarray
+    faithfulness: np.ndarray
+    absolute: bool
+
+    @property
+    def area(self) -> float:
+        """Trapezoid area under the curve (CPR when ``absolute`` is False)."""
+        return float(np.trapezoid(self.faithfulness, self.fractions))
+
+    @property
+    def area_from_one(self) -> float:
+        """Trapezoid area under ``|1 - f|`` (CMD when ``absolute`` is True)."""
+        return float(np.trapezoid(np.abs(1.0 - self.faithfulness), self.fractions))
+
+
+@dataclass(frozen=True)
+class CircuitLocalization:
+    """MIB's two integrated metrics for one set of edge scores.
+
+    Attributes
+    ----------
+    cpr : float
+        Integrated circuit performance ratio (signed scores; higher is better).
+    cmd : float
+        Integrated circuit-model difference (absolute scores; lower is better, 0 is ideal).
+    signed, absolute : FaithfulnessCurve
+        The two curves.
+    """
+
+    cpr: float
+    cmd: float
+    signed: FaithfulnessCurve
+    absolute: FaithfulnessCurve
+
+
+class _Context:
+    """One task on one model: tensors, the clean and counterfactual runs, m(N) and m(∅)."""
+
+    def __init__(self, model: Any, task: PatchingTask) -> None:
+        if not isinstance(task, PatchingTask):
+            raise ParameterError(f"task must be a PatchingTask, got {type(task).__name__}.", argument="task")
+        self.model, self.graph = model, edge_graph(model)
+        self.weights = _weights(model)
+        vocab = int(model.get_input_embeddings().num_embeddings)
+        ids = np.concatenate([task.clean, task.corrupted])
+        answers = np.concatenate([task.answers, task.cf_answers])
+        if ids.max() >= vocab or answers.max() >= vocab:
+            raise DataError(
+                f"task holds token ids outside the model's vocabulary [0, {vocab}); encode with the model's "
+                "tokenizer.",
+                argument="task",
+            )
+        ctx = self.weights.lay.max_len
+        if ctx is not None and task.clean.shape[1] > int(ctx):
+            raise DataError(
+                f"task sequences have {task.clean.shape[1]} tokens, longer than the model's context ({ctx}).",
+                argument="task",
+            )
+        window = getattr(model.config, "sliding_window", None)
+        if window and getattr(model.config, "use_sliding_window", True) and task.clean.shape[1] > int(window):
+            raise DataError(
+                f"task sequences have {task.clean.shape[1]} tokens, more than the model's sliding attention "
+                f"window ({window}), which the edge-patched pass does not model; cut them.",
+                argument="task",
+            )
+        device = next(model.parameters()).device
+        self.clean = torch.as_tensor(task.clean, device=device)
+        self.corrupted = torch.as_tensor(task.corrupted, device=device)
+        self.pos = torch.as_tensor(task.positions, device=device)
+        self.ans = torch.as_tensor(task.answers, device=device)
+        self.cf = torch.as_tensor(task.cf_answers, device=device)
+        self.was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            logits, self.corrupt_acts, _ = self.run(self.corrupted)
+            self.m_empty = self.metric(logits).item()
+            logits, self.clean_acts, _ = self.run(self.clean)
+            self.m_full = self.metric(logits).item()
+        if not np.isfinite([self.m_empty, self.m_full]).all():
+            raise DataError("the model's logits hold NaN or inf; check the checkpoint.", argument="model")
+        if abs(self.m_full - self.m_empty) < 1e-6:
+            raise DataError(
+                "task: the clean and counterfactual runs give the same logit difference, so faithfulness "
+                "is undefined; use pairs whose answers the model tells apart.",
+                argument="task",
+            )
+
+    def run(self, ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        return graph_forward(self.model, self.graph, ids, self.pos, weights=self.weights, **kwargs)
+
+    def metric(self, logits: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(logits.shape[0], device=logits.device)
+        return (logits[rows, self.ans] - logits[rows, self.cf]).mean()
+
+    @torch.no_grad()
+    def circuit_metric(self, mask: np.ndarray) -> float:
+        m = torch.as_tensor(mask, dtype=self.corrupt_acts.dtype, device=self.corrupt_acts.device)
+        logits, _, _ = self.run(self.clean, mask=m, corrupt=self.corrupt_acts)
+        return float(self.metric(logits))
+
+    def faithfulness(self, mask: np.ndarray) -> float:
+        return (self.circuit_metric(mask) - self.m_empty) / (self.m_full - self.m_empty)
+
+    def close(self) -> None:
+        self.model.train(self.was_training)
+
+
+def _patching_scores(ctx: _Context, rows_per_pass: int = 512) -> np.ndarray:
+    """``m(N) - m(N without e)`` for every edge, several edges per forward pass."""
+    g, n = ctx.graph, len(ctx.clean)
+    per = max(1, rows_per_pass // n)
+    full = torch.as_tensor(g.valid, dtype=ctx.corrupt_acts.dtype, device=ctx.corrupt_acts.device)
+    out = np.empty(g.n_edges)
+    for start in range(0, g.n_edges, per):
+        chunk = g.edges[start : start + per]
+        masks = full.repeat(len(chunk), 1, 1)
+        masks[torch.arange(len(chunk)), chunk[:, 0], chunk[:, 1]] = 0.0
+        k = len(chunk)
+        with torch.no_grad():
+            logits, _, _ = graph_forward(
+                ctx.model,
+                g,
+                ctx.clean.repeat(k, 1),
+                ctx.pos.repeat(k),
+                mask=masks.repeat_interleave(n, dim=0),
+                corrupt=ctx.corrupt_acts.repeat(k, 1, 1, 1),
+                weights=ctx.weights,
+            )
+        rows = torch.arange(k * n, device=logits.device)
+        diff = logits[rows, ctx.ans.repeat(k)] - logits[rows, ctx.cf.repeat(k)]
+        out[start : start + k] = ctx.m_full - diff.reshape(k, n).mean(1).cpu().numpy()
+    return out
+
+
+def _gradient_scores(ctx: _Context, steps: int) -> np.ndarray:
+    """EAP (``steps = 1``: the gradient at the clean input) or EAP-IG-inputs (``steps`` points)."""
+    g = ctx.graph
+    clean_emb, corr_emb = ctx.clean_acts[:, :, 0], ctx.corrupt_acts[:, :, 0]
+    total: list[torch.Tensor] | None = None
+    for k in range(1, steps + 1):
+        emb = (corr_emb + (k / steps) * (clean_emb - corr_emb)).requires_grad_(True)
+        with torch.enable_grad():
+            logits, _, inputs = ctx.run(ctx.clean, embed_override=emb, keep_inputs=True)
+            grads = torch.autograd.grad(ctx.metric(logits), inputs)
+        total = list(grads) if total is None else [a + b for a, b in zip(total, grads, strict=True)]
+    assert total is not None
+    diff = ctx.clean_acts - ctx.corrupt_acts  # (b, p, n_sources, d)
+    full = torch.zeros(g.valid.shape, dtype=diff.dtype)
+    col = 0
+    for grad in total:
+        width = grad.shape[2]
+        n_up = g.n_upstream(col)
+        full[:n_up, col : col + width] = torch.einsum("bpud,bped->ue", diff[:, :, :n_up], grad / steps).cpu()
+        col += width
+    return full.numpy()[g.edges[:, 0], g.edges[:, 1]].astype(float)
+
+
+@validate_params(
+    {
+        "method": [Options(set(METHODS))],
+        "ig_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
+def edge_scores(
+    model: Any, task: PatchingTask, *, method: str = "eap-ig", ig_steps: int = 5, random_state: Any = 0
+) -> EdgeScores:
+    """Score every edge of a causal LM's graph for a task (MIB's circuit-discovery step).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A GPT-2 or Llama-family causal LM (Llama, Mistral, Qwen2, Mixtral).
+    task : PatchingTask
+        Clean / counterfactual pairs.
+    method : {"activation-patching", "eap", "eap-ig", "random"}, default="eap-ig"
+        Exact patching of each edge (one forward pass per edge), edge attribution patching
+        (one forward and backward pass), EAP with integrated gradients on the input embeddings
+        (``ig_steps`` passes; MIB's EAP-IG-inputs), or standard-normal scores.
+    ig_steps : int, default=5
+        Interpolation points of EAP-IG (the benchmark's default).
+    random_state : int, Generator or None, default=0
+        Seeds the random baseline only.
+
+    Returns
+    -------
+    EdgeScores
+        Scores in units of the metric: ``m(N) - m(N without e)`` or its estimate.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> task = min_pairs(8, n_items=4, n_values=12)
+    >>> edge_scores(m, task, method="eap").scores.shape
+    (13,)
+    """
+    if method not in METHODS:
+        raise ParameterError(
+            f"method must be one of {', '.join(METHODS)}, got {method!r}.", argument="method"
+        )
+    ctx = _Context(model, task)
+    try:
+        if method == "random":
+            scores = np.random.default_rng(random_state).standard_normal(ctx.graph.n_edges)
+        elif method == "activation-patching":
+            scores = _patching_scores(ctx)
+        else:
+            scores = _gradient_scores(ctx, 1 if method == "eap" else int(ig_steps))
+    finally:
+        ctx.close()
+    return EdgeScores(method, scores, ctx.graph)
+
+
+def _score_array(scores: Any, graph: EdgeGraph) -> np.ndarray:
+    arr = np.asarray(scores.scores if isinstance(scores, EdgeScores) else scores, dtype=float).reshape(-1)
+    if arr.shape != (graph.n_edges,) or not np.isfinite(arr).all():
+        raise DataError(
+            f"scores must be EdgeScores or {graph.n_edges} finite numbers (one per edge of this model), got "
+            f"{arr.size}.",
+            argument="scores",
+        )
+    return arr
+
+
+def _budgets(budgets: Any) -> np.ndarray:
+    arr = np.asarray(budgets, dtype=float).reshape(-1)
+    if arr.size == 0 or not np.isfinite(arr).all() or (arr <= 0).any() or (arr > 1).any():
+        raise ParameterError(
+            f"budgets must be shares of the edges in (0, 1], e.g. MIB's {MIB_BUDGETS}; got {budgets!r}.",
+            argument="budgets",
+        )
+    return np.unique(arr)
+
+
+def _curve(
+    ctx: _Context, scores: np.ndarray, budgets: np.ndarray, absolute: bool, prune: bool
+) -> FaithfulnessCurve:
+    g = ctx.graph
+    key = np.abs(scores) if absolute else scores
+    order = np.argsort(-key, kind="stable")
+    counts, faith = [], []
+    for b in budgets:
+        mask = g.mask(order[: int(b * g.n_edges)])
+        if prune:
+            mask = prune_mask(g, mask)
+        counts.append(int(mask.sum()))
+        if counts[-1] == 0 or counts[-1] == g.n_edges:  # the empty circuit / the model: f = 0 / 1 exactly
+            faith.append(float(counts[-1] > 0))
+        else:
+            faith.append(ctx.faithfulness(mask))
+    n = np.asarray(counts)
+    return FaithfulnessCurve(budgets, n, n / g.n_edges, np.asarray(faith), absolute)
+
+
+@validate_params({"budgets": ["array-like"], "absolute": ["boolean"], "prune": ["boolean"]})
+def faithfulness_curve(
+    model: Any,
+    task: PatchingTask,
+    scores: EdgeScores | Any,
+    *,
+    budgets: Any = MIB_BUDGETS,
+    absolute: bool = False,
+    prune: bool = True,
+) -> FaithfulnessCurve:
+    """Faithfulness of the top-scored circuits at each edge budget.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The model the scores belong to.
+    task : PatchingTask
+        Pairs to evaluate on (MIB evaluates on held-out pairs).
+    scores : EdgeScores or array-like of float, shape (n_edges,)
+        One score per edge.
+    budgets : array-like of float in (0, 1], default=MIB_BUDGETS
+        Shares of the edges; the circuit keeps the ``int(budget * n_edges)`` top edges.
+    absolute : bool, default=False
+        Rank edges by absolute score (as for CMD) instead of signed score (as for CPR).
+    prune : bool, default=True
+        Drop edges that cannot affect the output before counting (MIB's evaluation); the
+        faithfulness is the same either way, only the circuit sizes change.
+
+    Returns
+    -------
+    FaithfulnessCurve
+        Sizes and faithfulness per budget.
+    """
+    budget_arr = _budgets(budgets)
+    ctx = _Context(model, task)
+    try:
+        return _curve(ctx, _score_array(scores, ctx.graph), budget_arr, bool(absolute), bool(prune))
+    finally:
+        ctx.close()
+
+
+@validate_params({"budgets": ["array-like"]})
+def circuit_localization(
+    model: Any, task: PatchingTask, scores: EdgeScores | Any, *, budgets: Any = MIB_BUDGETS
+) -> CircuitLocalization:
+    """MIB's CPR and CMD for one set of edge scores.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The model the scores belong to.
+    task : PatchingTask
+        Evaluation pairs.
+    scores : EdgeScores or array-like of float, shape (n_edges,)
+        One score per edge.
+    budgets : array-like of float in (0, 1], default=MIB_BUDGETS
+        Edge budgets of the curves.
+
+    Returns
+    -------
+    CircuitLocalization
+        ``cpr`` (area under the signed-score curve), ``cmd`` (area under ``|1 - f|`` of the
+        absolute-score curve) and both curves.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> task = min_pairs(8, n_items=4, n_values=12)
+    >>> loc = circuit_localization(m, task, edge_scores(m, task, method="random"))
+    >>> float(loc.signed.fractions[-1]), loc.cpr <= 1.0
+    (1.0, True)
+    """
+    budget_arr = _budgets(budgets)
+    ctx = _Context(model, task)
+    try:
+        arr = _score_array(scores, ctx.graph)
+        signed = _curve(ctx, arr, budget_arr, False, True)
+        absolute = _curve(ctx, arr, budget_arr, True, True)
+    finally:
+        ctx.close()
+    return CircuitLocalization(signed.area, absolute.area_from_one, signed, absolute)
+
+
+def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any) -> float:
+    """Faithfulness of one circuit given by edge names (``"a0.h1->m0"``) or edge indices.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The model.
+    task : PatchingTask
+        Evaluation pairs.
+    edges : iterable of str or of int
+        The circuit's edges.
+
+    Returns
+    -------
+    float
+        ``(m(C) - m(∅)) / (m(N) - m(∅))``.
+    """
+    ctx = _Context(model, task)
+    try:
+        items = [edges] if isinstance(edges, str) else list(edges)
+        if all(isinstance(e, str) for e in items):
+            ids = check_names(ctx.graph, items)
+        else:
+            ids = np.asarray(items, dtype=np.int64)
+            if ids.size and (ids.min() < 0 or ids.max() >= ctx.graph.n_edges):
+                raise ParameterError(
+                    f"edges: indices must lie in [0, {ctx.graph.n_edges}).", argument="edges"
+                )
+        return ctx.faithfulness(ctx.graph.mask(ids))
+    finally:
+        ctx.close()
+
+
+def edge_auroc(scores: EdgeScores, circuit: Any, *, absolute: bool = True) -> float:
+    """Area under the ROC curve of edge scores against a known circuit (MIB's InterpBench metric).
+
+    Parameters
+    ----------
+    scores : EdgeScores
+        One score per edge.
+    circuit : iterable of str or of int
+        The known circuit's edges (names such as ``"a0.h1->m0"``, or edge indices).
+    absolute : bool, default=True
+        Rank edges by absolute score (an edge can matter either way).
+
+    Returns
+    -------
+    float
+        The chance that a circuit edge outranks a non-circuit edge (ties count half); 0.5 is chance.
+
+    Examples
+    --------
+    >>> from trustlab.lm._mib_graph import _graph_shape
+    >>> g = _graph_shape(1, 2)
+    >>> s = EdgeScores("random", np.arange(g.n_edges, dtype=float), g)
+    >>> edge_auroc(s, [g.n_edges - 1, g.n_edges - 2])
+    1.0
+    """
+    if not isinstance(scores, EdgeScores):
+        raise ParameterError(f"scores must be EdgeScores, got {type(scores).__name__}.", argument="scores")
+    g = scores.graph
+    items = [circuit] if isinstance(circuit, str | int) else list(circuit)
+    if items and all(isinstance(e, str) for e in items):
+        ids = check_names(g, items)
+    else:
+        ids = np.asarray(items, dtype=np.int64).reshape(-1)
+    if ids.size == 0 or ids.size >= g.n_edges or ids.min() < 0 or ids.max() >= g.n_edges:
+        raise ParameterError(
+            f"circuit must name at least one and fewer than all {g.n_edges} edges, by name or index.",
+            argument="circuit",
+        )
+    from sklearn.metrics import roc_auc_score
+
+    labels = np.zeros(g.n_edges, dtype=bool)
+    labels[ids] = True
+    key = np.abs(scores.scores) if absolute else scores.scores
+    return float(roc_auc_score(labels, key))
