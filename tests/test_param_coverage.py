@@ -116,9 +116,9 @@ EXEMPT: dict[str, str] = {
     "require_torch": "no parameters",
     "torch_generator": "a seed only, checked by make_generator",
     "check_point_clouds": "takes only arrays, checked by the vision lab's input checks",
-    "digits_ddpm_pair": "a DigitsDDPMRecipe (checked by _check_recipe, ParameterError naming recipe) and a path",
-    "digits_finetune_images": "a DigitsDDPMRecipe only, checked by _check_recipe (ParameterError naming recipe)",
-    "train_digits_ddpm_pair": "a DigitsDDPMRecipe only, checked by _check_recipe (ParameterError naming recipe)",
+    "digits_ddpm_pair": "a DigitsDDPMRecipe (checked by _check_recipe, naming recipe) and a path",
+    "digits_finetune_images": "a DigitsDDPMRecipe only, checked by _check_recipe (naming recipe)",
+    "train_digits_ddpm_pair": "a DigitsDDPMRecipe only, checked by _check_recipe (naming recipe)",
     "shape_pointnet": "no parameters",
     "train_shape_pointnet": "no parameters",
     # trustlab.uncertainty
