@@ -139,9 +139,9 @@ def test_claim_fast_guidance_concentrates_on_the_finetuning_images(pair):
     """Shipped pair (8 images of a 9), N = 80 from the same starts, 20 DDIM steps, w' = 2.
 
     Measured: 40/80 guided generations copy a fine-tuning image vs 25/80 direct; the paired sign
-    test on the 80 shared starting noises gives p < 0.01 (asserted: p < 0.05). The clustered
-    candidates extract 6/8 vs 5/8 (asserted: not fewer). One model is too few images for the
-    extraction rate itself; the slow claim below pools four.
+    test on the 80 shared starting noises (23 vs 8 discordant) gives p = 0.005 (asserted:
+    p < 0.05). The clustered candidates extract 6/8 vs 5/8 (asserted: not fewer). One model is
+    too few images for the extraction rate itself; the slow claim below pools four.
     """
     pre, ft = pair
     secret = digits_finetune_images()
