@@ -240,6 +240,51 @@ def check_numeric_array(
     return arr
 
 
+def check_token_ids(value: Any, name: str, *, vocab: int | None = None) -> np.ndarray:
+    """Integer token ids as an ``(n, length)`` int64 array (one sequence may be given 1-D).
+
+    Parameters
+    ----------
+    value : array-like of int
+        Token ids, ``(n, length)`` or ``(length,)``; none empty.
+    name : str
+        The argument's name, for errors.
+    vocab : int, optional
+        The model's vocabulary size: every id must lie in ``[0, vocab)``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n, length)
+
+    Raises
+    ------
+    DataError
+        When ``value`` is not a non-empty 1-D or 2-D integer array, or holds ids outside the
+        vocabulary (a tokenizer that does not match the model).
+
+    Examples
+    --------
+    >>> check_token_ids([3, 1, 2], "ids", vocab=4).shape
+    (1, 3)
+    """
+    arr = np.asarray(value)
+    if arr.ndim == 1:
+        arr = arr[None]
+    if arr.ndim != 2 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise DataError(
+            f"{name} must be integer token ids of shape (n, length) or (length,), none empty; got shape "
+            f"{arr.shape} of {arr.dtype}.",
+            argument=name,
+        )
+    if vocab is not None and (arr.min() < 0 or arr.max() >= vocab):
+        raise DataError(
+            f"{name} hold ids outside the model's vocabulary [0, {vocab}): the tokenizer does not match "
+            "the model; encode with the tokenizer saved beside it.",
+            argument=name,
+        )
+    return arr.astype(np.int64)
+
+
 def check_frame(data: Any, name: str = "data", *, min_rows: int = 1) -> pd.DataFrame:
     """Check ``data`` is a non-empty pandas DataFrame with unique string-able column names."""
     if not isinstance(data, pd.DataFrame):

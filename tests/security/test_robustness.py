@@ -213,3 +213,13 @@ def test_values_near_the_float_limit_score_finite():
     res = tabular_ood_scores(train, odd)
     scores = np.asarray(getattr(res, "scores", res), dtype=float)
     assert np.all(np.isfinite(scores)) and scores[0] > scores[1]
+
+
+@pytest.mark.parametrize("method", ["search", "gradient"])
+def test_absurd_eps_is_a_parameter_error_not_an_overflow(method):
+    """eps = 1e308 once reached the model as infinite rows (sklearn's ValueError, found by the fuzz)."""
+    X, y = _linear_data(60)
+    model = LogisticRegression().fit(X, y)
+    with pytest.raises(ParameterError) as err:
+        prediction_flips(model, X[:5], eps=1e308, method=method)
+    assert err.value.argument == "eps"

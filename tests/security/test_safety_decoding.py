@@ -233,6 +233,8 @@ def test_bad_input(gpt2):
     with pytest.raises(ParameterError, match="head"):
         safe_generate(gpt2, SafetyHead(gpt2), x, refusal_ids=[1])
     with pytest.raises(DataError, match="prompt_ids"):
+        safe_generate(gpt2, head, [[1.5, 2.0]], refusal_ids=[1])
+    with pytest.raises(ParameterError, match="context of 16"):  # 3 prompt tokens + 16 > 16 positions
         safe_generate(gpt2, head, [1, 2, 3], refusal_ids=[1])
     with pytest.raises(ParameterError, match="unknown"):
         safety_logits_processor(head, 2, refusal_ids=[1], window=3)

@@ -14,22 +14,10 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import check_token_ids
 from trustlab.errors import DataError
 
 __all__ = ["PatchingTask", "min_pairs"]
-
-
-def _ids_array(name: str, value: Any) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.ndim == 1:
-        arr = arr[None]
-    if arr.ndim != 2 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise DataError(
-            f"{name} must be integer token ids of shape (n_items, seq), got shape {arr.shape} "
-            f"of {arr.dtype}.",
-            argument=name,
-        )
-    return arr.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -57,7 +45,7 @@ class PatchingTask:
     positions: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        clean, corrupted = _ids_array("clean", self.clean), _ids_array("corrupted", self.corrupted)
+        clean, corrupted = check_token_ids(self.clean, "clean"), check_token_ids(self.corrupted, "corrupted")
         if clean.shape != corrupted.shape:
             raise DataError(
                 f"corrupted has shape {corrupted.shape} but clean has {clean.shape}: every clean input "

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
+from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ModelError, ParameterError
 
 __all__ = ["HOOK_KINDS", "hook_points", "run_with_hooks"]
@@ -149,21 +149,7 @@ def _parse(names: Iterable[str], n_layers: int) -> list[tuple[str, int, str]]:
 
 
 def _ids(input_ids: Any, lay: _Layout, vocab: int) -> torch.Tensor:
-    ids = torch.as_tensor(np.asarray(input_ids))
-    if ids.ndim == 1:
-        ids = ids[None]
-    if ids.ndim != 2 or ids.shape[1] == 0 or ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise DataError(
-            f"input_ids must be integer token ids of shape (batch, seq) or (seq,), got {tuple(ids.shape)} "
-            f"of {ids.dtype}.",
-            argument="input_ids",
-        )
-    if int(ids.min()) < 0 or int(ids.max()) >= vocab:
-        raise DataError(
-            f"input_ids hold ids outside the model's vocabulary [0, {vocab}): the tokenizer does not match "
-            "the model; encode with the tokenizer saved beside it.",
-            argument="input_ids",
-        )
+    ids = torch.as_tensor(check_token_ids(input_ids, "input_ids", vocab=vocab))
     if lay.max_len is not None and ids.shape[1] > int(lay.max_len):
         raise DataError(
             f"input_ids have {ids.shape[1]} tokens, longer than the model's context "

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Options, validate_params
+from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ModelError, ParameterError
 
 __all__ = ["check_vocabularies", "greedy_generate", "steer"]
@@ -111,24 +112,6 @@ def check_vocabularies(
                 argument="target_tokenizer",
             )
     return vs
-
-
-def _ids(sequences: Any, vocab: int, name: str = "sequences") -> np.ndarray:
-    ids = np.asarray(sequences)
-    if ids.ndim == 1:
-        ids = ids[None]
-    if ids.ndim != 2 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
-        raise DataError(
-            f"{name} must be a non-empty 2-D array of integer token ids (n, length), got shape "
-            f"{ids.shape} of {ids.dtype}.",
-            argument=name,
-        )
-    if ids.min() < 0 or ids.max() >= vocab:
-        raise DataError(
-            f"{name} hold ids outside the vocabulary [0, {vocab}); encode them with the models' tokenizer.",
-            argument=name,
-        )
-    return ids.astype(np.int64)
 
 
 def _rows(x: Any, name: str, width: int | None = None) -> np.ndarray:
@@ -229,7 +212,7 @@ def greedy_generate(model: Any, prompts: Any, *, max_new_tokens: int = 8) -> np.
     import torch
 
     _layout(model, "model")
-    ids = _ids(prompts, _vocab_size(model), "prompts")
+    ids = check_token_ids(prompts, "prompts", vocab=_vocab_size(model))
     if (
         isinstance(max_new_tokens, bool)
         or not isinstance(max_new_tokens, numbers.Integral)

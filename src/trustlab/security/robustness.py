@@ -349,7 +349,7 @@ def _scales(scale: Any, reference: pd.DataFrame, cols: list[Any]) -> np.ndarray:
 
 @validate_params(
     {
-        "eps": [Interval(numbers.Real, 0, None, closed="neither")],
+        "eps": [Interval(numbers.Real, 0, 1000, closed="right")],  # in feature scales: more is absurd
         "scale": [Options({"iqr", "range"}), "array-like"],
         "method": [Options({"auto", "gradient", "search"})],
         "n_steps": [Interval(numbers.Integral, 1, 1000, closed="both")],
@@ -380,7 +380,7 @@ def prediction_flips(
     X : DataFrame or array-like of shape (n_samples, n_features)
         The rows to perturb, as the model takes them.
     eps : float, default=0.05
-        Box radius per feature as a multiple of the feature's scale (> 0).
+        Box radius per feature as a multiple of the feature's scale, in (0, 1000].
     scale : {"iqr", "range"} or array-like, default="iqr"
         Each perturbed feature's scale: its IQR (range where the IQR is 0) or range on
         ``reference``, or one public number per perturbed column.
@@ -457,6 +457,13 @@ def prediction_flips(
             "X has NaN or infinite values in the perturbed columns; impute them first.", argument="X"
         )
     radius = float(eps) * _scales(scale, ref, cols)
+    reach = np.abs(values).max(axis=0) + radius if len(values) else radius
+    if not np.all(np.isfinite(reach)):
+        raise ParameterError(
+            f"eps={eps!r} is too large: the box around the rows leaves the floating-point range; pass a "
+            "radius of a few feature scales at most (e.g. eps=0.05).",
+            argument="eps",
+        )
     if use_gradient:
         if len(cols) != frame.shape[1]:
             raise DataError(

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab._param_validation import Interval, ParamsValidationMixin
+from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 from trustlab.security._safety_rules import _Monitor, _rules
 
@@ -42,22 +43,6 @@ def _check_model(model: Any) -> Any:
             argument="model",
         )
     return next(model.parameters()).device
-
-
-def _check_ids(ids: Any, vocab: int, name: str) -> np.ndarray:
-    arr = np.asarray(ids)
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise DataError(
-            f"{name} must be a non-empty 2-D integer array (n, length); pass ids[None] for one sequence.",
-            argument=name,
-        )
-    if arr.min() < 0 or arr.max() >= vocab:
-        raise DataError(
-            f"{name} holds ids outside the model's vocabulary [0, {vocab}): the tokenizer does not match "
-            "the model.",
-            argument=name,
-        )
-    return arr.astype(np.int64)
 
 
 def _cache_kw(model: Any) -> str:
@@ -251,7 +236,7 @@ class SafetyHead(ParamsValidationMixin):
 
         self._validate_params()
         device = _check_model(self.model)
-        ids = _check_ids(sequences, self._vocab(), "sequences")
+        ids = check_token_ids(sequences, "sequences", vocab=self._vocab())
         labels = np.asarray(y)
         if labels.shape != (ids.shape[0],) or not np.isin(labels, (0, 1)).all():
             raise DataError(f"y must hold one 0/1 label per sequence ({ids.shape[0]}).", argument="y")
@@ -310,7 +295,7 @@ class SafetyHead(ParamsValidationMixin):
         if not hasattr(self, "coef_"):
             raise NotFittedError("This SafetyHead is not fitted; call fit first.", argument="fit")
         _check_model(self.model)
-        ids = _check_ids(sequences, self._vocab(), "sequences")
+        ids = check_token_ids(sequences, "sequences", vocab=self._vocab())
         cache, km, position = self._encode(ids, self._masks(ids, key_mask))
         with torch.no_grad():
             return self.cls_logits(cache, km, position).cpu().numpy().astype(np.float64)
@@ -471,7 +456,7 @@ def safe_generate(
 
     device = _check_model(model)
     vocab = int(model.get_input_embeddings().num_embeddings)
-    prompts = _check_ids(prompt_ids, vocab, "prompt_ids")
+    prompts = check_token_ids(prompt_ids, "prompt_ids", vocab=vocab)
     if head is not None and (not isinstance(head, SafetyHead) or not hasattr(head, "coef_")):
         raise ParameterError("head must be a fitted SafetyHead or None.", argument="head")
     if head is not None and head.model is not model:
@@ -486,13 +471,24 @@ def safe_generate(
     if prefill_ids is not None:
         pre = np.asarray(prefill_ids)
         pre = np.broadcast_to(pre, (n, pre.shape[-1])) if pre.ndim == 1 else pre
-        ids = np.concatenate([prompts, _check_ids(pre, vocab, "prefill_ids")], axis=1)
+        ids = np.concatenate([prompts, check_token_ids(pre, "prefill_ids", vocab=vocab)], axis=1)
     else:
         ids = prompts
     rules = _rules(
         prompts.shape[1], refusal_ids, tau=tau, r1=r1, r2=r2, r3=r3, threshold=threshold,
         schedule=schedule, period=period, skip_ids=skip_ids, eos_id=eos_id,
     )  # fmt: skip
+    cfg = getattr(model, "config", None)  # learned positions end at the context; rotary ones do not
+    rotary = any(getattr(cfg, a, None) is not None for a in ("rope_theta", "rope_parameters", "rope_scaling"))
+    context = getattr(cfg, "n_positions", None)
+    if context is None and not rotary:
+        context = getattr(cfg, "max_position_embeddings", None)
+    if context is not None and ids.shape[1] + max_new_tokens > int(context):
+        raise ParameterError(
+            f"max_new_tokens={max_new_tokens} after {ids.shape[1]} prompt tokens exceeds the model's "
+            f"context of {context} positions; lower max_new_tokens or shorten the prompts.",
+            argument="max_new_tokens",
+        )
     mon = _Monitor(n, rules)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     kw = _cache_kw(model)

@@ -34,11 +34,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
+from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.security._steering_hooks import (
     _edit_hook,
     _hook,
-    _ids,
     _rows,
     _vocab_size,
     check_vocabularies,
@@ -88,7 +88,7 @@ def collect_activations(
     from trustlab.lm.hooks import run_with_hooks
 
     name, _, _ = _hook(model, hook, "hook", "model")
-    ids = _ids(sequences, _vocab_size(model))
+    ids = check_token_ids(sequences, "sequences", vocab=_vocab_size(model))
     if position is not None and (
         not isinstance(position, numbers.Integral) or not -ids.shape[1] <= position < ids.shape[1]
     ):
