@@ -410,6 +410,13 @@ MUTANTS: list[Mutant] = [
             "tests/privacy/test_finextract.py::test_claim_fast_guidance_concentrates_on_the_finetuning_images",
         ),
     ),
+    Mutant(
+        "Renyi accounting: fractional-order quadrature grid stops at 40 z, cutting off the mass near alpha",
+        "src/trustlab/privacy/_amplification_rdp.py",
+        "hi = float(a.max()) + 40.0 * z",
+        "hi = 40.0 * z",
+        ("tests/privacy/test_amplification.py::test_fractional_quadrature_equals_a_ten_times_finer_grid",),
+    ),
 ]
 
 
