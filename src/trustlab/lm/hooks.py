@@ -156,7 +156,7 @@ def _ids(input_ids: Any, lay: _Layout, vocab: int) -> torch.Tensor:
             f"({lay.max_len}); cut them.",
             argument="input_ids",
         )
-    return ids.long()
+    return ids
 
 
 def _first(x: Any) -> Any:
