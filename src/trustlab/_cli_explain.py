@@ -58,8 +58,7 @@ def hypotheses(
     import numpy as np
     import pandas as pd
 
-    from trustlab.explain.hypotheses import HypotheSAEs, minilm_encoder, word_vector_encoder
-    from trustlab.explain.sae import SparseAutoencoder
+    from trustlab.explain.hypotheses import HypotheSAEs, authors_sae, minilm_encoder, word_vector_encoder
 
     try:
         if not data.is_file():
@@ -84,15 +83,7 @@ def hypotheses(
         tr, te = order[:cut], order[cut:]
         encode = minilm_encoder() if encoder == "minilm" else word_vector_encoder(64, random_state=seed)
         emb = np.asarray(encode(texts))
-        sae = SparseAutoencoder(
-            latents,
-            architecture="topk",
-            k=k,
-            batch_size=512,
-            n_steps=steps,
-            learning_rate=5e-4,
-            random_state=seed,
-        )
+        sae = authors_sae(latents, k, steps, seed)
         model = HypotheSAEs(sae, n_hypotheses=n_hypotheses, random_state=seed)
         model.fit([texts[i] for i in tr], y.to_numpy()[tr], embeddings=emb[tr])
         res = model.score_hypotheses([texts[i] for i in te], y.to_numpy()[te], embeddings=emb[te])

@@ -135,6 +135,19 @@ class HypothesisTest:
 
 
 # ----------------------------------------------------------------- estimator
+def authors_sae(n_latents: int, k: int, n_steps: int, random_state: Any) -> SparseAutoencoder:
+    """An unfitted TopK SAE with the HypotheSAEs authors' optimiser settings (batch 512, rate 5e-4)."""
+    return SparseAutoencoder(
+        n_latents,
+        architecture="topk",
+        k=k,
+        batch_size=512,
+        n_steps=n_steps,
+        learning_rate=5e-4,
+        random_state=random_state,
+    )
+
+
 class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
     """Generate and test hypotheses about a target from text with a sparse autoencoder.
 
@@ -310,10 +323,7 @@ class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
                 argument="texts",
             ) from None
         if self.sae is None:
-            sae = SparseAutoencoder(
-                256, architecture="topk", k=8, batch_size=512, learning_rate=5e-4, n_steps=2000
-            )
-            sae.set_params(random_state=int(rng.integers(2**31 - 1)))
+            sae = authors_sae(256, 8, 2000, int(rng.integers(2**31 - 1)))
         else:
             sae = clone(self.sae)
         self.sae_ = sae.fit(E)

@@ -106,8 +106,7 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
         ``threshold``, ``hypotheses``: label, coefficient, p-value, significant, prevalence),
         and the notes: which columns were read as text and why any was not analysed.
     """
-    from trustlab.explain.hypotheses import HypotheSAEs
-    from trustlab.explain.sae import SparseAutoencoder
+    from trustlab.explain.hypotheses import HypotheSAEs, authors_sae
 
     columns = text_columns(ctx)
     if not columns:
@@ -123,15 +122,8 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
         tr = _rows(ctx.train_index, keep, _MAX_TRAIN, rng)
         te = _rows(ctx.test_index, keep, _MAX_TEST, rng)
         small = tr.size < 10_000  # the authors' sizes: 64 latents, k 4 for ~1k texts; 256, 8 for ~10k
-        sae = SparseAutoencoder(
-            64 if small else 256,
-            architecture="topk",
-            k=4 if small else 8,
-            batch_size=512,
-            n_steps=int(np.clip(100 * tr.size / 512, 200, 2000)),
-            learning_rate=5e-4,
-            random_state=ctx.random_state,
-        )
+        steps = int(np.clip(100 * tr.size / 512, 200, 2000))
+        sae = authors_sae(64 if small else 256, 4 if small else 8, steps, ctx.random_state)
         model = HypotheSAEs(sae, n_hypotheses=_N_HYPOTHESES, random_state=ctx.random_state)
         try:
             train_texts = texts.iloc[tr].astype(str).tolist()
