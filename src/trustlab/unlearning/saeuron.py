@@ -277,7 +277,8 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         hits = np.flatnonzero(self.classes_ == concept)
         if len(hits) != 1:
             raise ParameterError(
-                f"unknown concept {concept!r}; SAeUron was fitted on {self.classes_.tolist()}.",
+                f"unlearn must hold concepts SAeUron was fitted on ({self.classes_.tolist()}); "
+                f"got {concept!r}.",
                 argument="unlearn",
             )
         return int(hits[0])
