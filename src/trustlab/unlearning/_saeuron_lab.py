@@ -2,7 +2,7 @@
 
 Its SAE (512 BatchTopK features on the ``down2`` block, 32 channels at 4 x 4 positions) and the
 concept means are stored as float32 arrays (``saeuron_digits.npz``, package data), so tests,
-docs and benchmarks do not spend the ~10 s of CPU a fit costs. Private to
+docs and benchmarks do not spend the minutes a fit and the per-digit sweep cost. Private to
 :mod:`trustlab.unlearning.saeuron`, which exports :func:`digits_saeuron`.
 """
 
@@ -44,7 +44,9 @@ def lab_data() -> tuple[np.ndarray, np.ndarray]:
 
 def state_arrays(su: Any) -> dict[str, np.ndarray]:
     """What a fitted SAeUron needs besides its parameters."""
-    out = {f"sae/{k}": np.asarray(getattr(su.sae_, k), dtype=np.float32) for k in _SAE_FIELDS}
+    out: dict[str, np.ndarray] = {
+        f"sae/{k}": np.asarray(getattr(su.sae_, k), dtype=np.float32) for k in _SAE_FIELDS
+    }
     out["sae/threshold_"] = np.asarray(su.sae_.threshold_, dtype=np.float32)
     out.update(
         concept_means_=su.concept_means_.astype(np.float32),

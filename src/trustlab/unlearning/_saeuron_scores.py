@@ -64,8 +64,8 @@ def feature_scores(concept_means: Any, target: Any, *, counts: Any = None, eps: 
     Examples
     --------
     >>> means = np.array([[[4.0, 1.0, 0.0]], [[1.0, 1.0, 2.0]]])
-    >>> feature_scores(means, 0).round(3)
-    array([[ 0.55 , -0.05 , -0.5  ]])
+    >>> feature_scores(means, 0).round(3).tolist()
+    [[0.55, -0.05, -0.5]]
     """
     arr = _check_means(concept_means)
     k = arr.shape[0]

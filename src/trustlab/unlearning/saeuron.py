@@ -523,7 +523,8 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     Parameters
     ----------
     refit : bool, default=False
-        Fit again from the recipe (about 10 s of CPU) instead of loading the shipped state.
+        Fit again from the recipe (about 2 minutes on a busy 2-core machine) instead of loading
+        the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`).
 
     Returns
     -------
