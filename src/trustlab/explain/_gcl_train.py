@@ -132,29 +132,32 @@ def _project(h: torch.Tensor, w: list[torch.Tensor]) -> torch.Tensor:
     return torch.nn.functional.normalize(out, dim=1)
 
 
-def _contrast(u: torch.Tensor, v: torch.Tensor, tau: float, weight: torch.Tensor | None) -> torch.Tensor:
-    """GRACE's per-anchor InfoNCE ``l(u_i, v_i)``; ``weight`` (n x n) down-weights negatives.
+def _contrast(
+    z1: torch.Tensor, z2: torch.Tensor, tau: float, weight: torch.Tensor | None, co: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """GRACE's symmetric InfoNCE, and the construction term when ``co`` is given (per anchor).
 
-    ``weight = None`` is GRACE: every other node, in both views, is a negative.
+    GRACE: ``l(u_i, v_i) = -log e^{s_ii'} / (e^{s_ii'} + sum_{k!=i} w_ik (e^{s(u_i, v_k)} + e^{s(u_i, u_k)}))``
+    with ``s = cosine / tau``, averaged over both directions; ``weight = None`` (``w = 1``) is GRACE.
+    Construction: soft-positive InfoNCE across views, ``-sum_k S_ik log p_ik / sum_k S_ik`` with
+    ``S = co`` the co-membership of the fuzzy boundaries and ``p_ik`` the softmax over view-2 nodes
+    of ``s(u_i, v_k)``: members of one fuzzy boundary are bridged.
     """
-    between = torch.exp(u @ v.T / tau)
-    within = torch.exp(u @ u.T / tau)
-    pos = between.diagonal()
+    s12 = z1 @ z2.T / tau
+    e12, e11, e22 = torch.exp(s12), torch.exp(z1 @ z1.T / tau), torch.exp(z2 @ z2.T / tau)
+    pos = e12.diagonal()
     if weight is not None:
-        between, within = between * weight, within * weight
-    denom = pos + (between.sum(1) - between.diagonal()) + (within.sum(1) - within.diagonal())
-    return -torch.log(pos / denom)
-
-
-def _construction(u: torch.Tensor, v: torch.Tensor, tau: float, s: torch.Tensor) -> torch.Tensor:
-    """Soft-positive InfoNCE across views: ``-sum_k S_ik log p_ik / sum_k S_ik`` per anchor.
-
-    ``S_ik`` is the co-membership of nodes ``i`` and ``k`` in the fuzzy boundaries, ``p_ik`` the
-    softmax over view-2 nodes of ``u_i . v_k / tau``: members of one fuzzy boundary are bridged.
-    """
-    logp = torch.log_softmax(u @ v.T / tau, dim=1)
-    mass = s.sum(1)
-    return -(s * logp).sum(1) / mass.clamp_min(_EPS) * (mass > 0)
+        e12, e11, e22 = e12 * weight, e11 * weight, e22 * weight
+    off12, off21 = e12.sum(1) - e12.diagonal(), e12.sum(0) - e12.diagonal()
+    denom1 = pos + off12 + e11.sum(1) - e11.diagonal()
+    denom2 = pos + off21 + e22.sum(1) - e22.diagonal()
+    grace = 0.5 * (torch.log(denom1) + torch.log(denom2)) - s12.diagonal()
+    if co is None:
+        return grace, None
+    mass = co.sum(1)
+    logp1, logp2 = torch.log_softmax(s12, dim=1), torch.log_softmax(s12.T, dim=1)
+    build = -0.5 * ((co * logp1).sum(1) + (co * logp2).sum(1)) / mass.clamp_min(_EPS) * (mass > 0)
+    return grace, build
 
 
 def _init(fan_in: int, fan_out: int, gen: torch.Generator) -> torch.Tensor:
@@ -172,7 +175,15 @@ def _kmeans_centers(z: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 def train_gcl(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GCLFit:
     """Train the encoder; the fuzzy terms switch on after ``cfg.warmup`` epochs when weighted."""
-    torch.manual_seed(cfg.seed)  # nothing below draws from the global generator; kept for safety
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small dense matrices: one thread is fastest and spares busy cores
+    try:
+        return _train(adjacency, features, cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GCLFit:
     gen = torch.Generator().manual_seed(cfg.seed)
     x = torch.tensor(features, dtype=torch.float32)
     d_in, n = x.shape[1], x.shape[0]
@@ -210,10 +221,9 @@ def train_gcl(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) ->
             loss_fuzzy = cfg.contraction_weight * (boundary.pow(cfg.fuzzifier) * dist2).sum(1).mean()
             centers = _fcm_centers(h.detach(), u, cfg.fuzzifier)  # one fuzzy c-means step per epoch
             membership = u
-        loss = 0.5 * (_contrast(z1, z2, cfg.temperature, weight) + _contrast(z2, z1, cfg.temperature, weight))
-        loss = loss.mean() + loss_fuzzy
-        if co is not None and cfg.construction_weight > 0:
-            build = 0.5 * (_construction(z1, z2, cfg.temperature, co) + _construction(z2, z1, cfg.temperature, co))
+        grace, build = _contrast(z1, z2, cfg.temperature, weight, co if cfg.construction_weight > 0 else None)
+        loss = grace.mean() + loss_fuzzy
+        if build is not None:
             loss = loss + cfg.construction_weight * build.mean()
         grads = torch.autograd.grad(loss, params)
         if cfg.weight_decay > 0:
