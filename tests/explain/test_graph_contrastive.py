@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("torch")
 
-from trustlab.errors import DataError, NotFittedError, ParameterError, TrustlabError  # noqa: E402
-from trustlab.explain import (  # noqa: E402
+from trustlab.errors import DataError, NotFittedError, ParameterError, TrustlabError
+from trustlab.explain import (
     FuzzyBoundaryGCL,
     cluster_quality,
     load_karate_communities,

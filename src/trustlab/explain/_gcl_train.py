@@ -13,6 +13,7 @@ centre, weighted by membership^m). With the fuzzy weights 0 the loop is GRACE, s
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -137,7 +138,7 @@ def _contrast(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """GRACE's symmetric InfoNCE, and the construction term when ``co`` is given (per anchor).
 
-    GRACE: ``l(u_i, v_i) = -log e^{s_ii'} / (e^{s_ii'} + sum_{k!=i} w_ik (e^{s(u_i, v_k)} + e^{s(u_i, u_k)}))``
+    GRACE: ``l(u_i, v_i) = -log e^{s_ii'} / (e^{s_ii'} + sum_{k!=i} w_ik (e^{s(u_i,v_k)} + e^{s(u_i,u_k)}))``
     with ``s = cosine / tau``, averaged over both directions; ``weight = None`` (``w = 1``) is GRACE.
     Construction: soft-positive InfoNCE across views, ``-sum_k S_ik log p_ik / sum_k S_ik`` with
     ``S = co`` the co-membership of the fuzzy boundaries and ``p_ik`` the softmax over view-2 nodes
@@ -242,4 +243,3 @@ def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GC
         membership=None if membership is None else membership.numpy().astype(float),
         loss_curve=losses,
     )
-

@@ -240,7 +240,8 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
             from trustlab.explain._gcl_train import GCLConfig, train_gcl
         except ImportError as exc:  # pragma: no cover - torch is in the dev extra
             raise MissingDependencyError(
-                "FuzzyBoundaryGCL needs torch; install it with `pip install trustlab[torch]`.", argument="torch"
+                "FuzzyBoundaryGCL needs torch; install it with `pip install trustlab[torch]`.",
+                argument="torch",
             ) from exc
         on = bool(self.fuzzy)
         cfg = GCLConfig(
