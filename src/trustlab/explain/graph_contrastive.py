@@ -351,6 +351,11 @@ class ClusterQuality:
         Silhouette of the labels on the normalised embeddings (higher is better).
     probe_accuracy : float
         Linear-probe (logistic regression) accuracy, stratified ``cv``-fold cross-validation.
+    local_groups : float
+        Mean number, over the classes, of separate groups a class falls into at radius ``eps``
+        (connected components of the graph linking a class's nodes closer than ``eps``: DBSCAN
+        with one sample per core). 1 is a cohesive class; more is the paper's *local cohesion*
+        (a class split into small groups), as in its quantitative analysis at DBSCAN radii.
     """
 
     nmi: float
@@ -360,12 +365,27 @@ class ClusterQuality:
     compactness_ratio: float
     silhouette: float
     probe_accuracy: float
+    local_groups: float
+
+
+def _n_groups(z: np.ndarray, eps: float) -> int:
+    """Connected components of the ``eps``-neighbourhood graph of the rows of ``z``."""
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial.distance import cdist
+
+    return int(connected_components(sparse.csr_matrix(cdist(z, z) < eps), directed=False)[0])
 
 
 @validate_params(
-    {"cv": [Interval(numbers.Integral, 2, None, closed="left")], "random_state": ["random_state"]}
+    {
+        "cv": [Interval(numbers.Integral, 2, None, closed="left")],
+        "eps": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
 )
-def cluster_quality(embeddings: Any, labels: Any, *, cv: int = 5, random_state: Any = 0) -> ClusterQuality:
+def cluster_quality(
+    embeddings: Any, labels: Any, *, cv: int = 5, eps: float = 0.3, random_state: Any = 0
+) -> ClusterQuality:
     """Intra-cluster compactness, inter-cluster separation, k-means NMI/ARI and a linear probe.
 
     The quantities the fuzzy-boundary paper reports for node embeddings (Lin et al., ICML
@@ -380,6 +400,9 @@ def cluster_quality(embeddings: Any, labels: Any, *, cv: int = 5, random_state: 
         Known cluster of each node: at least two clusters, each with at least ``cv`` nodes.
     cv : int, default=5
         Folds of the linear probe.
+    eps : float, default=0.3
+        Radius of :attr:`ClusterQuality.local_groups` (distances between unit vectors are in
+        [0, 2]).
     random_state : None, int or numpy Generator, default=0
         Seeds k-means and the probe's folds.
 
@@ -438,6 +461,7 @@ def cluster_quality(embeddings: Any, labels: Any, *, cv: int = 5, random_state: 
         compactness_ratio=compact / max(sep, 1e-12),
         silhouette=float(silhouette_score(zn, codes)),
         probe_accuracy=float(probe.mean()),
+        local_groups=float(np.mean([_n_groups(zn[codes == c], float(eps)) for c in range(k)])),
     )
 
 
