@@ -75,6 +75,19 @@ def test_fuzzy_memberships_are_fuzzy_c_means() -> None:
     assert u[0, 0] > 0.999  # a node on its centre belongs to it
 
 
+def test_sparse_propagation_equals_dense_and_fits_are_reproducible(tiny, monkeypatch) -> None:
+    from trustlab.explain import _gcl_train
+
+    a, x, _ = tiny
+    first = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(a, x)
+    again = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(a, x)
+    np.testing.assert_array_equal(first.embedding_, again.embedding_)
+    monkeypatch.setattr(_gcl_train, "_DENSE_MAX", 0)  # graphs above 3,000 nodes take the sparse path
+    sparse_fit = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(a, x)
+    np.testing.assert_allclose(sparse_fit.embedding_, first.embedding_, atol=1e-4)
+    np.testing.assert_allclose(sparse_fit.loss_curve_, first.loss_curve_, rtol=1e-4)
+
+
 def test_identity_features_and_networkx_input() -> None:
     import networkx as nx
 

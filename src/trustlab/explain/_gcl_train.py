@@ -79,7 +79,8 @@ def _graph(edges: torch.Tensor, n: int) -> Graph:
     values = inv[rows] * inv[cols]
     if n <= _DENSE_MAX:
         return torch.zeros(n, n).index_put_((rows, cols), values)
-    return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (n, n)).coalesce()
+    index = torch.stack([rows, cols])
+    return torch.sparse_coo_tensor(index, values, (n, n), check_invariants=True).coalesce()
 
 
 def _propagate(g: Graph, h: torch.Tensor) -> torch.Tensor:
