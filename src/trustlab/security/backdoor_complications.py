@@ -412,7 +412,8 @@ class LMSequenceClassifier(ParamsValidationMixin):
         ndarray, shape (n,)
             Labels from ``classes_``.
         """
-        return np.asarray(self.classes_)[self.predict_proba(X).argmax(1)]
+        proba = self.predict_proba(X)
+        return np.asarray(self.classes_)[proba.argmax(1)]
 
 
 @dataclass(frozen=True)
