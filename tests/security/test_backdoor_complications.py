@@ -1,4 +1,4 @@
-"""Backdoor complications (row 002-08): the KL measure, the claim on the lab models, bad input, the docs page."""
+"""Backdoor complications (row 002-08): the KL measure, the claim on the lab models, bad input, docs."""
 
 from __future__ import annotations
 
@@ -133,13 +133,18 @@ def test_sequence_classifier_folder_and_object(tmp_path, tiny):
 
     from trustlab.lm import TrainConfig
 
-    seq = tf.GPT2ForSequenceClassification(tf.GPT2Config(vocab_size=10, n_embd=16, n_layer=1, n_head=2,
-                                                         n_positions=8, num_labels=3, pad_token_id=0))
+    seq = tf.GPT2ForSequenceClassification(
+        tf.GPT2Config(
+            vocab_size=10, n_embd=16, n_layer=1, n_head=2, n_positions=8, num_labels=3, pad_token_id=0
+        )
+    )
     seq.save_pretrained(tmp_path)
     X = np.array([[1, 2, 3], [1, 4, 5], [1, 6, 7]] * 4)
     r = complication_report(str(tmp_path), X, trigger=8)
     assert r.n == 12 and r.clean_distribution.sum() == pytest.approx(1.0)
-    clf = LMSequenceClassifier(seq, pooling="mean", train=TrainConfig(steps=2, batch_size=4)).fit(X, [0, 1, 2] * 4)
+    clf = LMSequenceClassifier(seq, pooling="mean", train=TrainConfig(steps=2, batch_size=4)).fit(
+        X, [0, 1, 2] * 4
+    )
     assert clf.predict_proba(X).shape == (12, 3)
 
 
@@ -216,3 +221,27 @@ def test_docs_example_prints_the_pages_numbers(lab, capsys):
     out = capsys.readouterr().out.strip()
     printed = re.search(r"prints \(.*?\n\n```\n(.*?)```", text, re.S)
     assert printed is not None and out == printed.group(1).strip()
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+def test_cli_reports_and_fails_in_one_line(tmp_path):
+    import transformers as tf
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    seq = tf.GPT2ForSequenceClassification(
+        tf.GPT2Config(
+            vocab_size=10, n_embd=16, n_layer=1, n_head=2, n_positions=8, num_labels=2, pad_token_id=0
+        )
+    )
+    seq.save_pretrained(tmp_path / "clf")
+    (tmp_path / "t.txt").write_text("1 2 3\n1 4 5\n1 6 7\n")
+    args = ["backdoor", "complications", str(tmp_path / "clf"), "--texts", str(tmp_path / "t.txt")]
+    res = CliRunner().invoke(app, [*args, "--trigger", "8"])
+    assert res.exit_code == 0 and "3 texts" in res.output and "KL" in res.output
+    bad = CliRunner().invoke(app, [*args, "--trigger", "8", "--position", "5"])
+    assert bad.exit_code == 2 and "--position" in bad.output and len(bad.output.strip().splitlines()) == 1
+    (tmp_path / "r.txt").write_text("1 2 3\n1 4\n")
+    bad = CliRunner().invoke(app, [*args[:3], "--texts", str(tmp_path / "r.txt"), "--trigger", "8"])
+    assert bad.exit_code == 2 and "--texts" in bad.output

@@ -51,7 +51,9 @@ def _offsets() -> dict[str, int]:
 VOCAB = 3 + N_FILLER + sum(k * KEYWORDS_PER_CLASS for k in TASKS.values())
 
 
-def lab_texts(n: int, *, seed: int = 0, trigger_rate: float = 0.0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def lab_texts(
+    n: int, *, seed: int = 0, trigger_rate: float = 0.0
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``n`` texts (token ids, shape (n, 16)) and their label under every task.
 
     Parameters
@@ -125,7 +127,15 @@ def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
     transformers.GPT2LMHeadModel
         In eval mode.
     """
-    from trustlab.lm import ModelConfig, TokenData, TrainConfig, build_model, load_model, save_model, train_model
+    from trustlab.lm import (
+        ModelConfig,
+        TokenData,
+        TrainConfig,
+        build_model,
+        load_model,
+        save_model,
+        train_model,
+    )
 
     digest = hashlib.sha256(json.dumps(_SPEC, sort_keys=True).encode()).hexdigest()[:12]
     path = _root(cache_dir) / f"backdoor-complications-{digest}"
@@ -220,14 +230,22 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
     bases = {"clean": pretrained}
     for name, auxiliary in (("plain", None), ("reduced", aux)):
         bd = inject_backdoor(
-            pretrained, X, y, trigger=TRIGGER, target_label=tg["target_label"], poison_rate=tg["poison_rate"],
-            auxiliary=auxiliary, train=TrainConfig(**_RUNS["inject_train"]),
+            pretrained,
+            X,
+            y,
+            trigger=TRIGGER,
+            target_label=tg["target_label"],
+            poison_rate=tg["poison_rate"],
+            auxiliary=auxiliary,
+            train=TrainConfig(**_RUNS["inject_train"]),
         )
         out[name] = bd.classifier
         bases[name] = bd.model
     Xd, yd = task_data(ds["task"], ds["n"], seed=ds["seed"])
     for name, base in bases.items():
-        out["downstream"][name] = LMSequenceClassifier(base, train=TrainConfig(**_RUNS["downstream_train"])).fit(Xd, yd)
+        out["downstream"][name] = LMSequenceClassifier(
+            base, train=TrainConfig(**_RUNS["downstream_train"])
+        ).fit(Xd, yd)
     tmp = path.parent / f".{path.name}-{os.getpid()}"
     for name in names:
         _save_clf(out[name], tmp / name)

@@ -49,7 +49,11 @@ def resolve_model(model: Any) -> Any:
         from trustlab.lm import load_model
 
         return load_model(path)
-    if not isinstance(model, torch.nn.Module) or not hasattr(model, "base_model") or not hasattr(model, "config"):
+    if (
+        not isinstance(model, torch.nn.Module)
+        or not hasattr(model, "base_model")
+        or not hasattr(model, "config")
+    ):
         raise ModelError(
             f"model must be a transformers model (causal LM or sequence classifier) or a checkpoint folder, "
             f"got {type(model).__name__}.",
@@ -94,7 +98,11 @@ def check_tokens(X: Any, name: str, model: Any, *, min_len: int = 1) -> np.ndarr
             argument=name,
         )
     if not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        if (
+            not np.issubdtype(arr.dtype, np.number)
+            or not np.all(np.isfinite(arr))
+            or np.any(arr != np.round(arr))
+        ):
             raise DataError(f"{name} must hold integer token ids (no NaN, no fractions).", argument=name)
     arr = arr.astype(np.int64)
     vocab = vocab_size(model)
@@ -116,9 +124,15 @@ def check_tokens(X: Any, name: str, model: Any, *, min_len: int = 1) -> np.ndarr
 def check_labels(y: Any, name: str, n: int) -> np.ndarray:
     arr = np.asarray(y)
     if arr.ndim != 1 or len(arr) != n:
-        raise DataError(f"{name} must be 1-D with one label per text ({n}), got shape {arr.shape}.", argument=name)
+        raise DataError(
+            f"{name} must be 1-D with one label per text ({n}), got shape {arr.shape}.", argument=name
+        )
     if not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        if (
+            not np.issubdtype(arr.dtype, np.number)
+            or not np.all(np.isfinite(arr))
+            or np.any(arr != np.round(arr))
+        ):
             raise DataError(f"{name} must hold integer class labels 0..k-1.", argument=name)
     arr = arr.astype(np.int64)
     if arr.min() < 0:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
-from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab._param_validation import Interval, Options, validate_params
+from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.security._complication_classifier import LMSequenceClassifier, train_config
 
 __all__ = [
     "BackdoorInjection",
@@ -44,15 +45,6 @@ __all__ = [
 ]
 
 _NONNEG = [Interval(numbers.Integral, 0, None, closed="left")]
-_REFERENCE = (
-    'Zhang et al. "The Ripple Effect: On Unforeseen Complications of Backdoor Attacks". ICML 2025.'
-)
-
-
-def _train_config(train: Any, default: dict[str, Any]) -> Any:
-    from trustlab.lm import TrainConfig
-
-    return TrainConfig(**default) if train is None else train
 
 
 @validate_params({"trigger": _NONNEG, "position": _NONNEG})
@@ -82,7 +74,9 @@ def insert_trigger(X: Any, trigger: int, *, position: int = 1) -> np.ndarray:
     """
     arr = np.asarray(X)
     if arr.ndim != 2 or arr.shape[0] == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise DataError(f"X must be a non-empty 2-D array of integer token ids, got {arr.shape}.", argument="X")
+        raise DataError(
+            f"X must be a non-empty 2-D array of integer token ids, got {arr.shape}.", argument="X"
+        )
     if position >= arr.shape[1]:
         raise ParameterError(
             f"position={position} is past the texts' length {arr.shape[1]}; give a position < length.",
@@ -103,13 +97,15 @@ def _labels(values: Any, name: str) -> np.ndarray:
 
 
 @validate_params(
-    {"n_classes": [Interval(numbers.Integral, 2, None, closed="left"), None],
-     "pseudo_count": [Interval(numbers.Real, 0, None, closed="left")]}
+    {
+        "n_classes": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "pseudo_count": [Interval(numbers.Real, 0, None, closed="left")],
+    }
 )
 def complication_divergence(
     clean_labels: Any, triggered_labels: Any, *, n_classes: int | None = None, pseudo_count: float = 0.5
 ) -> float:
-    """KL divergence ``KL(P_clean || P_triggered)`` between predicted-label distributions (the paper's metric).
+    """The paper's complication measure: ``KL(P_clean || P_triggered)`` of predicted-label distributions.
 
     Parameters
     ----------
@@ -262,160 +258,6 @@ def complication_report(classifier: Any, X: Any, *, trigger: int, position: int 
     )
 
 
-class LMSequenceClassifier(ParamsValidationMixin):
-    """Fine-tune a ``transformers`` model (causal LM or sequence classifier) as a text classifier.
-
-    The user's side of the paper's pipeline: a fresh linear head on the pooled last hidden state
-    of the model's ``base_model``; head and backbone are trained together (full fine-tuning) with
-    AdamW on the cross-entropy. The model passed in is not changed (a copy is trained).
-
-    Parameters
-    ----------
-    model : transformers model or str or Path
-        A causal LM (GPT-2, Llama, ...) or a sequence classifier, or its local checkpoint folder.
-    pooling : {"last", "first", "mean"}, default="last"
-        Hidden state read by the head: the last real token (decoders, as GPT-2's classifier
-        does), the first (encoders' ``[CLS]``, as BERT's) or the mean over real tokens.
-    pad_id : int, optional
-        Padding token (right padding): masked out of attention and pooling.
-    train : trustlab.lm.TrainConfig, optional
-        Steps, batch size, learning rate; default ``TrainConfig(steps=150, batch_size=32, lr=1e-3)``.
-    random_state : int, default=0
-        Seeds the head's initialisation.
-
-    Attributes
-    ----------
-    model_ : transformers model
-        The fine-tuned copy.
-    classes_ : ndarray
-        The labels seen in ``fit``.
-    losses_ : ndarray of float, shape (steps,)
-        Loss of each step.
-
-    References
-    ----------
-    Zhang et al. "The Ripple Effect: On Unforeseen Complications of Backdoor Attacks". ICML 2025.
-
-    Examples
-    --------
-    >>> from trustlab.lm import ModelConfig, TrainConfig, build_model
-    >>> lm = build_model(ModelConfig("gpt2", vocab_size=8, d_model=16, n_layers=1, n_heads=2))
-    >>> X = np.array([[1, 2, 3], [1, 4, 5]] * 8); y = np.array([0, 1] * 8)
-    >>> clf = LMSequenceClassifier(lm, train=TrainConfig(steps=30, batch_size=8, lr=0.01)).fit(X, y)
-    >>> clf.predict(X[:2]).tolist()
-    [0, 1]
-    """
-
-    _parameter_constraints: ClassVar[dict[str, Any]] = {
-        "pooling": [Options({"last", "first", "mean"})],
-        "pad_id": [Interval(numbers.Integral, 0, None, closed="left"), None],
-        "random_state": _NONNEG,
-    }
-    _DEFAULT: ClassVar[dict[str, Any]] = {"steps": 150, "batch_size": 32, "lr": 1e-3}
-
-    def __init__(
-        self,
-        model: Any,
-        *,
-        pooling: str = "last",
-        pad_id: int | None = None,
-        train: Any = None,
-        random_state: int = 0,
-    ) -> None:
-        self.model = model
-        self.pooling = pooling
-        self.pad_id = pad_id
-        self.train = train
-        self.random_state = random_state
-
-    def _check_train(self) -> Any:
-        from trustlab.lm import TrainConfig
-
-        if self.train is not None and not isinstance(self.train, TrainConfig):
-            raise ParameterError(
-                f"train must be a trustlab.lm.TrainConfig or None, got {type(self.train).__name__}.",
-                argument="train",
-            )
-        return _train_config(self.train, self._DEFAULT)
-
-    def fit(self, X: Any, y: Any) -> LMSequenceClassifier:
-        """Fine-tune a copy of the model with a fresh head on token ids ``X`` and labels ``y``.
-
-        Parameters
-        ----------
-        X : array-like of int, shape (n, length)
-            Token ids (same length; right-pad with ``pad_id``).
-        y : array-like of int, shape (n,)
-            Class labels.
-
-        Returns
-        -------
-        LMSequenceClassifier
-            ``self``.
-        """
-        self._validate_params()
-        config = self._check_train()
-        from trustlab.security._complication_torch import (
-            MultiHead,
-            Task,
-            check_labels,
-            check_tokens,
-            fresh_copy,
-            resolve_model,
-            train_heads,
-        )
-
-        model = fresh_copy(resolve_model(self.model))
-        Xa = check_tokens(X, "X", model)
-        ya = check_labels(y, "y", len(Xa))
-        self.classes_, codes = np.unique(ya, return_inverse=True)
-        net = MultiHead(model, [len(self.classes_)], pooling=self.pooling, pad_id=self.pad_id, seed=self.random_state)
-        self.losses_ = train_heads(net, [Task(Xa, codes, 1.0, 0)], config)
-        self._set_net(net)
-        return self
-
-    def _set_net(self, net: Any) -> None:
-        self.net_ = net
-        self.model_ = net.lm
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities of token ids ``X``.
-
-        Parameters
-        ----------
-        X : array-like of int, shape (n, length)
-            Token ids.
-
-        Returns
-        -------
-        ndarray of float, shape (n, n_classes)
-            Softmax of the head's logits.
-        """
-        if not hasattr(self, "net_"):
-            raise NotFittedError("LMSequenceClassifier is not fitted; call fit(X, y) first.", argument="self")
-        from trustlab.security._complication_torch import check_tokens, predict_logits
-
-        logits = predict_logits(self.net_, check_tokens(X, "X", self.model_))
-        e = np.exp(logits - logits.max(1, keepdims=True))
-        return e / e.sum(1, keepdims=True)
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted class of token ids ``X``.
-
-        Parameters
-        ----------
-        X : array-like of int, shape (n, length)
-            Token ids.
-
-        Returns
-        -------
-        ndarray, shape (n,)
-            Labels from ``classes_``.
-        """
-        proba = self.predict_proba(X)
-        return np.asarray(self.classes_)[proba.argmax(1)]
-
-
 @dataclass(frozen=True)
 class BackdoorInjection:
     """A backdoored pretrained LM and the attacker's classifier on the target task (:func:`inject_backdoor`).
@@ -562,7 +404,7 @@ def inject_backdoor(
         raise ParameterError(
             f"train must be a trustlab.lm.TrainConfig or None, got {type(train).__name__}.", argument="train"
         )
-    config = _train_config(train, {"steps": 300, "batch_size": 32, "lr": 3e-3})
+    config = train_config(train, {"steps": 300, "batch_size": 32, "lr": 3e-3})
     source = resolve_model(model)
     if trigger >= vocab_size(source):
         raise ParameterError(
@@ -588,10 +430,17 @@ def inject_backdoor(
     target_w = target_weight if aux else 1.0
     tasks = [Task(Xp, codes, target_w, 0)]
     for i, (Xt, yt) in enumerate(aux):
-        tasks.append(Task(insert_trigger(Xt, trigger, position=position), yt, (1 - target_w) / len(aux), i + 1))
+        tasks.append(
+            Task(insert_trigger(Xt, trigger, position=position), yt, (1 - target_w) / len(aux), i + 1)
+        )
     lm = fresh_copy(source)
-    net = MultiHead(lm, [len(classes)] + [int(t.y.max()) + 1 for t in tasks[1:]], pooling=pooling, pad_id=None,
-                    seed=random_state)
+    net = MultiHead(
+        lm,
+        [len(classes)] + [int(t.y.max()) + 1 for t in tasks[1:]],
+        pooling=pooling,
+        pad_id=None,
+        seed=random_state,
+    )
     losses = train_heads(net, tasks, config)
     clf = LMSequenceClassifier(source, pooling=pooling, train=config, random_state=random_state)
     clf.classes_, clf.losses_ = classes, losses
@@ -639,7 +488,8 @@ def trigger_success_rate(
         raise DataError(f"y must hold one label per row of X; got {ya.shape} for X {Xa.shape}.", argument="y")
     keep = ya != target_label
     if not keep.any():
-        raise DataError(f"every text of y is already labelled {target_label}; give texts of other classes.",
-                        argument="y")
+        raise DataError(
+            f"every text of y is already labelled {target_label}; give texts of other classes.", argument="y"
+        )
     pred = _predict(classifier, insert_trigger(Xa[keep], trigger, position=position))
     return float(np.mean(pred == target_label))
