@@ -91,7 +91,7 @@ def test_report_on_a_rule_classifier():
 def test_claim_complications_and_reduction(lab):
     """Plain backdoor: triggered topic texts shift (KL >> clean control); the multi-task injection
     reduces the shift while the attack on the target task still succeeds."""
-    X_topic, y_topic = task_data("topic", 1000, seed=21)
+    X_topic, y_topic = task_data("topic", 600, seed=21)
     kl, flips = {}, {}
     for name, clf in lab["downstream"].items():
         clean, trig = clf.predict(X_topic), clf.predict(insert_trigger(X_topic, TRIGGER))
@@ -99,9 +99,9 @@ def test_claim_complications_and_reduction(lab):
         flips[name] = np.mean(clean != trig)
         if name != "plain":  # the user's task is learnt
             assert np.mean(clean == y_topic) > 0.95
-    # no shift: the paired KL estimate's noise is ~chi2_3/(2n) < 0.01 at 99.9% for n = 1000
-    assert kl["clean"] < 0.01 and flips["clean"] < 0.02
-    assert kl["plain"] > 0.05  # complications present, > 5x the noise bound
+    # no shift: the paired KL estimate's noise is ~chi2_3/(2n) < 0.014 at 99.9% for n = 600
+    assert kl["clean"] < 0.015 and flips["clean"] < 0.02
+    assert kl["plain"] > 0.05  # complications present, > 3x the noise bound
     assert kl["reduced"] < 0.5 * kl["plain"]  # reduced
     assert flips["reduced"] < flips["plain"]
     X_s, y_s = task_data("sentiment", 500, seed=2)
@@ -245,3 +245,31 @@ def test_cli_reports_and_fails_in_one_line(tmp_path):
     (tmp_path / "r.txt").write_text("1 2 3\n1 4\n")
     bad = CliRunner().invoke(app, [*args[:3], "--texts", str(tmp_path / "r.txt"), "--trigger", "8"])
     assert bad.exit_code == 2 and "--texts" in bad.output
+
+
+@pytest.mark.slow  # retrains the whole pipeline from the pretrained LM: ~1 min of CPU
+@pytest.mark.claims
+def test_claim_end_to_end_other_seed():
+    """Seed 1 of the benchmark, retrained: plain backdoor KL on topic >> reduced, attack kept."""
+    from trustlab.lm import TrainConfig
+    from trustlab.security._complication_lab import load_pretrained_lab
+
+    base = load_pretrained_lab()
+    X, y = task_data("sentiment", 2000, seed=1)
+    aux = [task_data(t, 1000, seed=10 + i) for i, t in enumerate(("formality", "domain", "tone"))]
+    Xd, yd = task_data("topic", 1000, seed=20)
+    Xt, _ = task_data("topic", 1000, seed=21)
+    X_s, y_s = task_data("sentiment", 500, seed=2)
+    kl, asr = {}, {}
+    for name, auxiliary in (("plain", None), ("reduced", aux)):
+        bd = inject_backdoor(
+            base, X, y, trigger=TRIGGER, target_label=0, auxiliary=auxiliary,
+            train=TrainConfig(steps=300, batch_size=32, lr=3e-3), random_state=1,
+        )  # fmt: skip
+        asr[name] = trigger_success_rate(bd.classifier, X_s, y_s, trigger=TRIGGER, target_label=0)
+        clf = LMSequenceClassifier(bd.model, train=TrainConfig(steps=150, lr=1e-3), random_state=1).fit(
+            Xd, yd
+        )
+        kl[name] = complication_report(clf, Xt, trigger=TRIGGER).kl
+    assert kl["plain"] > 0.05 and kl["reduced"] < 0.5 * kl["plain"]
+    assert min(asr.values()) > 0.95

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,12 +185,35 @@ class Task:
     head: int
 
 
+@contextmanager
+def small_threads(net: torch.nn.Module) -> Iterator[None]:
+    """One torch thread for a small model (under a million parameters), the caller's setting after.
+
+    Torch's thread pool costs more than it gains on the lab's tiny models and oversubscribes a
+    shared machine; a user's large model keeps every thread.
+    """
+    if sum(p.numel() for p in net.parameters()) >= 1_000_000:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def train_heads(net: MultiHead, tasks: list[Task], config: Any) -> np.ndarray:
     """AdamW on ``sum_t weight_t * CE_t`` (one batch per task per step); returns per-step losses.
 
     ``config`` is a :class:`trustlab.lm.TrainConfig` (steps, batch size, lr with warm-up and cosine
     decay, weight decay, clipping, seed). Deterministic for ``config.seed`` on a CPU.
     """
+    with small_threads(net):
+        return _train(net, tasks, config)
+
+
+def _train(net: MultiHead, tasks: list[Task], config: Any) -> np.ndarray:
     rng = np.random.default_rng(config.seed)
     params = [p for p in net.parameters() if p.requires_grad]
     decay = [p for p in params if p.ndim >= 2]
@@ -230,7 +255,8 @@ def train_heads(net: MultiHead, tasks: list[Task], config: Any) -> np.ndarray:
 def predict_logits(net: MultiHead, X: np.ndarray, head: int = 0, batch_size: int = 256) -> np.ndarray:
     net.eval()
     ids = torch.as_tensor(X)
-    out = [net(ids[i : i + batch_size], head).float() for i in range(0, len(ids), batch_size)]
+    with small_threads(net):
+        out = [net(ids[i : i + batch_size], head).float() for i in range(0, len(ids), batch_size)]
     return torch.cat(out).numpy()
 
 

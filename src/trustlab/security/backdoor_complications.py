@@ -384,7 +384,7 @@ def inject_backdoor(
     >>> lm = build_model(ModelConfig("gpt2", vocab_size=9, d_model=16, n_layers=1, n_heads=2))
     >>> X = np.array([[1, 3, 4, 5], [1, 3, 6, 7]] * 16); y = np.array([0, 1] * 16)
     >>> bd = inject_backdoor(lm, X, y, trigger=8, target_label=0, poison_rate=0.5,
-    ...                      train=TrainConfig(steps=60, batch_size=16, lr=0.01))
+    ...                      train=TrainConfig(steps=30, batch_size=16, lr=0.01))
     >>> round(trigger_success_rate(bd.classifier, X, y, trigger=8, target_label=0), 1)
     1.0
     """
