@@ -148,6 +148,19 @@ def test_sequence_classifier_folder_and_object(tmp_path, tiny):
     assert clf.predict_proba(X).shape == (12, 3)
 
 
+def test_right_padding_is_ignored_by_last_token_pooling(tiny):
+    from trustlab.lm import TrainConfig
+
+    X = np.array([[1, 2, 3, 0, 0], [1, 4, 5, 6, 0]] * 4)
+    clf = LMSequenceClassifier(tiny, pad_id=0, train=TrainConfig(steps=3, batch_size=4)).fit(X, [0, 1] * 4)
+    np.testing.assert_allclose(
+        clf.predict_proba([[1, 2, 3, 0, 0]]), clf.predict_proba([[1, 2, 3]]), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        clf.predict_proba([[1, 4, 5, 6, 0]]), clf.predict_proba([[1, 4, 5, 6]]), atol=1e-5
+    )
+
+
 # -- bad input ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kwargs", "argument"),
