@@ -171,9 +171,9 @@ class GIST(ParamsValidationMixin, BaseEstimator):
     ----------
     oracle : object with ``predict(list_of_graphs)``, or a callable
         The graph classifier to explain (fitted).
-    alphas : tuple of float, default=(1.0, 0.9, ..., 0.0)
-        The backtracking path: content weights, decreasing. The authors' code trains at
-        ``alpha = 0.5``; ``alphas=(0.5,)`` keeps only that point (and ``G'``).
+    alphas : tuple of float, default=(0.9, 0.8, ..., 0.0)
+        The backtracking path after ``G'`` (``alpha = 1``): content weights, non-increasing.
+        The authors' code trains at ``alpha = 0.5``.
     steps : int, default=40
         Adam steps per ``alpha``.
     learning_rate : float, default=0.1
@@ -217,7 +217,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
     def __init__(
         self,
         oracle: Any = None,
-        alphas: tuple[float, ...] = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0),
+        alphas: tuple[float, ...] = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0),
         steps: int = 40,
         learning_rate: float = 0.1,
         margin: float = 3.0,
