@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("torch")
 
-from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError, TrustlabError  # noqa: E402
-from trustlab.explain.graph_counterfactual import (  # noqa: E402
+from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError, TrustlabError
+from trustlab.explain.graph_counterfactual import (
     GIST,
     GraphGINClassifier,
     forward_perturbation,
@@ -98,7 +98,8 @@ def test_result_fields_are_consistent(task, results):
     # networkx's Laplacian spectra (the graphs here all have 12 nodes)
     expected = [
         np.linalg.norm(
-            np.sort(nx.laplacian_spectrum(nx.from_numpy_array(g))) - np.sort(nx.laplacian_spectrum(nx.from_numpy_array(c)))
+            np.sort(nx.laplacian_spectrum(nx.from_numpy_array(g)))
+            - np.sort(nx.laplacian_spectrum(nx.from_numpy_array(c)))
         )
         for g, c in zip(test, r.graphs, strict=True)
     ]
@@ -215,3 +216,16 @@ def test_docs_example_runs(capsys):
         exec(compile(block, str(PAGE), "exec"), namespace)
     out = capsys.readouterr().out
     assert "validity GIST / random flips:" in out
+
+
+@pytest.mark.slow  # three GINs on 200 graphs and 60 explained inputs each: about 10 s of CPU
+@pytest.mark.claims
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_claim_three_seeds_at_benchmark_size(seed):
+    graphs, y = make_house_graphs(200, random_state=seed)
+    clf = GraphGINClassifier(epochs=100, random_state=seed).fit(graphs, y)
+    test, _ = make_house_graphs(60, random_state=1000 + seed)
+    gist = GIST(clf).fit(graphs).explain(test)
+    fwd = forward_perturbation(clf, test, max_edits=5, random_state=seed)
+    assert _z_proportions(gist.validity, fwd.validity, len(test)) > 2.0
+    assert _z_paired(fwd.spectral_distance - gist.spectral_distance) > 2.0

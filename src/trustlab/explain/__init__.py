@@ -25,6 +25,14 @@ from trustlab.explain.counterfactual import (
 )
 from trustlab.explain.fastpd import FastPD, PDCurveDisplay
 from trustlab.explain.feature_partition import FeaturePartition, make_manifold_blocks
+from trustlab.explain.graph_counterfactual import (
+    GIST,
+    GraphCounterfactuals,
+    GraphGINClassifier,
+    forward_perturbation,
+    make_house_graphs,
+    spectral_distance,
+)
 from trustlab.explain.hierarchy import (
     LogitsHierarchy,
     dendrogram_purity,
@@ -74,6 +82,7 @@ from trustlab.explain.verifiable_zk import (
 )
 
 __all__ = [
+    "GIST",
     "ActionSet",
     "AdditiveNoiseSCM",
     "AmenableLime",
@@ -87,6 +96,8 @@ __all__ = [
     "ExplanationProof",
     "FastPD",
     "FeaturePartition",
+    "GraphCounterfactuals",
+    "GraphGINClassifier",
     "LimeCertificate",
     "LimeExplanation",
     "LimeStability",
@@ -119,17 +130,20 @@ __all__ = [
     "derive_seed",
     "ensemble_from_model",
     "find_border_point",
+    "forward_perturbation",
     "has_recourse",
     "lca_f1",
     "leaf_purity",
     "linearize",
     "logits_to_hierarchy",
     "make_anchored_lda_corpus",
+    "make_house_graphs",
     "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",
     "prove_explanation",
     "recourse_check",
+    "spectral_distance",
     "trees_from_lightgbm",
     "trees_from_sklearn",
     "trees_from_xgboost",
