@@ -42,8 +42,22 @@ def _house(seed: int) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray], n
     return graphs, y, test, y_test
 
 
+def _methods(clf: object, graphs: list, test: list, seed: int) -> dict:
+    from trustlab.explain.graph_counterfactual import GIST, forward_perturbation
+
+    return {
+        "GIST (alpha path)": lambda: GIST(clf).fit(graphs).explain(test),
+        "GIST (alpha 0.5, unchecked)": lambda: (
+            GIST(clf, alphas=(0.9, 0.8, 0.7, 0.6, 0.5), fallback=False).fit(graphs).explain(test)
+        ),
+        "overshoot only (DCE)": lambda: GIST(clf, alphas=(1.0,), steps=1).fit(graphs).explain(test),
+        "random flips (5)": lambda: forward_perturbation(clf, test, max_edits=5, random_state=seed),
+        "greedy flips (5)": lambda: forward_perturbation(clf, test, strategy="greedy", max_edits=5),
+    }
+
+
 def run(quick: bool = False) -> dict:
-    from trustlab.explain.graph_counterfactual import GIST, GraphGINClassifier, forward_perturbation
+    from trustlab.explain.graph_counterfactual import GraphGINClassifier
 
     rows = []
     for case, data in (("house", _house), ("atlas (networkx)", _atlas)):
@@ -51,23 +65,7 @@ def run(quick: bool = False) -> dict:
             graphs, y, test, y_test = data(seed)
             clf = GraphGINClassifier(epochs=100, random_state=seed).fit(graphs, y)
             acc = float(np.mean(clf.predict(test) == y_test))
-            methods = {
-                "GIST (alpha path)": lambda clf=clf, graphs=graphs: GIST(clf).fit(graphs).explain(test),
-                "GIST (alpha 0.5, unchecked)": lambda clf=clf, graphs=graphs: GIST(
-                    clf, alphas=(0.9, 0.8, 0.7, 0.6, 0.5), fallback=False
-                )
-                .fit(graphs)
-                .explain(test),
-                "overshoot only (DCE)": lambda clf=clf, graphs=graphs: GIST(clf, alphas=(1.0,), steps=1)
-                .fit(graphs)
-                .explain(test),
-                "random flips (5)": lambda clf=clf, seed=seed: forward_perturbation(
-                    clf, test, max_edits=5, random_state=seed
-                ),
-                "greedy flips (5)": lambda clf=clf: forward_perturbation(
-                    clf, test, strategy="greedy", max_edits=5
-                ),
-            }
+            methods = _methods(clf, graphs, test, seed)
             measured = {}
             for name, fn in methods.items():
                 start = time.process_time()

@@ -90,7 +90,9 @@ class GraphGINClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
 
         def dense(fan_in: int, fan_out: int) -> list[Any]:
             bound = (6.0 / (fan_in + fan_out)) ** 0.5
-            w = ((torch.rand(fan_in, fan_out, generator=gen, dtype=torch.float32) * 2 - 1) * bound).requires_grad_()
+            w = (
+                (torch.rand(fan_in, fan_out, generator=gen, dtype=torch.float32) * 2 - 1) * bound
+            ).requires_grad_()
             return [w, torch.zeros(fan_out, dtype=torch.float32, requires_grad=True)]
 
         params: list[Any] = []
@@ -105,7 +107,9 @@ class GraphGINClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         import torch
 
         a_np, m_np = pad_graphs(graphs, max(len(g) for g in graphs))
-        return torch.as_tensor(a_np, dtype=torch.float32), torch.as_tensor(m_np, dtype=torch.float32)[..., None]
+        return torch.as_tensor(a_np, dtype=torch.float32), torch.as_tensor(m_np, dtype=torch.float32)[
+            ..., None
+        ]
 
     def _logits(self, params: list[Any], a: Any, mask: Any) -> Any:
         import torch
@@ -159,17 +163,39 @@ class GraphGINClassifier(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, graphs: Any) -> np.ndarray:
-        """Class probabilities of ``graphs``, shape ``(n_graphs, n_classes)``."""
+        """Class probabilities of ``graphs``.
+
+        Parameters
+        ----------
+        graphs : list of array-like or networkx graphs
+            Simple undirected graphs (disconnected ones allowed: counterfactuals may be).
+
+        Returns
+        -------
+        ndarray of shape (n_graphs, n_classes)
+        """
         import torch
 
         if not hasattr(self, "params_"):
-            raise NotFittedError("GraphGINClassifier is not fitted; call fit(graphs, y) first.", argument="self")
+            raise NotFittedError(
+                "GraphGINClassifier is not fitted; call fit(graphs, y) first.", argument="self"
+            )
         gs = check_graphs(graphs, connected=False)  # counterfactuals may be disconnected
         with torch.no_grad(), threadpool_limits(1):
             return torch.softmax(self._logits(self.params_, *self._batch(gs)), dim=-1).double().numpy()
 
     def predict(self, graphs: Any) -> np.ndarray:
-        """Predicted class of each graph."""
+        """Predicted class of each graph.
+
+        Parameters
+        ----------
+        graphs : list of array-like or networkx graphs
+            Simple undirected graphs.
+
+        Returns
+        -------
+        ndarray of shape (n_graphs,)
+        """
         return self.classes_[self.predict_proba(graphs).argmax(axis=1)]
 
 
@@ -208,7 +234,7 @@ def make_house_graphs(
     --------
     >>> gs, ys = make_house_graphs(4, random_state=0)
     >>> [int(g.sum() / 2) for g in gs], ys.tolist()
-    [11, 13, 11, 13]
+    ([11, 13, 11, 13], [0, 1, 0, 1])
     """
     import networkx as nx
 
