@@ -32,6 +32,8 @@ def test_public_names_are_exactly_the_documented_set() -> None:
             "wachter", "zk_prove_explanation", "zk_setup", "zk_verify_explanation",
             "GIST", "GraphCounterfactuals", "GraphGINClassifier", "forward_perturbation", "make_house_graphs",
             "spectral_distance",
+            "ClusterQuality", "FuzzyBoundaryGCL", "cluster_quality", "load_karate_communities",
+            "make_community_graph",
         ]
     )  # fmt: skip
     for name in explain.__all__:
