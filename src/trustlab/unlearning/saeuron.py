@@ -524,7 +524,8 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     ----------
     refit : bool, default=False
         Fit again from the recipe (about 2 minutes on a busy 2-core machine) instead of loading
-        the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`).
+        the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`; a
+        refit has none: call ``tune`` on it).
 
     Returns
     -------

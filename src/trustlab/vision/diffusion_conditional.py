@@ -30,11 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, spec_digest
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
 from trustlab.vision.classifiers import check_labels, check_model, one_thread, require_torch, torch_generator
 from trustlab.vision.diffusion import DDPMSchedule, _to_model_space, _unet_class
-from trustlab.vision.diffusion_digits import _cache_root, _hash, _save_npz
+from trustlab.vision.diffusion_digits import _save_npz
 
 __all__ = [
     "ConditionalDDPMRecipe",
@@ -227,7 +228,7 @@ class ConditionalDDPMRecipe:
         str
             12 hex digits.
         """
-        return _hash(asdict(self))
+        return spec_digest(asdict(self))
 
 
 def _train_recipe(r: ConditionalDDPMRecipe) -> Any:
@@ -292,7 +293,7 @@ def digits_conditional_ddpm(
         raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
         with np.load(io.BytesIO(raw)) as f:
             return _load(f, r.channels)
-    path = _cache_root(cache_dir) / f"ddpm-conditional-{r.fingerprint()}.npz"
+    path = cache_root(cache_dir, "vision") / f"ddpm-conditional-{r.fingerprint()}.npz"
     if not path.is_file():
         _save_npz(path, _arrays(_train_recipe(r)))
     with np.load(path) as f:
