@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -297,3 +299,17 @@ def test_diffusers_unet2dmodel_is_accepted() -> None:
     assert out.shape == (6, 1, 8, 8) and np.abs(out - base).max() > 0
     su_down = SAeUron(unet, "down_blocks.0", guidance_scale=1.0, num_inference_steps=2, sae=_sae(5))
     assert su_down.fit(X, y).generate(X[:2], y[:2], unlearn=0).shape == (2, 1, 8, 8)  # tuple output
+
+
+@given(
+    pct=st.one_of(st.floats(max_value=-1e-9), st.floats(min_value=100), st.just(float("nan"))),
+    neg=st.floats(max_value=-1e-6, allow_infinity=False),
+)
+@settings(max_examples=25, deadline=None)
+def test_bad_percentile_and_negative_means_are_trustlab_errors(pct: float, neg: float) -> None:
+    with pytest.raises(TrustlabError, match="percentile"):
+        select_features(np.zeros((2, 4)), pct)
+    means = np.ones((2, 1, 3))
+    means[0, 0, 1] = neg
+    with pytest.raises(TrustlabError, match="concept_means"):
+        feature_scores(means, 0)

@@ -523,7 +523,7 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     Parameters
     ----------
     refit : bool, default=False
-        Fit again from the recipe (about 2 minutes on a busy 2-core machine) instead of loading
+        Fit again from the recipe (about 75 s of CPU on one thread) instead of loading
         the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`; a
         refit has none: call ``tune`` on it).
 
