@@ -19,6 +19,16 @@ from trustlab.security.backdoor import (
     badnets_poison,
     tsc_purify,
 )
+from trustlab.security.mixbridge import (
+    BridgeBackdoorReport,
+    MixBridge,
+    PoisonedPairs,
+    evaluate_bridge_backdoor,
+    merge_bridges,
+    poison_pairs,
+    stamp_trigger,
+    train_router,
+)
 from trustlab.security.ood import (
     EnergyDetector,
     GAIADetector,
@@ -82,4 +92,16 @@ __all__: list[str] = [
     "steering_vector",
     "tabular_ood_scores",
     "tsc_purify",
+]
+
+# MixBridge (row 004-16): heterogeneous backdoors in image-to-image bridges
+__all__ += [
+    "BridgeBackdoorReport",
+    "MixBridge",
+    "PoisonedPairs",
+    "evaluate_bridge_backdoor",
+    "merge_bridges",
+    "poison_pairs",
+    "stamp_trigger",
+    "train_router",
 ]
