@@ -235,6 +235,6 @@ def test_wrs_spreads_router_weight_on_triggered_inputs():
     ]
     router = train_router(make_classifier("cnn", width=8, n_classes=4), p, steps=200)
     Xv0, Xv1 = digits_sr_pairs("test", 150)
-    plain = evaluate_bridge_backdoor(merge_bridges(experts, router, p, wrs=0.0), Xv0, Xv1, T, nfe=5)
-    wrs = evaluate_bridge_backdoor(merge_bridges(experts, router, p, wrs=1.0), Xv0, Xv1, T, nfe=5)
+    plain = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=0.0), Xv0, Xv1, T, nfe=5)
+    wrs = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=1.0), Xv0, Xv1, T, nfe=5)
     assert np.mean(wrs.router_entropy[1:]) > np.mean(plain.router_entropy[1:]) + 0.1

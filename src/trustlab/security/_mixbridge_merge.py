@@ -141,7 +141,7 @@ def merge_bridges(
     router: Any,
     pairs: Any,
     *,
-    steps: int = 100,
+    steps: int = 50,
     lr: float = 5e-4,
     wrs: float = 1.0,
     train_experts: bool = True,
@@ -162,7 +162,7 @@ def merge_bridges(
     router : torch.nn.Module
         Pre-trained by :func:`train_router`; deep-copied.
     pairs : PoisonedPairs
-    steps, batch_size : int, default=(100, 64)
+    steps, batch_size : int, default=(50, 64)
     lr : float, default=5e-4
     wrs : float >= 0, default=1.0
         Weight of the WRS penalty (the authors' 1); 0 merges without it.

@@ -98,7 +98,7 @@ def _model_space(X: Any, name: str) -> Any:
     arr = check_images(X, name)
     if arr.ndim != 4:
         raise DataError(f"{name} must be images of shape (n, C, H, W); got shape {arr.shape}.", argument=name)
-    return torch.as_tensor(arr) * 2.0 - 1.0
+    return torch.as_tensor(np.ascontiguousarray(arr, dtype=np.float32)) * 2.0 - 1.0
 
 
 def check_pairs(X0: Any, X1: Any) -> tuple[Any, Any]:
