@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from trustlab.efficiency import QuantizationAwareTraining, SAFEPruning
-from trustlab.explain import ExemplarLDA, FeaturePartition
+from trustlab.explain import ExemplarLDA, FeaturePartition, FuzzyBoundaryGCL
 from trustlab.fairness import (
     FDGen,
     HardtPostProcessor,
@@ -95,6 +95,11 @@ NOT_CHECKED: dict[type, str] = {
         "a graph generator: fit(adjacency, features, sensitive) takes an n x n graph, node features "
         "and a group per node, and sample() draws graphs; scikit-learn's checks call fit(X, y) on "
         "tables; tested in tests/fairness/test_graph_generation.py"
+    ),
+    FuzzyBoundaryGCL: (
+        "learns node embeddings of one graph: fit(adjacency, features) takes an n x n graph and its node "
+        "features (no labels) and transform embeds a graph; scikit-learn's checks call fit(X, y) on "
+        "tables; tested in tests/explain/test_graph_contrastive.py"
     ),
     RandomizedResponseLabelDP: (
         "a release mechanism, not an estimator: it has no fit, only privatize(X, y) "

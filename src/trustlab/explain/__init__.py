@@ -25,6 +25,13 @@ from trustlab.explain.counterfactual import (
 )
 from trustlab.explain.fastpd import FastPD, PDCurveDisplay
 from trustlab.explain.feature_partition import FeaturePartition, make_manifold_blocks
+from trustlab.explain.graph_contrastive import (
+    ClusterQuality,
+    FuzzyBoundaryGCL,
+    cluster_quality,
+    load_karate_communities,
+    make_community_graph,
+)
 from trustlab.explain.hierarchy import (
     LogitsHierarchy,
     dendrogram_purity,
@@ -79,6 +86,7 @@ __all__ = [
     "AmenableLime",
     "AnchoredCorpus",
     "Box",
+    "ClusterQuality",
     "ConfinedRegionFinder",
     "ConfinedRegions",
     "CounterfactualResult",
@@ -87,6 +95,7 @@ __all__ = [
     "ExplanationProof",
     "FastPD",
     "FeaturePartition",
+    "FuzzyBoundaryGCL",
     "LimeCertificate",
     "LimeExplanation",
     "LimeStability",
@@ -109,6 +118,7 @@ __all__ = [
     "brace_path",
     "causal_recourse",
     "check_certificate",
+    "cluster_quality",
     "coef_intercept",
     "commit_model",
     "counterfactual_metrics",
@@ -123,8 +133,10 @@ __all__ = [
     "lca_f1",
     "leaf_purity",
     "linearize",
+    "load_karate_communities",
     "logits_to_hierarchy",
     "make_anchored_lda_corpus",
+    "make_community_graph",
     "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",
