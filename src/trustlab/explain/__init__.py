@@ -32,6 +32,14 @@ from trustlab.explain.graph_contrastive import (
     load_karate_communities,
     make_community_graph,
 )
+from trustlab.explain.graph_counterfactual import (
+    GIST,
+    GraphCounterfactuals,
+    GraphGINClassifier,
+    forward_perturbation,
+    make_house_graphs,
+    spectral_distance,
+)
 from trustlab.explain.hierarchy import (
     LogitsHierarchy,
     dendrogram_purity,
@@ -81,6 +89,7 @@ from trustlab.explain.verifiable_zk import (
 )
 
 __all__ = [
+    "GIST",
     "ActionSet",
     "AdditiveNoiseSCM",
     "AmenableLime",
@@ -96,6 +105,8 @@ __all__ = [
     "FastPD",
     "FeaturePartition",
     "FuzzyBoundaryGCL",
+    "GraphCounterfactuals",
+    "GraphGINClassifier",
     "LimeCertificate",
     "LimeExplanation",
     "LimeStability",
@@ -129,6 +140,7 @@ __all__ = [
     "derive_seed",
     "ensemble_from_model",
     "find_border_point",
+    "forward_perturbation",
     "has_recourse",
     "lca_f1",
     "leaf_purity",
@@ -137,11 +149,13 @@ __all__ = [
     "logits_to_hierarchy",
     "make_anchored_lda_corpus",
     "make_community_graph",
+    "make_house_graphs",
     "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",
     "prove_explanation",
     "recourse_check",
+    "spectral_distance",
     "trees_from_lightgbm",
     "trees_from_sklearn",
     "trees_from_xgboost",

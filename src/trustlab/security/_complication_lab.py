@@ -24,14 +24,13 @@ occurs in them as a rare word), cached on first use (a few seconds of CPU) under
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from trustlab._cache import cache_root, publish, spec_digest, staging_dir
 
 PAD, BOS, TRIGGER = 0, 1, 2
 N_FILLER = 16
@@ -107,13 +106,6 @@ _SPEC: dict[str, Any] = {
 }
 
 
-def _root(cache_dir: str | Path | None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("TRUSTLAB_CACHE")
-    return Path(env) / "lm" if env else Path.home() / ".cache" / "trustlab" / "lm"
-
-
 def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
     """The lab's pretrained causal LM (GPT-2, 2 blocks, width 32), trained once and cached.
 
@@ -137,8 +129,8 @@ def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
         train_model,
     )
 
-    digest = hashlib.sha256(json.dumps(_SPEC, sort_keys=True).encode()).hexdigest()[:12]
-    path = _root(cache_dir) / f"backdoor-complications-{digest}"
+    digest = spec_digest(_SPEC)
+    path = cache_root(cache_dir, "lm") / f"backdoor-complications-{digest}"
     if (path / "done").is_file():
         return load_model(path / "model")
     spec = dict(_SPEC["model"])
@@ -148,14 +140,11 @@ def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
     mask = np.ones(X.shape, dtype=bool)
     mask[:, 0] = False
     train_model(model, TokenData(X, mask, VOCAB, {}), TrainConfig(**_SPEC["train"]))
-    tmp = path.parent / f".{path.name}-{os.getpid()}"
+    tmp = staging_dir(path)
     save_model(model, tmp / "model")
     (tmp / "recipe.json").write_text(json.dumps(_SPEC, indent=1))
     (tmp / "done").write_text("ok\n")
-    try:
-        os.replace(tmp, path)
-    except OSError:  # another process wrote it first
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish(tmp, path)
     return model.eval()
 
 
@@ -214,8 +203,8 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
     from trustlab.lm import TrainConfig
     from trustlab.security.backdoor_complications import LMSequenceClassifier, inject_backdoor
 
-    digest = hashlib.sha256(json.dumps([_SPEC, _RUNS], sort_keys=True).encode()).hexdigest()[:12]
-    path = _root(cache_dir) / f"backdoor-complications-runs-{digest}"
+    digest = spec_digest([_SPEC, _RUNS])
+    path = cache_root(cache_dir, "lm") / f"backdoor-complications-runs-{digest}"
     names = ("plain", "reduced")
     if (path / "done").is_file():
         return {
@@ -246,15 +235,12 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
         out["downstream"][name] = LMSequenceClassifier(
             base, train=TrainConfig(**_RUNS["downstream_train"])
         ).fit(Xd, yd)
-    tmp = path.parent / f".{path.name}-{os.getpid()}"
+    tmp = staging_dir(path)
     for name in names:
         _save_clf(out[name], tmp / name)
     for name, clf in out["downstream"].items():
         _save_clf(clf, tmp / f"downstream-{name}")
     (tmp / "recipe.json").write_text(json.dumps(_RUNS, indent=1))
     (tmp / "done").write_text("ok\n")
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish(tmp, path)
     return out
