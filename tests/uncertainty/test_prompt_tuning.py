@@ -102,6 +102,7 @@ def test_dor_pool_is_ranked_and_excludes_the_base_classes(model: Any, task: Any)
     assert again.fit(task.X_shots, task.y_shots, class_names=task.base_names).outlier_pool_ == ["seven"]
 
 
+@pytest.mark.claims
 def test_dor_keeps_new_label_features_near_zero_shot(model: Any, task: Any) -> None:
     """The mechanism: DOR limits the drift of labels outside the task, CoOp does not."""
     zs = _tuner(model, task, method="coop", n_steps=1, lr=1e-9).fit(
@@ -110,10 +111,10 @@ def test_dor_keeps_new_label_features_near_zero_shot(model: Any, task: Any) -> N
     ref = zs.text_features(task.new_names)
     drift = {}
     for method in ("coop", "dor"):
-        tuner = _tuner(model, task, method=method, n_steps=40, lr=0.05)
+        tuner = _tuner(model, task, method=method, n_steps=20, lr=0.05)
         tuner.fit(task.X_shots, task.y_shots, class_names=task.base_names)
         drift[method] = float(1 - (tuner.text_features(task.new_names) * ref).sum(1).mean())
-    assert drift["dor"] < 0.5 * drift["coop"]
+    assert drift["dor"] < 0.25 * drift["coop"]  # measured: 0.002 vs 0.06 (1 - mean cosine)
 
 
 def test_top_label_calibration_reuses_trustlab_ece() -> None:
@@ -125,7 +126,7 @@ def test_top_label_calibration_reuses_trustlab_ece() -> None:
     assert cal.accuracy == np.mean(p.argmax(1) == y) and cal.n == 200
 
 
-@settings(max_examples=15, deadline=None, derandomize=True)
+@settings(max_examples=8, deadline=None, derandomize=True)
 @given(st.integers(2, 6), st.integers(1, 40), st.integers(0, 2**31 - 1))
 def test_top_label_calibration_is_bounded(k: int, n: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
