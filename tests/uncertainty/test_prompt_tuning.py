@@ -117,6 +117,49 @@ def test_dor_keeps_new_label_features_near_zero_shot(model: Any, task: Any) -> N
     assert drift["dor"] < 0.25 * drift["coop"]  # measured: 0.002 vs 0.06 (1 - mean cosine)
 
 
+def test_outliers_are_redrawn_every_step(model: Any, task: Any) -> None:
+    seen: list[list[str]] = []
+
+    def tokenize(texts: Any) -> Any:
+        seen.append(list(texts))
+        return model.tokenize(texts)
+
+    enc = DualEncoder(
+        model.image_encoder, model.token_embedding, model.text_encoder, tokenize, model.logit_scale
+    )
+    words = outlier_vocabulary(task.base_names)
+    PromptTuner(enc, ctx_init=CTX, n_steps=6, n_outliers=3, outlier_words=words, random_state=0).fit(
+        task.X_shots, task.y_shots, class_names=task.base_names
+    )
+    draws = [tuple(b) for b in seen if len(b) == 3]
+    assert len(draws) == 6 and len(set(draws)) == 6  # a fresh batch of outlier prompts each step
+
+
+def test_a_users_own_embedding_bag_dual_encoder() -> None:
+    vocab = {w: i for i, w in enumerate("<s> <e> a photo of cat dog cow hen".split())}
+    gen = torch.Generator().manual_seed(0)
+    emb = torch.nn.Embedding(len(vocab), 8)
+    proj = torch.nn.Linear(8, 4)
+    image = torch.nn.Linear(6, 4)
+    with torch.no_grad():
+        for p in (*emb.parameters(), *proj.parameters(), *image.parameters()):
+            p.copy_(torch.randn(p.shape, generator=gen))
+
+    def tokenize(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+        rows = [[0, *(vocab[w] for w in t.split()), 1] for t in texts]
+        return np.array(rows), np.array([len(r) - 1 for r in rows])
+
+    enc = DualEncoder(image, emb, lambda e, eot: proj(e.mean(1)), tokenize, 10.0)
+    X = np.random.default_rng(0).normal(size=(12, 6))
+    y = np.arange(12) % 2
+    tuner = PromptTuner(enc, method="kgcoop", n_steps=5, ctx_init="a photo of").fit(
+        X, y, class_names=["cat", "dog"]
+    )
+    assert tuner.context_.shape == (3, 8)
+    p = tuner.predict_proba(X, class_names=["cow", "hen", "cat"])
+    assert p.shape == (12, 3) and np.allclose(p.sum(1), 1)
+
+
 def test_top_label_calibration_reuses_trustlab_ece() -> None:
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(4), size=200)
