@@ -233,6 +233,7 @@ def test_shipped_weights_are_what_the_default_recipe_trains(model: Any) -> None:
         ({"n_steps": 0}, "n_steps"),
         ({"lr": -1.0}, "lr"),
         ({"reg_weight": -1.0}, "reg_weight"),
+        ({"n_threads": 0}, "n_threads"),
         ({"ctx_init": ""}, "ctx_init"),
         ({"model": "clip"}, "model"),
     ],

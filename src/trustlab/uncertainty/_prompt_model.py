@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -10,7 +12,14 @@ from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ModelError, TrustlabError
 from trustlab.vision.classifiers import require_torch
 
-__all__ = ["check_dual_encoder", "encode_images", "encode_prompts", "prompt_tokens", "require_torch"]
+__all__ = [
+    "check_dual_encoder",
+    "encode_images",
+    "encode_prompts",
+    "prompt_tokens",
+    "require_torch",
+    "torch_threads",
+]
 
 _NEEDS = ("image_encoder", "token_embedding", "text_encoder", "tokenize")
 
@@ -88,3 +97,16 @@ def encode_prompts(model: Any, ids: Any, eot: Any, *, context: Any = None) -> An
         ctx = context.to(emb.dtype).unsqueeze(0).expand(emb.shape[0], -1, -1)
         emb = torch.cat([emb[:, :start], ctx, emb[:, start + n_ctx :]], dim=1)
     return _normalise(model.text_encoder(emb, eot), ids.shape[0], "text_encoder")
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int | None) -> Iterator[None]:
+    """Run torch on ``n_threads`` threads inside the block (``None``: leave torch's setting)."""
+    torch = require_torch()
+    before = torch.get_num_threads()
+    if n_threads is not None:
+        torch.set_num_threads(int(n_threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -28,6 +28,7 @@ from trustlab.uncertainty._prompt_model import (
     encode_prompts,
     prompt_tokens,
     require_torch,
+    torch_threads,
 )
 from trustlab.uncertainty.calibration import expected_calibration_error
 
@@ -290,6 +291,9 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         Adam learning rate.
     random_state : None, int or numpy.random.Generator, default=0
         Seeds the outlier draws.
+    n_threads : int or None, default=1
+        Torch threads during fit and predict (restored after); one suits small models on a
+        shared CPU, ``None`` leaves torch's setting (a large model, a GPU).
 
     Attributes
     ----------
@@ -312,8 +316,8 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
     Examples
     --------
     >>> from trustlab.vision.tiny_clip import digit_task, outlier_vocabulary, tiny_clip
-    >>> task = digit_task(n_draws=1)
-    >>> tuner = PromptTuner(tiny_clip(), ctx_init="a photo of the digit", n_steps=5,
+    >>> task = digit_task(shots=4, n_draws=1)
+    >>> tuner = PromptTuner(tiny_clip(), ctx_init="a photo of the digit", n_steps=3, n_outliers=4,
     ...                     outlier_words=outlier_vocabulary(task.base_names))
     >>> tuner = tuner.fit(task.X_shots, task.y_shots, class_names=task.base_names)
     >>> tuner.predict_proba(task.X_new, class_names=task.new_names).shape
@@ -330,6 +334,7 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
+        "n_threads": [None, Interval(numbers.Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -345,6 +350,7 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         n_steps: int = 150,
         lr: float = 0.02,
         random_state: Any = 0,
+        n_threads: int | None = 1,
     ) -> None:
         self.model = model
         self.method = method
@@ -356,6 +362,7 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         self.n_steps = n_steps
         self.lr = lr
         self.random_state = random_state
+        self.n_threads = n_threads
 
     def _context_slots(self, model: Any) -> tuple[int, Any]:
         ids, eot = prompt_tokens(model, [self.ctx_init], "ctx_init")
@@ -405,6 +412,10 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
             ``self``.
         """
         self._validate_params()
+        with torch_threads(self.n_threads):
+            return self._fit(X, y, class_names)
+
+    def _fit(self, X: Any, y: Any, class_names: Any) -> PromptTuner:
         torch = require_torch()
         model = check_dual_encoder(self.model)
         names = _check_names(class_names)
@@ -490,7 +501,7 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
             raise NotFittedError("call fit before text_features/predict_proba.", argument="self")
         names = self.class_names_ if class_names is None else _check_names(class_names)
         model = check_dual_encoder(self.model)
-        with torch.no_grad():
+        with torch_threads(self.n_threads), torch.no_grad():
             ft = self._tuned_features(model, torch.as_tensor(self.context_), names)
             return _softmax_proba(model, encode_images(model, X), ft)
 
