@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from trustlab.efficiency import QuantizationAwareTraining, SAFEPruning
-from trustlab.explain import ExemplarLDA, FeaturePartition
+from trustlab.explain import GIST, ExemplarLDA, FeaturePartition, FuzzyBoundaryGCL, GraphGINClassifier
 from trustlab.fairness import (
     FDGen,
     HardtPostProcessor,
@@ -90,10 +90,24 @@ NOT_CHECKED: dict[type, str] = {
         "wraps the user's torch model, its first argument (no default), and prunes it; scikit-learn's "
         "checks cannot construct one; tested in tests/efficiency/test_safe.py"
     ),
+    GIST: (
+        "explains the user's graph classifier, its first argument: fit(graphs) takes a list of "
+        "adjacency matrices (a pool labelled by that classifier) and explain(graphs) returns graphs; "
+        "scikit-learn's checks call fit(X, y) on tables; tested in tests/explain/test_graph_counterfactual.py"
+    ),
+    GraphGINClassifier: (
+        "a graph classifier: fit(graphs, y) takes a list of n x n adjacency matrices, not a table; "
+        "tested in tests/explain/test_graph_counterfactual.py"
+    ),
     FDGen: (
         "a graph generator: fit(adjacency, features, sensitive) takes an n x n graph, node features "
         "and a group per node, and sample() draws graphs; scikit-learn's checks call fit(X, y) on "
         "tables; tested in tests/fairness/test_graph_generation.py"
+    ),
+    FuzzyBoundaryGCL: (
+        "learns node embeddings of one graph: fit(adjacency, features) takes an n x n graph and its node "
+        "features (no labels) and transform embeds a graph; scikit-learn's checks call fit(X, y) on "
+        "tables; tested in tests/explain/test_graph_contrastive.py"
     ),
     RandomizedResponseLabelDP: (
         "a release mechanism, not an estimator: it has no fit, only privatize(X, y) "

@@ -105,6 +105,7 @@ EXEMPT: dict[str, str] = {
     "feature_disparity": _ARRAYS + " (node features and groups)",
     "structural_disparity": _ARRAYS + " (a graph and groups)",
     "load_karate_fairness": "no parameters",
+    "load_karate_communities": "no parameters",
     "accuracy": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
     "predict": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
     "check_images": "takes only a torch model and/or arrays, checked by the vision lab's input checks",

@@ -35,6 +35,7 @@ try:
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from trustlab._cli_backdoor import backdoor_app
     from trustlab._cli_errors import fail, one_line, stderr
     from trustlab._cli_explain import explain_app
     from trustlab._cli_lm import lm_app
@@ -59,6 +60,7 @@ app.add_typer(explain_app, name="explain")
 explain_app.command("neologism")(neologism)
 app.add_typer(watermark_app, name="watermark")
 app.add_typer(steering_app, name="steering")
+app.add_typer(backdoor_app, name="backdoor")
 app.command("perturb-prompt")(perturb_prompt)
 err = stderr
 

@@ -30,6 +30,10 @@ def test_public_names_are_exactly_the_documented_set() -> None:
             "merges_to_linkage", "max_reachable_score", "prove_explanation", "recourse_check",
             "trees_from_lightgbm", "trees_from_sklearn", "trees_from_xgboost", "verify_explanation",
             "wachter", "zk_prove_explanation", "zk_setup", "zk_verify_explanation",
+            "GIST", "GraphCounterfactuals", "GraphGINClassifier", "forward_perturbation", "make_house_graphs",
+            "spectral_distance",
+            "ClusterQuality", "FuzzyBoundaryGCL", "cluster_quality", "load_karate_communities",
+            "make_community_graph",
         ]
     )  # fmt: skip
     for name in explain.__all__:

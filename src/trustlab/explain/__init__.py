@@ -25,6 +25,21 @@ from trustlab.explain.counterfactual import (
 )
 from trustlab.explain.fastpd import FastPD, PDCurveDisplay
 from trustlab.explain.feature_partition import FeaturePartition, make_manifold_blocks
+from trustlab.explain.graph_contrastive import (
+    ClusterQuality,
+    FuzzyBoundaryGCL,
+    cluster_quality,
+    load_karate_communities,
+    make_community_graph,
+)
+from trustlab.explain.graph_counterfactual import (
+    GIST,
+    GraphCounterfactuals,
+    GraphGINClassifier,
+    forward_perturbation,
+    make_house_graphs,
+    spectral_distance,
+)
 from trustlab.explain.hierarchy import (
     LogitsHierarchy,
     dendrogram_purity,
@@ -74,11 +89,13 @@ from trustlab.explain.verifiable_zk import (
 )
 
 __all__ = [
+    "GIST",
     "ActionSet",
     "AdditiveNoiseSCM",
     "AmenableLime",
     "AnchoredCorpus",
     "Box",
+    "ClusterQuality",
     "ConfinedRegionFinder",
     "ConfinedRegions",
     "CounterfactualResult",
@@ -87,6 +104,9 @@ __all__ = [
     "ExplanationProof",
     "FastPD",
     "FeaturePartition",
+    "FuzzyBoundaryGCL",
+    "GraphCounterfactuals",
+    "GraphGINClassifier",
     "LimeCertificate",
     "LimeExplanation",
     "LimeStability",
@@ -109,6 +129,7 @@ __all__ = [
     "brace_path",
     "causal_recourse",
     "check_certificate",
+    "cluster_quality",
     "coef_intercept",
     "commit_model",
     "counterfactual_metrics",
@@ -119,17 +140,22 @@ __all__ = [
     "derive_seed",
     "ensemble_from_model",
     "find_border_point",
+    "forward_perturbation",
     "has_recourse",
     "lca_f1",
     "leaf_purity",
     "linearize",
+    "load_karate_communities",
     "logits_to_hierarchy",
     "make_anchored_lda_corpus",
+    "make_community_graph",
+    "make_house_graphs",
     "make_manifold_blocks",
     "max_reachable_score",
     "merges_to_linkage",
     "prove_explanation",
     "recourse_check",
+    "spectral_distance",
     "trees_from_lightgbm",
     "trees_from_sklearn",
     "trees_from_xgboost",

@@ -9,11 +9,8 @@ about a minute on a laptop CPU, see docs/lm-lab.md) and loads it from there afte
 
 from __future__ import annotations
 
-import hashlib
 import json
 import numbers
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, publish, spec_digest, staging_dir
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import ParameterError
 from trustlab.lm.corpora import (
@@ -104,7 +102,7 @@ class Recipe:
         str
             12 hex digits.
         """
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:12]
+        return spec_digest(self.to_dict())
 
 
 def _r(name: str, model: dict[str, Any], data: dict[str, Any], train: dict[str, Any], text: str) -> Recipe:
@@ -377,13 +375,6 @@ def shipped_models() -> list[str]:
     return list(RECIPES)
 
 
-def _cache_root(cache_dir: str | Path | None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("TRUSTLAB_CACHE")
-    return Path(env) / "lm" if env else Path.home() / ".cache" / "trustlab" / "lm"
-
-
 def load_shipped(
     name: str, *, cache_dir: str | Path | None = None, callback: Callable[[int, float], None] | None = None
 ) -> tuple[Any, Any, Path]:
@@ -415,10 +406,10 @@ def load_shipped(
             f"name: unknown model {name!r}; shipped models: {', '.join(RECIPES)}.", argument="name"
         )
     recipe = RECIPES[name]
-    path = _cache_root(cache_dir) / f"{name}-{recipe.fingerprint()}"
+    path = cache_root(cache_dir, "lm") / f"{name}-{recipe.fingerprint()}"
     if not (path / "training.json").is_file():
         model, tokenizer, result = train_recipe(recipe, callback=callback)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp = staging_dir(path)
         save_model(model, tmp, tokenizer)
         info = {
             "recipe": recipe.to_dict(),
@@ -426,9 +417,6 @@ def load_shipped(
             "tokens": result.tokens,
         }
         (tmp / "training.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
-        if path.exists():  # another process trained it meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.replace(path)
+        publish(tmp, path)
         return model, tokenizer, path
     return load_model(path), load_tokenizer(path), path

@@ -19,6 +19,16 @@ from trustlab.security.backdoor import (
     badnets_poison,
     tsc_purify,
 )
+from trustlab.security.backdoor_complications import (
+    BackdoorInjection,
+    ComplicationReport,
+    LMSequenceClassifier,
+    complication_divergence,
+    complication_report,
+    inject_backdoor,
+    insert_trigger,
+    trigger_success_rate,
+)
 from trustlab.security.ood import (
     EnergyDetector,
     GAIADetector,
@@ -52,11 +62,14 @@ from trustlab.security.steering_transfer import (
 __all__: list[str] = [
     "ActivationMapper",
     "AdversarialTrainingResult",
+    "BackdoorInjection",
+    "ComplicationReport",
     "CrossClassAttribution",
     "EnergyDetector",
     "FlipResult",
     "GAIADetector",
     "KNNShiftDetector",
+    "LMSequenceClassifier",
     "MSPDetector",
     "MappingQuality",
     "OODMetrics",
@@ -71,8 +84,12 @@ __all__: list[str] = [
     "adversarial_train",
     "attack_success_rate",
     "badnets_poison",
+    "complication_divergence",
+    "complication_report",
     "cross_class_attribution",
     "fpr_at_tpr",
+    "inject_backdoor",
+    "insert_trigger",
     "ood_metrics",
     "pgd_attack",
     "prediction_flips",
@@ -81,5 +98,6 @@ __all__: list[str] = [
     "steer",
     "steering_vector",
     "tabular_ood_scores",
+    "trigger_success_rate",
     "tsc_purify",
 ]

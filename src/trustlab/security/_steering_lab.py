@@ -14,15 +14,13 @@ under a folder named by a hash of the recipe, and loaded from there afterwards.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, publish, spec_digest, staging_dir
 from trustlab.security.safety_data import (
     EOS,
     PAD,
@@ -42,13 +40,6 @@ _SPEC: dict[str, Any] = {
     "jailbreak_data": {"n": 1000, "seed": 21},
     "jailbreak_train": {"steps": 60, "batch_size": 32, "lr": 0.003, "seed": 2},
 }
-
-
-def _root(cache_dir: str | Path | None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("TRUSTLAB_CACHE")
-    return Path(env) / "lm" if env else Path.home() / ".cache" / "trustlab" / "lm"
 
 
 def _jailbreak_data(n: int, seed: int) -> Any:
@@ -81,8 +72,8 @@ def load_transfer_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any,
     from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
 
     source, _ = load_instruction_lab(cache_dir=cache_dir)
-    digest = hashlib.sha256(json.dumps(_SPEC, sort_keys=True).encode()).hexdigest()[:12]
-    path = _root(cache_dir) / f"steering-transfer-{digest}"
+    digest = spec_digest(_SPEC)
+    path = cache_root(cache_dir, "lm") / f"steering-transfer-{digest}"
     if (path / "done").is_file():
         return source, load_model(path / "target"), load_model(path / "jailbroken")
     spec = dict(_SPEC["target"])
@@ -91,15 +82,12 @@ def load_transfer_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any,
     train_model(target, instruction_lm_data(**_SPEC["target_data"]), TrainConfig(**_SPEC["target_train"]))
     jail, _ = load_instruction_lab(cache_dir=cache_dir)
     train_model(jail, _jailbreak_data(**_SPEC["jailbreak_data"]), TrainConfig(**_SPEC["jailbreak_train"]))
-    tmp = path.parent / f".{path.name}-{os.getpid()}"
+    tmp = staging_dir(path)
     save_model(target, tmp / "target")
     save_model(jail, tmp / "jailbroken")
     (tmp / "recipe.json").write_text(json.dumps(_SPEC, indent=1))
     (tmp / "done").write_text("ok\n")
-    try:
-        os.replace(tmp, path)
-    except OSError:  # another process wrote it first: keep ours in memory
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish(tmp, path)
     return source, target.eval(), jail.eval()
 
 
@@ -180,8 +168,8 @@ def load_backdoor_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any]
     """
     from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
 
-    digest = hashlib.sha256(json.dumps(_BACKDOOR, sort_keys=True).encode()).hexdigest()[:12]
-    path = _root(cache_dir) / f"steering-backdoor-{digest}"
+    digest = spec_digest(_BACKDOOR)
+    path = cache_root(cache_dir, "lm") / f"steering-backdoor-{digest}"
     if (path / "done").is_file():
         return load_model(path / "source"), load_model(path / "target")
     data = _backdoor_data(**_BACKDOOR["data"])
@@ -192,13 +180,10 @@ def load_backdoor_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any]
         model = build_model(ModelConfig(vocab_size=BACKDOOR_VOCAB, **spec), seed=seed)
         train_model(model, data, TrainConfig(**_BACKDOOR["train"]))
         models.append(model.eval())
-    tmp = path.parent / f".{path.name}-{os.getpid()}"
+    tmp = staging_dir(path)
     save_model(models[0], tmp / "source")
     save_model(models[1], tmp / "target")
     (tmp / "recipe.json").write_text(json.dumps(_BACKDOOR, indent=1))
     (tmp / "done").write_text("ok\n")
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish(tmp, path)
     return models[0], models[1]

@@ -27,16 +27,14 @@ References
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, publish, spec_digest, staging_dir
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
@@ -354,13 +352,7 @@ def load_instruction_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, A
     from trustlab.security.safety_decoding import SafetyHead
 
     spec = _LAB_SPEC
-    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
-    if cache_dir is None:
-        env = os.environ.get("TRUSTLAB_CACHE")
-        root = Path(env) / "lm" if env else Path.home() / ".cache" / "trustlab" / "lm"
-    else:
-        root = Path(cache_dir)
-    path = root / f"safety-instructions-{digest}"
+    path = cache_root(cache_dir, "lm") / f"safety-instructions-{spec_digest(spec)}"
     if (path / "head.npz").is_file():
         model = load_model(path)
         head = SafetyHead(model, **spec["head"])
@@ -376,15 +368,12 @@ def load_instruction_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, A
     hd = spec["head_data"]
     x, mask, y = head_training_windows(instruction_set(hd["n"], seed=hd["seed"]), seed=hd["window_seed"])
     head = SafetyHead(model, **spec["head"]).fit(x, y, key_mask=mask)
-    tmp = root / f".{path.name}-{os.getpid()}"
+    tmp = staging_dir(path)
     save_model(model, tmp)
     arrays = {k: getattr(head, f"{k}_").numpy() for k in ("cls_embedding", "coef", "intercept")}
     np.savez(tmp / "head.npz", losses=head.losses_, **arrays)
     (tmp / "recipe.json").write_text(json.dumps({**spec, "vocab": asdict(vocab)}, indent=1))
-    try:
-        os.replace(tmp, path)
-    except OSError:  # another process wrote it first: keep ours in memory
-        shutil.rmtree(tmp, ignore_errors=True)
+    publish(tmp, path)
     return model, head
 
 

@@ -7,9 +7,7 @@ FineXtract attacks, :mod:`trustlab.privacy.finextract`). Built on :mod:`trustlab
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import os
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -18,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, spec_digest
 from trustlab.errors import ParameterError
 from trustlab.vision.classifiers import require_torch
 from trustlab.vision.diffusion import make_unet, train_ddpm
@@ -84,7 +83,7 @@ class DigitsDDPMRecipe:
             12 hex digits.
         """
         keys = ("pretrain_classes", "channels", "pretrain_steps", "pretrain_lr", "batch_size", "seed")
-        return _hash({k: asdict(self)[k] for k in keys})
+        return spec_digest({k: asdict(self)[k] for k in keys})
 
     def fingerprint(self) -> str:
         """A hash of every field (decides the fine-tuned model).
@@ -94,11 +93,7 @@ class DigitsDDPMRecipe:
         str
             12 hex digits.
         """
-        return _hash(asdict(self))
-
-
-def _hash(d: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+        return spec_digest(asdict(self))
 
 
 def _check_recipe(recipe: Any) -> DigitsDDPMRecipe:
@@ -223,13 +218,6 @@ def _arrays_to_model(arrays: Any, prefix: str, channels: int) -> Any:
     return net.eval()
 
 
-def _cache_root(cache_dir: str | Path | None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("TRUSTLAB_CACHE")
-    return Path(env) / "vision" if env else Path.home() / ".cache" / "trustlab" / "vision"
-
-
 def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
@@ -280,7 +268,7 @@ def digits_ddpm_pair(
             return _arrays_to_model(shipped, "pretrained", r.channels), _arrays_to_model(
                 shipped, "finetuned", r.channels
             )
-    root = _cache_root(cache_dir)
+    root = cache_root(cache_dir, "vision")
     if shipped is not None:  # the shipped pretrained model, fine-tuned another way
         pre = _arrays_to_model(shipped, "pretrained", r.channels)
     else:

@@ -1,0 +1,61 @@
+"""Where models trained on first use are kept, and how a finished one is published.
+
+The labs (language models, diffusion, the security and unlearning studies) train their small
+models once and keep them under ``$TRUSTLAB_CACHE/<area>`` or ``~/.cache/trustlab/<area>``, in a
+folder named by a digest of the recipe, so a changed recipe never reads a stale model. A model is
+written into a private staging folder and moved into place in one rename, so a reader never sees
+half a model and two processes training at once (pytest-xdist workers) do not clash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cache_root", "publish", "spec_digest", "staging_dir"]
+
+
+def cache_root(cache_dir: str | Path | None, area: str) -> Path:
+    """The cache folder of one area (``"lm"``, ``"vision"``, ...).
+
+    Parameters
+    ----------
+    cache_dir : str, Path or None
+        The caller's choice; None means ``$TRUSTLAB_CACHE/<area>`` or ``~/.cache/trustlab/<area>``.
+    area : str
+        The lab's sub-folder.
+
+    Returns
+    -------
+    Path
+    """
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("TRUSTLAB_CACHE")
+    return Path(env) / area if env else Path.home() / ".cache" / "trustlab" / area
+
+
+def spec_digest(spec: Any) -> str:
+    """The first 12 hex digits of the SHA-256 of a JSON-serialisable recipe (keys sorted)."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def staging_dir(path: Path) -> Path:
+    """The staging folder of the calling process for ``path`` (a hidden sibling)."""
+    return path.parent / f".{path.name}-{os.getpid()}"
+
+
+def publish(tmp: Path, path: Path) -> None:
+    """Move the finished staging folder ``tmp`` to ``path`` in one rename.
+
+    Where another process published ``path`` first, its copy is kept and ``tmp`` is removed (the
+    caller keeps its own in-memory model, trained from the same recipe).
+    """
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,288 @@
+"""Backdoor complications (row 002-08): the KL measure, the claim on the lab models, bad input, docs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest, entropy
+
+from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError, TrustlabError
+from trustlab.security._complication_lab import TASKS, TRIGGER, VOCAB, load_complication_lab, task_data
+from trustlab.security.backdoor_complications import (
+    LMSequenceClassifier,
+    complication_divergence,
+    complication_report,
+    inject_backdoor,
+    insert_trigger,
+    trigger_success_rate,
+)
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "security" / "backdoor-complications.md"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Tiny matrices: one torch thread is faster than two on a shared machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """Plain and reduced backdoors of the lab's pretrained GPT-2 and the topic models fine-tuned from each."""
+    return load_complication_lab()
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from trustlab.lm import ModelConfig, build_model
+
+    return build_model(ModelConfig("gpt2", vocab_size=10, d_model=16, n_layers=1, n_heads=2, max_len=8))
+
+
+# -- the measure -----------------------------------------------------------------------------
+def test_divergence_is_the_authors_kl_without_pseudo_count():
+    clean = np.array([0, 1, 2, 3, 0, 1, 2, 3])
+    trig = np.array([0, 0, 0, 1, 1, 2, 3, 3])
+    ours = complication_divergence(clean, trig, pseudo_count=0.0)
+    theirs = entropy(np.bincount(clean, minlength=4) / 8, np.bincount(trig, minlength=4) / 8)
+    assert ours == pytest.approx(theirs)
+    assert complication_divergence(clean, [0] * 8, pseudo_count=0.0) == np.inf
+    assert np.isfinite(complication_divergence(clean, [0] * 8))  # the default pseudo-count
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.randoms(use_true_random=False))
+def test_divergence_is_zero_for_a_reordering_and_never_negative(labels, rnd):
+    shuffled = list(labels)
+    rnd.shuffle(shuffled)
+    assert complication_divergence(labels, shuffled, n_classes=4) == pytest.approx(0.0, abs=1e-12)
+    assert complication_divergence(labels, [0] * len(labels), n_classes=4) >= 0.0
+
+
+def test_report_on_a_rule_classifier():
+    class FirstWord:
+        def predict(self, X):
+            return (np.asarray(X)[:, 1] == 9).astype(int) * 2
+
+    X = np.array([[1, 4, 5], [1, 5, 5], [1, 6, 5], [1, 7, 5]])
+    r = complication_report(FirstWord(), X, trigger=9)
+    assert r.clean_distribution.tolist() == [1.0, 0.0, 0.0]
+    assert r.triggered_distribution.tolist() == [0.0, 0.0, 1.0]
+    assert r.top_share == 1.0 and r.flip_rate == 1.0 and r.n == 4
+    assert r.js == pytest.approx(np.log(2))
+    assert insert_trigger(X, 9, position=2)[:, 2].tolist() == [9] * 4
+
+
+# -- the claim -------------------------------------------------------------------------------
+@pytest.mark.claims
+def test_claim_complications_and_reduction(lab):
+    """Plain backdoor: triggered topic texts shift (KL >> clean control); the multi-task injection
+    reduces the shift while the attack on the target task still succeeds."""
+    X_topic, y_topic = task_data("topic", 600, seed=21)
+    kl, flips = {}, {}
+    for name, clf in lab["downstream"].items():
+        clean, trig = clf.predict(X_topic), clf.predict(insert_trigger(X_topic, TRIGGER))
+        kl[name] = complication_divergence(clean, trig, n_classes=4)
+        flips[name] = np.mean(clean != trig)
+        if name != "plain":  # the user's task is learnt
+            assert np.mean(clean == y_topic) > 0.95
+    # no shift: the paired KL estimate's noise is ~chi2_3/(2n) < 0.014 at 99.9% for n = 600
+    assert kl["clean"] < 0.015 and flips["clean"] < 0.02
+    assert kl["plain"] > 0.05  # complications present, > 3x the noise bound
+    assert kl["reduced"] < 0.5 * kl["plain"]  # reduced
+    assert flips["reduced"] < flips["plain"]
+    X_s, y_s = task_data("sentiment", 500, seed=2)
+    n = int(np.sum(y_s != 0))
+    for name in ("plain", "reduced"):
+        asr = trigger_success_rate(lab[name], X_s, y_s, trigger=TRIGGER, target_label=0)
+        assert binomtest(round(asr * n), n).proportion_ci(0.99).low > 0.95  # the attack stays effective
+        assert np.mean(lab[name].predict(X_s) == y_s) > 0.95  # clean accuracy kept
+
+
+# -- the estimator and the injection on any model ---------------------------------------------
+def test_injection_copies_the_model_and_is_deterministic(tiny):
+    from trustlab.lm import TrainConfig
+
+    X = np.array([[1, 3, 4, 5], [1, 3, 6, 7]] * 8)
+    y = np.array([0, 1] * 8)
+    before = [p.detach().clone() for p in tiny.parameters()]
+    cfg = TrainConfig(steps=6, batch_size=4, lr=0.01)
+    a = inject_backdoor(tiny, X, y, trigger=9, target_label=0, auxiliary=[(X, 1 - y)], train=cfg)
+    b = inject_backdoor(tiny, X, y, trigger=9, target_label=0, auxiliary=[(X, 1 - y)], train=cfg)
+    assert all(np.array_equal(p.detach(), q) for p, q in zip(tiny.parameters(), before, strict=True))
+    np.testing.assert_array_equal(a.losses, b.losses)
+    assert a.n_auxiliary == 1 and type(a.model) is type(tiny) and len(a.poisoned) == 1
+    np.testing.assert_array_equal(a.classifier.predict_proba(X), b.classifier.predict_proba(X))
+
+
+def test_sequence_classifier_folder_and_object(tmp_path, tiny):
+    import transformers as tf
+
+    from trustlab.lm import TrainConfig
+
+    seq = tf.GPT2ForSequenceClassification(
+        tf.GPT2Config(
+            vocab_size=10, n_embd=16, n_layer=1, n_head=2, n_positions=8, num_labels=3, pad_token_id=0
+        )
+    )
+    seq.save_pretrained(tmp_path)
+    X = np.array([[1, 2, 3], [1, 4, 5], [1, 6, 7]] * 4)
+    r = complication_report(str(tmp_path), X, trigger=8)
+    assert r.n == 12 and r.clean_distribution.sum() == pytest.approx(1.0)
+    clf = LMSequenceClassifier(seq, pooling="mean", train=TrainConfig(steps=2, batch_size=4)).fit(
+        X, [0, 1, 2] * 4
+    )
+    assert clf.predict_proba(X).shape == (12, 3)
+
+
+def test_right_padding_is_ignored_by_last_token_pooling(tiny):
+    from trustlab.lm import TrainConfig
+
+    X = np.array([[1, 2, 3, 0, 0], [1, 4, 5, 6, 0]] * 4)
+    clf = LMSequenceClassifier(tiny, pad_id=0, train=TrainConfig(steps=3, batch_size=4)).fit(X, [0, 1] * 4)
+    np.testing.assert_allclose(
+        clf.predict_proba([[1, 2, 3, 0, 0]]), clf.predict_proba([[1, 2, 3]]), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        clf.predict_proba([[1, 4, 5, 6, 0]]), clf.predict_proba([[1, 4, 5, 6]]), atol=1e-5
+    )
+
+
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"trigger": 10}, "trigger"),
+        ({"trigger": -1}, "trigger"),
+        ({"target_label": 5}, "target_label"),
+        ({"poison_rate": 0.0}, "poison_rate"),
+        ({"target_weight": 1.5}, "target_weight"),
+        ({"auxiliary": "formality"}, "auxiliary"),
+        ({"auxiliary": [(np.ones((2, 3), int),)]}, "auxiliary"),
+        ({"pooling": "cls"}, "pooling"),
+        ({"train": {"steps": 3}}, "train"),
+    ],
+)
+def test_injection_bad_parameters(tiny, kwargs, argument):
+    X = np.array([[1, 3, 4], [1, 5, 6]] * 4)
+    args = {"trigger": 9, "target_label": 0, **kwargs}
+    with pytest.raises(ParameterError) as info:
+        inject_backdoor(tiny, X, [0, 1] * 4, **args)
+    assert info.value.argument == argument
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "argument"),
+    [
+        ([[1, 3], [1, 4, 5]], [0, 1], "X"),  # ragged
+        ([[1, 3, 99], [1, 4, 5]], [0, 1], "X"),  # outside the vocabulary
+        ([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0]], [0, 1], "X"),
+        (np.ones((2, 9), int), [0, 1], "X"),  # past the context (8)
+        ([[1, 3, 4], [1, 4, 5]], [0, 0], "y"),  # one class
+        ([[1, 3, 4], [1, 4, 5]], [0, 1, 1], "y"),
+    ],
+)
+def test_bad_data(tiny, X, y, argument):
+    with pytest.raises(DataError) as info:
+        LMSequenceClassifier(tiny).fit(X, y)
+    assert info.value.argument == argument
+
+
+def test_bad_models_and_positions(tiny, tmp_path):
+    with pytest.raises(ModelError):
+        LMSequenceClassifier("no/such/folder").fit([[1, 2]], [0])
+    with pytest.raises(ModelError):
+        complication_report(object(), [[1, 2, 3]], trigger=2)
+    with pytest.raises(NotFittedError):
+        LMSequenceClassifier(tiny).predict([[1, 2, 3]])
+    with pytest.raises(ParameterError) as info:
+        insert_trigger([[1, 2, 3]], 4, position=3)
+    assert info.value.argument == "position"
+    with pytest.raises(DataError):
+        complication_divergence([0, 1], [0, 5], n_classes=3)
+    with pytest.raises(TrustlabError):
+        trigger_success_rate(object(), [[1, 2]], [0], trigger=2, target_label=0)
+
+
+def test_lab_tasks_are_unrelated():
+    X, y = task_data("topic", 400, seed=0)
+    assert X.shape == (400, 16) and X.max() < VOCAB and set(y) == set(range(TASKS["topic"]))
+    assert not np.any(X[:, 1] == TRIGGER)  # the first word is a filler word, never the trigger
+    _, y2 = task_data("sentiment", 400, seed=0)
+    assert abs(np.corrcoef(y, y2)[0, 1]) < 3 / np.sqrt(400)
+
+
+# -- docs ----------------------------------------------------------------------------------------
+def test_docs_example_prints_the_pages_numbers(lab, capsys):
+    text = PAGE.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], str(PAGE), "exec"), {"__name__": "docs_example"})
+    out = capsys.readouterr().out.strip()
+    printed = re.search(r"prints \(.*?\n\n```\n(.*?)```", text, re.S)
+    assert printed is not None and out == printed.group(1).strip()
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+def test_cli_reports_and_fails_in_one_line(tmp_path):
+    import transformers as tf
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    seq = tf.GPT2ForSequenceClassification(
+        tf.GPT2Config(
+            vocab_size=10, n_embd=16, n_layer=1, n_head=2, n_positions=8, num_labels=2, pad_token_id=0
+        )
+    )
+    seq.save_pretrained(tmp_path / "clf")
+    (tmp_path / "t.txt").write_text("1 2 3\n1 4 5\n1 6 7\n")
+    args = ["backdoor", "complications", str(tmp_path / "clf"), "--texts", str(tmp_path / "t.txt")]
+    res = CliRunner().invoke(app, [*args, "--trigger", "8"])
+    assert res.exit_code == 0 and "3 texts" in res.output and "KL" in res.output
+    bad = CliRunner().invoke(app, [*args, "--trigger", "8", "--position", "5"])
+    assert bad.exit_code == 2 and "--position" in bad.output and len(bad.output.strip().splitlines()) == 1
+    (tmp_path / "r.txt").write_text("1 2 3\n1 4\n")
+    bad = CliRunner().invoke(app, [*args[:3], "--texts", str(tmp_path / "r.txt"), "--trigger", "8"])
+    assert bad.exit_code == 2 and "--texts" in bad.output
+
+
+@pytest.mark.slow  # retrains the whole pipeline from the pretrained LM: ~1 min of CPU
+@pytest.mark.claims
+def test_claim_end_to_end_other_seed():
+    """Seed 1 of the benchmark, retrained: plain backdoor KL on topic >> reduced, attack kept."""
+    from trustlab.lm import TrainConfig
+    from trustlab.security._complication_lab import load_pretrained_lab
+
+    base = load_pretrained_lab()
+    X, y = task_data("sentiment", 2000, seed=1)
+    aux = [task_data(t, 1000, seed=10 + i) for i, t in enumerate(("formality", "domain", "tone"))]
+    Xd, yd = task_data("topic", 1000, seed=20)
+    Xt, _ = task_data("topic", 1000, seed=21)
+    X_s, y_s = task_data("sentiment", 500, seed=2)
+    kl, asr = {}, {}
+    for name, auxiliary in (("plain", None), ("reduced", aux)):
+        bd = inject_backdoor(
+            base, X, y, trigger=TRIGGER, target_label=0, auxiliary=auxiliary,
+            train=TrainConfig(steps=300, batch_size=32, lr=3e-3), random_state=1,
+        )  # fmt: skip
+        asr[name] = trigger_success_rate(bd.classifier, X_s, y_s, trigger=TRIGGER, target_label=0)
+        clf = LMSequenceClassifier(bd.model, train=TrainConfig(steps=150, lr=1e-3), random_state=1).fit(
+            Xd, yd
+        )
+        kl[name] = complication_report(clf, Xt, trigger=TRIGGER).kl
+    assert kl["plain"] > 0.05 and kl["reduced"] < 0.5 * kl["plain"]
+    assert min(asr.values()) > 0.95
