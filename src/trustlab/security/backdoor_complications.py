@@ -167,6 +167,10 @@ class ComplicationReport:
         Share of texts whose predicted label the trigger changes.
     n : int
         Number of texts.
+
+    See Also
+    --------
+    complication_report : builds it.
     """
 
     clean_distribution: np.ndarray
@@ -278,6 +282,10 @@ class BackdoorInjection:
         Auxiliary tasks of the complication reduction (0: the plain backdoor).
     losses : ndarray of float, shape (steps,)
         The (weighted multi-task) training loss of each step.
+
+    See Also
+    --------
+    inject_backdoor : builds it.
     """
 
     model: Any
