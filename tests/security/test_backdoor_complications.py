@@ -78,6 +78,17 @@ def test_report_on_a_rule_classifier():
     assert insert_trigger(X, 9, position=2)[:, 2].tolist() == [9] * 4
 
 
+def test_report_when_every_text_gets_one_label():
+    """A classifier that predicts one class everywhere still has two or more classes (no error)."""
+
+    class Constant:
+        def predict(self, X):
+            return np.zeros(len(X), dtype=int)
+
+    r = complication_report(Constant(), [[1, 4], [1, 5]], trigger=9)
+    assert r.clean_distribution.tolist() == [1.0, 0.0] and r.kl == 0.0
+
+
 # -- the claim -------------------------------------------------------------------------------
 @pytest.mark.claims
 def test_claim_complications_and_reduction(lab):
@@ -134,6 +145,7 @@ def test_sequence_classifier_folder_and_object(tmp_path, tiny):
     X = np.array([[1, 2, 3], [1, 4, 5], [1, 6, 7]] * 4)
     r = complication_report(str(tmp_path), X, trigger=8)
     assert r.n == 12 and r.clean_distribution.sum() == pytest.approx(1.0)
+    assert len(r.clean_distribution) == 3  # the config's num_labels, whatever the model predicts
     clf = LMSequenceClassifier(seq, pooling="mean", train=TrainConfig(steps=2, batch_size=4)).fit(
         X, [0, 1, 2] * 4
     )

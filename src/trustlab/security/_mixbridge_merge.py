@@ -106,6 +106,16 @@ def train_router(
     -------
     torch.nn.Module
         ``router`` in eval mode.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from trustlab.security import poison_pairs
+    >>> from trustlab.security.mixbridge_lab import digits_backdoor_targets, digits_sr_pairs
+    >>> pairs = poison_pairs(*digits_sr_pairs("train", 16), digits_backdoor_targets(2))
+    >>> router = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, pairs.n_tasks))
+    >>> train_router(router, pairs, steps=2).training
+    False
     """
     torch = require_torch()
     check_model(router, "router")
@@ -175,6 +185,23 @@ def merge_bridges(
     -------
     torch.nn.Module
         The :func:`MixtureOfBridges`, in eval mode.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from trustlab.security import poison_pairs
+    >>> from trustlab.security.mixbridge_lab import digits_backdoor_targets, digits_sr_pairs
+    >>> pairs = poison_pairs(*digits_sr_pairs("train", 16), digits_backdoor_targets(2))
+    >>> class Net(torch.nn.Module):  # any net(x, t)
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.conv = torch.nn.Conv2d(1, 1, 3, padding=1)
+    ...     def forward(self, x, t):
+    ...         return self.conv(x)
+    >>> router = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, pairs.n_tasks))
+    >>> merged = merge_bridges([Net() for _ in range(pairs.n_tasks)], router, pairs, steps=1)
+    >>> tuple(merged.weights(torch.zeros(2, 1, 8, 8)).shape)
+    (2, 4)
     """
     torch = require_torch()
     p = _check_pairs_obj(pairs)

@@ -133,6 +133,10 @@ class PoisonedPairs:
         0 for a benign pair, ``k`` for trigger ``k`` (1-based).
     corners : tuple of str
         Trigger ``k``'s corner is ``corners[k - 1]``.
+
+    See Also
+    --------
+    poison_pairs : builds it.
     """
 
     X0: np.ndarray
@@ -146,7 +150,17 @@ class PoisonedPairs:
         return len(self.corners) + 1
 
     def of_task(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``(X0, X1)`` pairs of task ``k``."""
+        """The ``(X0, X1)`` pairs of task ``k``.
+
+        Parameters
+        ----------
+        k : int
+            0 for the benign task, ``k`` for trigger ``k``.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+        """
         m = self.task == k
         return self.X0[m], self.X1[m]
 

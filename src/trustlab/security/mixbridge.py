@@ -78,6 +78,10 @@ class BridgeBackdoorReport:
         weights; ``log K`` is uniform (most stealthy). None for a single network.
     n : int
         Images per task.
+
+    See Also
+    --------
+    evaluate_bridge_backdoor : builds it.
     """
 
     benign_mse: float
@@ -128,6 +132,15 @@ def evaluate_bridge_backdoor(
     Returns
     -------
     BridgeBackdoorReport
+
+    Examples
+    --------
+    >>> from trustlab.security.mixbridge_lab import digits_backdoor_targets, digits_models, digits_sr_pairs
+    >>> single, mixbridge = digits_models()  # shipped lab bridges
+    >>> X0, X1 = digits_sr_pairs("test", 8)
+    >>> r = evaluate_bridge_backdoor(mixbridge, X0, X1, digits_backdoor_targets(), nfe=2)
+    >>> r.n, len(r.attack_success), len(r.router_entropy)  # benign + 3 triggers
+    (8, 3, 4)
     """
     torch = require_torch()
     check_model(model)
@@ -194,6 +207,22 @@ class MixBridge(ParamsValidationMixin, BaseEstimator):
     ----------
     S. Qin et al., "MixBridge: Heterogeneous Image-to-Image Backdoor Attack through Mixture of
     Schrödinger Bridges", ICML 2025.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from trustlab.security.mixbridge_lab import digits_backdoor_targets, digits_sr_pairs
+    >>> class Net(torch.nn.Module):  # any net(x, t); a real one is a small UNet
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.conv = torch.nn.Conv2d(1, 1, 3, padding=1)
+    ...     def forward(self, x, t):
+    ...         return self.conv(x)
+    >>> X0, X1 = digits_sr_pairs("train", 16)
+    >>> attack = MixBridge(Net(), expert_steps=2, router_steps=2, merge_steps=1)
+    >>> attack = attack.fit(X0, X1, digits_backdoor_targets(2))
+    >>> len(attack.experts_), attack.transform(X1[:2], nfe=2).shape
+    (4, (2, 1, 8, 8))
     """
 
     _parameter_constraints = {  # noqa: RUF012 - as scikit-learn declares them
@@ -243,7 +272,17 @@ class MixBridge(ParamsValidationMixin, BaseEstimator):
         self.random_state = random_state
 
     def poison(self, X0: Any, X1: Any, targets: Any) -> PoisonedPairs:
-        """The poisoned training pairs this attack uses (:func:`poison_pairs` with its triggers)."""
+        """The poisoned training pairs this attack uses (:func:`poison_pairs` with its triggers).
+
+        Parameters
+        ----------
+        X0, X1, targets
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        PoisonedPairs
+        """
         return poison_pairs(
             X0, X1, targets, corners=self.corners, size=self.trigger_size, value=self.trigger_value
         )
