@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, spec_digest
+from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
 from trustlab.vision.classifiers import check_labels, check_model, one_thread, require_torch, torch_generator
 from trustlab.vision.diffusion import DDPMSchedule, _to_model_space, _unet_class
-from trustlab.vision.diffusion_digits import _save_npz
 
 __all__ = [
     "ConditionalDDPMRecipe",
@@ -295,7 +294,7 @@ def digits_conditional_ddpm(
             return _load(f, r.channels)
     path = cache_root(cache_dir, "vision") / f"ddpm-conditional-{r.fingerprint()}.npz"
     if not path.is_file():
-        _save_npz(path, _arrays(_train_recipe(r)))
+        save_npz(path, _arrays(_train_recipe(r)))
     with np.load(path) as f:
         return _load(f, r.channels)
 
