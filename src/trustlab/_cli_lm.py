@@ -364,7 +364,7 @@ def circuit_cmd(
         Path | None, typer.Option(help="JSON pairs file (default: a sorting model's built-in pairs).")
     ] = None,
     methods: Annotated[
-        str, typer.Option(help="Comma-separated: activation-patching, eap, eap-ig, random.")
+        str, typer.Option(help="Comma-separated: activation-patching, eap, eap-ig, edge-pruning, random.")
     ] = "activation-patching,eap,eap-ig,random",
     n: Annotated[int, typer.Option(help="Built-in pairs: how many to score on (as many held out).")] = 32,
     seed: Annotated[int, typer.Option(help="Seeds the built-in pairs and the random baseline.")] = 10,

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_token_ids
-from trustlab.errors import DataError
+from trustlab.errors import DataError, ParameterError
+from trustlab.lm._mib_graph import _weights, edge_graph, graph_forward
 
 __all__ = ["PatchingTask", "min_pairs"]
 
@@ -126,3 +128,75 @@ def min_pairs(n: int, *, n_items: int = 6, n_values: int = 12, seed: Any = 0) ->
     clean = np.concatenate([values, sep], axis=1)
     corrupted = np.concatenate([cf_values, sep], axis=1)
     return PatchingTask(clean, corrupted, low, cf_values.min(axis=1))
+
+
+class _Context:
+    """One task on one model: tensors, the clean and counterfactual runs, m(N) and m(∅)."""
+
+    def __init__(self, model: Any, task: PatchingTask) -> None:
+        if not isinstance(task, PatchingTask):
+            raise ParameterError(f"task must be a PatchingTask, got {type(task).__name__}.", argument="task")
+        self.model, self.graph = model, edge_graph(model)
+        self.weights = _weights(model)
+        vocab = int(model.get_input_embeddings().num_embeddings)
+        ids = np.concatenate([task.clean, task.corrupted])
+        answers = np.concatenate([task.answers, task.cf_answers])
+        if ids.max() >= vocab or answers.max() >= vocab:
+            raise DataError(
+                f"task holds token ids outside the model's vocabulary [0, {vocab}); encode with the model's "
+                "tokenizer.",
+                argument="task",
+            )
+        ctx = self.weights.lay.max_len
+        if ctx is not None and task.clean.shape[1] > int(ctx):
+            raise DataError(
+                f"task sequences have {task.clean.shape[1]} tokens, longer than the model's context ({ctx}).",
+                argument="task",
+            )
+        window = getattr(model.config, "sliding_window", None)
+        if window and getattr(model.config, "use_sliding_window", True) and task.clean.shape[1] > int(window):
+            raise DataError(
+                f"task sequences have {task.clean.shape[1]} tokens, more than the model's sliding attention "
+                f"window ({window}), which the edge-patched pass does not model; cut them.",
+                argument="task",
+            )
+        device = next(model.parameters()).device
+        self.clean = torch.as_tensor(task.clean, device=device)
+        self.corrupted = torch.as_tensor(task.corrupted, device=device)
+        self.pos = torch.as_tensor(task.positions, device=device)
+        self.ans = torch.as_tensor(task.answers, device=device)
+        self.cf = torch.as_tensor(task.cf_answers, device=device)
+        self.was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            logits, self.corrupt_acts, _ = self.run(self.corrupted)
+            self.m_empty = self.metric(logits).item()
+            logits, self.clean_acts, _ = self.run(self.clean)
+            self.m_full = self.metric(logits).item()
+        if not np.isfinite([self.m_empty, self.m_full]).all():
+            raise DataError("the model's logits hold NaN or inf; check the checkpoint.", argument="model")
+        if abs(self.m_full - self.m_empty) < 1e-6:
+            raise DataError(
+                "task: the clean and counterfactual runs give the same logit difference, so faithfulness "
+                "is undefined; use pairs whose answers the model tells apart.",
+                argument="task",
+            )
+
+    def run(self, ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        return graph_forward(self.model, self.graph, ids, self.pos, weights=self.weights, **kwargs)
+
+    def metric(self, logits: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(logits.shape[0], device=logits.device)
+        return (logits[rows, self.ans] - logits[rows, self.cf]).mean()
+
+    @torch.no_grad()
+    def circuit_metric(self, mask: np.ndarray) -> float:
+        m = torch.as_tensor(mask, dtype=self.corrupt_acts.dtype, device=self.corrupt_acts.device)
+        logits, _, _ = self.run(self.clean, mask=m, corrupt=self.corrupt_acts)
+        return float(self.metric(logits))
+
+    def faithfulness(self, mask: np.ndarray) -> float:
+        return (self.circuit_metric(mask) - self.m_empty) / (self.m_full - self.m_empty)
+
+    def close(self) -> None:
+        self.model.train(self.was_training)

@@ -2,7 +2,8 @@
 
 A circuit is a set of edges of the residual-stream graph (:mod:`trustlab.lm._mib_graph`). Edges
 are scored by exact activation patching, by edge attribution patching (EAP) [2]_, by EAP with
-integrated gradients on the inputs (EAP-IG) [3]_, or at random. The benchmark [1]_ then keeps the
+integrated gradients on the inputs (EAP-IG) [3]_, by edge pruning (a learned hard-concrete
+mask, [4]_; :mod:`trustlab.lm._mib_prune`) or at random. The benchmark [1]_ then keeps the
 top edges at budgets from 0.1% to 100% of the edges, measures each circuit's faithfulness
 ``f = (m(C) - m(∅)) / (m(N) - m(∅))`` under counterfactual patching, and integrates:
 CPR, the area under ``f`` (circuits from signed scores; higher is better), and CMD, the area
@@ -15,6 +16,7 @@ References
    BlackboxNLP 2024.
 .. [3] Hanna, Pezzelle, Belinkov. "Have Faith in Faithfulness: Going Beyond Circuit Overlap When
    Finding Model Mechanisms". COLM 2024.
+.. [4] Bhaskar, Wettig, Friedman, Chen. "Finding Transformer Circuits with Edge Pruning". NeurIPS 2024.
 """
 
 from __future__ import annotations
@@ -28,20 +30,15 @@ import torch
 
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import DataError, ParameterError
-from trustlab.lm._mib_graph import (
-    EdgeGraph,
-    _weights,
-    check_names,
-    edge_graph,
-    graph_forward,
-    prune_mask,
-)
-from trustlab.lm._mib_task import PatchingTask, min_pairs
+from trustlab.lm._mib_graph import EdgeGraph, check_names, edge_graph, graph_forward, prune_mask
+from trustlab.lm._mib_prune import expected_open, fit_edge_mask
+from trustlab.lm._mib_task import PatchingTask, _Context, min_pairs
 
 __all__ = [
     "METHODS",
     "MIB_BUDGETS",
     "CircuitLocalization",
+    "EdgePruning",
     "EdgeScores",
     "FaithfulnessCurve",
     "PatchingTask",
@@ -49,12 +46,13 @@ __all__ = [
     "circuit_localization",
     "edge_auroc",
     "edge_graph",
+    "edge_pruning",
     "edge_scores",
     "faithfulness_curve",
     "min_pairs",
 ]
 
-METHODS = ("activation-patching", "eap", "eap-ig", "random")
+METHODS = ("activation-patching", "eap", "eap-ig", "edge-pruning", "random")
 MIB_BUDGETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
@@ -139,78 +137,6 @@ class CircuitLocalization:
     absolute: FaithfulnessCurve
 
 
-class _Context:
-    """One task on one model: tensors, the clean and counterfactual runs, m(N) and m(∅)."""
-
-    def __init__(self, model: Any, task: PatchingTask) -> None:
-        if not isinstance(task, PatchingTask):
-            raise ParameterError(f"task must be a PatchingTask, got {type(task).__name__}.", argument="task")
-        self.model, self.graph = model, edge_graph(model)
-        self.weights = _weights(model)
-        vocab = int(model.get_input_embeddings().num_embeddings)
-        ids = np.concatenate([task.clean, task.corrupted])
-        answers = np.concatenate([task.answers, task.cf_answers])
-        if ids.max() >= vocab or answers.max() >= vocab:
-            raise DataError(
-                f"task holds token ids outside the model's vocabulary [0, {vocab}); encode with the model's "
-                "tokenizer.",
-                argument="task",
-            )
-        ctx = self.weights.lay.max_len
-        if ctx is not None and task.clean.shape[1] > int(ctx):
-            raise DataError(
-                f"task sequences have {task.clean.shape[1]} tokens, longer than the model's context ({ctx}).",
-                argument="task",
-            )
-        window = getattr(model.config, "sliding_window", None)
-        if window and getattr(model.config, "use_sliding_window", True) and task.clean.shape[1] > int(window):
-            raise DataError(
-                f"task sequences have {task.clean.shape[1]} tokens, more than the model's sliding attention "
-                f"window ({window}), which the edge-patched pass does not model; cut them.",
-                argument="task",
-            )
-        device = next(model.parameters()).device
-        self.clean = torch.as_tensor(task.clean, device=device)
-        self.corrupted = torch.as_tensor(task.corrupted, device=device)
-        self.pos = torch.as_tensor(task.positions, device=device)
-        self.ans = torch.as_tensor(task.answers, device=device)
-        self.cf = torch.as_tensor(task.cf_answers, device=device)
-        self.was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            logits, self.corrupt_acts, _ = self.run(self.corrupted)
-            self.m_empty = self.metric(logits).item()
-            logits, self.clean_acts, _ = self.run(self.clean)
-            self.m_full = self.metric(logits).item()
-        if not np.isfinite([self.m_empty, self.m_full]).all():
-            raise DataError("the model's logits hold NaN or inf; check the checkpoint.", argument="model")
-        if abs(self.m_full - self.m_empty) < 1e-6:
-            raise DataError(
-                "task: the clean and counterfactual runs give the same logit difference, so faithfulness "
-                "is undefined; use pairs whose answers the model tells apart.",
-                argument="task",
-            )
-
-    def run(self, ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        return graph_forward(self.model, self.graph, ids, self.pos, weights=self.weights, **kwargs)
-
-    def metric(self, logits: torch.Tensor) -> torch.Tensor:
-        rows = torch.arange(logits.shape[0], device=logits.device)
-        return (logits[rows, self.ans] - logits[rows, self.cf]).mean()
-
-    @torch.no_grad()
-    def circuit_metric(self, mask: np.ndarray) -> float:
-        m = torch.as_tensor(mask, dtype=self.corrupt_acts.dtype, device=self.corrupt_acts.device)
-        logits, _, _ = self.run(self.clean, mask=m, corrupt=self.corrupt_acts)
-        return float(self.metric(logits))
-
-    def faithfulness(self, mask: np.ndarray) -> float:
-        return (self.circuit_metric(mask) - self.m_empty) / (self.m_full - self.m_empty)
-
-    def close(self) -> None:
-        self.model.train(self.was_training)
-
-
 def _patching_scores(ctx: _Context, rows_per_pass: int = 512) -> np.ndarray:
     """``m(N) - m(N without e)`` for every edge, several edges per forward pass."""
     g, n = ctx.graph, len(ctx.clean)
@@ -279,14 +205,15 @@ def edge_scores(
         A GPT-2 or Llama-family causal LM (Llama, Mistral, Qwen2, Mixtral).
     task : PatchingTask
         Clean / counterfactual pairs.
-    method : {"activation-patching", "eap", "eap-ig", "random"}, default="eap-ig"
+    method : {"activation-patching", "eap", "eap-ig", "edge-pruning", "random"}, default="eap-ig"
         Exact patching of each edge (one forward pass per edge), edge attribution patching
         (one forward and backward pass), EAP with integrated gradients on the input embeddings
-        (``ig_steps`` passes; MIB's EAP-IG-inputs), or standard-normal scores.
+        (``ig_steps`` passes; MIB's EAP-IG-inputs), the learned gate locations of
+        :func:`edge_pruning` at its defaults, or standard-normal scores.
     ig_steps : int, default=5
         Interpolation points of EAP-IG (the benchmark's default).
     random_state : int, Generator or None, default=0
-        Seeds the random baseline only.
+        Seeds the random baseline and edge pruning's gate noise.
 
     Returns
     -------
@@ -305,6 +232,8 @@ def edge_scores(
         raise ParameterError(
             f"method must be one of {', '.join(METHODS)}, got {method!r}.", argument="method"
         )
+    if method == "edge-pruning":
+        return edge_pruning(model, task, random_state=random_state).scores
     ctx = _Context(model, task)
     try:
         if method == "random":
@@ -316,6 +245,119 @@ def edge_scores(
     finally:
         ctx.close()
     return EdgeScores(method, scores, ctx.graph)
+
+
+@dataclass(frozen=True)
+class EdgePruning:
+    """Result of :func:`edge_pruning`.
+
+    Attributes
+    ----------
+    scores : EdgeScores
+        Each gate's probability of being open, ``P(z > 0)``, a monotone map of its learned
+        location ``log_alpha`` into (0, 1): ranked signed or absolute, the order is the same
+        (MIB ranks mask methods by their mask values).
+    log_alpha : ndarray of float, shape (n_edges,)
+        The learned gate locations.
+    circuit : ndarray of int
+        Indices of the edges the binarised mask keeps (the ``round(sum P(z > 0))`` largest gates).
+    kl : ndarray of float, shape (steps,)
+        KL divergence of the masked model from the full model at each step (sampled gates).
+    sparsity : ndarray of float, shape (steps,)
+        Share of sampled gates at zero at each step.
+    """
+
+    scores: EdgeScores
+    log_alpha: np.ndarray
+    circuit: np.ndarray
+    kl: np.ndarray
+    sparsity: np.ndarray
+
+
+@validate_params(
+    {
+        "target_sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
+        "steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "reg_lr": [Interval(numbers.Real, 0, None, closed="left")],
+        "warmup": [Interval(numbers.Real, 0, 1, closed="both")],
+        "init_log_alpha": [Interval(numbers.Real, None, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+)
+def edge_pruning(
+    model: Any,
+    task: PatchingTask,
+    *,
+    target_sparsity: float = 0.9,
+    steps: int = 200,
+    lr: float = 0.1,
+    reg_lr: float = 0.1,
+    warmup: float = 0.83,
+    init_log_alpha: float = 3.0,
+    random_state: Any = 0,
+) -> EdgePruning:
+    """Edge pruning: learn a hard-concrete mask over the edges that keeps the model's task output [4]_.
+
+    Every edge gets a gate ``z`` in [0, 1] (hard concrete: temperature 2/3, stretched to
+    [-0.1, 1.1] and clipped); the gated edge-patched model reads ``z`` of the live source and
+    ``1 - z`` of the counterfactual one. AdamW lowers the KL divergence of its answer-position
+    distribution from the full model's plus a Lagrangian ``l1 (s - t) + l2 (s - t)^2`` on the
+    share ``s`` of closed gates, whose multipliers ascend it and whose target ``t`` rises linearly
+    from 0 to ``target_sparsity`` over the first ``warmup`` share of the steps.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A GPT-2 or Llama-family causal LM.
+    task : PatchingTask
+        Clean / counterfactual pairs (the gates are fit on the clean inputs).
+    target_sparsity : float in [0, 1), default=0.9
+        Share of edges the Lagrangian drives to zero; 0 keeps every edge.
+    steps : int, default=200
+        Optimisation steps (full batch). The paper runs 3,000 on GPT-2's 32,491 edges.
+    lr, reg_lr : float, default=0.1
+        Learning rates of the gate locations and of the multipliers (the paper: 0.8 for both,
+        on a graph 700x larger; on small graphs it throws every gate to its bound at once).
+    warmup : float in [0, 1], default=0.83
+        Share of the steps over which the target sparsity is annealed (the paper: 2,500 of 3,000).
+    init_log_alpha : float, default=3.0
+        Initial gate location (``P(z = 1) = 0.75``; the paper's 10 keeps the clipped gates at 1
+        with no gradient for hundreds of steps on a small graph).
+    random_state : int, Generator or None, default=0
+        Seeds the gate noise and the initial jitter.
+
+    Returns
+    -------
+    EdgePruning
+        Scores usable by :func:`circuit_localization`, the binarised circuit and the training traces.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> ep = edge_pruning(m, min_pairs(8, n_items=4, n_values=12), steps=5)
+    >>> ep.scores.method, ep.scores.scores.shape, ep.kl.shape
+    ('edge-pruning', (13,), (5,))
+    """
+    seed = int(np.random.default_rng(random_state).integers(2**31 - 1))
+    ctx = _Context(model, task)
+    try:
+        fit = fit_edge_mask(
+            ctx,
+            target_sparsity=float(target_sparsity),
+            steps=int(steps),
+            lr=float(lr),
+            reg_lr=float(reg_lr),
+            warmup=float(warmup),
+            init_log_alpha=float(init_log_alpha),
+            seed=seed,
+        )
+    finally:
+        ctx.close()
+    p_open = expected_open(torch.as_tensor(fit.log_alpha)).numpy()
+    scores = EdgeScores("edge-pruning", p_open, ctx.graph)
+    return EdgePruning(scores, fit.log_alpha, np.flatnonzero(fit.mask), fit.kl, fit.sparsity)
 
 
 def _score_array(scores: Any, graph: EdgeGraph) -> np.ndarray:
