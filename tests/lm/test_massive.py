@@ -99,7 +99,8 @@ def test_claim_learned_positions_have_no_qk_concentration():
     rope = disruption_study(load_massive_lab("llama"), contextual_parametric_task(400, seed=1))
     gpt2 = disruption_study(load_massive_lab("gpt2"), contextual_parametric_task(400, seed=1))
     # measured GPT-2: q 1.52, k 1.53, v 1.70; disruption drops contextual by 0.004
-    assert max(gpt2.concentration["q"], gpt2.concentration["k"]) < min(
-        rope.concentration["q"], rope.concentration["k"]
-    ) - 0.5
+    assert (
+        max(gpt2.concentration["q"], gpt2.concentration["k"])
+        < min(rope.concentration["q"], rope.concentration["k"]) - 0.5
+    )
     assert gpt2.drops()["contextual"] < rope.drops()["contextual"] - 0.1

@@ -198,7 +198,9 @@ def disrupt_massive_values(
     return edits
 
 
-def task_accuracy(model: Any, data: TokenData, *, edits: dict[str, Callable] | None = None) -> dict[str, float]:
+def task_accuracy(
+    model: Any, data: TokenData, *, edits: dict[str, Callable] | None = None
+) -> dict[str, float]:
     """Greedy next-token accuracy on the loss positions of each task of ``data``.
 
     Parameters
@@ -279,7 +281,9 @@ class DisruptionStudy:
         return {t: self.clean[t] - self.massive[t] for t in TASKS}
 
 
-def disruption_study(model: Any, data: TokenData, *, n_dims: int = 2, random_state: int = 0) -> DisruptionStudy:
+def disruption_study(
+    model: Any, data: TokenData, *, n_dims: int = 2, random_state: int = 0
+) -> DisruptionStudy:
     """The paper's disruption experiment on a model and a two-task dataset.
 
     Parameters
@@ -302,7 +306,9 @@ def disruption_study(model: Any, data: TokenData, *, n_dims: int = 2, random_sta
     rnd = task_accuracy(
         model,
         data,
-        edits=disrupt_massive_values(model, data.tokens, n_dims=n_dims, control=True, random_state=random_state),
+        edits=disrupt_massive_values(
+            model, data.tokens, n_dims=n_dims, control=True, random_state=random_state
+        ),
     )
     mv = massive_values(model, data.tokens)
     conc = {x: float(c.max()) for x, c in mv.concentration().items()}
