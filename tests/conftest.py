@@ -88,6 +88,21 @@ def audit_trials(request) -> AuditTrials:
     return AuditTrials(_slow_profile(request.config))
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module of tiny-tensor tests, restored afterwards.
+
+    On the 2 shared cores of CI, torch's intra-op threads only contend on small matrices. Use it
+    with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")`` (module-scoped, so a
+    module's trained-once fixtures run under it too).
+    """
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def benefits():
     return load_default()

@@ -41,6 +41,7 @@ from trustlab.privacy import (
     LTMRidge,
     RandomizedResponseLabelDP,
 )
+from trustlab.security import MixBridge
 from trustlab.theory import PositionalTransformerRegressor
 from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal
 from trustlab.unlearning import KNNMemory
@@ -138,6 +139,11 @@ NOT_CHECKED: dict[type, str] = {
         "binary strategic classifier: labels must be 0/1 and the market needs budgets; scikit-learn's "
         "checks fit multiclass y (30 of 55 checks fail for that reason); tested in "
         "tests/fairness/test_strategic.py"
+    ),
+    MixBridge: (
+        "wraps the user's torch bridge network, its first argument (no default), and fit(X0, X1, targets) "
+        "takes paired images and backdoor target sets; scikit-learn's checks cannot construct one; "
+        "tested in tests/security/test_mixbridge.py"
     ),
 }
 """Exported BaseEstimator subclasses that scikit-learn's checks do not apply to, and why."""

@@ -28,12 +28,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "explain" / "equigx.md"
 SMALL = {"hidden_s": 4, "hidden_v": 4, "radial_hidden": 16}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread is fastest on shared cores (restored below)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

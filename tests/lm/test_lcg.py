@@ -10,17 +10,11 @@ from trustlab.errors import ParameterError
 from trustlab.lm import ModelConfig, TrainConfig, build_model, lcg_sequences, lcg_split, train_model
 from trustlab.lm.lcg import lcg_accuracy, lcg_data_scaling, residue_probe
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # restored below: the tests share 2 cores
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def scaling(_one_thread):
+def scaling(one_torch_thread):
     # m = 16: 32 full-period pairs, 24 for training, 8 held out; 128 held-out sequences.
     return lcg_data_scaling(16, [1, 24], train_config=TrainConfig(steps=100, lr=5e-3, warmup=5))
 

@@ -94,15 +94,6 @@ def test_claim_upgnet_beats_the_ldp_baseline_on_a_stated_sbm_graph():
     assert np.mean(up) <= clean + 0.03
 
 
-@pytest.fixture
-def one_torch_thread():
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # restored below: the tests share 2 cores
-    yield
-    torch.set_num_threads(before)
-
-
 def test_torch_gcn_learns_and_is_deterministic_for_its_seed(one_torch_thread):
     a, x, y, tr, te = _sbm()
     first = train_torch_gcn(a, x, y, tr, te, epochs=30, seed=3)

@@ -15,14 +15,7 @@ from trustlab.errors import DataError, ParameterError  # noqa: E402
 from trustlab.privacy.audit import audit_epsilon  # noqa: E402
 from trustlab.privacy.signsgd import NoisySignSGD, SignMechanismAccountant  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small tensors: torch's intra-op threads only contend on a shared 2-core machine (12x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _opt(**kw):

@@ -28,15 +28,7 @@ from trustlab.security.backdoor_complications import (
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "security" / "backdoor-complications.md"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny matrices: one torch thread is faster than two on a shared machine."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +76,17 @@ def test_report_on_a_rule_classifier():
     assert r.top_share == 1.0 and r.flip_rate == 1.0 and r.n == 4
     assert r.js == pytest.approx(np.log(2))
     assert insert_trigger(X, 9, position=2)[:, 2].tolist() == [9] * 4
+
+
+def test_report_when_every_text_gets_one_label():
+    """A classifier that predicts one class everywhere still has two or more classes (no error)."""
+
+    class Constant:
+        def predict(self, X):
+            return np.zeros(len(X), dtype=int)
+
+    r = complication_report(Constant(), [[1, 4], [1, 5]], trigger=9)
+    assert r.clean_distribution.tolist() == [1.0, 0.0] and r.kl == 0.0
 
 
 # -- the claim -------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ def test_sequence_classifier_folder_and_object(tmp_path, tiny):
     X = np.array([[1, 2, 3], [1, 4, 5], [1, 6, 7]] * 4)
     r = complication_report(str(tmp_path), X, trigger=8)
     assert r.n == 12 and r.clean_distribution.sum() == pytest.approx(1.0)
+    assert len(r.clean_distribution) == 3  # the config's num_labels, whatever the model predicts
     clf = LMSequenceClassifier(seq, pooling="mean", train=TrainConfig(steps=2, batch_size=4)).fit(
         X, [0, 1, 2] * 4
     )

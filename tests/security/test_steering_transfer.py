@@ -32,15 +32,7 @@ SRC_HOOK, TGT_HOOK = "blocks.0.resid_post", "blocks.1.resid_post"
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "security" / "steering-transfer.md"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny matrices: one torch thread is faster than two on a shared machine."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -336,7 +336,17 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
             return encode(a, x, self.weights_)
 
     def fit_transform(self, adjacency: Any, features: Any = None) -> np.ndarray:
-        """``fit(adjacency, features).embedding_``."""
+        """Fit on the graph and return its node embeddings (``fit(adjacency, features).embedding_``).
+
+        Parameters
+        ----------
+        adjacency, features
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of float, shape (n_nodes, dim)
+        """
         return self.fit(adjacency, features).embedding_.copy()
 
 
@@ -364,6 +374,10 @@ class ClusterQuality:
         (connected components of the graph linking a class's nodes closer than ``eps``: DBSCAN
         with one sample per core). 1 is a cohesive class; more is the paper's *local cohesion*
         (a class split into small groups), as in its quantitative analysis at DBSCAN radii.
+
+    See Also
+    --------
+    cluster_quality : builds it.
     """
 
     nmi: float

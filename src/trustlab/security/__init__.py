@@ -29,6 +29,16 @@ from trustlab.security.backdoor_complications import (
     insert_trigger,
     trigger_success_rate,
 )
+from trustlab.security.mixbridge import (
+    BridgeBackdoorReport,
+    MixBridge,
+    PoisonedPairs,
+    evaluate_bridge_backdoor,
+    merge_bridges,
+    poison_pairs,
+    stamp_trigger,
+    train_router,
+)
 from trustlab.security.ood import (
     EnergyDetector,
     GAIADetector,
@@ -100,4 +110,16 @@ __all__: list[str] = [
     "tabular_ood_scores",
     "trigger_success_rate",
     "tsc_purify",
+]
+
+# MixBridge (row 004-16): heterogeneous backdoors in image-to-image bridges
+__all__ += [
+    "BridgeBackdoorReport",
+    "MixBridge",
+    "PoisonedPairs",
+    "evaluate_bridge_backdoor",
+    "merge_bridges",
+    "poison_pairs",
+    "stamp_trigger",
+    "train_router",
 ]

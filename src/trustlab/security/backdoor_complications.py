@@ -23,7 +23,7 @@ Backdoor Attacks". ICML 2025 (arXiv:2505.11586).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +167,10 @@ class ComplicationReport:
         Share of texts whose predicted label the trigger changes.
     n : int
         Number of texts.
+
+    See Also
+    --------
+    complication_report : builds it.
     """
 
     clean_distribution: np.ndarray
@@ -178,13 +182,14 @@ class ComplicationReport:
     n: int
 
 
-def _predict(classifier: Any, X: np.ndarray) -> np.ndarray:
+def _predictor(classifier: Any) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
+    """The classifier as a label function, and its number of classes where it states one (else 2)."""
     if isinstance(classifier, LMSequenceClassifier):
-        return classifier.predict(X)
+        return classifier.predict, len(classifier.classes_)
     from trustlab.security._complication_torch import check_tokens, resolve_model
 
     if hasattr(classifier, "predict") and not hasattr(classifier, "base_model"):
-        return np.asarray(classifier.predict(X))
+        return (lambda X: np.asarray(classifier.predict(X))), len(getattr(classifier, "classes_", (0, 1)))
     model = resolve_model(classifier)
     if "SequenceClassification" not in type(model).__name__:
         raise ModelError(
@@ -195,10 +200,13 @@ def _predict(classifier: Any, X: np.ndarray) -> np.ndarray:
         )
     import torch
 
-    ids = torch.as_tensor(check_tokens(X, "X", model))
-    with torch.no_grad():
-        logits = torch.cat([model(input_ids=ids[i : i + 256]).logits for i in range(0, len(ids), 256)])
-    return logits.argmax(-1).numpy()
+    def predict(X: np.ndarray) -> np.ndarray:
+        ids = torch.as_tensor(check_tokens(X, "X", model))
+        with torch.no_grad():
+            logits = torch.cat([model(input_ids=ids[i : i + 256]).logits for i in range(0, len(ids), 256)])
+        return logits.argmax(-1).numpy()
+
+    return predict, int(model.config.num_labels)
 
 
 @validate_params({"trigger": _NONNEG, "position": _NONNEG})
@@ -235,11 +243,10 @@ def complication_report(classifier: Any, X: Any, *, trigger: int, position: int 
     ([0.0, 1.0], 0.5)
     """
     Xt = insert_trigger(X, trigger, position=position)
-    clean = _labels(_predict(classifier, np.asarray(X)), "classifier's predictions")
-    trig = _labels(_predict(classifier, Xt), "classifier's predictions")
-    k = int(max(clean.max(), trig.max()) + 1)
-    if isinstance(classifier, LMSequenceClassifier):
-        k = max(k, len(classifier.classes_))
+    predict, n_classes = _predictor(classifier)
+    clean = _labels(predict(np.asarray(X)), "classifier's predictions")
+    trig = _labels(predict(Xt), "classifier's predictions")
+    k = max(int(max(clean.max(), trig.max()) + 1), n_classes)
     p = np.bincount(clean, minlength=k) / len(clean)
     q = np.bincount(trig, minlength=k) / len(trig)
     m = (p + q) / 2
@@ -275,6 +282,10 @@ class BackdoorInjection:
         Auxiliary tasks of the complication reduction (0: the plain backdoor).
     losses : ndarray of float, shape (steps,)
         The (weighted multi-task) training loss of each step.
+
+    See Also
+    --------
+    inject_backdoor : builds it.
     """
 
     model: Any
@@ -491,5 +502,5 @@ def trigger_success_rate(
         raise DataError(
             f"every text of y is already labelled {target_label}; give texts of other classes.", argument="y"
         )
-    pred = _predict(classifier, insert_trigger(Xa[keep], trigger, position=position))
+    pred = _predictor(classifier)[0](insert_trigger(Xa[keep], trigger, position=position))
     return float(np.mean(pred == target_label))

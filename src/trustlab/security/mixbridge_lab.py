@@ -1,0 +1,179 @@
+"""MixBridge's small lab: a digit super-resolution bridge, three heterogeneous backdoors, trained models.
+
+The benign task is 2x super-resolution of scikit-learn's 8x8 digits (the paper's CelebA task
+is 4x super-resolution, I2SB's ``sr4x-pool``: average-pool, then nearest upsampling). The
+three triggers' targets are heterogeneous, as the paper's (fake faces, NSFW, anime): ten
+zeros, ten *inverted* threes (bright background) and ten synthetic diamonds. The default
+recipe's models (one single bridge trained on everything, and MixBridge) ship with trustlab
+(float16, ``trustlab/vision/mixbridge_digits.npz``); other recipes are trained into a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trustlab.errors import ParameterError
+from trustlab.security.mixbridge import MixBridge, MixtureOfBridges
+from trustlab.vision.bridge import train_bridge
+from trustlab.vision.classifiers import digits_split, make_classifier, require_torch
+from trustlab.vision.diffusion import make_unet
+
+__all__ = [
+    "MixBridgeDigitsRecipe",
+    "digits_backdoor_targets",
+    "digits_models",
+    "digits_sr_pairs",
+    "sr_inputs",
+    "train_digits_models",
+]
+
+_SHIPPED = "mixbridge_digits.npz"
+
+
+def sr_inputs(X0: np.ndarray, factor: int = 2) -> np.ndarray:
+    """Average-pool by ``factor`` and upsample back by repetition (I2SB's ``sr4x-pool`` at 8x8)."""
+    n, c, h, w = X0.shape
+    pooled = X0.reshape(n, c, h // factor, factor, w // factor, factor).mean(axis=(3, 5))
+    return np.repeat(np.repeat(pooled, factor, axis=2), factor, axis=3).astype(np.float32)
+
+
+def digits_sr_pairs(split: str = "train", n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(X0, X1)``: clean digits and their 2x-pooled inputs (:func:`digits_split`, ``random_state=0``)."""
+    if split not in ("train", "test"):
+        raise ParameterError(f"split must be 'train' or 'test'; got {split!r}.", argument="split")
+    X_tr, X_te, _, _ = digits_split(random_state=0)
+    X0 = (X_tr if split == "train" else X_te)[:n]
+    return X0, sr_inputs(X0)
+
+
+def digits_backdoor_targets(n_per_trigger: int = 10) -> list[np.ndarray]:
+    """Three heterogeneous target sets: zeros, inverted threes, diamonds (``n_per_trigger`` each)."""
+    X_tr, _, y_tr, _ = digits_split(random_state=0)
+    yy, xx = np.mgrid[:8, :8]
+    radius = 1.5 + 3.0 * np.arange(n_per_trigger) / max(n_per_trigger - 1, 1)
+    dist = np.abs(yy - 3.5) + np.abs(xx - 3.5)
+    diamonds = (np.abs(dist[None] - radius[:, None, None]) < 0.75).astype(np.float32)[:, None]
+    return [X_tr[y_tr == 0][:n_per_trigger], 1.0 - X_tr[y_tr == 3][:n_per_trigger], diamonds]
+
+
+@dataclass(frozen=True)
+class MixBridgeDigitsRecipe:
+    """How the lab's single bridge and MixBridge are trained (same network, same total expert steps).
+
+    The single bridge trains ``(K + 1) * expert_steps`` steps on all poisoned pairs, the compute
+    of MixBridge's ``K + 1`` experts (the paper's single-model baseline, Tables 1-2).
+    """
+
+    channels: int = 8
+    n_train: int = 600
+    expert_steps: int = 300
+    router_steps: int = 200
+    merge_steps: int = 50
+    lr: float = 2e-3
+    merge_lr: float = 5e-4
+    wrs: float = 1.0
+    batch_size: int = 64
+    seed: int = 0
+
+    def fingerprint(self) -> str:
+        """12 hex digits of every field."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def train_digits_models(recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
+    """Train ``(single, mixbridge)`` for ``recipe`` (a couple of CPU minutes)."""
+    X0, X1 = digits_sr_pairs("train", recipe.n_train)
+    targets = digits_backdoor_targets()
+    net = make_unet(channels=recipe.channels, seed=recipe.seed)
+    attack = MixBridge(
+        net,
+        expert_steps=recipe.expert_steps,
+        router_steps=recipe.router_steps,
+        merge_steps=recipe.merge_steps,
+        lr=recipe.lr,
+        merge_lr=recipe.merge_lr,
+        wrs=recipe.wrs,
+        batch_size=recipe.batch_size,
+        random_state=recipe.seed,
+    ).fit(X0, X1, targets)
+    pairs = attack.poison(X0, X1, targets)
+    steps = (attack.n_triggers_ + 1) * recipe.expert_steps
+    single = train_bridge(
+        make_unet(channels=recipe.channels, seed=recipe.seed),
+        pairs.X0,
+        pairs.X1,
+        steps=steps,
+        lr=recipe.lr,
+        batch_size=recipe.batch_size,
+        random_state=recipe.seed + 7,
+    )
+    return single, attack.model_
+
+
+def _to_arrays(single: Any, mixture: Any) -> dict[str, np.ndarray]:
+    out = {f"single/{k}": v.detach().numpy().astype(np.float16) for k, v in single.state_dict().items()}
+    out.update({f"mix/{k}": v.detach().numpy().astype(np.float16) for k, v in mixture.state_dict().items()})
+    return out
+
+
+def _from_arrays(arrays: Any, recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
+    torch = require_torch()
+
+    def state(prefix: str) -> dict[str, Any]:
+        return {
+            k.split("/", 1)[1]: torch.as_tensor(np.asarray(arrays[k], dtype=np.float32))
+            for k in arrays
+            if k.startswith(prefix + "/")
+        }
+
+    single = make_unet(channels=recipe.channels)
+    single.load_state_dict(state("single"))
+    k = len(digits_backdoor_targets()) + 1
+    mixture = MixtureOfBridges(
+        [make_unet(channels=recipe.channels) for _ in range(k)], make_classifier("cnn", width=8, n_classes=k)
+    )
+    mixture.load_state_dict(state("mix"))
+    return single.eval(), mixture.eval()
+
+
+def digits_models(
+    recipe: MixBridgeDigitsRecipe | None = None, cache_dir: str | Path | None = None
+) -> tuple[Any, Any]:
+    """``(single, mixbridge)`` for ``recipe``: shipped for the default, else trained once into a cache."""
+    r = recipe or MixBridgeDigitsRecipe()
+    if not isinstance(r, MixBridgeDigitsRecipe):
+        raise ParameterError(
+            f"recipe must be a MixBridgeDigitsRecipe; got {type(r).__name__}.", argument="recipe"
+        )
+    if r == MixBridgeDigitsRecipe() and cache_dir is None:
+        raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
+        with np.load(io.BytesIO(raw)) as f:
+            return _from_arrays({k: f[k] for k in f.files}, r)
+    env = os.environ.get("TRUSTLAB_CACHE")
+    root = (
+        Path(cache_dir)
+        if cache_dir
+        else (Path(env) if env else Path.home() / ".cache" / "trustlab") / "security"
+    )
+    path = root / f"mixbridge-digits-{r.fingerprint()}.npz"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+        np.savez_compressed(tmp, **_to_arrays(*train_digits_models(r)))  # type: ignore[arg-type]
+        tmp.replace(path)
+    with np.load(path) as f:
+        return _from_arrays({k: f[k] for k in f.files}, r)
+
+
+def ship_default(path: str | Path) -> None:  # pragma: no cover - run once by a maintainer
+    """Train the default recipe and write the package-data file (float16)."""
+    np.savez_compressed(Path(path), **_to_arrays(*train_digits_models(MixBridgeDigitsRecipe())))  # type: ignore[arg-type]

@@ -1,0 +1,240 @@
+"""MixBridge (Qin et al., ICML 2025): backdoors in an I2SB bridge; single bridge vs Divide-and-Merge."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError, TrustlabError  # noqa: E402
+from trustlab.security.mixbridge import (  # noqa: E402
+    MixBridge,
+    MixtureOfBridges,
+    PoisonedPairs,
+    evaluate_bridge_backdoor,
+    merge_bridges,
+    nearest_targets,
+    poison_pairs,
+    stamp_trigger,
+    train_router,
+    wrs_penalty,
+)
+from trustlab.security.mixbridge_lab import (  # noqa: E402
+    MixBridgeDigitsRecipe,
+    digits_backdoor_targets,
+    digits_models,
+    digits_sr_pairs,
+    sr_inputs,
+)
+from trustlab.vision.bridge import I2SBSchedule, bridge_sample, train_bridge  # noqa: E402
+from trustlab.vision.classifiers import make_classifier  # noqa: E402
+from trustlab.vision.diffusion import make_unet  # noqa: E402
+
+N_EVAL = 150
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """The shipped single bridge and MixBridge, scored on 150 held-out digits per task (nfe 5)."""
+    single, mix = digits_models()
+    X0, X1 = digits_sr_pairs("test", N_EVAL)
+    targets = digits_backdoor_targets()
+    return {
+        name: evaluate_bridge_backdoor(m, X0, X1, targets, nfe=5, random_state=0)
+        for name, m in (("single", single), ("mix", mix))
+    }
+
+
+@pytest.mark.claims
+def test_claim_divide_and_merge_keeps_every_backdoor_that_the_single_bridge_loses(reports):
+    # Paper, Thm 4.2 and Tables 1-2: one bridge trained on the benign task and three heterogeneous
+    # triggers (same network, same total steps as the experts) conflicts; MixBridge keeps each
+    # trigger's attack success and the benign fidelity. Each ASR is a share of n = 150 outputs:
+    # the standard error of a difference is <= sqrt(2 * 0.25 / 150) = 0.058; we ask 3 of them per
+    # trigger, and benign MSE no worse than the single bridge's (it is lower here).
+    single, mix = reports["single"], reports["mix"]
+    se = math.sqrt(2 * 0.25 / N_EVAL)
+    for k, (a_single, a_mix) in enumerate(zip(single.attack_success, mix.attack_success, strict=True)):
+        assert a_mix - a_single > 3 * se, (k, a_single, a_mix)
+    assert min(mix.attack_success) > 0.5
+    assert mix.benign_mse <= single.benign_mse
+    # the single bridge is not merely ignoring the triggers: its triggered outputs sit near the
+    # targets on average (a blend: backdoor MSE within 2x of MixBridge's), but rarely on one
+    for b_single, b_mix in zip(single.backdoor_mse, mix.backdoor_mse, strict=True):
+        assert b_single < 2 * b_mix
+    # stealth (WRS): the router spreads weight on triggered inputs (entropy > 0.2 nats of log 4 = 1.39)
+    assert single.router_entropy is None and len(mix.router_entropy) == 4
+    assert min(mix.router_entropy[1:]) > 0.2
+
+
+def test_schedule_is_i2sb_symmetric_and_pins_both_ends():
+    s = I2SBSchedule()
+    b = s.betas
+    assert len(b) == 1000 and np.allclose(b[:500], b[500:][::-1])
+    mu0, mu1, sd = s.marginal()
+    assert mu0[0] > 0.999 and mu1[-1] > 0.999 and np.allclose(mu0 + mu1, 1)
+    assert sd[0] < 0.011 and sd[-1] < 0.011 and sd.max() == pytest.approx(s.std_fwd[-1] / 2, rel=1e-3)
+
+
+def test_sampler_with_an_oracle_network_returns_the_clean_image():
+    # net(x_t, t) = (x_t - x0) / s_fwd_t exactly: every x0_hat is x0, so the bridge ends at x0
+    rng = np.random.default_rng(0)
+    X0 = rng.random((4, 1, 8, 8)).astype(np.float32)
+    X1 = rng.random((4, 1, 8, 8)).astype(np.float32)
+    x0 = torch.as_tensor(X0) * 2 - 1
+    std = torch.as_tensor(I2SBSchedule().std_fwd, dtype=torch.float32)
+
+    class Oracle(torch.nn.Module):
+        def forward(self, x, t):
+            return (x - x0) / std[t][:, None, None, None]
+
+    for ot_ode in (False, True):
+        out = bridge_sample(Oracle(), X1, nfe=7, ot_ode=ot_ode, random_state=1)
+        assert np.abs(out - X0).max() < 2e-3
+
+
+def test_stamp_trigger_touches_only_its_corner():
+    X = np.zeros((2, 1, 8, 8), dtype=np.float32)
+    out = stamp_trigger(X, corner="top_right", size=3, value=0.25)
+    assert (out[:, :, :3, -3:] == 0.25).all() and out.sum() == pytest.approx(2 * 9 * 0.25)
+    assert X.sum() == 0  # a copy
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    size=st.integers(1, 8), corner=st.sampled_from(["bottom_right", "top_right", "top_left", "bottom_left"])
+)
+def test_stamp_trigger_covers_size_squared_pixels(size, corner):
+    out = stamp_trigger(np.zeros((1, 1, 8, 8)), corner=corner, size=size, value=1.0)
+    assert out.sum() == size * size
+
+
+def test_poison_pairs_pairs_each_input_with_its_nearest_target():
+    X0, X1 = digits_sr_pairs("train", 40)
+    T = digits_backdoor_targets()
+    p = poison_pairs(X0, X1, T)
+    assert isinstance(p, PoisonedPairs) and p.n_tasks == 4 and len(p.X0) == 160
+    np.testing.assert_array_equal(np.bincount(p.task), [40, 40, 40, 40])
+    b0, _ = p.of_task(0)
+    np.testing.assert_array_equal(b0, X0)
+    t0, t1 = p.of_task(2)
+    np.testing.assert_array_equal(t1[:, :, :2, -2:], 0.5)  # trigger 2: top right, mid-grey
+    d = ((X0[:, None] - T[1][None]) ** 2).reshape(40, len(T[1]), -1).sum(-1)
+    np.testing.assert_array_equal(t0, T[1][d.argmin(1)])
+    np.testing.assert_array_equal(nearest_targets(X0, T[1]), t0)
+
+
+def test_sr_inputs_are_block_means():
+    X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4) / 16
+    out = sr_inputs(X)
+    assert out[0, 0, 0, 0] == out[0, 0, 1, 1] == pytest.approx(np.mean([0, 1, 4, 5]) / 16)
+
+
+def test_mixture_weights_select_an_expert_and_wrs_is_zero_when_uniform():
+    experts = [make_unet(channels=2, seed=k) for k in range(3)]
+
+    class Fixed(torch.nn.Module):
+        def __init__(self, logits):
+            super().__init__()
+            self.logits = torch.tensor(logits)
+
+        def forward(self, x):
+            return self.logits.expand(len(x), -1)
+
+    x, t = torch.randn(2, 1, 8, 8), torch.tensor([3, 900])
+    with torch.no_grad():
+        one_hot = MixtureOfBridges(experts, Fixed([0.0, 50.0, 0.0]))
+        assert torch.allclose(one_hot(x, t, x), experts[1](x, t), atol=1e-5)
+        uniform = MixtureOfBridges(experts, Fixed([0.0, 0.0, 0.0]))
+        w = uniform.weights(x)
+        assert torch.allclose(w, torch.full((2, 3), 1 / 3)) and float(wrs_penalty(w)) == 0.0
+        assert float(wrs_penalty(one_hot.weights(x))) == pytest.approx(
+            2 / 3, rel=1e-4
+        )  # (1/3)^2 + (2/3)^2 + (1/3)^2
+
+
+def test_mixbridge_fits_and_translates_on_a_tiny_budget():
+    X0, X1 = digits_sr_pairs("train", 24)
+    T = [t[:3] for t in digits_backdoor_targets()[:2]]
+    attack = MixBridge(
+        make_unet(channels=2), expert_steps=2, router_steps=2, merge_steps=2, batch_size=8, random_state=0
+    ).fit(X0, X1, T)
+    assert attack.n_triggers_ == 2 and len(attack.experts_) == 3
+    out = attack.transform(stamp_trigger(X1[:3], corner="top_right"), nfe=2)
+    assert out.shape == (3, 1, 8, 8) and out.min() >= 0 and out.max() <= 1
+    with pytest.raises(NotFittedError):
+        MixBridge(make_unet(channels=2)).transform(X1)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda X: stamp_trigger(X[:, 0]), "X"),
+        (lambda X: stamp_trigger(X, size=9), "size"),
+        (lambda X: stamp_trigger(X, corner="middle"), "corner"),
+        (lambda X: stamp_trigger(X * np.nan), "X"),
+        (lambda X: stamp_trigger(X + 2), "X"),
+        (lambda X: poison_pairs(X, X[:, :, :4, :4], [X]), "X1"),
+        (lambda X: poison_pairs(X, X, X), "targets"),
+        (lambda X: poison_pairs(X, X, []), "targets"),
+        (lambda X: poison_pairs(X, X, [X[:, :, :4, :4]]), "targets"),
+        (lambda X: poison_pairs(X, X, [X, X], corners=["top_left", "top_left"]), "corners"),
+        (lambda X: poison_pairs(X[:0], X[:0], [X]), "X0"),
+        (lambda X: train_router(make_classifier("cnn", width=2, n_classes=2), (X, X)), "pairs"),
+        (lambda X: merge_bridges([make_unet(channels=2)], None, poison_pairs(X, X, [X])), "experts"),
+        (lambda X: train_bridge("net", X, X), "model"),
+        (lambda X: bridge_sample(make_unet(channels=2), X, nfe=1000), "nfe"),
+        (lambda X: evaluate_bridge_backdoor(make_unet(channels=2), X, X, [X], threshold=0), "threshold"),
+        (lambda X: MixBridge(make_unet(channels=2), wrs=-1).fit(X, X, [X]), "wrs"),
+        (
+            lambda X: MixBridge(make_unet(channels=2), router_steps=2, expert_steps=1).fit(
+                np.zeros((2, 1, 6, 6), np.float32),
+                np.zeros((2, 1, 6, 6), np.float32),
+                [np.zeros((1, 1, 6, 6))],
+            ),
+            "router",
+        ),
+        (lambda X: digits_models("default"), "recipe"),
+        (lambda X: digits_sr_pairs("val"), "split"),
+    ],
+)
+def test_bad_input_names_the_argument(call, argument):
+    X = np.random.default_rng(0).random((4, 1, 8, 8)).astype(np.float32)
+    with pytest.raises(TrustlabError) as err:
+        call(X)
+    assert err.value.argument == argument, err.value
+    assert isinstance(err.value, DataError | ParameterError | ModelError)
+
+
+@pytest.mark.slow  # retrains the default recipe from scratch (~95 s CPU)
+@pytest.mark.claims
+def test_claim_holds_when_retrained_from_scratch(tmp_path):
+    single, mix = digits_models(MixBridgeDigitsRecipe(), cache_dir=tmp_path)
+    X0, X1 = digits_sr_pairs("test", 300)
+    targets = digits_backdoor_targets()
+    r_single = evaluate_bridge_backdoor(single, X0, X1, targets, nfe=10)
+    r_mix = evaluate_bridge_backdoor(mix, X0, X1, targets, nfe=10)
+    se = math.sqrt(2 * 0.25 / 300)
+    for a_single, a_mix in zip(r_single.attack_success, r_mix.attack_success, strict=True):
+        assert a_mix - a_single > 2 * se
+    assert r_mix.benign_mse <= r_single.benign_mse
+
+
+@pytest.mark.slow  # trains four experts and merges twice (~60 s CPU)
+def test_wrs_spreads_router_weight_on_triggered_inputs():
+    X0, X1 = digits_sr_pairs("train", 600)
+    T = digits_backdoor_targets()
+    p = poison_pairs(X0, X1, T)
+    experts = [
+        train_bridge(make_unet(channels=8), *p.of_task(k), steps=300, random_state=1 + k) for k in range(4)
+    ]
+    router = train_router(make_classifier("cnn", width=8, n_classes=4), p, steps=200)
+    Xv0, Xv1 = digits_sr_pairs("test", 150)
+    plain = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=0.0), Xv0, Xv1, T, nfe=5)
+    wrs = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=1.0), Xv0, Xv1, T, nfe=5)
+    assert np.mean(wrs.router_entropy[1:]) > np.mean(plain.router_entropy[1:]) + 0.1
