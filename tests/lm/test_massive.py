@@ -2,7 +2,7 @@
 them hurts a contextual task far more than a parametric one (random dimensions: no harm).
 
 The lab model (2 blocks, width 64, Llama) trains once into the cache (about 20 s CPU) and is read
-from there afterwards; the held-out set has 200 sequences per task, 10 scored tokens each.
+from there afterwards; the held-out set has 100 sequences per task, 10 scored tokens each.
 """
 
 from __future__ import annotations
@@ -21,6 +21,14 @@ from trustlab.lm.massive import (
     rope_low_frequency,
     task_accuracy,
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models on shared cores: one thread is fastest
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +90,10 @@ def test_rope_low_frequency_half():
 @pytest.mark.claims
 def test_claim_disrupting_massive_qk_hurts_context_not_parameters():
     model = load_massive_lab("llama")
-    s = disruption_study(model, contextual_parametric_task(400, seed=1))
-    # 2,000 scored tokens per task: one standard error of an accuracy is at most 0.011.
+    s = disruption_study(model, contextual_parametric_task(200, seed=1))
+    # 1,000 scored tokens per task: one standard error of an accuracy is at most 0.016.
     assert s.clean["contextual"] >= 0.95 and s.clean["parametric"] >= 0.95, s.clean
-    drops = s.drops()  # measured: contextual 0.18, parametric 0.009
+    drops = s.drops()  # measured: contextual 0.19, parametric 0.012
     assert drops["contextual"] >= 0.1 and drops["contextual"] > drops["parametric"] + 0.1, drops
     for t in ("contextual", "parametric"):  # random dimensions: measured no change
         assert s.clean[t] - s.random[t] <= 0.03, s.random
