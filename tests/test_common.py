@@ -43,7 +43,7 @@ from trustlab.privacy import (
 )
 from trustlab.security import MixBridge
 from trustlab.theory import PositionalTransformerRegressor
-from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal
+from trustlab.uncertainty import CorrGCVRidgeCV, KandinskyConformal, PromptTuner
 from trustlab.unlearning import KNNMemory
 from trustlab.vision import InfoCons
 
@@ -104,6 +104,11 @@ NOT_CHECKED: dict[type, str] = {
         "a graph generator: fit(adjacency, features, sensitive) takes an n x n graph, node features "
         "and a group per node, and sample() draws graphs; scikit-learn's checks call fit(X, y) on "
         "tables; tested in tests/fairness/test_graph_generation.py"
+    ),
+    PromptTuner: (
+        "tunes a prompt of the user's frozen dual encoder, its first argument (no default): fit(X, y, "
+        "classnames) takes images and class names; scikit-learn's checks cannot construct one; tested "
+        "in tests/uncertainty/test_prompt_tuning.py"
     ),
     FuzzyBoundaryGCL: (
         "learns node embeddings of one graph: fit(adjacency, features) takes an n x n graph and its node "

@@ -16,7 +16,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_root", "publish", "spec_digest", "staging_dir"]
+import numpy as np
+
+__all__ = ["cache_root", "publish", "save_npz", "spec_digest", "staging_dir"]
 
 
 def cache_root(cache_dir: str | Path | None, area: str) -> Path:
@@ -59,3 +61,11 @@ def publish(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def save_npz(path: Path, arrays: dict[str, Any]) -> None:
+    """Write ``arrays`` to the compressed ``.npz`` file ``path`` in one rename (folders made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)

@@ -10,10 +10,7 @@ recipe's models (one single bridge trained on everything, and MixBridge) ship wi
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import os
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import ParameterError
 from trustlab.security.mixbridge import MixBridge, MixtureOfBridges
 from trustlab.vision.bridge import train_bridge
@@ -86,7 +84,7 @@ class MixBridgeDigitsRecipe:
 
     def fingerprint(self) -> str:
         """12 hex digits of every field."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+        return spec_digest(asdict(self))
 
 
 def train_digits_models(recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
@@ -158,18 +156,9 @@ def digits_models(
         raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
         with np.load(io.BytesIO(raw)) as f:
             return _from_arrays({k: f[k] for k in f.files}, r)
-    env = os.environ.get("TRUSTLAB_CACHE")
-    root = (
-        Path(cache_dir)
-        if cache_dir
-        else (Path(env) if env else Path.home() / ".cache" / "trustlab") / "security"
-    )
-    path = root / f"mixbridge-digits-{r.fingerprint()}.npz"
+    path = cache_root(cache_dir, "security") / f"mixbridge-digits-{r.fingerprint()}.npz"
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-        np.savez_compressed(tmp, **_to_arrays(*train_digits_models(r)))  # type: ignore[arg-type]
-        tmp.replace(path)
+        save_npz(path, _to_arrays(*train_digits_models(r)))
     with np.load(path) as f:
         return _from_arrays({k: f[k] for k in f.files}, r)
 

@@ -1,4 +1,4 @@
-"""Uncertainty: conformal prediction, calibration metrics, bootstrap intervals, ridge risk."""
+"""Uncertainty: conformal prediction, calibration metrics, bootstrap intervals, ridge risk, prompt tuning."""
 
 from trustlab.uncertainty.bootstrap import GAP_METHOD, gap_interval, symmetric_interval
 from trustlab.uncertainty.calibration import calibration_table, expected_calibration_error
@@ -8,6 +8,14 @@ from trustlab.uncertainty.conformal import (
     group_coverage,
     group_indicators,
     weighted_coverage_deviation,
+)
+from trustlab.uncertainty.prompt_tuning import (
+    DualEncoder,
+    PromptTuner,
+    TopLabelCalibration,
+    text_feature_divergence,
+    top_label_calibration,
+    zero_shot_proba,
 )
 from trustlab.uncertainty.ridge_risk import (
     CorrGCVRidgeCV,
@@ -22,8 +30,11 @@ from trustlab.uncertainty.ridge_risk import (
 __all__ = [
     "GAP_METHOD",
     "CorrGCVRidgeCV",
+    "DualEncoder",
     "KandinskyConformal",
+    "PromptTuner",
     "STransform",
+    "TopLabelCalibration",
     "calibration_table",
     "conformal_coverage",
     "corr_gcv",
@@ -36,5 +47,8 @@ __all__ = [
     "group_indicators",
     "s_transform",
     "symmetric_interval",
+    "text_feature_divergence",
+    "top_label_calibration",
     "weighted_coverage_deviation",
+    "zero_shot_proba",
 ]

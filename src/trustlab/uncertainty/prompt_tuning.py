@@ -89,7 +89,23 @@ class DualEncoder:
 
 @dataclass(frozen=True)
 class TopLabelCalibration:
-    """Accuracy, mean top-label confidence and top-label ECE of a classifier's probabilities."""
+    """Accuracy, mean top-label confidence and top-label ECE of a classifier's probabilities.
+
+    Attributes
+    ----------
+    accuracy : float
+        Share of rows whose top class is the true one.
+    confidence : float
+        Mean top-class probability.
+    ece : float
+        Top-label expected calibration error.
+    n : int
+        Rows.
+
+    See Also
+    --------
+    top_label_calibration : builds it.
+    """
 
     accuracy: float
     confidence: float

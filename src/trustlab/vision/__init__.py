@@ -8,6 +8,7 @@ substrate that their tests, docs and benchmarks train on. See docs/vision-lab.md
 
 from __future__ import annotations
 
+from trustlab.vision.bridge import I2SBSchedule, bridge_sample, train_bridge
 from trustlab.vision.classifiers import (
     KINDS,
     accuracy,
@@ -56,9 +57,11 @@ __all__ = [
     "PARTS",
     "DDPMSchedule",
     "DigitsDDPMRecipe",
+    "I2SBSchedule",
     "InfoCons",
     "SubsetFaithfulness",
     "accuracy",
+    "bridge_sample",
     "check_images",
     "check_labels",
     "check_point_clouds",
@@ -82,6 +85,7 @@ __all__ = [
     "subset_faithfulness",
     "top_k_points",
     "torch_generator",
+    "train_bridge",
     "train_classifier",
     "train_ddpm",
     "train_digits_ddpm_pair",

@@ -83,7 +83,13 @@ class I2SBSchedule:
         return np.sqrt(np.cumsum(self.betas[::-1])[::-1])
 
     def marginal(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(mu0, mu1, sigma)`` of ``x_t = mu0 x0 + mu1 x1 + sigma eps`` for every step."""
+        """``(mu0, mu1, sigma)`` of ``x_t = mu0 x0 + mu1 x1 + sigma eps`` for every step.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+            Each of shape ``(interval,)``.
+        """
         f2, b2 = self.std_fwd**2, self.std_bwd**2
         return b2 / (f2 + b2), f2 / (f2 + b2), np.sqrt(f2 * b2 / (f2 + b2))
 

@@ -8,7 +8,6 @@ FineXtract attacks, :mod:`trustlab.privacy.finextract`). Built on :mod:`trustlab
 from __future__ import annotations
 
 import io
-import os
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, spec_digest
+from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import ParameterError
 from trustlab.vision.classifiers import require_torch
 from trustlab.vision.diffusion import make_unet, train_ddpm
@@ -218,13 +217,6 @@ def _arrays_to_model(arrays: Any, prefix: str, channels: int) -> Any:
     return net.eval()
 
 
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
-    tmp.replace(path)
-
-
 def digits_ddpm_pair(
     recipe: DigitsDDPMRecipe | None = None, *, cache_dir: str | Path | None = None
 ) -> tuple[Any, Any]:
@@ -274,12 +266,12 @@ def digits_ddpm_pair(
     else:
         pre_path = root / f"ddpm-pretrained-{r.pretrain_fingerprint()}.npz"
         if not pre_path.is_file():
-            _save_npz(pre_path, _state_to_arrays(_train_pretrained(r), "pretrained"))
+            save_npz(pre_path, _state_to_arrays(_train_pretrained(r), "pretrained"))
         with np.load(pre_path) as f:
             pre = _arrays_to_model(f, "pretrained", r.channels)
     ft_path = root / f"ddpm-finetuned-{r.fingerprint()}.npz"
     if not ft_path.is_file():  # fine-tuned from the float16-rounded pretrained model, as shipped
-        _save_npz(ft_path, _state_to_arrays(_finetune(r, pre), "finetuned"))
+        save_npz(ft_path, _state_to_arrays(_finetune(r, pre), "finetuned"))
     with np.load(ft_path) as f:
         ft = _arrays_to_model(f, "finetuned", r.channels)
     return pre, ft

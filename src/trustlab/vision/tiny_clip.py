@@ -11,10 +11,7 @@ the interface those methods take from any dual encoder.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -23,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import DataError, ParameterError
 from trustlab.vision.classifiers import digits_split, one_thread, require_torch
 
@@ -168,6 +166,11 @@ class TinyClipRecipe:
         Adam steps, learning rate and batch of the contrastive loss.
     seed : int, default=0
         Seeds the weights, shapes, batches, captions and noise.
+
+    See Also
+    --------
+    tiny_clip : loads (or trains once) the model of a recipe.
+    train_tiny_clip : trains it from scratch.
     """
 
     width: int = 64
@@ -180,8 +183,14 @@ class TinyClipRecipe:
     seed: int = 0
 
     def fingerprint(self) -> str:
-        """A short hash of the fields (names the cache file)."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+        """A short hash of the fields (names the cache file).
+
+        Returns
+        -------
+        str
+            12 hex digits.
+        """
+        return spec_digest(asdict(self))
 
 
 def _shapes(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -328,15 +337,9 @@ def tiny_clip(recipe: TinyClipRecipe | None = None, *, cache_dir: str | Path | N
         raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
         with np.load(io.BytesIO(raw)) as f:
             return _from_arrays(f, r)
-    env = os.environ.get("TRUSTLAB_CACHE")
-    root = Path(cache_dir) if cache_dir is not None else (Path(env) / "vision" if env else None)
-    root = root if root is not None else Path.home() / ".cache" / "trustlab" / "vision"
-    path = root / f"tiny-clip-{r.fingerprint()}.npz"
+    path = cache_root(cache_dir, "vision") / f"tiny-clip-{r.fingerprint()}.npz"
     if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-        np.savez_compressed(tmp, **_to_arrays(train_tiny_clip(r)))  # type: ignore[arg-type]
-        tmp.replace(path)
+        save_npz(path, _to_arrays(train_tiny_clip(r)))
     with np.load(path) as f:
         return _from_arrays(f, r)
 
@@ -353,6 +356,21 @@ class DigitTask:
     ``X_*`` are ``(n, 1, 8, 8)`` float32 images in [0, 1]; ``y_*`` index ``base_names`` or
     ``new_names``. ``X_shots`` are the few-shot training images of the base classes; ``X_base``
     and ``X_new`` the held-out test images (digits the model never saw, with fresh noise).
+
+    Attributes
+    ----------
+    X_shots, y_shots : numpy.ndarray
+        Few-shot training images of the base classes and their indices into ``base_names``.
+    X_base, y_base : numpy.ndarray
+        Held-out base-class test images and labels.
+    X_new, y_new : numpy.ndarray
+        Held-out new-class test images and their indices into ``new_names``.
+    base_names, new_names : tuple of str
+        Class names of the base and new classes.
+
+    See Also
+    --------
+    digit_task : builds it.
     """
 
     X_shots: np.ndarray
