@@ -120,6 +120,7 @@ EXEMPT: dict[str, str] = {
     "digits_ddpm_pair": "a DigitsDDPMRecipe (checked by _check_recipe, naming recipe) and a path",
     "digits_finetune_images": "a DigitsDDPMRecipe only, checked by _check_recipe (naming recipe)",
     "train_digits_ddpm_pair": "a DigitsDDPMRecipe only, checked by _check_recipe (naming recipe)",
+    "digits_conditional_ddpm": "a ConditionalDDPMRecipe (type-checked, naming recipe) and a path",
     "shape_pointnet": "no parameters",
     "train_shape_pointnet": "no parameters",
     # trustlab.uncertainty

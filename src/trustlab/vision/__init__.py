@@ -23,6 +23,12 @@ from trustlab.vision.classifiers import (
     train_classifier,
 )
 from trustlab.vision.diffusion import DDPMSchedule, ddim_sample, make_unet, train_ddpm
+from trustlab.vision.diffusion_conditional import (
+    ConditionalDDPMRecipe,
+    digits_conditional_ddpm,
+    make_conditional_unet,
+    train_conditional_ddpm,
+)
 from trustlab.vision.diffusion_digits import (
     DigitsDDPMRecipe,
     digits_ddpm_pair,
@@ -55,6 +61,7 @@ __all__ = [
     "BODIES",
     "KINDS",
     "PARTS",
+    "ConditionalDDPMRecipe",
     "DDPMSchedule",
     "DigitsDDPMRecipe",
     "I2SBSchedule",
@@ -67,11 +74,13 @@ __all__ = [
     "check_point_clouds",
     "critical_point_scores",
     "ddim_sample",
+    "digits_conditional_ddpm",
     "digits_ddpm_pair",
     "digits_finetune_images",
     "digits_split",
     "find_point_layer",
     "make_classifier",
+    "make_conditional_unet",
     "make_pointnet",
     "make_shape_clouds",
     "make_unet",
@@ -87,6 +96,7 @@ __all__ = [
     "torch_generator",
     "train_bridge",
     "train_classifier",
+    "train_conditional_ddpm",
     "train_ddpm",
     "train_digits_ddpm_pair",
     "train_point_classifier",

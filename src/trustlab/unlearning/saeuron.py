@@ -1,0 +1,555 @@
+"""SAeUron: concept unlearning in a diffusion model by scaling sparse-autoencoder features.
+
+SAeUron (Cywinski and Deja, ICML 2025) removes a concept from a diffusion model without
+touching its weights. A sparse autoencoder (SAE) is trained, unsupervised, on the activations
+of one block of the denoiser, every spatial position of every denoising step being one SAE
+input. For a concept ``c`` and step ``t`` each SAE feature ``i`` gets the score
+
+``score(i, t, c) = mu(i, t, D_c) / sum_j mu(j, t, D_c) - mu(i, t, D_not_c) / sum_j mu(j, t, D_not_c)``
+
+(``mu`` the feature's mean activation over the generations of the concept, ``D_c``, or of all
+other concepts, ``D_not_c``, averaged over positions); the features above the ``percentile``-th
+percentile of the step's scores are selected. At generation time the hook replaces the
+block's output ``x`` by ``W_dec f' + b_dec + (x - x_hat)``, where ``f'`` is ``f(x)`` with
+every selected feature that fires above its average activation over all concepts scaled by
+``multiplier * mu(i, t, D_c)`` (``multiplier < 0``: the feature is turned against the
+concept), and ``x - x_hat`` the SAE's reconstruction error, kept. One SAE serves any number
+of concepts: their selected features are united.
+
+:class:`SAeUron` takes any torch noise predictor ``model(x, t)`` or class-conditional
+``model(x, t, class_labels=y)`` (a ``diffusers`` ``UNet2DModel`` included) and a hook point
+(a submodule or its name). It reuses :class:`~trustlab.explain.sae.SparseAutoencoder` (the
+paper's BatchTopK SAE by default). See docs/unlearning/saeuron.md.
+
+References
+----------
+.. [1] B. Cywinski, K. Deja. "SAeUron: Interpretable Concept Unlearning in Diffusion Models
+   with Sparse Autoencoders". ICML 2025. arXiv:2501.18052.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+
+from trustlab._param_validation import Interval, ParamsValidationMixin
+from trustlab._validation import make_generator
+from trustlab.errors import DataError, ParameterError
+from trustlab.explain.sae import SparseAutoencoder
+from trustlab.unlearning import _saeuron_hooks as hk
+from trustlab.unlearning._saeuron_scores import feature_scores, frechet_distance, select_features
+from trustlab.vision.classifiers import one_thread
+from trustlab.vision.diffusion import DDPMSchedule, ddim_loop, ddim_timesteps
+
+__all__ = ["SAeUron", "digits_saeuron", "feature_scores", "frechet_distance", "select_features"]
+
+
+class SAeUron(ParamsValidationMixin, BaseEstimator):
+    """Concept unlearning at generation time with a sparse autoencoder on a denoiser block.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Noise predictor: ``model(x, t)`` (unconditional) or ``model(x, t, class_labels=y)``
+        (``conditional=True``); ``diffusers``' ``UNet2DModel`` (whose output's ``.sample``
+        is read) fits both.
+    hook : str or torch.nn.Module
+        The block whose output the SAE reads and rewrites (a name from
+        ``model.named_modules()``). The paper uses cross-attention blocks of the UNet's
+        up-path; on the lab's UNet, ``"mid"``.
+    conditional : bool, default=True
+        ``y`` of :meth:`fit` / :meth:`generate` is passed as ``class_labels`` (the concept is
+        the prompt, as in the paper). ``False``: the model is unconditional and ``y`` of
+        :meth:`fit` only labels the generations (e.g. a classifier's verdict on them).
+    guidance_scale : float, default=1.0
+        Classifier-free guidance ``w`` for conditional models (1: none; the paper samples
+        Stable Diffusion at 9). The hook acts on both halves of the guided batch, as the
+        authors' does.
+    null_label : int, optional
+        The unconditional class for guidance; default ``model.n_classes``.
+    num_inference_steps : int, default=20
+        DDIM steps; the SAE is trained and the scores computed on each of them.
+    schedule : DDPMSchedule, optional
+        The model's training schedule; default :class:`~trustlab.vision.DDPMSchedule`.
+    sae : SparseAutoencoder, optional
+        Template (cloned, then fitted). Default: the paper's BatchTopK SAE, expansion 16,
+        ``k = min(32, max(1, d // 8))``, learning rate 4e-4, batch 4096, 2,000 steps.
+    percentile : float, default=99.99
+        Feature-selection percentile ``tau`` (the paper's 99.99 for objects).
+    multiplier : float, default=-1.0
+        ``gamma``, negative (the paper's -1 for styles; objects are swept over -1 .. -30).
+    preserve_error : bool, default=True
+        Add the SAE's reconstruction error back (the authors' default).
+    max_sae_rows : int, default=200000
+        At most this many patches (drawn without replacement) train the SAE.
+    random_state : int, numpy Generator or None, default=0
+        Seeds the SAE and the row draw.
+
+    Attributes
+    ----------
+    sae_ : SparseAutoencoder
+    classes_ : ndarray
+        The concepts (sorted labels of ``y``).
+    timesteps_ : ndarray of int
+        The DDIM timesteps, descending.
+    concept_means_ : ndarray of shape (n_concepts, n_steps, n_latents)
+        ``mu(i, t, D_c)``.
+    counts_ : ndarray of shape (n_concepts,)
+    mean_activation_ : ndarray of shape (n_steps, n_latents)
+        Average of ``concept_means_`` over concepts (the mask threshold).
+    concept_params_ : dict
+        Concept -> ``(percentile, multiplier)`` chosen by :meth:`tune` (empty after ``fit``:
+        every concept uses :attr:`percentile` and :attr:`multiplier`).
+
+    References
+    ----------
+    .. [1] Cywinski, Deja. "SAeUron: Interpretable Concept Unlearning in Diffusion Models with
+       Sparse Autoencoders". ICML 2025.
+
+    Examples
+    --------
+    >>> from trustlab.vision import digits_conditional_ddpm
+    >>> from trustlab.explain.sae import SparseAutoencoder
+    >>> rng = np.random.default_rng(0)
+    >>> tiny = SparseAutoencoder(64, architecture="batchtopk", k=4, batch_size=256, n_steps=20)
+    >>> su = SAeUron(digits_conditional_ddpm(), "mid", num_inference_steps=4, sae=tiny)
+    >>> su = su.fit(rng.standard_normal((20, 1, 8, 8)), np.arange(20) % 2)
+    >>> su.concept_means_.shape
+    (2, 4, 64)
+    """
+
+    _parameter_constraints: ClassVar[dict[str, Any]] = {
+        "model": "no_validation",
+        "hook": "no_validation",
+        "conditional": ["boolean"],
+        "guidance_scale": [Interval(numbers.Real, 0, None, closed="left")],
+        "null_label": [None, Interval(numbers.Integral, 0, None, closed="left")],
+        "num_inference_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "schedule": [None, DDPMSchedule],
+        "sae": [None, SparseAutoencoder],
+        "percentile": [Interval(numbers.Real, 0, 100, closed="left")],
+        "multiplier": [Interval(numbers.Real, None, None, closed="neither")],
+        "preserve_error": ["boolean"],
+        "max_sae_rows": [Interval(numbers.Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        model: Any,
+        hook: Any,
+        *,
+        conditional: bool = True,
+        guidance_scale: float = 1.0,
+        null_label: int | None = None,
+        num_inference_steps: int = 20,
+        schedule: DDPMSchedule | None = None,
+        sae: SparseAutoencoder | None = None,
+        percentile: float = 99.99,
+        multiplier: float = -1.0,
+        preserve_error: bool = True,
+        max_sae_rows: int = 200_000,
+        random_state: Any = 0,
+    ) -> None:
+        self.model = model
+        self.hook = hook
+        self.conditional = conditional
+        self.guidance_scale = guidance_scale
+        self.null_label = null_label
+        self.num_inference_steps = num_inference_steps
+        self.schedule = schedule
+        self.sae = sae
+        self.percentile = percentile
+        self.multiplier = multiplier
+        self.preserve_error = preserve_error
+        self.max_sae_rows = max_sae_rows
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ helpers
+    def _setup(self) -> None:
+        self._validate_params()
+        self.module_ = hk.resolve_hook(self.model, self.hook)
+        sched = self.schedule or DDPMSchedule()
+        if self.num_inference_steps > sched.num_train_timesteps:
+            raise ParameterError(
+                f"num_inference_steps must be at most the schedule's {sched.num_train_timesteps}; "
+                f"got {self.num_inference_steps}.",
+                argument="num_inference_steps",
+            )
+        self.schedule_ = sched
+        self.timesteps_ = ddim_timesteps(sched.num_train_timesteps, int(self.num_inference_steps))
+        null = self.null_label if self.null_label is not None else getattr(self.model, "n_classes", None)
+        if self.conditional and self.guidance_scale != 1.0 and null is None:
+            raise ParameterError(
+                "guidance needs an unconditional class: pass null_label (or guidance_scale=1).",
+                argument="null_label",
+            )
+        self.null_ = None if null is None else int(null)
+
+    def _labels(self, y: Any, n: int) -> Any:
+        if not self.conditional:
+            return None
+        arr = np.asarray(y)
+        if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
+            raise DataError(
+                f"y must be {n} integer class labels (the concept of each generation); got {arr.shape} "
+                f"{arr.dtype}.",
+                argument="y",
+            )
+        return torch.as_tensor(arr.astype(np.int64))
+
+    def _sample(self, x: Any, labels: Any) -> Any:
+        eps = hk.guided_eps(self.model, labels, float(self.guidance_scale), self.null_)
+        with one_thread(), torch.no_grad():
+            return ddim_loop(eps, x, self.schedule_.alphas_cumprod, self.timesteps_)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X: Any, y: Any) -> SAeUron:
+        """Generate from starting noise ``X``, train the SAE on the hook's activations, score.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, C, H, W)
+            Starting noise ``x_T``, one generation per row.
+        y : array-like of shape (n,)
+            The concept of each generation: its class label (``conditional``: also the
+            prompt), at least two distinct concepts.
+
+        Returns
+        -------
+        SAeUron
+            ``self``, fitted.
+        """
+        self._setup()
+        x = hk.check_noise(X)
+        n = x.shape[0]
+        y_arr = np.asarray(y)
+        if y_arr.ndim != 1 or len(y_arr) != n:
+            raise DataError(
+                f"y must be a 1-d array of {n} concept labels; got shape {y_arr.shape}.", argument="y"
+            )
+        self.classes_, y_idx = np.unique(y_arr, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise DataError("y must hold at least two concepts (the score compares them).", argument="y")
+        labels = self._labels(y_arr, n)
+        guided = labels is not None and float(self.guidance_scale) != 1.0
+        acts: list[Any] = []
+        with hk.capture(self.module_, acts, (lambda a: a.chunk(2)[1]) if guided else (lambda a: a)):
+            self._sample(x, labels)
+        if len(acts) != len(self.timesteps_):
+            raise DataError(
+                f"the hook point ran {len(acts)} times over {len(self.timesteps_)} steps; choose a block "
+                "that runs once per model call.",
+                argument="hook",
+            )
+        rows = [hk.to_rows(a)[0].float() for a in acts]  # per step: (n * P, d)
+        per = rows[0].shape[0] // n
+        all_rows = torch.cat(rows).numpy()
+        rng = make_generator(self.random_state)
+        if len(all_rows) > self.max_sae_rows:
+            all_rows = all_rows[np.sort(rng.choice(len(all_rows), int(self.max_sae_rows), replace=False))]
+        d = all_rows.shape[1]
+        template = self.sae or SparseAutoencoder(
+            16 * d, architecture="batchtopk", k=min(32, max(1, d // 8)), learning_rate=4e-4, batch_size=4096
+        )
+        sae = clone(template).set_params(random_state=int(rng.integers(2**31 - 1)))
+        with one_thread():
+            self.sae_ = sae.fit(all_rows)
+        self._tsae = hk.TorchSAE(self.sae_)
+        with one_thread(), torch.no_grad():  # per-sample mean latent over positions, per step: (n, S, m)
+            lat = torch.stack([self._tsae.encode(r).reshape(n, per, -1).mean(1) for r in rows], 1).numpy()
+        self.counts_ = np.bincount(y_idx, minlength=len(self.classes_))
+        self.concept_means_ = np.stack([lat[y_idx == c].mean(0) for c in range(len(self.classes_))])
+        self.mean_activation_ = self.concept_means_.mean(0)
+        self.concept_params_: dict[Any, tuple[float, float]] = {}
+        return self
+
+    # ------------------------------------------------------------------ selection
+    def _index(self, concept: Any) -> int:
+        hits = np.flatnonzero(self.classes_ == concept)
+        if len(hits) != 1:
+            raise ParameterError(
+                f"unlearn must hold concepts SAeUron was fitted on ({self.classes_.tolist()}); "
+                f"got {concept!r}.",
+                argument="unlearn",
+            )
+        return int(hits[0])
+
+    def feature_scores(self, concept: Any) -> np.ndarray:
+        """:func:`feature_scores` of a fitted concept, shape ``(n_steps, n_latents)``.
+
+        Parameters
+        ----------
+        concept : label
+            One of :attr:`classes_`.
+
+        Returns
+        -------
+        ndarray
+        """
+        check_is_fitted(self, "concept_means_")
+        return feature_scores(self.concept_means_, self._index(concept), counts=self.counts_)
+
+    def selected_features(self, unlearn: Any, *, percentile: float | None = None) -> list[np.ndarray]:
+        """The features scaled at each step to remove the concepts ``unlearn`` (united).
+
+        Parameters
+        ----------
+        unlearn : label or list of labels
+        percentile : float, optional
+            Default :attr:`percentile`.
+
+        Returns
+        -------
+        list of ndarray
+            Sorted feature indices per step.
+        """
+        return [f for f, _ in self._plan(unlearn, percentile, None)]
+
+    def _concepts(self, unlearn: Any) -> list[Any]:
+        items = list(unlearn) if isinstance(unlearn, list | tuple | np.ndarray) else [unlearn]
+        return [self.classes_[self._index(c)] for c in items]
+
+    def _plan(self, unlearn: Any, percentile: Any, multiplier: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+        check_is_fitted(self, "concept_means_")
+        n_steps = len(self.timesteps_)
+        scale: list[dict[int, float]] = [{} for _ in range(n_steps)]
+        for concept in self._concepts(unlearn):
+            c = self._index(concept)
+            pct, gamma = self.concept_params_.get(concept, (self.percentile, self.multiplier))
+            pct = pct if percentile is None else percentile
+            gamma = gamma if multiplier is None else multiplier
+            if (
+                isinstance(gamma, bool)
+                or not isinstance(gamma, numbers.Real)
+                or not np.isfinite(float(gamma))
+            ):
+                raise ParameterError(
+                    f"multiplier must be a finite number; got {gamma!r}.", argument="multiplier"
+                )
+            for s, feats in enumerate(select_features(self.feature_scores(concept), pct)):
+                for i in feats:  # a feature two concepts select keeps the stronger scaling
+                    v = float(gamma) * float(self.concept_means_[c, s, i])
+                    if abs(v) >= abs(scale[s].get(int(i), 0.0)):
+                        scale[s][int(i)] = v
+        return [
+            (np.array(sorted(d), dtype=np.int64), np.array([d[i] for i in sorted(d)], dtype=np.float64))
+            for d in scale
+        ]
+
+    def tune(
+        self,
+        X: Any,
+        y: Any,
+        judge: Any,
+        *,
+        percentiles: Any = (90.0, 95.0, 99.0),
+        multipliers: Any = (-1.0, -5.0, -10.0, -15.0, -20.0, -25.0, -30.0),
+        concepts: Any = None,
+    ) -> pd.DataFrame:
+        """Pick each concept's ``(percentile, multiplier)`` by the authors' object-unlearning sweep.
+
+        For every concept and grid point, generate from ``X`` with the concept removed and
+        judge the images: unlearning accuracy ``UA`` (share of the concept's rows no longer
+        judged the concept) and in-domain retain accuracy ``IRA`` (share of the other rows
+        judged their label); keep the point with the largest ``(UA + IRA) / 2`` (the first on
+        ties) in :attr:`concept_params_`, which :meth:`generate` and :meth:`unlearning` then
+        use for that concept.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, C, H, W)
+            Validation starting noise.
+        y : array-like of shape (n,)
+            Reference labels: the prompts (conditional), or the judge's verdicts on the
+            unedited generations (unconditional).
+        judge : callable
+            ``judge(images)`` returns one label per image (e.g. a classifier trained on real
+            data, as UnlearnCanvas judges).
+        percentiles, multipliers : sequence of float
+            The grid (the paper's multipliers; percentiles for a dictionary of hundreds of
+            features instead of 20,480).
+        concepts : list of labels, optional
+            Default all :attr:`classes_`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per concept and grid point: ``concept, percentile, multiplier, UA, IRA,
+            score, chosen``.
+        """
+        check_is_fitted(self, "concept_means_")
+        if not callable(judge):
+            raise ParameterError(
+                "judge must be a callable images -> labels (a classifier).", argument="judge"
+            )
+        x = hk.check_noise(X)
+        ref = np.asarray(y)
+        if ref.shape != (x.shape[0],):
+            raise DataError(
+                f"y must hold {x.shape[0]} reference labels; got shape {ref.shape}.", argument="y"
+            )
+        grid = [(float(p), float(m)) for p in percentiles for m in multipliers]
+        if not grid:
+            raise ParameterError("percentiles and multipliers must not be empty.", argument="percentiles")
+        rows = []
+        for concept in self._concepts(list(self.classes_) if concepts is None else concepts):
+            on = ref == concept
+            if not on.any() or on.all():
+                raise DataError(f"y must hold rows of concept {concept!r} and of others.", argument="y")
+            best, best_score = grid[0], -np.inf
+            for pct, gamma in grid:
+                pred = np.asarray(
+                    judge(self.generate(x, ref, unlearn=[concept], percentile=pct, multiplier=gamma))
+                )
+                ua = float(np.mean(pred[on] != concept))
+                ira = float(np.mean(pred[~on] == ref[~on]))
+                rows.append(
+                    {"concept": concept, "percentile": pct, "multiplier": gamma, "UA": ua, "IRA": ira}
+                )
+                if (ua + ira) / 2 > best_score:
+                    best, best_score = (pct, gamma), (ua + ira) / 2
+            self.concept_params_[concept] = best
+        out = pd.DataFrame(rows)
+        out["score"] = (out["UA"] + out["IRA"]) / 2
+        out["chosen"] = [
+            self.concept_params_[c] == (p, m)
+            for c, p, m in zip(out.concept, out.percentile, out.multiplier, strict=True)
+        ]
+        return out
+
+    # ------------------------------------------------------------------ intervention
+    @contextlib.contextmanager
+    def unlearning(
+        self, unlearn: Any, *, percentile: float | None = None, multiplier: float | None = None
+    ) -> Iterator[hk.Intervention]:
+        """Install the intervention on :attr:`model` for the block (any sampler may run inside).
+
+        The hook maps the model's current timestep to the nearest fitted step, so a
+        ``diffusers`` scheduler or pipeline with the same DDIM timesteps runs unchanged.
+
+        Parameters
+        ----------
+        unlearn : label or list of labels
+            The concepts to remove (one SAE, several concepts).
+        percentile, multiplier : float, optional
+            Override :attr:`percentile` / :attr:`multiplier`.
+
+        Yields
+        ------
+        Intervention
+            Its ``n_scaled`` counts the (patch, feature) pairs scaled so far.
+        """
+        plan = self._plan(unlearn, percentile, multiplier)
+        with hk.timestep_tracker(self.model) as tracker:
+            hook = hk.Intervention(
+                self._tsae,
+                self.timesteps_,
+                [f for f, _ in plan],
+                [v for _, v in plan],
+                [self.mean_activation_[s, f] for s, (f, _) in enumerate(plan)],
+                bool(self.preserve_error),
+                tracker,
+            )
+            handle = self.module_.register_forward_hook(hook)
+            try:
+                yield hook
+            finally:
+                handle.remove()
+
+    def generate(
+        self,
+        X: Any,
+        y: Any = None,
+        *,
+        unlearn: Any = (),
+        percentile: float | None = None,
+        multiplier: float | None = None,
+    ) -> np.ndarray:
+        """DDIM generations from starting noise ``X`` with the concepts ``unlearn`` removed.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, C, H, W)
+            Starting noise.
+        y : array-like of shape (n,), optional
+            Class labels (prompts) for a conditional model.
+        unlearn : label or list of labels, default=()
+            Concepts to remove; empty: the model as it is.
+        percentile, multiplier : float, optional
+            Override the fitted defaults.
+
+        Returns
+        -------
+        ndarray of shape (n, C, H, W)
+            float32 images in [0, 1].
+        """
+        check_is_fitted(self, "concept_means_")
+        x = hk.check_noise(X)
+        if self.conditional and y is None:
+            raise DataError(
+                "y (class labels, the prompts) is required for a conditional model.", argument="y"
+            )
+        labels = self._labels(y, x.shape[0])
+        empty = isinstance(unlearn, list | tuple) and len(unlearn) == 0
+        ctx = (
+            contextlib.nullcontext()
+            if empty
+            else self.unlearning(unlearn, percentile=percentile, multiplier=multiplier)
+        )
+        with ctx:
+            x0 = self._sample(x, labels)
+        return ((x0.clamp(-1, 1) + 1) / 2).numpy().astype(np.float32)
+
+
+def digits_saeuron(*, refit: bool = False) -> SAeUron:
+    """SAeUron fitted on the vision lab's class-conditional digit DDPM (shipped state).
+
+    The recipe: :func:`~trustlab.vision.digits_conditional_ddpm`, hook ``"down2"`` (the lab
+    UNet's half-resolution residual block: 32 channels at 4 x 4 positions), 10 DDIM steps,
+    guidance 2, 40 generations per digit (seed 0), a BatchTopK SAE of 512 features with
+    ``k = 4`` (600 Adam steps, batch 1,024, learning rate 3e-3), percentile 90, multiplier
+    -10. The fitted SAE and concept means ship with trustlab (``saeuron_digits.npz``), so
+    nothing is trained unless ``refit``.
+
+    Parameters
+    ----------
+    refit : bool, default=False
+        Fit again from the recipe (about 75 s of CPU on one thread) instead of loading
+        the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`; a
+        refit has none: call ``tune`` on it).
+
+    Returns
+    -------
+    SAeUron
+        Fitted; ``classes_`` are the digits 0-9.
+
+    Examples
+    --------
+    >>> su = digits_saeuron()
+    >>> su.concept_means_.shape
+    (10, 10, 512)
+    """
+    from trustlab.unlearning import _saeuron_lab as lab
+    from trustlab.vision.diffusion_conditional import digits_conditional_ddpm
+
+    su = SAeUron(
+        digits_conditional_ddpm(),
+        lab.HOOK,
+        guidance_scale=lab.GUIDANCE,
+        num_inference_steps=lab.STEPS,
+        percentile=lab.PERCENTILE,
+        multiplier=lab.MULTIPLIER,
+        sae=lab.lab_sae(),
+    )
+    if refit:
+        return su.fit(*lab.lab_data())
+    return lab.restore(su, lab.shipped_arrays())
