@@ -81,6 +81,15 @@ def test_bad_images_name_the_argument(images, fix):
     assert err.value.argument == "X"
 
 
+def test_reversed_and_strided_images_are_accepted():
+    """A reversed or strided view (X[::-1]) becomes a contiguous copy that torch can wrap."""
+    from trustlab.vision import make_unet, train_ddpm
+
+    X = np.random.default_rng(0).random((4, 1, 8, 8)).astype(np.float32)
+    assert check_images(X[::-1]).flags.c_contiguous and check_images(X[:, :, ::2]).flags.c_contiguous
+    assert not train_ddpm(make_unet(channels=8), X[::-1], steps=1, batch_size=2).training
+
+
 def test_bad_labels_and_models():
     with pytest.raises(DataError, match="3 labels"):
         check_labels([0, 1], 3)

@@ -30,7 +30,8 @@ import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError
-from trustlab.vision.classifiers import check_images, check_model, one_thread, require_torch, torch_generator
+from trustlab.vision.classifiers import check_model, one_thread, require_torch, torch_generator
+from trustlab.vision.diffusion import _to_model_space
 
 __all__ = ["I2SBSchedule", "bridge_sample", "train_bridge"]
 
@@ -99,17 +100,9 @@ class I2SBSchedule:
         return self.marginal()[2]
 
 
-def _model_space(X: Any, name: str) -> Any:
-    torch = require_torch()
-    arr = check_images(X, name)
-    if arr.ndim != 4:
-        raise DataError(f"{name} must be images of shape (n, C, H, W); got shape {arr.shape}.", argument=name)
-    return torch.as_tensor(np.ascontiguousarray(arr, dtype=np.float32)) * 2.0 - 1.0
-
-
 def check_pairs(X0: Any, X1: Any) -> tuple[Any, Any]:
     """``X0`` and ``X1`` as ``[-1, 1]`` tensors of equal shape (DataError naming the culprit)."""
-    x0, x1 = _model_space(X0, "X0"), _model_space(X1, "X1")
+    x0, x1 = _to_model_space(X0, "X0"), _to_model_space(X1, "X1")
     if x0.shape != x1.shape:
         raise DataError(
             f"X0 and X1 must be paired images of one shape; got {tuple(x0.shape)} and {tuple(x1.shape)}.",
@@ -262,7 +255,7 @@ def bridge_sample(
         raise DataError(
             f"model must be a torch module net(x, t); got {type(model).__name__}.", argument="model"
         )
-    x1 = _model_space(X1, "X1")
+    x1 = _to_model_space(X1, "X1")
     sched = schedule or I2SBSchedule()
     if nfe >= sched.interval:
         raise DataError(

@@ -246,7 +246,7 @@ def check_images(X: Any, name: str = "X", *, low: float = 0.0, high: float = 1.0
     Returns
     -------
     numpy.ndarray
-        ``X`` as float32.
+        ``X`` as C-contiguous float32 (torch cannot wrap a reversed or strided view).
 
     Raises
     ------
@@ -276,7 +276,7 @@ def check_images(X: Any, name: str = "X", *, low: float = 0.0, high: float = 1.0
             "Scale the images first (e.g. divide 8-bit images by 255).",
             argument=name,
         )
-    return arr
+    return np.ascontiguousarray(arr)
 
 
 def check_labels(y: Any, n: int, n_classes: int | None = None, name: str = "y") -> np.ndarray:

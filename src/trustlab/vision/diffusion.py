@@ -223,11 +223,29 @@ def train_ddpm(
     >>> net.training
     False
     """
-    torch = require_torch()
     check_model(model)
     x0 = _to_model_space(X, "X")
-    sched = schedule or DDPMSchedule()
-    acp = torch.as_tensor(sched.alphas_cumprod, dtype=torch.float32)
+    return _fit_noise_predictor(model, x0, steps, lr, batch_size, schedule or DDPMSchedule(), random_state)
+
+
+def _fit_noise_predictor(
+    model: Any,
+    x0: Any,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    schedule: DDPMSchedule,
+    random_state: Any,
+    conditioning: Any = None,
+) -> Any:
+    """Ho et al.'s simple-loss loop of :func:`train_ddpm` (and of the class-conditional trainer).
+
+    ``conditioning(idx, gen)``, when given, returns the keyword arguments of the model call for
+    the minibatch ``idx``; it is called after the noise is drawn, so an unconditional run draws
+    the same random numbers either way.
+    """
+    torch = require_torch()
+    acp = torch.as_tensor(schedule.alphas_cumprod, dtype=torch.float32)
     gen = torch_generator(random_state)
     bs = min(int(batch_size), len(x0))
     opt = torch.optim.Adam(model.parameters(), lr=float(lr))
@@ -235,12 +253,13 @@ def train_ddpm(
         model.train()
         for _ in range(int(steps)):
             idx = torch.randint(len(x0), (bs,), generator=gen)
-            t = torch.randint(sched.num_train_timesteps, (bs,), generator=gen)
+            t = torch.randint(schedule.num_train_timesteps, (bs,), generator=gen)
             noise = torch.randn(x0[idx].shape, generator=gen)
+            kwargs = conditioning(idx, gen) if conditioning is not None else {}
             a = acp[t][:, None, None, None]
             xt = a.sqrt() * x0[idx] + (1 - a).sqrt() * noise
             opt.zero_grad()
-            torch.nn.functional.mse_loss(model(xt, t), noise).backward()
+            torch.nn.functional.mse_loss(model(xt, t, **kwargs), noise).backward()
             opt.step()
     return model.eval()
 

@@ -33,8 +33,8 @@ import numpy as np
 from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
-from trustlab.vision.classifiers import check_labels, check_model, one_thread, require_torch, torch_generator
-from trustlab.vision.diffusion import DDPMSchedule, _to_model_space, _unet_class
+from trustlab.vision.classifiers import check_labels, check_model, require_torch
+from trustlab.vision.diffusion import DDPMSchedule, _fit_noise_predictor, _to_model_space, _unet_class
 
 __all__ = [
     "ConditionalDDPMRecipe",
@@ -174,25 +174,13 @@ def train_conditional_ddpm(
     if n_classes < 1:
         raise ParameterError("model must have an int n_classes (make_conditional_unet's).", argument="model")
     labels = torch.as_tensor(check_labels(y, len(x0), n_classes, "y"))
+
+    def class_dropout(idx: Any, gen: Any) -> dict[str, Any]:
+        drop = torch.rand(len(idx), generator=gen) < float(p_uncond)  # classifier-free guidance's null class
+        return {"class_labels": torch.where(drop, torch.full_like(labels[idx], n_classes), labels[idx])}
+
     sched = schedule or DDPMSchedule()
-    acp = torch.as_tensor(sched.alphas_cumprod, dtype=torch.float32)
-    gen = torch_generator(random_state)
-    bs = min(int(batch_size), len(x0))
-    opt = torch.optim.Adam(model.parameters(), lr=float(lr))
-    with one_thread():
-        model.train()
-        for _ in range(int(steps)):
-            idx = torch.randint(len(x0), (bs,), generator=gen)
-            t = torch.randint(sched.num_train_timesteps, (bs,), generator=gen)
-            noise = torch.randn(x0[idx].shape, generator=gen)
-            drop = torch.rand(bs, generator=gen) < float(p_uncond)
-            lab = torch.where(drop, torch.full_like(labels[idx], n_classes), labels[idx])
-            a = acp[t][:, None, None, None]
-            xt = a.sqrt() * x0[idx] + (1 - a).sqrt() * noise
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(xt, t, class_labels=lab), noise).backward()
-            opt.step()
-    return model.eval()
+    return _fit_noise_predictor(model, x0, steps, lr, batch_size, sched, random_state, class_dropout)
 
 
 @dataclass(frozen=True)
