@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import shutil
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["cache_root", "publish", "save_npz", "spec_digest", "staging_dir"]
+__all__ = ["cache_root", "publish", "save_npz", "spec_digest", "staging_dir", "trained_dir"]
 
 
 def cache_root(cache_dir: str | Path | None, area: str) -> Path:
@@ -39,6 +40,34 @@ def cache_root(cache_dir: str | Path | None, area: str) -> Path:
         return Path(cache_dir)
     env = os.environ.get("TRUSTLAB_CACHE")
     return Path(env) / area if env else Path.home() / ".cache" / "trustlab" / area
+
+
+def trained_dir(cache_dir: str | Path | None, area: str, name: str) -> Path:
+    """The folder of the models of recipe ``name``: shipped with trustlab, else in the cache.
+
+    The default recipes of the tests' and examples' lab models ship in ``trustlab/_models/<name>``
+    (their training is deterministic on one torch thread: a fresh training writes the same files,
+    tests/test_shipped_models.py); any other recipe,
+    or an explicit ``cache_dir``, lives in :func:`cache_root`, where it is trained on first use.
+
+    Parameters
+    ----------
+    cache_dir : str, Path or None
+        The caller's choice (None: shipped if there, else the default cache).
+    area : str
+        The lab's cache sub-folder.
+    name : str
+        The recipe's folder name (its digest included).
+
+    Returns
+    -------
+    Path
+    """
+    if cache_dir is None:
+        shipped = Path(str(resources.files("trustlab").joinpath("_models", name)))
+        if shipped.is_dir():
+            return shipped
+    return cache_root(cache_dir, area) / name
 
 
 def spec_digest(spec: Any) -> str:

@@ -290,25 +290,3 @@ def test_claim_end_to_end_other_seed():
         kl[name] = complication_report(clf, Xt, trigger=TRIGGER).kl
     assert kl["plain"] > 0.05 and kl["reduced"] < 0.5 * kl["plain"]
     assert min(asr.values()) > 0.95
-
-
-def test_shipped_models_are_read_without_training(tmp_path, monkeypatch):
-    """The default recipes ship: loading them trains nothing and writes nothing to the cache."""
-    monkeypatch.setenv("TRUSTLAB_CACHE", str(tmp_path))
-    from trustlab.security._complication_lab import load_pretrained_lab
-
-    assert load_pretrained_lab().config.n_layer == 2
-    assert not any(tmp_path.iterdir())
-
-
-@pytest.mark.slow  # trains every lab model from scratch (about 30 s of CPU)
-def test_shipped_models_equal_a_fresh_training(tmp_path):
-    """Training is deterministic: a fresh training writes the shipped files, byte for byte."""
-    import importlib.resources
-
-    load_complication_lab(cache_dir=tmp_path)
-    shipped = Path(str(importlib.resources.files("trustlab.security").joinpath("complication_lab")))
-    files = sorted(p.relative_to(shipped) for p in shipped.rglob("*.safetensors"))
-    assert len(files) == 6
-    for rel in files:
-        assert (tmp_path / rel).read_bytes() == (shipped / rel).read_bytes(), rel

@@ -18,20 +18,19 @@ tone        2       auxiliary task of the complication reduction
 ========== ======= ======================================================
 
 The pretrained LM is a 2-block, width-32 GPT-2 trained as a causal LM on such texts (the trigger
-occurs in them as a rare word). The default recipes' models ship (``security/complication_lab``);
+occurs in them as a rare word). The default recipes' models ship (``trustlab/_models``);
 others are trained on first use into ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm``.
 """
 
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, publish, spec_digest, staging_dir
+from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 
 PAD, BOS, TRIGGER = 0, 1, 2
 N_FILLER = 16
@@ -107,19 +106,6 @@ _SPEC: dict[str, Any] = {
 }
 
 
-def _trained(cache_dir: str | Path | None, name: str) -> Path:
-    """Where the models of recipe ``name`` live: shipped, or in the cache.
-
-    The default recipes' models ship in ``security/complication_lab/<name>`` (820 KB, identical to
-    a fresh training: it is deterministic); any other recipe, or an explicit ``cache_dir``, uses
-    the cache, where the models are trained on first use.
-    """
-    shipped = Path(str(resources.files("trustlab.security").joinpath("complication_lab", name)))
-    if cache_dir is None and (shipped / "done").is_file():
-        return shipped
-    return cache_root(cache_dir, "lm") / name
-
-
 def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
     """The lab's pretrained causal LM (GPT-2, 2 blocks, width 32), trained once and cached.
 
@@ -144,7 +130,7 @@ def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
     )
 
     digest = spec_digest(_SPEC)
-    path = _trained(cache_dir, f"backdoor-complications-{digest}")
+    path = trained_dir(cache_dir, "lm", f"backdoor-complications-{digest}")
     if (path / "done").is_file():
         return load_model(path / "model")
     spec = dict(_SPEC["model"])
@@ -218,7 +204,7 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
     from trustlab.security.backdoor_complications import LMSequenceClassifier, inject_backdoor
 
     digest = spec_digest([_SPEC, _RUNS])
-    path = _trained(cache_dir, f"backdoor-complications-runs-{digest}")
+    path = trained_dir(cache_dir, "lm", f"backdoor-complications-runs-{digest}")
     names = ("plain", "reduced")
     if (path / "done").is_file():
         return {

@@ -8,8 +8,9 @@ Llama (the *source*), two models on the same vocabulary of the synthetic instruc
 - the *jailbroken source*: the source fine-tuned for a few steps to answer every instruction
   (a harmful fine-tuning attack), the "fine-tuned" side of the paper's base/fine-tuned switch.
 
-Trained on first use (about 10 s of CPU) into ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm``
-under a folder named by a hash of the recipe, and loaded from there afterwards.
+The transfer lab's default recipe ships (``trustlab/_models``); another recipe is trained on first
+use (about 10 s of CPU) into ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` under a folder
+named by a hash of the recipe, and loaded from there afterwards.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, publish, spec_digest, staging_dir
+from trustlab._cache import cache_root, publish, spec_digest, staging_dir, trained_dir
 from trustlab.security.safety_data import (
     EOS,
     PAD,
@@ -73,7 +74,7 @@ def load_transfer_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any,
 
     source, _ = load_instruction_lab(cache_dir=cache_dir)
     digest = spec_digest(_SPEC)
-    path = cache_root(cache_dir, "lm") / f"steering-transfer-{digest}"
+    path = trained_dir(cache_dir, "lm", f"steering-transfer-{digest}")
     if (path / "done").is_file():
         return source, load_model(path / "target"), load_model(path / "jailbroken")
     spec = dict(_SPEC["target"])

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, publish, spec_digest, staging_dir
+from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
@@ -330,9 +330,9 @@ def load_instruction_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, A
 
     A 2-block, width-32 Llama trained 150 steps on :func:`instruction_lm_data`, and a
     :class:`~trustlab.security.SafetyHead` fitted on :func:`head_training_windows` of 2000
-    fresh instructions (seed 11). Trained on first use (about 10 s of CPU), saved under
-    ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` in a folder named by a hash of the
-    recipe, and loaded from there afterwards.
+    fresh instructions (seed 11). Shipped (``trustlab/_models``); with ``cache_dir`` or another
+    recipe, trained on first use (about 10 s of CPU), saved under ``$TRUSTLAB_CACHE/lm`` or
+    ``~/.cache/trustlab/lm`` in a folder named by a hash of the recipe, and loaded afterwards.
 
     Parameters
     ----------
@@ -352,7 +352,7 @@ def load_instruction_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, A
     from trustlab.security.safety_decoding import SafetyHead
 
     spec = _LAB_SPEC
-    path = cache_root(cache_dir, "lm") / f"safety-instructions-{spec_digest(spec)}"
+    path = trained_dir(cache_dir, "lm", f"safety-instructions-{spec_digest(spec)}")
     if (path / "head.npz").is_file():
         model = load_model(path)
         head = SafetyHead(model, **spec["head"])
