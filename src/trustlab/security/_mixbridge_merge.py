@@ -16,6 +16,7 @@ from trustlab.errors import ParameterError
 from trustlab.security._mixbridge_poison import PoisonedPairs
 from trustlab.vision.bridge import I2SBSchedule, bridge_loss, check_pairs
 from trustlab.vision.classifiers import check_model, one_thread, require_torch, torch_generator
+from trustlab.vision.diffusion import _denoising_loop
 
 _POS_INT = [Interval(numbers.Integral, 1, None, closed="left")]
 _RATE = [Interval(numbers.Real, 0, None, closed="neither")]
@@ -203,7 +204,6 @@ def merge_bridges(
     >>> tuple(merged.weights(torch.zeros(2, 1, 8, 8)).shape)
     (2, 4)
     """
-    torch = require_torch()
     p = _check_pairs_obj(pairs)
     if len(experts) != p.n_tasks:
         raise ParameterError(
@@ -213,25 +213,11 @@ def merge_bridges(
     model = MixtureOfBridges([copy.deepcopy(e) for e in experts], copy.deepcopy(router))
     sched = schedule or I2SBSchedule()
     x0, x1 = check_pairs(p.X0, p.X1)
-    gen = torch_generator(random_state)
     params = list(model.parameters()) if train_experts else list(model.router.parameters())
-    opt = torch.optim.Adam(params, lr=float(lr))
-    bs = min(int(batch_size), len(x0))
-    with one_thread():
-        model.train()
-        for _ in range(int(steps)):
-            idx = torch.randint(len(x0), (bs,), generator=gen)
-            t = torch.randint(sched.interval, (bs,), generator=gen)
-            noise = torch.randn(x0[idx].shape, generator=gen)
-            cond = x1[idx]
 
-            def net(x: Any, s: Any, cond: Any = cond) -> Any:
-                return model(x, s, cond)
+    def loss(idx: Any, t: Any, noise: Any, gen: Any) -> Any:
+        cond = x1[idx]
+        value = bridge_loss(lambda x, s: model(x, s, cond), x0[idx], cond, t, noise, sched)
+        return value + float(wrs) * wrs_penalty(model.weights(cond)) if wrs > 0 else value
 
-            opt.zero_grad()
-            loss = bridge_loss(net, x0[idx], cond, t, noise, sched)
-            if wrs > 0:
-                loss = loss + float(wrs) * wrs_penalty(model.weights(cond))
-            loss.backward()
-            opt.step()
-    return model.eval()
+    return _denoising_loop(model, x0, sched.interval, loss, steps, lr, batch_size, random_state, params)

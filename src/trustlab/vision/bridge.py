@@ -22,6 +22,7 @@ G.-H. Liu, A. Vahdat, D.-A. Huang, E. A. Theodorou, W. Nie, A. Anandkumar,
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ import numpy as np
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError
 from trustlab.vision.classifiers import check_model, one_thread, require_torch, torch_generator
-from trustlab.vision.diffusion import _to_model_space
+from trustlab.vision.diffusion import _denoising_loop, _to_model_space
 
 __all__ = ["I2SBSchedule", "bridge_sample", "train_bridge"]
 
@@ -111,14 +112,18 @@ def check_pairs(X0: Any, X1: Any) -> tuple[Any, Any]:
     return x0, x1
 
 
+@functools.lru_cache(maxsize=4)
+def _loss_coefficients(schedule: I2SBSchedule) -> tuple[Any, ...]:
+    """``(mu0, mu1, sigma, std_fwd)`` of every step as float32 tensors, built once per schedule."""
+    torch = require_torch()
+    return tuple(torch.as_tensor(a, dtype=torch.float32) for a in (*schedule.marginal(), schedule.std_fwd))
+
+
 def bridge_loss(net: Any, x0: Any, x1: Any, t: Any, noise: Any, schedule: I2SBSchedule) -> Any:
     """I2SB's regression loss at steps ``t``: ``|net(x_t, t) - (x_t - x0) / s_fwd_t|^2`` (mean)."""
     torch = require_torch()
-    mu0, mu1, sd = (
-        torch.as_tensor(a, dtype=torch.float32)[t][:, None, None, None] for a in schedule.marginal()
-    )
+    mu0, mu1, sd, std_fwd = (a[t][:, None, None, None] for a in _loss_coefficients(schedule))
     xt = mu0 * x0 + mu1 * x1 + sd * noise
-    std_fwd = torch.as_tensor(schedule.std_fwd, dtype=torch.float32)[t][:, None, None, None]
     out = net(xt, t)
     return torch.nn.functional.mse_loss(getattr(out, "sample", out), (xt - x0) / std_fwd)
 
@@ -170,23 +175,14 @@ def train_bridge(
     >>> train_bridge(make_unet(channels=4), X, X[::-1], steps=2).training
     False
     """
-    torch = require_torch()
     check_model(model)
     x0, x1 = check_pairs(X0, X1)
     sched = schedule or I2SBSchedule()
-    gen = torch_generator(random_state)
-    bs = min(int(batch_size), len(x0))
-    opt = torch.optim.Adam(model.parameters(), lr=float(lr))
-    with one_thread():
-        model.train()
-        for _ in range(int(steps)):
-            idx = torch.randint(len(x0), (bs,), generator=gen)
-            t = torch.randint(sched.interval, (bs,), generator=gen)
-            noise = torch.randn(x0[idx].shape, generator=gen)
-            opt.zero_grad()
-            bridge_loss(model, x0[idx], x1[idx], t, noise, sched).backward()
-            opt.step()
-    return model.eval()
+
+    def loss(idx: Any, t: Any, noise: Any, gen: Any) -> Any:
+        return bridge_loss(model, x0[idx], x1[idx], t, noise, sched)
+
+    return _denoising_loop(model, x0, sched.interval, loss, steps, lr, batch_size, random_state)
 
 
 def sampling_steps(interval: int, nfe: int) -> np.ndarray:

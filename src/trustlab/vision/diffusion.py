@@ -238,28 +238,53 @@ def _fit_noise_predictor(
     random_state: Any,
     conditioning: Any = None,
 ) -> Any:
-    """Ho et al.'s simple-loss loop of :func:`train_ddpm` (and of the class-conditional trainer).
+    """Ho et al.'s simple loss ``|eps - model(x_t, t)|^2`` in :func:`_denoising_loop`.
 
     ``conditioning(idx, gen)``, when given, returns the keyword arguments of the model call for
-    the minibatch ``idx``; it is called after the noise is drawn, so an unconditional run draws
-    the same random numbers either way.
+    the minibatch ``idx`` (the class-conditional trainer's labels with their dropout).
     """
     torch = require_torch()
     acp = torch.as_tensor(schedule.alphas_cumprod, dtype=torch.float32)
+
+    def loss(idx: Any, t: Any, noise: Any, gen: Any) -> Any:
+        kwargs = conditioning(idx, gen) if conditioning is not None else {}
+        a = acp[t][:, None, None, None]
+        xt = a.sqrt() * x0[idx] + (1 - a).sqrt() * noise
+        return torch.nn.functional.mse_loss(model(xt, t, **kwargs), noise)
+
+    return _denoising_loop(model, x0, schedule.num_train_timesteps, loss, steps, lr, batch_size, random_state)
+
+
+def _denoising_loop(
+    model: Any,
+    x0: Any,
+    n_timesteps: int,
+    loss: Any,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    random_state: Any,
+    params: Any = None,
+) -> Any:
+    """The Adam loop of the lab's diffusion and bridge trainers; returns ``model`` in eval mode.
+
+    Each step draws, in this order from one generator, a minibatch ``idx`` of ``min(batch_size,
+    n)`` rows of ``x0`` (with replacement), timesteps ``t`` uniform on ``0 .. n_timesteps-1`` and
+    Gaussian noise shaped like ``x0[idx]``, then minimises ``loss(idx, t, noise, gen)`` over
+    ``params`` (default all of ``model``'s) on one torch thread.
+    """
+    torch = require_torch()
     gen = torch_generator(random_state)
     bs = min(int(batch_size), len(x0))
-    opt = torch.optim.Adam(model.parameters(), lr=float(lr))
+    opt = torch.optim.Adam(model.parameters() if params is None else params, lr=float(lr))
     with one_thread():
         model.train()
         for _ in range(int(steps)):
             idx = torch.randint(len(x0), (bs,), generator=gen)
-            t = torch.randint(schedule.num_train_timesteps, (bs,), generator=gen)
+            t = torch.randint(int(n_timesteps), (bs,), generator=gen)
             noise = torch.randn(x0[idx].shape, generator=gen)
-            kwargs = conditioning(idx, gen) if conditioning is not None else {}
-            a = acp[t][:, None, None, None]
-            xt = a.sqrt() * x0[idx] + (1 - a).sqrt() * noise
             opt.zero_grad()
-            torch.nn.functional.mse_loss(model(xt, t, **kwargs), noise).backward()
+            loss(idx, t, noise, gen).backward()
             opt.step()
     return model.eval()
 
