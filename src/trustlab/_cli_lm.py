@@ -15,6 +15,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from trustlab._cli_errors import fail, stderr
+from trustlab._validation import context_length
 from trustlab.errors import ParameterError, TrustlabError
 
 lm_app = typer.Typer(
@@ -190,7 +191,7 @@ def hooks(
 def _report_tokens(name_or_dir: str, tokenizer: Any, model: Any, corpus: Path | None, n_max: int) -> Any:
     from trustlab.lm import RECIPES, encode_texts, english_corpus, make_data
 
-    context = int(getattr(model.config, "max_position_embeddings", None) or model.config.n_positions)
+    context = context_length(model) or 64
     if corpus is None and name_or_dir in RECIPES:
         data, _ = make_data(RECIPES[name_or_dir], split="test")
         return data.tokens[:n_max]

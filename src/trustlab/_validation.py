@@ -285,6 +285,31 @@ def check_token_ids(value: Any, name: str, *, vocab: int | None = None) -> np.nd
     return arr.astype(np.int64)
 
 
+def context_length(model: Any) -> int | None:
+    """A ``transformers`` model's context length, or None when its config states none.
+
+    Read from ``max_position_embeddings`` or, for GPT-2, ``n_positions``.
+
+    Parameters
+    ----------
+    model : object
+        Anything with a ``config`` (a ``transformers`` model).
+
+    Returns
+    -------
+    int or None
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> context_length(SimpleNamespace(config=SimpleNamespace(n_positions=64)))
+    64
+    """
+    cfg = getattr(model, "config", None)
+    value = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+    return None if value is None else int(value)
+
+
 def check_frame(data: Any, name: str = "data", *, min_rows: int = 1) -> pd.DataFrame:
     """Check ``data`` is a non-empty pandas DataFrame with unique string-able column names."""
     if not isinstance(data, pd.DataFrame):

@@ -39,6 +39,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
+from trustlab._validation import context_length
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.explain._neologism_checks import embedding_layer, export_model, texts
 from trustlab.explain._neologism_task import (
@@ -281,9 +282,7 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         return ids.masked_fill(neo, 0), neo, resp
 
     def _context(self) -> int | None:
-        cfg = getattr(self.model, "config", None)
-        limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
-        return None if limit is None else int(limit)
+        return context_length(self.model)
 
     def _embeds(self, ids: torch.Tensor, neo: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
         base = self._layer(ids)

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from trustlab._validation import check_token_ids
+from trustlab._validation import check_token_ids, context_length
 from trustlab.errors import DataError, ModelError, ParameterError
 
 __all__ = ["HOOK_KINDS", "hook_points", "run_with_hooks"]
@@ -106,8 +106,7 @@ def _layout(lm: Any) -> _Layout:
     n_heads = int(cfg.num_attention_heads)
     n_kv = int(getattr(cfg, "num_key_value_heads", None) or n_heads)
     d_head = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // n_heads)
-    max_len = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
-    return _Layout(layers, attn, mlp, norm, head, n_heads, n_kv, d_head, max_len)
+    return _Layout(layers, attn, mlp, norm, head, n_heads, n_kv, d_head, context_length(model))
 
 
 def hook_points(model: Any) -> list[str]:

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from trustlab._param_validation import Interval, validate_params
+from trustlab._validation import context_length
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.lm._fields import from_fields
 from trustlab.lm.corpora import TokenData
@@ -185,9 +186,7 @@ def _check(model: Any, data: TokenData) -> None:
             "the model; build the model with vocab_size >= the data's vocab_size.",
             argument="data",
         )
-    max_len: Any = getattr(model.config, "max_position_embeddings", None) or getattr(
-        model.config, "n_positions", None
-    )
+    max_len = context_length(model)
     if max_len is not None and data.tokens.shape[1] > max_len:
         raise DataError(
             f"data sequences have {data.tokens.shape[1]} tokens, longer than the model's context "

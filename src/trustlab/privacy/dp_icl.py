@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._validation import check_delta, check_epsilon, check_positive_int
+from trustlab._validation import check_delta, check_epsilon, check_positive_int, context_length
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.accounting import Accountant, charge
 from trustlab.privacy.calibration import analytic_gaussian_sigma
@@ -200,7 +200,7 @@ def _next_token_fn(model: Any) -> tuple[NextTokenFn, int | None, int | None]:
 
         cfg = model.config
         vocab = int(getattr(cfg, "vocab_size", 0)) or None
-        limit = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+        limit = context_length(model)
 
         def lm(contexts: list[list[int]]) -> np.ndarray:
             longest = max(len(c) for c in contexts)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trustlab._validation import check_token_ids, context_length
 from trustlab.errors import DataError, ModelError
 
 POOLINGS = ("last", "first", "mean")
@@ -69,12 +70,6 @@ def vocab_size(model: Any) -> int:
     return int(emb.num_embeddings)
 
 
-def context_length(model: Any) -> int | None:
-    cfg = model.config
-    value = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
-    return None if value is None else int(value)
-
-
 def hidden_size(model: Any) -> int:
     value = getattr(model.config, "hidden_size", None) or getattr(model.config, "n_embd", None)
     if value is None:
@@ -106,14 +101,7 @@ def check_tokens(X: Any, name: str, model: Any, *, min_len: int = 1) -> np.ndarr
             or np.any(arr != np.round(arr))
         ):
             raise DataError(f"{name} must hold integer token ids (no NaN, no fractions).", argument=name)
-    arr = arr.astype(np.int64)
-    vocab = vocab_size(model)
-    if arr.min() < 0 or arr.max() >= vocab:
-        raise DataError(
-            f"{name} holds token ids outside the model's vocabulary [0, {vocab}); tokenize with the "
-            "model's own tokenizer.",
-            argument=name,
-        )
+    arr = check_token_ids(arr.astype(np.int64), name, vocab=vocab_size(model))
     ctx = context_length(model)
     if ctx is not None and arr.shape[1] > ctx:
         raise DataError(
