@@ -512,9 +512,12 @@ def test_claim_wald_intervals_cover_and_beat_standard_rr(R):
     se = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
     coverage = np.mean(np.abs(fit.beta - beta) <= 1.959964 * se, axis=0)
     assert np.all(np.abs(coverage - 0.95) <= band), coverage
-    # consistency: mean estimate within 4 Monte Carlo sd (sd ~ 0.075 / sqrt(1000) = 0.0024)
+    # consistency: mean estimate within 4 Monte Carlo sd (per-fit sd 0.11-0.14, so 0.007-0.009
+    # at R = 300) plus the MLE's O(1/n) small-sample bias away from zero. That bias, measured
+    # over 3,000 fits of this design, is (+0.005, +0.012, -0.013) with sd 0.0026: the allowance
+    # is 0.02. With 0.005 a clean CI run fell out at 4.7 Monte Carlo sd (0.036 on beta_1).
     mc_sd = fit.beta.std(axis=0) / math.sqrt(R)
-    assert np.all(np.abs(fit.beta.mean(axis=0) - beta) <= 4 * mc_sd + 0.005)
+    assert np.all(np.abs(fit.beta.mean(axis=0) - beta) <= 4 * mc_sd + 0.02)
     # efficiency: empirical covariance matches inverse expected information; each variance
     # estimate has relative sd sqrt(2/(R-1)) (4.5% at R = 1000), the trace about 0.58 of that
     # (2.6%): the tolerance is 4 sd (10% at R = 1000, 19% at 300)
