@@ -70,6 +70,44 @@ def test_float32_sum_and_none_reductions():
         assert torch.allclose(ours, ref, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize(("temperature", "softcap"), [(0.25, None), (1.0, 3.0), (0.5, 4.0)])
+def test_temperature_and_softcap_are_the_authors_training_loss(temperature, softcap):
+    # The authors' SFT loss: cross_entropy(label_smoothing) of cap(z / T), times T.
+    h, w, b, y = _problem(40, 6, 30, seed=3)
+
+    def reference():
+        capped = (h @ w.T + b) * 3 / temperature
+        if softcap is not None:
+            capped = softcap * torch.tanh(capped / softcap)
+        return F.cross_entropy(capped, y, label_smoothing=0.1) * temperature
+
+    ref = reference()
+    z = (h @ w.T + b) * 3
+    ours = smoothed_cross_entropy(z, y, smoothing=0.1, temperature=temperature, softcap=softcap)
+    assert abs(float(ours.detach()) - float(ref.detach())) < 1e-12
+    for a, r in zip(_grads(ours, h, w, b), _grads(ref, h, w, b), strict=True):
+        assert torch.allclose(a, r, atol=1e-12)
+    if softcap is None:  # the memory-light loss takes the temperature without the logits
+        light = chunked_smoothed_cross_entropy(
+            h, w * 3, y, bias=b * 3, temperature=temperature, vocab_block=7
+        )
+        assert abs(float(light.detach()) - float(ref.detach())) < 1e-10
+        for a, r in zip(_grads(light, h, w, b), _grads(reference(), h, w, b), strict=True):
+            assert torch.allclose(a, r, atol=1e-10)
+
+
+def test_lm_loss_with_temperature_memory_light_equals_logits_path():
+    from trustlab.lm import ModelConfig, build_model
+
+    model = build_model(ModelConfig("llama", vocab_size=23, d_model=16, n_layers=1, n_heads=2, max_len=16))
+    ids = torch.randint(0, 23, (2, 7), generator=torch.Generator().manual_seed(1))
+    light = smoothed_lm_loss(model, ids, temperature=0.2, vocab_block=5)
+    full = smoothed_lm_loss(model, ids, temperature=0.2, memory_light=False)
+    assert abs(float(light.detach()) - float(full.detach())) < 1e-5
+    capped = smoothed_lm_loss(model, ids, temperature=0.2, softcap=0.5, memory_light=False)
+    assert float(capped) != pytest.approx(float(full), abs=1e-3)  # the cap binds on these logits
+
+
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_lm_loss_memory_light_equals_logits_path(arch):
     from trustlab.lm import ModelConfig, build_model
@@ -118,6 +156,13 @@ def test_training_hook_with_zero_smoothing_reproduces_the_lab_loop():
         (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, bias=torch.zeros(3)), "bias"),
         (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y[:2]), "targets"),
         (lambda h, w, y: smoothed_lm_loss(torch.nn.Linear(2, 2), y[None]), "model"),
+        (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y, temperature=0), "temperature"),
+        (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y, temperature=float("nan")), "temperature"),
+        (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y, temperature=True), "temperature"),
+        (lambda h, w, y: chunked_smoothed_cross_entropy(h, w, y, temperature=-1.0), "temperature"),
+        (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y, softcap=0.0), "softcap"),
+        (lambda h, w, y: smoothed_cross_entropy(h @ w.T, y, softcap=float("inf")), "softcap"),
+        (lambda h, w, y: smoothed_lm_loss(torch.nn.Linear(2, 2), y[None], softcap=30.0), "softcap"),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):
