@@ -211,3 +211,45 @@ def test_claim_smoothing_lowers_ece_at_matched_accuracy():
     (acc_hard, ece_hard), (acc_ls, ece_ls) = results[0.0], results[0.1]
     assert abs(acc_hard - acc_ls) < 0.04  # matched accuracy (sd of a difference about 0.016)
     assert ece_ls < ece_hard - 0.04
+
+
+@pytest.mark.slow  # a 200-step "pretraining" and two 300-step fine-tunes (about 50 s on the shared machine)
+@pytest.mark.claims
+def test_claim_fine_tuning_degrades_calibration_and_smoothing_keeps_it():
+    # The paper's first finding at toy scale: a base model trained on plenty of the task's data
+    # (4,000 items, 40% random answers) is calibrated; instruction-style fine-tuning on 150 items
+    # makes it over-confident; the same fine-tune with smoothing 0.1 keeps much of the base's
+    # calibration. Measured: ECE 0.033 base, 0.248 after hard-label SFT, 0.133 after smoothed
+    # SFT (accuracy 0.691, 0.566, 0.618; top-1 ECE on 2,000 held-out items, sd about 0.01).
+    import copy
+
+    from trustlab.lm import ModelConfig, TrainConfig, build_model, train_model
+    from trustlab.uncertainty import expected_calibration_error
+
+    pretrain, _ = _noisy_answers(4000, 10)
+    sft, _ = _noisy_answers(150, 0)
+    test, answers = _noisy_answers(2000, 1)
+
+    def evaluate(model):
+        with torch.no_grad():
+            probs = torch.softmax(model(torch.as_tensor(test.tokens[:, :-1])).logits[:, -1].double(), -1)
+        conf, pred = probs.max(-1)
+        correct = (pred.numpy() == answers).astype(int)
+        return correct.mean(), expected_calibration_error(correct, conf.numpy())
+
+    base = build_model(
+        ModelConfig("llama", vocab_size=16, d_model=16, n_layers=1, n_heads=2, max_len=8), seed=0
+    )
+    train_model(base, pretrain, TrainConfig(steps=200, batch_size=64, lr=1e-2, warmup=10))
+    _, ece_base = evaluate(base)
+    results = {}
+    for beta in (0.0, 0.1):
+        model = copy.deepcopy(base)
+        hook = None if beta == 0 else (lambda m, t, k: smoothed_lm_loss(m, t, k, smoothing=0.1))
+        train_model(model, sft, TrainConfig(steps=300, batch_size=32, lr=1e-2, warmup=10), loss_fn=hook)
+        results[beta] = evaluate(model)
+    (acc_hard, ece_hard), (acc_ls, ece_ls) = results[0.0], results[0.1]
+    assert ece_base < 0.06
+    assert ece_hard > ece_base + 0.1  # fine-tuning degrades calibration
+    assert ece_ls < ece_hard - 0.05  # smoothing keeps much of it
+    assert acc_ls > acc_hard - 0.04
