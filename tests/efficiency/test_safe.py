@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 from trustlab.efficiency import SAFEPruning, prunable_weights, sharpness, sparsity_of  # noqa: E402
+from trustlab.efficiency._projection import importance  # noqa: E402
 from trustlab.efficiency.safe import _project  # noqa: E402
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError  # noqa: E402
 from trustlab.vision import accuracy, digits_split, make_classifier  # noqa: E402
@@ -28,6 +31,48 @@ def test_projection_keeps_the_largest_magnitudes_globally():
     assert torch.equal(pb, torch.tensor([2.0, 0.0, 0.0]))
     same = _project([a, b], 10)
     assert torch.equal(same[0], a) and torch.equal(same[1], b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    v=st.lists(st.floats(-5, 5, allow_nan=False), min_size=6, max_size=6),
+    p=st.lists(st.floats(0.01, 10), min_size=6, max_size=6),
+    keep=st.integers(0, 6),
+)
+def test_generalised_projection_minimises_the_p_weighted_distance(v, p, keep):
+    """SAFE+'s z-step: over every support of size ``keep``, none is closer to v in the P-metric."""
+    vt, pt = torch.tensor(v, dtype=torch.float64), torch.tensor(p, dtype=torch.float64)
+    a, b = _project([vt[:4].reshape(2, 2), vt[4:]], keep, [pt[:4].reshape(2, 2), pt[4:]])
+    z = torch.cat([a.reshape(-1), b])
+    assert int((z != 0).sum()) <= keep
+    best = min(
+        float((pt * (vt * torch.isin(torch.arange(6), torch.tensor(s, dtype=torch.long)) - vt) ** 2).sum())
+        for s in itertools.combinations(range(6), keep)
+    )
+    assert float((pt * (z - vt) ** 2).sum()) == pytest.approx(best, abs=1e-9)
+
+
+def test_wanda_metric_is_the_squared_norm_of_each_input_feature():
+    """P = diag(A^T A): per Linear input column, per Conv2d (in-channel, kernel offset) patch entry."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
+    lin = torch.nn.Linear(6 * 16, 5)
+    net = torch.nn.Sequential(conv, torch.nn.ReLU(), torch.nn.Flatten(), lin)
+    X = torch.rand(3, 4, 8, 8)
+    p_conv, p_lin = importance(net, [conv, lin], "wanda", X, None)
+    hidden = torch.relu(conv(X)).reshape(3, -1).detach()
+    assert torch.allclose(p_lin, (hidden**2).sum(0).expand(5, -1), rtol=1e-5, atol=1e-6)  # + the ridge
+    padded = torch.nn.functional.pad(X, (1, 1, 1, 1))
+    for o in (0, 4):  # one output channel per group: group g reads input channels 2g, 2g + 1
+        g = o // 3
+        for c, i, j in itertools.product(range(2), range(3), range(3)):
+            patch = padded[:, 2 * g + c, i : i + 8 : 2, j : j + 8 : 2]  # every position the kernel entry sees
+            assert float(p_conv[o, c, i, j]) == pytest.approx(float((patch**2).sum()), rel=1e-5, abs=1e-6)
+    # SNIP: P = (df/dw)^2 on the calibration batch
+    y = torch.tensor([0, 3, 1])
+    (g_conv,) = torch.autograd.grad(torch.nn.functional.cross_entropy(net(X), y), [conv.weight])
+    assert torch.allclose(importance(net, [conv, lin], "snip", X, y)[0], g_conv**2, rtol=1e-4, atol=1e-9)
+    assert importance(net, [conv, lin], "magnitude", X, y) is None
 
 
 def test_sharpness_equals_the_top_eigenvalue_of_the_explicit_hessian(data):
@@ -82,6 +127,8 @@ def test_zero_sparsity_keeps_every_weight(data):
         ({"lam": 0.0}, "lam"),
         ({"method": "lottery"}, "method"),
         ({"dual_interval": 0}, "dual_interval"),
+        ({"projection": "obd"}, "projection"),
+        ({"optimizer": "rmsprop"}, "optimizer"),
     ],
 )
 def test_bad_parameters_name_the_argument(kwargs, argument):
