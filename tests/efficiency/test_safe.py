@@ -112,7 +112,8 @@ def test_every_method_reaches_the_exact_sparsity_and_leaves_the_model_alone(data
     assert fitted.predict(X_te[:3]).shape == (3,)
 
 
-def test_safe_plus_prunes_a_batch_norm_cnn_and_retunes_its_statistics(data):
+@pytest.mark.parametrize("projection", ["wanda", "snip"])
+def test_safe_plus_prunes_a_batch_norm_cnn_and_retunes_its_statistics(data, projection):
     """Any torch CNN: SAFE+ with the paper's SGD recipe reaches the sparsity; BN statistics are retuned."""
     X_tr, _, y_tr, _ = data
     torch.manual_seed(0)
@@ -121,7 +122,7 @@ def test_safe_plus_prunes_a_batch_norm_cnn_and_retunes_its_statistics(data):
         nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(256, 10)
     )
     X, y = X_tr[:128], y_tr[:128]
-    fit = SAFEPruning(base, sparsity=0.8, projection="wanda", optimizer="sgd", lr=0.05, epochs=2).fit(X, y)
+    fit = SAFEPruning(base, sparsity=0.8, projection=projection, optimizer="sgd", lr=0.05, epochs=2).fit(X, y)
     total = sum(w.numel() for w in prunable_weights(fit.model_))
     assert fit.sparsity_ == pytest.approx(1 - round(0.2 * total) / total, abs=1e-9)
     assert 0 < fit.constraint_gap_ < 1
