@@ -29,10 +29,13 @@ METHODS = {
 
 
 def run(quick: bool = False) -> dict:
+    import torch
+
     from trustlab.efficiency import SAFEPruning, sharpness
     from trustlab.vision import digits_split, make_classifier
 
     X_tr, X_te, y_tr, y_te = digits_split()
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])  # the first optimiser imports torch._dynamo
     seeds = (0,) if quick else (0, 1)
     models = {"cnn": 8} if quick else {"cnn": 8, "mlp": 16}
     levels = (0.98,) if quick else (0.9, 0.95, 0.98)
