@@ -130,6 +130,7 @@ def test_safe_plus_prunes_a_batch_norm_cnn_and_retunes_its_statistics(data, proj
     with torch.no_grad():
         h = fit.model_[0](torch.as_tensor(X))
     bn = fit.model_[1]
+    assert bn.momentum == 0.1  # the user's setting is kept for later training
     assert torch.allclose(bn.running_mean, h.mean(dim=(0, 2, 3)), atol=1e-5)
     assert torch.allclose(bn.running_var, h.var(dim=(0, 2, 3), unbiased=True), rtol=1e-4, atol=1e-6)
 

@@ -471,6 +471,7 @@ def _batch_norm_tuning(net: Any, X: np.ndarray) -> None:
     norms = [m for m in net.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     if not norms:
         return
+    momenta = [m.momentum for m in norms]
     for m in norms:
         m.reset_running_stats()
         m.momentum = None  # cumulative average over the passes
@@ -478,4 +479,6 @@ def _batch_norm_tuning(net: Any, X: np.ndarray) -> None:
     with torch.no_grad(), one_thread():
         for start in range(0, len(X), 256):
             net(torch.as_tensor(X[start : start + 256]))
+    for m, momentum in zip(norms, momenta, strict=True):
+        m.momentum = momentum
     net.eval()
