@@ -22,14 +22,18 @@ PROJECTIONS = ("magnitude", "wanda", "snip")
 (``P = diag(A^T A)``: the paper's SAFE+), ``"snip"`` (``P = diag(grad f grad f^T)``)."""
 
 
-def project(tensors: list[Any], keep: int, metric: list[Any] | None = None) -> list[Any]:
+def project(tensors: list[Any], keep: int | list[int], metric: list[Any] | None = None) -> list[Any]:
     """Keep the ``keep`` entries with the largest ``sqrt(P) |t|`` over all tensors (global), zero the rest.
 
     ``metric`` holds the diagonal of ``P`` (one tensor per entry of ``tensors``, same shape);
     ``None`` is ``P = I`` (magnitude). Kept entries keep their value (the minimiser of the
-    ``P``-weighted distance).
+    ``P``-weighted distance). A list ``keep`` projects each tensor on its own budget (the
+    layer-wise scope).
     """
     torch = require_torch()
+    if isinstance(keep, list):
+        metrics = [None] * len(tensors) if metric is None else [[m] for m in metric]
+        return [project([t], k, m)[0] for t, k, m in zip(tensors, keep, metrics, strict=True)]
     flat = torch.cat([t.reshape(-1).abs() for t in tensors])
     if metric is not None:
         flat = flat * torch.cat([m.reshape(-1).sqrt() for m in metric])

@@ -207,6 +207,10 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         ``"magnitude"`` is SAFE (``P = I``), ``"wanda"`` is the paper's SAFE+
         (``P = diag(A^T A)``, re-estimated at each z-step on a fixed calibration batch of up
         to 512 training images at the current weights). Ignored by ``method="magnitude"``.
+    scope : {"global", "layer"}, default="global"
+        ``"global"``: one budget ``d`` over all prunable weights (the paper's image setting);
+        ``"layer"``: each layer keeps ``round((1 - sparsity) * its size)`` (the authors' LLM
+        code and their ``sp_scope="layerwise"``); also for ``method="magnitude"``.
     rho : float >= 0, default=0.1
         SAM's perturbation radius (the authors' CIFAR setting); ignored by "admm".
     lam : float > 0, default=1.0
@@ -258,6 +262,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         "sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
         "method": [Options(PRUNING_METHODS)],
         "projection": [Options(PROJECTIONS)],
+        "scope": [Options(("global", "layer"))],
         "rho": [Interval(numbers.Real, 0, None, closed="left")],
         "lam": [Interval(numbers.Real, 0, None, closed="neither")],
         "dual_interval": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -275,6 +280,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         sparsity: float = 0.9,
         method: str = "safe",
         projection: str = "magnitude",
+        scope: str = "global",
         rho: float = 0.1,
         lam: float = 1.0,
         dual_interval: int = 32,
@@ -288,6 +294,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         self.sparsity = sparsity
         self.method = method
         self.projection = projection
+        self.scope = scope
         self.rho = rho
         self.lam = lam
         self.dual_interval = dual_interval
@@ -321,7 +328,9 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         layers = _prunable_layers(net)
         weights = [m.weight for m in layers]
         total = sum(w.numel() for w in weights)
-        keep = max(1, round((1.0 - float(self.sparsity)) * total))
+        keep: int | list[int] = max(1, round((1.0 - float(self.sparsity)) * total))
+        if self.scope == "layer":
+            keep = [max(1, round((1.0 - float(self.sparsity)) * w.numel())) for w in weights]
         self.constraint_gap_ = 0.0
         if self.method == "magnitude":
             rs = self.random_state
@@ -368,7 +377,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         return opt, schedule
 
     def _admm(
-        self, net: Any, weights: list[Any], keep: int, X: np.ndarray, y: np.ndarray, metric: Any
+        self, net: Any, weights: list[Any], keep: Any, X: np.ndarray, y: np.ndarray, metric: Any
     ) -> Any:
         torch = require_torch()
         params = [p for p in net.parameters() if p.requires_grad]
@@ -450,7 +459,10 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         dense_epochs = max(1, int(self.epochs) // 2)
         phase(dense_epochs)
         layers = [m for m in net.modules() if isinstance(m, torch.nn.Linear | torch.nn.Conv2d)]
-        if self.sparsity > 0:
+        if self.sparsity > 0 and self.scope == "layer":
+            for m in layers:
+                prune.l1_unstructured(m, "weight", amount=float(self.sparsity))
+        elif self.sparsity > 0:
             prune.global_unstructured(
                 [(m, "weight") for m in layers],
                 pruning_method=prune.L1Unstructured,
