@@ -326,6 +326,26 @@ def _train_batches(train: Any, n: int) -> Iterator[tuple[list[list[Any]], int]]:
     yield batch, tokens
 
 
+def _vocabulary(uniques: Any) -> tuple[dict[str, int], dict[bytes, int]]:
+    """Id of each distinct test token, keyed by ``str`` and (ASCII ones) by ``bytes``, in two tables.
+
+    Two tables, as an ASCII ``str`` and its ``bytes`` share a hash (one table would compare them).
+    """
+    return {u: i for i, u in enumerate(uniques)}, {u.encode("ascii"): i for i, u in enumerate(uniques) if u.isascii()}
+
+
+def _batch_ids(token_lists: list[list[Any]], vocab: tuple[dict[str, int], dict[bytes, int]], total: int) -> np.ndarray:
+    """Test-vocabulary ids of a batch's tokens, concatenated (-1: not a test token)."""
+    by_str, by_bytes = vocab
+    return np.fromiter(
+        chain.from_iterable(
+            map((by_bytes if isinstance(t[0], bytes) else by_str).get, t, repeat(-1)) for t in token_lists if t
+        ),
+        dtype=np.int64,
+        count=total,
+    )
+
+
 def _count_batch(
     token_lists: list[list[Any]], n: int, vocab: tuple[dict[str, int], dict[bytes, int]], grams: np.ndarray
 ) -> tuple[np.ndarray, int]:
@@ -341,14 +361,7 @@ def _count_batch(
     positions = int(within.sum())
     if positions == 0 or len(grams) == 0:
         return np.zeros(len(grams), dtype=np.int64), positions
-    by_str, by_bytes = vocab  # separate tables: an ASCII str and its bytes share a hash
-    ids = np.fromiter(
-        chain.from_iterable(
-            map((by_bytes if isinstance(t[0], bytes) else by_str).get, t, repeat(-1)) for t in token_lists if t
-        ),
-        dtype=np.int64,
-        count=total,
-    )
+    ids = _batch_ids(token_lists, vocab, total)
     unknown = np.concatenate([[0], np.cumsum(ids < 0)])
     starts = np.flatnonzero(within & (unknown[n:] == unknown[: total - n + 1]))
     mixed = _mix(np.maximum(ids, 0))
@@ -410,10 +423,7 @@ def train_test_overlap(train: Any, test: Any, *, n: int = 13) -> OverlapReport:
     test_tokens = [tokenize(doc) for doc in test_docs]
     flat = list(chain.from_iterable(test_tokens))
     codes, uniques = pd.factorize(pd.Index(flat, dtype=object)) if flat else (np.empty(0, np.int64), [])
-    vocab = (
-        {u: i for i, u in enumerate(uniques)},
-        {u.encode("ascii"): i for i, u in enumerate(uniques) if u.isascii()},
-    )
+    vocab = _vocabulary(uniques)
     hashes = _hash_ngrams(np.asarray(codes, dtype=np.int64), size)
     inside = _within_documents(test_tokens, size)
     grams, inverse = np.unique(hashes[inside], return_inverse=True)
