@@ -14,7 +14,6 @@ need several GB), and the detected contamination rate vs the planted 10%.
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,7 +120,9 @@ def run(quick: bool = False) -> dict:
                     "streamed_s_per_MB": stream["s"] / actual_mb,
                     "in_memory_peak_MiB": memory["peak_MiB"],
                     "streamed_peak_MiB": stream["peak_MiB"],
-                    "same_report": all(memory[k] == stream[k] for k in ("overlapping", "freq", "train_ngrams")),
+                    "same_report": all(
+                        memory[k] == stream[k] for k in ("overlapping", "freq", "train_ngrams")
+                    ),
                     "naive_set_s": tp,
                     "naive_over_streamed": tp / stream["s"],
                     "counts_agree_naive": agree,

@@ -1,4 +1,4 @@
-"""``trustlab overlap``: train-test n-gram overlap of a test set with training files (registered by trustlab.cli).
+"""``trustlab overlap``: n-gram overlap of a test set with training files (registered by trustlab.cli).
 
 Thin: hands the paths to :func:`trustlab.evaluation.train_test_overlap`, which reads the training
 files incrementally (text files, JSON lines, ``.gz``, folders), and prints the statistics to

@@ -68,7 +68,8 @@ def _text_file(path: Path, name: str, block: int) -> Iterator[tuple[str, bool]]:
             new = f.read(block if block > 0 else -1)
             if "\x00" in new:
                 raise DataError(
-                    f"{name} names {path}, which holds NUL bytes (not text); pass UTF-8 text or JSON-lines files.",
+                    f"{name} names {path}, which holds NUL bytes (not text); pass UTF-8 text or "
+                    "JSON-lines files.",
                     argument=name,
                 )
             text = rest + new
@@ -178,8 +179,7 @@ def pieces(value: Any, name: str, block: int | None = None) -> Iterator[tuple[st
             yield from _from_path(Path(item), name, size)
         else:
             raise DataTypeError(
-                f"{name} must hold only str documents or paths (pathlib.Path), found "
-                f"{type(item).__name__}.",
+                f"{name} must hold only str documents or paths (pathlib.Path), found {type(item).__name__}.",
                 argument=name,
             )
 

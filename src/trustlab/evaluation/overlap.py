@@ -331,15 +331,21 @@ def _vocabulary(uniques: Any) -> tuple[dict[str, int], dict[bytes, int]]:
 
     Two tables, as an ASCII ``str`` and its ``bytes`` share a hash (one table would compare them).
     """
-    return {u: i for i, u in enumerate(uniques)}, {u.encode("ascii"): i for i, u in enumerate(uniques) if u.isascii()}
+    return {u: i for i, u in enumerate(uniques)}, {
+        u.encode("ascii"): i for i, u in enumerate(uniques) if u.isascii()
+    }
 
 
-def _batch_ids(token_lists: list[list[Any]], vocab: tuple[dict[str, int], dict[bytes, int]], total: int) -> np.ndarray:
+def _batch_ids(
+    token_lists: list[list[Any]], vocab: tuple[dict[str, int], dict[bytes, int]], total: int
+) -> np.ndarray:
     """Test-vocabulary ids of a batch's tokens, concatenated (-1: not a test token)."""
     by_str, by_bytes = vocab
     return np.fromiter(
         chain.from_iterable(
-            map((by_bytes if isinstance(t[0], bytes) else by_str).get, t, repeat(-1)) for t in token_lists if t
+            map((by_bytes if isinstance(t[0], bytes) else by_str).get, t, repeat(-1))
+            for t in token_lists
+            if t
         ),
         dtype=np.int64,
         count=total,

@@ -237,14 +237,16 @@ def exact_substring_overlap(train: Any, test: Any, *, min_length: int = 50) -> S
         # a token outside the test vocabulary, and each document's end, gets an id of its own:
         # no test token equals it, so no match runs through it (nor through two documents)
         text = np.insert(known, np.cumsum(lengths), -1)
-        text = np.where(text >= 0, text, len(uniques) + np.arange(len(text)))
+        text = np.where(text >= 0, text, len(vocab[0]) + np.arange(len(text)))
         sa = suffix_array(text)
         padded = np.concatenate([text, np.full(width, _END_TRAIN, dtype=np.int64)])
         for lo in range(0, len(flat), chunk):
             grid = starts[lo : lo + chunk, None] + np.arange(width)[None, :]
             inside = grid < doc_end[lo : lo + chunk, None]
             queries = np.where(inside, ids[np.minimum(grid, len(flat) - 1)], _END_TEST)
-            np.maximum(match[lo : lo + chunk], _matching_statistics(padded, sa, queries), out=match[lo : lo + chunk])
+            np.maximum(
+                match[lo : lo + chunk], _matching_statistics(padded, sa, queries), out=match[lo : lo + chunk]
+            )
     longest = np.zeros(len(test_docs), dtype=np.int64)
     np.maximum.at(longest, owner, match)
     # a token is covered when a match of >= min_length starting at or before it reaches it
