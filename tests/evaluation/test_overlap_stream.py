@@ -29,7 +29,10 @@ def _corpus() -> tuple[list[str], list[str]]:
     docs[4] = "Straße ΑΣ. Ünï " + docs[4] + " ΣΑΣ ÉTÉ"  # non-ASCII pieces between ASCII ones
     docs[7] = docs[7] + " " + "ünï " * 20 + docs[8]
     docs[9] = "   \n\t"
-    test = [_words(rng, 12) for _ in range(20)] + ["straße ασ ünï " + docs[4].split()[4], " ".join(docs[7].split()[-22:])]
+    test = [_words(rng, 12) for _ in range(20)] + [
+        "straße ασ ünï " + docs[4].split()[4],
+        " ".join(docs[7].split()[-22:]),
+    ]
     return docs, test
 
 

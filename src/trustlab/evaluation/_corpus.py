@@ -25,8 +25,8 @@ _JSON_LINES = (".jsonl", ".ndjson")
 
 def _open(path: Path, name: str) -> IO[str]:
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="strict", newline="")
-    return open(path, encoding="utf-8", errors="strict", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="strict", newline="")
+    return open(path, encoding="utf-8-sig", errors="strict", newline="")
 
 
 def _cut(text: str, block: int) -> int:
