@@ -67,7 +67,7 @@ def _data(megabytes: float, seed: int = 0) -> tuple[list[str], list[str]]:
 def _naive(train: list[str], test: list[str], n: int) -> list[int]:
     from trustlab.evaluation.overlap import tokenize  # imported by run() before timing
 
-    grams = set()
+    grams: set[tuple[str, ...]] = set()
     for doc in train:
         t = tokenize(doc)
         grams.update(tuple(t[i : i + n]) for i in range(len(t) - n + 1))

@@ -61,7 +61,7 @@ def test_streamed_files_and_iterators_give_the_in_memory_report(n: int, tmp_path
     docs, test = _corpus()
     whole = train_test_overlap(docs, test, n=n)
     # ground truth: a naive set of n-gram tuples
-    grams = set()
+    grams: set[tuple[str, ...]] = set()
     for d in docs:
         t = tokenize(d)
         grams.update(tuple(t[i : i + n]) for i in range(len(t) - n + 1))
