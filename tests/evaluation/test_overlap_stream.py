@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import trustlab.evaluation.overlap as overlap
@@ -166,3 +168,24 @@ def test_cli_reads_training_files_and_exits_2_with_one_line_on_bad_input(tmp_pat
         assert res.exit_code == 2, res.output
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error ({flag})"), res.stderr
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    docs=st.lists(st.text(alphabet="ab Σσ.\n\t'İ_9", max_size=60), min_size=1, max_size=4),
+    block=st.integers(1, 12),
+    n=st.integers(1, 4),
+)
+def test_cutting_documents_into_pieces_changes_nothing(docs: list[str], block: int, n: int) -> None:
+    """Any text (final sigma, dotted I, white space runs) cut at any block size: the same n-gram counts."""
+    test = [" ".join(tokenize(d)) for d in docs] + ["a b a b"]
+    try:
+        whole = train_test_overlap(docs, test, n=n)
+    except TrustlabError:
+        return  # all documents blank
+    saved = overlap._CHUNK_CHARS
+    overlap._CHUNK_CHARS = block
+    try:
+        _assert_same(train_test_overlap(docs, test, n=n), whole)
+    finally:
+        overlap._CHUNK_CHARS = saved
