@@ -185,10 +185,12 @@ def exact_substring_overlap(train: Any, test: Any, *, min_length: int = 50) -> S
 
     Parameters
     ----------
-    train : str or iterable of str
-        Training documents; a match never spans two documents.
-    test : str or iterable of str
-        Test instances.
+    train : str, path or iterable of str and paths
+        Training documents, or files holding them, as for
+        :func:`~trustlab.evaluation.train_test_overlap`: read incrementally, a suffix array per
+        batch of about 2 MB of text; a match never spans two documents.
+    test : str, path or iterable of str and paths
+        Test instances (held in memory).
     min_length : int, default 50
         Tokens a match needs to count (Lee et al.'s ExactSubstr threshold).
 
