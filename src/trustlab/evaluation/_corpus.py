@@ -29,36 +29,33 @@ def _open(path: Path, name: str) -> IO[str]:
     return open(path, encoding="utf-8-sig", errors="strict", newline="")
 
 
-def _cut(text: str, block: int) -> int:
-    """Index just after the last white space in ``text[:block]`` (``len(text)`` if it is short).
+def _cut(text: str, block: int, start: int = 0) -> int:
+    """Index just after the last white space in ``text[start : start + block]`` (the end if short).
 
     Cutting after white space keeps every token whole and lower-casing context-free (Greek final
     sigma looks past case-ignorable characters, never past white space), so the pieces tokenise
-    as the whole would. Falls back to the first white space after ``block``, else the end.
+    as the whole would. Falls back to the first white space after the block, else the end.
     """
-    if block <= 0 or len(text) <= block:
+    if block <= 0 or len(text) - start <= block:
         return len(text)
-    for i in range(block - 1, max(-1, block - 4097), -1):
+    for i in range(start + block - 1, start - 1, -1):
         if text[i].isspace():
             return i + 1
-    for i in range(block - 4097, -1, -1):
-        if text[i].isspace():
-            return i + 1
-    for i in range(block, len(text)):
+    for i in range(start + block, len(text)):
         if text[i].isspace():
             return i + 1
     return len(text)
 
 
 def _split(doc: str, block: int) -> Iterator[tuple[str, bool]]:
-    """``(piece, starts_a_document)`` for one document, cut into pieces of at most ``block`` chars."""
-    first = True
+    """``(piece, starts_a_document)`` for one document, cut into pieces of about ``block`` chars."""
+    start = 0
     while True:
-        at = _cut(doc, block)
-        yield doc[:at], first
+        at = _cut(doc, block, start)
+        yield doc[start:at], start == 0
         if at >= len(doc):
             return
-        doc, first = doc[at:], False
+        start = at
 
 
 def _text_file(path: Path, name: str, block: int) -> Iterator[tuple[str, bool]]:
