@@ -91,10 +91,12 @@ def _ids(tokens: list[str], vocab: dict[str, int]) -> np.ndarray:
 
 
 def _hash_ngrams(ids: np.ndarray, n: int) -> np.ndarray:
-    if len(ids) < n:
-        return np.empty(0, dtype=np.uint64)
-    mixed = _mix(ids)
-    count = len(ids) - n + 1
+    return _roll(_mix(ids), n) if len(ids) >= n else np.empty(0, dtype=np.uint64)
+
+
+def _roll(mixed: np.ndarray, n: int) -> np.ndarray:
+    """Polynomial hash of every window of ``n`` mixed ids (``len(mixed) >= n``)."""
+    count = len(mixed) - n + 1
     with np.errstate(over="ignore"):
         h = mixed[:count].copy()
         for j in range(1, n):
@@ -373,7 +375,7 @@ def _count_batch(
     mixed = _mix(np.maximum(ids, 0))
     with np.errstate(over="ignore"):
         if 4 * len(starts) > total:  # dense: hash every position, then keep the candidates
-            h = _hash_ngrams(np.maximum(ids, 0), n)[starts]
+            h = _roll(mixed, n)[starts]
         else:  # sparse: hash the candidates only
             h = mixed[starts]
             for j in range(1, n):
