@@ -40,18 +40,23 @@ def run(quick: bool = False) -> dict:
             t = time.perf_counter()
             pruned = prune_causal_lm(model, calib, method=method, n_steps=n_steps, random_state=seed)
             secs = time.perf_counter() - t
-            ws = [m.weight for b in decoder_layers(pruned) for m in b.modules() if isinstance(m, torch.nn.Linear)]
+            ws = [
+                m.weight
+                for b in decoder_layers(pruned)
+                for m in b.modules()
+                if isinstance(m, torch.nn.Linear)
+            ]
             sparsity = sum(int((w == 0).sum()) for w in ws) / sum(w.numel() for w in ws)
             res[method] = (secs, sparsity, lm_perplexity(pruned, test.tokens))
         for method, (secs, sparsity, ppl) in res.items():
             row = {"method": method, "seed": seed, "seconds": secs, "vs_wanda": secs / res["wanda"][0]}
             rows.append(row | {"sparsity": sparsity, "ppl": ppl})
     return {
-        "title": "SAFE / SAFE+ vs Wanda and magnitude, block-wise post-training pruning at 50 % (small Llama)",
+        "title": "SAFE / SAFE+ vs Wanda and magnitude: block-wise post-training pruning, 50 %, small Llama",
         "rows": rows,
         "notes": [
             f"{len(seeds)} calibration draw(s) of 128 x 64 tokens; {n_steps} SAFE x-steps per block "
             "(Adam 1e-3, rho 1e-3, lambda 1, K 10, batch 32); held-out pydoc topics",
-            "SAFE costs two forward/backward passes of a block per x-step (SAM); Wanda and magnitude are one-shot",
+            "SAFE: two forward/backward passes of a block per x-step (SAM); Wanda and magnitude: one-shot",
         ],
     }

@@ -113,6 +113,8 @@ EXEMPT: dict[str, str] = {
     "gradient_alignment": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
     "prunable_weights": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
     "sparsity_of": "takes only a torch model and/or arrays, checked by the vision lab's input checks",
+    "decoder_layers": "takes only a model, checked by hand (a ModelError naming model; "
+    "tests/efficiency/test_safe_llm.py)",
     "one_thread": "no parameters",
     "require_torch": "no parameters",
     "torch_generator": "a seed only, checked by make_generator",

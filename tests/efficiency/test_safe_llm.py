@@ -1,4 +1,4 @@
-"""SAFE/SAFE+ as block-wise post-training pruning of a causal LM, beside Wanda and magnitude (Lee et al., ICML 2025)."""
+"""SAFE/SAFE+ as block-wise post-training pruning of a causal LM, beside Wanda and magnitude (ICML 2025)."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def test_sparsity_outside_the_open_unit_interval_is_refused(tiny, s):
         prune_causal_lm(tiny[0], tiny[1], sparsity=s)
 
 
-@pytest.mark.slow  # trains the shipped small-llama-english into the cache on first use, then 2 x 4 blocks of SAFE
+@pytest.mark.slow  # trains small-llama-english into the cache on first use; SAFE+ over 4 blocks
 @pytest.mark.claims
 def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity():
     """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches

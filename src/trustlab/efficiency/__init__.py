@@ -1,4 +1,6 @@
-"""Model compression that keeps accuracy: quantization-aware training (QuEST) and pruning (SAFE, SAFE+).
+"""Model compression that keeps accuracy: quantization-aware training (QuEST), pruning (SAFE, SAFE+).
+
+SAFE/SAFE+ also prune a causal LM block by block after training (:mod:`.safe_llm`).
 
 Methods take any ``torch.nn.Module`` (image classifiers from :mod:`trustlab.vision` in the
 tests and docs). Needs torch (``pip install trustlab[torch]``); importing :mod:`trustlab`
@@ -18,18 +20,23 @@ from trustlab.efficiency.safe import (
     sharpness,
     sparsity_of,
 )
+from trustlab.efficiency.safe_llm import LLM_PRUNING_METHODS, decoder_layers, lm_perplexity, prune_causal_lm
 
 __all__ = [
+    "LLM_PRUNING_METHODS",
     "METHODS",
     "OPTIMIZERS",
     "PROJECTIONS",
     "PRUNING_METHODS",
     "QuantizationAwareTraining",
     "SAFEPruning",
+    "decoder_layers",
     "gaussian_mse_scale",
     "gradient_alignment",
     "hadamard_matrix",
+    "lm_perplexity",
     "prunable_weights",
+    "prune_causal_lm",
     "quantize_model",
     "sharpness",
     "sparsity_of",

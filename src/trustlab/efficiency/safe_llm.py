@@ -62,7 +62,8 @@ def decoder_layers(model: Any) -> Any:
     Examples
     --------
     >>> from trustlab.lm import ModelConfig, build_model
-    >>> len(decoder_layers(build_model(ModelConfig("llama", vocab_size=16, d_model=16, n_layers=2, n_heads=2))))
+    >>> cfg = ModelConfig("llama", vocab_size=16, d_model=16, n_layers=2, n_heads=2)
+    >>> len(decoder_layers(build_model(cfg)))
     2
     """
     torch = require_torch()
@@ -171,7 +172,7 @@ def _keep_mask(score: Any, sparsity: float, per_row: bool) -> Any:
     """True on the entries kept: the top ``1 - sparsity`` of ``score`` per output row (or per layer)."""
     torch = require_torch()
     flat = score if per_row else score.reshape(1, -1)
-    n_prune = int(math.floor(flat.shape[1] * sparsity))
+    n_prune = math.floor(flat.shape[1] * sparsity)
     mask = torch.ones_like(flat, dtype=torch.bool)
     if n_prune > 0:
         idx = torch.topk(flat, n_prune, dim=1, largest=False).indices
@@ -182,6 +183,13 @@ def _keep_mask(score: Any, sparsity: float, per_row: bool) -> Any:
 def _project(w: Any, metric: Any, sparsity: float, per_row: bool) -> Any:
     score = w.abs() if metric is None else w.abs() * metric.sqrt()
     return w * _keep_mask(score, sparsity, per_row)
+
+
+def _rem_loss(block: Any, xb: Any, yb: Any, kwargs: dict[str, Any], scale: float) -> Any:
+    """The block's reconstruction error on a mini-batch, relative to the dense output's mean square."""
+    out = block(xb, **kwargs)
+    out = out[0] if isinstance(out, tuple) else out
+    return ((out - yb) ** 2).mean() / scale
 
 
 def _safe_block(
@@ -222,19 +230,15 @@ def _safe_block(
             idx = torch.randperm(n, generator=gen)[:batch]
             kw = _slice(kwargs, idx, n)
 
-            def loss_at() -> Any:
-                out = block(x[idx], **kw)
-                out = out[0] if isinstance(out, tuple) else out
-                return ((out - y[idx]) ** 2).mean() / scale
-
-            grads = torch.autograd.grad(loss_at(), ws)
+            xb, yb = x[idx], y[idx]
+            grads = torch.autograd.grad(_rem_loss(block, xb, yb, kw, scale), ws)
             if rho > 0:
                 norm = torch.sqrt(sum((g**2).sum() for g in grads)) + 1e-12
                 eps = [rho * g / norm for g in grads]
                 with torch.no_grad():
                     for w, e in zip(ws, eps, strict=True):
                         w.add_(e)
-                grads = torch.autograd.grad(loss_at(), ws)
+                grads = torch.autograd.grad(_rem_loss(block, xb, yb, kw, scale), ws)
                 with torch.no_grad():
                     for w, e in zip(ws, eps, strict=True):
                         w.sub_(e)
@@ -336,11 +340,14 @@ def prune_causal_lm(
     tokens = _tokens(calibration, "calibration")
     vocab = getattr(getattr(model, "config", None), "vocab_size", None)
     if vocab is not None and int(tokens.max()) >= int(vocab):
-        raise DataError(f"calibration holds token ids >= the model's vocab_size {vocab}.", argument="calibration")
+        raise DataError(
+            f"calibration holds token ids >= the model's vocab_size {vocab}: encode with its tokenizer.",
+            argument="calibration",
+        )
     pruned = copy.deepcopy(model).eval()
     layers = decoder_layers(pruned)
     gen = torch.Generator().manual_seed(seed)
-    batch = params["batch_size"]
+    batch = int(batch_size)
     x, kwargs = _capture_inputs(pruned, layers, tokens)
     for block in layers:
         lins = _linears(block)
