@@ -145,19 +145,27 @@ def test_sparsity_outside_the_open_unit_interval_is_refused(tiny, s):
         prune_causal_lm(tiny[0], tiny[1], sparsity=s)
 
 
-@pytest.mark.slow  # trains small-llama-english into the cache on first use; SAFE+ over 4 blocks
+@pytest.mark.slow  # trains a 2-block Llama on English for 300 steps (~1.5 min), then SAFE+ over 2 blocks
 @pytest.mark.claims
 def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity():
-    """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches
-    a held-out perplexity at or below Wanda's and below magnitude pruning's (docs/efficiency/safe.md)."""
-    from trustlab.lm.recipes import get_recipe, load_shipped, make_data
+    """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches a
+    held-out perplexity at or below Wanda's and below magnitude pruning's (docs/efficiency/safe.md)."""
+    from trustlab.lm import encode_texts, english_corpus, train_tokenizer
+    from trustlab.lm.training import TrainConfig, train_model
 
-    model, _tok, _path = load_shipped("small-llama-english")
-    train, _ = make_data(get_recipe("small-llama-english"), split="train")
-    test, _ = make_data(get_recipe("small-llama-english"), split="test")
+    texts = english_corpus()
+    tok = train_tokenizer(texts[::2] + texts[1::4], vocab_size=512)
+    train = encode_texts(tok, [t for i, t in enumerate(texts) if i % 4 != 3], 64)
+    held = encode_texts(tok, [t for i, t in enumerate(texts) if i % 4 == 3], 64).tokens[:200]
+    model = build_model(
+        ModelConfig("llama", vocab_size=len(tok), d_model=64, n_layers=2, n_heads=4, max_len=64)
+    )
+    train_model(model, train, TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20))
+    model.eval()
     calib = train.tokens[np.random.default_rng(0).choice(len(train.tokens), 128, replace=False)]
-    ppl = {"dense": lm_perplexity(model, test)}
+    ppl = {"dense": lm_perplexity(model, held)}
     for method in ("magnitude", "wanda", "safe_plus"):
-        ppl[method] = lm_perplexity(prune_causal_lm(model, calib, method=method, random_state=0), test)
+        ppl[method] = lm_perplexity(prune_causal_lm(model, calib, method=method, random_state=0), held)
+    # measured (seed 0): dense 17.7, magnitude 20.2, Wanda 20.8, SAFE+ 19.6
     assert ppl["safe_plus"] <= ppl["wanda"], ppl
-    assert ppl["safe_plus"] < ppl["magnitude"] - 0.05 * (ppl["magnitude"] - ppl["dense"]), ppl
+    assert ppl["safe_plus"] < ppl["magnitude"] - 0.15 * (ppl["magnitude"] - ppl["dense"]), ppl
