@@ -66,11 +66,15 @@ def saeuron(
         if not 1 <= per_digit <= 200:
             raise ParameterError(f"n_per_digit must lie in 1..200; got {per_digit}.", argument="n_per_digit")
         if out is not None and (not out.endswith(".npz") or not Path(out).resolve().parent.is_dir()):
-            raise ParameterError(f"out must be a .npz path in an existing folder; got {out!r}.", argument="out")
+            raise ParameterError(
+                f"out must be a .npz path in an existing folder; got {out!r}.", argument="out"
+            )
         if percentile is not None and not 0 <= percentile < 100:
             raise ParameterError(f"percentile must lie in [0, 100); got {percentile}.", argument="percentile")
         if multiplier is not None and not np.isfinite(multiplier):
-            raise ParameterError(f"multiplier must be a finite number; got {multiplier}.", argument="multiplier")
+            raise ParameterError(
+                f"multiplier must be a finite number; got {multiplier}.", argument="multiplier"
+            )
         if score_against not in ("all", "retained"):
             raise ParameterError(
                 f"score_against must be 'all' or 'retained'; got {score_against!r}.", argument="score_against"

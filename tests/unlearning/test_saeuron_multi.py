@@ -64,6 +64,7 @@ def test_score_against_retained_leaves_the_co_removed_concepts_out(su) -> None:
     retained = digits_saeuron().set_params(score_against="retained")
     for s_all, s_ret in zip(su.selected_features(3), retained.selected_features(3), strict=True):
         np.testing.assert_array_equal(s_all, s_ret)
+
     def without(c, other):  # the counts with the co-removed concept left out
         w = su.counts_.astype(float)
         w[other] = 0.0
@@ -73,7 +74,10 @@ def test_score_against_retained_leaves_the_co_removed_concepts_out(su) -> None:
     got = retained.selected_features([1, 3], percentile=90.0)
     for g, wnt in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, wnt)
-    assert any(len(np.setdiff1d(g, a)) for g, a in zip(got, su.selected_features([1, 3], percentile=90.0), strict=True))
+    assert any(
+        len(np.setdiff1d(g, a))
+        for g, a in zip(got, su.selected_features([1, 3], percentile=90.0), strict=True)
+    )
     with pytest.raises(TrustlabError, match="unlearn"):
         retained.selected_features(list(range(10)))
     with pytest.raises(TrustlabError, match="score_against"):
@@ -104,7 +108,9 @@ def test_mean_difference_ablation_at_zero_changes_nothing(su) -> None:
 
 def test_cli_removes_digits_and_writes_images(tmp_path) -> None:
     out = tmp_path / "edited.npz"
-    res = CliRunner().invoke(app, ["unlearn", "saeuron", "--remove", "3", "--per-digit", "1", "--out", str(out)])
+    res = CliRunner().invoke(
+        app, ["unlearn", "saeuron", "--remove", "3", "--per-digit", "1", "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     assert res.output.startswith("removed 3: generated 1.00 -> ")
     with np.load(out) as f:

@@ -95,7 +95,9 @@ def unlearning_rates(y: Any, predicted: Any, unlearn: Any) -> UnlearningRates:
             "y must hold prompts of the removed concepts (unlearn) and of at least one other.",
             argument="y",
         )
-    per = {c.item() if hasattr(c, "item") else c: float(np.mean(pred[y_arr == c] == c)) for c in np.unique(y_arr)}
+    per = {
+        c.item() if hasattr(c, "item") else c: float(np.mean(pred[y_arr == c] == c)) for c in np.unique(y_arr)
+    }
     return UnlearningRates(
         removed_rate=float(np.mean(pred[on] == y_arr[on])),
         retained_accuracy=float(np.mean(pred[~on] == y_arr[~on])),
@@ -216,7 +218,10 @@ def mean_difference_ablation(su: Any, directions: Any, alpha: float) -> Iterator
             f"{len(directions)}. Use mean_difference_directions(su, ...).",
             argument="directions",
         )
-    dirs = [(torch.as_tensor(v, dtype=torch.float32), torch.as_tensor(m, dtype=torch.float32)) for v, m in directions]
+    dirs = [
+        (torch.as_tensor(v, dtype=torch.float32), torch.as_tensor(m, dtype=torch.float32))
+        for v, m in directions
+    ]
     with hk.timestep_tracker(su.model) as tracker:
 
         def hook(module: Any, args: Any, out: Any) -> Any:
