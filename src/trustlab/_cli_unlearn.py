@@ -92,8 +92,11 @@ def saeuron(
         after = su.generate(X, y, unlearn=digits, percentile=percentile, multiplier=multiplier)
     except TrustlabError as exc:
         fail(exc, _FLAGS)
+    from threadpoolctl import threadpool_limits
+
     data = load_digits()
-    judge = LogisticRegression(max_iter=500).fit(data.data / 16.0, data.target)
+    with threadpool_limits(1):  # BLAS threads only cost on a problem this small
+        judge = LogisticRegression(max_iter=500).fit(data.data / 16.0, data.target)
     rb = unlearning_rates(y, judge.predict(before.reshape(len(y), -1)), digits)
     ra = unlearning_rates(y, judge.predict(after.reshape(len(y), -1)), digits)
     if out is not None:
