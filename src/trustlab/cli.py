@@ -40,6 +40,7 @@ try:
     from trustlab._cli_explain import explain_app
     from trustlab._cli_lm import lm_app
     from trustlab._cli_neologism import neologism
+    from trustlab._cli_overlap import overlap
     from trustlab._cli_secagg import secagg_app
     from trustlab._cli_steer import steering_app
     from trustlab._cli_text import perturb_prompt
@@ -64,6 +65,7 @@ app.add_typer(steering_app, name="steering")
 app.add_typer(backdoor_app, name="backdoor")
 app.add_typer(unlearn_app, name="unlearn")
 app.command("perturb-prompt")(perturb_prompt)
+app.command("overlap")(overlap)
 err = stderr
 
 
