@@ -188,10 +188,10 @@ class _Context:
         with torch.no_grad():
             logits, self.clean_acts, _ = self.run(self.clean)
             self.m_full = self.metric(logits).item()
-            if ablation == "patching":
+            if self.ablation == "patching":
                 logits, self.corrupt_acts, _ = self.run(self.corrupted)
                 self.m_empty = self.metric(logits).item()
-        if ablation != "patching":
+        if self.ablation != "patching":
             self.values = self._values(ablation)
             self.corrupt_acts = self.values[None, None].expand_as(self.clean_acts)
             self.m_empty = self.circuit_metric(np.zeros(self.graph.valid.shape))
@@ -207,9 +207,9 @@ class _Context:
     def _values(self, ablation: Any, **oa: Any) -> torch.Tensor:
         """The constants that stand in for ablated sources, shape ``(n_sources, d_model)``."""
         mean = mean_values(self.clean_acts)
-        if ablation == "mean":
+        if isinstance(ablation, str) and ablation == "mean":
             return mean
-        if ablation == "optimal":
+        if isinstance(ablation, str) and ablation == "optimal":
             kw = OA_DEFAULTS | oa
             values, self.oa_trace = fit_optimal_ablation(
                 self.model, self.graph, self.weights, self.clean, self.pos, mean, **kw

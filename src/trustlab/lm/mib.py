@@ -181,7 +181,7 @@ def edge_scores(
         return edge_pruning(model, task, random_state=random_state, ablation=ablation).scores
     if method == "ugs":
         return ugs(model, task, random_state=random_state, ablation=ablation).scores
-    ctx = _Context(model, task, "patching" if method == "random" else ablation)
+    ctx = _Context(model, task, "patching" if method == "random" else ablation)  # random: the graph only
     try:
         if method == "random":
             scores = np.random.default_rng(random_state).standard_normal(ctx.graph.n_edges)
