@@ -213,3 +213,23 @@ def test_claim_ugs_at_its_defaults_and_the_three_ablations_slow(sorting_model) -
                 model, held_out, edge_scores(model, task, method=method, ablation=values)
             )
             assert other.cpr < cf.cpr  # measured: EAP 0.35 / 0.31, EAP-IG 0.69 / 0.42, patching 0.76 / 0.67
+
+
+def test_cli_circuit_takes_an_ablation(sorting_model, tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+    from trustlab.lm import save_model
+
+    folder = save_model(sorting_model[0], tmp_path / "m")
+    t = min_pairs(8, seed=5)
+    spec = {k: getattr(t, k).tolist() for k in ("clean", "corrupted", "answers", "cf_answers")}
+    (tmp_path / "pairs.json").write_text(json.dumps(spec))
+    args = ["lm", "circuit", str(folder), "--pairs", str(tmp_path / "pairs.json"), "--methods", "eap"]
+    runner = CliRunner()
+    res = runner.invoke(app, [*args, "--ablation", "mean"])
+    assert res.exit_code == 0 and "eap CPR" in res.output, res.output
+    res = runner.invoke(app, [*args, "--ablation", "zero"])
+    assert res.exit_code == 2 and "ablation" in res.output and len(res.output.strip().splitlines()) == 1
