@@ -13,6 +13,8 @@ so these statistics refine :func:`trustlab.evaluation.train_test_overlap`. See
 from __future__ import annotations
 
 import numbers
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -21,13 +23,13 @@ import numpy as np
 import pandas as pd
 
 from trustlab._param_validation import Interval, validate_params
-from trustlab.evaluation.overlap import _documents, tokenize
+from trustlab.errors import DataTypeError
+from trustlab.evaluation.overlap import _batch_ids, _documents, _train_batches, _vocabulary, tokenize
 
 __all__ = ["SubstringOverlapReport", "exact_substring_overlap", "suffix_array"]
 
 _END_TRAIN = -3  # past the end of the training corpus: smaller than every token
 _END_TEST = -2  # past the end of a test instance: never equal to a training token
-_UNKNOWN = -1  # a test token absent from the training corpus (pandas get_indexer gives -1)
 
 
 def suffix_array(ids: Any) -> np.ndarray:
@@ -183,10 +185,12 @@ def exact_substring_overlap(train: Any, test: Any, *, min_length: int = 50) -> S
 
     Parameters
     ----------
-    train : str or iterable of str
-        Training documents; a match never spans two documents.
-    test : str or iterable of str
-        Test instances.
+    train : str, path or iterable of str and paths
+        Training documents, or files holding them, as for
+        :func:`~trustlab.evaluation.train_test_overlap`: read incrementally, a suffix array per
+        batch of about 2 MB of text; a match never spans two documents.
+    test : str, path or iterable of str and paths
+        Test instances (held in memory).
     min_length : int, default 50
         Tokens a match needs to count (Lee et al.'s ExactSubstr threshold).
 
@@ -206,32 +210,45 @@ def exact_substring_overlap(train: Any, test: Any, *, min_length: int = 50) -> S
     >>> r.longest_match.tolist(), r.contaminated.tolist(), r.covered_fraction.tolist()
     ([3, 0], [True, False], [0.75, 0.0])
     """
-    train_docs = _documents(train, "train")
-    test_docs = _documents([test] if isinstance(test, str) else test, "test")
-    train_tokens = [tokenize(d) for d in train_docs]
-    codes, vocab = pd.factorize(pd.Series(list(chain.from_iterable(train_tokens)), dtype=object))
-    lengths = np.fromiter((len(t) for t in train_tokens), dtype=np.int64, count=len(train_tokens))
-    # each document ends with its own separator id (>= vocabulary size): no match crosses it
-    ends = np.cumsum(lengths)
-    text = np.insert(np.asarray(codes, dtype=np.int64), ends, len(vocab) + np.arange(len(lengths)))
-    sa = suffix_array(text)
+    test_docs = _documents([test] if isinstance(test, str | os.PathLike) else test, "test")
+    if isinstance(train, bytes | bytearray | dict) or not isinstance(train, str | os.PathLike | Iterable):
+        raise DataTypeError(
+            f"train must be a str, a path or an iterable of str or paths, got {type(train).__name__}.",
+            argument="train",
+        )
     test_tokens = [tokenize(d) for d in test_docs]
     n_tokens = np.array([len(t) for t in test_tokens], dtype=np.int64)
     flat = list(chain.from_iterable(test_tokens))
-    ids = np.asarray(pd.Index(vocab).get_indexer(pd.Series(flat, dtype=object)), dtype=np.int64)
+    codes, uniques = pd.factorize(pd.Index(flat, dtype=object)) if flat else (np.empty(0, np.int64), [])
+    ids = np.asarray(codes, dtype=np.int64)
+    vocab = _vocabulary(uniques)
     owner = np.repeat(np.arange(len(test_docs)), n_tokens)
     doc_end = np.cumsum(n_tokens)[owner] if len(flat) else np.zeros(0, np.int64)
     width = int(n_tokens.max()) if len(flat) else 1
-    # query row p: the test tokens from p to the end of its instance, padded
     starts = np.arange(len(flat))
-    padded = np.concatenate([text, np.full(width, _END_TRAIN, dtype=np.int64)])
-    match = np.zeros(len(flat), dtype=np.int64)
     chunk = max(1, 2**20 // width)  # query rows per pass: bounded memory
-    for lo in range(0, len(flat), chunk):
-        grid = starts[lo : lo + chunk, None] + np.arange(width)[None, :]
-        inside = grid < doc_end[lo : lo + chunk, None]
-        queries = np.where(inside, ids[np.minimum(grid, len(flat) - 1)], _END_TEST)
-        match[lo : lo + chunk] = _matching_statistics(padded, sa, queries)
+    match = np.zeros(len(flat), dtype=np.int64)
+    # the training corpus a batch at a time; a piece continuing a document repeats the previous
+    # piece's last `width - 1` tokens, so a match (never longer than a test instance) that
+    # crosses a cut lies whole in the next piece: the maximum over batches is exact
+    for batch, _ in _train_batches(train, width):
+        lengths = np.array([len(t) for t in batch], dtype=np.int64)
+        if not len(flat) or lengths.sum() == 0:
+            continue
+        known = _batch_ids(batch, vocab, int(lengths.sum()))
+        # a token outside the test vocabulary, and each document's end, gets an id of its own:
+        # no test token equals it, so no match runs through it (nor through two documents)
+        text = np.insert(known, np.cumsum(lengths), -1)
+        text = np.where(text >= 0, text, len(vocab[0]) + np.arange(len(text)))
+        sa = suffix_array(text)
+        padded = np.concatenate([text, np.full(width, _END_TRAIN, dtype=np.int64)])
+        for lo in range(0, len(flat), chunk):
+            grid = starts[lo : lo + chunk, None] + np.arange(width)[None, :]
+            inside = grid < doc_end[lo : lo + chunk, None]
+            queries = np.where(inside, ids[np.minimum(grid, len(flat) - 1)], _END_TEST)
+            np.maximum(
+                match[lo : lo + chunk], _matching_statistics(padded, sa, queries), out=match[lo : lo + chunk]
+            )
     longest = np.zeros(len(test_docs), dtype=np.int64)
     np.maximum.at(longest, owner, match)
     # a token is covered when a match of >= min_length starting at or before it reaches it

@@ -46,6 +46,32 @@ def _check_reduction(reduction: Any) -> str:
     return str(reduction)
 
 
+def _check_temperature(temperature: Any) -> float:
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not math.isfinite(temperature)
+        or temperature <= 0
+    ):
+        raise ParameterError(
+            f"temperature must be a finite number > 0, got {temperature!r}; 1.0 leaves the logits as they "
+            "are, the paper's remedy trains large-vocabulary models at 0.05-0.75.",
+            argument="temperature",
+        )
+    return float(temperature)
+
+
+def _check_softcap(softcap: Any) -> float | None:
+    if softcap is None:
+        return None
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not 0 < softcap < math.inf:
+        raise ParameterError(
+            f"softcap must be None or a finite number > 0, got {softcap!r}; the paper's runs use 32-128.",
+            argument="softcap",
+        )
+    return float(softcap)
+
+
 def _block(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ParameterError(f"{name} must be a positive int, got {value!r}; e.g. 1024.", argument=name)
@@ -60,9 +86,20 @@ def _reduce(per_token: torch.Tensor, valid: torch.Tensor, reduction: str) -> tor
 
 
 def smoothed_cross_entropy(
-    logits: Any, targets: Any, *, smoothing: float = 0.1, ignore_index: int = -100, reduction: str = "mean"
+    logits: Any,
+    targets: Any,
+    *,
+    smoothing: float = 0.1,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    temperature: float = 1.0,
+    softcap: float | None = None,
 ) -> torch.Tensor:
     """The label-smoothed cross-entropy from materialised logits (the reference, as torch computes it).
+
+    With ``temperature`` or ``softcap`` it is the paper's remedy for large-vocabulary models:
+    the loss of ``softcap * tanh(logits / temperature / softcap)`` (temperature first, then the
+    cap), multiplied by ``temperature`` so the gradient scale stays that of the plain loss.
 
     Parameters
     ----------
@@ -76,11 +113,18 @@ def smoothed_cross_entropy(
     ignore_index : int, default=-100
     reduction : {"mean", "sum", "none"}, default="mean"
         ``"mean"`` averages over the counted positions.
+    temperature : float, default=1.0
+        Training temperature ``T > 0``; ``T < 1`` sharpens the logits the loss sees, which lets a
+        model whose logit norm is bounded (small hidden size, large vocabulary) reach the smoothed
+        optimum (see :func:`trustlab.uncertainty.smoothing_capacity.confidence_capacity`).
+    softcap : float, optional
+        Soft cap ``c``: the loss sees ``c * tanh(z / c)`` (Gemma-2 style logit capping).
 
     Returns
     -------
     torch.Tensor
-        Equal to ``torch.nn.functional.cross_entropy(logits, targets, label_smoothing=smoothing)``.
+        Equal to ``torch.nn.functional.cross_entropy(logits, targets, label_smoothing=smoothing)``
+        (times ``temperature``, on the tempered and capped logits, when those are set).
 
     References
     ----------
@@ -95,13 +139,19 @@ def smoothed_cross_entropy(
     """
     beta = _check_smoothing(smoothing)
     reduction = _check_reduction(reduction)
+    temp, cap = _check_temperature(temperature), _check_softcap(softcap)
     z, y = _check_pair(logits, targets)
-    logp = torch.log_softmax(z.float() if z.dtype in (torch.float16, torch.bfloat16) else z, dim=-1)
+    z = z.float() if z.dtype in (torch.float16, torch.bfloat16) else z
+    if temp != 1.0:
+        z = z / temp
+    if cap is not None:
+        z = cap * torch.tanh(z / cap)
+    logp = torch.log_softmax(z, dim=-1)
     valid = y != ignore_index
     safe = torch.where(valid, y, 0)
     nll = -logp.gather(1, safe[:, None])[:, 0]
     per_token = ((1 - beta) * nll - beta * logp.mean(dim=-1)) * valid
-    return _reduce(per_token, valid, reduction)
+    return _reduce(per_token * temp if temp != 1.0 else per_token, valid, reduction)
 
 
 def _check_pair(logits: Any, targets: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -207,6 +257,7 @@ def chunked_smoothed_cross_entropy(
     reduction: str = "mean",
     token_block: int = 1024,
     vocab_block: int = 4096,
+    temperature: float = 1.0,
 ) -> torch.Tensor:
     """The label-smoothed cross-entropy of ``hidden @ weight.T + bias`` without materialising the logits.
 
@@ -230,6 +281,10 @@ def chunked_smoothed_cross_entropy(
     reduction : {"mean", "sum", "none"}, default="mean"
     token_block, vocab_block : int, default=1024, 4096
         Tile sizes (memory vs speed; results do not depend on them beyond float rounding).
+    temperature : float, default=1.0
+        Training temperature ``T``: the loss of the logits divided by ``T``, times ``T`` (as
+        :func:`smoothed_cross_entropy`); computed by scaling ``hidden`` and ``bias``, so still
+        without the logits.
 
     Returns
     -------
@@ -254,6 +309,7 @@ def chunked_smoothed_cross_entropy(
     """
     beta = _check_smoothing(smoothing)
     reduction = _check_reduction(reduction)
+    temp = _check_temperature(temperature)
     token_block, vocab_block = _block("token_block", token_block), _block("vocab_block", vocab_block)
     if not isinstance(hidden, torch.Tensor) or hidden.ndim != 2 or not hidden.is_floating_point():
         raise DataError(
@@ -284,8 +340,11 @@ def chunked_smoothed_cross_entropy(
             argument="targets",
         )
     marked = torch.where(valid, targets, -1).long()
+    if temp != 1.0:
+        hidden = hidden / temp
+        bias = None if bias is None else bias / temp
     per_token = _ChunkedSmoothedCE.apply(hidden, weight, bias, marked, beta, token_block, vocab_block)
-    return _reduce(per_token, valid, reduction)
+    return _reduce(per_token * temp if temp != 1.0 else per_token, valid, reduction)
 
 
 def smoothed_lm_loss(
@@ -297,6 +356,8 @@ def smoothed_lm_loss(
     memory_light: bool = True,
     token_block: int = 1024,
     vocab_block: int = 4096,
+    temperature: float = 1.0,
+    softcap: float | None = None,
 ) -> torch.Tensor:
     """Label-smoothed next-token loss of any ``transformers`` causal LM (the SFT loss of the paper).
 
@@ -314,6 +375,12 @@ def smoothed_lm_loss(
         model's logits and :func:`smoothed_cross_entropy`.
     token_block, vocab_block : int
         Tile sizes of the memory-light path.
+    temperature : float, default=1.0
+        Training temperature (the paper's remedy for large-vocabulary, small-hidden models:
+        ``T < 1`` lets the smoothed optimum be reached; the model is used at ``T = 1`` after).
+    softcap : float, optional
+        Train on ``softcap * tanh(z / softcap)`` of the (tempered) logits; needs
+        ``memory_light=False``.
 
     Returns
     -------
@@ -330,6 +397,13 @@ def smoothed_lm_loss(
     True
     """
     _check_smoothing(smoothing)
+    _check_temperature(temperature)
+    if _check_softcap(softcap) is not None and memory_light:
+        raise ParameterError(
+            "softcap needs the materialised logits (tanh is not linear in the hidden states); "
+            "pass memory_light=False with it.",
+            argument="softcap",
+        )
     if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2 or input_ids.is_floating_point():
         raise DataError("input_ids must be a 2-D integer torch.Tensor (batch, seq).", argument="input_ids")
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
@@ -357,7 +431,13 @@ def smoothed_lm_loss(
     targets = targets.reshape(-1)
     if not memory_light:
         logits = model(input_ids=input_ids).logits[:, :-1]
-        return smoothed_cross_entropy(logits.reshape(-1, logits.shape[-1]), targets, smoothing=smoothing)
+        return smoothed_cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            targets,
+            smoothing=smoothing,
+            temperature=temperature,
+            softcap=softcap,
+        )
     hidden = model.base_model(input_ids=input_ids).last_hidden_state[:, :-1]
     return chunked_smoothed_cross_entropy(
         hidden.reshape(-1, hidden.shape[-1]),
@@ -367,4 +447,5 @@ def smoothed_lm_loss(
         smoothing=smoothing,
         token_block=token_block,
         vocab_block=vocab_block,
+        temperature=temperature,
     )
