@@ -46,10 +46,15 @@ def _hypothesis_profile(config) -> None:
     turns a landing red at random (as tests/security/test_robustness.py's did with eps=1e308). The
     slow profile, and ``tools/mutants.py``, keep exploring with new examples on every run.
     """
-    from hypothesis import settings
+    from hypothesis import HealthCheck, settings
 
-    settings.register_profile("trustlab-fast", derandomize=True)
-    settings.register_profile("trustlab-slow", derandomize=False)
+    # No deadline and no too_slow health check in either profile: both are timings, and CI's two
+    # cores are shared (an example that takes 150 ms alone can take 400 ms there and fail with
+    # DeadlineExceeded or Flaky "unreliable timings"). Every @given in tests/ already sets
+    # deadline=None; the profile makes it the default for new ones.
+    timing = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+    settings.register_profile("trustlab-fast", derandomize=True, **timing)
+    settings.register_profile("trustlab-slow", derandomize=False, **timing)
     settings.load_profile("trustlab-slow" if _slow_profile(config) else "trustlab-fast")
 
 

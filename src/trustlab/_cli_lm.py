@@ -365,8 +365,12 @@ def circuit_cmd(
         Path | None, typer.Option(help="JSON pairs file (default: a sorting model's built-in pairs).")
     ] = None,
     methods: Annotated[
-        str, typer.Option(help="Comma-separated: activation-patching, eap, eap-ig, edge-pruning, random.")
+        str,
+        typer.Option(help="Comma-separated: activation-patching, eap, eap-ig, edge-pruning, ugs, random."),
     ] = "activation-patching,eap,eap-ig,random",
+    ablation: Annotated[
+        str, typer.Option(help="How edges off a circuit are ablated: patching, mean or optimal.")
+    ] = "patching",
     n: Annotated[int, typer.Option(help="Built-in pairs: how many to score on (as many held out).")] = 32,
     seed: Annotated[int, typer.Option(help="Seeds the built-in pairs and the random baseline.")] = 10,
     out: Annotated[Path | None, typer.Option(help="Write the curves, CPR and CMD to this JSON file.")] = None,
@@ -381,8 +385,8 @@ def circuit_cmd(
         task, held_out = _circuit_pairs(pairs, name_or_dir, n, seed)
         results, parts = {}, []
         for method in [m.strip() for m in methods.split(",") if m.strip()]:
-            scores = edge_scores(model, task, method=method, random_state=seed)
-            loc = circuit_localization(model, held_out, scores)
+            scores = edge_scores(model, task, method=method, random_state=seed, ablation=ablation)
+            loc = circuit_localization(model, held_out, scores, ablation=ablation)
             results[method] = {"cpr": loc.cpr, "cmd": loc.cmd, "signed": _jsonable(loc.signed)}
             results[method]["absolute"] = _jsonable(loc.absolute)
             parts.append(f"{method} CPR {loc.cpr:.3f} CMD {loc.cmd:.3f}")

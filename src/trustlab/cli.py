@@ -44,6 +44,7 @@ try:
     from trustlab._cli_secagg import secagg_app
     from trustlab._cli_steer import steering_app
     from trustlab._cli_text import perturb_prompt
+    from trustlab._cli_unlearn import unlearn_app
     from trustlab._cli_watermark import watermark_app
     from trustlab.errors import ParameterError, TrustlabError
 finally:
@@ -62,6 +63,7 @@ explain_app.command("neologism")(neologism)
 app.add_typer(watermark_app, name="watermark")
 app.add_typer(steering_app, name="steering")
 app.add_typer(backdoor_app, name="backdoor")
+app.add_typer(unlearn_app, name="unlearn")
 app.command("perturb-prompt")(perturb_prompt)
 app.command("overlap")(overlap)
 err = stderr

@@ -131,7 +131,10 @@ def test_category_discovery_privacy_audit():
         cats, _ = dp_categories(["a"] * count, eps, delta)
         return float(bool(cats))
 
-    res = audit_epsilon(mechanism, tau, tau - 1, n_trials=1000, delta=delta)
+    # Both events ("released" and "not released") are tight: P[Z >= 0] / P[Z >= 1] = e^eps, 0.731
+    # against 0.269. At the default alpha = 0.05 the bound then exceeds eps in 0.48% of runs (exact
+    # double binomial sum over 500 evaluation runs per input); at alpha = 1e-3 in 8.4e-6.
+    res = audit_epsilon(mechanism, tau, tau - 1, n_trials=1000, delta=delta, alpha=1e-3)
     assert res.epsilon_lower <= eps, res
 
 

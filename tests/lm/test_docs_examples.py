@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: extra torch threads only contend
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(DOCS.glob("lm-*.md"))
 

@@ -23,6 +23,8 @@ from trustlab.lm.mib import (
     min_pairs,
 )
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: extra threads only contend
+
 
 @pytest.fixture(scope="module")
 def small_task():

@@ -11,6 +11,8 @@ from trustlab.lm._mib_graph import graph_forward
 from trustlab.lm._mib_prune import HC_LEFT, HC_RIGHT, deterministic_gates, expected_open, sample_gates
 from trustlab.lm.mib import circuit_faithfulness, circuit_localization, edge_pruning, edge_scores, min_pairs
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny models: extra threads only contend
+
 
 def test_hard_concrete_gates_follow_their_distribution() -> None:
     # P(z > 0) = sigmoid(log_alpha - T log(-l / r)) (Louizos et al. eq. 12); 4000 draws: sd <= 0.008

@@ -11,6 +11,15 @@ audit configurations flag a share with halved noise and exact group sizes.
 Where a statistic depends on one internal release only, the other releases are
 fixed (monkeypatched to constants) so that the claim is that release's epsilon,
 not the whole boxplot's: a sharper test.
+
+The noise is never seeded, and the count releases audited here are tight: a discrete
+Laplace count moved by its sensitivity has threshold events whose ratio is exactly
+e^claim, so a correct release fails whenever a Clopper-Pearson bound misses. ALPHA = 1e-4:
+the exact chance over 500 evaluation runs, maximised over the event's probability, is
+<= 1.2e-5 for claims 0.5-2 (double binomial sums); at the former 0.01 it was 0.8-2.5e-3.
+The canary runs at the same ALPHA: its halved-noise share stayed above 1 in 20,000
+simulated audits (0.01% quantile 1.13; at 0.01 it fell to 1 or below in 0.45% of them,
+the selection half then over-fitting a rare low-bit or value event).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from trustlab.privacy.boxplot import DEFAULT_COUNT_WEIGHT, dp_boxplot_stats, gro
 from trustlab.privacy.samplers import add_discrete_laplace
 
 EVENTS = ("threshold", "value", "low_bits")
+ALPHA = 1e-4  # see the module docstring
 BOUNDS = (-50.0, 50.0)
 
 
@@ -61,7 +71,7 @@ def test_audit_outlier_share_at_a_fence_neighbour(monkeypatch, neighbouring):
         data,
         neighbour,
         n_trials=1000,
-        alpha=0.01,
+        alpha=ALPHA,
         events=EVENTS,
     )
     assert res.epsilon_lower <= claim, res
@@ -76,7 +86,7 @@ def test_audit_catches_a_share_with_halved_noise():
         10,
         11,
         n_trials=1000,
-        alpha=0.01,
+        alpha=ALPHA,
         events=EVENTS,
     )
     assert res.epsilon_lower > 1.0, res
@@ -91,7 +101,7 @@ def test_audit_released_sample_size(monkeypatch):
         data,
         neighbour,
         n_trials=1000,
-        alpha=0.01,
+        alpha=ALPHA,
         events=EVENTS,
     )
     assert res.epsilon_lower <= eps * bx.DEFAULT_N_WEIGHT, res
@@ -119,7 +129,7 @@ def test_audit_record_moving_between_groups_under_replace():
         )
         return res.sizes["a"] - res.sizes["b"]
 
-    res = audit_epsilon(release, g, g2, n_trials=1000, alpha=0.01, events=EVENTS)
+    res = audit_epsilon(release, g, g2, n_trials=1000, alpha=ALPHA, events=EVENTS)
     assert res.epsilon_lower <= eps_c, res
 
 
@@ -135,7 +145,7 @@ def test_audit_group_sizes_under_add_remove():
         return res.sizes["a"] + 1000 * res.sizes["c"]
 
     res = audit_epsilon(
-        release, (x, g), (np.append(x, 0.5), np.append(g, "a")), n_trials=1000, alpha=0.01, events=EVENTS
+        release, (x, g), (np.append(x, 0.5), np.append(g, "a")), n_trials=1000, alpha=ALPHA, events=EVENTS
     )
     assert res.epsilon_lower <= eps_c, res
 
@@ -145,7 +155,7 @@ def test_audit_catches_exact_group_sizes():
     _, g = _groups()
     g2 = g.copy()
     g2[0] = "b"
-    res = audit_epsilon(lambda gs: float(np.sum(gs == "a")), g, g2, n_trials=400, events=EVENTS)
+    res = audit_epsilon(lambda gs: float(np.sum(gs == "a")), g, g2, n_trials=400, alpha=ALPHA, events=EVENTS)
     assert res.epsilon_lower > 1.0, res
 
 
@@ -175,6 +185,7 @@ def test_audit_whole_five_number_summary():
         neighbour,
         statistic=lambda s: _five_code(s, step),
         n_trials=400,
+        alpha=ALPHA,
         events=EVENTS,
     )
     assert res.epsilon_lower <= eps, res
@@ -198,6 +209,7 @@ def test_audit_whole_boxplot_thorough(neighbouring, n_min):
         neighbour,
         statistic=lambda s: _five_code(s, step) + 1e6 * (s.share_lo + 2 * s.share_hi),
         n_trials=1200,
+        alpha=ALPHA,
         events=EVENTS,
     )
     assert res.epsilon_lower <= eps, res

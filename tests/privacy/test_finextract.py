@@ -160,7 +160,9 @@ def test_claim_fast_guidance_concentrates_on_the_finetuning_images(pair):
 def test_claim_finextract_extracts_more_than_direct_sampling():
     """Four fine-tuned models (classes 6-9, 8 images each), N = 20 N0 (the paper: 50 N0), 50 DDIM steps.
 
-    FILLED IN AFTER MEASUREMENT.
+    Measured: 28 of the 32 fine-tuning images extracted by model guidance (w' = 2) against 16 of
+    32 by direct sampling and the same clustering (one-sided paired sign test p = 0.0009); the
+    paper reports about 20% extraction, asserted as the floor.
     """
     hits_g, hits_d = [], []
     for c in (6, 7, 8, 9):

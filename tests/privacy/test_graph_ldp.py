@@ -86,12 +86,16 @@ def test_hoa_and_nfr_match_their_definitions():
 def test_claim_upgnet_beats_the_ldp_baseline_on_a_stated_sbm_graph():
     """At epsilon = 1, NFR + HOA lift test accuracy well above the multi-bit baseline (300 test nodes)."""
     a, x, y, tr, te = _sbm()
-    base = [ldp_node_classification(a, x, y, tr, te, epsilon=1.0, method="base").accuracy for _ in range(2)]
-    up = [ldp_node_classification(a, x, y, tr, te, epsilon=1.0, method="upgnet").accuracy for _ in range(2)]
+    base = [ldp_node_classification(a, x, y, tr, te, epsilon=1.0, method="base").accuracy for _ in range(3)]
+    up = [ldp_node_classification(a, x, y, tr, te, epsilon=1.0, method="upgnet").accuracy for _ in range(3)]
     clean = ldp_node_classification(a, x, y, tr, te, epsilon=None, method="nonprivate").accuracy
-    # one accuracy on 300 nodes has sd <= 0.029; the mean of two, 0.02; their difference, 0.03
-    assert np.mean(up) - np.mean(base) > 0.05
-    assert np.mean(up) <= clean + 0.03
+    # Measured over 30 runs each (the coins are unseeded): BASE 0.594 (sd 0.029), UPGNET 0.726
+    # (sd 0.025), non-private 0.863. The difference of means of three has sd 0.022, so the lift
+    # 0.13 clears 0.03 by 4.6 sd (P about 2e-6; 4.1 sd if the sds are 13% larger, their
+    # uncertainty at 30 runs). The former means of two against 0.05 cleared it by 3.0 sd:
+    # 1.3e-3 of runs failed.
+    assert np.mean(up) - np.mean(base) > 0.03
+    assert np.mean(up) <= clean + 0.03  # UPGNET's mean of three sits 11 sd below 0.893
 
 
 def test_torch_gcn_learns_and_is_deterministic_for_its_seed(one_torch_thread):

@@ -174,30 +174,17 @@ def test_bad_input_names_the_argument(call, argument):
     assert err.value.argument == argument
 
 
-def _noisy_answers(n: int, seed: int, noise: float = 0.4):
-    """Instruction-style items ``x1 x2 x3 SEP answer``: answer ``12 + x1 mod 4``, else a random one."""
-    from trustlab.lm.corpora import TokenData
-
-    rng = np.random.default_rng(seed)
-    x = rng.integers(0, 10, (n, 3))
-    y = np.where(rng.random(n) < noise, rng.integers(0, 4, n), x[:, 0] % 4)
-    tokens = np.c_[x, np.full(n, 11), 12 + y]
-    mask = np.zeros_like(tokens, dtype=bool)
-    mask[:, -1] = True  # only the response is supervised
-    return TokenData(tokens, mask, 16), 12 + y
-
-
 @pytest.mark.slow  # two fine-tunes of 300 steps (10-30 s on the shared machine)
 @pytest.mark.claims
-def test_claim_smoothing_lowers_ece_at_matched_accuracy():
+def test_claim_smoothing_lowers_ece_at_matched_accuracy(noisy_answers):
     # 150 noisy instruction items (40% random answers), 300 steps: the hard-label model overfits
     # and grows over-confident; the same run with smoothing 0.1 (the paper's value) keeps
     # accuracy and lowers the top-1 ECE on 2,000 held-out items (sd of ECE about 0.01).
     from trustlab.lm import ModelConfig, TrainConfig, build_model, train_model
     from trustlab.uncertainty import expected_calibration_error
 
-    train, _ = _noisy_answers(150, 0)
-    test, answers = _noisy_answers(2000, 1)
+    train, _ = noisy_answers(150, 0)
+    test, answers = noisy_answers(2000, 1)
     results = {}
     for beta in (0.0, 0.1):
         model = build_model(
@@ -217,7 +204,7 @@ def test_claim_smoothing_lowers_ece_at_matched_accuracy():
 
 @pytest.mark.slow  # a 200-step "pretraining" and two 300-step fine-tunes (about 50 s on the shared machine)
 @pytest.mark.claims
-def test_claim_fine_tuning_degrades_calibration_and_smoothing_keeps_it():
+def test_claim_fine_tuning_degrades_calibration_and_smoothing_keeps_it(noisy_answers):
     # The paper's first finding at toy scale: a base model trained on plenty of the task's data
     # (4,000 items, 40% random answers) is calibrated; instruction-style fine-tuning on 150 items
     # makes it over-confident; the same fine-tune with smoothing 0.1 keeps much of the base's
@@ -228,9 +215,9 @@ def test_claim_fine_tuning_degrades_calibration_and_smoothing_keeps_it():
     from trustlab.lm import ModelConfig, TrainConfig, build_model, train_model
     from trustlab.uncertainty import expected_calibration_error
 
-    pretrain, _ = _noisy_answers(4000, 10)
-    sft, _ = _noisy_answers(150, 0)
-    test, answers = _noisy_answers(2000, 1)
+    pretrain, _ = noisy_answers(4000, 10)
+    sft, _ = noisy_answers(150, 0)
+    test, answers = noisy_answers(2000, 1)
 
     def evaluate(model):
         with torch.no_grad():

@@ -102,29 +102,16 @@ def test_claim_capacity_falls_with_vocabulary_rises_with_hidden_size_and_tempera
     assert small_d_large_v.confidence_bound >= small_d_large_v.attainable_confidence
 
 
-def _noisy_answers(n: int, seed: int, noise: float = 0.4):
-    """Items ``x1 x2 x3 SEP answer`` (``12 + x1 mod 4``, else random); only the answer is supervised."""
-    from trustlab.lm.corpora import TokenData
-
-    rng = np.random.default_rng(seed)
-    x = rng.integers(0, 10, (n, 3))
-    y = np.where(rng.random(n) < noise, rng.integers(0, 4, n), x[:, 0] % 4)
-    tokens = np.c_[x, np.full(n, 11), 12 + y]
-    mask = np.zeros_like(tokens, dtype=bool)
-    mask[:, -1] = True
-    return TokenData(tokens, mask, 16), 12 + y
-
-
 @pytest.fixture(scope="module")
-def fine_tunes():
+def fine_tunes(noisy_answers):
     """CE, smoothing 0.1 and smoothing 0.1 at training temperature 0.1 on the noisy answer task."""
     from trustlab.lm import TrainConfig, train_model
     from trustlab.lm.corpora import TokenData
     from trustlab.uncertainty import expected_calibration_error
     from trustlab.uncertainty.label_smoothing import smoothed_lm_loss
 
-    train, _ = _noisy_answers(150, 0)
-    test, answers = _noisy_answers(2000, 100)
+    train, _ = noisy_answers(150, 0)
+    test, answers = noisy_answers(2000, 100)
     out = {}
     for vocab, d, beta, temp in [
         (1024, 8, 0, 1),

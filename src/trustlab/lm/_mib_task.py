@@ -18,8 +18,12 @@ from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ParameterError
 from trustlab.lm._mib_graph import _weights, edge_graph, graph_forward
+from trustlab.lm._mib_oa import fit_optimal_ablation, mean_values
 
-__all__ = ["PatchingTask", "min_pairs"]
+__all__ = ["ABLATIONS", "PatchingTask", "min_pairs"]
+
+ABLATIONS = ("patching", "mean", "optimal")
+OA_DEFAULTS: dict[str, Any] = {"steps": 1000, "lr": 1e-3, "patience": 3, "check_every": 10}  # MIB's oa.py
 
 
 @dataclass(frozen=True)
@@ -131,11 +135,23 @@ def min_pairs(n: int, *, n_items: int = 6, n_values: int = 12, seed: Any = 0) ->
 
 
 class _Context:
-    """One task on one model: tensors, the clean and counterfactual runs, m(N) and m(∅)."""
+    """One task on one model: tensors, the clean run, the ablated sources' values, m(N) and m(∅).
 
-    def __init__(self, model: Any, task: PatchingTask) -> None:
+    ``ablation``: ``"patching"`` (a source off the circuit reads its output on the counterfactual
+    input), ``"mean"`` (its mean output over the task's clean inputs), ``"optimal"`` (its optimal
+    ablation constant fitted on them) or an array of shape ``(n_sources, d_model)`` of constants.
+    """
+
+    def __init__(self, model: Any, task: PatchingTask, ablation: Any = "patching") -> None:
         if not isinstance(task, PatchingTask):
             raise ParameterError(f"task must be a PatchingTask, got {type(task).__name__}.", argument="task")
+        is_name = isinstance(ablation, str)
+        if is_name and ablation not in ABLATIONS:
+            raise ParameterError(
+                f"ablation must be one of {', '.join(ABLATIONS)} or an array of one constant per source node "
+                f"(see mean_ablation / optimal_ablation), got {ablation!r}.",
+                argument="ablation",
+            )
         self.model, self.graph = model, edge_graph(model)
         self.weights = _weights(model)
         vocab = int(model.get_input_embeddings().num_embeddings)
@@ -168,19 +184,45 @@ class _Context:
         self.cf = torch.as_tensor(task.cf_answers, device=device)
         self.was_training = model.training
         model.eval()
+        self.ablation = ablation if is_name else "constant"
         with torch.no_grad():
-            logits, self.corrupt_acts, _ = self.run(self.corrupted)
-            self.m_empty = self.metric(logits).item()
             logits, self.clean_acts, _ = self.run(self.clean)
             self.m_full = self.metric(logits).item()
+            if self.ablation == "patching":
+                logits, self.corrupt_acts, _ = self.run(self.corrupted)
+                self.m_empty = self.metric(logits).item()
+        if self.ablation != "patching":
+            self.values = self._values(ablation)
+            self.corrupt_acts = self.values[None, None].expand_as(self.clean_acts)
+            self.m_empty = self.circuit_metric(np.zeros(self.graph.valid.shape))
         if not np.isfinite([self.m_empty, self.m_full]).all():
             raise DataError("the model's logits hold NaN or inf; check the checkpoint.", argument="model")
         if abs(self.m_full - self.m_empty) < 1e-6:
             raise DataError(
-                "task: the clean and counterfactual runs give the same logit difference, so faithfulness "
+                "task: the clean and ablated runs give the same logit difference, so faithfulness "
                 "is undefined; use pairs whose answers the model tells apart.",
                 argument="task",
             )
+
+    def _values(self, ablation: Any, **oa: Any) -> torch.Tensor:
+        """The constants that stand in for ablated sources, shape ``(n_sources, d_model)``."""
+        mean = mean_values(self.clean_acts)
+        if isinstance(ablation, str) and ablation == "mean":
+            return mean
+        if isinstance(ablation, str) and ablation == "optimal":
+            kw = OA_DEFAULTS | oa
+            values, self.oa_trace = fit_optimal_ablation(
+                self.model, self.graph, self.weights, self.clean, self.pos, mean, **kw
+            )
+            return values
+        arr = np.asarray(ablation, dtype=float)
+        if arr.shape != tuple(mean.shape) or not np.isfinite(arr).all():
+            raise DataError(
+                f"ablation values must be finite with shape {tuple(mean.shape)} (one constant per source "
+                f"node: {', '.join(self.graph.sources)}), got shape {arr.shape}.",
+                argument="ablation",
+            )
+        return torch.as_tensor(arr, dtype=mean.dtype, device=mean.device)
 
     def run(self, ids: torch.Tensor, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         return graph_forward(self.model, self.graph, ids, self.pos, weights=self.weights, **kwargs)

@@ -1,13 +1,15 @@
-"""MIB's circuit-localisation track: edge scores by patching and attribution, and integrated faithfulness.
+"""MIB's circuit-localisation track: edge scores by patching, attribution and masks; integrated faithfulness.
 
 A circuit is a set of edges of the residual-stream graph (:mod:`trustlab.lm._mib_graph`). Edges
 are scored by exact activation patching, by edge attribution patching (EAP) [2]_, by EAP with
 integrated gradients on the inputs (EAP-IG) [3]_, by edge pruning (a learned hard-concrete
-mask, [4]_; :mod:`trustlab.lm._mib_prune`) or at random. The benchmark [1]_ then keeps the
-top edges at budgets from 0.1% to 100% of the edges, measures each circuit's faithfulness
-``f = (m(C) - m(∅)) / (m(N) - m(∅))`` under counterfactual patching, and integrates:
-CPR, the area under ``f`` (circuits from signed scores; higher is better), and CMD, the area
-under ``|1 - f|`` (circuits from absolute scores; lower is better). See docs/lm-mib.md.
+mask, [4]_), by uniform gradient sampling (UGS, a learned Bernoulli mask, [5]_; both in
+:mod:`trustlab.lm._mib_methods`) or at random. The benchmark [1]_ then keeps the top edges at
+budgets from 0.1% to 100% of the edges (or takes one circuit per budget), measures each circuit's
+faithfulness ``f = (m(C) - m(∅)) / (m(N) - m(∅))`` with the edges off the circuit ablated (by
+counterfactual patching, the default, or by mean or optimal ablation), and integrates: CPR, the area
+under ``f`` (circuits from signed scores; higher is better), and CMD, the area under ``|1 - f|``
+(circuits from absolute scores; lower is better). See docs/lm-mib.md.
 
 References
 ----------
@@ -17,12 +19,12 @@ References
 .. [3] Hanna, Pezzelle, Belinkov. "Have Faith in Faithfulness: Going Beyond Circuit Overlap When
    Finding Model Mechanisms". COLM 2024.
 .. [4] Bhaskar, Wettig, Friedman, Chen. "Finding Transformer Circuits with Edge Pruning". NeurIPS 2024.
+.. [5] Li, Janson. "Optimal ablation for interpretability". NeurIPS 2024.
 """
 
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,12 +33,23 @@ import torch
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import DataError, ParameterError
 from trustlab.lm._mib_graph import EdgeGraph, check_names, edge_graph, graph_forward, prune_mask
-from trustlab.lm._mib_prune import expected_open, fit_edge_mask
-from trustlab.lm._mib_task import PatchingTask, _Context, min_pairs
+from trustlab.lm._mib_methods import (
+    UGS,
+    EdgePruning,
+    edge_pruning,
+    edge_pruning_circuits,
+    mean_ablation,
+    optimal_ablation,
+    ugs,
+)
+from trustlab.lm._mib_results import CircuitLocalization, EdgeScores, FaithfulnessCurve
+from trustlab.lm._mib_task import ABLATIONS, PatchingTask, _Context, min_pairs
 
 __all__ = [
+    "ABLATIONS",
     "METHODS",
     "MIB_BUDGETS",
+    "UGS",
     "CircuitLocalization",
     "EdgePruning",
     "EdgeScores",
@@ -47,94 +60,17 @@ __all__ = [
     "edge_auroc",
     "edge_graph",
     "edge_pruning",
+    "edge_pruning_circuits",
     "edge_scores",
     "faithfulness_curve",
+    "mean_ablation",
     "min_pairs",
+    "optimal_ablation",
+    "ugs",
 ]
 
-METHODS = ("activation-patching", "eap", "eap-ig", "edge-pruning", "random")
+METHODS = ("activation-patching", "eap", "eap-ig", "edge-pruning", "ugs", "random")
 MIB_BUDGETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-
-
-@dataclass(frozen=True)
-class EdgeScores:
-    """One score per edge (positive: the edge helps the clean answer).
-
-    Attributes
-    ----------
-    method : str
-        One of :data:`METHODS`.
-    scores : ndarray of float, shape (n_edges,)
-        Scores in the order of ``graph.edges``; in units of the metric (mean logit difference).
-    graph : EdgeGraph
-        The graph scored.
-    """
-
-    method: str
-    scores: np.ndarray
-    graph: EdgeGraph = field(repr=False)
-
-    def top(self, n: int, *, absolute: bool = False) -> list[str]:
-        """Names of the ``n`` best edges (by signed or absolute score)."""
-        key = np.abs(self.scores) if absolute else self.scores
-        order = np.argsort(-key, kind="stable")[:n]
-        names = self.graph.edge_names
-        return [names[i] for i in order]
-
-
-@dataclass(frozen=True)
-class FaithfulnessCurve:
-    """Faithfulness of the top-scored circuits over edge budgets.
-
-    Attributes
-    ----------
-    budgets : ndarray of float
-        Requested shares of edges (the circuit keeps ``int(budget * n_edges)`` top edges).
-    n_edges : ndarray of int
-        Edges left in each circuit after pruning.
-    fractions : ndarray of float
-        ``n_edges / total edges``: the x-axis of the areas.
-    faithfulness : ndarray of float
-        ``(m(C) - m(∅)) / (m(N) - m(∅))`` per circuit.
-    absolute : bool
-        Whether circuits took the top edges by absolute score.
-    """
-
-    budgets: np.ndarray
-    n_edges: np.ndarray
-    fractions: np.ndarray
-    faithfulness: np.ndarray
-    absolute: bool
-
-    @property
-    def area(self) -> float:
-        """Trapezoid area under the curve (CPR when ``absolute`` is False)."""
-        return float(np.trapezoid(self.faithfulness, self.fractions))
-
-    @property
-    def area_from_one(self) -> float:
-        """Trapezoid area under ``|1 - f|`` (CMD when ``absolute`` is True)."""
-        return float(np.trapezoid(np.abs(1.0 - self.faithfulness), self.fractions))
-
-
-@dataclass(frozen=True)
-class CircuitLocalization:
-    """MIB's two integrated metrics for one set of edge scores.
-
-    Attributes
-    ----------
-    cpr : float
-        Integrated circuit performance ratio (signed scores; higher is better).
-    cmd : float
-        Integrated circuit-model difference (absolute scores; lower is better, 0 is ideal).
-    signed, absolute : FaithfulnessCurve
-        The two curves.
-    """
-
-    cpr: float
-    cmd: float
-    signed: FaithfulnessCurve
-    absolute: FaithfulnessCurve
 
 
 def _patching_scores(ctx: _Context, rows_per_pass: int = 512) -> np.ndarray:
@@ -195,7 +131,13 @@ def _gradient_scores(ctx: _Context, steps: int) -> np.ndarray:
     }
 )
 def edge_scores(
-    model: Any, task: PatchingTask, *, method: str = "eap-ig", ig_steps: int = 5, random_state: Any = 0
+    model: Any,
+    task: PatchingTask,
+    *,
+    method: str = "eap-ig",
+    ig_steps: int = 5,
+    random_state: Any = 0,
+    ablation: Any = "patching",
 ) -> EdgeScores:
     """Score every edge of a causal LM's graph for a task (MIB's circuit-discovery step).
 
@@ -205,15 +147,18 @@ def edge_scores(
         A GPT-2 or Llama-family causal LM (Llama, Mistral, Qwen2, Mixtral).
     task : PatchingTask
         Clean / counterfactual pairs.
-    method : {"activation-patching", "eap", "eap-ig", "edge-pruning", "random"}, default="eap-ig"
+    method : {"activation-patching", "eap", "eap-ig", "edge-pruning", "ugs", "random"}, default="eap-ig"
         Exact patching of each edge (one forward pass per edge), edge attribution patching
         (one forward and backward pass), EAP with integrated gradients on the input embeddings
-        (``ig_steps`` passes; MIB's EAP-IG-inputs), the learned gate locations of
-        :func:`edge_pruning` at its defaults, or standard-normal scores.
+        (``ig_steps`` passes; MIB's EAP-IG-inputs), the learned gates of :func:`edge_pruning` or the
+        keep-probabilities of :func:`ugs` at their defaults, or standard-normal scores.
     ig_steps : int, default=5
         Interpolation points of EAP-IG (the benchmark's default).
     random_state : int, Generator or None, default=0
-        Seeds the random baseline and edge pruning's gate noise.
+        Seeds the random baseline and the mask methods' noise.
+    ablation : {"patching", "mean", "optimal"} or array, default="patching"
+        What an ablated edge reads while scoring (MIB's "EAP (mean)", "EAP (OA)"; see
+        :func:`circuit_localization`). Ignored by ``"random"``.
 
     Returns
     -------
@@ -233,8 +178,10 @@ def edge_scores(
             f"method must be one of {', '.join(METHODS)}, got {method!r}.", argument="method"
         )
     if method == "edge-pruning":
-        return edge_pruning(model, task, random_state=random_state).scores
-    ctx = _Context(model, task)
+        return edge_pruning(model, task, random_state=random_state, ablation=ablation).scores
+    if method == "ugs":
+        return ugs(model, task, random_state=random_state, ablation=ablation).scores
+    ctx = _Context(model, task, "patching" if method == "random" else ablation)  # random: the graph only
     try:
         if method == "random":
             scores = np.random.default_rng(random_state).standard_normal(ctx.graph.n_edges)
@@ -247,125 +194,23 @@ def edge_scores(
     return EdgeScores(method, scores, ctx.graph)
 
 
-@dataclass(frozen=True)
-class EdgePruning:
-    """Result of :func:`edge_pruning`.
-
-    Attributes
-    ----------
-    scores : EdgeScores
-        Each gate's probability of being open, ``P(z > 0)``, a monotone map of its learned
-        location ``log_alpha`` into (0, 1): ranked signed or absolute, the order is the same
-        (MIB ranks mask methods by their mask values).
-    log_alpha : ndarray of float, shape (n_edges,)
-        The learned gate locations.
-    circuit : ndarray of int
-        Indices of the edges the binarised mask keeps (the ``round(sum P(z > 0))`` largest gates).
-    kl : ndarray of float, shape (steps,)
-        KL divergence of the masked model from the full model at each step (sampled gates).
-    sparsity : ndarray of float, shape (steps,)
-        Share of sampled gates at zero at each step.
-    """
-
-    scores: EdgeScores
-    log_alpha: np.ndarray
-    circuit: np.ndarray
-    kl: np.ndarray
-    sparsity: np.ndarray
-
-
-@validate_params(
-    {
-        "target_sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
-        "steps": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "reg_lr": [Interval(numbers.Real, 0, None, closed="left")],
-        "warmup": [Interval(numbers.Real, 0, 1, closed="both")],
-        "init_log_alpha": [Interval(numbers.Real, None, None, closed="neither")],
-        "random_state": ["random_state"],
-    }
-)
-def edge_pruning(
-    model: Any,
-    task: PatchingTask,
-    *,
-    target_sparsity: float = 0.9,
-    steps: int = 200,
-    lr: float = 0.1,
-    reg_lr: float = 0.1,
-    warmup: float = 0.83,
-    init_log_alpha: float = 3.0,
-    random_state: Any = 0,
-) -> EdgePruning:
-    """Edge pruning: learn a hard-concrete mask over the edges that keeps the model's task output [4]_.
-
-    Every edge gets a gate ``z`` in [0, 1] (hard concrete: temperature 2/3, stretched to
-    [-0.1, 1.1] and clipped); the gated edge-patched model reads ``z`` of the live source and
-    ``1 - z`` of the counterfactual one. AdamW lowers the KL divergence of its answer-position
-    distribution from the full model's plus a Lagrangian ``l1 (s - t) + l2 (s - t)^2`` on the
-    share ``s`` of closed gates, whose multipliers ascend it and whose target ``t`` rises linearly
-    from 0 to ``target_sparsity`` over the first ``warmup`` share of the steps.
-
-    Parameters
-    ----------
-    model : transformers.PreTrainedModel
-        A GPT-2 or Llama-family causal LM.
-    task : PatchingTask
-        Clean / counterfactual pairs (the gates are fit on the clean inputs).
-    target_sparsity : float in [0, 1), default=0.9
-        Share of edges the Lagrangian drives to zero; 0 keeps every edge.
-    steps : int, default=200
-        Optimisation steps (full batch). The paper runs 3,000 on GPT-2's 32,491 edges.
-    lr, reg_lr : float, default=0.1
-        Learning rates of the gate locations and of the multipliers (the paper: 0.8 for both,
-        on a graph 700x larger; on small graphs it throws every gate to its bound at once).
-    warmup : float in [0, 1], default=0.83
-        Share of the steps over which the target sparsity is annealed (the paper: 2,500 of 3,000).
-    init_log_alpha : float, default=3.0
-        Initial gate location (``P(z = 1) = 0.75``; the paper's 10 keeps the clipped gates at 1
-        with no gradient for hundreds of steps on a small graph).
-    random_state : int, Generator or None, default=0
-        Seeds the gate noise and the initial jitter.
-
-    Returns
-    -------
-    EdgePruning
-        Scores usable by :func:`circuit_localization`, the binarised circuit and the training traces.
-
-    Examples
-    --------
-    >>> from trustlab.lm import ModelConfig, build_model
-    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
-    >>> ep = edge_pruning(m, min_pairs(8, n_items=4, n_values=12), steps=5)
-    >>> ep.scores.method, ep.scores.scores.shape, ep.kl.shape
-    ('edge-pruning', (13,), (5,))
-    """
-    seed = int(np.random.default_rng(random_state).integers(2**31 - 1))
-    ctx = _Context(model, task)
-    try:
-        fit = fit_edge_mask(
-            ctx,
-            target_sparsity=float(target_sparsity),
-            steps=int(steps),
-            lr=float(lr),
-            reg_lr=float(reg_lr),
-            warmup=float(warmup),
-            init_log_alpha=float(init_log_alpha),
-            seed=seed,
-        )
-    finally:
-        ctx.close()
-    p_open = expected_open(torch.as_tensor(fit.log_alpha)).numpy()
-    scores = EdgeScores("edge-pruning", p_open, ctx.graph)
-    return EdgePruning(scores, fit.log_alpha, np.flatnonzero(fit.mask), fit.kl, fit.sparsity)
-
-
-def _score_array(scores: Any, graph: EdgeGraph) -> np.ndarray:
-    arr = np.asarray(scores.scores if isinstance(scores, EdgeScores) else scores, dtype=float).reshape(-1)
+def _score_array(scores: Any, graph: EdgeGraph, budgets: np.ndarray) -> np.ndarray:
+    """One score per edge (1-D), or one 0/1 circuit per budget (2-D, each within its budget)."""
+    arr = np.asarray(scores.scores if isinstance(scores, EdgeScores) else scores, dtype=float)
+    if arr.ndim == 2 and arr.shape == (budgets.size, graph.n_edges):
+        sizes = (arr != 0).sum(1)
+        if not np.isin(arr, (0.0, 1.0)).all() or (sizes > (budgets * graph.n_edges).astype(int)).any():
+            raise DataError(
+                "scores given as one circuit per budget must be 0/1 rows holding at most int(budget * "
+                f"n_edges) edges each (budgets {budgets.tolist()}); got sizes {sizes.tolist()}.",
+                argument="scores",
+            )
+        return arr
+    arr = arr.reshape(-1)
     if arr.shape != (graph.n_edges,) or not np.isfinite(arr).all():
         raise DataError(
-            f"scores must be EdgeScores or {graph.n_edges} finite numbers (one per edge of this model), got "
-            f"{arr.size}.",
+            f"scores must be EdgeScores, {graph.n_edges} finite numbers (one per edge of this model) or one "
+            f"0/1 circuit per budget, shape ({budgets.size}, {graph.n_edges}); got {arr.size} numbers.",
             argument="scores",
         )
     return arr
@@ -388,8 +233,9 @@ def _curve(
     key = np.abs(scores) if absolute else scores
     order = np.argsort(-key, kind="stable")
     counts, faith = [], []
-    for b in budgets:
-        mask = g.mask(order[: int(b * g.n_edges)])
+    for i, b in enumerate(budgets):
+        ids = np.flatnonzero(scores[i]) if scores.ndim == 2 else order[: int(b * g.n_edges)]
+        mask = g.mask(ids)
         if prune:
             mask = prune_mask(g, mask)
         counts.append(int(mask.sum()))
@@ -410,6 +256,7 @@ def faithfulness_curve(
     budgets: Any = MIB_BUDGETS,
     absolute: bool = False,
     prune: bool = True,
+    ablation: Any = "patching",
 ) -> FaithfulnessCurve:
     """Faithfulness of the top-scored circuits at each edge budget.
 
@@ -419,8 +266,9 @@ def faithfulness_curve(
         The model the scores belong to.
     task : PatchingTask
         Pairs to evaluate on (MIB evaluates on held-out pairs).
-    scores : EdgeScores or array-like of float, shape (n_edges,)
-        One score per edge.
+    scores : EdgeScores or array-like of float, shape (n_edges,) or (n_budgets, n_edges)
+        One score per edge, or one 0/1 circuit per (sorted) budget holding at most
+        ``int(budget * n_edges)`` edges (MIB's second submission format; see :func:`edge_pruning_circuits`).
     budgets : array-like of float in (0, 1], default=MIB_BUDGETS
         Shares of the edges; the circuit keeps the ``int(budget * n_edges)`` top edges.
     absolute : bool, default=False
@@ -428,6 +276,12 @@ def faithfulness_curve(
     prune : bool, default=True
         Drop edges that cannot affect the output before counting (MIB's evaluation); the
         faithfulness is the same either way, only the circuit sizes change.
+    ablation : {"patching", "mean", "optimal"} or array, default="patching"
+        What a destination reads from a source over an edge off the circuit: the source's output on the
+        counterfactual input (MIB's default interchange intervention), its mean output over the clean
+        inputs (:func:`mean_ablation`), its optimal-ablation constant fitted on them
+        (:func:`optimal_ablation`, MIB's settings), or given constants, shape ``(n_sources, d_model)``
+        (e.g. those functions applied to other pairs).
 
     Returns
     -------
@@ -435,16 +289,22 @@ def faithfulness_curve(
         Sizes and faithfulness per budget.
     """
     budget_arr = _budgets(budgets)
-    ctx = _Context(model, task)
+    ctx = _Context(model, task, ablation)
     try:
-        return _curve(ctx, _score_array(scores, ctx.graph), budget_arr, bool(absolute), bool(prune))
+        arr = _score_array(scores, ctx.graph, budget_arr)
+        return _curve(ctx, arr, budget_arr, bool(absolute), bool(prune))
     finally:
         ctx.close()
 
 
 @validate_params({"budgets": ["array-like"]})
 def circuit_localization(
-    model: Any, task: PatchingTask, scores: EdgeScores | Any, *, budgets: Any = MIB_BUDGETS
+    model: Any,
+    task: PatchingTask,
+    scores: EdgeScores | Any,
+    *,
+    budgets: Any = MIB_BUDGETS,
+    ablation: Any = "patching",
 ) -> CircuitLocalization:
     """MIB's CPR and CMD for one set of edge scores.
 
@@ -454,10 +314,17 @@ def circuit_localization(
         The model the scores belong to.
     task : PatchingTask
         Evaluation pairs.
-    scores : EdgeScores or array-like of float, shape (n_edges,)
-        One score per edge.
+    scores : EdgeScores or array-like of float, shape (n_edges,) or (n_budgets, n_edges)
+        One score per edge, or one 0/1 circuit per (sorted) budget holding at most
+        ``int(budget * n_edges)`` edges (MIB's second submission format; see :func:`edge_pruning_circuits`).
     budgets : array-like of float in (0, 1], default=MIB_BUDGETS
         Edge budgets of the curves.
+    ablation : {"patching", "mean", "optimal"} or array, default="patching"
+        What a destination reads from a source over an edge off the circuit: the source's output on the
+        counterfactual input (MIB's default interchange intervention), its mean output over the clean
+        inputs (:func:`mean_ablation`), its optimal-ablation constant fitted on them
+        (:func:`optimal_ablation`, MIB's settings), or given constants, shape ``(n_sources, d_model)``
+        (e.g. those functions applied to other pairs).
 
     Returns
     -------
@@ -475,9 +342,9 @@ def circuit_localization(
     (1.0, True)
     """
     budget_arr = _budgets(budgets)
-    ctx = _Context(model, task)
+    ctx = _Context(model, task, ablation)
     try:
-        arr = _score_array(scores, ctx.graph)
+        arr = _score_array(scores, ctx.graph, budget_arr)
         signed = _curve(ctx, arr, budget_arr, False, True)
         absolute = _curve(ctx, arr, budget_arr, True, True)
     finally:
@@ -485,7 +352,7 @@ def circuit_localization(
     return CircuitLocalization(signed.area, absolute.area_from_one, signed, absolute)
 
 
-def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any) -> float:
+def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any, *, ablation: Any = "patching") -> float:
     """Faithfulness of one circuit given by edge names (``"a0.h1->m0"``) or edge indices.
 
     Parameters
@@ -496,13 +363,15 @@ def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any) -> float:
         Evaluation pairs.
     edges : iterable of str or of int
         The circuit's edges.
+    ablation : {"patching", "mean", "optimal"} or array, default="patching"
+        How edges off the circuit are ablated (see :func:`circuit_localization`).
 
     Returns
     -------
     float
         ``(m(C) - m(∅)) / (m(N) - m(∅))``.
     """
-    ctx = _Context(model, task)
+    ctx = _Context(model, task, ablation)
     try:
         items = [edges] if isinstance(edges, str) else list(edges)
         if all(isinstance(e, str) for e in items):

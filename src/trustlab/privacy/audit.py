@@ -225,7 +225,7 @@ def audit_epsilon(
     Examples
     --------
     >>> from trustlab.privacy.samplers import add_laplace
-    >>> res = audit_epsilon(lambda d: add_laplace(d, 1.0, k=-20)[()], 0.0, 1.0, n_trials=400)
+    >>> res = audit_epsilon(lambda d: add_laplace(d, 1.0, k=-20)[()], 0.0, 1.0, n_trials=400, alpha=1e-4)
     >>> res.epsilon_lower <= 1.0
     True
     """

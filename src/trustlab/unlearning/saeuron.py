@@ -40,7 +40,7 @@ import torch
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from trustlab._param_validation import Interval, ParamsValidationMixin
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ParameterError
 from trustlab.explain.sae import SparseAutoencoder
@@ -88,6 +88,12 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         ``gamma``, negative (the paper's -1 for styles; objects are swept over -1 .. -30).
     preserve_error : bool, default=True
         Add the SAE's reconstruction error back (the authors' default).
+    score_against : {"all", "retained"}, default="all"
+        Which generations form ``D_not_c`` when several concepts are removed at once: all
+        other concepts (the paper's score, the authors' code), or only the concepts kept
+        (the co-removed ones left out, so features the removed concepts share are not
+        penalised and features a kept concept uses are; see docs/unlearning/saeuron.md).
+        One concept: the same.
     max_sae_rows : int, default=200000
         At most this many patches (drawn without replacement) train the SAE.
     random_state : int, numpy Generator or None, default=0
@@ -138,6 +144,7 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         "percentile": [Interval(numbers.Real, 0, 100, closed="left")],
         "multiplier": [Interval(numbers.Real, None, None, closed="neither")],
         "preserve_error": ["boolean"],
+        "score_against": [Options({"all", "retained"})],
         "max_sae_rows": [Interval(numbers.Integral, 2, None, closed="left")],
         "random_state": ["random_state"],
     }
@@ -156,6 +163,7 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         percentile: float = 99.99,
         multiplier: float = -1.0,
         preserve_error: bool = True,
+        score_against: str = "all",
         max_sae_rows: int = 200_000,
         random_state: Any = 0,
     ) -> None:
@@ -170,6 +178,7 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         self.percentile = percentile
         self.multiplier = multiplier
         self.preserve_error = preserve_error
+        self.score_against = score_against
         self.max_sae_rows = max_sae_rows
         self.random_state = random_state
 
@@ -322,7 +331,21 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         check_is_fitted(self, "concept_means_")
         n_steps = len(self.timesteps_)
         scale: list[dict[int, float]] = [{} for _ in range(n_steps)]
-        for concept in self._concepts(unlearn):
+        if self.score_against not in ("all", "retained"):
+            raise ParameterError(
+                f"score_against must be 'all' or 'retained'; got {self.score_against!r}.",
+                argument="score_against",
+            )
+        removed = self._concepts(unlearn)
+        weights = self.counts_.astype(np.float64)
+        if self.score_against == "retained" and len(removed) > 1:
+            weights[[self._index(r) for r in removed]] = 0.0
+            if weights.sum() <= 0:
+                raise ParameterError(
+                    "unlearn must keep at least one fitted concept with score_against='retained'.",
+                    argument="unlearn",
+                )
+        for concept in removed:
             c = self._index(concept)
             pct, gamma = self.concept_params_.get(concept, (self.percentile, self.multiplier))
             pct = pct if percentile is None else percentile
@@ -335,7 +358,10 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
                 raise ParameterError(
                     f"multiplier must be a finite number; got {gamma!r}.", argument="multiplier"
                 )
-            for s, feats in enumerate(select_features(self.feature_scores(concept), pct)):
+            w = weights.copy()
+            w[c] = 1.0  # feature_scores ignores the target's own weight
+            scores = feature_scores(self.concept_means_, c, counts=w)
+            for s, feats in enumerate(select_features(scores, pct)):
                 for i in feats:  # a feature two concepts select keeps the stronger scaling
                     v = float(gamma) * float(self.concept_means_[c, s, i])
                     if abs(v) >= abs(scale[s].get(int(i), 0.0)):

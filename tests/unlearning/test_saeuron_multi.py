@@ -1,0 +1,220 @@
+"""SAeUron (row 003-06), second part: several concepts at once, why digits resist, the
+mean-difference baseline and ``trustlab unlearn saeuron``.
+
+All on the shipped fit (:func:`digits_saeuron`); generations are judged by a logistic
+regression on scikit-learn's digits, as in test_saeuron.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from trustlab.cli import app  # noqa: E402
+from trustlab.errors import TrustlabError  # noqa: E402
+from trustlab.unlearning.saeuron import digits_saeuron, feature_scores, select_features  # noqa: E402
+from trustlab.unlearning.saeuron_eval import (  # noqa: E402
+    mean_difference_ablation,
+    mean_difference_directions,
+    unlearning_rates,
+)
+
+EVENS, ODDS = [0, 2, 4, 6, 8], [1, 3, 5, 7, 9]
+
+
+@pytest.fixture(scope="module")
+def su():
+    return digits_saeuron()
+
+
+@pytest.fixture(scope="module")
+def judge():
+    from threadpoolctl import threadpool_limits
+
+    d = load_digits()
+    with threadpool_limits(1):  # BLAS threads only cost on 1,797 x 64
+        return LogisticRegression(max_iter=500).fit(d.data / 16.0, d.target)
+
+
+def _noise(n_per_digit: int, seed: int = 1):
+    y = np.repeat(np.arange(10), n_per_digit)
+    return np.random.default_rng(seed).standard_normal((len(y), 1, 8, 8)), y
+
+
+def _rates(su, judge, X, y, unlearn, **kw):
+    img = su.generate(X, y, unlearn=unlearn, **kw)
+    return unlearning_rates(y, judge.predict(img.reshape(len(y), -1)), unlearn)
+
+
+def test_unlearning_rates_by_hand() -> None:
+    r = unlearning_rates([3, 3, 1, 1, 5, 5], [3, 8, 1, 7, 5, 5], [3, 5])
+    assert (r.removed_rate, r.retained_accuracy) == (0.75, 0.5)
+    assert r.per_concept == {1: 0.5, 3: 0.5, 5: 1.0} and (r.n_removed, r.n_retained) == (4, 2)
+    with pytest.raises(TrustlabError, match="predicted"):
+        unlearning_rates([1, 2], [1], [1])
+    with pytest.raises(TrustlabError, match="y"):
+        unlearning_rates([1, 1], [1, 1], [1])
+
+
+def test_score_against_retained_leaves_the_co_removed_concepts_out(su) -> None:
+    """One concept: the same features; several: each concept is scored against the kept ones only."""
+    retained = digits_saeuron().set_params(score_against="retained")
+    for s_all, s_ret in zip(su.selected_features(3), retained.selected_features(3), strict=True):
+        np.testing.assert_array_equal(s_all, s_ret)
+
+    def without(c, other):  # the counts with the co-removed concept left out
+        w = su.counts_.astype(float)
+        w[other] = 0.0
+        return select_features(feature_scores(su.concept_means_, c, counts=w), 90.0)
+
+    want = [np.union1d(a, b) for a, b in zip(without(1, 3), without(3, 1), strict=True)]
+    got = retained.selected_features([1, 3], percentile=90.0)
+    for g, wnt in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, wnt)
+    assert any(
+        len(np.setdiff1d(g, a))
+        for g, a in zip(got, su.selected_features([1, 3], percentile=90.0), strict=True)
+    )
+    with pytest.raises(TrustlabError, match="unlearn"):
+        retained.selected_features(list(range(10)))
+    with pytest.raises(TrustlabError, match="score_against"):
+        digits_saeuron().set_params(score_against="mine").selected_features(3)
+
+
+def test_mean_difference_ablation_at_zero_changes_nothing(su) -> None:
+    X, y = _noise(2, seed=5)
+    dirs = mean_difference_directions(su, X, y, [1, 3], per_concept=True)
+    assert len(dirs) == len(su.timesteps_) and dirs[0][0].shape == (2, 32)
+    np.testing.assert_allclose(np.linalg.norm(dirs[0][0], axis=1), 1.0, atol=1e-9)
+    base = su.generate(X, y)
+    with mean_difference_ablation(su, dirs, 0.0):
+        same = su.generate(X, y)
+    with mean_difference_ablation(su, dirs, 8.0):
+        moved = su.generate(X, y)
+    np.testing.assert_allclose(same, base, atol=1e-5)
+    assert np.abs(moved - base).max() > 0.05
+    with pytest.raises(TrustlabError, match="alpha"):
+        with mean_difference_ablation(su, dirs, -1.0):
+            pass
+    with pytest.raises(TrustlabError, match="directions"):
+        with mean_difference_ablation(su, dirs[:3], 1.0):
+            pass
+    with pytest.raises(TrustlabError, match="y"):
+        mean_difference_directions(su, X, np.full(len(y), 3), [3])
+
+
+def test_cli_removes_digits_and_writes_images(tmp_path) -> None:
+    out = tmp_path / "edited.npz"
+    res = CliRunner().invoke(
+        app, ["unlearn", "saeuron", "--remove", "3", "--per-digit", "1", "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("removed 3: generated 1.00 -> ")
+    with np.load(out) as f:
+        assert f["images"].shape == (10, 1, 8, 8) and f["removed"].tolist() == [3]
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (["--remove", "3,12"], "--remove"),
+        (["--remove", "x"], "--remove"),
+        (["--remove", "3", "--per-digit", "0"], "--per-digit"),
+        (["--remove", "3", "--per-digit", "1", "--percentile", "100"], "--percentile"),
+        (["--remove", "3", "--per-digit", "1", "--multiplier", "nan"], "--multiplier"),
+        (["--remove", "3", "--per-digit", "1", "--score-against", "some"], "--score-against"),
+        (["--remove", "3", "--out", "/no/such/dir/x.npz"], "--out"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(args, flag) -> None:
+    res = CliRunner().invoke(app, ["unlearn", "saeuron", *args])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error ({flag})")
+
+
+@pytest.mark.slow  # 20 prompts per digit, 5 generation passes: ~8 s of CPU
+@pytest.mark.claims
+def test_claim_five_digits_at_once_keep_the_others(su, judge) -> None:
+    """Paper: one SAE removes several concepts at once. The per-digit parameters of the single-digit
+    sweep (percentile 90-99, multipliers down to -30) united over five digits scale ~92 of the 512
+    features per step, which carry 63-93% of the kept digits' activation mass: the kept digits
+    break (measured accuracy 0.59 / 0.57). One shared point, as the authors remove several styles
+    (percentile 99, multiplier -20, picked on the validation noise), with each digit scored
+    against the kept digits only, keeps them (measured 0.90 / 0.99) while the removed digits'
+    rate falls from 1.0 to 0.41 / 0.50. 100 prompts on each side: a binomial standard error of at
+    most 0.05; the bounds sit two to three of them from the measured values."""
+    X, y = _noise(20)
+    ret = digits_saeuron().set_params(score_against="retained")
+    for five in (EVENS, ODDS):
+        tuned = _rates(su, judge, X, y, five)
+        shared = _rates(ret, judge, X, y, five, percentile=99.0, multiplier=-20.0)
+        assert tuned.retained_accuracy <= 0.72
+        assert shared.retained_accuracy >= 0.82
+        assert shared.removed_rate <= 0.62
+    one = _rates(ret, judge, X, y, [3], percentile=99.0, multiplier=-30.0)
+    assert one.removed_rate <= 0.7 and one.retained_accuracy >= 0.95
+
+
+@pytest.mark.slow  # six generation passes at 20 prompts per digit: ~7 s of CPU
+def test_digit_four_has_a_route_around_the_hooked_block(su, judge) -> None:
+    """Why digits 4 and 7 resist: even the ideal erasure at ``down2`` (its output replaced by what it
+    is under the null prompt) leaves 4 drawn 0.9 of the time and 7 0.8 (3, 5, 8, 9: 0.5-0.6),
+    because the class embedding enters again in ``mid`` after the hook; nulling ``mid`` too
+    leaves every digit at <= 0.25. 20 prompts per digit (standard error <= 0.11)."""
+    net = su.model
+    state: dict = {"busy": False}
+
+    def pre(mod, args, kwargs):
+        state["x"], state["t"] = args[0], torch.as_tensor(args[1])
+
+    def null_temb():
+        t = state["t"].expand(state["x"].shape[0]) if state["t"].ndim == 0 else state["t"]
+        return net._embed(t) + net.class_embedding(torch.full((len(t),), net.n_classes, dtype=torch.long))
+
+    def null_down2(mod, args, out):
+        tn = null_temb()
+        return net.down2(net.downsample(net.down1(net.inp(state["x"]), tn)), tn)
+
+    def null_mid(mod, args, out):
+        if state["busy"]:
+            return out
+        state["busy"] = True
+        try:
+            return mod(args[0], null_temb())
+        finally:
+            state["busy"] = False
+
+    X, y = _noise(20)
+
+    def rates(hooks):
+        hs = [net.register_forward_pre_hook(pre, with_kwargs=True)]
+        hs += [getattr(net, n).register_forward_hook(f) for n, f in hooks]
+        try:
+            state["busy"] = False
+            pred = judge.predict(su.generate(X, y).reshape(len(y), -1))
+        finally:
+            for h in hs:
+                h.remove()
+        return np.array([np.mean(pred[y == c] == c) for c in range(10)])
+
+    def guarded_down2(mod, args, out):
+        if state["busy"]:
+            return out
+        state["busy"] = True
+        try:
+            return null_down2(mod, args, out)
+        finally:
+            state["busy"] = False
+
+    at_down2 = rates([("down2", guarded_down2)])
+    assert at_down2[4] >= 0.7 and at_down2[7] >= 0.6
+    assert min(at_down2[[3, 5, 8, 9]]) <= 0.75
+    both = rates([("down2", guarded_down2), ("mid", null_mid)])
+    assert both.max() <= 0.45
