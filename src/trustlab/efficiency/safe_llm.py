@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, Options, validate_params
-from trustlab.errors import DataError, ModelError
+from trustlab._validation import check_token_ids
+from trustlab.errors import DataError
 from trustlab.vision.classifiers import require_torch
 
 __all__ = ["LLM_PRUNING_METHODS", "decoder_layers", "lm_perplexity", "prune_causal_lm"]
@@ -52,12 +53,12 @@ def decoder_layers(model: Any) -> Any:
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A causal language model whose blocks sit in a ``torch.nn.ModuleList`` at
-        ``model.model.layers``, ``model.transformer.h`` or ``model.gpt_neox.layers``.
+        A decoder-only causal language model (GPT-2, Llama, Mistral, Qwen2 ...): its blocks are
+        found as the lab's hooks find them (:func:`trustlab.lm.hooks.hook_points`).
 
     Returns
     -------
-    torch.nn.ModuleList
+    list of torch.nn.Module
 
     Examples
     --------
@@ -66,34 +67,23 @@ def decoder_layers(model: Any) -> Any:
     >>> len(decoder_layers(build_model(cfg)))
     2
     """
-    torch = require_torch()
-    if not isinstance(model, torch.nn.Module):
-        raise ModelError(f"model must be a torch.nn.Module, got {type(model).__name__}.", argument="model")
-    for path in ("model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers"):
-        obj: Any = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-        if isinstance(obj, torch.nn.ModuleList) and len(obj) > 0:
-            return obj
-    raise ModelError(
-        "model has no transformer blocks at model.layers (Llama-family), transformer.h or "
-        "gpt_neox.layers: give a Hugging Face causal language model.",
-        argument="model",
-    )
+    from trustlab.lm.hooks import _layout  # the lab's block finder (imports torch)
+
+    return _layout(model).layers
 
 
-def _tokens(calibration: Any, name: str) -> Any:
+def _tokens(value: Any, name: str, model: Any) -> Any:
+    """``value`` (ids, a tensor or a ``TokenData``) as long ids checked against ``model``'s vocabulary."""
     torch = require_torch()
-    arr = getattr(calibration, "tokens", calibration)
+    arr = getattr(value, "tokens", value)
     arr = arr.detach().cpu().numpy() if isinstance(arr, torch.Tensor) else np.asarray(arr)
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
+    if arr.ndim != 2 or arr.shape[1] < 2:
         raise DataError(
             f"{name} must be token ids of shape (n_sequences >= 1, length >= 2), got shape {arr.shape}.",
             argument=name,
         )
-    if not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0:
-        raise DataError(f"{name} must hold non-negative integer token ids.", argument=name)
-    return torch.as_tensor(arr, dtype=torch.long)
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    return torch.as_tensor(check_token_ids(arr, name, vocab=None if vocab is None else int(vocab)))
 
 
 def _linears(block: Any) -> list[Any]:
@@ -337,13 +327,7 @@ def prune_causal_lm(
     params = {"n_steps": int(n_steps), "lr": float(lr), "rho": float(rho), "lam": float(lam)}
     params |= {"interval": int(interval), "batch_size": int(batch_size)}
     seed = int(random_state)
-    tokens = _tokens(calibration, "calibration")
-    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
-    if vocab is not None and int(tokens.max()) >= int(vocab):
-        raise DataError(
-            f"calibration holds token ids >= the model's vocab_size {vocab}: encode with its tokenizer.",
-            argument="calibration",
-        )
+    tokens = _tokens(calibration, "calibration", model)
     pruned = copy.deepcopy(model).eval()
     layers = decoder_layers(pruned)
     gen = torch.Generator().manual_seed(seed)
@@ -399,7 +383,7 @@ def lm_perplexity(model: Any, tokens: Any, *, batch_size: int = 32) -> float:
     """
     torch = require_torch()
     decoder_layers(model)
-    ids = _tokens(tokens, "tokens")
+    ids = _tokens(tokens, "tokens", model)
     batch = int(batch_size)
     total, count = 0.0, 0
     was_training = model.training
