@@ -209,6 +209,34 @@ def small_frame():
     )
 
 
+_DECIMAL = r"-?\d+\.\d+(?:e[-+]?\d+)?"
+
+
+@pytest.fixture()
+def docs_printout(capsys):
+    """Runs a docs page's first ```python block; it must print the ```text block after "prints".
+
+    Words, integers and layout must match exactly; decimal numbers may differ by ``atol``. An
+    example that trains a model prints figures that move between CPUs in their last digit (the
+    Sum-of-Parts page's SOP accuracy read 0.74 on an Intel host and 0.76 on an AMD EPYC one), so a
+    page that trains passes the tolerance it can stand; one that only computes passes 0.
+    """
+    import re
+
+    def run(page, atol=0.0):
+        text = page.read_text()
+        blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+        expected = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
+        assert blocks and expected, f"{page.name} needs a python block and a 'prints' text block"
+        exec(compile(blocks[0], str(page), "exec"), {"__name__": "docs_example"})
+        out, want = capsys.readouterr().out.strip(), expected[0].strip()
+        assert re.sub(_DECIMAL, "#", out) == re.sub(_DECIMAL, "#", want), out
+        got, ref = (np.array(re.findall(_DECIMAL, t), dtype=float) for t in (out, want))
+        assert np.all(np.abs(got - ref) <= atol), out
+
+    return run
+
+
 @pytest.fixture()
 def run_docs_example(capsys):
     """Runs a docs page's ```python blocks in order, in one namespace; the example must print."""

@@ -3,7 +3,6 @@ bad input, the docs page's example. Claims are in test_sae_claims.py."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -165,9 +164,5 @@ def test_collect_activations_bad_input(tiny_lm) -> None:
         collect_activations("not a model", [[1]], "x")
 
 
-def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    text = PAGE.read_text()
-    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
-    exec(compile(block, str(PAGE), "exec"), {"__name__": "docs_example"})
-    (expected,) = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
-    assert capsys.readouterr().out.strip() == expected.strip()
+def test_docs_example_runs(docs_printout) -> None:
+    docs_printout(PAGE)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -142,12 +141,8 @@ def test_loss_recovered_is_one_for_a_perfect_reconstruction() -> None:
         loss_recovered(model, ids[:, :1], "blocks.0.resid_post", perfect)
 
 
-def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    text = PAGE.read_text()
-    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
-    exec(compile(block, str(PAGE), "exec"), {"__name__": "docs_example"})
-    (expected,) = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
-    assert capsys.readouterr().out.strip() == expected.strip()
+def test_docs_example_runs(docs_printout) -> None:
+    docs_printout(PAGE)
 
 
 def test_tpp_high_for_disentangled_latents_and_low_for_mixed_ones() -> None:

@@ -3,7 +3,6 @@ scores, the faithfulness metrics, bad input, the paper's claims at small scale, 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -290,11 +289,7 @@ def test_claim_on_digits_at_the_papers_epochs_with_a_cnn_backbone() -> None:
 
 
 # ---------------------------------------------------------------- docs
-def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    text = PAGE.read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    expected = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
-    assert blocks and expected
+def test_docs_example_runs(docs_printout) -> None:
+    # The example trains SOP for an epoch: its printed accuracy and AUCs move by ~0.02 between CPUs.
     with one_thread():
-        exec(compile(blocks[0], str(PAGE), "exec"), {"__name__": "docs_example"})
-    assert capsys.readouterr().out == expected[0]
+        docs_printout(PAGE, atol=0.05)

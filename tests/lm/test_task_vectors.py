@@ -104,10 +104,12 @@ def test_bad_input(micro):
 
 @pytest.mark.claims
 def test_claim_task_encoding_and_icl_accuracy_rise_together():
-    # 3 blocks x width 24, 200 steps (about 6 s of CPU): the fast profile's formation run.
+    # 3 blocks x width 24, 300 steps (about 3 s of CPU): the fast profile's formation run. At 200
+    # steps the TD gain (0.08-0.14 over seeds 0-2 on an AMD EPYC host) straddled its 3-SE bar
+    # (0.106) and seed 0 failed there while passing on Intel; at 300 steps it is 0.18.
     cfg = ModelConfig("llama", vocab_size=8, d_model=24, n_layers=3, n_heads=2)
-    tcfg = TrainConfig(steps=200, batch_size=32, lr=2e-2, warmup=10)
-    res = task_vector_formation(4, 8, 6, checkpoints=[50, 200], model_config=cfg, train_config=tcfg)
+    tcfg = TrainConfig(steps=300, batch_size=32, lr=2e-2, warmup=10)
+    res = task_vector_formation(4, 8, 6, checkpoints=[50, 300], model_config=cfg, train_config=tcfg)
     se = np.sqrt(0.25 / (4 * res.n_per_task))  # largest binomial SE of a share over 400 prompts
     assert res.td[1] > res.chance_td + 3 * se, res
     assert res.td[1] - res.td[0] > 3 * np.sqrt(2) * se, res

