@@ -220,11 +220,10 @@ def test_sparsity_outside_the_open_unit_interval_is_refused(tiny, s):
         prune_causal_lm(tiny[0], tiny[1], sparsity=s)
 
 
-@pytest.mark.slow  # trains a 2-block Llama on English for 300 steps (~1.5 min), then SAFE+ over 2 blocks
-@pytest.mark.claims
-def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity():
-    """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches a
-    held-out perplexity at or below Wanda's and below magnitude pruning's (docs/efficiency/safe.md)."""
+@pytest.fixture(scope="module")
+def english_llama():
+    """A Llama of 2 blocks of width 64 trained for 300 steps on 3/4 of the pydoc topics (~1.5 min),
+    128 calibration sequences of 64 tokens from its training blocks, 200 held-out blocks."""
     from trustlab.lm import encode_texts, english_corpus, train_tokenizer
     from trustlab.lm.training import TrainConfig, train_model
 
@@ -235,12 +234,51 @@ def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity():
     model = build_model(
         ModelConfig("llama", vocab_size=len(tok), d_model=64, n_layers=2, n_heads=4, max_len=64)
     )
-    train_model(model, train, TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20))
+    with one_thread():
+        train_model(model, train, TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20))
     model.eval()
     calib = train.tokens[np.random.default_rng(0).choice(len(train.tokens), 128, replace=False)]
+    return model, calib, held
+
+
+def _perplexities(english_llama, pattern):
+    model, calib, held = english_llama
     ppl = {"dense": lm_perplexity(model, held)}
-    for method in ("magnitude", "wanda", "safe_plus"):
-        ppl[method] = lm_perplexity(prune_causal_lm(model, calib, method=method, random_state=0), held)
-    # measured (seed 0): dense 17.7, magnitude 20.2, Wanda 20.8, SAFE+ 19.6
+    for method in ("magnitude", "wanda", "sparsegpt", "safe_plus"):
+        pruned = prune_causal_lm(model, calib, method=method, pattern=pattern, random_state=0)
+        ppl[method] = lm_perplexity(pruned, held)
+    return ppl
+
+
+@pytest.mark.slow  # the trained Llama (~1.5 min), then SAFE+ over 2 blocks (~15 s)
+@pytest.mark.claims
+def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity(english_llama):
+    """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches a
+    held-out perplexity at or below Wanda's and below magnitude pruning's; SparseGPT's OBS
+    reconstruction is below both one-shot masks too (docs/efficiency/safe.md). The paper's SAFE+
+    below SparseGPT is not reproduced here (19.62 vs 19.45), so it is not asserted."""
+    ppl = _perplexities(english_llama, "unstructured")
+    # measured (seed 0): dense 17.73, magnitude 20.22, Wanda 20.76, SparseGPT 19.45, SAFE+ 19.62
     assert ppl["safe_plus"] <= ppl["wanda"], ppl
     assert ppl["safe_plus"] < ppl["magnitude"] - 0.15 * (ppl["magnitude"] - ppl["dense"]), ppl
+    assert ppl["sparsegpt"] < min(ppl["wanda"], ppl["magnitude"]) - 0.15 * (
+        ppl["magnitude"] - ppl["dense"]
+    ), ppl
+
+
+@pytest.mark.slow  # the trained Llama (shared with the claim above), then SAFE+ 2:4 over 2 blocks
+@pytest.mark.claims
+def test_two_four_sparsity_reconstruction_beats_one_shot_masks(english_llama):
+    """The paper's 2:4 rows in miniature: under 2:4 (2 of every 4 consecutive inputs kept), the
+    reconstructing methods (SAFE+, SparseGPT) lose much less perplexity than Wanda and magnitude,
+    and 2:4 costs more than 50 % unstructured (by > 1 here: 2.1-4.3 measured)."""
+    ppl = _perplexities(english_llama, "2:4")
+    # measured (seed 0): dense 17.73, magnitude 24.52, Wanda 24.24, SparseGPT 21.58, SAFE+ 21.73
+    # (unstructured: 20.22, 20.76, 19.45, 19.62); SAFE+ is not below SparseGPT here either
+    one_shot = min(ppl["wanda"], ppl["magnitude"])
+    for method in ("safe_plus", "sparsegpt"):
+        assert ppl[method] < one_shot - 0.3 * (one_shot - ppl["dense"]), ppl
+    model, calib, held = english_llama
+    for method in ("magnitude", "wanda", "sparsegpt"):  # one-shot: cheap to rerun unstructured
+        unstructured = lm_perplexity(prune_causal_lm(model, calib, method=method), held)
+        assert ppl[method] > unstructured + 1.0, (method, unstructured, ppl)
