@@ -282,3 +282,16 @@ def test_two_four_sparsity_reconstruction_beats_one_shot_masks(english_llama):
     for method in ("magnitude", "wanda", "sparsegpt"):  # one-shot: cheap to rerun unstructured
         unstructured = lm_perplexity(prune_causal_lm(model, calib, method=method), held)
         assert ppl[method] > unstructured + 1.0, (method, unstructured, ppl)
+
+
+@pytest.mark.slow  # the trained Llama (shared), then SAFE+ with 300 x-steps per block, 50 % and 2:4 (~1 min)
+@pytest.mark.claims
+def test_safe_plus_beats_sparsegpt_given_300_x_steps(english_llama):
+    """The paper's headline LLM result (SAFE+ below SparseGPT at 50 % and 2:4) holds here once each
+    block gets 300 x-steps instead of the default 100 (at 100 it does not: claims above)."""
+    model, calib, held = english_llama
+    for pattern in ("unstructured", "2:4"):
+        sparsegpt = lm_perplexity(prune_causal_lm(model, calib, method="sparsegpt", pattern=pattern), held)
+        safe_plus = lm_perplexity(prune_causal_lm(model, calib, pattern=pattern, n_steps=300), held)
+        # measured (seed 0): 50 % 19.23 vs 19.45; 2:4 20.79 vs 21.58 (dense 17.73)
+        assert safe_plus < sparsegpt - 0.1, (pattern, safe_plus, sparsegpt)
