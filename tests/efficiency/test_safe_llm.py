@@ -284,7 +284,7 @@ def test_two_four_sparsity_reconstruction_beats_one_shot_masks(english_llama):
         assert ppl[method] > unstructured + 1.0, (method, unstructured, ppl)
 
 
-@pytest.mark.slow  # the trained Llama (shared), then SAFE+ with 300 x-steps per block, 50 % and 2:4 (~1 min)
+@pytest.mark.slow  # the trained Llama (shared), then SAFE+ with 300 x-steps (1-2.5 min)
 @pytest.mark.claims
 def test_safe_plus_beats_sparsegpt_given_300_x_steps(english_llama):
     """The paper's headline LLM result (SAFE+ below SparseGPT at 50 % and 2:4) holds here once each
