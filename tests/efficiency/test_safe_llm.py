@@ -1,4 +1,4 @@
-"""SAFE/SAFE+ as block-wise post-training pruning of a causal LM, beside Wanda and magnitude (ICML 2025)."""
+"""Block-wise post-training pruning of a causal LM: SAFE/SAFE+ (ICML 2025), SparseGPT, Wanda, magnitude."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from trustlab.efficiency.safe_llm import decoder_layers, lm_perplexity, prune_causal_lm  # noqa: E402
+from trustlab.efficiency._sparsegpt import sparsegpt_prune  # noqa: E402
+from trustlab.efficiency.safe_llm import _project, decoder_layers, lm_perplexity, prune_causal_lm  # noqa: E402
 from trustlab.errors import DataError, ModelError, ParameterError  # noqa: E402
 from trustlab.lm import ModelConfig, build_model  # noqa: E402
 from trustlab.vision.classifiers import one_thread  # noqa: E402
@@ -45,7 +46,7 @@ def _block_linears(model):
     return [m for b in decoder_layers(model) for m in b.modules() if isinstance(m, torch.nn.Linear)]
 
 
-@pytest.mark.parametrize("method", ["magnitude", "wanda", "safe", "safe_plus"])
+@pytest.mark.parametrize("method", ["magnitude", "wanda", "sparsegpt", "safe", "safe_plus"])
 def test_every_block_linear_is_pruned_to_the_sparsity_and_the_rest_stays(tiny, method):
     model, calib = tiny
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -61,6 +62,69 @@ def test_every_block_linear_is_pruned_to_the_sparsity_and_the_rest_stays(tiny, m
     for name, p in pruned.named_parameters():
         if "embed" in name or "lm_head" in name or "norm" in name:
             assert torch.equal(p, dense[name])
+
+
+@pytest.mark.parametrize("method", ["magnitude", "wanda", "sparsegpt", "safe", "safe_plus"])
+@pytest.mark.parametrize("pattern", ["2:4", "1:4"])
+def test_n_m_pattern_keeps_exactly_n_of_every_m_consecutive_inputs(tiny, method, pattern):
+    model, calib = tiny
+    n, m = (int(v) for v in pattern.split(":"))
+    pruned = prune_causal_lm(
+        model, calib, method=method, sparsity=1 - n / m, pattern=pattern, n_steps=2, interval=1, batch_size=8
+    )
+    for lin in _block_linears(pruned):
+        kept = (lin.weight != 0).reshape(lin.weight.shape[0], -1, m).sum(-1)
+        assert torch.all(kept == n), (lin, kept.unique())
+
+
+def _correlated_layer(seed):
+    """A random Linear weight (16 x 64) and 256 inputs sharing an 8-dim factor, with per-feature scales."""
+    g = torch.Generator().manual_seed(seed)
+    f = torch.randn(256, 8, generator=g) @ torch.randn(8, 64, generator=g)
+    x = (f + 0.5 * torch.randn(256, 64, generator=g)) * torch.exp(0.5 * torch.randn(64, generator=g))
+    return torch.randn(16, 64, generator=g), x
+
+
+@pytest.mark.parametrize("nm", [None, (2, 4)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sparsegpt_reconstructs_a_layer_better_than_magnitude_and_wanda(seed, nm):
+    """SparseGPT's OBS updates: relative ||W X - W' X||^2 below a half of Wanda's and magnitude's at 50 %."""
+    w, x = _correlated_layer(seed)
+
+    def err(wp):
+        return float(((x @ (w - wp).T) ** 2).sum() / ((x @ w.T) ** 2).sum())
+
+    sg = sparsegpt_prune(w, x.double().T @ x.double(), x.shape[0], 0.5, nm)
+    assert float((sg == 0).float().mean()) == 0.5
+    magnitude = _project(w, None, 0.5, False, nm)
+    wanda = _project(w, (x**2).sum(0).reshape(1, -1).expand_as(w), 0.5, True, nm)
+    # measured (seeds 0/1): unstructured 0.008/0.005 vs Wanda 0.052/0.038, magnitude 0.075/0.073;
+    # 2:4 0.012/0.012 vs 0.097/0.070 and 0.117/0.130
+    assert err(sg) < 0.5 * min(err(wanda), err(magnitude)), (err(sg), err(wanda), err(magnitude))
+
+
+def test_sparsegpt_is_the_obs_least_squares_fix_when_one_weight_goes():
+    """One row, one pruned weight (the first column): the kept weights are the damped least-squares
+    optimum ``w_F + w_0 H_FF^-1 H_F0``; with white inputs (``H`` a multiple of ``I``) SparseGPT is
+    magnitude pruning with no update."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 8, generator=g, dtype=torch.float64) @ torch.randn(
+        8, 8, generator=g, dtype=torch.float64
+    )
+    w = torch.tensor([[0.01, 1.0, -2.0, 1.5, 0.7, -0.9, 1.2, 2.2]], dtype=torch.float64)
+    gram = x.T @ x
+    got = sparsegpt_prune(w, gram, 200, 1 / 8)
+    h = 2 * gram / 200
+    h = h + 0.01 * torch.diagonal(h).mean() * torch.eye(8, dtype=torch.float64)
+    want = w[0, 1:] + w[0, 0] * torch.linalg.solve(h[1:, 1:], h[1:, 0])
+    assert got[0, 0] == 0
+    assert torch.allclose(got[0, 1:], want, atol=1e-10)
+    q, _ = torch.linalg.qr(torch.randn(64, 32, generator=g, dtype=torch.float64))
+    wide = torch.randn(4, 32, generator=g, dtype=torch.float64)
+    white = sparsegpt_prune(wide, q.T @ q, 64, 0.5)
+    magnitude = _project(wide, None, 0.5, False)
+    assert torch.equal(white != 0, magnitude != 0)
+    assert torch.allclose(white, magnitude, atol=1e-12)
 
 
 def test_wanda_keeps_the_largest_weight_times_input_norm_per_row(tiny):
@@ -133,7 +197,18 @@ def test_bad_input_names_the_argument(tiny):
     with pytest.raises(DataError, match="tokens"):
         lm_perplexity(model, [])
     with pytest.raises(ParameterError, match="method"):
-        prune_causal_lm(model, calib, method="sparsegpt")
+        prune_causal_lm(model, calib, method="obs")
+    for bad in ("2-4", "4:2", "0:4", "2:2", "a:b", "2:4:8", ""):
+        with pytest.raises(ParameterError, match="pattern"):
+            prune_causal_lm(model, calib, pattern=bad)
+    with pytest.raises(ParameterError, match="pattern"):
+        prune_causal_lm(model, calib, pattern=(2, 4))
+    with pytest.raises(ParameterError, match=r"sparsity=0\.75"):  # 1:4 prunes 3/4, not 0.6
+        prune_causal_lm(model, calib, method="sparsegpt", sparsity=0.6, pattern="1:4")
+    with pytest.raises(ParameterError, match="pattern"):  # the widths are 16 and 64
+        prune_causal_lm(model, calib, method="wanda", sparsity=0.8, pattern="4:20")
+    with pytest.raises(ParameterError, match="damp"):
+        prune_causal_lm(model, calib, method="sparsegpt", damp=0.0)
 
 
 @settings(max_examples=15, deadline=None)
@@ -145,11 +220,10 @@ def test_sparsity_outside_the_open_unit_interval_is_refused(tiny, s):
         prune_causal_lm(tiny[0], tiny[1], sparsity=s)
 
 
-@pytest.mark.slow  # trains a 2-block Llama on English for 300 steps (~1.5 min), then SAFE+ over 2 blocks
-@pytest.mark.claims
-def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity():
-    """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches a
-    held-out perplexity at or below Wanda's and below magnitude pruning's (docs/efficiency/safe.md)."""
+@pytest.fixture(scope="module")
+def english_llama():
+    """A Llama of 2 blocks of width 64 trained for 300 steps on 3/4 of the pydoc topics (~1.5 min),
+    128 calibration sequences of 64 tokens from its training blocks, 200 held-out blocks."""
     from trustlab.lm import encode_texts, english_corpus, train_tokenizer
     from trustlab.lm.training import TrainConfig, train_model
 
@@ -160,12 +234,64 @@ def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity():
     model = build_model(
         ModelConfig("llama", vocab_size=len(tok), d_model=64, n_layers=2, n_heads=4, max_len=64)
     )
-    train_model(model, train, TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20))
+    with one_thread():
+        train_model(model, train, TrainConfig(steps=300, batch_size=32, lr=3e-3, warmup=20))
     model.eval()
     calib = train.tokens[np.random.default_rng(0).choice(len(train.tokens), 128, replace=False)]
+    return model, calib, held
+
+
+def _perplexities(english_llama, pattern):
+    model, calib, held = english_llama
     ppl = {"dense": lm_perplexity(model, held)}
-    for method in ("magnitude", "wanda", "safe_plus"):
-        ppl[method] = lm_perplexity(prune_causal_lm(model, calib, method=method, random_state=0), held)
-    # measured (seed 0): dense 17.7, magnitude 20.2, Wanda 20.8, SAFE+ 19.6
+    for method in ("magnitude", "wanda", "sparsegpt", "safe_plus"):
+        pruned = prune_causal_lm(model, calib, method=method, pattern=pattern, random_state=0)
+        ppl[method] = lm_perplexity(pruned, held)
+    return ppl
+
+
+@pytest.mark.slow  # the trained Llama (~1.5 min), then SAFE+ over 2 blocks (~15 s)
+@pytest.mark.claims
+def test_safe_plus_beats_wanda_and_magnitude_on_held_out_perplexity(english_llama):
+    """The paper's Table 1 in miniature: at 50 % unstructured sparsity, block-wise SAFE+ reaches a
+    held-out perplexity at or below Wanda's and below magnitude pruning's; SparseGPT's OBS
+    reconstruction is below both one-shot masks too (docs/efficiency/safe.md). The paper's SAFE+
+    below SparseGPT is not reproduced here (19.62 vs 19.45), so it is not asserted."""
+    ppl = _perplexities(english_llama, "unstructured")
+    # measured (seed 0): dense 17.73, magnitude 20.22, Wanda 20.76, SparseGPT 19.45, SAFE+ 19.62
     assert ppl["safe_plus"] <= ppl["wanda"], ppl
     assert ppl["safe_plus"] < ppl["magnitude"] - 0.15 * (ppl["magnitude"] - ppl["dense"]), ppl
+    assert ppl["sparsegpt"] < min(ppl["wanda"], ppl["magnitude"]) - 0.15 * (
+        ppl["magnitude"] - ppl["dense"]
+    ), ppl
+
+
+@pytest.mark.slow  # the trained Llama (shared with the claim above), then SAFE+ 2:4 over 2 blocks
+@pytest.mark.claims
+def test_two_four_sparsity_reconstruction_beats_one_shot_masks(english_llama):
+    """The paper's 2:4 rows in miniature: under 2:4 (2 of every 4 consecutive inputs kept), the
+    reconstructing methods (SAFE+, SparseGPT) lose much less perplexity than Wanda and magnitude,
+    and 2:4 costs more than 50 % unstructured (by > 1 here: 2.1-4.3 measured)."""
+    ppl = _perplexities(english_llama, "2:4")
+    # measured (seed 0): dense 17.73, magnitude 24.52, Wanda 24.24, SparseGPT 21.58, SAFE+ 21.73
+    # (unstructured: 20.22, 20.76, 19.45, 19.62); SAFE+ is not below SparseGPT here either
+    one_shot = min(ppl["wanda"], ppl["magnitude"])
+    for method in ("safe_plus", "sparsegpt"):
+        assert ppl[method] < one_shot - 0.3 * (one_shot - ppl["dense"]), ppl
+    model, calib, held = english_llama
+    for method in ("magnitude", "wanda", "sparsegpt"):  # one-shot: cheap to rerun unstructured
+        unstructured = lm_perplexity(prune_causal_lm(model, calib, method=method), held)
+        assert ppl[method] > unstructured + 1.0, (method, unstructured, ppl)
+
+
+@pytest.mark.slow  # the trained Llama (shared), then SAFE+ with 300 x-steps (1-2.5 min)
+@pytest.mark.claims
+def test_safe_plus_beats_sparsegpt_given_300_x_steps(english_llama):
+    """The paper's headline LLM result (SAFE+ below SparseGPT at 50 % and 2:4) holds here once each
+    block gets 300 x-steps instead of the default 100 (at 100 it does not: claims above)."""
+    model, calib, held = english_llama
+    for pattern in ("unstructured", "2:4"):
+        sparsegpt = lm_perplexity(prune_causal_lm(model, calib, method="sparsegpt", pattern=pattern), held)
+        safe_plus = lm_perplexity(prune_causal_lm(model, calib, pattern=pattern, n_steps=300), held)
+        # measured (seed 0): 50 % 19.23 vs 19.45; 2:4 20.79 vs 21.58 (dense 17.73)
+        assert safe_plus < sparsegpt - 0.1, (pattern, safe_plus, sparsegpt)

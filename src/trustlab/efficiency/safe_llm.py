@@ -1,4 +1,4 @@
-"""SAFE and SAFE+ as block-wise post-training pruning of a causal language model, beside Wanda and magnitude.
+"""SAFE and SAFE+ as block-wise post-training pruning of a causal LM, beside SparseGPT, Wanda and magnitude.
 
 The paper's LLM setting (Lee et al., ICML 2025, Section 4.3): each transformer block, in
 order, is pruned to minimise the reconstruction error of its dense output on calibration
@@ -9,7 +9,12 @@ dual step ``u += x - z`` every ``interval`` steps, a final projection). SAFE+ pr
 the Wanda metric ``P = diag(A^T A)`` (keep the largest ``||A_j|| |x_ij|``). The inputs of
 block ``i`` are the outputs of the already pruned blocks ``< i``, as in SparseGPT and Wanda.
 Wanda itself (Sun et al., 2024) keeps, per output row of every Linear weight, the entries
-with the largest ``|W_ij| ||X_j||``; magnitude pruning keeps the largest ``|W_ij|`` per layer.
+with the largest ``|W_ij| ||X_j||``; magnitude pruning keeps the largest ``|W_ij|`` per layer;
+SparseGPT (Frantar & Alistarh, 2023) prunes each Linear by row-wise OBS updates with the
+inverse of ``H = 2 X X^T`` (:mod:`._sparsegpt`). Every method also prunes to an N:M pattern
+(``pattern="2:4"``: ``N`` of every ``M`` consecutive input weights kept, the semi-structured
+sparsity of the paper's Table 1); for SAFE/SAFE+ every z-step and the final projection are
+then projections onto the N:M set.
 
 References
 ----------
@@ -17,6 +22,8 @@ D. Lee, K. Lee, J. Chung, N. Lee, "SAFE: Finding Sparse and Flat Minima to Impro
 Pruning", ICML 2025.
 M. Sun, Z. Liu, A. Bair, J. Z. Kolter, "A Simple and Effective Pruning Approach for Large
 Language Models", ICLR 2024.
+E. Frantar, D. Alistarh, "SparseGPT: Massive Language Models Can Be Accurately Pruned in
+One-Shot", ICML 2023.
 S. Shin et al., "Rethinking Pruning Large Language Models: Benefits and Pitfalls of
 Reconstruction Error Minimization", EMNLP 2024.
 """
@@ -32,15 +39,17 @@ import numpy as np
 
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_token_ids
-from trustlab.errors import DataError
+from trustlab.efficiency._sparsegpt import nm_keep_mask, parse_pattern, sparsegpt_prune
+from trustlab.errors import DataError, ParameterError
 from trustlab.vision.classifiers import require_torch
 
 __all__ = ["LLM_PRUNING_METHODS", "decoder_layers", "lm_perplexity", "prune_causal_lm"]
 
-LLM_PRUNING_METHODS = ("safe_plus", "safe", "wanda", "magnitude")
+LLM_PRUNING_METHODS = ("safe_plus", "safe", "sparsegpt", "wanda", "magnitude")
 """``"safe_plus"``: SAFE with the Wanda projection (the paper's SAFE+); ``"safe"``: SAFE
-with the Euclidean projection; ``"wanda"``: one-shot ``|W| ||X||`` per output row;
-``"magnitude"``: one-shot ``|W|`` per layer."""
+with the Euclidean projection; ``"sparsegpt"``: one-shot OBS reconstruction with the inverse
+Hessian of each Linear (Frantar & Alistarh, 2023); ``"wanda"``: one-shot ``|W| ||X||`` per
+output row; ``"magnitude"``: one-shot ``|W|`` per layer."""
 
 
 class _Stop(Exception):
@@ -139,14 +148,20 @@ def _run(block: Any, x: Any, kwargs: dict[str, Any], batch: int) -> Any:
     return torch.cat(outs)
 
 
-def _input_norms(block: Any, x: Any, kwargs: dict[str, Any], batch: int) -> dict[int, Any]:
-    """``||A_j||^2`` over all calibration tokens for the input feature ``j`` of every Linear of ``block``."""
+def _input_norms(
+    block: Any, x: Any, kwargs: dict[str, Any], batch: int, gram: bool = False
+) -> dict[int, Any]:
+    """``||A_j||^2`` over all calibration tokens for the input feature ``j`` of every Linear of ``block``.
+
+    With ``gram``, the whole ``A^T A`` (float64) instead, for SparseGPT's Hessian.
+    """
     torch = require_torch()
     sums: dict[int, Any] = {}
 
     def hook(module: Any, inputs: Any, _out: Any) -> None:
-        a = inputs[0].detach().reshape(-1, inputs[0].shape[-1]) ** 2
-        sums[id(module)] = sums.get(id(module), 0) + a.sum(0)
+        a = inputs[0].detach().reshape(-1, inputs[0].shape[-1])
+        stat = a.to(torch.float64).T @ a.to(torch.float64) if gram else (a**2).sum(0)
+        sums[id(module)] = sums.get(id(module), 0) + stat
 
     handles = [m.register_forward_hook(hook) for m in _linears(block)]
     try:
@@ -158,9 +173,11 @@ def _input_norms(block: Any, x: Any, kwargs: dict[str, Any], batch: int) -> dict
     return sums
 
 
-def _keep_mask(score: Any, sparsity: float, per_row: bool) -> Any:
-    """True on the entries kept: the top ``1 - sparsity`` of ``score`` per output row (or per layer)."""
+def _keep_mask(score: Any, sparsity: float, per_row: bool, nm: tuple[int, int] | None = None) -> Any:
+    """True on the entries kept: the top ``1 - sparsity`` of ``score`` per output row (per layer), or N:M."""
     torch = require_torch()
+    if nm is not None:
+        return nm_keep_mask(score, *nm)
     flat = score if per_row else score.reshape(1, -1)
     n_prune = math.floor(flat.shape[1] * sparsity)
     mask = torch.ones_like(flat, dtype=torch.bool)
@@ -170,9 +187,9 @@ def _keep_mask(score: Any, sparsity: float, per_row: bool) -> Any:
     return mask.reshape(score.shape)
 
 
-def _project(w: Any, metric: Any, sparsity: float, per_row: bool) -> Any:
+def _project(w: Any, metric: Any, sparsity: float, per_row: bool, nm: tuple[int, int] | None = None) -> Any:
     score = w.abs() if metric is None else w.abs() * metric.sqrt()
-    return w * _keep_mask(score, sparsity, per_row)
+    return w * _keep_mask(score, sparsity, per_row, nm)
 
 
 def _rem_loss(block: Any, xb: Any, yb: Any, kwargs: dict[str, Any], scale: float) -> Any:
@@ -191,6 +208,7 @@ def _safe_block(
     sparsity: float,
     params: dict[str, Any],
     gen: Any,
+    nm: tuple[int, int] | None = None,
 ) -> None:
     """SAFE's iteration on the Linear weights of one block, the REM loss against the dense outputs ``y``."""
     torch = require_torch()
@@ -208,13 +226,16 @@ def _safe_block(
     scale = float((y**2).mean()) + 1e-12
     n, batch = x.shape[0], params["batch_size"]
     with torch.no_grad():
-        zs = [_project(w, m, sparsity, per_row) for w, m in zip(ws, mets, strict=True)]
+        zs = [_project(w, m, sparsity, per_row, nm) for w, m in zip(ws, mets, strict=True)]
         us = [torch.zeros_like(w) for w in ws]
     try:
         for t in range(params["n_steps"]):
             if t > 0 and t % interval == 0:
                 with torch.no_grad():
-                    zs = [_project(w + u, m, sparsity, per_row) for w, u, m in zip(ws, us, mets, strict=True)]
+                    zs = [
+                        _project(w + u, m, sparsity, per_row, nm)
+                        for w, u, m in zip(ws, us, mets, strict=True)
+                    ]
                     for w, u, z in zip(ws, us, zs, strict=True):
                         u.add_(w - z)
             idx = torch.randperm(n, generator=gen)[:batch]
@@ -238,7 +259,7 @@ def _safe_block(
             opt.zero_grad(set_to_none=True)
         with torch.no_grad():
             for w, m in zip(ws, mets, strict=True):
-                w.copy_(_project(w, m, sparsity, per_row))
+                w.copy_(_project(w, m, sparsity, per_row, nm))
     finally:
         for p in block.parameters():
             p.requires_grad_(saved[id(p)])
@@ -249,12 +270,15 @@ def _safe_block(
     {
         "method": [Options(LLM_PRUNING_METHODS)],
         "sparsity": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "pattern": [str],
         "n_steps": [Interval(numbers.Integral, 0, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "rho": [Interval(numbers.Real, 0, None, closed="left")],
         "lam": [Interval(numbers.Real, 0, None, closed="left")],
         "interval": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "damp": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sparsegpt_block": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 )
@@ -264,12 +288,15 @@ def prune_causal_lm(
     *,
     method: str = "safe_plus",
     sparsity: float = 0.5,
+    pattern: str = "unstructured",
     n_steps: int = 100,
     lr: float = 1e-3,
     rho: float = 1e-3,
     lam: float = 1.0,
     interval: int = 10,
     batch_size: int = 32,
+    damp: float = 0.01,
+    sparsegpt_block: int = 128,
     random_state: int = 0,
 ) -> Any:
     """Prune every Linear weight of the transformer blocks of a causal LM, block by block, to ``sparsity``.
@@ -280,12 +307,20 @@ def prune_causal_lm(
         A causal LM (Llama-family; blocks found by :func:`decoder_layers`). Not modified.
     calibration : array-like of int, shape (n_sequences, length), or TokenData
         Calibration token ids (the paper: 128 C4 sequences).
-    method : {"safe_plus", "safe", "wanda", "magnitude"}, default="safe_plus"
+    method : {"safe_plus", "safe", "sparsegpt", "wanda", "magnitude"}, default="safe_plus"
         See :data:`LLM_PRUNING_METHODS`. SAFE/SAFE+ minimise each block's reconstruction
-        error; Wanda and magnitude are one-shot. Wanda and SAFE+ compare within each output
-        row, SAFE and magnitude within each layer.
+        error; SparseGPT, Wanda and magnitude are one-shot. Wanda and SAFE+ compare within
+        each output row, SAFE and magnitude within each layer, SparseGPT within each block of
+        ``sparsegpt_block`` input columns (its adaptive mask selection).
     sparsity : float in (0, 1), default=0.5
-        Share of each Linear weight set to zero (unstructured; the paper: 50 % and 60 %).
+        Share of each Linear weight set to zero (the paper: 50 % and 60 % unstructured; 0.5
+        for 2:4 and 4:8).
+    pattern : str, default="unstructured"
+        ``"unstructured"`` or ``"N:M"`` (``0 < N < M``; the paper's ``"2:4"`` and ``"4:8"``):
+        in every row, ``N`` of each group of ``M`` consecutive input weights are kept (the
+        groups are the comparison groups of every method; SAFE/SAFE+ project onto this set at
+        every z-step and at the end). ``sparsity`` must then equal ``1 - N/M`` and every
+        Linear's input width must be a multiple of ``M``.
     n_steps : int, default=100
         SAFE x-steps per block (Adam on the block's Linear weights).
     lr : float, default=1e-3
@@ -300,6 +335,12 @@ def prune_causal_lm(
         x-steps between z/u updates (``K``).
     batch_size : int, default=32
         Calibration sequences per x-step (and per forward pass).
+    damp : float, default=0.01
+        SparseGPT's dampening: ``damp`` times the mean diagonal of ``H = 2 X X^T / n`` is
+        added to the diagonal before inversion (the paper's 1 %).
+    sparsegpt_block : int, default=128
+        SparseGPT's block of columns for lazy updates and adaptive mask selection (the
+        paper's 128; rounded down to a multiple of ``M`` under an N:M pattern).
     random_state : int, default=0
         Seeds the mini-batch order.
 
@@ -321,12 +362,25 @@ def prune_causal_lm(
     >>> pruned = prune_causal_lm(m, calib, method="wanda")
     >>> float((pruned.model.layers[0].mlp.up_proj.weight == 0).float().mean())
     0.5
+    >>> pruned = prune_causal_lm(m, calib, method="sparsegpt", pattern="2:4")
+    >>> w = pruned.model.layers[0].mlp.down_proj.weight
+    >>> bool(((w != 0).reshape(w.shape[0], -1, 4).sum(-1) == 2).all())
+    True
     """
     torch = require_torch()
     decoder_layers(model)
     params = {"n_steps": int(n_steps), "lr": float(lr), "rho": float(rho), "lam": float(lam)}
     params |= {"interval": int(interval), "batch_size": int(batch_size)}
     seed = int(random_state)
+    nm = parse_pattern(pattern, float(sparsity))
+    if nm is not None:
+        widths = {m.in_features for block in decoder_layers(model) for m in _linears(block)}
+        if any(w % nm[1] for w in widths):
+            raise ParameterError(
+                f"pattern {pattern!r} groups M = {nm[1]} consecutive inputs, but the blocks' Linear layers "
+                f"have input widths {sorted(widths)}: choose M dividing every width.",
+                argument="pattern",
+            )
     tokens = _tokens(calibration, "calibration", model)
     pruned = copy.deepcopy(model).eval()
     layers = decoder_layers(pruned)
@@ -337,17 +391,31 @@ def prune_causal_lm(
         lins = _linears(block)
         if not lins:
             continue
+        if method == "sparsegpt":  # every Linear's Hessian from the block's input, then prune all
+            grams = _input_norms(block, x, kwargs, batch, gram=True)
+            n_tok = int(x.shape[0] * x.shape[1])
+            with torch.no_grad():
+                for m in lins:
+                    m.weight.copy_(
+                        sparsegpt_prune(
+                            m.weight, grams[id(m)], n_tok, float(sparsity), nm,
+                            block_size=int(sparsegpt_block), damp=float(damp),
+                        )
+                    )  # fmt: skip
+            with torch.no_grad():
+                x = _run(block, x, kwargs, batch)
+            continue
         norms = _input_norms(block, x, kwargs, batch) if method in ("wanda", "safe_plus") else {}
         metrics = [norms[id(m)].reshape(1, -1).expand_as(m.weight) + 1e-12 for m in lins] if norms else None
         if method in ("wanda", "magnitude"):
             with torch.no_grad():
                 mets = metrics if metrics is not None else [None] * len(lins)
                 for m, met in zip(lins, mets, strict=True):
-                    m.weight.copy_(_project(m.weight, met, sparsity, per_row=method == "wanda"))
+                    m.weight.copy_(_project(m.weight, met, sparsity, per_row=method == "wanda", nm=nm))
         else:
             with torch.no_grad():
                 y = _run(block, x, kwargs, batch)
-            _safe_block(block, x, y, kwargs, metrics, sparsity, params, gen)
+            _safe_block(block, x, y, kwargs, metrics, sparsity, params, gen, nm)
         with torch.no_grad():
             x = _run(block, x, kwargs, batch)
     return pruned
@@ -372,7 +440,7 @@ def lm_perplexity(model: Any, tokens: Any, *, batch_size: int = 32) -> float:
 
     See Also
     --------
-    prune_causal_lm : Block-wise SAFE/SAFE+, Wanda and magnitude pruning.
+    prune_causal_lm : Block-wise SAFE/SAFE+, SparseGPT, Wanda and magnitude pruning.
 
     Examples
     --------
