@@ -368,9 +368,23 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "graph_ldp: the multi-bit mechanism spends epsilon on every sampled dimension (m x epsilon)",
         "src/trustlab/privacy/graph_ldp.py",
-        "    e = math.exp(epsilon / m)\n    chosen",
-        "    e = math.exp(epsilon)\n    chosen",
+        "    e = math.exp(epsilon / m)\n    rows, cols",
+        "    e = math.exp(epsilon)\n    rows, cols",
         ("tests/privacy/test_graph_ldp.py::test_claim_per_node_mechanism_audit_on_worst_case_neighbours",),
+    ),
+    Mutant(
+        "graph_ldp: the piecewise mechanism spends epsilon on every sampled dimension (m x epsilon)",
+        "src/trustlab/privacy/graph_ldp.py",
+        "    window, cells, p_in = _pm_layout(epsilon / m, grid)",
+        "    window, cells, p_in = _pm_layout(epsilon, grid)",
+        ("tests/privacy/test_graph_ldp.py::test_claim_piecewise_mechanism_audit_on_worst_case_neighbours",),
+    ),
+    Mutant(
+        "graph_ldp: the piecewise mechanism's outside cells skip the window wrongly (cell offset by one)",
+        "src/trustlab/privacy/graph_ldp.py",
+        "    cell = np.where(inside | (offset < start), start * inside + offset, offset + window)",
+        "    cell = np.where(inside | (offset < start), start * inside + offset, offset + window - 1)",
+        ("tests/privacy/test_graph_ldp.py::test_piecewise_sampler_draws_the_stated_cell_distribution",),
     ),
     Mutant(
         "text: Cape's bucketised draw charged the paper's nominal epsilon (bucket sizes ignored)",

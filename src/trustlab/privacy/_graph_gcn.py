@@ -18,7 +18,14 @@ from sklearn.linear_model import LogisticRegression
 
 from trustlab._adam import Adam
 from trustlab.errors import ParameterError
-from trustlab.privacy.graph_ldp import hoa, multibit_encode, multibit_rectify, nfr
+from trustlab.privacy.graph_ldp import (
+    hoa,
+    multibit_encode,
+    multibit_rectify,
+    nfr,
+    piecewise_encode,
+    piecewise_rectify,
+)
 from trustlab.privacy.release import Release
 
 __all__ = ["LDPGraphResult", "ldp_node_classification", "train_gcn", "train_torch_gcn"]
@@ -139,6 +146,7 @@ def ldp_node_classification(
     k: int = 8,
     tau: float = 0.1,
     architecture: str = "n-h",
+    mechanism: str = "multibit",
     model: str = "sgc",
     **gcn: Any,
 ) -> LDPGraphResult:
@@ -153,7 +161,9 @@ def ldp_node_classification(
     threshold as "tau_1 B / dK" with a symbol lost; the square root is trustlab's reading: it is
     the scale of the noise left in a mean of ``d_bar * k`` reports bounded by ``B``, as ``mu_2 =
     tau * B`` is for one report. ``"base"``: the GNN on the rectified reports. ``"nonprivate"``:
-    the GNN on the raw features (``epsilon=None``). ``model``: ``"sgc"`` (default,
+    the GNN on the raw features (``epsilon=None``). ``mechanism``: the nodes' LDP protocol,
+    ``"multibit"`` (LPGNN's, the paper's default) or ``"piecewise"`` (PM, the paper's
+    second). ``model``: ``"sgc"`` (default,
     :func:`train_gcn`) or ``"gcn"`` (:func:`train_torch_gcn`); further keyword arguments go to
     the model.
     """
@@ -165,6 +175,10 @@ def ldp_node_classification(
         raise ParameterError(f"model must be 'sgc' or 'gcn', got {model!r}", argument="model")
     if not (0.0 <= tau < 1.0):
         raise ParameterError(f"tau must lie in [0, 1), got {tau!r}", argument="tau")
+    if mechanism not in ("multibit", "piecewise"):
+        raise ParameterError(
+            f"mechanism must be 'multibit' or 'piecewise', got {mechanism!r}", argument="mechanism"
+        )
     if architecture not in ("n-h", "h-n"):
         raise ParameterError(
             f"architecture must be 'n-h' (NFR, then HOA) or 'h-n' (HOA, then NFR), got {architecture!r}",
@@ -176,10 +190,14 @@ def ldp_node_classification(
     else:
         if epsilon is None:
             raise ParameterError("epsilon is required for a private method", argument="epsilon")
-        release = multibit_encode(features, epsilon, bounds=bounds)
-        x = multibit_rectify(release)
+        encode, rectify = {
+            "multibit": (multibit_encode, multibit_rectify),
+            "piecewise": (piecewise_encode, piecewise_rectify),
+        }[mechanism]
+        release = encode(features, epsilon, bounds=bounds)
+        x = rectify(release)
         if method == "upgnet":
-            bound = float(np.max(np.abs(multibit_rectify(_extreme(release)))))
+            bound = float(np.max(np.abs(rectify(_extremes(release)))))
             if architecture == "n-h":
                 x = hoa(adjacency, nfr(x, tau * bound), k)
             else:
@@ -191,13 +209,15 @@ def ldp_node_classification(
     return LDPGraphResult(accuracy=acc, release=release, method=method)
 
 
-def _extreme(release: Release) -> Release:
-    """A release of the same parameters whose reports are all +1 (the rectified values' public bound)."""
+def _extremes(release: Release) -> Release:
+    """A release of the same parameters holding the two extreme reports (the public bound of ``|x'|``)."""
+    p = release.parameters
+    low, high = (1, p["cells"]) if "cells" in p else (-1, 1)  # PM's first and last cells; signs
     return Release(
-        value=np.ones((1, release.parameters["d"]), dtype=np.int8),
+        value=np.array([[low] * p["d"], [high] * p["d"]], dtype=np.int32),
         epsilon=release.epsilon,
         delta=0.0,
         mechanism=release.mechanism,
-        parameters=release.parameters,
+        parameters=p,
         description="public bound",
     )

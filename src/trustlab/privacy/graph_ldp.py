@@ -27,12 +27,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from trustlab.errors import DataError, ParameterError
-from trustlab.privacy._selection import bernoulli
+from trustlab.privacy._selection import bernoulli, uniform_int
 from trustlab.privacy.release import Release
 
-__all__ = ["hoa", "multibit_encode", "multibit_rectify", "nfr", "optimal_m"]
+__all__ = [
+    "hoa",
+    "multibit_encode",
+    "multibit_rectify",
+    "nfr",
+    "optimal_m",
+    "optimal_pm_dimensions",
+    "piecewise_encode",
+    "piecewise_rectify",
+]
 
 _MECHANISM = "multi-bit mechanism (local DP, per node)"
+_PM_MECHANISM = "piecewise mechanism on a public grid (local DP, per node)"
 
 
 def optimal_m(epsilon: float, d: int) -> int:
@@ -40,8 +50,43 @@ def optimal_m(epsilon: float, d: int) -> int:
     return max(1, min(int(d), math.floor(epsilon / 2.18)))
 
 
-def _uniform_words(shape: tuple[int, int]) -> np.ndarray:
-    return np.frombuffer(os.urandom(8 * shape[0] * shape[1]), dtype=np.uint64).reshape(shape)
+def _sample_dimensions(n: int, d: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of ``m`` dimensions per node, uniform without replacement (OS randomness)."""
+    words = np.frombuffer(os.urandom(8 * n * d), dtype=np.uint64).reshape(n, d)
+    return np.repeat(np.arange(n), m), np.argsort(words, axis=1)[:, :m].ravel()
+
+
+def _check_and_snap(
+    features: Any, epsilon: Any, bounds: Any, m: Any, grid: Any, default_m: Any
+) -> tuple[np.ndarray, int, float, float]:
+    """Validate an LDP encoder's arguments; the features' levels on the public grid, ``m``, bounds.
+
+    Checks depend on shapes and public parameters only, never on the feature values beyond
+    finiteness (which the user must fix before any release).
+    """
+    x = np.asarray(features, dtype=float)
+    if x.ndim != 2 or x.size == 0:
+        raise DataError(f"features must be a non-empty 2-D array, got shape {x.shape}", argument="features")
+    if not np.all(np.isfinite(x)):
+        raise DataError("features holds NaN or inf: impute them first", argument="features")
+    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
+        raise ParameterError(f"epsilon must be a positive finite number, got {epsilon!r}", argument="epsilon")
+    if epsilon > 50:
+        raise ParameterError(
+            f"epsilon={epsilon!r} per node is no privacy (e^50 odds); local DP budgets are at most ~10",
+            argument="epsilon",
+        )
+    lo, hi = (float(b) for b in bounds)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ParameterError("bounds must be two finite numbers lo < hi", argument="bounds")
+    if isinstance(grid, bool) or not isinstance(grid, int) or not 1 <= grid <= 4096:
+        raise ParameterError(f"grid must be an integer in [1, 4096], got {grid!r}", argument="grid")
+    d = x.shape[1]
+    m = default_m(epsilon, d) if m is None else m
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= d:
+        raise ParameterError(f"m must be an integer in [1, {d}], got {m!r}", argument="m")
+    level = np.rint((np.clip(x, lo, hi) - lo) / (hi - lo) * grid).astype(np.int64)  # public grid
+    return level, m, lo, hi
 
 
 def multibit_encode(
@@ -79,25 +124,10 @@ def multibit_encode(
     Release
         ``value``: int8 matrix of reports in ``{-1, 0, +1}``; ``epsilon`` per node.
     """
-    x = np.asarray(features, dtype=float)
-    if x.ndim != 2 or x.size == 0:
-        raise DataError(f"features must be a non-empty 2-D array, got shape {x.shape}", argument="features")
-    if not np.all(np.isfinite(x)):
-        raise DataError("features holds NaN or inf: impute them first", argument="features")
-    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
-        raise ParameterError(f"epsilon must be a positive finite number, got {epsilon!r}", argument="epsilon")
-    lo, hi = (float(b) for b in bounds)
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ParameterError("bounds must be two finite numbers lo < hi", argument="bounds")
-    n, d = x.shape
-    m = optimal_m(epsilon, d) if m is None else m
-    if not isinstance(m, int) or not 1 <= m <= d:
-        raise ParameterError(f"m must be an integer in [1, {d}], got {m!r}", argument="m")
-    level = np.rint((np.clip(x, lo, hi) - lo) / (hi - lo) * grid).astype(np.int64)  # public grid
+    level, m, lo, hi = _check_and_snap(features, epsilon, bounds, m, grid, optimal_m)
+    n, d = level.shape
     e = math.exp(epsilon / m)
-    chosen = np.argsort(_uniform_words((n, d)), axis=1)[:, :m]
-    rows = np.repeat(np.arange(n), m)
-    cols = chosen.ravel()
+    rows, cols = _sample_dimensions(n, d, m)
     lv = level[rows, cols]
     out = np.zeros((n, d), dtype=np.int8)
     plus = np.zeros(lv.size, dtype=bool)
@@ -130,6 +160,115 @@ def multibit_rectify(release: Release) -> np.ndarray:
     e = math.exp(release.epsilon / p["m"])
     scale = p["d"] * (hi - lo) / (2.0 * p["m"]) * (e + 1.0) / (e - 1.0)
     return scale * np.asarray(release.value, dtype=float) + (lo + hi) / 2.0
+
+
+def optimal_pm_dimensions(epsilon: float, d: int) -> int:
+    """Wang et al.'s number of dimensions a node perturbs with PM: ``max(1, min(d, floor(eps / 2.5)))``."""
+    return max(1, min(int(d), math.floor(epsilon / 2.5)))
+
+
+def _pm_layout(epsilon_dim: float, grid: int) -> tuple[int, int, float]:
+    """Window cells ``L``, output cells ``N = grid + L`` and the in-window probability."""
+    window = max(1, round(grid * math.exp(-epsilon_dim / 2.0)))
+    e = math.exp(epsilon_dim)
+    return window, grid + window, window * e / (window * e + grid)
+
+
+def piecewise_encode(
+    features: Any,
+    epsilon: float,
+    *,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    m: int | None = None,
+    grid: int = 16,
+) -> Release:
+    """Perturb every node's feature vector with the piecewise mechanism (epsilon-LDP per node).
+
+    Wang et al.'s PM (ICDE 2019), the second LDP protocol UPGNET is evaluated with, on a public
+    grid. Each node samples ``m`` of its ``d`` dimensions uniformly (OS randomness) and spends
+    ``epsilon / m`` on each. A value, clipped to ``bounds`` and snapped to level ``s`` of
+    ``grid`` steps, is reported as one of ``N = grid + L`` output cells: the ``L`` cells
+    ``s .. s + L - 1`` (its window, ``L = round(grid e^(-eps/2))``, PM's share of the range)
+    each have probability ``e^eps / Z``, every other cell ``1 / Z`` (``Z = L e^eps + grid``,
+    the same for every input). Any two inputs' output probabilities differ by at most
+    ``e^eps``, exactly; the in-window share ``e^(eps/2) / (e^(eps/2) + 1)`` is continuous PM's.
+    The draw is an exact Bernoulli coin (OpenDP) for the window, then an exact uniform cell
+    within the window or outside it (:func:`uniform_int`), so the only floating-point step is
+    the coin's probability, computed once from public parameters. The other dimensions report
+    nothing. :func:`piecewise_rectify` maps the cells to unbiased estimates on a public grid.
+
+    Parameters
+    ----------
+    features : array-like of shape (n_nodes, d)
+        Each row is one node's private vector.
+    epsilon : float
+        Per-node LDP budget (> 0, at most 50).
+    bounds : (float, float), default=(0, 1)
+        Public feature range.
+    m : int, optional
+        Dimensions perturbed per node (default :func:`optimal_pm_dimensions`).
+    grid : int, default=16
+        Number of grid steps between the bounds (input resolution).
+
+    Returns
+    -------
+    Release
+        ``value``: int32 matrix, ``0`` for a dimension not reported, else the output cell
+        ``1 .. N``; ``epsilon`` per node.
+
+    References
+    ----------
+    N. Wang, X. Xiao, Y. Yang, et al. "Collecting and Analyzing Multidimensional Data with
+    Local Differential Privacy". ICDE 2019 (PM and its dimension sampling).
+    """
+    level, m, lo, hi = _check_and_snap(features, epsilon, bounds, m, grid, optimal_pm_dimensions)
+    n, d = level.shape
+    window, cells, p_in = _pm_layout(epsilon / m, grid)
+    rows, cols = _sample_dimensions(n, d, m)
+    start = level[rows, cols]
+    inside = bernoulli(p_in, start.size)
+    offset = np.where(inside, uniform_int(window, start.size), uniform_int(grid, start.size))
+    # Outside the window, offset k in 0 .. grid-1 is the k-th cell not in s .. s+L-1.
+    cell = np.where(inside | (offset < start), start * inside + offset, offset + window)
+    out = np.zeros((n, d), dtype=np.int32)
+    out[rows, cols] = cell + 1
+    return Release(
+        value=out,
+        epsilon=float(epsilon),
+        delta=0.0,
+        mechanism=_PM_MECHANISM,
+        parameters={
+            "m": m,
+            "d": d,
+            "bounds": (lo, hi),
+            "grid": grid,
+            "window": window,
+            "cells": cells,
+            "neighbouring": "one node's feature vector replaced (local DP)",
+            "notes": "features clipped to bounds and snapped to the grid; epsilon / m per sampled dimension",
+        },
+        description=f"piecewise-mechanism reports of {n} nodes' {d} features",
+    )
+
+
+def piecewise_rectify(release: Release) -> np.ndarray:
+    """The server's unbiased estimate of every feature from PM reports (post-processing).
+
+    Cell ``k`` (0-based) maps to ``alpha (k - (N - 1) / 2)`` in units where the bounds are
+    ``-1, 1``, with ``alpha = Z / ((e^eps - 1) L grid / 2)``: the window's centre then moves
+    with the input's level, and the expectation is the input exactly. The estimate is scaled
+    by ``d / m`` for the dimension sampling and mapped back to the bounds; unreported
+    dimensions estimate the centre of the bounds. Every estimate lies on a public grid.
+    """
+    p = release.parameters
+    lo, hi = p["bounds"]
+    eps_dim = release.epsilon / p["m"]
+    window, cells, grid = p["window"], p["cells"], p["grid"]
+    z = window * math.exp(eps_dim) + grid
+    alpha = z / ((math.exp(eps_dim) - 1.0) * window * grid / 2.0)
+    code = np.asarray(release.value, dtype=float)
+    centred = np.where(code > 0, alpha * (code - 1.0 - (cells - 1) / 2.0), 0.0)
+    return (lo + hi) / 2.0 + (hi - lo) / 2.0 * p["d"] / p["m"] * centred
 
 
 def nfr(x: np.ndarray, mu: float) -> np.ndarray:
