@@ -72,7 +72,7 @@ class SCRResult:
     def score(self) -> float:
         """SAEBench's headline SCR: ``scr`` at ``n = 20`` (else at the largest ``n``)."""
         n = 20 if 20 in self.scores.index else int(self.scores.index.max())
-        return float(self.scores.loc[n, "scr"])
+        return float(self.scores["scr"].to_dict()[n])
 
 
 def _balanced_cells(t: np.ndarray, s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
