@@ -55,6 +55,10 @@ class SCRResult:
         (ablated to recover the target) and ``"target"``.
     n_test : int
         Held-out rows (balanced over the four cells).
+    correct : dict of ndarray
+        Whether the biased probe is right on each held-out row (for paired standard errors):
+        ``"base_target"`` and ``"base_spurious"`` of shape ``(n_test,)``, ``"ablate_spurious"``
+        (scored on the target) and ``"ablate_target"`` of shape ``(len(n_values), n_test)``.
 
     See Also
     --------
@@ -67,6 +71,7 @@ class SCRResult:
     oracle_accuracy: dict[str, float]
     latents: dict[str, list[int]]
     n_test: int
+    correct: dict[str, np.ndarray]
 
     @property
     def score(self) -> float:
@@ -207,18 +212,23 @@ def spurious_correlation_removal(
     oracle = {"target": _probe(X[tr], t[tr]), "spurious": _probe(X[tr], s[tr])}
     truth = {"target": t, "spurious": s}
     Z_tr, Z_te = sae.transform(X[tr]), sae.transform(X[te])
-    base = {c: float(biased.score(X[te], truth[c][te])) for c in truth}
+    hits = {f"base_{c}": biased.predict(X[te]) == truth[c][te] for c in truth}
+    base = {c: float(hits[f"base_{c}"].mean()) for c in truth}
     best = {c: float(oracle[c].score(X[te], truth[c][te])) for c in truth}
     ranked = {
         c: _selection(selection, Z_tr, truth[c][tr], D, oracle[c].coef_[0], rng)
         for c in ("spurious", "target")
     }
     other = {"spurious": "target", "target": "spurious"}
+    for ablated, measured in other.items():
+        hits[f"ablate_{ablated}"] = np.array(
+            [biased.predict(_ablate(X[te], Z_te, D, ranked[ablated][:n])) == truth[measured][te] for n in ns]
+        )
     rows = []
-    for n in ns:
+    for i, n in enumerate(ns):
         row: dict[str, float] = {"n": n}
         for ablated, measured in other.items():
-            acc = float(biased.score(_ablate(X[te], Z_te, D, ranked[ablated][:n]), truth[measured][te]))
+            acc = float(hits[f"ablate_{ablated}"][i].mean())
             gap = best[measured] - base[measured]
             row[f"accuracy_ablate_{ablated}"] = acc
             row[f"scr_ablate_{ablated}"] = (acc - base[measured]) / gap if gap != 0 else float("nan")
@@ -233,4 +243,5 @@ def spurious_correlation_removal(
         oracle_accuracy=best,
         latents={c: [int(v) for v in ranked[c][: max(ns)]] for c in ranked},
         n_test=len(te),
+        correct=hits,
     )
