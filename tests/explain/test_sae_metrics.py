@@ -144,10 +144,12 @@ def test_loss_recovered_is_one_for_a_perfect_reconstruction() -> None:
 
 def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     text = PAGE.read_text()
-    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
-    exec(compile(block, str(PAGE), "exec"), {"__name__": "docs_example"})
-    (expected,) = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
-    assert capsys.readouterr().out.strip() == expected.strip()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    expected = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
+    assert blocks and len(blocks) == len(expected)
+    for block, out in zip(blocks, expected, strict=True):
+        exec(compile(block, str(PAGE), "exec"), {"__name__": "docs_example"})
+        assert capsys.readouterr().out.strip() == out.strip()
 
 
 def test_tpp_high_for_disentangled_latents_and_low_for_mixed_ones() -> None:

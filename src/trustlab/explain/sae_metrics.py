@@ -1,7 +1,8 @@
 """SAEBench metrics that apply at small scale.
 
-Sparsity-fidelity, dead latents, loss recovered, k-sparse probing, feature absorption, and
-feature recovery against planted ground truth.
+Sparsity-fidelity, dead latents, loss recovered, k-sparse probing, feature absorption,
+targeted probe perturbation, spurious correlation removal (:func:`spurious_correlation_removal`,
+implemented in ``_sae_scr``) and feature recovery against planted ground truth.
 
 Every function takes a fitted :class:`~trustlab.explain.sae.SparseAutoencoder` (or anything with
 ``transform``, ``W_dec_`` and ``b_dec_``) and activations as arrays; :func:`loss_recovered` also
