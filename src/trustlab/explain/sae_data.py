@@ -371,9 +371,11 @@ def make_bios_corpus(n_samples: int = 2000, *, random_state: Any = 0) -> BiosCor
 
     Examples
     --------
-    >>> c = make_bios_corpus(4, random_state=0)
-    >>> len(c.texts), c.profession.shape, sorted(set(c.gender) | {0, 1})
-    (4, (4,), [0, 1])
+    >>> c = make_bios_corpus(4, random_state=1)
+    >>> print(c.texts[0].split(". ")[0])
+    Meet Thomas, a lecturer in physics who serves on the faculty senate
+    >>> int(c.profession[0]), int(c.gender[0])  # professor, male
+    (0, 0)
     """
     rng = make_generator(random_state)
     prof = rng.integers(0, 2, n_samples)
