@@ -214,7 +214,7 @@ _DECIMAL = r"-?\d+\.\d+(?:e[-+]?\d+)?"
 
 @pytest.fixture()
 def docs_printout(capsys):
-    """Runs a docs page's first ```python block; it must print the ```text block after "prints".
+    """Runs a docs page's ```python blocks; the i-th must print the i-th ```text block after "prints".
 
     Words, integers and layout must match exactly; decimal numbers may differ by ``atol``. An
     example that trains a model prints figures that move between CPUs in their last digit (the
@@ -228,11 +228,12 @@ def docs_printout(capsys):
         blocks = re.findall(r"```python\n(.*?)```", text, re.S)
         expected = re.findall(r"prints\n\n```text\n(.*?)```", text, re.S)
         assert blocks and expected, f"{page.name} needs a python block and a 'prints' text block"
-        exec(compile(blocks[0], str(page), "exec"), {"__name__": "docs_example"})
-        out, want = capsys.readouterr().out.strip(), expected[0].strip()
-        assert re.sub(_DECIMAL, "#", out) == re.sub(_DECIMAL, "#", want), out
-        got, ref = (np.array(re.findall(_DECIMAL, t), dtype=float) for t in (out, want))
-        assert np.all(np.abs(got - ref) <= atol), out
+        for block, printed in zip(blocks, expected, strict=False):  # the i-th block prints the i-th text
+            exec(compile(block, str(page), "exec"), {"__name__": "docs_example"})
+            out, want = capsys.readouterr().out.strip(), printed.strip()
+            assert re.sub(_DECIMAL, "#", out) == re.sub(_DECIMAL, "#", want), out
+            got, ref = (np.array(re.findall(_DECIMAL, t), dtype=float) for t in (out, want))
+            assert np.all(np.abs(got - ref) <= atol), out
 
     return run
 

@@ -30,7 +30,13 @@ from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, ParameterError
 
-__all__ = ["HierarchicalActivations", "collect_activations", "make_hierarchical_activations"]
+__all__ = [
+    "BiosCorpus",
+    "HierarchicalActivations",
+    "collect_activations",
+    "make_bios_corpus",
+    "make_hierarchical_activations",
+]
 
 
 @dataclass(frozen=True)
@@ -263,3 +269,132 @@ def _module_output(model: Any, module: Any, kwargs: dict[str, Any]) -> Any:
         handle.remove()
         model.train(was_training)
     return store[0].float().cpu()
+
+
+# ------------------------------------------------------------ a planted Bias-in-Bios corpus
+_NAMES = (
+    ("James", "Robert", "Michael", "David", "Thomas", "Daniel", "Paul", "Mark", "Steven", "Kevin"),
+    ("Mary", "Linda", "Susan", "Karen", "Sarah", "Emily", "Laura", "Anna", "Rachel", "Julia"),
+)
+_PRONOUNS = (("He", "his", "him"), ("She", "her", "her"))
+_RELATIVES = (("wife", "son", "brother"), ("husband", "daughter", "sister"))
+_PROFESSIONS = (
+    ("professor", "lecturer in physics", "professor of history", "academic"),
+    ("nurse", "registered nurse", "nurse practitioner", "staff nurse"),
+)
+_DUTIES = (
+    (
+        "teaches undergraduate courses",
+        "supervises doctoral students",
+        "publishes research in academic journals",
+        "gives lectures at the university",
+        "writes grant proposals for the department",
+        "grades exams and essays",
+        "serves on the faculty senate",
+        "presents papers at scientific conferences",
+    ),
+    (
+        "cares for patients on the ward",
+        "administers medication to patients",
+        "works night shifts at the hospital",
+        "monitors the vital signs of patients",
+        "assists doctors in the emergency room",
+        "changes bandages and dressings",
+        "comforts families in the intensive care unit",
+        "takes blood samples at the clinic",
+    ),
+)
+_FILLERS = (
+    "lives in {city}",
+    "enjoys hiking on weekends",
+    "likes to cook for friends",
+    "has lived in {city} for years",
+    "plays the piano in the evenings",
+    "volunteers at a local charity",
+    "runs every morning before work",
+    "reads novels on quiet evenings",
+)
+_CITIES = ("Boston", "Denver", "Chicago", "Seattle", "Atlanta", "Portland", "Dallas", "Miami")
+_TEMPLATES = (
+    "{Name} is a {job}. {He} {duty} and {filler}.",
+    "{Name} works as a {job} and {duty}. In {his} free time {he} {filler}.",
+    "As a {job}, {Name} {duty}. {He} {filler} with {his} {relative}.",
+    "{Name} has been a {job} for {years} years. {He} {duty}.",
+    "Meet {Name}, a {job} who {duty}. {His} {relative} says {he} {filler}.",
+)
+
+
+@dataclass(frozen=True)
+class BiosCorpus:
+    """Short biographies whose profession and gender vary independently (planted Bias in Bios).
+
+    Attributes
+    ----------
+    texts : list of str
+        One biography a row.
+    profession : ndarray of int, shape (n_samples,)
+        ``0`` professor, ``1`` nurse.
+    gender : ndarray of int, shape (n_samples,)
+        ``0`` male, ``1`` female (first name, pronouns and relatives).
+    """
+
+    texts: list[str]
+    profession: np.ndarray
+    gender: np.ndarray
+
+
+@validate_params(
+    {
+        "n_samples": [Interval(numbers.Integral, 4, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+)
+def make_bios_corpus(n_samples: int = 2000, *, random_state: Any = 0) -> BiosCorpus:
+    """A planted stand-in for SAEBench's Bias in Bios professor / nurse SCR task.
+
+    Each biography fills one of five templates with a first name, pronouns and a relative of
+    its gender (10 names a gender), a job title and one of eight duties of its profession
+    (professor or nurse), and a neutral filler (hobby, city, years); profession and gender are
+    drawn independently and uniformly, so every combination occurs (the balanced set from which
+    SCR takes its biased subset). The profession is carried by the job title and the duty, the
+    gender by the name, the pronouns and the relative.
+
+    Parameters
+    ----------
+    n_samples : int, default=2000
+        Biographies (at least 4).
+    random_state : int, Generator or None, default=0
+
+    Returns
+    -------
+    BiosCorpus
+
+    Examples
+    --------
+    >>> c = make_bios_corpus(4, random_state=1)
+    >>> print(c.texts[0].split(". ")[0])
+    Meet Thomas, a lecturer in physics who serves on the faculty senate
+    >>> int(c.profession[0]), int(c.gender[0])  # professor, male
+    (0, 0)
+    """
+    rng = make_generator(random_state)
+    prof = rng.integers(0, 2, n_samples)
+    gender = rng.integers(0, 2, n_samples)
+    texts = []
+    for p, g in zip(prof, gender, strict=True):
+        he, his, _ = _PRONOUNS[g]
+        filler = str(rng.choice(_FILLERS)).format(city=rng.choice(_CITIES))
+        text = str(rng.choice(_TEMPLATES)).format(
+            Name=rng.choice(_NAMES[g]),
+            job=rng.choice(_PROFESSIONS[p]),
+            duty=rng.choice(_DUTIES[p]),
+            filler=filler,
+            relative=rng.choice(_RELATIVES[g]),
+            years=int(rng.integers(2, 30)),
+            He=he,
+            he=he.lower(),
+            His=his.capitalize(),
+            his=his,
+        )
+        texts.append(text.replace(" a academic", " an academic"))
+    return BiosCorpus(texts=texts, profession=prof.astype(int), gender=gender.astype(int))

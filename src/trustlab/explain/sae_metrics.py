@@ -1,7 +1,8 @@
 """SAEBench metrics that apply at small scale.
 
-Sparsity-fidelity, dead latents, loss recovered, k-sparse probing, feature absorption, and
-feature recovery against planted ground truth.
+Sparsity-fidelity, dead latents, loss recovered, k-sparse probing, feature absorption,
+targeted probe perturbation, spurious correlation removal (:func:`spurious_correlation_removal`,
+implemented in ``_sae_scr``) and feature recovery against planted ground truth.
 
 Every function takes a fitted :class:`~trustlab.explain.sae.SparseAutoencoder` (or anything with
 ``transform``, ``W_dec_`` and ``b_dec_``) and activations as arrays; :func:`loss_recovered` also
@@ -27,53 +28,32 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import train_test_split
 
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
+from trustlab.explain._sae_common import (
+    _ablate,
+    _check_sae,
+    _probe,
+    _rank_by_mean_difference,
+    _unit_rows,
+    binary_labels,
+)
+from trustlab.explain._sae_scr import SCRResult, spurious_correlation_removal
 
 __all__ = [
     "AbsorptionResult",
+    "SCRResult",
     "core_metrics",
     "feature_absorption",
     "feature_recovery",
     "k_sparse_probing",
     "loss_recovered",
+    "spurious_correlation_removal",
     "targeted_probe_perturbation",
 ]
-
-
-def _check_sae(sae: Any) -> Any:
-    if not all(hasattr(sae, a) for a in ("transform", "W_dec_", "b_dec_")):
-        raise ParameterError(
-            f"sae must be a fitted SparseAutoencoder (transform, W_dec_, b_dec_), got {type(sae).__name__}; "
-            "call fit first.",
-            argument="sae",
-        )
-    return sae
-
-
-def _unit_rows(W: np.ndarray) -> np.ndarray:
-    return W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12)
-
-
-def binary_labels(y: Any, n: int, name: str = "y") -> np.ndarray:
-    """``y`` as 0/1 (the larger of its two values is 1); DataError naming ``name`` otherwise."""
-    arr = np.asarray(y)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise DataError(
-            f"{name} must be 1-D with one label per row ({n}), got shape {arr.shape}.", argument=name
-        )
-    labels = np.unique(arr)
-    if labels.size != 2:
-        raise DataError(
-            f"{name} must have exactly two distinct values, got {labels.size}; a target with one value "
-            "cannot be probed: pick a concept that is present in some rows and absent in others.",
-            argument=name,
-        )
-    return (arr == labels[1]).astype(int)
 
 
 def core_metrics(sae: Any, X: Any) -> dict[str, float]:
@@ -128,15 +108,6 @@ def core_metrics(sae: Any, X: Any) -> dict[str, float]:
         "dense_fraction": float((freq > 0.1).mean()),
         "mean_max_cosine": float(sims.max(1).mean()) if D.shape[0] > 1 else float("nan"),
     }
-
-
-def _rank_by_mean_difference(Z: np.ndarray, y: np.ndarray) -> np.ndarray:
-    diff = Z[y == 1].mean(0) - Z[y == 0].mean(0)
-    return np.argsort(-np.abs(diff), kind="stable")
-
-
-def _probe(Z: np.ndarray, y: np.ndarray) -> LogisticRegression:
-    return LogisticRegression(max_iter=1000).fit(Z, y)
 
 
 def k_sparse_probing(
@@ -518,7 +489,7 @@ def targeted_probe_perturbation(
     base = np.array([p.score(te_X, (te_y == c).astype(int)) for p, c in zip(probes, classes, strict=True)])
     acc = np.empty((classes.size, classes.size))
     for i, lat in enumerate(chosen):
-        ablated = te_X - te_Z[:, lat] @ D[lat]
+        ablated = _ablate(te_X, te_Z, D, lat)
         for j, (p, c) in enumerate(zip(probes, classes, strict=True)):
             acc[i, j] = p.score(ablated, (te_y == c).astype(int))
     drop = base[None, :] - acc
