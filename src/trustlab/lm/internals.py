@@ -9,7 +9,7 @@
   of the final top-``r`` token is the first block from which the lens ranks it ``r`` at every later
   block. The paper's finding: top-1 saturates first, then top-2, ... (events in rank order).
 - **Early exit**: stop at the first block whose lens top-1 equals the previous block's, and use
-  it; report the blocks saved and the change in next-token accuracy (and agreement with the full
+  it (a simple stability rule, not the paper's learned criterion); report the blocks saved and the change in next-token accuracy (and agreement with the full
   model), against the oracle exit at the top-1 saturation layer.
 - **Attention summary**: per block and head, mean entropy of the attention rows (nats), the
   mean weight on the first token (an attention sink), on the previous token and on itself.
@@ -18,8 +18,9 @@ References
 ----------
 .. [1] Jin, Mei, Xu, Sun, Tang, Du, Liu, Zhang. "Massive Values in Self-Attention Modules are the
    Key to Contextual Knowledge Understanding". ICML 2025.
-.. [2] Lioubashevski, Schwartz, Stern, Hirsch, Goldstein, Dar. "Looking Beyond the Top-1:
-   Transformers Determine Top Tokens in Order". arXiv:2410.20210, 2024/2025.
+.. [2] Lioubashevski, Schlank, Stanovsky, Goldstein. "Looking Beyond the Top-1: Transformers
+   Determine Top Tokens in Order". ICML 2025 (PMLR 267); arXiv:2410.20210. The paper's learned
+   exit criterion (a task-index probe) is in :mod:`trustlab.lm.saturation_probe`.
 """
 
 from __future__ import annotations
