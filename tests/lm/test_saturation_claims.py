@@ -84,7 +84,10 @@ def test_claim_learned_exit_against_the_stability_rule(four_block_model):
     """
     model = four_block_model
     test = sorting_task(200, 6, n_values=12, seed=1).tokens[:100]
-    fit, cal = sorting_task(300, 6, n_values=12, seed=2).tokens, sorting_task(100, 6, n_values=12, seed=3).tokens
+    fit, cal = (
+        sorting_task(300, 6, n_values=12, seed=2).tokens,
+        sorting_task(100, 6, n_values=12, seed=3).tokens,
+    )
     with threadpool_limits(1):
         probe = fit_saturation_probe(model, fit)  # the paper's defaults: 5 tasks
     assert probe.train_balanced_accuracy > 0.3  # chance 0.2; measured 0.42

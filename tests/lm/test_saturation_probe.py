@@ -6,6 +6,7 @@ a lot, so every task and exit block occurs.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict
 
 import numpy as np
@@ -33,7 +34,9 @@ L = 4
 
 @pytest.fixture(scope="module")
 def setup():
-    model = build_model(ModelConfig("llama", vocab_size=12, d_model=16, n_layers=L, n_heads=2, max_len=16), seed=0)
+    model = build_model(
+        ModelConfig("llama", vocab_size=12, d_model=16, n_layers=L, n_heads=2, max_len=16), seed=0
+    )
     rng = np.random.default_rng(0)
     fit_ids, test_ids = rng.integers(0, 12, (40, 10)), rng.integers(0, 12, (12, 10))
     with threadpool_limits(1):
@@ -101,10 +104,10 @@ def test_exit_layers_and_summary_equal_a_direct_recomputation(setup):
 
 
 def test_thresholds_order_the_exits_and_calibration_reaches_its_target(setup):
-    model, probe, fit_ids, ids = setup
+    model, probe, _, ids = setup
     exits = [probe_exit_layers(model, probe, ids, threshold=t) for t in (0.0, 0.3, 0.6, 1.0)]
     assert np.all(exits[0] == 0)  # every probability reaches 0: exit at the first block
-    for a, b in zip(exits, exits[1:], strict=False):
+    for a, b in itertools.pairwise(exits):
         assert np.all(a <= b)
     t = calibrate_threshold(model, probe, ids, agreement=0.9)
     assert probe_early_exit(model, probe, ids, threshold=t).agreement >= 0.9

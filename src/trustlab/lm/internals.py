@@ -9,8 +9,9 @@
   of the final top-``r`` token is the first block from which the lens ranks it ``r`` at every later
   block. The paper's finding: top-1 saturates first, then top-2, ... (events in rank order).
 - **Early exit**: stop at the first block whose lens top-1 equals the previous block's, and use
-  it (a simple stability rule, not the paper's learned criterion); report the blocks saved and the change in next-token accuracy (and agreement with the full
-  model), against the oracle exit at the top-1 saturation layer.
+  it (a stability rule, not the paper's learned criterion); report the blocks saved and the
+  change in next-token accuracy (and agreement with the full model), against the oracle exit at
+  the top-1 saturation layer.
 - **Attention summary**: per block and head, mean entropy of the attention rows (nats), the
   mean weight on the first token (an attention sink), on the previous token and on itself.
 

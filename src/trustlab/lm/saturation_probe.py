@@ -65,8 +65,8 @@ __all__ = [
     "calibrate_threshold",
     "compare_exit_rules",
     "fit_saturation_probe",
-    "probe_exit_layers",
     "probe_early_exit",
+    "probe_exit_layers",
 ]
 
 _EXIT_ON = ("second", "later")
@@ -149,7 +149,9 @@ def _trace(model: Any, ids: np.ndarray, k: int) -> _Trace:
         for start in range(0, ids.shape[0], _CHUNK):
             out = run_with_hooks(model, ids[start : start + _CHUNK], names)
             d = out["blocks.0.resid_post"].shape[-1]
-            hidden.append(torch.stack([out[f"blocks.{i}.resid_post"].float().reshape(-1, d) for i in range(n)]))
+            hidden.append(
+                torch.stack([out[f"blocks.{i}.resid_post"].float().reshape(-1, d) for i in range(n)])
+            )
             lens = torch.stack([out[f"blocks.{i}.logit_lens"].float() for i in range(n)])
             lens = lens.reshape(n, -1, lens.shape[-1])
             topk.append(lens.topk(k, dim=-1).indices)
@@ -165,8 +167,11 @@ def _trace(model: Any, ids: np.ndarray, k: int) -> _Trace:
 
 def _check_ids(model: Any, input_ids: Any, *, min_length: int = 1) -> np.ndarray:
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_input_embeddings"):
-        raise ModelError(f"model must be a transformers causal LM, got {type(model).__name__}.", argument="model")
-    ids = check_token_ids(input_ids, "input_ids", vocab=int(model.get_input_embeddings().num_embeddings))
+        raise ModelError(
+            f"model must be a transformers causal LM, got {type(model).__name__}.", argument="model"
+        )
+    lm: Any = model  # transformers' methods are not on torch.nn.Module
+    ids = check_token_ids(input_ids, "input_ids", vocab=int(lm.get_input_embeddings().num_embeddings))
     if ids.shape[1] < min_length:
         raise DataError(
             f"input_ids need at least {min_length} tokens per sequence (a next token to score), got "
@@ -252,13 +257,14 @@ def fit_saturation_probe(
         )
     if not 0 < max_saturation_ratio <= 1:
         raise ParameterError(
-            f"max_saturation_ratio must lie in (0, 1], got {max_saturation_ratio!r}.", argument="max_saturation_ratio"
+            f"max_saturation_ratio must lie in (0, 1], got {max_saturation_ratio!r}.",
+            argument="max_saturation_ratio",
         )
     ids = _check_ids(model, input_ids)
     n_layers = _n_layers(model)
     if min_layer >= n_layers - 1:
         raise ParameterError(
-            f"min_layer ({min_layer}) must be below the last block ({n_layers - 1}): exiting there saves nothing.",
+            f"min_layer ({min_layer}) must be below the last block ({n_layers - 1}): nothing to save.",
             argument="min_layer",
         )
     vocab = int(model.get_output_embeddings().weight.shape[0])
@@ -359,7 +365,12 @@ def _exits(probe: SaturationProbe, trace: _Trace, exit_on: str, threshold: float
 
 
 def probe_exit_layers(
-    model: Any, probe: SaturationProbe, input_ids: Any, *, exit_on: str = "second", threshold: float | None = None
+    model: Any,
+    probe: SaturationProbe,
+    input_ids: Any,
+    *,
+    exit_on: str = "second",
+    threshold: float | None = None,
 ) -> np.ndarray:
     """The block at which each position exits under the learned criterion.
 
@@ -407,7 +418,12 @@ def _scored(trace: _Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 
 
 def probe_early_exit(
-    model: Any, probe: SaturationProbe, input_ids: Any, *, exit_on: str = "second", threshold: float | None = None
+    model: Any,
+    probe: SaturationProbe,
+    input_ids: Any,
+    *,
+    exit_on: str = "second",
+    threshold: float | None = None,
 ) -> EarlyExit:
     """Savings and cost of the learned exit criterion (Lioubashevski et al. 2025, section 5).
 
@@ -546,12 +562,18 @@ def compare_exit_rules(
     _check_probe(model, probe)
     _check_rule(exit_on, threshold)
     if not isinstance(patience, tuple | list) or not patience:
-        raise ParameterError(f"patience must be a non-empty tuple of integers, got {patience!r}.", argument="patience")
+        raise ParameterError(
+            f"patience must be a non-empty tuple of integers, got {patience!r}.", argument="patience"
+        )
     ps = [check_positive_int(p, "patience") for p in patience]
     ids = _check_ids(model, input_ids, min_length=2)
     trace = _trace(model, ids, 1)
     top, full, target, sat = _scored(trace)
-    out = {"probe": _exit_summary(_exits(probe, trace, exit_on, threshold)[trace.target >= 0], top, full, target, sat)}
+    out = {
+        "probe": _exit_summary(
+            _exits(probe, trace, exit_on, threshold)[trace.target >= 0], top, full, target, sat
+        )
+    }
     for p in ps:
         out[f"stability-{p}"] = _exit_summary(_stability_exits(top, p), top, full, target, sat)
     return out
