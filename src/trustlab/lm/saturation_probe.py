@@ -57,7 +57,7 @@ from threadpoolctl import threadpool_limits
 
 from trustlab._validation import check_choice, check_positive_int, check_token_ids
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.lm.hooks import run_with_hooks
+from trustlab.lm.hooks import _layout, run_with_hooks
 from trustlab.lm.internals import EarlyExit, _exit_summary, _n_layers, _settled, _stability_exits
 
 __all__ = [
@@ -71,7 +71,7 @@ __all__ = [
 
 _EXIT_ON = ("second", "later")
 _NARROW = 256  # widths up to which the probe is fitted on one BLAS thread
-_CHUNK = 16  # sequences per forward pass: bounds the (blocks, batch, seq, vocab) logit-lens tensor
+_CHUNK = 8  # sequences per forward pass (the residual streams of a chunk are held at once)
 
 
 @dataclass(frozen=True)
@@ -142,25 +142,31 @@ class _Trace:
 
 
 def _trace(model: Any, ids: np.ndarray, k: int) -> _Trace:
-    n = _n_layers(model)
-    names = [f"blocks.{i}.{kind}" for i in range(n) for kind in ("resid_post", "logit_lens")]
+    lay = _layout(model)
+    n = len(lay.layers)
+    names = [f"blocks.{i}.resid_post" for i in range(n)]
     hidden, topk, final = [], [], []
     with torch.no_grad():
         for start in range(0, ids.shape[0], _CHUNK):
             out = run_with_hooks(model, ids[start : start + _CHUNK], names)
-            d = out["blocks.0.resid_post"].shape[-1]
-            hidden.append(
-                torch.stack([out[f"blocks.{i}.resid_post"].float().reshape(-1, d) for i in range(n)])
+            resid = [out[name] for name in names]
+            d = resid[0].shape[-1]
+            hidden.append(torch.stack([r.float().reshape(-1, d).cpu() for r in resid]))
+            # the logit lens, lm_head(final_norm(resid_post)), one block at a time: only its top-k is kept
+            topk.append(
+                torch.stack(
+                    [
+                        lay.head(lay.norm(r)).float().topk(k, dim=-1).indices.reshape(-1, k).cpu()
+                        for r in resid
+                    ]
+                )
             )
-            lens = torch.stack([out[f"blocks.{i}.logit_lens"].float() for i in range(n)])
-            lens = lens.reshape(n, -1, lens.shape[-1])
-            topk.append(lens.topk(k, dim=-1).indices)
-            final.append(out["logits"].float().reshape(-1, lens.shape[-1]).topk(k, dim=-1).indices)
+            final.append(out["logits"].float().topk(k, dim=-1).indices.reshape(-1, k).cpu())
     target = np.concatenate([ids[:, 1:], np.full((ids.shape[0], 1), -1)], axis=1).reshape(-1)
     return _Trace(
-        hidden=torch.cat(hidden, dim=1).cpu().numpy(),
-        topk=torch.cat(topk, dim=1).cpu().numpy(),
-        final=torch.cat(final, dim=0).cpu().numpy(),
+        hidden=torch.cat(hidden, dim=1).numpy(),
+        topk=torch.cat(topk, dim=1).numpy(),
+        final=torch.cat(final, dim=0).numpy(),
         target=target,
     )
 
