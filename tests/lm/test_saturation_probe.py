@@ -111,8 +111,45 @@ def test_thresholds_order_the_exits_and_calibration_reaches_its_target(setup):
         assert np.all(a <= b)
     t = calibrate_threshold(model, probe, ids, agreement=0.9)
     assert probe_early_exit(model, probe, ids, threshold=t).agreement >= 0.9
-    if t > 0:  # the next lower grid step misses the target
-        assert probe_early_exit(model, probe, ids, threshold=round(t - 0.01, 2)).agreement < 0.9
+    lower = np.nextafter(t, -np.inf)  # any lower threshold that changes an exit misses the target
+    assert probe_early_exit(model, probe, ids, threshold=lower).agreement < 0.9 or np.array_equal(
+        probe_exit_layers(model, probe, ids, threshold=lower),
+        probe_exit_layers(model, probe, ids, threshold=t),
+    )
+    assert np.all(probe_exit_layers(model, probe, ids, threshold=np.inf) == L - 1)
+
+
+def test_baselines_equal_a_direct_recomputation(setup):
+    model, probe, _, ids = setup
+    names = [f"blocks.{i}.{k}" for i in range(L) for k in ("resid_post", "logit_lens")]
+    out = run_with_hooks(model, ids, names)
+    rows = np.ones(ids.shape, dtype=bool)
+    rows[:, -1] = False
+    rows = rows.reshape(-1)
+    h = np.stack([out[f"blocks.{i}.resid_post"].reshape(-1, 16).double().numpy()[rows] for i in range(L)])
+    prob = np.stack(
+        [out[f"blocks.{i}.logit_lens"].softmax(-1).reshape(-1, 12).double().numpy()[rows] for i in range(L)]
+    )
+    top = prob.argmax(-1)
+    p2 = np.sort(prob, axis=-1)
+    margin = p2[..., -1] - p2[..., -2]
+    cos = np.full(margin.shape, -np.inf)
+    cos[1:] = np.sum(h[1:] * h[:-1], -1) / (np.linalg.norm(h[1:], axis=-1) * np.linalg.norm(h[:-1], axis=-1))
+    res = compare_exit_rules(model, probe, ids, softmax=(0.1, 0.3), cosine=(0.5,))
+    assert set(res) == {"probe", "stability-1", "stability-2", "softmax-0.1", "softmax-0.3", "cosine-0.5"}
+    for key, score, t in (
+        ("softmax-0.1", margin, 0.1),
+        ("softmax-0.3", margin, 0.3),
+        ("cosine-0.5", cos, 0.5),
+    ):
+        fire = score >= t
+        fire[-1] = True
+        e = fire.argmax(0)
+        pred = top[e, np.arange(e.size)]
+        assert res[key].layers_saved == pytest.approx(np.mean(1 - (e + 1) / L))
+        assert res[key].agreement == pytest.approx(np.mean(pred == top[-1]))
+    t = calibrate_threshold(model, None, ids, agreement=0.8, rule="cosine")
+    assert compare_exit_rules(model, probe, ids, cosine=(t,))[f"cosine-{t:g}"].agreement >= 0.8
 
 
 def test_comparison_holds_the_stability_rule_of_internals(setup):
@@ -153,7 +190,15 @@ def test_exit_functions_reject_bad_arguments(setup):
     with pytest.raises(ParameterError, match="exit_on"):
         probe_exit_layers(model, probe, ids, exit_on="first")
     with pytest.raises(ParameterError, match="threshold"):
-        probe_early_exit(model, probe, ids, threshold=1.5)
+        probe_early_exit(model, probe, ids, threshold=float("nan"))
+    with pytest.raises(ParameterError, match="softmax"):
+        compare_exit_rules(model, probe, ids, softmax=0.5)
+    with pytest.raises(ParameterError, match="cosine"):
+        compare_exit_rules(model, probe, ids, cosine=("high",))
+    with pytest.raises(ParameterError, match="rule"):
+        calibrate_threshold(model, probe, ids, agreement=0.9, rule="entropy")
+    with pytest.raises(ParameterError, match="probe"):
+        calibrate_threshold(model, None, ids, agreement=0.9)
     with pytest.raises(ParameterError, match="agreement"):
         calibrate_threshold(model, probe, ids, agreement=0)
     with pytest.raises(ParameterError, match="patience"):

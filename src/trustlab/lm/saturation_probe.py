@@ -57,7 +57,15 @@ from threadpoolctl import threadpool_limits
 
 from trustlab._validation import check_choice, check_positive_int, check_token_ids
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.lm.hooks import _layout, run_with_hooks
+from trustlab.lm._exit_rules import (
+    BASELINES,
+    _baseline_scores,
+    _first_fire,
+    _scored,
+    _smallest_reaching,
+    _Trace,
+    _trace,
+)
 from trustlab.lm.internals import EarlyExit, _exit_summary, _n_layers, _settled, _stability_exits
 
 __all__ = [
@@ -71,7 +79,6 @@ __all__ = [
 
 _EXIT_ON = ("second", "later")
 _NARROW = 256  # widths up to which the probe is fitted on one BLAS thread
-_CHUNK = 8  # sequences per forward pass (the residual streams of a chunk are held at once)
 
 
 @dataclass(frozen=True)
@@ -131,44 +138,6 @@ class SaturationProbe:
                 argument="hidden",
             )
         return np.asarray(self.classifier.predict_proba(x))
-
-
-@dataclass(frozen=True)
-class _Trace:
-    hidden: np.ndarray  # (L, P, d): residual stream after each block
-    topk: np.ndarray  # (L, P, k): lens top-k ids per block
-    final: np.ndarray  # (P, k): the model's final top-k ids
-    target: np.ndarray  # (P,): next token, -1 at the last position of a sequence
-
-
-def _trace(model: Any, ids: np.ndarray, k: int) -> _Trace:
-    lay = _layout(model)
-    n = len(lay.layers)
-    names = [f"blocks.{i}.resid_post" for i in range(n)]
-    hidden, topk, final = [], [], []
-    with torch.no_grad():
-        for start in range(0, ids.shape[0], _CHUNK):
-            out = run_with_hooks(model, ids[start : start + _CHUNK], names)
-            resid = [out[name] for name in names]
-            d = resid[0].shape[-1]
-            hidden.append(torch.stack([r.float().reshape(-1, d).cpu() for r in resid]))
-            # the logit lens, lm_head(final_norm(resid_post)), one block at a time: only its top-k is kept
-            topk.append(
-                torch.stack(
-                    [
-                        lay.head(lay.norm(r)).float().topk(k, dim=-1).indices.reshape(-1, k).cpu()
-                        for r in resid
-                    ]
-                )
-            )
-            final.append(out["logits"].float().topk(k, dim=-1).indices.reshape(-1, k).cpu())
-    target = np.concatenate([ids[:, 1:], np.full((ids.shape[0], 1), -1)], axis=1).reshape(-1)
-    return _Trace(
-        hidden=torch.cat(hidden, dim=1).numpy(),
-        topk=torch.cat(topk, dim=1).numpy(),
-        final=torch.cat(final, dim=0).numpy(),
-        target=target,
-    )
 
 
 def _check_ids(model: Any, input_ids: Any, *, min_length: int = 1) -> np.ndarray:
@@ -346,28 +315,22 @@ def _argmax_exits(probe: SaturationProbe, trace: _Trace, exit_on: str) -> np.nda
     return _first_fire(fire)
 
 
-def _first_fire(fire: np.ndarray) -> np.ndarray:
-    fire = fire.copy()
-    fire[-1] = True  # the last block always "exits"
-    return fire.argmax(axis=0).astype(np.int64)
+def _check_threshold(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating) or np.isnan(value):
+        raise ParameterError(f"{name} must be a number (inf: never exit), got {value!r}.", argument=name)
+    return float(value)
 
 
 def _check_rule(exit_on: Any, threshold: Any) -> None:
     check_choice(exit_on, "exit_on", _EXIT_ON)
-    if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1
-    ):
-        raise ParameterError(
-            f"threshold must be None (the probe's arg-max, as in the paper) or a probability in [0, 1], "
-            f"got {threshold!r}.",
-            argument="threshold",
-        )
+    if threshold is not None:
+        _check_threshold(threshold, "threshold")
 
 
 def _exits(probe: SaturationProbe, trace: _Trace, exit_on: str, threshold: float | None) -> np.ndarray:
     if threshold is None:
         return _argmax_exits(probe, trace, exit_on)
-    return _first_fire(np.nan_to_num(_exit_scores(probe, trace, exit_on), nan=-1.0) >= threshold)
+    return _first_fire(np.nan_to_num(_exit_scores(probe, trace, exit_on), nan=-np.inf) >= threshold)
 
 
 def probe_exit_layers(
@@ -391,8 +354,8 @@ def probe_exit_layers(
     exit_on : {"second", "later"}, default="second"
         Exit when the probe says task 2 (the authors' rule), or any task after the first.
     threshold : float, optional
-        None: the probe's most probable task decides (the paper). A number in ``[0, 1]``: exit
-        when the probability of the exit task(s) reaches it (larger: later, safer exits).
+        None: the probe's most probable task decides (the paper). A number: exit when the
+        probability of the exit task(s) reaches it (larger: later, safer exits; above 1: never).
 
     Returns
     -------
@@ -413,14 +376,6 @@ def probe_exit_layers(
     _check_rule(exit_on, threshold)
     ids = _check_ids(model, input_ids)
     return _exits(probe, _trace(model, ids, 1), exit_on, threshold)
-
-
-def _scored(trace: _Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Lens top-1, final top-1, target and top-1 saturation block of positions with a next token."""
-    rows = trace.target >= 0
-    top = trace.topk[:, rows, 0]
-    full = trace.final[rows, 0]
-    return top, full, trace.target[rows], _settled(top == full[None])
 
 
 def probe_early_exit(
@@ -472,33 +427,42 @@ def probe_early_exit(
 
 
 def calibrate_threshold(
-    model: Any, probe: SaturationProbe, input_ids: Any, *, agreement: float, exit_on: str = "second"
+    model: Any,
+    probe: SaturationProbe | None,
+    input_ids: Any,
+    *,
+    agreement: float,
+    rule: str = "probe",
+    exit_on: str = "second",
 ) -> float:
-    """The smallest probability threshold whose exits agree with the full model at least this often.
+    """The smallest threshold whose exits agree with the full model at least this often.
 
-    An extension of the paper's arg-max rule, to compare rules at matched agreement: on
-    calibration sequences (not those the probe was fitted on, not the test ones), thresholds
-    ``0, 0.01, ..., 1`` are tried and the smallest (the most saving) that reaches ``agreement``
-    is returned; at 1 the probe hardly ever fires, so some threshold always qualifies unless
-    the target is above what never exiting gives (1).
+    To compare rules at matched agreement (beyond the paper, which reports each rule at its
+    own thresholds): on calibration sequences (not those the probe was fitted on, not the test
+    ones) the 201 quantiles of the rule's scores are tried, and the smallest (the most saving)
+    that reaches ``agreement`` is returned; ``inf`` (never exit) when none does.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        The model the probe was fitted on.
-    probe : SaturationProbe
-        From :func:`fit_saturation_probe`.
+        The model.
+    probe : SaturationProbe or None
+        From :func:`fit_saturation_probe`; needed for ``rule="probe"`` only.
     input_ids : array-like of int, shape (n_sequences, seq)
         Calibration sequences, at least 2 tokens.
     agreement : float
         Target share of positions whose early prediction equals the full model's, in ``(0, 1]``.
+    rule : {"probe", "softmax", "cosine"}, default="probe"
+        The probe's probability of the exit task(s), or one of the paper's baselines: the logit
+        lens's softmax margin ``p_1 - p_2``, or the cosine of consecutive residual streams.
     exit_on : {"second", "later"}, default="second"
-        See :func:`probe_exit_layers`.
+        For the probe; see :func:`probe_exit_layers`.
 
     Returns
     -------
     float
-        The threshold, for ``probe_early_exit(..., threshold=t)``.
+        The threshold, for ``threshold=`` (the probe) or ``softmax=`` / ``cosine=`` of
+        :func:`compare_exit_rules`.
 
     Examples
     --------
@@ -509,20 +473,21 @@ def calibrate_threshold(
     >>> 0 <= calibrate_threshold(m, probe, rng.integers(0, 12, (5, 10)), agreement=0.9) <= 1
     True
     """
-    _check_probe(model, probe)
+    rule = check_choice(rule, "rule", ("probe", *BASELINES))
+    if rule == "probe" or probe is not None:
+        _check_probe(model, probe)
     _check_rule(exit_on, None)
     if isinstance(agreement, bool) or not isinstance(agreement, int | float) or not 0 < agreement <= 1:
         raise ParameterError(f"agreement must be a share in (0, 1], got {agreement!r}.", argument="agreement")
     ids = _check_ids(model, input_ids, min_length=2)
     trace = _trace(model, ids, 1)
     top, full, _, _ = _scored(trace)
-    scores = np.nan_to_num(_exit_scores(probe, trace, exit_on), nan=-1.0)[:, trace.target >= 0]
-    cols = np.arange(top.shape[1])
-    for t in np.linspace(0.0, 1.0, 101):
-        exit_at = _first_fire(scores >= t)
-        if np.mean(top[exit_at, cols] == full) >= agreement:
-            return float(t)
-    return 1.0
+    if rule == "probe":
+        assert probe is not None  # checked above
+        scores = np.nan_to_num(_exit_scores(probe, trace, exit_on), nan=-np.inf)
+    else:
+        scores = _baseline_scores(trace, rule)
+    return _smallest_reaching(scores[:, trace.target >= 0], top, full, float(agreement))
 
 
 def compare_exit_rules(
@@ -533,6 +498,8 @@ def compare_exit_rules(
     patience: tuple[int, ...] = (1, 2),
     exit_on: str = "second",
     threshold: float | None = None,
+    softmax: tuple[float, ...] = (),
+    cosine: tuple[float, ...] = (),
 ) -> dict[str, EarlyExit]:
     """The learned criterion beside the stability rule, on the same sequences and forward pass.
 
@@ -550,11 +517,16 @@ def compare_exit_rules(
         See :func:`probe_exit_layers`.
     threshold : float, optional
         See :func:`probe_exit_layers`.
+    softmax, cosine : tuple of float, default=()
+        Thresholds of the paper's baselines (:mod:`trustlab.lm._exit_rules`): exit at the first
+        block whose lens softmax margin ``p_1 - p_2`` (the authors tried 0.4 ... 0.94), or whose
+        residual stream's cosine with the block before (0.986 ... 0.995 for GPT-2 XL), reaches it.
 
     Returns
     -------
     dict of str to EarlyExit
-        ``"probe"`` and ``"stability-{p}"`` for each ``p``; every entry carries the oracle saving.
+        ``"probe"``, ``"stability-{p}"`` for each ``p``, ``"softmax-{t}"`` and ``"cosine-{t}"``
+        for each threshold; every entry carries the oracle saving.
 
     Examples
     --------
@@ -582,4 +554,11 @@ def compare_exit_rules(
     }
     for p in ps:
         out[f"stability-{p}"] = _exit_summary(_stability_exits(top, p), top, full, target, sat)
+    for rule, thresholds in zip(BASELINES, (softmax, cosine), strict=True):
+        if not isinstance(thresholds, tuple | list):
+            raise ParameterError(f"{rule} must be a tuple of thresholds, got {thresholds!r}.", argument=rule)
+        scores = _baseline_scores(trace, rule)[:, trace.target >= 0]
+        for t in thresholds:
+            exit_at = _first_fire(scores >= _check_threshold(t, rule))
+            out[f"{rule}-{t:g}"] = _exit_summary(exit_at, top, full, target, sat)
     return out
