@@ -25,7 +25,8 @@ github.com/daria-lioubashevski/beyond_top1):
   token exits at the first block where it predicts task 2 and takes that block's logit-lens
   top-1; otherwise the full model's. Savings, agreement with the full model and next-token
   accuracy are reported as for the stability rule (:func:`trustlab.lm.internals.early_exit`),
-  with the oracle (exit at the top-1 saturation block).
+  with the oracle (exit at the top-1 saturation block), beside the stability rule and the
+  paper's two baselines, the softmax margin and the state cosine (:func:`compare_exit_rules`).
 
 Divergences from the authors' code, each an option or a documented choice: the probe is fitted
 once on all the calibration data (the authors keep the best of 5 folds, scored on its own test
@@ -34,7 +35,9 @@ blocks it was not trained on); ``min_layer`` defaults to 0 (the authors' 5 is fo
 blocks); blocks used are counted as ``exit + 1`` (the authors count ``exit``);
 ``exit_on="later"`` exits on any task after the first (the authors' code exits on task 2 only);
 ``threshold`` replaces the probe's arg-max by a threshold on its probability, to trace the
-saving-agreement trade-off (:func:`calibrate_threshold`).
+saving-agreement trade-off; :func:`calibrate_threshold` sets any rule's threshold to a target
+agreement on calibration sequences, to compare rules at matched agreement (the paper plots each
+rule at its own thresholds).
 
 References
 ----------
