@@ -9,8 +9,9 @@
   of the final top-``r`` token is the first block from which the lens ranks it ``r`` at every later
   block. The paper's finding: top-1 saturates first, then top-2, ... (events in rank order).
 - **Early exit**: stop at the first block whose lens top-1 equals the previous block's, and use
-  it; report the blocks saved and the change in next-token accuracy (and agreement with the full
-  model), against the oracle exit at the top-1 saturation layer.
+  it (a stability rule, not the paper's learned criterion); report the blocks saved and the
+  change in next-token accuracy (and agreement with the full model), against the oracle exit at
+  the top-1 saturation layer.
 - **Attention summary**: per block and head, mean entropy of the attention rows (nats), the
   mean weight on the first token (an attention sink), on the previous token and on itself.
 
@@ -18,8 +19,9 @@ References
 ----------
 .. [1] Jin, Mei, Xu, Sun, Tang, Du, Liu, Zhang. "Massive Values in Self-Attention Modules are the
    Key to Contextual Knowledge Understanding". ICML 2025.
-.. [2] Lioubashevski, Schwartz, Stern, Hirsch, Goldstein, Dar. "Looking Beyond the Top-1:
-   Transformers Determine Top Tokens in Order". arXiv:2410.20210, 2024/2025.
+.. [2] Lioubashevski, Schlank, Stanovsky, Goldstein. "Looking Beyond the Top-1: Transformers
+   Determine Top Tokens in Order". ICML 2025 (PMLR 267); arXiv:2410.20210. The paper's learned
+   exit criterion (a task-index probe) is in :mod:`trustlab.lm.saturation_probe`.
 """
 
 from __future__ import annotations
@@ -220,10 +222,14 @@ def saturation_layers(model: Any, input_ids: Any, *, k: int = 3) -> Saturation:
     final = logits.reshape(-1, vocab).topk(k, dim=-1).indices  # (P, k)
     ranks_at = lens.topk(k, dim=-1).indices  # (L, P, k)
     match = (ranks_at == final[None]).cpu().numpy()  # (L, P, k): rank r holds the final rank-r token
-    # first layer from which match holds at every later layer
+    return Saturation(_settled(match), int(n_layers))
+
+
+def _settled(match: np.ndarray) -> np.ndarray:
+    """First layer from which ``match`` (layers first) holds at every later layer; the last if none."""
+    n_layers = match.shape[0]
     suffix_all = np.flip(np.logical_and.accumulate(np.flip(match, axis=0), axis=0), axis=0)
-    first = np.where(suffix_all.any(axis=0), suffix_all.argmax(axis=0), n_layers - 1)
-    return Saturation(first.astype(np.int64), int(n_layers))
+    return np.where(suffix_all.any(axis=0), suffix_all.argmax(axis=0), n_layers - 1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -292,14 +298,28 @@ def early_exit(model: Any, input_ids: Any, *, patience: int = 1) -> EarlyExit:
     top = lens[:, :, :-1].argmax(-1).reshape(n_layers, -1).cpu().numpy()  # (L, P)
     full = logits[:, :-1].argmax(-1).reshape(-1).cpu().numpy()
     target = ids[:, 1:].reshape(-1).cpu().numpy()
+    sat = _settled(top == full[None])  # the top-1 saturation block of each scored position
+    return _exit_summary(_stability_exits(top, patience), top, full, target, sat)
+
+
+def _stability_exits(top: np.ndarray, patience: int) -> np.ndarray:
+    """Exit block per position: the first whose lens top-1 equals that of the ``patience`` before it."""
+    n_layers = top.shape[0]
     exit_at = np.full(top.shape[1], n_layers - 1)
     done = np.zeros(top.shape[1], dtype=bool)
     for layer in range(patience, n_layers):
         stable = np.all(top[layer - patience : layer] == top[layer], axis=0) & ~done
         exit_at[stable] = layer
         done |= stable
+    return exit_at
+
+
+def _exit_summary(
+    exit_at: np.ndarray, top: np.ndarray, full: np.ndarray, target: np.ndarray, sat: np.ndarray
+) -> EarlyExit:
+    """Savings, agreement and accuracies of exiting at ``exit_at`` (``top``: lens top-1, layers first)."""
+    n_layers = top.shape[0]
     pred = top[exit_at, np.arange(top.shape[1])]
-    sat = saturation_layers(model, ids[:, :-1], k=1).layers[:, 0] if ids.shape[1] > 1 else exit_at
     return EarlyExit(
         mean_exit_layer=float(exit_at.mean()),
         layers_saved=float(np.mean(1 - (exit_at + 1) / n_layers)),
