@@ -1,0 +1,120 @@
+"""Row 000-16, unseen-modulus setting: LCG sequences of held-out moduli predicted in context."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from trustlab.errors import ModelError, ParameterError
+from trustlab.lm import ModelConfig, TrainConfig, build_model
+from trustlab.lm.lcg_moduli import (
+    full_period_multipliers,
+    unseen_moduli_accuracy,
+    unseen_moduli_model,
+    unseen_moduli_task,
+)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _period(a: int, c: int, m: int) -> int:
+    x, seen = 0, {}
+    for t in range(m + 1):
+        if x in seen:
+            return t - seen[x]
+        seen[x] = t
+        x = (a * x + c) % m
+    return m
+
+
+def test_full_period_multipliers_give_period_m_with_every_coprime_increment():
+    for m in (12, 16, 27, 30, 36, 64):
+        good = set(full_period_multipliers(m).tolist())
+        full = {a for a in range(1, m) if all(_period(a, c, m) == m for c in range(1, m) if math.gcd(c, m) == 1)}
+        assert good == full, m
+
+
+def test_task_holds_out_the_test_moduli_and_follows_the_recurrence():
+    task = unseen_moduli_task([32], length=12, n_a=4, n_c=4, n_test_a=4, n_test_c=8, seed=3)
+    assert task.train.vocab_size == task.test.vocab_size == 38  # int(1.2 * 32)
+    assert 32 not in task.train_moduli and task.train_moduli.min() == 12 and task.train_moduli.max() == 38
+    for data in (task.train, task.test):
+        a, c, m = (data.latent[k][:, None] for k in "acm")
+        x = data.tokens
+        assert np.all((a * x[:, :-1] + c) % m == x[:, 1:]) and np.all(x < m)
+        assert not data.loss_mask[:, 0].any() and data.loss_mask[:, 1:].all()
+    assert set(task.test.latent["m"]) == {32} and len(task.test) == 32
+    assert set(task.test.latent["a"]) <= set(full_period_multipliers(32).tolist())
+    assert all(math.gcd(int(c), 32) == 1 for c in task.test.latent["c"])
+    # every training sequence is full-period and its modulus >= length: no number repeats inside it
+    assert all(len(set(row)) == 12 for row in task.train.tokens)
+    again = unseen_moduli_task([32], length=12, n_a=4, n_c=4, n_test_a=4, n_test_c=8, seed=3)
+    assert np.array_equal(again.train.tokens, task.train.tokens) and again.digest() == task.digest()
+
+
+def test_task_options_subset_and_exclusion():
+    task = unseen_moduli_task([64], length=16, n_train_moduli=10, n_a=2, n_c=3, n_per_triple=2, seed=1)
+    assert len(task.train_moduli) == 10 and 64 not in task.train_moduli
+    ex = unseen_moduli_task([32], length=12, n_test_a=2, n_test_c=4, exclude_test_values=True)
+    assert not set(ex.train.latent["a"]) & set(ex.test.latent["a"])
+    assert not set(ex.train.latent["c"]) & set(ex.test.latent["c"])
+
+
+def test_task_errors_name_the_argument():
+    with pytest.raises(ParameterError, match="test_moduli"):
+        unseen_moduli_task([40], length=8, max_modulus=32)
+    with pytest.raises(ParameterError, match="min_modulus"):
+        unseen_moduli_task([12], length=8, min_modulus=12, max_modulus=12)
+    with pytest.raises(ParameterError, match="length"):
+        unseen_moduli_task([16], length=2)
+
+
+class _Scripted(torch.nn.Module):
+    """Predicts the true next number shifted by ``shift`` (right mod q when q divides shift)."""
+
+    def __init__(self, task, shift):
+        super().__init__()
+        self.emb = torch.nn.Embedding(task.test.vocab_size, 2)
+        self.next = {tuple(row[:-1]): row[1:] for row in task.test.tokens}
+        self.vocab, self.shift, self.m = task.test.vocab_size, shift, task.test.latent["m"]
+
+    def get_input_embeddings(self):
+        return self.emb
+
+    def forward(self, input_ids):
+        rows = [self.next[tuple(r.tolist()[:-1])] for r in input_ids]
+        nxt = (np.stack(rows) + self.shift) % self.m[:, None]
+        logits = torch.zeros(*input_ids.shape, self.vocab)
+        logits[:, :-1].scatter_(-1, torch.as_tensor(nxt)[..., None], 1.0)
+        return SimpleNamespace(logits=logits)
+
+
+def test_accuracy_counts_exact_and_residue_hits():
+    task = unseen_moduli_task([16], length=10, n_test_a=4, n_test_c=8)
+    exact = unseen_moduli_accuracy(_Scripted(task, 0), task)
+    assert np.all(exact.accuracy == 1.0) and exact.per_modulus == {16: 1.0}
+    assert all(np.all(r == 1.0) for r in exact.residue_accuracy.values())
+    off = unseen_moduli_accuracy(_Scripted(task, 4), task)  # right mod 2 and 4, wrong mod 8
+    assert np.all(off.accuracy == 0.0) and off.band(1) == (0.0, 0.0)
+    assert np.all(off.residue_accuracy[4] == 1.0) and np.all(off.residue_accuracy[8] == 0.0)
+    assert off.chance == 1 / 16 and off.n_sequences == 32 and 0.0 <= off.bigram_baseline <= 1.0
+
+
+def test_accuracy_errors_and_cached_training(tmp_path):
+    task = unseen_moduli_task([16], length=8, n_test_a=2, n_test_c=4)
+    small = build_model(ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2))
+    with pytest.raises(ModelError, match="vocabulary"):
+        unseen_moduli_accuracy(small, task)
+    with pytest.raises(ParameterError, match="divisors"):
+        unseen_moduli_accuracy(build_model(ModelConfig("gpt2", vocab_size=19, d_model=8, n_layers=1, n_heads=2)), task, [1])
+    cfg, tcfg = ModelConfig("gpt2", vocab_size=2, d_model=8, n_layers=1, n_heads=2), TrainConfig(steps=3, batch_size=4)
+    first = unseen_moduli_model(task, cfg, tcfg, cache_dir=tmp_path)
+    (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("lcg-um-")]
+    assert (folder / "done").is_file()
+    second = unseen_moduli_model(task, cfg, tcfg, cache_dir=tmp_path)  # loaded, not retrained
+    for p, q in zip(first.parameters(), second.parameters(), strict=True):
+        assert torch.equal(p, q)
