@@ -118,3 +118,24 @@ def test_accuracy_errors_and_cached_training(tmp_path):
     second = unseen_moduli_model(task, cfg, tcfg, cache_dir=tmp_path)  # loaded, not retrained
     for p, q in zip(first.parameters(), second.parameters(), strict=True):
         assert torch.equal(p, q)
+
+
+@pytest.mark.slow  # trains one model of 1000 steps on first use (about 75 s on a shared 2-core CPU), then cached
+@pytest.mark.claims
+def test_claim_unseen_modulus_predicted_in_context_slow():
+    # Held out: m = 64 (as the paper's 2048 = 2^11, a prime power), 16 x 32 Hull-Dobell pairs, 512 sequences;
+    # trained on the 52 moduli 24..76 other than 64. Tolerances: 3 standard errors over the 512 sequences.
+    task = unseen_moduli_task([64], length=24, n_a=64, n_c=64, n_per_triple=4)
+    res = unseen_moduli_accuracy(unseen_moduli_model(task), task)
+    assert res.n_sequences == 512 and 64 not in task.train_moduli
+    late, late_se = res.band(12)  # 12 to 23 numbers of context
+    early, _ = res.band(1, 4)  # 1 to 3 numbers of context
+    assert late > max(res.chance, res.bigram_baseline) + 3 * late_se, (late, res.chance, res.bigram_baseline)
+    rise = res.hits[:, 11:].mean(axis=1) - res.hits[:, :3].mean(axis=1)  # paired per sequence
+    assert rise.mean() > 3 * rise.std(ddof=1) / np.sqrt(len(rise)), (early, late)
+    # Digit-wise: the low prime-power digits of the unseen modulus are right once their look-back fits
+    # in the context (x[t+1] = x[t+1-r] mod r for r | m): mod 4 from position 4 on, against 1/4 by chance.
+    mod4 = res.residue_accuracy[4]
+    se4 = np.hypot(*np.sqrt(mod4[[0, 3]] * (1 - mod4[[0, 3]]) / res.n_sequences))
+    assert mod4[11:].mean() >= 0.9 and res.residue_accuracy[2][11:].mean() >= 0.95, res.residue_accuracy
+    assert mod4[3] - mod4[0] > 3 * se4, mod4

@@ -305,7 +305,7 @@ def unseen_moduli_model(
         Default: Llama (RoPE, as the paper's models), width 64, 2 blocks, 4 heads;
         ``vocab_size`` and ``max_len`` are set from the task.
     train_config : TrainConfig, optional
-        Default: 2000 steps of 64 sequences, lr 3e-3, 100 warm-up steps, weight decay 0.1.
+        Default: 1000 steps of 64 sequences, lr 3e-3, 50 warm-up steps, weight decay 0.1.
     cache_dir : str or Path, optional
         Where the checkpoint is kept.
     seed : int, default=0
@@ -327,7 +327,7 @@ def unseen_moduli_model(
     base = model_config or ModelConfig("llama", vocab_size=2, d_model=64, n_layers=2, n_heads=4)
     length = task.train.tokens.shape[1]
     cfg = ModelConfig.from_dict({**base.to_dict(), "vocab_size": task.train.vocab_size, "max_len": length})
-    tcfg = train_config or TrainConfig(steps=2000, batch_size=64, lr=3e-3, warmup=100, weight_decay=0.1, seed=seed)
+    tcfg = train_config or TrainConfig(steps=1000, batch_size=64, lr=3e-3, warmup=50, weight_decay=0.1, seed=seed)
     spec = {"data": task.digest(), "model": cfg.to_dict(), "train": asdict(tcfg), "seed": int(seed)}
     path = trained_dir(cache_dir, "lm", f"lcg-um-{spec_digest(json.loads(json.dumps(spec, default=str)))}")
     if (path / "done").is_file():
