@@ -34,7 +34,9 @@ def _period(a: int, c: int, m: int) -> int:
 def test_full_period_multipliers_give_period_m_with_every_coprime_increment():
     for m in (12, 16, 27, 30, 36, 64):
         good = set(full_period_multipliers(m).tolist())
-        full = {a for a in range(1, m) if all(_period(a, c, m) == m for c in range(1, m) if math.gcd(c, m) == 1)}
+        full = {
+            a for a in range(1, m) if all(_period(a, c, m) == m for c in range(1, m) if math.gcd(c, m) == 1)
+        }
         assert good == full, m
 
 
@@ -110,8 +112,13 @@ def test_accuracy_errors_and_cached_training(tmp_path):
     with pytest.raises(ModelError, match="vocabulary"):
         unseen_moduli_accuracy(small, task)
     with pytest.raises(ParameterError, match="divisors"):
-        unseen_moduli_accuracy(build_model(ModelConfig("gpt2", vocab_size=19, d_model=8, n_layers=1, n_heads=2)), task, [1])
-    cfg, tcfg = ModelConfig("gpt2", vocab_size=2, d_model=8, n_layers=1, n_heads=2), TrainConfig(steps=3, batch_size=4)
+        unseen_moduli_accuracy(
+            build_model(ModelConfig("gpt2", vocab_size=19, d_model=8, n_layers=1, n_heads=2)), task, [1]
+        )
+    cfg, tcfg = (
+        ModelConfig("gpt2", vocab_size=2, d_model=8, n_layers=1, n_heads=2),
+        TrainConfig(steps=3, batch_size=4),
+    )
     first = unseen_moduli_model(task, cfg, tcfg, cache_dir=tmp_path)
     (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("lcg-um-")]
     assert (folder / "done").is_file()
@@ -120,7 +127,7 @@ def test_accuracy_errors_and_cached_training(tmp_path):
         assert torch.equal(p, q)
 
 
-@pytest.mark.slow  # trains one model of 1000 steps on first use (about 75 s on a shared 2-core CPU), then cached
+@pytest.mark.slow  # one model of 1000 steps trained on first use (about 75 s CPU), then cached
 @pytest.mark.claims
 def test_claim_unseen_modulus_predicted_in_context_slow():
     # Held out: m = 64 (as the paper's 2048 = 2^11, a prime power), 16 x 32 Hull-Dobell pairs, 512 sequences;

@@ -150,7 +150,9 @@ def _sequences(triples: np.ndarray, length: int, vocab: int, rng: np.random.Gene
     return TokenData(x, mask, vocab, latent)
 
 
-def _pairs(m: int, n_a: int, n_c: int, rng: np.random.Generator, ban_a: Any = (), ban_c: Any = ()) -> np.ndarray:
+def _pairs(
+    m: int, n_a: int, n_c: int, rng: np.random.Generator, ban_a: Any = (), ban_c: Any = ()
+) -> np.ndarray:
     a_all = np.setdiff1d(full_period_multipliers(m), np.asarray(ban_a, dtype=np.int64))
     c_all = np.setdiff1d(_coprimes(m), np.asarray(ban_c, dtype=np.int64))
     a = rng.choice(a_all, min(n_a, len(a_all)), replace=False) if len(a_all) else a_all
@@ -327,7 +329,9 @@ def unseen_moduli_model(
     base = model_config or ModelConfig("llama", vocab_size=2, d_model=64, n_layers=2, n_heads=4)
     length = task.train.tokens.shape[1]
     cfg = ModelConfig.from_dict({**base.to_dict(), "vocab_size": task.train.vocab_size, "max_len": length})
-    tcfg = train_config or TrainConfig(steps=1000, batch_size=64, lr=3e-3, warmup=50, weight_decay=0.1, seed=seed)
+    tcfg = train_config or TrainConfig(
+        steps=1000, batch_size=64, lr=3e-3, warmup=50, weight_decay=0.1, seed=seed
+    )
     spec = {"data": task.digest(), "model": cfg.to_dict(), "train": asdict(tcfg), "seed": int(seed)}
     path = trained_dir(cache_dir, "lm", f"lcg-um-{spec_digest(json.loads(json.dumps(spec, default=str)))}")
     if (path / "done").is_file():
