@@ -100,6 +100,7 @@ def test_accuracy_counts_exact_and_residue_hits():
     exact = unseen_moduli_accuracy(_Scripted(task, 0), task)
     assert np.all(exact.accuracy == 1.0) and exact.per_modulus == {16: 1.0}
     assert all(np.all(r == 1.0) for r in exact.residue_accuracy.values())
+    assert np.array_equal(exact.above_max, exact.target_above_max) and exact.above_max[0] > 0
     off = unseen_moduli_accuracy(_Scripted(task, 4), task)  # right mod 2 and 4, wrong mod 8
     assert np.all(off.accuracy == 0.0) and off.band(1) == (0.0, 0.0)
     assert np.all(off.residue_accuracy[4] == 1.0) and np.all(off.residue_accuracy[8] == 0.0)
@@ -146,3 +147,10 @@ def test_claim_unseen_modulus_predicted_in_context_slow():
     se4 = np.hypot(*np.sqrt(mod4[[0, 3]] * (1 - mod4[[0, 3]]) / res.n_sequences))
     assert mod4[11:].mean() >= 0.9 and res.residue_accuracy[2][11:].mean() >= 0.95, res.residue_accuracy
     assert mod4[3] - mod4[0] > 3 * se4, mod4
+    # Modulus estimation from the context: the predictions exceed the largest number seen less often than
+    # the true next numbers do (the model's working estimate of m is tied to the context's maximum).
+    pred_up, true_up = res.above_max[:3].mean(), res.target_above_max[:3].mean()
+    se_up = np.hypot(
+        *np.sqrt(np.array([pred_up, true_up]) * (1 - np.array([pred_up, true_up])) / res.n_sequences)
+    )
+    assert true_up - pred_up > 3 * se_up, (res.above_max, res.target_above_max)

@@ -364,6 +364,12 @@ class UnseenModuliAccuracy:
         ``{q: ndarray (length - 1,)}``: share with prediction ``= target (mod q)``.
     per_modulus : dict
         ``{m: accuracy}`` over the second half of the positions, per test modulus.
+    above_max : ndarray of float, shape (length - 1,)
+        Share of predictions above every number of their context (the modulus-estimation
+        signature: a model that takes the largest number seen as its estimate of ``m`` rarely
+        predicts beyond it).
+    target_above_max : ndarray of float, shape (length - 1,)
+        The same share for the true next numbers.
     chance : float
         Mean ``1 / m`` over the test sequences (a uniform guess that knows ``m``).
     bigram_baseline : float
@@ -382,6 +388,8 @@ class UnseenModuliAccuracy:
     hits: np.ndarray
     residue_accuracy: dict[int, np.ndarray]
     per_modulus: dict[int, float]
+    above_max: np.ndarray
+    target_above_max: np.ndarray
     chance: float
     bigram_baseline: float
     n_sequences: int
@@ -464,12 +472,15 @@ def unseen_moduli_accuracy(model: Any, task: UnseenModuliTask, divisors: Any = N
     half = x.shape[1] // 2
     m_of = task.test.latent["m"]
     per_mod = {int(m): float(hits[m_of == m, half - 1 :].mean()) for m in task.test_moduli}
+    seen_max = np.maximum.accumulate(x, axis=1)[:, :-1]
     return UnseenModuliAccuracy(
         accuracy=acc,
         stderr=np.sqrt(acc * (1 - acc) / n),
         hits=hits,
         residue_accuracy={int(q): ((pred - target) % q == 0).mean(axis=0) for q in qs},
         per_modulus=per_mod,
+        above_max=(pred > seen_max).mean(axis=0),
+        target_above_max=(target > seen_max).mean(axis=0),
         chance=float(np.mean(1.0 / m_of)),
         bigram_baseline=_bigram(task.train, task.test, half),
         n_sequences=n,
