@@ -197,7 +197,7 @@ def unseen_moduli_task(
 ) -> UnseenModuliTask:
     """Training sequences of many moduli and test sequences of held-out moduli.
 
-    Defaults are the paper's interpretability setting (``m_test = 2048``, a context of 256
+    Defaults are the authors' UM interpretability setting (``m_test = 2048``, a context of 256
     numbers, training moduli ``[257, 2457]``, 32 x 32 training and 64 x 64 test pairs per
     modulus); the toy claims of docs/lm-lcg.md use ``m_test = 64`` and 24 numbers.
 
@@ -212,7 +212,7 @@ def unseen_moduli_task(
     max_modulus : int, optional
         Largest training modulus and the vocabulary size; default ``int(1.2 * max(test_moduli))``.
     n_train_moduli : int, optional
-        Train on a random subset of this many moduli (the paper's ``n_m``); default all.
+        Train on a random subset of this many moduli (the authors' ``num_ps``); default all.
     n_a, n_c : int, default=32
         Hull-Dobell multipliers and coprime increments drawn per training modulus (all when
         fewer exist); every pair of them gives ``n_per_triple`` sequences.
