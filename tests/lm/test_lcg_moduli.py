@@ -71,6 +71,8 @@ def test_task_errors_name_the_argument():
         unseen_moduli_task([40], length=8, max_modulus=32)
     with pytest.raises(ParameterError, match="min_modulus"):
         unseen_moduli_task([12], length=8, min_modulus=12, max_modulus=12)
+    with pytest.raises(ParameterError, match="max_modulus"):
+        unseen_moduli_task([16], length=8, max_modulus=2**31)
     with pytest.raises(ParameterError, match="length"):
         unseen_moduli_task([16], length=2)
 

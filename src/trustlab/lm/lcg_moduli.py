@@ -244,6 +244,10 @@ def unseen_moduli_task(
         raise ParameterError("test_moduli must hold at least one modulus, got none.", argument="test_moduli")
     hi = int(1.2 * int(tests.max())) if max_modulus is None else int(max_modulus)
     lo = int(length) if min_modulus is None else int(min_modulus)
+    if hi >= 2**31:
+        raise ParameterError(
+            f"max_modulus must be below 2**31 (a * x must fit in int64), got {hi}.", argument="max_modulus"
+        )
     if tests.min() < 2 or tests.max() > hi:
         raise ParameterError(
             f"test_moduli must lie in [2, max_modulus={hi}], got {tests.tolist()}; raise max_modulus.",
