@@ -181,7 +181,7 @@ def train_interchange(
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                losses.append(float(loss))
+                losses.append(float(loss.detach()))
                 step += 1
         module.temperature = float(temps[-1])
     finally:

@@ -172,7 +172,7 @@ def _fit_sae(model: Any, train: CounterfactualPairs, layer: int, sae: Any, seed:
     ids = np.concatenate([train.base, train.counterfactual])
     acts, _ = collect(model, ids, np.zeros(len(ids), dtype=np.int64), [layer], every_position=True)
     d = acts[layer].shape[1]
-    params = {"n_latents": 4 * d, "k": max(1, d // 4), "batch_size": 512, "n_steps": 1000}
+    params = {"n_latents": 4 * d, "k": max(1, d // 4), "batch_size": 512, "n_steps": 300}
     return SparseAutoencoder(**params, learning_rate=3e-3, random_state=seed).fit(acts[layer])
 
 
@@ -228,11 +228,12 @@ def causal_variable_localization(
     layers : list of int, optional
         Sites ``0 .. n_layers`` (the input of each block, then the output of the last); default all.
     das_dim : int, optional
-        Dimension ``k`` of DAS's subspace and of the random one; default ``max(1, d_model // 8)``
-        (MIB's 32 would be the whole vector of the lab's models).
+        Dimension ``k`` of DAS's subspace and of the random one; default ``max(1, d_model // 4)``
+        (MIB's 32 would be the whole vector of the lab's 32-wide models).
     sae : SparseAutoencoder or dict of int to SparseAutoencoder, optional
         Fitted autoencoders for ``"dbm-sae"``; default one fitted per site on the residual stream at
-        every position of the training inputs (``4 * d_model`` latents, Matryoshka, ``k = d_model / 4``).
+        every position of the training inputs (``4 * d_model`` latents, Matryoshka, ``k = d_model / 4``,
+        300 steps of 512 rows at learning rate 3e-3).
     epochs, lr, batch_size : int, float, int, default=3, 1e-2, 32
         MIB's training: AdamW (no weight decay) at a constant rate on the cross-entropy of the
         causal model's label at the answer position.
@@ -278,20 +279,21 @@ def causal_variable_localization(
     model.eval()
     try:
         if filter_correct:
-            train, test = train.subset(_correct(model, train)), test.subset(_correct(model, test))
-        if len(train) < 2 or len(test) < 1:
-            raise DataError(
-                f"{len(train)} training and {len(test)} test pairs are left after keeping those the model "
-                "answers correctly; train the model further, or pass filter_correct=False.",
-                argument="train",
-            )
+            keep_tr, keep_te = _correct(model, train), _correct(model, test)
+            if keep_tr.sum() < 2 or keep_te.sum() < 1:
+                raise DataError(
+                    f"{int(keep_tr.sum())} training and {int(keep_te.sum())} test pairs are left after keeping "
+                    "those the model answers correctly; train the model further, or pass filter_correct=False.",
+                    argument="train",
+                )
+            train, test = train.subset(keep_tr), test.subset(keep_te)
         seed = int(np.random.default_rng(random_state).integers(2**31 - 1))
         hb_tr, _ = collect(model, train.base, train.positions, sites)
         hc_tr, _ = collect(model, train.counterfactual, train.positions, sites)
         hb_te, _ = collect(model, test.base, test.positions, sites)
         hc_te, _ = collect(model, test.counterfactual, test.positions, sites)
         d = hb_tr[sites[0]].shape[1]
-        k = min(int(das_dim) if das_dim is not None else max(1, d // 8), d)
+        k = min(int(das_dim) if das_dim is not None else max(1, d // 4), d)
         shape = (len(method_list), len(sites))
         iia, train_iia, n_feat = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64)
         for j, layer in enumerate(sites):
