@@ -51,7 +51,9 @@ def _last_token_pairs(n: int, seed: int) -> CounterfactualPairs:
     return CounterfactualPairs(b, c, c[:, -1], b[:, -1], c[:, -1], variable="last")
 
 
-def test_variable_in_known_coordinates_is_found_by_das_and_dbm_not_by_a_random_subspace(identity_model) -> None:
+def test_variable_in_known_coordinates_is_found_by_das_and_dbm_not_by_a_random_subspace(
+    identity_model,
+) -> None:
     res = causal_variable_localization(
         identity_model,
         _last_token_pairs(48, 0),
@@ -95,7 +97,10 @@ def test_interchange_module_moves_exactly_its_features() -> None:
 
 def test_causal_model_interchange_and_sorting_pairs() -> None:
     cm = sorting_causal_model(4)
-    base, cf = {"x0": [5, 2], "x1": [1, 9], "x2": [7, 3], "x3": [8, 4]}, {"x0": [0, 6], "x1": [3, 5], "x2": [2, 1], "x3": [9, 8]}
+    base, cf = (
+        {"x0": [5, 2], "x1": [1, 9], "x2": [7, 3], "x3": [8, 4]},
+        {"x0": [0, 6], "x1": [3, 5], "x2": [2, 1], "x3": [9, 8]},
+    )
     assert cm.interchange(base, cf, "min").tolist() == [0, 1]
     assert cm.interchange(base, cf, "argmin").tolist() == [5, 3]  # base's value at cf's argmin
     for variable in ("min", "argmin"):
@@ -121,14 +126,20 @@ def test_bad_inputs_raise_trustlab_errors(identity_model) -> None:
             causal_variable_localization(identity_model, good, good, **kwargs)
     with pytest.raises(ParameterError, match="CounterfactualPairs"):
         causal_variable_localization(identity_model, "pairs", good)
-    far = CounterfactualPairs(good.base + 10, good.counterfactual, good.labels, good.base_labels, good.cf_labels)
+    far = CounterfactualPairs(
+        good.base + 10, good.counterfactual, good.labels, good.base_labels, good.cf_labels
+    )
     with pytest.raises(DataError, match="vocabulary"):
         causal_variable_localization(identity_model, far, good)
-    wrong = CounterfactualPairs(good.base, good.counterfactual, good.labels, (good.base_labels + 1) % VOCAB, good.cf_labels)
+    wrong = CounterfactualPairs(
+        good.base, good.counterfactual, good.labels, (good.base_labels + 1) % VOCAB, good.cf_labels
+    )
     with pytest.raises(DataError, match="correctly"):
         causal_variable_localization(identity_model, wrong, good)
     with pytest.raises(DataError):
-        CounterfactualPairs(good.base, good.counterfactual[:, :2], good.labels, good.base_labels, good.cf_labels)
+        CounterfactualPairs(
+            good.base, good.counterfactual[:, :2], good.labels, good.base_labels, good.cf_labels
+        )
     with pytest.raises(DataError):
         CounterfactualPairs(good.base, good.counterfactual, good.labels[:3], good.base_labels, good.cf_labels)
     with pytest.raises(TrustlabError):
@@ -136,11 +147,13 @@ def test_bad_inputs_raise_trustlab_errors(identity_model) -> None:
     with pytest.raises(ParameterError):
         CausalModel(("a",), {"s": (("b",), np.negative)}, "s")
     with pytest.raises(ParameterError):
-        sorting_causal_model(3).interchange({"x0": [1], "x1": [2], "x2": [3]}, {"x0": [1], "x1": [2], "x2": [3]}, "y")
+        sorting_causal_model(3).interchange(
+            {"x0": [1], "x1": [2], "x2": [3]}, {"x0": [1], "x1": [2], "x2": [3]}, "y"
+        )
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # five featurizers trained at three sites for two variables, SAEs fitted per site: ~40 s CPU
+@pytest.mark.slow  # five featurizers at three sites for two variables, an SAE per site: ~40 s CPU
 def test_claim_das_highest_iia_sae_not_better_than_neurons_controls_at_chance(sorting_model) -> None:
     model = sorting_model[0]
     res = causal_variable_localization(model, sorting_pairs(256, seed=0), sorting_pairs(256, seed=1))

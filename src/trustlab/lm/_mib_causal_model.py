@@ -77,7 +77,9 @@ class CausalModel:
         """Every variable, inputs first, in topological order."""
         return [*self.inputs, *self.mechanisms]
 
-    def run(self, values: Mapping[str, Any], interventions: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def run(
+        self, values: Mapping[str, Any], interventions: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Values of every variable given the inputs, with some variables fixed.
 
         Parameters
@@ -106,7 +108,9 @@ class CausalModel:
             out[name] = np.asarray(fixed[name] if name in fixed else fn(*(out[p] for p in parents)))
         return out
 
-    def interchange(self, base: Mapping[str, Any], counterfactual: Mapping[str, Any], variable: str) -> np.ndarray:
+    def interchange(
+        self, base: Mapping[str, Any], counterfactual: Mapping[str, Any], variable: str
+    ) -> np.ndarray:
         """The output on ``base`` with ``variable`` set to its value on ``counterfactual``.
 
         Parameters
@@ -166,10 +170,13 @@ class CounterfactualPairs:
             )
         n, seq = base.shape
         pos = np.full(n, seq - 1) if self.positions is None else self.positions
-        for name, value in (("labels", self.labels), ("base_labels", self.base_labels)) + (
+        checks = (
+            ("labels", self.labels),
+            ("base_labels", self.base_labels),
             ("cf_labels", self.cf_labels),
             ("positions", pos),
-        ):
+        )
+        for name, value in checks:
             arr = np.asarray(value).reshape(-1)
             if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
                 raise DataError(
@@ -233,7 +240,7 @@ def sorting_causal_model(n_items: int = 6) -> CausalModel:
     def pick(ptr: np.ndarray, *xs: np.ndarray) -> np.ndarray:
         return np.take_along_axis(np.stack(xs, axis=-1), ptr[..., None], axis=-1)[..., 0]
 
-    mechanisms = {
+    mechanisms: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
         "argmin": (names, argmin),
         "min": (("argmin", *names), pick),
         "answer": (("min",), lambda m: m),

@@ -44,7 +44,9 @@ def site_name(layer: int, n_layers: int) -> str:
     return f"blocks.{layer}.resid_pre" if layer < n_layers else f"blocks.{n_layers - 1}.resid_post"
 
 
-def collect(model: Any, ids: np.ndarray, positions: np.ndarray, layers: list[int], every_position: bool = False):
+def collect(
+    model: Any, ids: np.ndarray, positions: Any, layers: list[int], every_position: bool = False
+) -> Any:
     """Residual-stream vectors at each site: ``{layer: (n, d)}`` at ``positions`` (or ``(n * seq, d)``)."""
     n_layers = len(_layout(model).layers)
     names = [site_name(layer, n_layers) for layer in layers]
@@ -57,7 +59,9 @@ def collect(model: Any, ids: np.ndarray, positions: np.ndarray, layers: list[int
     return result, out["logits"][rows, positions].argmax(-1).cpu().numpy()
 
 
-def intervened_logits(model: Any, ids: torch.Tensor, pos: torch.Tensor, layer: int, delta: torch.Tensor) -> torch.Tensor:
+def intervened_logits(
+    model: Any, ids: torch.Tensor, pos: torch.Tensor, layer: int, delta: torch.Tensor
+) -> torch.Tensor:
     """Logits at ``pos`` with ``delta`` added to the residual stream at site ``layer`` and ``pos``."""
     lay = _layout(model)
     n_layers = len(lay.layers)
@@ -86,28 +90,33 @@ class Interchange(torch.nn.Module):
     while training, ``mask > 0`` (``sigmoid(mask) > 0.5``) when evaluating, as MIB's mask intervention.
     """
 
-    def __init__(self, method: str, n_features: int, d: int, k: int, decoder: Any, gen: torch.Generator) -> None:
+    def __init__(
+        self, method: str, n_features: int, d: int, k: int, decoder: Any, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.method = method
         self.temperature = 1.0
         self.decoder = None if decoder is None else torch.as_tensor(decoder, dtype=torch.float64)
-        self.mask = torch.nn.Parameter(torch.zeros(n_features, dtype=torch.float64)) if method.startswith("dbm") else None
+        self.mask = (
+            torch.nn.Parameter(torch.zeros(n_features, dtype=torch.float64))
+            if method.startswith("dbm")
+            else None
+        )
         self.rotate: torch.nn.Module | None = None
         if method in ("das", "random"):
             q, _ = torch.linalg.qr(torch.randn(d, k, generator=gen, dtype=torch.float64))
             lin = torch.nn.Linear(d, k, bias=False, dtype=torch.float64)
             with torch.no_grad():
                 lin.weight.copy_(q.T)
-            if method == "das":
-                lin = torch.nn.utils.parametrizations.orthogonal(lin)
-            else:
-                lin.weight.requires_grad_(False)
-            self.rotate = lin
+            lin.weight.requires_grad_(method == "das")
+            # DAS: the rows stay orthonormal under training (torch's orthogonal parametrisation)
+            self.rotate = torch.nn.utils.parametrizations.orthogonal(lin) if method == "das" else lin
 
     def rows(self) -> torch.Tensor:
         """The rotation's ``k x d`` matrix with orthonormal rows (DAS, random)."""
         assert self.rotate is not None
-        return self.rotate.weight
+        weight: Any = self.rotate.weight
+        return torch.as_tensor(weight)
 
     def gate(self) -> torch.Tensor | None:
         if self.mask is None:
@@ -177,7 +186,9 @@ def train_interchange(
                 if gate is not None:
                     loss = loss + mask_l1 * gate.abs().sum()
                 if not torch.isfinite(loss):
-                    raise DataError("the intervention's loss is NaN or inf; check the model's weights.", argument="model")
+                    raise DataError(
+                        "the intervention's loss is NaN or inf; check the model.", argument="model"
+                    )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -192,7 +203,9 @@ def train_interchange(
 
 
 @torch.no_grad()
-def accuracy(model: Any, module: Interchange, pairs: CounterfactualPairs, df: np.ndarray, layer: int) -> float:
+def accuracy(
+    model: Any, module: Interchange, pairs: CounterfactualPairs, df: np.ndarray, layer: int
+) -> float:
     """Interchange intervention accuracy: the share of pairs answered with the causal model's label."""
     module.eval()
     device = next(model.parameters()).device

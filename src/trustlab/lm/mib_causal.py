@@ -39,8 +39,20 @@ import torch
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError, ParameterError
-from trustlab.lm._mib_causal_model import CausalModel, CounterfactualPairs, sorting_causal_model, sorting_pairs
-from trustlab.lm._mib_featurizers import FEATURIZERS, MIB_TRAINING, Interchange, accuracy, collect, train_interchange
+from trustlab.lm._mib_causal_model import (
+    CausalModel,
+    CounterfactualPairs,
+    sorting_causal_model,
+    sorting_pairs,
+)
+from trustlab.lm._mib_featurizers import (
+    FEATURIZERS,
+    MIB_TRAINING,
+    Interchange,
+    accuracy,
+    collect,
+    train_interchange,
+)
 from trustlab.lm.hooks import _layout
 
 __all__ = [
@@ -128,7 +140,8 @@ def _methods(methods: Any) -> tuple[str, ...]:
     bad = [m for m in items if m not in FEATURIZERS]
     if not items or bad:
         raise ParameterError(
-            f"methods must be a non-empty list of {', '.join(FEATURIZERS)}; got {list(items)}.", argument="methods"
+            f"methods must be a non-empty list of {', '.join(FEATURIZERS)}; got {list(items)}.",
+            argument="methods",
         )
     return tuple(dict.fromkeys(items))
 
@@ -165,7 +178,7 @@ def _fit_sae(model: Any, train: CounterfactualPairs, layer: int, sae: Any, seed:
         fitted = sae.get(layer) if isinstance(sae, dict) else sae
         if fitted is None or not hasattr(fitted, "W_dec_"):
             raise ParameterError(
-                f"sae must be a fitted SparseAutoencoder or a dict of them by site, with one for site {layer}.",
+                f"sae must be a fitted SparseAutoencoder, or a dict of them with one for site {layer}.",
                 argument="sae",
             )
         return fitted
@@ -274,7 +287,10 @@ def causal_variable_localization(
     method_list, sites = _methods(methods), _layers(layers, n_layers)
     temp = tuple(np.asarray(temperature, dtype=float).reshape(-1))
     if len(temp) != 2 or not np.all(np.isfinite(temp)) or min(temp) <= 0:
-        raise ParameterError(f"temperature must be two positive numbers (start, end), got {temperature!r}.", argument="temperature")
+        raise ParameterError(
+            f"temperature must be two positive numbers (start, end), got {temperature!r}.",
+            argument="temperature",
+        )
     was_training = model.training
     model.eval()
     try:
@@ -282,8 +298,9 @@ def causal_variable_localization(
             keep_tr, keep_te = _correct(model, train), _correct(model, test)
             if keep_tr.sum() < 2 or keep_te.sum() < 1:
                 raise DataError(
-                    f"{int(keep_tr.sum())} training and {int(keep_te.sum())} test pairs are left after keeping "
-                    "those the model answers correctly; train the model further, or pass filter_correct=False.",
+                    f"{int(keep_tr.sum())} training and {int(keep_te.sum())} test pairs are left after "
+                    "keeping those the model answers correctly; train the model further, or pass "
+                    "filter_correct=False.",
                     argument="train",
                 )
             train, test = train.subset(keep_tr), test.subset(keep_te)
@@ -308,14 +325,30 @@ def causal_variable_localization(
                 gen = torch.Generator().manual_seed(seed + 7919 * j + 104729 * i)
                 module = Interchange(method, n_f, d, k, decoder, gen)
                 train_interchange(
-                    model, module, train, df_tr, layer, epochs=int(epochs), lr=float(lr),
-                    batch_size=int(batch_size), mask_l1=float(mask_l1), temperature=(temp[0], temp[1]), gen=gen,
-                )  # fmt: skip
+                    model,
+                    module,
+                    train,
+                    df_tr,
+                    layer,
+                    epochs=int(epochs),
+                    lr=float(lr),
+                    batch_size=int(batch_size),
+                    mask_l1=float(mask_l1),
+                    temperature=(temp[0], temp[1]),
+                    gen=gen,
+                )
                 iia[i, j] = accuracy(model, module, test, df_te, layer)
                 train_iia[i, j] = accuracy(model, module, train, df_tr, layer)
                 n_feat[i, j] = module.n_selected(n_f)
     finally:
         model.train(was_training)
     return CausalVariableLocalization(
-        train.variable or test.variable, method_list, np.asarray(sites), iia, train_iia, n_feat, len(train), len(test)
+        train.variable or test.variable,
+        method_list,
+        np.asarray(sites),
+        iia,
+        train_iia,
+        n_feat,
+        len(train),
+        len(test),
     )
