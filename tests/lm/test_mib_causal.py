@@ -176,3 +176,35 @@ def test_claim_das_highest_iia_sae_not_better_than_neurons_controls_at_chance(so
         model, sorting_pairs(256, variable="argmin", seed=0), sorting_pairs(256, variable="argmin", seed=1)
     )
     assert max(ptr.best().values()) <= 1 / 12 and best["das"] - max(ptr.best().values()) > 0.8
+
+
+def test_cli_variable_prints_best_iia_and_rejects_bad_input(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "iia.json"
+    args = [
+        "lm",
+        "variable",
+        "micro-llama-sorting",
+        "--methods",
+        "full,random",
+        "--n",
+        "48",
+        "--out",
+        str(out),
+    ]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "variable min, best IIA over 3 sites: full 1.000; random" in res.output
+    rows = json.loads(out.read_text())
+    assert len(rows) == 6 and {r["method"] for r in rows} == {"full", "random"}
+    for bad in (["--variable", "max"], ["--methods", "das,pca"], ["--n", "1"]):
+        res = runner.invoke(app, ["lm", "variable", "micro-llama-sorting", *bad])
+        assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    res = runner.invoke(app, ["lm", "variable", "tiny-llama-lcg"])
+    assert res.exit_code == 2 and "sorting" in res.output
