@@ -2,9 +2,11 @@
 
 Models: the lab's ``micro-llama-sorting`` (2 blocks, width 32) and a 3-block x 4-head Llama trained
 here on the same sorting task (as benchmarks/lm_mib.py). Causal model: ``sorting_causal_model``
-(inputs, the ``argmin`` pointer, the ``min`` value, the answer = ``min``). Pairs: 256 training and
-256 test pairs per variable (``sorting_pairs``, seeds 0 and 1), independent base and counterfactual
-inputs whose interchange changes the answer, kept where the model answers both inputs correctly.
+(inputs, the ``argmin`` pointer, the ``min`` value, the answer = ``min``) and
+``second_value_causal_model`` (the emitted ``first`` value, the answer = the next larger input).
+Pairs: 256 training and 256 test pairs per variable (``sorting_pairs``, seeds 0 and 1),
+independent base and counterfactual inputs whose interchange changes the answer, kept where the
+model answers both inputs correctly.
 Per featurizer: IIA on the test pairs at each site (block inputs at the answer position, then the
 last block's output), its best and its mean over the sites, the features moved at the best site,
 and the wall time of training and scoring all sites. MIB's own track code runs on pyvene, which is
@@ -45,7 +47,7 @@ def run(quick: bool = False) -> dict:
     torch.set_num_threads(1)
     rows = []
     for label, model in _models(quick):
-        for variable in ("min", "argmin"):
+        for variable in ("min", "argmin", "first"):
             train = sorting_pairs(256, variable=variable, seed=0)
             test = sorting_pairs(256, variable=variable, seed=1)
             t = time.perf_counter()
@@ -96,5 +98,8 @@ def run(quick: bool = False) -> dict:
             "128 latents, k = 8, 300 steps on the site's activations at every position of the training "
             "inputs",
             "argmin: a pointer variable the models do not hold at the answer position (negative control)",
+            "first: the emitted first sorted value as the threshold for the second "
+            "(second_value_causal_model); pairs where moving the counterfactual's whole state would "
+            "also be right are dropped",
         ],
     }

@@ -400,7 +400,7 @@ def circuit_cmd(
 @lm_app.command("variable")
 def variable_cmd(
     name_or_dir: Annotated[str, typer.Argument(metavar="NAME_OR_DIR", help="A sorting model.")],
-    variable: Annotated[str, typer.Option(help="Causal variable: min or argmin.")] = "min",
+    variable: Annotated[str, typer.Option(help="Causal variable: min, argmin or first.")] = "min",
     methods: Annotated[
         str, typer.Option(help="Comma-separated: full, das, dbm, dbm-pca, dbm-sae, random.")
     ] = "full,das,dbm,dbm-pca,dbm-sae,random",

@@ -25,7 +25,13 @@ from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ParameterError
 
-__all__ = ["CausalModel", "CounterfactualPairs", "sorting_causal_model", "sorting_pairs"]
+__all__ = [
+    "CausalModel",
+    "CounterfactualPairs",
+    "second_value_causal_model",
+    "sorting_causal_model",
+    "sorting_pairs",
+]
 
 
 @dataclass(frozen=True)
@@ -248,6 +254,75 @@ def sorting_causal_model(n_items: int = 6) -> CausalModel:
     return CausalModel(names, mechanisms, "answer")
 
 
+def second_value_causal_model(n_items: int = 6) -> CausalModel:
+    """The causal model of "the second sorted value" of the lab's sorting task (distinct inputs).
+
+    The model has emitted the first sorted value and reads it back as its last input token; the
+    answer is the smallest input above it. Inputs ``x0 .. x{n-1}``; ``first`` (the emitted value, the
+    minimum) from the inputs; the output ``second`` = the smallest input above ``first`` (-1 if none).
+    Interchanging ``first`` makes the answer the smallest *base* input above the counterfactual's
+    first value: the network must move the threshold it compares against, not the counterfactual's
+    answer.
+
+    Parameters
+    ----------
+    n_items : int, default=6
+        Values per sequence.
+
+    Returns
+    -------
+    CausalModel
+
+    Examples
+    --------
+    >>> cm = second_value_causal_model(3)
+    >>> base, cf = {"x0": [4], "x1": [1], "x2": [7]}, {"x0": [9], "x1": [5], "x2": [8]}
+    >>> int(cm.run(base)["second"][0]), int(cm.interchange(base, cf, "first")[0])
+    (4, 7)
+    """
+    names = tuple(f"x{i}" for i in range(int(n_items)))
+
+    def first(*xs: np.ndarray) -> np.ndarray:
+        return np.min(np.stack(xs, axis=-1), axis=-1)
+
+    def above(t: np.ndarray, *xs: np.ndarray) -> np.ndarray:
+        x = np.stack(xs, axis=-1)
+        big = np.where(x > t[..., None], x, np.iinfo(np.int64).max).min(axis=-1)
+        return np.where(big == np.iinfo(np.int64).max, -1, big)
+
+    mechanisms: dict[str, tuple[tuple[str, ...], Callable[..., Any]]] = {
+        "first": (names, first),
+        "second": (("first", *names), above),
+    }
+    return CausalModel(names, mechanisms, "second")
+
+
+def _distinct_rows(rng: np.random.Generator, n: int, n_items: int, n_values: int) -> np.ndarray:
+    rows = [rng.permutation(n_values)[:n_items] for _ in range(n)]
+    return np.asarray(rows)
+
+
+def _first_pairs(rng: np.random.Generator, n: int, n_items: int, n_values: int) -> tuple[np.ndarray, ...]:
+    """Pairs for ``first``: sequences ``v1 .. vn SEP min``; answer the second sorted value."""
+    cm = second_value_causal_model(n_items)
+    parts: list[tuple[np.ndarray, ...]] = []
+    total = 0
+    while total < n:
+        b = _distinct_rows(rng, 2 * n, n_items, n_values)
+        c = _distinct_rows(rng, 2 * n, n_items, n_values)
+        bv = {f"x{i}": b[:, i] for i in range(n_items)}
+        cv = {f"x{i}": c[:, i] for i in range(n_items)}
+        labels = cm.interchange(bv, cv, "first")
+        base_out, cf_out = cm.run(bv)["second"], cm.run(cv)["second"]
+        keep = (labels >= 0) & (labels != base_out) & (labels != cf_out)
+        sep = np.full((int(keep.sum()), 1), n_values)
+        seq_b = np.concatenate([b[keep], sep, b[keep].min(1, keepdims=True)], axis=1)
+        seq_c = np.concatenate([c[keep], sep, c[keep].min(1, keepdims=True)], axis=1)
+        parts.append((seq_b, seq_c, labels[keep], base_out[keep], cf_out[keep]))
+        total += int(keep.sum())
+    return tuple(np.concatenate(x)[:n] for x in zip(*parts, strict=True))
+
+
 def _unique_min_rows(rng: np.random.Generator, n: int, n_items: int, n_values: int) -> np.ndarray:
     rows: list[np.ndarray] = []
     while len(rows) < n:
@@ -274,14 +349,19 @@ def sorting_pairs(
     Base and counterfactual are independent random inputs ``v1 .. vn SEP`` (``SEP = n_values``,
     the lab's sorting format) with a unique minimum each; pairs whose interchange leaves the answer
     unchanged are dropped, so a null intervention scores IIA 0 and every correct answer needs the
-    variable's value moved from the counterfactual.
+    variable's value moved from the counterfactual. ``variable="first"`` uses
+    :func:`second_value_causal_model` instead: distinct values, the sequences ``v1 .. vn SEP min``
+    (the model has emitted the first sorted value), the answer (the second sorted value) read at the
+    last position, and also dropped the pairs whose label is the counterfactual's own answer, so
+    moving the counterfactual's whole state scores 0 too.
 
     Parameters
     ----------
     n : int
         Number of pairs.
-    variable : {"min", "argmin"}, default="min"
-        The variable interchanged.
+    variable : {"min", "argmin", "first"}, default="min"
+        The variable interchanged: of :func:`sorting_causal_model` (answer at ``SEP``) or ``first`` of
+        :func:`second_value_causal_model` (answer after the emitted first value).
     n_items : int, default=6
         Values per sequence.
     n_values : int, default=12
@@ -299,10 +379,20 @@ def sorting_pairs(
     >>> p.base.shape, bool((p.labels == p.counterfactual[:, :4].min(1)).all())
     ((4, 5), True)
     """
-    cm = sorting_causal_model(n_items)
-    if variable not in ("min", "argmin"):
-        raise ParameterError(f"variable must be 'min' or 'argmin', got {variable!r}.", argument="variable")
+    if variable not in ("min", "argmin", "first"):
+        raise ParameterError(
+            f"variable must be 'min', 'argmin' or 'first', got {variable!r}.", argument="variable"
+        )
     rng = np.random.default_rng(seed)
+    if variable == "first":
+        if n_items > n_values - 1:
+            raise ParameterError(
+                f"variable 'first' needs distinct values: n_items ({n_items}) < n_values ({n_values}).",
+                argument="n_items",
+            )
+        seq_b, seq_c, lab, out_b, out_c = _first_pairs(rng, n, n_items, n_values)
+        return CounterfactualPairs(seq_b, seq_c, lab, out_b, out_c, variable=variable)
+    cm = sorting_causal_model(n_items)
     parts: list[tuple[np.ndarray, ...]] = []
     total = 0
     while total < n:

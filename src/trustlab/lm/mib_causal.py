@@ -42,6 +42,7 @@ from trustlab.errors import DataError, ParameterError
 from trustlab.lm._mib_causal_model import (
     CausalModel,
     CounterfactualPairs,
+    second_value_causal_model,
     sorting_causal_model,
     sorting_pairs,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "CausalVariableLocalization",
     "CounterfactualPairs",
     "causal_variable_localization",
+    "second_value_causal_model",
     "sorting_causal_model",
     "sorting_pairs",
 ]
