@@ -202,6 +202,24 @@ def test_claim_das_highest_iia_sae_not_better_than_neurons_controls_at_chance(so
     assert site1["dbm-sae"] <= site1["dbm"] + 0.05 and site1["das"] - site1["random"] > 0.1
 
 
+@pytest.mark.claims
+@pytest.mark.slow  # trains a 3-block Llama (100 steps), six featurizers at four sites: ~40 s CPU
+def test_claim_mib_ordering_on_a_deeper_model_slow() -> None:
+    from trustlab.lm import ModelConfig, TrainConfig, build_model, sorting_task, train_model
+
+    model = build_model(ModelConfig("llama", vocab_size=13, d_model=32, n_layers=3, n_heads=4, max_len=32))
+    train_model(model, sorting_task(2000, 6, n_values=12), TrainConfig(steps=100, lr=1e-2, warmup=5))
+    res = causal_variable_localization(
+        model, sorting_pairs(256, variable="first", seed=0), sorting_pairs(256, variable="first", seed=1)
+    )
+    site1 = dict(zip(res.methods, res.iia[:, 1], strict=True))  # measured: das 0.323, dbm 0.239,
+    mean = res.mean()  # dbm-pca 0.187, dbm-sae 0.100, random 0.072, full 0.000 on 251 pairs (SE <= 0.03)
+    assert res.n_test >= 200 and site1["full"] <= 0.05
+    assert site1["das"] >= max(site1.values()) - 0.02 and mean["das"] >= max(mean.values()) - 0.02
+    assert site1["dbm-sae"] <= site1["dbm"] + 0.02 and mean["dbm-sae"] <= mean["dbm"] + 0.02
+    assert site1["das"] - site1["random"] > 0.15
+
+
 def test_cli_variable_prints_best_iia_and_rejects_bad_input(tmp_path) -> None:
     import json
 
