@@ -28,6 +28,7 @@ References
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -386,6 +387,8 @@ def suffix_attack(
     n_tokens: int = 3,
     n_sweeps: int = 2,
     batch_size: int = 4096,
+    head: Any = None,
+    head_weight: float = 1.0,
 ) -> np.ndarray:
     """Greedy coordinate search for a per-prompt suffix that makes the model say ``target_ids``.
 
@@ -394,6 +397,12 @@ def suffix_attack(
     maximises ``log p(target_ids | prompt)`` (GCG's objective, e.g. "Sure, here is <harmful
     content>"), trying every candidate: GCG's gradient preselection is not needed for a
     small vocabulary.
+
+    With ``head`` (a fitted :class:`~trustlab.security.safety_decoding.SafetyHead`) the attack
+    is **adaptive**: it also knows the defence and maximises ``log p(target_ids | prompt) -
+    head_weight * z``, with ``z`` the head's malicious logit on the attacked prompt followed
+    by the target, the sequence the head reads while the target is generated. This white-box
+    attack on the classifier is trustlab's (the paper's adaptive attacks were not readable).
 
     Parameters
     ----------
@@ -411,6 +420,10 @@ def suffix_attack(
         Passes over the positions.
     batch_size : int, default=4096
         Sequences per forward pass.
+    head : SafetyHead, optional
+        The defence's fitted safety head, for the adaptive attack.
+    head_weight : float, default=1.0
+        Weight of the head's malicious logit against the target's log-likelihood (> 0).
 
     Returns
     -------
@@ -431,6 +444,12 @@ def suffix_attack(
     if cand.size == 0:
         raise ParameterError("candidates is empty; pass the ids the suffix may use.", argument="candidates")
     n_tokens, n_sweeps = _count("n_tokens", n_tokens), _count("n_sweeps", n_sweeps)
+    if head is not None and not hasattr(head, "decision_function"):
+        raise ParameterError("head must be a fitted SafetyHead (or None).", argument="head")
+    if not (isinstance(head_weight, int | float) and math.isfinite(head_weight) and head_weight > 0):
+        raise ParameterError(
+            f"head_weight must be a finite number > 0, got {head_weight!r}.", argument="head_weight"
+        )
     k = tgt.shape[1]
     cur = np.concatenate([ids[:, :-1], np.repeat(cand[:1], n_tokens)[None].repeat(n, 0), ids[:, -1:]], axis=1)
     with torch.no_grad():
@@ -443,7 +462,10 @@ def suffix_attack(
                 for s in range(0, len(trial), batch_size):
                     chunk = torch.as_tensor(trial[s : s + batch_size])
                     logp = torch.log_softmax(model(input_ids=chunk[:, :-1]).logits[:, -k:].float(), -1)
-                    scores.append(logp.gather(-1, chunk[:, -k:, None])[..., 0].sum(-1).numpy())
+                    score = logp.gather(-1, chunk[:, -k:, None])[..., 0].sum(-1).numpy()
+                    if head is not None:
+                        score = score - head_weight * head.decision_function(trial[s : s + batch_size])
+                    scores.append(score)
                 best = np.concatenate(scores).reshape(n, cand.size).argmax(axis=1)
                 cur[:, col] = cand[best]
     return cur
