@@ -109,15 +109,20 @@ def test_mean_difference_ablation_at_zero_changes_nothing(su) -> None:
         mean_difference_directions(su, X, np.full(len(y), 3), [3])
 
 
-def test_cli_removes_digits_and_writes_images(tmp_path) -> None:
-    out = tmp_path / "edited.npz"
-    res = CliRunner().invoke(
-        app, ["unlearn", "saeuron", "--remove", "3", "--per-digit", "1", "--out", str(out)]
-    )
+def test_cli_removes_digits_writes_images_and_saves_the_saeuron(tmp_path) -> None:
+    out, args = tmp_path / "edited.npz", ["unlearn", "saeuron", "--remove", "3", "--per-digit", "1"]
+    res = CliRunner().invoke(app, [*args, "--out", str(out), "--save", str(tmp_path / "su")])
     assert res.exit_code == 0, res.output
     assert res.output.startswith("removed 3: generated 1.00 -> ")
     with np.load(out) as f:
         assert f["images"].shape == (10, 1, 8, 8) and f["removed"].tolist() == [3]
+    again = CliRunner().invoke(app, [*args, "--load", str(tmp_path / "su")])  # the saved fit
+    assert again.exit_code == 0 and again.output == res.output
+    (tmp_path / "a_file").write_text("x")
+    for flag in ("--save", "--load"):
+        bad = CliRunner().invoke(app, [*args, flag, str(tmp_path / "a_file")])
+        lines = [ln for ln in bad.output.splitlines() if ln.strip()]
+        assert bad.exit_code == 2 and len(lines) == 1 and lines[0].startswith(f"error ({flag})")
 
 
 @pytest.mark.parametrize(

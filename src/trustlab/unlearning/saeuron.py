@@ -45,7 +45,13 @@ from trustlab._validation import make_generator
 from trustlab.errors import DataError, ParameterError
 from trustlab.explain.sae import SparseAutoencoder
 from trustlab.unlearning import _saeuron_hooks as hk
-from trustlab.unlearning._saeuron_scores import feature_scores, frechet_distance, select_features
+from trustlab.unlearning import _saeuron_io as _io
+from trustlab.unlearning._saeuron_scores import (
+    feature_scores,
+    frechet_distance,
+    scaling_plan,
+    select_features,
+)
 from trustlab.vision.classifiers import one_thread
 from trustlab.vision.diffusion import DDPMSchedule, ddim_loop, ddim_timesteps
 
@@ -329,47 +335,16 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
 
     def _plan(self, unlearn: Any, percentile: Any, multiplier: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         check_is_fitted(self, "concept_means_")
-        n_steps = len(self.timesteps_)
-        scale: list[dict[int, float]] = [{} for _ in range(n_steps)]
-        if self.score_against not in ("all", "retained"):
-            raise ParameterError(
-                f"score_against must be 'all' or 'retained'; got {self.score_against!r}.",
-                argument="score_against",
-            )
         removed = self._concepts(unlearn)
-        weights = self.counts_.astype(np.float64)
-        if self.score_against == "retained" and len(removed) > 1:
-            weights[[self._index(r) for r in removed]] = 0.0
-            if weights.sum() <= 0:
-                raise ParameterError(
-                    "unlearn must keep at least one fitted concept with score_against='retained'.",
-                    argument="unlearn",
-                )
-        for concept in removed:
-            c = self._index(concept)
-            pct, gamma = self.concept_params_.get(concept, (self.percentile, self.multiplier))
-            pct = pct if percentile is None else percentile
-            gamma = gamma if multiplier is None else multiplier
-            if (
-                isinstance(gamma, bool)
-                or not isinstance(gamma, numbers.Real)
-                or not np.isfinite(float(gamma))
-            ):
-                raise ParameterError(
-                    f"multiplier must be a finite number; got {gamma!r}.", argument="multiplier"
-                )
-            w = weights.copy()
-            w[c] = 1.0  # feature_scores ignores the target's own weight
-            scores = feature_scores(self.concept_means_, c, counts=w)
-            for s, feats in enumerate(select_features(scores, pct)):
-                for i in feats:  # a feature two concepts select keeps the stronger scaling
-                    v = float(gamma) * float(self.concept_means_[c, s, i])
-                    if abs(v) >= abs(scale[s].get(int(i), 0.0)):
-                        scale[s][int(i)] = v
-        return [
-            (np.array(sorted(d), dtype=np.int64), np.array([d[i] for i in sorted(d)], dtype=np.float64))
-            for d in scale
-        ]
+        return scaling_plan(
+            self.concept_means_,
+            self.counts_,
+            [self._index(c) for c in removed],
+            [self.concept_params_.get(c, (self.percentile, self.multiplier)) for c in removed],
+            percentile,
+            multiplier,
+            self.score_against,
+        )
 
     def tune(
         self,
@@ -534,6 +509,46 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         with ctx:
             x0 = self._sample(x, labels)
         return ((x0.clamp(-1, 1) + 1) / 2).numpy().astype(np.float32)
+
+    def save(self, path: Any) -> Any:
+        """Write the fitted state into the folder ``path``: safetensors arrays and a small JSON.
+
+        ``saeuron.safetensors`` holds the SAE and the concept means (float64, as fitted),
+        ``saeuron.json`` the parameters, the hook's name, the concepts, the per-concept sweep,
+        a checksum of the arrays and a fingerprint of :attr:`model`; the denoiser is not saved.
+
+        Parameters
+        ----------
+        path : str or Path
+            A folder (created if missing; its two files are overwritten).
+
+        Returns
+        -------
+        Path
+            The folder.
+        """
+        return _io.save(self, path)
+
+    @classmethod
+    def load(cls, path: Any, model: Any, *, check_weights: bool = True) -> SAeUron:
+        """A fitted SAeUron from a folder written by :meth:`save`, on the denoiser ``model``.
+
+        Parameters
+        ----------
+        path : str or Path
+        model : torch.nn.Module
+            The denoiser it was fitted on: same parameter names and shapes, and (with
+            ``check_weights``) the same weights, else :class:`~trustlab.errors.ModelError`.
+        check_weights : bool, default=True
+            ``False``: accept other weights of the same architecture (e.g. a fine-tuned copy).
+
+        Returns
+        -------
+        SAeUron
+            Generating bit for bit what the saved one did. A changed or truncated file raises
+            :class:`~trustlab.errors.DataError`.
+        """
+        return _io.load(cls, path, model, check_weights=bool(check_weights))
 
 
 def digits_saeuron(*, refit: bool = False) -> SAeUron:
