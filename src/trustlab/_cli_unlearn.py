@@ -3,7 +3,8 @@
 Thin like the rest of the CLI: it builds the shipped SAeUron fit
 (:func:`trustlab.unlearning.saeuron.digits_saeuron`), generates a few prompts per digit with and
 without the removal, judges them with a logistic regression trained on scikit-learn's digits
-and prints the removed digits' generation rate and the other digits' accuracy. ``--out``
+and prints the removed digits' generation rate and the other digits' accuracy (``--block``:
+the shipped fit at ``mid``, the default, or ``down2``). ``--out``
 writes the edited images (``.npz``); ``--save DIR`` writes the SAeUron used
 (:meth:`~trustlab.unlearning.saeuron.SAeUron.save`), ``--load DIR`` uses a saved one (fitted on
 the same DDPM, e.g. at another block) instead of the shipped fit. User errors print one line
@@ -32,6 +33,7 @@ _FLAGS = {
     "score_against": "--score-against",
     "n_per_digit": "--per-digit",
     "out": "--out",
+    "block": "--block",
     "load": "--load",
     "save": "--save",
 }
@@ -71,6 +73,7 @@ def saeuron(
     ] = None,
     score_against: Annotated[str, typer.Option(help="all (the paper) or retained.")] = "all",
     out: Annotated[str | None, typer.Option(help="Write the edited images and prompts to this .npz.")] = None,
+    block: Annotated[str, typer.Option(help="Block of the shipped fit: mid or down2.")] = "mid",
     load: Annotated[
         str | None, typer.Option(help="Folder of a saved SAeUron (SAeUron.save) on the lab's DDPM.")
     ] = None,
@@ -84,6 +87,10 @@ def saeuron(
         if out is not None and (not out.endswith(".npz") or not Path(out).resolve().parent.is_dir()):
             raise ParameterError(
                 f"out must be a .npz path in an existing folder; got {out!r}.", argument="out"
+            )
+        if block not in ("mid", "down2"):
+            raise ParameterError(
+                f"block must be mid or down2 (the shipped fits); got {block!r}.", argument="block"
             )
         if save is not None and (Path(save).is_file() or not Path(save).resolve().parent.is_dir()):
             raise ParameterError(
@@ -107,7 +114,7 @@ def saeuron(
         from trustlab.unlearning.saeuron_eval import unlearning_rates
         from trustlab.vision.diffusion_conditional import digits_conditional_ddpm
 
-        su = digits_saeuron() if load is None else _load(SAeUron, load, digits_conditional_ddpm())
+        su = digits_saeuron(hook=block) if load is None else _load(SAeUron, load, digits_conditional_ddpm())
         su.set_params(score_against=score_against)
         y = np.repeat(np.arange(10), per_digit)
         X = np.random.default_rng(seed).standard_normal((len(y), 1, 8, 8))

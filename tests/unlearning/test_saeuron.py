@@ -39,7 +39,8 @@ def _sae(n_steps: int = 150) -> SparseAutoencoder:
 
 @pytest.fixture(scope="module")
 def fitted() -> SAeUron:
-    return digits_saeuron()
+    """The shipped fit at ``down2`` (the claims below were calibrated on it)."""
+    return digits_saeuron(hook="down2")
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +127,12 @@ def test_shipped_state(fitted: SAeUron) -> None:
     assert fitted.counts_.tolist() == [40] * 10
     assert fitted.hook == "down2" and fitted.percentile == 90 and fitted.multiplier == -10
     assert sorted(fitted.concept_params_) == list(range(10))  # the per-digit sweep (tune)
+    mid = digits_saeuron()  # the default block
+    assert mid.hook == "mid" and mid.concept_means_.shape == (10, STEPS, 512)
+    assert sorted(mid.concept_params_) == list(range(10))
+    assert not np.allclose(mid.concept_means_, fitted.concept_means_)
+    with pytest.raises(TrustlabError, match="refit=True"):
+        digits_saeuron(hook="up1")
 
 
 def test_tune_picks_the_best_mean_of_ua_and_ira(small: SAeUron, judge) -> None:

@@ -16,10 +16,9 @@ every selected feature that fires above its average activation over all concepts
 concept), and ``x - x_hat`` the SAE's reconstruction error, kept. One SAE serves any number
 of concepts: their selected features are united.
 
-:class:`SAeUron` takes any torch noise predictor ``model(x, t)`` or class-conditional
-``model(x, t, class_labels=y)`` (a ``diffusers`` ``UNet2DModel`` included) and a hook point
-(a submodule or its name). It reuses :class:`~trustlab.explain.sae.SparseAutoencoder` (the
-paper's BatchTopK SAE by default). See docs/unlearning/saeuron.md.
+:class:`SAeUron` takes any torch noise predictor ``model(x, t)`` or ``model(x, t,
+class_labels=y)`` (``diffusers``' ``UNet2DModel`` included) and a hook point, reuses
+:class:`~trustlab.explain.sae.SparseAutoencoder` (BatchTopK) and saves to safetensors + JSON.
 
 References
 ----------
@@ -69,8 +68,8 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         is read) fits both.
     hook : str or torch.nn.Module
         The block whose output the SAE reads and rewrites (a name from
-        ``model.named_modules()``). The paper uses cross-attention blocks of the UNet's
-        up-path; on the lab's UNet, ``"mid"``.
+        ``model.named_modules()``): the paper's up-path cross-attention block of SD; ``"mid"``
+        on the lab's UNet (docs/unlearning/saeuron.md measures the blocks).
     conditional : bool, default=True
         ``y`` of :meth:`fit` / :meth:`generate` is passed as ``class_labels`` (the concept is
         the prompt, as in the paper). ``False``: the model is unconditional and ``y`` of
@@ -511,11 +510,10 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         return ((x0.clamp(-1, 1) + 1) / 2).numpy().astype(np.float32)
 
     def save(self, path: Any) -> Any:
-        """Write the fitted state into the folder ``path``: safetensors arrays and a small JSON.
+        """Write the fitted state into the folder ``path`` (``saeuron.safetensors`` + ``.json``).
 
-        ``saeuron.safetensors`` holds the SAE and the concept means (float64, as fitted),
-        ``saeuron.json`` the parameters, the hook's name, the concepts, the per-concept sweep,
-        a checksum of the arrays and a fingerprint of :attr:`model`; the denoiser is not saved.
+        The SAE and concept means (float64); the parameters, hook name, concepts, per-concept
+        sweep, a checksum and a fingerprint of :attr:`model` (the denoiser is not saved).
 
         Parameters
         ----------
@@ -551,22 +549,22 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         return _io.load(cls, path, model, check_weights=bool(check_weights))
 
 
-def digits_saeuron(*, refit: bool = False) -> SAeUron:
+def digits_saeuron(*, hook: str = "mid", refit: bool = False) -> SAeUron:
     """SAeUron fitted on the vision lab's class-conditional digit DDPM (shipped state).
 
-    The recipe: :func:`~trustlab.vision.digits_conditional_ddpm`, hook ``"down2"`` (the lab
-    UNet's half-resolution residual block: 32 channels at 4 x 4 positions), 10 DDIM steps,
-    guidance 2, 40 generations per digit (seed 0), a BatchTopK SAE of 512 features with
-    ``k = 4`` (600 Adam steps, batch 1,024, learning rate 3e-3), percentile 90, multiplier
-    -10. The fitted SAE and concept means ship with trustlab (``saeuron_digits.npz``), so
-    nothing is trained unless ``refit``.
+    The recipe: :func:`~trustlab.vision.digits_conditional_ddpm`, the block ``hook``, 10 DDIM
+    steps, guidance 2, 40 generations per digit (seed 0), a BatchTopK SAE of 512 features with
+    ``k = 4`` (600 Adam steps, batch 1,024, learning rate 3e-3), percentile 90, multiplier -10,
+    then the per-digit sweep of :meth:`SAeUron.tune`. The fits at ``"mid"`` (the bottleneck,
+    the first block whose output decides the digit) and ``"down2"`` ship with trustlab.
 
     Parameters
     ----------
+    hook : str, default="mid"
+        ``"mid"`` or ``"down2"`` (shipped; 32 channels at 4 x 4 positions), or any block of
+        the lab UNet with ``refit=True`` (e.g. ``"up1"``).
     refit : bool, default=False
-        Fit again from the recipe (about 75 s of CPU on one thread) instead of loading
-        the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`; a
-        refit has none: call ``tune`` on it).
+        Fit from the recipe (about 15 s of CPU) instead of loading; no sweep: call ``tune``.
 
     Returns
     -------
@@ -576,15 +574,21 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     Examples
     --------
     >>> su = digits_saeuron()
-    >>> su.concept_means_.shape
-    (10, 10, 512)
+    >>> su.hook, su.concept_means_.shape
+    ('mid', (10, 10, 512))
     """
     from trustlab.unlearning import _saeuron_lab as lab
     from trustlab.vision.diffusion_conditional import digits_conditional_ddpm
 
+    if not refit and hook not in lab.SHIPPED:
+        raise ParameterError(
+            f"hook must be one of the shipped blocks {sorted(lab.SHIPPED)}, or pass refit=True to "
+            f"fit at another block; got {hook!r}.",
+            argument="hook",
+        )
     su = SAeUron(
         digits_conditional_ddpm(),
-        lab.HOOK,
+        hook,
         guidance_scale=lab.GUIDANCE,
         num_inference_steps=lab.STEPS,
         percentile=lab.PERCENTILE,
@@ -593,4 +597,4 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     )
     if refit:
         return su.fit(*lab.lab_data())
-    return lab.restore(su, lab.shipped_arrays())
+    return lab.restore(su, lab.shipped_arrays(hook))
