@@ -279,7 +279,7 @@ def test_load_rejects_another_model_and_damaged_files(small: SAeUron, tmp_path) 
         SAeUron(digits_conditional_ddpm(), "down2").save(tmp_path / "unfitted")
 
 
-def test_unconditional_model_and_module_hook() -> None:
+def test_unconditional_model_and_module_hook(tmp_path) -> None:
     pre, _ = digits_ddpm_pair()
     rng = np.random.default_rng(0)
     X = rng.standard_normal((12, 1, 8, 8))
@@ -288,6 +288,9 @@ def test_unconditional_model_and_module_hook() -> None:
     )
     assert su.concept_means_.shape == (3, 3, 64)
     assert su.generate(X[:2], unlearn=[0, 2]).shape == (2, 1, 8, 8)
+    back = SAeUron.load(su.save(tmp_path / "uncond"), pre)  # the module hook is saved by name
+    assert back.hook == "mid" and not back.conditional
+    np.testing.assert_array_equal(back.generate(X[:2], unlearn=[0, 2]), su.generate(X[:2], unlearn=[0, 2]))
 
 
 def test_bad_inputs(fitted: SAeUron) -> None:
