@@ -87,7 +87,7 @@ def run(quick: bool = False) -> dict:
     from trustlab.vision.diffusion import ddim_loop
 
     n_eval, repeats = (20, 1) if quick else (50, 3)
-    su = digits_saeuron()  # the shipped fit (recipe in trustlab.unlearning._saeuron_lab)
+    su = digits_saeuron(hook="down2")  # the shipped down2 fit (recipe in trustlab.unlearning._saeuron_lab)
     net = su.model
     digits = load_digits()
     judge = LogisticRegression(max_iter=2000).fit(digits.data / 16.0, digits.target)
@@ -96,7 +96,7 @@ def run(quick: bool = False) -> dict:
     fit_s = float("nan")
     if not quick:
         t = time.perf_counter()
-        digits_saeuron(refit=True)
+        digits_saeuron(hook="down2", refit=True)
         fit_s = time.perf_counter() - t
     y = np.repeat(np.arange(10), n_eval)
     X = np.random.default_rng(1).standard_normal((len(y), 1, 8, 8))

@@ -103,7 +103,7 @@ def run(quick: bool = False) -> dict:
         return np.random.default_rng(seed).standard_normal((len(y), 1, 8, 8)), y
 
     val, ev, fit = noise(3, 10), noise(1, n_eval), noise(0, 10)
-    models = [("down2", digits_saeuron())]
+    models = [("down2", digits_saeuron(hook="down2"))]
     if not quick:
         mid = SAeUron(
             digits_conditional_ddpm(),

@@ -39,7 +39,8 @@ def _sae(n_steps: int = 150) -> SparseAutoencoder:
 
 @pytest.fixture(scope="module")
 def fitted() -> SAeUron:
-    return digits_saeuron()
+    """The shipped fit at ``down2`` (the claims below were calibrated on it)."""
+    return digits_saeuron(hook="down2")
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +127,12 @@ def test_shipped_state(fitted: SAeUron) -> None:
     assert fitted.counts_.tolist() == [40] * 10
     assert fitted.hook == "down2" and fitted.percentile == 90 and fitted.multiplier == -10
     assert sorted(fitted.concept_params_) == list(range(10))  # the per-digit sweep (tune)
+    mid = digits_saeuron()  # the default block
+    assert mid.hook == "mid" and mid.concept_means_.shape == (10, STEPS, 512)
+    assert sorted(mid.concept_params_) == list(range(10))
+    assert not np.allclose(mid.concept_means_, fitted.concept_means_)
+    with pytest.raises(TrustlabError, match="refit=True"):
+        digits_saeuron(hook="up1")
 
 
 def test_tune_picks_the_best_mean_of_ua_and_ira(small: SAeUron, judge) -> None:
@@ -187,7 +194,92 @@ def test_claim_removes_one_and_two_digits_keeping_the_others(fitted: SAeUron, ju
         assert a_off >= b_off - tol
 
 
-def test_unconditional_model_and_module_hook() -> None:
+def test_save_load_round_trip_is_bit_identical(small: SAeUron, tmp_path) -> None:
+    import copy
+
+    su = copy.deepcopy(small)
+    su.concept_params_ = {3: (95.0, -20.0)}
+    folder = su.save(tmp_path / "su")
+    assert sorted(p.name for p in folder.iterdir()) == ["saeuron.json", "saeuron.safetensors"]
+    back = SAeUron.load(folder, digits_conditional_ddpm())  # a fresh copy of the same weights
+    assert back.get_params(deep=False)["hook"] == "down2" and back.concept_params_ == {3: (95.0, -20.0)}
+    assert back.sae.get_params() == su.sae.get_params() and back.classes_.dtype == su.classes_.dtype
+    np.testing.assert_array_equal(back.concept_means_, su.concept_means_)
+    y = np.arange(10)
+    X = np.random.default_rng(4).standard_normal((10, 1, 8, 8))
+    np.testing.assert_array_equal(back.generate(X, y, unlearn=[1, 3]), su.generate(X, y, unlearn=[1, 3]))
+    np.testing.assert_array_equal(back.generate(X, y, unlearn=3), su.generate(X, y, unlearn=3))
+
+
+def test_load_rejects_another_model_and_damaged_files(small: SAeUron, tmp_path) -> None:
+    import json
+    import shutil
+
+    from safetensors.numpy import save as st_save
+
+    from trustlab.vision import make_conditional_unet
+
+    folder = small.save(tmp_path / "su")
+    with pytest.raises(TrustlabError, match="names or shapes"):
+        SAeUron.load(folder, make_conditional_unet(channels=8))
+    other = digits_conditional_ddpm()
+    with torch.no_grad():
+        other.out[2].bias += 1e-3
+    with pytest.raises(TrustlabError, match="other weights"):
+        SAeUron.load(folder, other)
+    assert SAeUron.load(folder, other, check_weights=False).concept_means_.shape == (10, 4, 64)
+    with pytest.raises(TrustlabError, match="model"):
+        SAeUron.load(folder, "not a model")
+
+    def damaged(edit) -> str:
+        bad = tmp_path / f"bad{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(folder, bad)
+        edit(bad, json.loads((bad / "saeuron.json").read_text()))
+        return str(bad)
+
+    def flip(bad, cfg) -> None:
+        raw = bytearray((bad / "saeuron.safetensors").read_bytes())
+        raw[-5] ^= 1
+        (bad / "saeuron.safetensors").write_bytes(bytes(raw))
+
+    def rewrite(arrays):  # consistent checksum, inconsistent content
+        def edit(bad, cfg) -> None:
+            raw = st_save(arrays)
+            (bad / "saeuron.safetensors").write_bytes(raw)
+            cfg["sha256"] = __import__("hashlib").sha256(raw).hexdigest()
+            (bad / "saeuron.json").write_text(json.dumps(cfg))
+
+        return edit
+
+    def drop_hook(bad, cfg) -> None:
+        del cfg["hook"]
+        (bad / "saeuron.json").write_text(json.dumps(cfg))
+
+    cases = [
+        (flip, "checksum"),
+        (lambda bad, cfg: (bad / "saeuron.json").write_text("{"), "not JSON"),
+        (lambda bad, cfg: (bad / "saeuron.safetensors").unlink(), "written by SAeUron.save"),
+        (drop_hook, "incomplete"),
+        (rewrite({"counts_": np.zeros(10, dtype=np.int64)}), "expected"),
+        (
+            rewrite(
+                {f"sae/{k}": np.zeros((2, 2)) for k in ("W_enc_", "b_enc_", "W_dec_", "b_dec_")}
+                | {"concept_means_": np.zeros((10, 4, 2)), "counts_": np.zeros(10, dtype=np.int64)}
+            ),
+            "shapes",
+        ),
+    ]
+    for edit, msg in cases:
+        with pytest.raises(TrustlabError, match=msg):
+            SAeUron.load(damaged(edit), digits_conditional_ddpm())
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(TrustlabError, match="path"):
+        small.save(tmp_path / "file")
+    with pytest.raises(TrustlabError, match="fit"):
+        SAeUron(digits_conditional_ddpm(), "down2").save(tmp_path / "unfitted")
+
+
+def test_unconditional_model_and_module_hook(tmp_path) -> None:
     pre, _ = digits_ddpm_pair()
     rng = np.random.default_rng(0)
     X = rng.standard_normal((12, 1, 8, 8))
@@ -196,6 +288,9 @@ def test_unconditional_model_and_module_hook() -> None:
     )
     assert su.concept_means_.shape == (3, 3, 64)
     assert su.generate(X[:2], unlearn=[0, 2]).shape == (2, 1, 8, 8)
+    back = SAeUron.load(su.save(tmp_path / "uncond"), pre)  # the module hook is saved by name
+    assert back.hook == "mid" and not back.conditional
+    np.testing.assert_array_equal(back.generate(X[:2], unlearn=[0, 2]), su.generate(X[:2], unlearn=[0, 2]))
 
 
 def test_bad_inputs(fitted: SAeUron) -> None:

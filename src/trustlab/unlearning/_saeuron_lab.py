@@ -1,8 +1,10 @@
 """The fitted SAeUron of the vision lab's class-conditional digit DDPM: shipped, or fitted once.
 
-Its SAE (512 BatchTopK features on the ``down2`` block, 32 channels at 4 x 4 positions) and the
-concept means are stored as float32 arrays (``saeuron_digits.npz``, package data), so tests,
-docs and benchmarks do not spend the minutes a fit and the per-digit sweep cost. Private to
+Two fits ship, one per block: 512 BatchTopK features on ``mid`` (the default,
+``saeuron_digits_mid.npz``) or on ``down2`` (``saeuron_digits.npz``), each block 32 channels at
+4 x 4 positions. The SAE, the concept means and the per-digit sweep are stored as float32
+arrays (package data), so tests, docs and benchmarks do not spend the minutes a fit and the
+sweep cost. Private to
 :mod:`trustlab.unlearning.saeuron`, which exports :func:`digits_saeuron`.
 """
 
@@ -17,9 +19,9 @@ import numpy as np
 
 from trustlab.explain.sae import SparseAutoencoder
 
-_SHIPPED = "saeuron_digits.npz"
-# The recipe of the shipped state (docs/unlearning/saeuron.md).
-HOOK, STEPS, GUIDANCE, PERCENTILE, MULTIPLIER = "down2", 10, 2.0, 90.0, -10.0
+SHIPPED = {"mid": "saeuron_digits_mid.npz", "down2": "saeuron_digits.npz"}
+# The recipe of the shipped states (docs/unlearning/saeuron.md); HOOK is the default block.
+HOOK, STEPS, GUIDANCE, PERCENTILE, MULTIPLIER = "mid", 10, 2.0, 90.0, -10.0
 N_PER_CLASS, SAE_LATENTS, SAE_K, SAE_STEPS, SAE_LR = 40, 512, 4, 600, 3e-3
 _SAE_FIELDS = ("W_enc_", "b_enc_", "W_dec_", "b_dec_")
 
@@ -98,8 +100,8 @@ def tune_lab(su: Any) -> Any:  # pragma: no cover - run once by a maintainer, be
     return su.tune(X, y, lambda imgs: clf.predict(imgs.reshape(len(imgs), -1)))
 
 
-def shipped_arrays() -> Any:
-    raw = resources.files("trustlab.unlearning").joinpath(_SHIPPED).read_bytes()
+def shipped_arrays(hook: str = HOOK) -> Any:
+    raw = resources.files("trustlab.unlearning").joinpath(SHIPPED[hook]).read_bytes()
     with np.load(io.BytesIO(raw)) as f:
         return {k: f[k] for k in f.files}
 

@@ -157,3 +157,50 @@ def frechet_distance(features_a: Any, features_b: Any) -> float:
     root = np.real(root)
     dist = float(((a.mean(0) - b.mean(0)) ** 2).sum() + np.trace(ca + cb - 2.0 * root))
     return max(dist, 0.0)
+
+
+def scaling_plan(
+    concept_means: np.ndarray,
+    counts: np.ndarray,
+    removed: list[int],
+    points: list[tuple[float, float]],
+    percentile: Any,
+    multiplier: Any,
+    score_against: str,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per step: the features scaled to remove the concepts ``removed`` and their factors.
+
+    ``removed`` are row indices of ``concept_means``, ``points`` each one's ``(percentile,
+    multiplier)`` (``percentile`` / ``multiplier`` override them when not None). Each concept's
+    selected features get ``multiplier * mu(i, t, D_c)``; a feature two concepts select keeps the
+    stronger scaling. ``score_against="retained"`` drops the co-removed concepts from ``D_not_c``.
+    """
+    if score_against not in ("all", "retained"):
+        raise ParameterError(
+            f"score_against must be 'all' or 'retained'; got {score_against!r}.", argument="score_against"
+        )
+    scale: list[dict[int, float]] = [{} for _ in range(concept_means.shape[1])]
+    weights = np.asarray(counts, dtype=np.float64).copy()
+    if score_against == "retained" and len(removed) > 1:
+        weights[removed] = 0.0
+        if weights.sum() <= 0:
+            raise ParameterError(
+                "unlearn must keep at least one fitted concept with score_against='retained'.",
+                argument="unlearn",
+            )
+    for c, (pct, gamma) in zip(removed, points, strict=True):
+        pct = pct if percentile is None else percentile
+        gamma = gamma if multiplier is None else multiplier
+        if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(float(gamma)):
+            raise ParameterError(f"multiplier must be a finite number; got {gamma!r}.", argument="multiplier")
+        w = weights.copy()
+        w[c] = 1.0  # feature_scores ignores the target's own weight
+        for s, feats in enumerate(select_features(feature_scores(concept_means, c, counts=w), pct)):
+            for i in feats:
+                v = float(gamma) * float(concept_means[c, s, i])
+                if abs(v) >= abs(scale[s].get(int(i), 0.0)):
+                    scale[s][int(i)] = v
+    return [
+        (np.array(sorted(d), dtype=np.int64), np.array([d[i] for i in sorted(d)], dtype=np.float64))
+        for d in scale
+    ]

@@ -16,10 +16,9 @@ every selected feature that fires above its average activation over all concepts
 concept), and ``x - x_hat`` the SAE's reconstruction error, kept. One SAE serves any number
 of concepts: their selected features are united.
 
-:class:`SAeUron` takes any torch noise predictor ``model(x, t)`` or class-conditional
-``model(x, t, class_labels=y)`` (a ``diffusers`` ``UNet2DModel`` included) and a hook point
-(a submodule or its name). It reuses :class:`~trustlab.explain.sae.SparseAutoencoder` (the
-paper's BatchTopK SAE by default). See docs/unlearning/saeuron.md.
+:class:`SAeUron` takes any torch noise predictor ``model(x, t)`` or ``model(x, t,
+class_labels=y)`` (``diffusers``' ``UNet2DModel`` included) and a hook point, reuses
+:class:`~trustlab.explain.sae.SparseAutoencoder` (BatchTopK) and saves to safetensors + JSON.
 
 References
 ----------
@@ -45,7 +44,13 @@ from trustlab._validation import make_generator
 from trustlab.errors import DataError, ParameterError
 from trustlab.explain.sae import SparseAutoencoder
 from trustlab.unlearning import _saeuron_hooks as hk
-from trustlab.unlearning._saeuron_scores import feature_scores, frechet_distance, select_features
+from trustlab.unlearning import _saeuron_io as _io
+from trustlab.unlearning._saeuron_scores import (
+    feature_scores,
+    frechet_distance,
+    scaling_plan,
+    select_features,
+)
 from trustlab.vision.classifiers import one_thread
 from trustlab.vision.diffusion import DDPMSchedule, ddim_loop, ddim_timesteps
 
@@ -63,8 +68,8 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         is read) fits both.
     hook : str or torch.nn.Module
         The block whose output the SAE reads and rewrites (a name from
-        ``model.named_modules()``). The paper uses cross-attention blocks of the UNet's
-        up-path; on the lab's UNet, ``"mid"``.
+        ``model.named_modules()``): the paper's up-path cross-attention block of SD; ``"mid"``
+        on the lab's UNet (docs/unlearning/saeuron.md measures the blocks).
     conditional : bool, default=True
         ``y`` of :meth:`fit` / :meth:`generate` is passed as ``class_labels`` (the concept is
         the prompt, as in the paper). ``False``: the model is unconditional and ``y`` of
@@ -329,47 +334,16 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
 
     def _plan(self, unlearn: Any, percentile: Any, multiplier: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         check_is_fitted(self, "concept_means_")
-        n_steps = len(self.timesteps_)
-        scale: list[dict[int, float]] = [{} for _ in range(n_steps)]
-        if self.score_against not in ("all", "retained"):
-            raise ParameterError(
-                f"score_against must be 'all' or 'retained'; got {self.score_against!r}.",
-                argument="score_against",
-            )
         removed = self._concepts(unlearn)
-        weights = self.counts_.astype(np.float64)
-        if self.score_against == "retained" and len(removed) > 1:
-            weights[[self._index(r) for r in removed]] = 0.0
-            if weights.sum() <= 0:
-                raise ParameterError(
-                    "unlearn must keep at least one fitted concept with score_against='retained'.",
-                    argument="unlearn",
-                )
-        for concept in removed:
-            c = self._index(concept)
-            pct, gamma = self.concept_params_.get(concept, (self.percentile, self.multiplier))
-            pct = pct if percentile is None else percentile
-            gamma = gamma if multiplier is None else multiplier
-            if (
-                isinstance(gamma, bool)
-                or not isinstance(gamma, numbers.Real)
-                or not np.isfinite(float(gamma))
-            ):
-                raise ParameterError(
-                    f"multiplier must be a finite number; got {gamma!r}.", argument="multiplier"
-                )
-            w = weights.copy()
-            w[c] = 1.0  # feature_scores ignores the target's own weight
-            scores = feature_scores(self.concept_means_, c, counts=w)
-            for s, feats in enumerate(select_features(scores, pct)):
-                for i in feats:  # a feature two concepts select keeps the stronger scaling
-                    v = float(gamma) * float(self.concept_means_[c, s, i])
-                    if abs(v) >= abs(scale[s].get(int(i), 0.0)):
-                        scale[s][int(i)] = v
-        return [
-            (np.array(sorted(d), dtype=np.int64), np.array([d[i] for i in sorted(d)], dtype=np.float64))
-            for d in scale
-        ]
+        return scaling_plan(
+            self.concept_means_,
+            self.counts_,
+            [self._index(c) for c in removed],
+            [self.concept_params_.get(c, (self.percentile, self.multiplier)) for c in removed],
+            percentile,
+            multiplier,
+            self.score_against,
+        )
 
     def tune(
         self,
@@ -535,23 +509,62 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
             x0 = self._sample(x, labels)
         return ((x0.clamp(-1, 1) + 1) / 2).numpy().astype(np.float32)
 
+    def save(self, path: Any) -> Any:
+        """Write the fitted state into the folder ``path`` (``saeuron.safetensors`` + ``.json``).
 
-def digits_saeuron(*, refit: bool = False) -> SAeUron:
+        The SAE and concept means (float64); the parameters, hook name, concepts, per-concept
+        sweep, a checksum and a fingerprint of :attr:`model` (the denoiser is not saved).
+
+        Parameters
+        ----------
+        path : str or Path
+            A folder (created if missing; its two files are overwritten).
+
+        Returns
+        -------
+        Path
+            The folder.
+        """
+        return _io.save(self, path)
+
+    @classmethod
+    def load(cls, path: Any, model: Any, *, check_weights: bool = True) -> SAeUron:
+        """A fitted SAeUron from a folder written by :meth:`save`, on the denoiser ``model``.
+
+        Parameters
+        ----------
+        path : str or Path
+        model : torch.nn.Module
+            The denoiser it was fitted on: same parameter names and shapes, and (with
+            ``check_weights``) the same weights, else :class:`~trustlab.errors.ModelError`.
+        check_weights : bool, default=True
+            ``False``: accept other weights of the same architecture (e.g. a fine-tuned copy).
+
+        Returns
+        -------
+        SAeUron
+            Generating bit for bit what the saved one did. A changed or truncated file raises
+            :class:`~trustlab.errors.DataError`.
+        """
+        return _io.load(cls, path, model, check_weights=bool(check_weights))
+
+
+def digits_saeuron(*, hook: str = "mid", refit: bool = False) -> SAeUron:
     """SAeUron fitted on the vision lab's class-conditional digit DDPM (shipped state).
 
-    The recipe: :func:`~trustlab.vision.digits_conditional_ddpm`, hook ``"down2"`` (the lab
-    UNet's half-resolution residual block: 32 channels at 4 x 4 positions), 10 DDIM steps,
-    guidance 2, 40 generations per digit (seed 0), a BatchTopK SAE of 512 features with
-    ``k = 4`` (600 Adam steps, batch 1,024, learning rate 3e-3), percentile 90, multiplier
-    -10. The fitted SAE and concept means ship with trustlab (``saeuron_digits.npz``), so
-    nothing is trained unless ``refit``.
+    The recipe: :func:`~trustlab.vision.digits_conditional_ddpm`, the block ``hook``, 10 DDIM
+    steps, guidance 2, 40 generations per digit (seed 0), a BatchTopK SAE of 512 features with
+    ``k = 4`` (600 Adam steps, batch 1,024, learning rate 3e-3), percentile 90, multiplier -10,
+    then the per-digit sweep of :meth:`SAeUron.tune`. The fits at ``"mid"`` (the bottleneck,
+    the first block whose output decides the digit) and ``"down2"`` ship with trustlab.
 
     Parameters
     ----------
+    hook : str, default="mid"
+        ``"mid"`` or ``"down2"`` (shipped; 32 channels at 4 x 4 positions), or any block of
+        the lab UNet with ``refit=True`` (e.g. ``"up1"``).
     refit : bool, default=False
-        Fit again from the recipe (about 75 s of CPU on one thread) instead of loading
-        the shipped state (which also holds the per-digit sweep of :meth:`SAeUron.tune`; a
-        refit has none: call ``tune`` on it).
+        Fit from the recipe (about 15 s of CPU) instead of loading; no sweep: call ``tune``.
 
     Returns
     -------
@@ -561,15 +574,21 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     Examples
     --------
     >>> su = digits_saeuron()
-    >>> su.concept_means_.shape
-    (10, 10, 512)
+    >>> su.hook, su.concept_means_.shape
+    ('mid', (10, 10, 512))
     """
     from trustlab.unlearning import _saeuron_lab as lab
     from trustlab.vision.diffusion_conditional import digits_conditional_ddpm
 
+    if not refit and hook not in lab.SHIPPED:
+        raise ParameterError(
+            f"hook must be one of the shipped blocks {sorted(lab.SHIPPED)}, or pass refit=True to "
+            f"fit at another block; got {hook!r}.",
+            argument="hook",
+        )
     su = SAeUron(
         digits_conditional_ddpm(),
-        lab.HOOK,
+        hook,
         guidance_scale=lab.GUIDANCE,
         num_inference_steps=lab.STEPS,
         percentile=lab.PERCENTILE,
@@ -578,4 +597,4 @@ def digits_saeuron(*, refit: bool = False) -> SAeUron:
     )
     if refit:
         return su.fit(*lab.lab_data())
-    return lab.restore(su, lab.shipped_arrays())
+    return lab.restore(su, lab.shipped_arrays(hook))
