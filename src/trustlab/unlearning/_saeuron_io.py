@@ -46,9 +46,9 @@ _PARAMS = (
 def _safetensors() -> Any:
     try:
         from safetensors import numpy as st_numpy
-    except ImportError as exc:  # pragma: no cover - safetensors ships with the lm extra
+    except ImportError as exc:  # pragma: no cover - safetensors ships with the torch extra
         raise MissingDependencyError(
-            "safetensors is needed to save or load SAeUron: pip install safetensors (or trustlab[lm]).",
+            "safetensors is needed to save or load SAeUron: pip install safetensors (or trustlab[torch]).",
             argument="safetensors",
         ) from exc
     return st_numpy
