@@ -118,12 +118,21 @@ def lcg_parameters(modulus: int) -> np.ndarray:
     [[1, 1], [1, 3], [1, 5], [1, 7], [5, 1], [5, 3], [5, 5], [5, 7]]
     """
     m = _positive("modulus", modulus, 2)
+    a_values, c_values = _hull_dobell_multipliers(m), _coprime_increments(m)
+    return np.array([(a, c) for a in a_values for c in c_values], dtype=np.int64).reshape(-1, 2)
+
+
+def _hull_dobell_multipliers(m: int) -> list[int]:
+    """Hull-Dobell's multipliers: ``a - 1`` divisible by every prime factor of ``m`` (and 4 if ``4 | m``)."""
     step = math.prod(_prime_factors(m))
     if m % 4 == 0 and step % 4:
         step *= 2
-    a_values = [a for a in range(1, m, step) if (a - 1) % step == 0]
-    c_values = [c for c in range(1, m) if math.gcd(c, m) == 1]
-    return np.array([(a, c) for a in a_values for c in c_values], dtype=np.int64).reshape(-1, 2)
+    return list(range(1, m, step))
+
+
+def _coprime_increments(m: int) -> list[int]:
+    """The increments ``c`` in ``[1, m)`` coprime to ``m`` (Hull-Dobell's other condition)."""
+    return [c for c in range(1, m) if math.gcd(c, m) == 1]
 
 
 @validate_params(

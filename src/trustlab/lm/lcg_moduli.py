@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import numbers
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ import torch
 from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ModelError, ParameterError
-from trustlab.lm.corpora import TokenData
+from trustlab.lm.corpora import TokenData, _coprime_increments, _hull_dobell_multipliers
 from trustlab.lm.models import ModelConfig, build_model, load_model, save_model
 from trustlab.lm.training import TrainConfig, train_model
 
@@ -52,17 +51,6 @@ __all__ = [
     "unseen_moduli_model",
     "unseen_moduli_task",
 ]
-
-
-def _radical(n: int) -> int:
-    out, p = 1, 2
-    while p * p <= n:
-        if n % p == 0:
-            out *= p
-            while n % p == 0:
-                n //= p
-        p += 1
-    return out * n if n > 1 else out
 
 
 @validate_params({"modulus": [Interval(numbers.Integral, 2, None, closed="left")]})
@@ -88,15 +76,7 @@ def full_period_multipliers(modulus: int) -> np.ndarray:
     >>> full_period_multipliers(36).tolist()
     [1, 13, 25]
     """
-    m = int(modulus)
-    step = _radical(m)
-    if m % 4 == 0 and step % 4:
-        step *= 2
-    return np.arange(1, m, step, dtype=np.int64)
-
-
-def _coprimes(m: int) -> np.ndarray:
-    return np.array([c for c in range(1, m) if math.gcd(c, m) == 1], dtype=np.int64)
+    return np.asarray(_hull_dobell_multipliers(int(modulus)), dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -154,7 +134,8 @@ def _pairs(
     m: int, n_a: int, n_c: int, rng: np.random.Generator, ban_a: Any = (), ban_c: Any = ()
 ) -> np.ndarray:
     a_all = np.setdiff1d(full_period_multipliers(m), np.asarray(ban_a, dtype=np.int64))
-    c_all = np.setdiff1d(_coprimes(m), np.asarray(ban_c, dtype=np.int64))
+    coprime = np.asarray(_coprime_increments(m), dtype=np.int64)
+    c_all = np.setdiff1d(coprime, np.asarray(ban_c, dtype=np.int64))
     a = rng.choice(a_all, min(n_a, len(a_all)), replace=False) if len(a_all) else a_all
     c = rng.choice(c_all, min(n_c, len(c_all)), replace=False) if len(c_all) else c_all
     aa, cc = np.meshgrid(np.sort(a), np.sort(c), indexing="ij")
