@@ -569,7 +569,28 @@ class Accountant(MechanismSpending):
 
 
 def check_accountant(accountant: Any) -> Accountant | None:
-    """Return ``accountant`` after checking it is an :class:`Accountant` or None."""
+    """Return ``accountant`` after checking it is an :class:`Accountant` or None.
+
+    Parameters
+    ----------
+    accountant : Any
+        The value a caller passed as ``accountant``.
+
+    Returns
+    -------
+    Accountant or None
+        ``accountant`` itself; anything else raises
+        :class:`~trustlab.errors.ParameterError` naming ``accountant``.
+
+    Examples
+    --------
+    >>> check_accountant(None) is None
+    True
+    >>> check_accountant(1.0)
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: accountant must be a trustlab.privacy.Accountant or None, got float.
+    """
     if accountant is not None and not isinstance(accountant, Accountant):
         raise ParameterError(
             f"accountant must be a trustlab.privacy.Accountant or None, got {type(accountant).__name__}.",
@@ -585,6 +606,29 @@ def charge(accountant: Accountant | None, plan: Release, draw: Callable[[], Any]
     ``draw`` touches any sampler, so an exhausted budget raises
     :class:`~trustlab.errors.BudgetExceededError` with no noise drawn. Without an
     accountant the release is returned uncharged (the caller records it).
+
+    Parameters
+    ----------
+    accountant : Accountant or None
+        The budget to charge; None charges nothing.
+    plan : Release
+        The release as planned, with its ``epsilon``, ``delta`` and parameters (its
+        ``value`` is ignored and replaced).
+    draw : callable
+        Called with no argument after the check; returns the noisy value.
+
+    Returns
+    -------
+    Release
+        ``plan`` with ``value=draw()``, recorded in ``accountant`` when one is given.
+
+    Examples
+    --------
+    >>> acc = Accountant(epsilon=1.0)
+    >>> plan = Release(value=None, epsilon=0.5, delta=0.0, mechanism="demo",
+    ...                parameters={}, description="a count")
+    >>> charge(acc, plan, lambda: 42).value, acc.spent_epsilon
+    (42, 0.5)
     """
     accountant = check_accountant(accountant)
     if accountant is not None:
