@@ -70,6 +70,10 @@ class TrajectorySemantics:
         ``"start"``, then ``"extremum"`` or ``"inflection"`` between motifs, then ``"end"``.
     times, values : numpy.ndarray
         The transition points (start, between motifs, end) in the data's time and units.
+
+    See Also
+    --------
+    SemanticTrajectoryModel.semantic_representation : builds it.
     """
 
     composition: tuple[str, ...]
@@ -426,6 +430,19 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         """Predicted trajectories, shape (n_samples, n_times[, n_dims]) as ``y`` in fit.
 
         ``times`` (default: the fit's time grid) must lie within the fitted time range.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Static features.
+        times : array-like of shape (n_times,) or (n_samples, n_times), optional
+            Where to evaluate the trajectories (default: the fit's grid).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(n_samples, n_times, n_dims)``, or ``(n_samples, n_times)`` when ``y`` was
+            2-D in fit; every trajectory has its leaf's composition.
         """
         self._check_fitted()
         x = self._check_x(X, fitted=True)
@@ -452,7 +469,18 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         return out if self.output_ndim_ == 3 else out[:, :, 0]
 
     def semantic_representation(self, X: Any) -> list[list[TrajectorySemantics]]:
-        """The composition and transition points of each sample's predicted trajectory, per dimension."""
+        """The composition and transition points of each sample's predicted trajectory, per dimension.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Static features.
+
+        Returns
+        -------
+        list of list of TrajectorySemantics
+            ``out[i][d]``: sample ``i``'s semantics in dimension ``d``.
+        """
         self._check_fitted()
         x = self._check_x(X, fitted=True)
         out: list[list[Any]] = [[None] * self.n_dims_ for _ in range(len(x))]
@@ -474,11 +502,33 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         return out
 
     def predict_composition(self, X: Any) -> list[list[tuple[str, ...]]]:
-        """The composition chosen by the composition map for each sample and dimension."""
+        """The composition chosen by the composition map for each sample and dimension.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Static features.
+
+        Returns
+        -------
+        list of list of tuple of str
+            ``out[i][d]``: the motifs of sample ``i``'s trajectory in dimension ``d``.
+        """
         return [[s.composition for s in row] for row in self.semantic_representation(X)]
 
     def describe(self, feature_names: list[str] | None = None) -> str:
-        """The composition map of every dimension as readable if/else text."""
+        """The composition map of every dimension as readable if/else text.
+
+        Parameters
+        ----------
+        feature_names : list of str, optional
+            One name per feature (default ``x0, x1, ...``).
+
+        Returns
+        -------
+        str
+            One block per dimension: the tree's splits and each leaf's composition and size.
+        """
         self._check_fitted()
         names = (
             list(feature_names)
@@ -510,6 +560,17 @@ def make_pk_trajectories(
     fraction of the dose eliminated ``A_e/100``, observed at ``n_times`` equally spaced times of
     [0, 1] (= 24 h) with Gaussian noise of sd ``noise`` times each dimension's largest clean value.
 
+    Parameters
+    ----------
+    n_samples : int
+        Number of patients.
+    n_times : int, default=20
+        Observation times (>= 3).
+    noise : float, default=0.01
+        Relative noise level (>= 0).
+    random_state : None, int or numpy.random.Generator, optional
+        Seeds the covariates and the noise.
+
     Returns
     -------
     X : ndarray (n_samples, 3)
@@ -520,6 +581,14 @@ def make_pk_trajectories(
         The true composition per sample and dimension: immediate release gives
         ``(+-, --, -+)`` and ``(++, +-)``, extended release ``(+-,)`` and ``(++,)`` (the peak and the
         inflection of the concentration both fall inside the window by construction).
+
+    Examples
+    --------
+    >>> X, y, times, truth = make_pk_trajectories(5, n_times=8, random_state=0)
+    >>> X.shape, y.shape, times.shape
+    ((5, 3), (5, 8, 2), (8,))
+    >>> truth[0] == ([("+-",), ("++",)] if X[0, 2] else [("+-", "--", "-+"), ("++", "+-")])
+    True
     """
     if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ParameterError(
