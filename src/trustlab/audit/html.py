@@ -21,7 +21,25 @@ BADGES = {
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """Format a number for the report (NaN and None as an en dash)."""
+    """Format a number for the report (NaN and None as an en dash).
+
+    Parameters
+    ----------
+    value : Any
+        A number, bool, None or anything else (shown as escaped text).
+    digits : int, default=3
+        Decimals of a float below one million (larger floats are rounded to integers).
+
+    Returns
+    -------
+    str
+        Integers with thousands separators, booleans as ``yes``/``no``.
+
+    Examples
+    --------
+    >>> fmt(1234567), fmt(0.12345), fmt(float("nan")), fmt(True), fmt("<b>")
+    ('1,234,567', '0.123', '–', 'yes', '&lt;b&gt;')
+    """
     if value is None:
         return "–"
     if isinstance(value, bool):
@@ -36,7 +54,30 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str = "") -> str:
-    """An HTML table; cells are formatted with :func:`fmt` and escaped."""
+    """An HTML table; cells are formatted with :func:`fmt` and escaped.
+
+    Parameters
+    ----------
+    headers : sequence of str
+        Column headings.
+    rows : iterable of sequence
+        One sequence of cell values per row.
+    caption : str, default=""
+        Optional caption.
+
+    Returns
+    -------
+    str
+        A ``<table class="data">`` element.
+
+    Examples
+    --------
+    >>> html = table(["group", "n"], [["a", 1200]])
+    >>> html[:55]
+    '<table class="data"><thead><tr><th>group</th><th>n</th>'
+    >>> html[55:]
+    '</tr></thead><tbody><tr><td>a</td><td>1,200</td></tr></tbody></table>'
+    """
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{fmt(v)}</td>" for v in row) + "</tr>" for row in rows)
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
@@ -44,7 +85,27 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, caption: str
 
 
 def fmt_ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
-    """A figure with its interval, ``0.812 [0.790, 0.834]`` (the figure alone when no interval exists)."""
+    """A figure with its interval, ``0.812 [0.790, 0.834]`` (the figure alone when no interval exists).
+
+    Parameters
+    ----------
+    value : Any
+        The figure.
+    low, high : Any
+        The interval's ends (None or a NaN ``low`` means no interval).
+    digits : int, default=3
+        Decimals (as :func:`fmt`).
+
+    Returns
+    -------
+    str
+        The formatted figure and interval.
+
+    Examples
+    --------
+    >>> fmt_ci(0.8123, 0.79, 0.834), fmt_ci(0.8123, None, None)
+    ('0.812 [0.790, 0.834]', '0.812')
+    """
     if low is None or high is None or (isinstance(low, float) and math.isnan(low)):
         return fmt(value, digits)
     if isinstance(value, float) and math.isnan(value):
@@ -53,7 +114,27 @@ def fmt_ci(value: Any, low: Any, high: Any, digits: int = 3) -> str:
 
 
 def checks_list(checks: Sequence[Check]) -> str:
-    """The section's checks as a list with pass / fail / inconclusive / not-evaluable badges."""
+    """The section's checks as a list with pass / fail / inconclusive / not-evaluable badges.
+
+    A vacuous pass gets its own badge; a check's hint and rule follow it (a run of checks
+    under the same rule states it once).
+
+    Parameters
+    ----------
+    checks : sequence of Check
+        The section's checks.
+
+    Returns
+    -------
+    str
+        A ``<ul class="checks">`` element, or ``""`` when there is no check.
+
+    Examples
+    --------
+    >>> html = checks_list([Check("auc > 0.5", True, "0.71")])
+    >>> html.startswith('<ul class="checks"><li class="check pass"><span class="badge">PASS</span>')
+    True
+    """
     if not checks:
         return ""
     items = []
@@ -78,7 +159,23 @@ def checks_list(checks: Sequence[Check]) -> str:
 
 
 def notes_list(notes: Sequence[str]) -> str:
-    """Caveats as a list."""
+    """Caveats as a list.
+
+    Parameters
+    ----------
+    notes : sequence of str
+        Plain-language caveats.
+
+    Returns
+    -------
+    str
+        A ``<ul class="notes">`` element (escaped), or ``""`` when there is no note.
+
+    Examples
+    --------
+    >>> notes_list(["rows < 100"])
+    '<ul class="notes"><li>rows &lt; 100</li></ul>'
+    """
     if not notes:
         return ""
     return '<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
@@ -106,6 +203,32 @@ def summary_html(
     in its section); then one line of what is not in this report and why (``missing``,
     from :func:`trustlab.audit.summary.not_in_report_line`), each reason in full in a
     folded list (``reasons``).
+
+    Parameters
+    ----------
+    findings : sequence of dict
+        Each with ``severity`` (``no_skill``, ``fail``, ``warning``, ``inconclusive``,
+        ``vacuous`` or ``not_evaluable``), ``text``, ``section``, ``action`` and optionally
+        ``badge``; other severities are left out.
+    results : sequence of SectionResult
+        The sections, for the per-section counts (sections without checks are skipped).
+    missing : sequence of (str, list of str), default=()
+        Why some sections are not in the report, and their names.
+    reasons : sequence of dict, default=()
+        ``{"name": ..., "reason": ...}`` for each missing section, shown folded.
+
+    Returns
+    -------
+    str
+        The summary's HTML.
+
+    Examples
+    --------
+    >>> from trustlab.audit.section import SectionResult
+    >>> r = SectionResult("perf", "Performance", {}, [Check("auc > 0.5", True, "0.71")])
+    >>> html = summary_html([], [r])
+    >>> "Nothing to report" in html, "1 passed" in html
+    (True, True)
     """
     items = []
     for f in findings:

@@ -51,6 +51,11 @@ def require_matplotlib() -> Any:
     ------
     trustlab.errors.MissingDependencyError
         When matplotlib cannot be imported; ``argument`` is ``"matplotlib"``.
+
+    Examples
+    --------
+    >>> require_matplotlib().__name__
+    'matplotlib'
     """
     try:
         import matplotlib
@@ -75,6 +80,13 @@ def new_figure(width: float = 6.0, height: float = 3.4) -> tuple[Any, Any]:
     Returns
     -------
     (matplotlib.figure.Figure, matplotlib.axes.Axes)
+        The figure and its single axes (with a light grid).
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(4.0, 2.0)
+    >>> fig.get_size_inches().tolist(), ax in fig.axes
+    ([4.0, 2.0], True)
     """
     fig, axes = new_grid(1, 1, width=width, height=height)
     return fig, axes[0][0]
@@ -98,6 +110,12 @@ def new_grid(
     -------
     (matplotlib.figure.Figure, list of list of matplotlib.axes.Axes)
         The axes as rows of columns, every axes with a light grid.
+
+    Examples
+    --------
+    >>> fig, axes = new_grid(2, 3, width=6.0, height=4.0)
+    >>> len(axes), len(axes[0])
+    (2, 3)
     """
     mpl = require_matplotlib()
     fig = mpl.figure.Figure(figsize=(width, height), dpi=100, layout="constrained")
@@ -123,6 +141,13 @@ def figure_to_svg(fig: Any, *, alt: str = "") -> str:
     -------
     str
         ``<figure class="plot">`` holding the ``<svg>``.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure(2.0, 1.0)
+    >>> svg = figure_to_svg(fig, alt="an empty panel")
+    >>> svg.startswith('<figure class="plot" aria-label="an empty panel"><svg'), svg.endswith("</figure>")
+    (True, True)
     """
     mpl = require_matplotlib()
     buf = io.StringIO()
@@ -151,6 +176,14 @@ def bar_legend(ax: Any, *, fontsize: float = LEGEND_FONTSIZE, loc: str = "outsid
     loc : str, default "outside"
         The legend's place (matplotlib's ``loc``), or ``"outside"``: right of the panel,
         where it can cover no bar.
+
+    Examples
+    --------
+    >>> fig, ax = new_figure()
+    >>> _ = ax.bar([0, 1], [0.2, 0.4], label="accuracy")
+    >>> bar_legend(ax)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['accuracy']
     """
     if loc == "outside":
         ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

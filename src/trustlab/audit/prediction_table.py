@@ -27,6 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trustlab.audit._binned_counts import (
+    binned_metrics,
+    confusion_from_bins,
+    consistent_counts,
+    discrete_laplace_sd,
+)
 from trustlab.audit.section import AuditContext
 from trustlab.fairness import bootstrap_counts
 from trustlab.privacy.accounting import Accountant
@@ -70,6 +76,29 @@ def group_levels(ctx: AuditContext, column: str) -> list[Any]:
     hold). Otherwise: the levels seen anywhere in the table (not only the held-out
     rows, so that a group absent from them is reported as empty), and ``OTHER``
     when a value is missing.
+
+    Parameters
+    ----------
+    ctx : AuditContext
+        The audit's context.
+    column : str
+        A sensitive column.
+
+    Returns
+    -------
+    list
+        The levels, ``OTHER`` last when present.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.audit import Audit
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
+    >>> df["y"] = (df.x + rng.normal(size=200) > 0).astype(int)
+    >>> ctx = Audit(model="logistic").context(df, target="y", sensitive="g")
+    >>> group_levels(ctx, "g")
+    ['a', 'b']
     """
     if ctx.private:
         cats = ctx.schema.categories(column)
@@ -88,95 +117,17 @@ def _codes(values: pd.Series, levels: list[Any]) -> np.ndarray:
     return mapped.fillna(other).to_numpy(dtype=np.int64)
 
 
-def discrete_laplace_sd(scale: float | None) -> float:
-    """Standard deviation of discrete Laplace noise of ``scale`` (0 for None).
-
-    It is ``sqrt(2a) / (1 - a)`` with ``a = exp(-1 / scale)``.
-    """
-    if not scale:
-        return 0.0
-    a = math.exp(-1.0 / scale)
-    return math.sqrt(2.0 * a) / (1.0 - a)
-
-
-def consistent_counts(noisy: Any) -> np.ndarray:
-    """Project each ``[..., bin, label]`` block onto non-negative counts with the same clamped total.
-
-    The block's total ``T = max(0, sum)`` is kept (a sum of unbiased noisy counts is
-    unbiased, so group sizes are not inflated by clipping), and the block becomes the
-    Euclidean projection of the noisy counts onto ``{x >= 0, sum x = T}``:
-    ``x = max(noisy - tau, 0)`` with ``tau`` chosen so that the total is ``T``
-    (Duchi, Shalev-Shwartz, Singer, Chandra, "Efficient Projections onto the
-    l1-Ball for Learning in High Dimensions", ICML 2008). Pure post-processing.
-
-    Examples
-    --------
-    >>> consistent_counts([[[5, -2], [1, 0]]]).tolist()
-    [[[4.0, 0.0], [0.0, 0.0]]]
-    """
-    v = np.asarray(noisy, dtype=float)
-    shape = v.shape
-    flat = v.reshape(-1, shape[-2] * shape[-1])
-    total = np.maximum(flat.sum(axis=1), 0.0)
-    u = -np.sort(-flat, axis=1)
-    css = np.cumsum(u, axis=1) - total[:, None]
-    ind = np.arange(1, flat.shape[1] + 1)
-    cond = u - css / ind > 0
-    rho = flat.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds
-    theta = css[np.arange(flat.shape[0]), rho] / (rho + 1)
-    out = np.maximum(flat - theta[:, None], 0.0)
-    out[total <= 0] = 0.0
-    return out.reshape(shape)
-
-
-def confusion_from_bins(binned: np.ndarray) -> np.ndarray:
-    """``[..., bin, label]`` -> ``[..., predicted, label]`` with the threshold 0.5."""
-    half = binned.shape[-2] // 2
-    return np.stack([binned[..., :half, :].sum(axis=-2), binned[..., half:, :].sum(axis=-2)], -2)
-
-
-def binned_metrics(binned: Any) -> dict[str, np.ndarray]:
-    """Count, positives, negatives, accuracy, ROC AUC, Brier score and ECE of ``[..., bin, label]`` tables.
-
-    Vectorised over leading axes (replicates, groups). Scores are taken at bin
-    midpoints and ties within a bin count one half for the AUC, so the figures are
-    binned approximations (Brier within one bin width, ECE on 10 bins of width
-    0.1). A figure with an empty denominator is NaN.
-    """
-    c = np.clip(np.asarray(binned, dtype=float), 0, None)
-    neg, pos = c[..., 0], c[..., 1]
-    n_pos, n_neg = pos.sum(axis=-1), neg.sum(axis=-1)
-    n = n_pos + n_neg
-    k = c.shape[-2]
-    mid = (np.arange(k) + 0.5) / k
-    half = k // 2
-    above = np.cumsum(pos[..., ::-1], axis=-1)[..., ::-1] - pos  # positives in higher bins
-    centre = (np.arange(10) + 0.5) / 10
-    pairs = c.reshape(*c.shape[:-2], 10, k // 10, 2).sum(axis=-2)
-    pn = pairs.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = (neg[..., :half].sum(axis=-1) + pos[..., half:].sum(axis=-1)) / n
-        auc = (neg * (above + 0.5 * pos)).sum(axis=-1) / (n_pos * n_neg)
-        brier = (pos * (1 - mid) ** 2 + neg * mid**2).sum(axis=-1) / n
-        frac = np.where(pn > 0, pairs[..., 1] / pn, 0.0)
-        ece = (np.abs(frac - centre) * pn).sum(axis=-1) / n
-    return {
-        "count": n,
-        "positives": n_pos,
-        "negatives": n_neg,
-        "accuracy": np.asarray(accuracy),
-        "roc_auc": np.where((n_pos > 0) & (n_neg > 0), auc, np.nan),
-        "brier": np.asarray(brier),
-        "ece": np.asarray(ece),
-    }
-
-
 @dataclass(frozen=True)
 class PredictionTable:
     """Counts ``counts[cell, bin, label]`` over the cross product of sensitive levels.
 
     Attributes
     ----------
+    attributes : tuple of str
+        The sensitive columns, in the order of the cell code.
+    levels : tuple of tuple
+        The levels of each attribute (:func:`group_levels`); the cells are their cross
+        product, the last attribute varying fastest.
     counts : numpy.ndarray
         The table every figure reads: raw counts, or in private mode the released
         noisy counts after :func:`consistent_counts`.
@@ -186,6 +137,20 @@ class PredictionTable:
         The discrete Laplace scale of each released count (None when raw).
     replicates : numpy.ndarray
         ``[N_BOOT, cell, bin, label]`` bootstrap replicates, post-processed as ``counts``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.audit import Audit
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
+    >>> df["y"] = (df.x + rng.normal(size=200) > 0).astype(int)
+    >>> ctx = Audit(model="logistic").context(df, target="y", sensitive="g")
+    >>> tab = build_prediction_table(ctx, None, n_boot=20)
+    >>> tab.counts.shape, tab.replicates.shape, tab.levels
+    ((2, 20, 2), (20, 2, 20, 2), (('a', 'b'),))
+    >>> tab.group_counts("g").tolist(), float(tab.group_counts())
+    ([32.0, 28.0], 60.0)
     """
 
     attributes: tuple[str, ...]
@@ -205,6 +170,18 @@ class PredictionTable:
 
         ``counts`` defaults to the table's own; pass replicates ``[..., cell, bin, label]``
         to marginalise them all.
+
+        Parameters
+        ----------
+        attribute : str
+            One of :attr:`attributes`.
+        counts : numpy.ndarray, optional
+            ``[..., cell, bin, label]`` counts laid out as the table's.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``[..., level, bin, label]`` counts.
         """
         c = self.counts if counts is None else counts
         lead = c.ndim - 3
@@ -215,7 +192,18 @@ class PredictionTable:
         return full.sum(axis=others) if others else full
 
     def overall(self, counts: np.ndarray | None = None) -> np.ndarray:
-        """Counts ``[..., bin, label]`` over all rows."""
+        """Counts ``[..., bin, label]`` over all rows.
+
+        Parameters
+        ----------
+        counts : numpy.ndarray, optional
+            ``[..., cell, bin, label]`` counts (default: the table's own).
+
+        Returns
+        -------
+        numpy.ndarray
+            The counts summed over the cells.
+        """
         c = self.counts if counts is None else counts
         return c.sum(axis=-3)
 
@@ -224,6 +212,16 @@ class PredictionTable:
 
         The projection keeps each cell's clamped integer total, so these are integers up to
         float rounding, which is removed here.
+
+        Parameters
+        ----------
+        attribute : str, optional
+            One of :attr:`attributes`; None for the overall count.
+
+        Returns
+        -------
+        numpy.ndarray
+            Rounded row counts per level (a 0-d array for None).
         """
         c = self.overall() if attribute is None else self.by_attribute(attribute)
         return np.rint(c.sum(axis=(-2, -1)))
@@ -233,6 +231,17 @@ class PredictionTable:
 
         That count sums ``N_SCORE_BINS`` bins over every cell of the level, each with
         independent noise; 0 without privacy.
+
+        Parameters
+        ----------
+        attribute : str
+            One of :attr:`attributes`.
+
+        Returns
+        -------
+        float
+            ``sqrt(N_SCORE_BINS * cells) * discrete_laplace_sd(noise_scale)``, ``cells`` the
+            number of cells per level.
         """
         a = self.attributes.index(attribute)
         cells = int(np.prod([len(lv) for i, lv in enumerate(self.levels) if i != a]))
@@ -243,6 +252,18 @@ class PredictionTable:
 
         Such a count sums ``2 * N_SCORE_BINS`` noisy entries per cell; its noise is close to
         normal (a sum of many independent discrete Laplace draws). 0 without privacy.
+
+        Parameters
+        ----------
+        attribute : str, optional
+            One of :attr:`attributes`; None for the overall count.
+        z : float, default=1.96
+            Normal quantile of the interval (95%).
+
+        Returns
+        -------
+        float
+            The half-width, in rows.
         """
         cells = self.counts.shape[0]
         if attribute is not None:
@@ -250,18 +271,66 @@ class PredictionTable:
         return z * math.sqrt(2 * N_SCORE_BINS * cells) * discrete_laplace_sd(self.noise_scale)
 
     def min_class(self, attribute: str) -> float:
-        """Positives and negatives a level of ``attribute`` needs: ``max(MIN_CLASS, NOISE_FACTOR * sd)``."""
+        """Positives and negatives a level of ``attribute`` needs: ``max(MIN_CLASS, NOISE_FACTOR * sd)``.
+
+        Parameters
+        ----------
+        attribute : str
+            One of :attr:`attributes`.
+
+        Returns
+        -------
+        float
+            The minimum count of each class (``sd`` from :meth:`class_noise_sd`).
+        """
         return max(float(MIN_CLASS), NOISE_FACTOR * self.class_noise_sd(attribute))
 
     def evaluable(self, attribute: str) -> np.ndarray:
-        """Which levels are large enough for their figures to mean something (see :func:`size_rule`)."""
+        """Which levels are large enough for their figures to mean something (see :func:`size_rule`).
+
+        Parameters
+        ----------
+        attribute : str
+            One of :attr:`attributes`.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            Per level: at least ``MIN_GROUP`` rows and :meth:`min_class` of each class.
+        """
         m = binned_metrics(self.by_attribute(attribute))
         need = self.min_class(attribute)
         return (m["count"] >= MIN_GROUP) & (m["positives"] >= need) & (m["negatives"] >= need)
 
 
 def size_rule(tab: PredictionTable, attribute: str, *, short: bool = False) -> str:
-    """The group-size rule in words, with this table's numbers (``short``: one clause for a check's rule)."""
+    """The group-size rule in words, with this table's numbers (``short``: one clause for a check's rule).
+
+    Parameters
+    ----------
+    tab : PredictionTable
+        The table (its noise scale sets the class minimum).
+    attribute : str
+        The sensitive column.
+    short : bool, default=False
+        One clause for a check's rule instead of the full sentence.
+
+    Returns
+    -------
+    str
+        The rule.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.audit import Audit
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
+    >>> df["y"] = (df.x + rng.normal(size=200) > 0).astype(int)
+    >>> ctx = Audit(model="logistic").context(df, target="y", sensitive="g")
+    >>> size_rule(build_prediction_table(ctx, None, n_boot=20), "g", short=True)
+    'groups compared: at least 30 held-out rows and 10 positives and 10 negatives (sampling floor)'
+    """
     sd = tab.class_noise_sd(attribute)
     need = f"{tab.min_class(attribute):,.0f}"
     if short:
@@ -289,6 +358,30 @@ def prediction_codes(ctx: AuditContext) -> tuple[np.ndarray, tuple[tuple[Any, ..
 
     A function of each row alone (its sensitive values, its score under the fixed model,
     its label), so adding or removing a row changes one code.
+
+    Parameters
+    ----------
+    ctx : AuditContext
+        The audit's context (held-out rows, their scores and labels).
+
+    Returns
+    -------
+    codes : numpy.ndarray of int64, shape (n_test,)
+        ``(cell * N_SCORE_BINS + score_bin) * 2 + label`` per held-out row.
+    levels : tuple of tuple
+        The levels of each sensitive column.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.audit import Audit
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
+    >>> df["y"] = (df.x + rng.normal(size=200) > 0).astype(int)
+    >>> ctx = Audit(model="logistic").context(df, target="y", sensitive="g")
+    >>> codes, levels = prediction_codes(ctx)
+    >>> codes.shape, levels, bool(codes.max() < 2 * 20 * 2)
+    ((60,), (('a', 'b'),), True)
     """
     levels = tuple(tuple(group_levels(ctx, a)) for a in ctx.sensitive)
     sens = ctx.sensitive_test
@@ -304,6 +397,27 @@ def release_prediction_histogram(codes: np.ndarray, n_cells: int, epsilon: float
 
     Each held-out row falls in one of ``n_cells * N_SCORE_BINS * 2`` cells: L1 sensitivity 1
     under add/remove, scale ``1 / epsilon`` per cell (:func:`~trustlab.privacy.dp_histogram`).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of int
+        The rows' cell codes (:func:`prediction_codes`).
+    n_cells : int
+        Number of sensitive cells.
+    epsilon : float
+        The budget of the release.
+
+    Returns
+    -------
+    Release
+        ``value``: the ``n_cells * N_SCORE_BINS * 2`` noisy counts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rel = release_prediction_histogram(np.array([0, 5, 5, 79]), n_cells=2, epsilon=1.0)
+    >>> np.asarray(rel.value).shape, rel.epsilon
+    ((80,), 1.0)
     """
     n_codes = n_cells * N_SCORE_BINS * 2
     return dp_histogram(
@@ -319,7 +433,39 @@ def release_prediction_histogram(codes: np.ndarray, n_cells: int, epsilon: float
 def build_prediction_table(
     ctx: AuditContext, budget: Accountant | None, *, n_boot: int = N_BOOT
 ) -> PredictionTable:
-    """Count the held-out rows by (sensitive cell, score bin, label); privatise in private mode."""
+    """Count the held-out rows by (sensitive cell, score bin, label); privatise in private mode.
+
+    Without a budget the counts are exact and the replicates are row-bootstrap resamples.
+    With one, the whole remaining epsilon of ``budget`` is spent on
+    :func:`release_prediction_histogram`, the release is projected by
+    :func:`consistent_counts`, and each replicate adds fresh simulated noise of the released
+    scale before the same projection.
+
+    Parameters
+    ----------
+    ctx : AuditContext
+        The audit's context.
+    budget : Accountant or None
+        The accountant to charge (private mode), or None.
+    n_boot : int, default=N_BOOT
+        Bootstrap replicates.
+
+    Returns
+    -------
+    PredictionTable
+        The table and its replicates.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.audit import Audit
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
+    >>> df["y"] = (df.x + rng.normal(size=200) > 0).astype(int)
+    >>> ctx = Audit(model="logistic").context(df, target="y", sensitive="g")
+    >>> build_prediction_table(ctx, None, n_boot=20).counts.sum()
+    np.float64(60.0)
+    """
     codes, levels = prediction_codes(ctx)
     n_cells = int(np.prod([len(lv) for lv in levels])) if levels else 1
     shape = (n_cells, N_SCORE_BINS, 2)
@@ -362,6 +508,18 @@ def shared_prediction_table(ctx: AuditContext, budget: Accountant | None) -> Pre
     Returns
     -------
     PredictionTable
+        The cached table (built by :func:`build_prediction_table` on the first call).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from trustlab.audit import Audit
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
+    >>> df["y"] = (df.x + rng.normal(size=200) > 0).astype(int)
+    >>> ctx = Audit(model="logistic").context(df, target="y", sensitive="g")
+    >>> shared_prediction_table(ctx, None) is shared_prediction_table(ctx, None)
+    True
     """
     key = "prediction_table" if budget is not None else "prediction_table_raw"
     table: PredictionTable = ctx.shared(key, lambda: build_prediction_table(ctx, budget))

@@ -242,11 +242,28 @@ class AuditReport:
 def check_out_dir(out_dir: str | Path) -> None:
     """Refuse, before any work, an ``out_dir`` that :meth:`AuditReport.save` could not use.
 
+    Parameters
+    ----------
+    out_dir : str or Path
+        The folder the report will be saved to (it may not exist yet).
+
     Raises
     ------
     ParameterError
         With ``argument="out_dir"``: ``out_dir`` is a file or a folder holding other
         files, or the nearest existing folder on its path is not a writable folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_out_dir(Path(tmp) / "report")  # a new folder: accepted
+    ...     _ = (Path(tmp) / "notes.txt").write_text("x")
+    ...     check_out_dir(Path(tmp) / "notes.txt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: out_dir '...notes.txt' exists and is not a folder; ...
     """
     out = Path(out_dir)
     if not str(out_dir).strip():

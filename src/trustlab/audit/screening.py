@@ -139,7 +139,14 @@ class ColumnFlag:
     dropped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The flag as JSON-able fields."""
+        """The flag as JSON-able fields.
+
+        Returns
+        -------
+        dict
+            ``column``, ``kind``, ``meaning`` (from :data:`KINDS`), ``detail``, ``related``
+            and ``dropped``.
+        """
         return {
             "column": self.column,
             "kind": self.kind,
@@ -152,7 +159,21 @@ class ColumnFlag:
 
 @dataclass(frozen=True)
 class Screening:
-    """What :func:`screen_columns` found: the flags, and the features the model keeps."""
+    """What :func:`screen_columns` found: the flags, and the features the model keeps.
+
+    Attributes
+    ----------
+    features : list
+        The feature columns the model keeps.
+    flags : list of ColumnFlag
+        Every finding, dropped or not.
+
+    Examples
+    --------
+    >>> s = Screening(["age"], [ColumnFlag("id", "row_id", "500 values", dropped=True)])
+    >>> s.dropped, s.panel
+    (['id'], None)
+    """
 
     features: list[Any]
     flags: list[ColumnFlag] = field(default_factory=list)
@@ -465,7 +486,31 @@ def free_text_flags(frame: pd.DataFrame, features: Sequence[Any]) -> list[Column
 def decide_flags(
     flags: Sequence[ColumnFlag], features: Sequence[Any], keep: Sequence[Any], use_sensitive: bool
 ) -> Screening:
-    """Set ``dropped`` on each flag (kept columns and allowed sensitive copies stay); filter the features."""
+    """Set ``dropped`` on each flag (kept columns and allowed sensitive copies stay); filter the features.
+
+    Parameters
+    ----------
+    flags : sequence of ColumnFlag
+        The findings.
+    features : sequence
+        The candidate feature columns.
+    keep : sequence
+        Columns the user keeps although flagged (``Audit(keep=...)``).
+    use_sensitive : bool
+        Whether copies of a sensitive column may stay (the model may use sensitive columns).
+
+    Returns
+    -------
+    Screening
+        New flags with ``dropped`` set, and the features without the dropped columns.
+
+    Examples
+    --------
+    >>> flags = [ColumnFlag("id", "row_id", "500 values"), ColumnFlag("sex2", "sensitive_copy", "2 values")]
+    >>> s = decide_flags(flags, ["age", "id", "sex2"], keep=[], use_sensitive=True)
+    >>> s.features, s.dropped
+    (['age', 'sex2'], ['id'])
+    """
     kept = {str(k) for k in keep}
     out = []
     for f in flags:

@@ -122,6 +122,20 @@ def interval_verdict(low: float, high: float, threshold: float, *, at_most: bool
     interval lies above it, fail when it lies at or below it). A NaN end means no
     interval exists: not evaluable.
 
+    Parameters
+    ----------
+    low, high : float
+        The interval's ends.
+    threshold : float
+        The threshold of the check.
+    at_most : bool
+        True to check ``quantity <= threshold``, False to check ``quantity > threshold``.
+
+    Returns
+    -------
+    str
+        ``"pass"``, ``"fail"``, ``"inconclusive"`` or ``"not_evaluable"``.
+
     Examples
     --------
     >>> interval_verdict(0.02, 0.199, 0.1, at_most=True)

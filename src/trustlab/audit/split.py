@@ -142,6 +142,20 @@ def row_split(data: pd.DataFrame, test_size: float, seed: Any = 0) -> np.ndarray
     so each row is held out with probability ``test_size`` over keys, independently
     of every other row, and a row's side depends on that row alone.
 
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The table (every column enters the row's hash).
+    test_size : float
+        Share of rows held out, in (0, 1).
+    seed : int, default=0
+        The key (public).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_rows,)
+        True for a held-out row.
+
     Examples
     --------
     >>> import numpy as np, pandas as pd

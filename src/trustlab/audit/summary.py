@@ -150,6 +150,15 @@ def mark_vacuous(results: Sequence[SectionResult]) -> tuple[list[SectionResult],
     (list of SectionResult, dict or None)
         The results with vacuous passes marked (``Check.vacuous``, and a sentence added
         to their detail), and :func:`no_skill`'s verdict.
+
+    Examples
+    --------
+    >>> perf = SectionResult("performance", "Performance", {}, [
+    ...     Check(CHANCE, None, "ROC AUC 0.490 (0.46..0.52)", status="inconclusive"),
+    ...     Check("ECE <= 0.1", True, "0.02")])
+    >>> marked, skill = mark_vacuous([perf])
+    >>> [c.vacuous for c in marked[0].checks], skill["chance"]
+    ([False, True], True)
     """
     skill = no_skill(results)
     if skill is None:
@@ -340,6 +349,16 @@ def findings(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dic
 def collapsed(result: SectionResult) -> bool:
     """Whether a section computed nothing (no check, nothing released): one line, not a heading.
 
+    Parameters
+    ----------
+    result : SectionResult
+        A section's result.
+
+    Returns
+    -------
+    bool
+        True when its ``released`` figure is False and it has no check.
+
     Examples
     --------
     >>> collapsed(SectionResult("robustness", "Robustness", {"released": False}, [], ["Left out ..."]))
@@ -378,6 +397,12 @@ def not_in_report(results: Sequence[SectionResult], meta: dict[str, Any]) -> lis
     list of dict
         ``name`` (what is missing), ``why`` (``"private"``, ``"distributed"`` or
         ``"other"``) and ``reason`` (the full sentence).
+
+    Examples
+    --------
+    >>> left = SectionResult("errors", "Error analysis", {"released": False}, [], ["Left out: rows."])
+    >>> not_in_report([left], {"private": True})
+    [{'name': 'Error analysis', 'why': 'private', 'reason': 'Left out: rows.'}]
     """
     mode = "private" if meta.get("private") else "other"
     out = []

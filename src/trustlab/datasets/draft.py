@@ -54,6 +54,18 @@ def category_threshold(epsilon: float, delta: float) -> int:
     With noise ``Z`` from the discrete Laplace of scale ``1/epsilon``,
     ``P[1 + Z >= tau] = exp(-(tau - 1) epsilon) / (1 + exp(-epsilon))``.
 
+    Parameters
+    ----------
+    epsilon : float
+        Privacy parameter of the noisy category counts (> 0).
+    delta : float
+        Allowed probability, in (0, 1), of releasing a category held by one row.
+
+    Returns
+    -------
+    int
+        The release threshold ``tau`` (>= 1) on noisy counts.
+
     Examples
     --------
     >>> category_threshold(1.0, 1e-6)

@@ -268,6 +268,19 @@ def check_parquet_schemas(
     DataError
         A file cannot be read as Parquet, lacks a required column, or has columns or
         types that differ from the first file's; the message names the file and the fix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pyarrow as pa
+    >>> import pyarrow.parquet as pq
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     for i in range(2):
+    ...         pq.write_table(pa.table({"x": [1.0, 2.0], "y": [0, 1]}), Path(tmp) / f"p{i}.parquet")
+    ...     schema, rows = check_parquet_schemas(sorted(Path(tmp).glob("*.parquet")), ("y",))
+    >>> schema.names, rows
+    (['x', 'y'], 4)
     """
     import pyarrow.parquet as pq
 

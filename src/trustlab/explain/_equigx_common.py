@@ -37,6 +37,10 @@ class NodeRelevance:
         EquiGX: the part of ``node`` carried by the node attributes themselves.
     method : str
         Which explainer made it.
+
+    See Also
+    --------
+    trustlab.explain.equigx.equigx_relevance : builds it (its example shows one).
     """
 
     node: np.ndarray

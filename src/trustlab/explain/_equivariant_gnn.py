@@ -220,6 +220,15 @@ class TinyTFN(nn.Module):
         Radial basis size and radial MLP width.
     num_neighbors, num_nodes : float
         Typical neighbour and node counts (normalisers, as in TFN/e3nn).
+    seed : int, default=0
+        Seeds the weight initialisation (torch's global generator is left as it was).
+
+    Examples
+    --------
+    >>> graphs, labels, _ = make_shape_graphs(2, random_state=0)
+    >>> model = TinyTFN(n_node_attr=1, n_classes=2)
+    >>> model(make_batch(graphs, model.cutoff)).shape
+    torch.Size([2, 2])
     """
 
     def __init__(
@@ -266,12 +275,40 @@ class TinyTFN(nn.Module):
         self.final = Convolution(hidden_s, hidden_v, n_classes, 0, *args)
 
     def edge_inputs(self, graph: GeometricGraph) -> tuple[Features, torch.Tensor]:
-        """Spherical harmonics and radial basis of every edge."""
+        """Spherical harmonics and radial basis of every edge.
+
+        Parameters
+        ----------
+        graph : GeometricGraph
+            The batch (see :func:`make_batch`).
+
+        Returns
+        -------
+        y : tuple of torch.Tensor
+            Degree-0 and degree-1 spherical harmonics of each edge vector ``pos[src] - pos[dst]``,
+            shapes ``(E, 1)`` and ``(E, 1, 3)``.
+        rbf : torch.Tensor of shape (E, n_basis)
+            The radial basis of each edge length.
+        """
         vec = graph.pos[graph.edge_src] - graph.pos[graph.edge_dst]
         return spherical_harmonics(vec), radial_basis(vec.norm(dim=-1), self.cutoff, self.n_basis)
 
     def input_features(self, graph: GeometricGraph, y: Features) -> Features:
-        """Node attributes and the summed spherical harmonics of the incident edges."""
+        """Node attributes and the summed spherical harmonics of the incident edges.
+
+        Parameters
+        ----------
+        graph : GeometricGraph
+            The batch.
+        y : tuple of torch.Tensor
+            The edges' spherical harmonics (first output of :meth:`edge_inputs`).
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            Scalars ``(n, n_node_attr + 1)`` (the attributes and the summed degree-0 harmonics)
+            and vectors ``(n, 1, 3)``, the sums scaled by ``1 / sqrt(num_neighbors)``.
+        """
         n = graph.pos.shape[0]
         scale = 1.0 / math.sqrt(self.num_neighbors)
         y0 = y[0].new_zeros(n, 1).index_add(0, graph.edge_dst, y[0]) * scale
@@ -279,7 +316,20 @@ class TinyTFN(nn.Module):
         return torch.cat([graph.node_attr, y0], dim=1), y1
 
     def forward(self, graph: GeometricGraph, edge_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Graph logits ``(n_graphs, n_classes)``; ``edge_mask`` scales every message (GNNExplainer)."""
+        """Graph logits ``(n_graphs, n_classes)``; ``edge_mask`` scales every message (GNNExplainer).
+
+        Parameters
+        ----------
+        graph : GeometricGraph
+            The batch.
+        edge_mask : torch.Tensor of shape (E,), optional
+            Weights multiplying every edge's spherical harmonics (and so its messages).
+
+        Returns
+        -------
+        torch.Tensor of shape (n_graphs, n_classes)
+            Sum-pooled logits.
+        """
         n = graph.pos.shape[0]
         y, rbf = self.edge_inputs(graph)
         if edge_mask is not None:
@@ -305,7 +355,36 @@ def train_tfn(
     lr: float = 1e-2,
     seed: int = 0,
 ) -> TinyTFN:
-    """Train ``model`` with Adam on cross-entropy (deterministic for a seed); returns it in eval mode."""
+    """Train ``model`` with Adam on cross-entropy (deterministic for a seed); returns it in eval mode.
+
+    Parameters
+    ----------
+    model : TinyTFN
+        Trained in place.
+    graphs : list of (pos (n, 3), node_attr (n, F))
+        The training graphs (e.g. from :func:`make_shape_graphs`).
+    labels : numpy.ndarray of int, shape (n_graphs,)
+        Their classes.
+    epochs : int, default=30
+        Passes over the data.
+    batch_size : int, default=32
+        Graphs per batch (batches are fixed; their order is shuffled every epoch).
+    lr : float, default=1e-2
+        Adam's learning rate.
+    seed : int, default=0
+        Seeds the batch order.
+
+    Returns
+    -------
+    TinyTFN
+        ``model``, in eval mode.
+
+    Examples
+    --------
+    >>> graphs, labels, _ = make_shape_graphs(4, random_state=0)
+    >>> train_tfn(TinyTFN(n_node_attr=1, n_classes=2), graphs, labels, epochs=1).training
+    False
+    """
     gen = torch.Generator().manual_seed(seed)
     batches = [
         (make_batch(graphs[i : i + batch_size], model.cutoff), torch.as_tensor(labels[i : i + batch_size]))
@@ -354,11 +433,27 @@ def make_shape_graphs(
     single 1), so only the geometry tells the classes apart; the motif's four nodes are the
     ground truth.
 
+    Parameters
+    ----------
+    n_graphs : int
+        Number of graphs.
+    n_noise : int, default=12
+        Noise points per graph (each graph has ``4 + n_noise`` nodes).
+    half_width : float, default=2.0
+        Noise points are uniform in ``[-half_width, half_width]^3``.
+    min_noise_distance : float, default=1.25
+        Smallest distance of a noise point to any point placed before it.
+    random_state : int, default=0
+        Seeds the draw.
+
     Returns
     -------
     graphs : list of (pos (n, 3), node_attr (n, 1))
+        The node coordinates (in random order) and the constant attribute.
     labels : ndarray of int
-    truth : list of boolean ndarray (the motif nodes)
+        0 for a tetrahedron, 1 for a square.
+    truth : list of boolean ndarray
+        The motif nodes of each graph.
 
     Examples
     --------

@@ -321,6 +321,10 @@ class PlantedCorpus:
         The six words specific to each topic.
     planted : tuple of int
         The topics that drive the target (the reference hypotheses).
+
+    See Also
+    --------
+    trustlab.explain.hypotheses.make_planted_corpus : builds it (its example shows one).
     """
 
     texts: list[str]
@@ -331,7 +335,18 @@ class PlantedCorpus:
     planted: tuple[int, ...]
 
     def concept(self, t: int) -> np.ndarray:
-        """0/1 indicator of the documents of topic ``t`` (a reference hypothesis's true annotation)."""
+        """0/1 indicator of the documents of topic ``t`` (a reference hypothesis's true annotation).
+
+        Parameters
+        ----------
+        t : int
+            A topic index into ``topic_names``.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,)
+            1 for the documents of topic ``t``.
+        """
         return (self.topic == t).astype(np.int64)
 
     def embeddings(self, dim: int = 64, *, noise: float = 0.6, random_state: Any = 0) -> np.ndarray:
@@ -341,6 +356,20 @@ class PlantedCorpus:
         noise * own`` for domain words and ``0.3 * own`` for function words, with independent
         Gaussian unit directions (seeded by ``random_state``): words of one topic point the same
         way, as in a trained encoder. A text's embedding is the mean of its words' vectors.
+
+        Parameters
+        ----------
+        dim : int, default=64
+            Embedding width.
+        noise : float, default=0.6
+            Weight of each word's own random direction.
+        random_state : None, int or numpy.random.Generator, default=0
+            Seeds the directions.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples, dim)
+            One embedding per text.
         """
         rng = make_generator(random_state)
         n_dom = len(_DOMAINS)

@@ -259,6 +259,12 @@ def train_length_task_model(*, steps: int = 800, seed: int = 0) -> Any:
     -------
     transformers.GPT2LMHeadModel
         A 2-block GPT-2 of width 32 (about 27,000 weights), in eval mode.
+
+    Examples
+    --------
+    >>> model = train_length_task_model(steps=800)  # doctest: +SKIP
+    >>> model.config.n_layer, model.config.n_embd  # doctest: +SKIP
+    (2, 32)
     """
     from trustlab.lm import TrainConfig, build_model, train_model
 

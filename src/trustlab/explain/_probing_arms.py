@@ -50,7 +50,20 @@ class TopMeanDifference(TransformerMixin, BaseEstimator):
         self.k = k
 
     def fit(self, X: Any, y: Any) -> TopMeanDifference:
-        """Rank the columns of ``X`` by ``|mean(X | y = 1) - mean(X | y = 0)|``."""
+        """Rank the columns of ``X`` by ``|mean(X | y = 1) - mean(X | y = 0)|``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features (e.g. SAE latents).
+        y : array-like of shape (n_samples,)
+            Binary labels (1 is the positive class); with one class, every difference is 0.
+
+        Returns
+        -------
+        TopMeanDifference
+            ``self``, with ``columns_``.
+        """
         X, y = np.asarray(X, dtype=float), np.asarray(y)
         if np.unique(y).size < 2:
             diff = np.zeros(X.shape[1])
@@ -60,7 +73,18 @@ class TopMeanDifference(TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """The kept columns of ``X``."""
+        """The kept columns of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features of the width seen in :meth:`fit`.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_samples, len(columns_))
+            ``X[:, columns_]`` as floats.
+        """
         return np.asarray(X, dtype=float)[:, self.columns_]
 
 

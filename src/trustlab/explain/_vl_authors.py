@@ -109,6 +109,11 @@ def expproof_sqrt_weights(X_int: Any, centre_int: Any) -> np.ndarray:
     numpy.ndarray of int64, shape (n,)
         ``round(256 sqrt(k / 256))`` with ``k = round(256 exp(-(s / 256) / w^2))``,
         ``s = sum((x - c)^2) // 256`` and ``w = float32(0.75 sqrt(d))``.
+
+    Examples
+    --------
+    >>> expproof_sqrt_weights([[0, 0], [128, 0]], [0, 0]).tolist()
+    [256, 229]
     """
     X = np.asarray(X_int, dtype=np.int64)
     c = np.asarray(centre_int, dtype=np.int64).ravel()

@@ -91,6 +91,10 @@ class Hypothesis:
         F1 between the label's annotation and the latent firing, on the training texts.
     top_texts : tuple of str
         The three texts on which the latent fires most.
+
+    See Also
+    --------
+    HypotheSAEs.fit : builds them (``hypotheses_``; the class example shows one).
     """
 
     latent: int
@@ -120,6 +124,10 @@ class HypothesisTest:
         ``"logit"`` or ``"ols"`` (OLS also when the logistic fit fails to converge).
     r2 : float
         Held-out R^2 (OLS) or McFadden's pseudo-R^2 (logit) of the joint regression.
+
+    See Also
+    --------
+    HypotheSAEs.score_hypotheses : builds it.
     """
 
     table: pd.DataFrame
@@ -383,7 +391,18 @@ class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
         return np.column_stack(cols) if cols else np.zeros((len(texts), 0), dtype=np.int64)
 
     def transform(self, texts: Any) -> np.ndarray:
-        """Alias of :meth:`annotate` (hypotheses as binary features)."""
+        """Alias of :meth:`annotate` (hypotheses as binary features).
+
+        Parameters
+        ----------
+        texts : sequence of str
+            Documents to annotate.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_texts, n_hypotheses)
+            1 where the hypothesis holds for the text.
+        """
         return self.annotate(texts)
 
     # -------------------------------------------------------------- validate

@@ -62,6 +62,16 @@ def default_regime_values(regime: str) -> list[float]:
     ``imbalance``: 19 positive ratios in [0.05, 0.95]; ``noise``: 11 flipped fractions in
     [0, 0.5]; ``standard`` and ``shift``: one cell (``0``).
 
+    Parameters
+    ----------
+    regime : {"standard", "scarcity", "imbalance", "noise", "shift"}
+        The regime.
+
+    Returns
+    -------
+    list of float
+        The regime's parameter values.
+
     Examples
     --------
     >>> default_regime_values("noise")[:3]
@@ -382,6 +392,23 @@ def summarize_probes(
         ``regime``, ``value`` (when ``by_value``), ``n_cells``, ``mean_gain``, ``se_gain``
         (standard error over the cells; NaN for one cell) and ``win_rate`` (cells where the SAE
         side has the higher test AUC; ties count half).
+
+    Examples
+    --------
+    A hand-made table of two seeds in the ``standard`` regime:
+
+    >>> import pandas as pd
+    >>> table = pd.DataFrame(
+    ...     [(0, "sae_k16", "sae", 16, 0.78), (0, "quiver_baselines", "quiver", None, 0.80),
+    ...      (0, "quiver_with_sae", "quiver", 16, 0.82), (1, "sae_k16", "sae", 16, 0.70),
+    ...      (1, "quiver_baselines", "quiver", None, 0.75), (1, "quiver_with_sae", "quiver", 16, 0.74)],
+    ...     columns=["seed", "method", "family", "k", "test_auc"],
+    ... ).assign(regime="standard", value=0.0)
+    >>> summary = summarize_probes(table)
+    >>> summary[["regime", "n_cells", "win_rate"]].to_dict("records")
+    [{'regime': 'standard', 'n_cells': 2, 'win_rate': 0.5}]
+    >>> round(float(summary["mean_gain"].iloc[0]), 3)
+    0.005
     """
     need = {"regime", "value", "seed", "method", "family", "k", "test_auc"}
     if not isinstance(table, pd.DataFrame) or not need <= set(table.columns):

@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from scipy.integrate import solve_ivp
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
@@ -38,6 +37,7 @@ from trustlab.explain._semantic_motifs import (
     spline_design,
     transition_type,
 )
+from trustlab.explain._semantic_pk import make_pk_trajectories
 
 __all__ = ["SemanticTrajectoryModel", "TrajectorySemantics", "make_pk_trajectories"]
 
@@ -70,6 +70,10 @@ class TrajectorySemantics:
         ``"start"``, then ``"extremum"`` or ``"inflection"`` between motifs, then ``"end"``.
     times, values : numpy.ndarray
         The transition points (start, between motifs, end) in the data's time and units.
+
+    See Also
+    --------
+    SemanticTrajectoryModel.semantic_representation : builds it.
     """
 
     composition: tuple[str, ...]
@@ -426,6 +430,19 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         """Predicted trajectories, shape (n_samples, n_times[, n_dims]) as ``y`` in fit.
 
         ``times`` (default: the fit's time grid) must lie within the fitted time range.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Static features.
+        times : array-like of shape (n_times,) or (n_samples, n_times), optional
+            Where to evaluate the trajectories (default: the fit's grid).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(n_samples, n_times, n_dims)``, or ``(n_samples, n_times)`` when ``y`` was
+            2-D in fit; every trajectory has its leaf's composition.
         """
         self._check_fitted()
         x = self._check_x(X, fitted=True)
@@ -452,7 +469,18 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         return out if self.output_ndim_ == 3 else out[:, :, 0]
 
     def semantic_representation(self, X: Any) -> list[list[TrajectorySemantics]]:
-        """The composition and transition points of each sample's predicted trajectory, per dimension."""
+        """The composition and transition points of each sample's predicted trajectory, per dimension.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Static features.
+
+        Returns
+        -------
+        list of list of TrajectorySemantics
+            ``out[i][d]``: sample ``i``'s semantics in dimension ``d``.
+        """
         self._check_fitted()
         x = self._check_x(X, fitted=True)
         out: list[list[Any]] = [[None] * self.n_dims_ for _ in range(len(x))]
@@ -474,11 +502,33 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         return out
 
     def predict_composition(self, X: Any) -> list[list[tuple[str, ...]]]:
-        """The composition chosen by the composition map for each sample and dimension."""
+        """The composition chosen by the composition map for each sample and dimension.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Static features.
+
+        Returns
+        -------
+        list of list of tuple of str
+            ``out[i][d]``: the motifs of sample ``i``'s trajectory in dimension ``d``.
+        """
         return [[s.composition for s in row] for row in self.semantic_representation(X)]
 
     def describe(self, feature_names: list[str] | None = None) -> str:
-        """The composition map of every dimension as readable if/else text."""
+        """The composition map of every dimension as readable if/else text.
+
+        Parameters
+        ----------
+        feature_names : list of str, optional
+            One name per feature (default ``x0, x1, ...``).
+
+        Returns
+        -------
+        str
+            One block per dimension: the tree's splits and each leaf's composition and size.
+        """
         self._check_fitted()
         names = (
             list(feature_names)
@@ -494,60 +544,3 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         for dim, tree in enumerate(self.trees_):
             lines += [f"dimension {dim}:", *describe_tree(tree, names, self.compositions_[dim], "    ")]
         return "\n".join(lines)
-
-
-def make_pk_trajectories(
-    n_samples: int, *, n_times: int = 20, noise: float = 0.01, random_state: Any = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[tuple[str, ...]]]]:
-    """Simulate two-dimensional pharmacokinetic trajectories with a planted semantic structure.
-
-    A one-compartment model with a 100 mg dose over 24 h, solved with ``scipy.integrate.solve_ivp``:
-    ``dA_gut/dt = -k_a A_gut`` feeding ``dA_c/dt = input - k_e A_c``, ``dA_e/dt = k_e A_c``.
-    Covariates: weight ~ U(50, 100) kg, age ~ U(20, 80) y, extended_release ~ Bernoulli(0.5).
-    Volume ``V = 50 w/70`` L, clearance ``CL = 2 (w/70)^0.75 (1 - 0.006 (age - 50))`` L/h,
-    ``k_e = CL/V``; immediate release absorbs first-order with ``k_a ~ U(0.3, 0.8)``/h, extended release
-    is a zero-order input of 100/24 mg/h. Dimensions: the concentration ``A_c/V`` (mg/L) and the
-    fraction of the dose eliminated ``A_e/100``, observed at ``n_times`` equally spaced times of
-    [0, 1] (= 24 h) with Gaussian noise of sd ``noise`` times each dimension's largest clean value.
-
-    Returns
-    -------
-    X : ndarray (n_samples, 3)
-        weight, age, extended_release.
-    y : ndarray (n_samples, n_times, 2)
-    times : ndarray (n_times,)
-    compositions : list
-        The true composition per sample and dimension: immediate release gives
-        ``(+-, --, -+)`` and ``(++, +-)``, extended release ``(+-,)`` and ``(++,)`` (the peak and the
-        inflection of the concentration both fall inside the window by construction).
-    """
-    if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-        raise ParameterError(
-            f"n_samples must be a positive integer, got {n_samples!r}.", argument="n_samples"
-        )
-    if not isinstance(n_times, numbers.Integral) or n_times < 3:
-        raise ParameterError(f"n_times must be an integer >= 3, got {n_times!r}.", argument="n_times")
-    if not isinstance(noise, numbers.Real) or not np.isfinite(noise) or noise < 0:
-        raise ParameterError(f"noise must be a finite number >= 0, got {noise!r}.", argument="noise")
-    gen = make_generator(random_state)
-    weight = gen.uniform(50, 100, n_samples)
-    age = gen.uniform(20, 80, n_samples)
-    er = gen.integers(0, 2, n_samples).astype(float)
-    ka = gen.uniform(0.3, 0.8, n_samples)
-    volume = 50.0 * weight / 70.0
-    ke = 2.0 * (weight / 70.0) ** 0.75 * (1 - 0.006 * (age - 50)) / volume
-    times = np.linspace(0.0, 1.0, n_times)
-
-    def rhs(_t: float, a: np.ndarray) -> np.ndarray:  # all samples at once: a = [gut, central, eliminated]
-        gut, central = a[:n_samples], a[n_samples : 2 * n_samples]
-        absorbed = np.where(er > 0, 100.0 / 24.0, ka * gut)
-        return np.concatenate([np.where(er > 0, 0.0, -absorbed), absorbed - ke * central, ke * central])
-
-    start = np.concatenate([np.where(er > 0, 0.0, 100.0), np.zeros(2 * n_samples)])
-    sol = solve_ivp(rhs, (0.0, 24.0), start, t_eval=24.0 * times, rtol=1e-8, atol=1e-10)
-    clean = np.stack(
-        [sol.y[n_samples : 2 * n_samples] / volume[:, None], sol.y[2 * n_samples :] / 100.0], axis=2
-    )
-    y = clean + gen.normal(0.0, 1.0, clean.shape) * noise * clean.max(axis=(0, 1))
-    truth = [[("+-",), ("++",)] if e else [("+-", "--", "-+"), ("++", "+-")] for e in er]
-    return np.column_stack([weight, age, er]), y, times, truth

@@ -89,6 +89,11 @@ class SOPExplanation:
     logits : ndarray of shape (n, n_classes)
         SOP's logits.
     predicted : ndarray of int, shape (n,)
+        The class with the largest logit.
+
+    See Also
+    --------
+    SumOfParts.explain : builds it (the class example shows one).
     """
 
     masks: np.ndarray
@@ -466,7 +471,18 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         return _SOPModule(self)
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """SOP's logits, shape ``(n, n_classes)``."""
+        """SOP's logits, shape ``(n, n_classes)``.
+
+        Parameters
+        ----------
+        X : array-like
+            Inputs of the shape seen in fit.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n, n_classes)
+            ``sum_i`` of the selector-weighted group logits.
+        """
         Xt = self._checked(X)
         step = max(1, _CHUNK // self.n_groups_)
         with torch.no_grad():
@@ -474,13 +490,35 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         return torch.cat(out).numpy().astype(np.float64)
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Softmax of :meth:`decision_function`."""
+        """Softmax of :meth:`decision_function`.
+
+        Parameters
+        ----------
+        X : array-like
+            Inputs of the shape seen in fit.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, n_classes)
+            Class probabilities.
+        """
         z = self.decision_function(X)
         z = np.exp(z - z.max(1, keepdims=True))
         return z / z.sum(1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted classes."""
+        """Predicted classes.
+
+        Parameters
+        ----------
+        X : array-like
+            Inputs of the shape seen in fit.
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (n,)
+            The argmax of :meth:`decision_function`.
+        """
         return self.decision_function(X).argmax(1)
 
 

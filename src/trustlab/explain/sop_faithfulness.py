@@ -103,6 +103,10 @@ class InsertionDeletion:
     insertion, deletion : ndarray of shape (n,)
         Areas under the curves (trapezoid over ``fractions``): higher insertion and lower
         deletion mean more faithful attributions.
+
+    See Also
+    --------
+    insertion_deletion : builds it (its example shows one).
     """
 
     fractions: np.ndarray

@@ -33,6 +33,10 @@ class AggregationResult:
         Median wall time of one client's own computation (measurement, not asserted).
     backend : str
         ``"simulator"``, ``"processes"`` or ``"pairwise-simulator"``.
+
+    See Also
+    --------
+    trustlab.privacy.secure_agg.simulate_janus : builds it (its example prints the aggregate).
     """
 
     aggregate: np.ndarray

@@ -48,6 +48,12 @@ class JanusParams:
         with ``p = 2**61 - 1`` so that the sum never wraps.
     session : bytes, optional
         16-byte session id bound into every frame (random when omitted).
+
+    Examples
+    --------
+    >>> p = JanusParams(dim=3, frac_bits=8)
+    >>> p.dim, p.bound, len(p.session)
+    (3, 1.0, 16)
     """
 
     dim: int
@@ -101,6 +107,25 @@ class JanusClient:
         This client's id (``0 <= index < 2**32 - 16``), unique in a round.
     server_keys : tuple of bytes
         The raw X25519 public keys of S0 and S1.
+
+    Examples
+    --------
+    One round by hand (:func:`~trustlab.privacy.secure_agg.simulate_janus` does the same):
+
+    >>> import numpy as np
+    >>> p = JanusParams(dim=2)
+    >>> s0, s1 = JanusServer(p, 0), JanusServer(p, 1)
+    >>> keys = (s0.public_key, s1.public_key)
+    >>> clients = [JanusClient(p, i, keys) for i in range(2)]
+    >>> for c, x in zip(clients, ([0.5, -0.25], [0.25, 0.5])):
+    ...     f0, f1 = c.upload(np.array(x), rnd=1)
+    ...     _ = s0.receive(f0), s1.receive(f1)
+    >>> r0, r1 = s0.roster(), s1.roster()
+    >>> s0.merge(r1), s1.merge(r0)
+    ([0, 1], [0, 1])
+    >>> rep0, rep1 = s0.replies(), s1.replies()
+    >>> clients[0].finish(rep0[0], rep1[0])
+    array([0.75, 0.25])
     """
 
     def __init__(self, params: JanusParams, index: int, server_keys: tuple[bytes, bytes]) -> None:
@@ -115,7 +140,21 @@ class JanusClient:
         self._reply_keys: tuple[bytes, bytes] = (b"", b"")
 
     def upload(self, values: np.ndarray, rnd: int) -> tuple[bytes, bytes]:
-        """Mask, commit and seal ``values`` for round ``rnd``: the frames for S0 and S1."""
+        """Mask, commit and seal ``values`` for round ``rnd``: the frames for S0 and S1.
+
+        Parameters
+        ----------
+        values : numpy.ndarray of shape (params.dim,)
+            This client's vector, ``|x| <= params.bound``.
+        rnd : int
+            The round number (bound into both frames).
+
+        Returns
+        -------
+        tuple of (bytes, bytes)
+            The sealed frame for S0 (masked vector, its share of the commitment randomness,
+            the commitment) and for S1 (the mask seed, the other share, the commitment).
+        """
         p = self.params
         arr = np.asarray(values, dtype=float)
         if arr.shape != (p.dim,):
@@ -161,6 +200,16 @@ class JanusClient:
     def finish(self, reply0: bytes, reply1: bytes) -> np.ndarray:
         """Check both servers' replies against each other and the commitment; return the sum.
 
+        Parameters
+        ----------
+        reply0, reply1 : bytes
+            The reply frames of S0 and S1 for this client.
+
+        Returns
+        -------
+        numpy.ndarray of shape (params.dim,)
+            The verified sum of the kept clients' vectors (fixed-point decoded).
+
         Raises
         ------
         ProtocolAbort
@@ -200,6 +249,16 @@ class JanusServer:
         Which server.
     key : X25519PrivateKey, optional
         Long-term key (generated when omitted); :attr:`public_key` is what clients need.
+
+    Examples
+    --------
+    >>> s0 = JanusServer(JanusParams(dim=4), role=0)
+    >>> len(s0.public_key), s0.round
+    (32, 1)
+
+    See Also
+    --------
+    JanusClient : a whole round, server and client side.
     """
 
     def __init__(self, params: JanusParams, role: int, key: X25519PrivateKey | None = None) -> None:
@@ -211,7 +270,13 @@ class JanusServer:
         self.start_round(1)
 
     def start_round(self, rnd: int) -> None:
-        """Forget the previous round's messages and accept frames of round ``rnd``."""
+        """Forget the previous round's messages and accept frames of round ``rnd``.
+
+        Parameters
+        ----------
+        rnd : int
+            The new round number.
+        """
         self.round = int(rnd)
         self._got: dict[
             int, tuple[bytes, bytes, int, bytes]
@@ -219,7 +284,19 @@ class JanusServer:
         self.kept: list[int] = []
 
     def receive(self, data: bytes) -> int:
-        """Take one client's upload frame; returns the client id. Any defect aborts the round."""
+        """Take one client's upload frame; returns the client id. Any defect aborts the round.
+
+        Parameters
+        ----------
+        data : bytes
+            A frame from :meth:`JanusClient.upload` meant for this server.
+
+        Returns
+        -------
+        int
+            The sending client's id. A frame of another kind, session or round, a replay, a
+            wrong length or a commitment off the curve raises :class:`ProtocolAbort`.
+        """
         p, where = self.params, f"client upload to S{self.role}"
         fr = _wire.unpack(data, where)
         if fr.kind != (_wire.UP0, _wire.UP1)[self.role] or fr.session != p.session:
@@ -250,12 +327,30 @@ class JanusServer:
         return fr.sender
 
     def roster(self) -> bytes:
-        """The frame telling the other server which clients (and commitments) reached this one."""
+        """The frame telling the other server which clients (and commitments) reached this one.
+
+        Returns
+        -------
+        bytes
+            A roster frame: (client id, commitment) for every upload received this round.
+        """
         items = b"".join(_ROSTER_ITEM.pack(i, v[3]) for i, v in sorted(self._got.items()))
         return _wire.pack(_wire.ROSTER, self.params.session, self.round, _wire.SERVER_ID[self.role], items)
 
     def merge(self, peer_roster: bytes) -> list[int]:
-        """Keep the clients that reached both servers with one commitment; returns their ids."""
+        """Keep the clients that reached both servers with one commitment; returns their ids.
+
+        Parameters
+        ----------
+        peer_roster : bytes
+            The other server's :meth:`roster` frame.
+
+        Returns
+        -------
+        list of int
+            Sorted ids of the clients kept; fewer than ``params.min_clients`` raises
+            :class:`ProtocolAbort`.
+        """
         fr = _wire.unpack(peer_roster, f"server S{1 - self.role}")
         if (fr.kind, fr.session, fr.round, fr.sender) != (
             _wire.ROSTER,
@@ -275,7 +370,15 @@ class JanusServer:
         return self.kept
 
     def replies(self) -> dict[int, bytes]:
-        """Aggregate over the kept clients; the sealed reply frame for each of them."""
+        """Aggregate over the kept clients; the sealed reply frame for each of them.
+
+        Returns
+        -------
+        dict of int to bytes
+            For each kept client, the reply frame (count, roster digest, this server's
+            aggregate share, summed randomness and commitment), encrypted with the reply key
+            the client sent.
+        """
         p = self.params
         rows = [self._got[i] for i in self.kept]
         if self.role == 0:

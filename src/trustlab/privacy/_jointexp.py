@@ -40,6 +40,24 @@ def jointexp_sensitivity(levels: Any, neighbouring: str = "replace") -> float:
     record adds 1 to one gap count and ``(q_j - q_{j-1})`` to every target, at most
     ``2 (1 - min_j (q_j - q_{j-1}))`` with ``q_0 = 0`` and ``q_{m+1} = 1``.
 
+    Parameters
+    ----------
+    levels : array-like of float
+        The increasing quantile levels ``q_1 < ... < q_m`` in (0, 1).
+    neighbouring : {"replace", "add_remove"}, default="replace"
+        The neighbouring relation.
+
+    Returns
+    -------
+    float
+        The utility's sensitivity.
+
+    Examples
+    --------
+    >>> from trustlab.privacy.quantiles import jointexp_sensitivity
+    >>> jointexp_sensitivity([0.5]), jointexp_sensitivity([0.25, 0.5], "add_remove")
+    (2.0, 1.5)
+
     References
     ----------
     Gillenwater, Joseph, Kulesza. "Differentially Private Quantiles". ICML 2021.

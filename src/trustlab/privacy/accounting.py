@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from trustlab._validation import check_choice, check_delta, check_epsilon
 from trustlab.errors import BudgetExceededError, ParameterError
 from trustlab.privacy._accountant_mechanisms import MechanismSpending
 from trustlab.privacy._composition import Item, pld_compose, rdp_epsilon, zcdp_epsilon
+from trustlab.privacy._ledger import LedgerEntry
 from trustlab.privacy.release import PrivacyMeasure, Release
 
 __all__ = ["COMPOSITIONS", "Accountant", "LedgerEntry", "charge", "check_accountant"]
@@ -36,50 +37,6 @@ COMPOSITIONS = ("basic", "rdp", "zcdp", "pld")
 
 # Relative slack for floating-point sums of budget shares (e.g. 0.1 + 0.2).
 _SLACK = 1e-9
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One line of a privacy ledger: what was released, how, and what it cost.
-
-    Under ``"rdp"``, ``"zcdp"`` and ``"pld"`` composition ``epsilon`` is the increase of
-    the accountant's total epsilon that the release caused (the entries add up to
-    :attr:`Accountant.spent_epsilon`), and ``delta`` is the release's own delta (0 for
-    Gaussian and zCDP releases, which share the accountant's delta).
-
-    Attributes
-    ----------
-    section : str
-        Name of the (sub-)budget that was charged (:attr:`Accountant.name`).
-    description : str
-        What was released, as the caller described it.
-    mechanism : str
-        The mechanism that produced the release (may be empty).
-    epsilon : float
-        Epsilon the release cost: its own epsilon under ``"basic"`` composition, the
-        increase of the total epsilon under a tight one.
-    delta : float
-        Delta the release cost (0 for Gaussian and zCDP releases under a tight
-        composition).
-
-    See Also
-    --------
-    Accountant.ledger : The list of entries an accountant built.
-
-    Examples
-    --------
-    >>> acc = Accountant(1.0)
-    >>> acc.spend(0.25, description="row count", mechanism="discrete Laplace")
-    >>> entry = acc.ledger()[0]
-    >>> entry.section, entry.description, entry.mechanism, entry.epsilon, entry.delta
-    ('total', 'row count', 'discrete Laplace', 0.25, 0.0)
-    """
-
-    section: str
-    description: str
-    mechanism: str
-    epsilon: float
-    delta: float
 
 
 class Accountant(MechanismSpending):
@@ -569,7 +526,28 @@ class Accountant(MechanismSpending):
 
 
 def check_accountant(accountant: Any) -> Accountant | None:
-    """Return ``accountant`` after checking it is an :class:`Accountant` or None."""
+    """Return ``accountant`` after checking it is an :class:`Accountant` or None.
+
+    Parameters
+    ----------
+    accountant : Any
+        The value a caller passed as ``accountant``.
+
+    Returns
+    -------
+    Accountant or None
+        ``accountant`` itself; anything else raises
+        :class:`~trustlab.errors.ParameterError` naming ``accountant``.
+
+    Examples
+    --------
+    >>> check_accountant(None) is None
+    True
+    >>> check_accountant(1.0)
+    Traceback (most recent call last):
+    ...
+    trustlab.errors.ParameterError: accountant must be a trustlab.privacy.Accountant or None, got float.
+    """
     if accountant is not None and not isinstance(accountant, Accountant):
         raise ParameterError(
             f"accountant must be a trustlab.privacy.Accountant or None, got {type(accountant).__name__}.",
@@ -585,6 +563,29 @@ def charge(accountant: Accountant | None, plan: Release, draw: Callable[[], Any]
     ``draw`` touches any sampler, so an exhausted budget raises
     :class:`~trustlab.errors.BudgetExceededError` with no noise drawn. Without an
     accountant the release is returned uncharged (the caller records it).
+
+    Parameters
+    ----------
+    accountant : Accountant or None
+        The budget to charge; None charges nothing.
+    plan : Release
+        The release as planned, with its ``epsilon``, ``delta`` and parameters (its
+        ``value`` is ignored and replaced).
+    draw : callable
+        Called with no argument after the check; returns the noisy value.
+
+    Returns
+    -------
+    Release
+        ``plan`` with ``value=draw()``, recorded in ``accountant`` when one is given.
+
+    Examples
+    --------
+    >>> acc = Accountant(epsilon=1.0)
+    >>> plan = Release(value=None, epsilon=0.5, delta=0.0, mechanism="demo",
+    ...                parameters={}, description="a count")
+    >>> charge(acc, plan, lambda: 42).value, acc.spent_epsilon
+    (42, 0.5)
     """
     accountant = check_accountant(accountant)
     if accountant is not None:

@@ -66,6 +66,20 @@ def check_public_bounds(
     ``resolution`` the grid step ``(upper - lower) / resolution`` must be a normal
     positive float.
 
+    Parameters
+    ----------
+    bounds : pair of float
+        The public ``(lower, upper)``.
+    name : str, default="bounds"
+        The argument's name in error messages.
+    resolution : int, optional
+        Number of grid steps between the bounds, when the caller uses a grid.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(lower, upper)`` as floats.
+
     Examples
     --------
     >>> check_public_bounds((0, 1))
@@ -96,7 +110,26 @@ def check_public_bounds(
 
 
 def check_bounds_levels(levels: Any, name: str = "levels") -> tuple[float, float]:
-    """Return ``(q_low, q_high)`` after checking ``0 < q_low < q_high < 1``."""
+    """Return ``(q_low, q_high)`` after checking ``0 < q_low < q_high < 1``.
+
+    Parameters
+    ----------
+    levels : pair of float
+        The quantile levels of the lower and upper bound.
+    name : str, default="levels"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    tuple of (float, float)
+        The two levels as floats.
+
+    Examples
+    --------
+    >>> from trustlab.privacy.bounds import check_bounds_levels
+    >>> check_bounds_levels((0.01, 0.99))
+    (0.01, 0.99)
+    """
     try:
         q_lo, q_hi = (float(v) for v in levels)
     except (TypeError, ValueError):

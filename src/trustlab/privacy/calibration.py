@@ -56,6 +56,18 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
 
     ``delta = Phi(mu/2 - epsilon/mu) - exp(epsilon) Phi(-mu/2 - epsilon/mu)``.
 
+    Parameters
+    ----------
+    epsilon : float
+        The epsilon at which delta is evaluated.
+    mu : float
+        Sensitivity over noise standard deviation (> 0).
+
+    Returns
+    -------
+    float
+        The smallest ``delta`` for which the mechanism is ``(epsilon, delta)``-DP.
+
     References
     ----------
     Balle, Wang. "Improving the Gaussian Mechanism for Differential Privacy:
@@ -194,6 +206,23 @@ def grid_gaussian_sigma(epsilon: float, delta: float, sensitivity: float, slack:
     carry beyond the continuous Gaussian of the same standard deviation (see
     Notes); ``slack = 0`` gives :func:`analytic_gaussian_sigma`.
 
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon (> 0).
+    delta : float
+        Target delta.
+    sensitivity : float
+        L2 sensitivity of the query (> 0).
+    slack : float
+        Grid slack (>= 0).
+
+    Returns
+    -------
+    float
+        The noise standard deviation, found by root-finding (Brent) and raised by a tiny
+        safety factor.
+
     Notes
     -----
     Let ``Y`` be (sums of) discrete Gaussians on the grid ``h Z`` and ``Delta`` the
@@ -242,6 +271,22 @@ def grid_gaussian_epsilon(sigma: float, delta: float, sensitivity: float, slack:
 
     The analytic Gaussian epsilon at ``delta - slack / sigma**2`` (see
     :func:`grid_gaussian_sigma`); ``math.inf`` when the grid term alone exceeds ``delta``.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise standard deviation (> 0).
+    delta : float
+        Target delta.
+    sensitivity : float
+        L2 sensitivity of the query.
+    slack : float
+        Grid slack (>= 0): the grid adds ``slack / sigma**2`` to delta.
+
+    Returns
+    -------
+    float
+        The epsilon of the release, or ``math.inf``.
 
     Examples
     --------

@@ -82,6 +82,18 @@ def public_vocabulary(p_pub: Any, top_k: int) -> np.ndarray:
 
     Ties are broken towards the smaller token id.
 
+    Parameters
+    ----------
+    p_pub : array-like of shape (vocab_size,)
+        Next-token probabilities under the public (zero-shot) prompt.
+    top_k : int
+        Number of tokens to keep (capped at the vocabulary size).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Token ids, most likely first.
+
     Examples
     --------
     >>> public_vocabulary([0.1, 0.5, 0.4], 2).tolist()
@@ -126,7 +138,28 @@ def pta_distribution(p_priv: Any, p_pub: Any, p_base: Any, alpha: float) -> np.n
 
 
 def step_sensitivity(top_k: int) -> float:
-    """L2 sensitivity of one noisy sum over ``top_k`` tokens: ``sqrt(2)`` plus the grid slack."""
+    """L2 sensitivity of one noisy sum over ``top_k`` tokens: ``sqrt(2)`` plus the grid slack.
+
+    Replacing one private prompt changes its probability vector, whose L2 distance to any
+    other is at most ``sqrt(2)``; rounding ``top_k`` values to the sampler's grid
+    ``2**GRID_K`` adds :func:`~trustlab.privacy.samplers.grid_slack`.
+
+    Parameters
+    ----------
+    top_k : int
+        Number of tokens aggregated per step.
+
+    Returns
+    -------
+    float
+        The L2 sensitivity.
+
+    Examples
+    --------
+    >>> from trustlab.privacy.dp_icl import step_sensitivity
+    >>> round(step_sensitivity(2), 5)
+    1.41421
+    """
     return math.sqrt(2.0) + grid_slack(GRID_K, check_positive_int(top_k, "top_k"), "l2")
 
 
@@ -136,6 +169,22 @@ def dp_icl_sigma(epsilon: float, delta: float, n_steps: int, top_k: int) -> floa
     ``n_steps`` Gaussian mechanisms of sensitivity ``s`` and std ``sigma`` compose exactly
     into one Gaussian mechanism of sensitivity ``sqrt(n_steps) * s`` (Gaussian DP), which is
     calibrated analytically (Balle and Wang 2018).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total epsilon of the generated answer.
+    delta : float
+        Total delta of the generated answer.
+    n_steps : int
+        Number of generated tokens (noisy aggregations).
+    top_k : int
+        Size of the public vocabulary each step aggregates over.
+
+    Returns
+    -------
+    float
+        Gaussian noise standard deviation per step.
 
     Examples
     --------

@@ -46,7 +46,30 @@ _PM_MECHANISM = "piecewise mechanism on a public grid (local DP, per node)"
 
 
 def optimal_m(epsilon: float, d: int) -> int:
-    """LPGNN's choice of the number of perturbed dimensions: ``max(1, min(d, floor(eps / 2.18)))``."""
+    """LPGNN's choice of the number of perturbed dimensions: ``max(1, min(d, floor(eps / 2.18)))``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-node LDP budget.
+    d : int
+        Number of feature dimensions.
+
+    Returns
+    -------
+    int
+        Dimensions the multi-bit mechanism perturbs per node, in ``[1, d]``.
+
+    References
+    ----------
+    Sajadmanesh and Gatica-Perez, "Locally Private Graph Neural Networks", CCS 2021.
+
+    Examples
+    --------
+    >>> from trustlab.privacy.graph_ldp import optimal_m
+    >>> optimal_m(1.0, 10), optimal_m(8.0, 10), optimal_m(100.0, 10)
+    (1, 3, 10)
+    """
     return max(1, min(int(d), math.floor(epsilon / 2.18)))
 
 
@@ -123,6 +146,16 @@ def multibit_encode(
     -------
     Release
         ``value``: int8 matrix of reports in ``{-1, 0, +1}``; ``epsilon`` per node.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.graph_ldp import multibit_encode
+    >>> rel = multibit_encode(np.full((5, 4), 0.5), epsilon=4.0, m=2)
+    >>> rel.value.shape, rel.value.dtype, rel.epsilon
+    ((5, 4), dtype('int8'), 4.0)
+    >>> (np.abs(rel.value).sum(axis=1) == 2).all()  # m non-zero reports per node
+    np.True_
     """
     level, m, lo, hi = _check_and_snap(features, epsilon, bounds, m, grid, optimal_m)
     n, d = level.shape
@@ -154,7 +187,32 @@ def multibit_encode(
 
 
 def multibit_rectify(release: Release) -> np.ndarray:
-    """The server's unbiased estimate of every feature from the reports (post-processing)."""
+    """The server's unbiased estimate of every feature from the reports (post-processing).
+
+    LPGNN's multi-bit rectifier: ``x' = d (hi - lo) / (2 m) * (e^(eps/m) + 1) / (e^(eps/m) - 1)
+    * y + (lo + hi) / 2`` for each report ``y`` in ``{-1, 0, +1}``.
+
+    Parameters
+    ----------
+    release : Release
+        The output of :func:`multibit_encode` (its ``parameters`` hold ``m``, ``d`` and the
+        bounds).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_nodes, d)
+        Unbiased float estimates of the features; unreported dimensions estimate the centre
+        of the bounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.graph_ldp import multibit_encode, multibit_rectify
+    >>> rel = multibit_encode(np.full((5, 4), 0.5), epsilon=4.0, m=2)
+    >>> est = multibit_rectify(rel)
+    >>> est.shape, bool(((est == 0.5) == (rel.value == 0)).all())
+    ((5, 4), True)
+    """
     p = release.parameters
     lo, hi = p["bounds"]
     e = math.exp(release.epsilon / p["m"])
@@ -163,7 +221,31 @@ def multibit_rectify(release: Release) -> np.ndarray:
 
 
 def optimal_pm_dimensions(epsilon: float, d: int) -> int:
-    """Wang et al.'s number of dimensions a node perturbs with PM: ``max(1, min(d, floor(eps / 2.5)))``."""
+    """Wang et al.'s number of dimensions a node perturbs with PM: ``max(1, min(d, floor(eps / 2.5)))``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-node LDP budget.
+    d : int
+        Number of feature dimensions.
+
+    Returns
+    -------
+    int
+        Dimensions the piecewise mechanism perturbs per node, in ``[1, d]``.
+
+    References
+    ----------
+    N. Wang, X. Xiao, Y. Yang, et al. "Collecting and Analyzing Multidimensional Data with
+    Local Differential Privacy". ICDE 2019.
+
+    Examples
+    --------
+    >>> from trustlab.privacy.graph_ldp import optimal_pm_dimensions
+    >>> optimal_pm_dimensions(1.0, 10), optimal_pm_dimensions(8.0, 10)
+    (1, 3)
+    """
     return max(1, min(int(d), math.floor(epsilon / 2.5)))
 
 
@@ -216,6 +298,14 @@ def piecewise_encode(
         ``value``: int32 matrix, ``0`` for a dimension not reported, else the output cell
         ``1 .. N``; ``epsilon`` per node.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.graph_ldp import piecewise_encode
+    >>> rel = piecewise_encode(np.full((5, 4), 0.5), epsilon=2.0, m=1)
+    >>> rel.value.shape, rel.parameters["cells"], int((rel.value > 0).sum())
+    ((5, 4), 22, 5)
+
     References
     ----------
     N. Wang, X. Xiao, Y. Yang, et al. "Collecting and Analyzing Multidimensional Data with
@@ -259,6 +349,26 @@ def piecewise_rectify(release: Release) -> np.ndarray:
     with the input's level, and the expectation is the input exactly. The estimate is scaled
     by ``d / m`` for the dimension sampling and mapped back to the bounds; unreported
     dimensions estimate the centre of the bounds. Every estimate lies on a public grid.
+
+    Parameters
+    ----------
+    release : Release
+        The output of :func:`piecewise_encode` (its ``parameters`` hold ``m``, ``d``, the
+        bounds, ``grid``, ``window`` and ``cells``).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_nodes, d)
+        Unbiased float estimates of the features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.graph_ldp import piecewise_encode, piecewise_rectify
+    >>> rel = piecewise_encode(np.full((5, 4), 0.5), epsilon=2.0, m=1)
+    >>> est = piecewise_rectify(rel)
+    >>> est.shape, bool(((est == 0.5) | (rel.value > 0)).all())
+    ((5, 4), True)
     """
     p = release.parameters
     lo, hi = p["bounds"]
@@ -272,7 +382,30 @@ def piecewise_rectify(release: Release) -> np.ndarray:
 
 
 def nfr(x: np.ndarray, mu: float) -> np.ndarray:
-    """Node Feature Regularization: the L1 proximal step ``sign(x) max(|x| - mu, 0)``."""
+    """Node Feature Regularization: the L1 proximal step ``sign(x) max(|x| - mu, 0)``.
+
+    UPGNET's NFR layer (its Theorems 5 and 6): soft-thresholding shrinks the rectified
+    features towards 0, which removes much of the LDP noise on sparse features.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Features (e.g. the output of :func:`multibit_rectify`).
+    mu : float
+        Threshold (>= 0); 0 leaves ``x`` unchanged.
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of the shape of ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.graph_ldp import nfr
+    >>> nfr(np.array([-2.0, -0.5, 0.3, 1.5]), mu=1.0)
+    array([-1. , -0. ,  0. ,  0.5])
+    """
     if not (math.isfinite(mu) and mu >= 0):
         raise ParameterError(f"mu must be a finite number >= 0, got {mu!r}", argument="mu")
     return np.sign(x) * np.maximum(np.abs(x) - mu, 0.0)
@@ -289,7 +422,36 @@ def _norm_adj(adjacency: Any) -> sp.csr_matrix:
 
 
 def hoa(adjacency: Any, x: np.ndarray, k: int) -> np.ndarray:
-    """High-Order Aggregator: ``(1/K) sum_{k=1..K} A_hat^k x`` (A_hat: GCN-normalised, no self-loops)."""
+    """High-Order Aggregator: ``(1/K) sum_{k=1..K} A_hat^k x`` (A_hat: GCN-normalised, no self-loops).
+
+    UPGNET's HOA layer (its Algorithm 1): averaging over ``K`` hops averages out the
+    per-node LDP noise. ``A_hat = D^(-1/2) A D^(-1/2)`` with the diagonal of ``A`` removed;
+    isolated nodes aggregate to 0.
+
+    Parameters
+    ----------
+    adjacency : array-like or scipy.sparse matrix of shape (n_nodes, n_nodes)
+        Adjacency matrix (weights allowed; self-loops are dropped).
+    x : numpy.ndarray of shape (n_nodes, d)
+        Node features.
+    k : int
+        Number of hops ``K`` (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_nodes, d)
+        The aggregated features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.graph_ldp import hoa
+    >>> path = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    >>> hoa(path, np.eye(3), k=2).round(3)
+    array([[0.25 , 0.354, 0.25 ],
+           [0.354, 0.5  , 0.354],
+           [0.25 , 0.354, 0.25 ]])
+    """
     if not isinstance(k, int) or k < 1:
         raise ParameterError(f"k must be a positive integer, got {k!r}", argument="k")
     a = _norm_adj(adjacency)

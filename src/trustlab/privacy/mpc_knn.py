@@ -54,6 +54,10 @@ class KNNResult:
         64-bit words of dealer randomness each party received.
     method, backend : str
         ``"kona"`` or ``"beaver-linear"``; ``"threads"`` or ``"processes"``.
+
+    See Also
+    --------
+    kona_knn : builds it (its example prints one).
     """
 
     label: int
@@ -228,6 +232,11 @@ def kona_knn(
     timeout : float, default=60.0
         Seconds a party waits for the other before aborting.
 
+    Returns
+    -------
+    KNNResult
+        Party 1's label and vote counts, and the online rounds and bytes.
+
     Examples
     --------
     >>> import numpy as np
@@ -302,7 +311,44 @@ def kona_knn_processes(
     method: str = "kona",
     timeout: float = 60.0,
 ) -> KNNResult:
-    """:func:`kona_knn` with each party in its own process, messages over a loopback socket."""
+    """:func:`kona_knn` with each party in its own process, messages over a loopback socket.
+
+    Parameters
+    ----------
+    reference : array-like of shape (n, m)
+        Party 0's points, ``|value| <= bound``.
+    labels : array-like of int, shape (n,)
+        Party 0's labels in ``0..n_classes-1``.
+    query : array-like of shape (m,)
+        Party 1's point.
+    k : int, default=5
+        Neighbours.
+    n_classes : int, optional
+        Number of classes (public); default ``max(labels) + 1``.
+    bound : float, default=1.0
+        Public bound on every feature.
+    frac_bits : int, default=8
+        Fixed-point precision of the features.
+    method : {"kona", "beaver-linear"}, default="kona"
+        Kona, or the baseline.
+    timeout : float, default=60.0
+        Seconds a party waits for the other (and this process for both) before aborting.
+
+    Returns
+    -------
+    KNNResult
+        The same label, counts, rounds and bytes as :func:`kona_knn`, with
+        ``backend="processes"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.mpc_knn import kona_knn_processes
+    >>> ref = np.array([[0.0, 0.0], [0.1, 0.0], [0.9, 1.0], [1.0, 0.9], [0.0, 0.1]])
+    >>> res = kona_knn_processes(ref, np.array([0, 0, 1, 1, 0]), np.array([0.8, 0.8]), k=3)
+    >>> res.label, res.counts.tolist(), res.backend
+    (1, [1, 2], 'processes')
+    """
     from trustlab.privacy._secagg_net import _stop
 
     n_classes = int(np.max(labels)) + 1 if n_classes is None else n_classes

@@ -398,6 +398,20 @@ def grid_slack(k: int, size: int, norm: str) -> float:
     L1 slack is ``size * 2**k`` and the L2 slack ``sqrt(size) * 2**k`` (OpenDP's own
     privacy map adds the same).
 
+    Parameters
+    ----------
+    k : int
+        Grid exponent: values are rounded to multiples of ``2**k``.
+    size : int
+        Number of rounded values (>= 0).
+    norm : {"l1", "l2"}
+        The norm of the sensitivity.
+
+    Returns
+    -------
+    float
+        The slack to add to the sensitivity.
+
     Examples
     --------
     >>> grid_slack(-10, 4, "l2")

@@ -39,7 +39,28 @@ __all__ = [
 
 
 def check_updates(updates: object, params: JanusParams) -> np.ndarray:
-    """Validate the clients' vectors: a finite 2-D array with ``params.dim`` columns, 2+ rows."""
+    """Validate the clients' vectors: a finite 2-D array with ``params.dim`` columns, 2+ rows.
+
+    Parameters
+    ----------
+    updates : array-like of shape (n_clients, params.dim)
+        One row per client.
+    params : JanusParams
+        Public parameters: ``dim``, ``min_clients``, ``max_clients`` and the clip ``bound``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``updates`` as a float array. A wrong shape, a row count outside
+        ``[min_clients, max_clients]``, NaN or inf, or a value beyond ``bound`` raises
+        :class:`~trustlab.errors.DataError` naming ``updates``.
+
+    Examples
+    --------
+    >>> from trustlab.privacy.secure_agg import JanusParams, check_updates
+    >>> check_updates([[0.5, 0.0], [1, -1]], JanusParams(dim=2)).dtype
+    dtype('float64')
+    """
     arr = np.asarray(updates, dtype=float) if not isinstance(updates, np.ndarray) else updates.astype(float)
     if arr.ndim != 2 or arr.shape[1] != params.dim:
         raise DataError(
@@ -143,6 +164,19 @@ def run_janus(
         Client processes (clients are split between them; each client has its own sockets).
     timeout : float, default=60.0
         Seconds any party waits for a message before aborting.
+
+    Returns
+    -------
+    AggregationResult
+        The verified sum and the bytes counted on the sockets (``backend="processes"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.secure_agg import JanusParams, run_janus
+    >>> x = np.array([[0.5, -1.0], [0.25, 0.75], [0.125, 0.0]])
+    >>> run_janus(x, JanusParams(dim=2), n_workers=1).aggregate
+    array([ 0.875, -0.25 ])
     """
     from trustlab.privacy._secagg_net import run_processes
 
@@ -155,7 +189,32 @@ def simulate_pairwise(
 ) -> AggregationResult:
     """The pairwise-masking baseline (SecAgg-style, no dropout recovery) in process.
 
-    See :func:`trustlab.privacy._pairwise.simulate_pairwise`.
+    Each pair of clients shares a pad that one adds and the other subtracts, so the pads
+    cancel in the sum; nothing is verified. See
+    :func:`trustlab.privacy._pairwise.simulate_pairwise`.
+
+    Parameters
+    ----------
+    updates : array-like of shape (n_clients, dim)
+        Client ``i``'s vector is row ``i``; ``|x| <= params.bound``.
+    params : JanusParams
+        Public parameters (the same encoding as Janus).
+    degree : int, optional
+        Neighbours each client masks with: an even number >= 2 gives a public random
+        ``degree``-regular ring; None (or ``n_clients - 1`` or more) the complete graph.
+
+    Returns
+    -------
+    AggregationResult
+        The sum and the per-client cost (``backend="pairwise-simulator"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.privacy.secure_agg import JanusParams, simulate_pairwise
+    >>> x = np.array([[0.5, -1.0], [0.25, 0.75], [0.125, 0.0]])
+    >>> simulate_pairwise(x, JanusParams(dim=2)).aggregate
+    array([ 0.875, -0.25 ])
     """
     from trustlab.privacy._pairwise import simulate_pairwise as _run
 

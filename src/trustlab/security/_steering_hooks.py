@@ -201,13 +201,25 @@ def greedy_generate(model: Any, prompts: Any, *, max_new_tokens: int = 8) -> np.
     Parameters
     ----------
     model : transformers causal LM
+        The model (its train/eval mode is restored afterwards).
     prompts : array-like of int, shape (n, length)
+        Token ids, all prompts of the same length.
     max_new_tokens : int, default=8
+        Tokens to generate (argmax of the next-token logits, no sampling).
 
     Returns
     -------
     ndarray of int64, shape (n, max_new_tokens)
         The generated tokens only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> lm = build_model(ModelConfig(arch="llama", vocab_size=16, d_model=8, n_layers=1,
+    ...                              n_heads=2, max_len=16))
+    >>> greedy_generate(lm, np.array([[1, 2, 3], [4, 5, 6]]), max_new_tokens=2).shape
+    (2, 2)
     """
     import torch
 

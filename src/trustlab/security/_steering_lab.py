@@ -69,6 +69,15 @@ def load_transfer_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any,
     -------
     source, target, jailbroken : transformers.LlamaForCausalLM
         In eval mode; one vocabulary (:class:`~trustlab.security.safety_data.InstructionVocab`).
+        ``source`` is :func:`~trustlab.security.safety_data.load_instruction_lab`'s model,
+        ``target`` a wider and deeper model trained on the same data, ``jailbroken`` the
+        source fine-tuned to comply with harmful instructions.
+
+    Examples
+    --------
+    >>> source, target, jailbroken = load_transfer_lab()  # doctest: +SKIP
+    >>> source.config.hidden_size, target.config.hidden_size  # doctest: +SKIP
+    (32, 64)
     """
     from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
 

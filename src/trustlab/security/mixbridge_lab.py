@@ -38,14 +38,58 @@ _SHIPPED = "mixbridge_digits.npz"
 
 
 def sr_inputs(X0: np.ndarray, factor: int = 2) -> np.ndarray:
-    """Average-pool by ``factor`` and upsample back by repetition (I2SB's ``sr4x-pool`` at 8x8)."""
+    """Average-pool by ``factor`` and upsample back by repetition (I2SB's ``sr4x-pool`` at 8x8).
+
+    Parameters
+    ----------
+    X0 : numpy.ndarray of shape (n, C, H, W)
+        Clean images; ``H`` and ``W`` divisible by ``factor``.
+    factor : int, default=2
+        Pooling factor.
+
+    Returns
+    -------
+    numpy.ndarray of float32, shape (n, C, H, W)
+        The degraded inputs (constant on ``factor x factor`` blocks).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> sr_inputs(x)[0, 0]
+    array([[ 2.5,  2.5,  4.5,  4.5],
+           [ 2.5,  2.5,  4.5,  4.5],
+           [10.5, 10.5, 12.5, 12.5],
+           [10.5, 10.5, 12.5, 12.5]], dtype=float32)
+    """
     n, c, h, w = X0.shape
     pooled = X0.reshape(n, c, h // factor, factor, w // factor, factor).mean(axis=(3, 5))
     return np.repeat(np.repeat(pooled, factor, axis=2), factor, axis=3).astype(np.float32)
 
 
 def digits_sr_pairs(split: str = "train", n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(X0, X1)``: clean digits and their 2x-pooled inputs (:func:`digits_split`, ``random_state=0``)."""
+    """``(X0, X1)``: clean digits and their 2x-pooled inputs (:func:`digits_split`, ``random_state=0``).
+
+    Parameters
+    ----------
+    split : {"train", "test"}, default="train"
+        Which part of the digits split.
+    n : int, optional
+        Keep the first ``n`` images (all by default).
+
+    Returns
+    -------
+    X0 : numpy.ndarray of shape (n, 1, 8, 8)
+        Clean digits.
+    X1 : numpy.ndarray of float32, shape (n, 1, 8, 8)
+        ``sr_inputs(X0)``.
+
+    Examples
+    --------
+    >>> X0, X1 = digits_sr_pairs("train", 4)
+    >>> X0.shape, X1.shape
+    ((4, 1, 8, 8), (4, 1, 8, 8))
+    """
     if split not in ("train", "test"):
         raise ParameterError(f"split must be 'train' or 'test'; got {split!r}.", argument="split")
     X_tr, X_te, _, _ = digits_split(random_state=0)
@@ -54,7 +98,27 @@ def digits_sr_pairs(split: str = "train", n: int | None = None) -> tuple[np.ndar
 
 
 def digits_backdoor_targets(n_per_trigger: int = 10) -> list[np.ndarray]:
-    """Three heterogeneous target sets: zeros, inverted threes, diamonds (``n_per_trigger`` each)."""
+    """Three heterogeneous target sets: zeros, inverted threes, diamonds (``n_per_trigger`` each).
+
+    The lab's stand-ins for the paper's heterogeneous targets (fake faces, NSFW, anime):
+    digit zeros of the training split, inverted threes (bright background) and synthetic
+    diamonds of growing radius.
+
+    Parameters
+    ----------
+    n_per_trigger : int, default=10
+        Images per target set.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Three arrays of shape ``(n_per_trigger, 1, 8, 8)``, one per trigger.
+
+    Examples
+    --------
+    >>> [t.shape for t in digits_backdoor_targets(2)]
+    [(2, 1, 8, 8), (2, 1, 8, 8), (2, 1, 8, 8)]
+    """
     X_tr, _, y_tr, _ = digits_split(random_state=0)
     yy, xx = np.mgrid[:8, :8]
     radius = 1.5 + 3.0 * np.arange(n_per_trigger) / max(n_per_trigger - 1, 1)
@@ -69,6 +133,29 @@ class MixBridgeDigitsRecipe:
 
     The single bridge trains ``(K + 1) * expert_steps`` steps on all poisoned pairs, the compute
     of MixBridge's ``K + 1`` experts (the paper's single-model baseline, Tables 1-2).
+
+    Attributes
+    ----------
+    channels : int, default=8
+        Width of every UNet (:func:`~trustlab.vision.diffusion.make_unet`).
+    n_train : int, default=600
+        Training digits (:func:`digits_sr_pairs`).
+    expert_steps, router_steps, merge_steps : int, default=(300, 200, 50)
+        Training steps of each expert, of the router's pre-training and of the Merge.
+    lr, merge_lr : float, default=(2e-3, 5e-4)
+        Adam's learning rates for the experts (and the single bridge) and for the Merge.
+    wrs : float, default=1.0
+        Weight of the WRS penalty in the Merge.
+    batch_size : int, default=64
+        Minibatch size.
+    seed : int, default=0
+        Seeds initialisation and training.
+
+    Examples
+    --------
+    >>> r = MixBridgeDigitsRecipe(expert_steps=10)
+    >>> r.expert_steps, len(r.fingerprint())
+    (10, 12)
     """
 
     channels: int = 8
@@ -83,12 +170,38 @@ class MixBridgeDigitsRecipe:
     seed: int = 0
 
     def fingerprint(self) -> str:
-        """12 hex digits of every field."""
+        """12 hex digits of every field.
+
+        Returns
+        -------
+        str
+            A digest of the recipe, used to name its cache file.
+        """
         return spec_digest(asdict(self))
 
 
 def train_digits_models(recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
-    """Train ``(single, mixbridge)`` for ``recipe`` (a couple of CPU minutes)."""
+    """Train ``(single, mixbridge)`` for ``recipe`` (a couple of CPU minutes).
+
+    Parameters
+    ----------
+    recipe : MixBridgeDigitsRecipe
+        Sizes, steps and seed.
+
+    Returns
+    -------
+    single : torch.nn.Module
+        One bridge trained on the benign and all poisoned pairs.
+    mixbridge : torch.nn.Module
+        The :class:`~trustlab.security.mixbridge.MixBridge` merged model.
+
+    Examples
+    --------
+    >>> r = MixBridgeDigitsRecipe(n_train=16, expert_steps=1, router_steps=1, merge_steps=1)
+    >>> single, mix = train_digits_models(r)  # doctest: +SKIP
+    >>> type(mix).__name__  # doctest: +SKIP
+    'MixtureOfBridges'
+    """
     X0, X1 = digits_sr_pairs("train", recipe.n_train)
     targets = digits_backdoor_targets()
     net = make_unet(channels=recipe.channels, seed=recipe.seed)
@@ -146,7 +259,28 @@ def _from_arrays(arrays: Any, recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
 def digits_models(
     recipe: MixBridgeDigitsRecipe | None = None, cache_dir: str | Path | None = None
 ) -> tuple[Any, Any]:
-    """``(single, mixbridge)`` for ``recipe``: shipped for the default, else trained once into a cache."""
+    """``(single, mixbridge)`` for ``recipe``: shipped for the default, else trained once into a cache.
+
+    Parameters
+    ----------
+    recipe : MixBridgeDigitsRecipe, optional
+        Default ``MixBridgeDigitsRecipe()``, whose models ship with trustlab (float16).
+    cache_dir : str or Path, optional
+        Cache for other recipes (default ``$TRUSTLAB_CACHE/security`` or
+        ``~/.cache/trustlab/security``); given with the default recipe, the models are
+        trained into it rather than read from the package.
+
+    Returns
+    -------
+    single, mixbridge : torch.nn.Module
+        As :func:`train_digits_models`, in eval mode.
+
+    Examples
+    --------
+    >>> single, mix = digits_models()
+    >>> type(single).__name__, type(mix).__name__
+    ('TinyUNet', 'MixtureOfBridges')
+    """
     r = recipe or MixBridgeDigitsRecipe()
     if not isinstance(r, MixBridgeDigitsRecipe):
         raise ParameterError(

@@ -98,7 +98,18 @@ class InstructionVocab:
         return np.arange(start, start + self.n_filler)
 
     def answer(self, topic: Any) -> Any:
-        """The answer word(s) of topic id(s)."""
+        """The answer word(s) of topic id(s).
+
+        Parameters
+        ----------
+        topic : int or array-like of int
+            Topic word id(s).
+
+        Returns
+        -------
+        numpy.ndarray of int
+            The answer word id(s), ``topic + n_harmful + n_benign + n_filler``.
+        """
         return np.asarray(topic) + self.n_harmful + self.n_benign + self.n_filler
 
     @property
@@ -136,6 +147,10 @@ class InstructionSet:
         The topic word of each instruction.
     vocab : InstructionVocab
         The ids.
+
+    See Also
+    --------
+    instruction_set : builds it (its example shows one).
     """
 
     prompts: np.ndarray
@@ -231,6 +246,12 @@ def instruction_lm_data(
     -------
     trustlab.lm.TokenData
         Right-padded with ``PAD`` (not counted by the loss).
+
+    Examples
+    --------
+    >>> data = instruction_lm_data(4, 2)
+    >>> data.tokens.shape, data.vocab_size
+    ((6, 11), 72)
     """
     from trustlab.lm import TokenData
 
@@ -289,6 +310,14 @@ def head_training_windows(
     key_mask : ndarray of bool, shape (2n, L)
         Positions the classifier token may attend to.
     labels : ndarray of int, shape (2n,)
+        1 for a harmful window, 0 for a benign one.
+
+    Examples
+    --------
+    >>> s = instruction_set(3, seed=1)
+    >>> x, mask, y = head_training_windows(s)
+    >>> x.shape, mask.shape, y.shape
+    ((6, 11), (6, 11), (6,))
     """
     if not isinstance(data, InstructionSet):
         raise DataError(
@@ -346,6 +375,12 @@ def load_instruction_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, A
         In eval mode.
     head : SafetyHead
         Fitted on ``model``.
+
+    Examples
+    --------
+    >>> model, head = load_instruction_lab()  # doctest: +SKIP
+    >>> model.config.vocab_size  # doctest: +SKIP
+    72
     """
     import torch
 
@@ -429,6 +464,14 @@ def suffix_attack(
     -------
     ndarray of int64, shape (n, L + n_tokens)
         The attacked prompts.
+
+    Examples
+    --------
+    >>> model, _ = load_instruction_lab()  # doctest: +SKIP
+    >>> s = instruction_set(2, seed=1)
+    >>> adv = suffix_attack(model, s.prompts, [SURE], candidates=s.vocab.fillers)  # doctest: +SKIP
+    >>> adv.shape  # doctest: +SKIP
+    (2, 9)
     """
     import torch
 

@@ -84,6 +84,19 @@ def collect_activations(
     Returns
     -------
     ndarray of float32, shape (n, d) or (n_tokens, d)
+        One activation row per sequence (or per kept token).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> lm = build_model(ModelConfig(arch="llama", vocab_size=16, d_model=8, n_layers=1,
+    ...                              n_heads=2, max_len=16))
+    >>> ids = np.array([[1, 2, 3], [4, 5, 6]])
+    >>> collect_activations(lm, ids, hook="blocks.0.resid_post").shape
+    (2, 8)
+    >>> collect_activations(lm, ids, hook="blocks.0.resid_post", position=None).shape
+    (6, 8)
     """
     from trustlab.lm.hooks import run_with_hooks
 
@@ -164,7 +177,23 @@ def paired_activations(
     Returns
     -------
     X : ndarray of float32, shape (n_tokens, d_source)
+        The source's activations at ``source_hook``, one row per non-padding token.
     Y : ndarray of float32, shape (n_tokens, d_target)
+        The target's activations of the same tokens at ``target_hook``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> a = build_model(ModelConfig(arch="llama", vocab_size=16, d_model=8, n_layers=1,
+    ...                             n_heads=2, max_len=16))
+    >>> b = build_model(ModelConfig(arch="llama", vocab_size=16, d_model=16, n_layers=2,
+    ...                             n_heads=2, max_len=16), seed=1)
+    >>> X, Y = paired_activations(a, b, np.array([[1, 2, 3], [4, 5, 0]]), pad_id=0,
+    ...                           source_hook="blocks.0.resid_post",
+    ...                           target_hook="blocks.-1.resid_post")
+    >>> X.shape, Y.shape
+    ((5, 8), (5, 16))
     """
     check_vocabularies(source, target)
     _hook(source, source_hook, "source_hook", "source")

@@ -62,6 +62,10 @@ class Extraction:
         Token positions scored (after the context window, repeated contexts skipped).
     votes : ndarray of int, shape (n_bits, 2)
         ``votes[j, b]``: votes for bit ``j`` being ``b``.
+
+    See Also
+    --------
+    BiMark.extract : builds it.
     """
 
     bits: np.ndarray
@@ -341,6 +345,13 @@ class MPACBaseline(_PrefixKeyed):
         As for :class:`BiMark`.
     delta : float, default=2.0
         Logit bias (> 0).
+
+    Examples
+    --------
+    >>> wm = MPACBaseline(16, key=7, n_bits=4)
+    >>> ex = wm.extract(np.arange(10))  # unwatermarked ids: a p-value, no evidence
+    >>> ex.n_scored, ex.bits.shape
+    (8, (4,))
     """
 
     def __init__(
@@ -395,6 +406,19 @@ def generate_watermarked(
     Returns
     -------
     ndarray of int64, shape (batch, prompt_len + max_new_tokens)
+        The prompts followed by the sampled tokens.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> lm = build_model(ModelConfig(arch="llama", vocab_size=16, d_model=8, n_layers=1,
+    ...                              n_heads=2, max_len=32))
+    >>> wm = BiMark(16, key=7, n_bits=4, n_layers=3)
+    >>> ids = generate_watermarked(lm, [[1, 2, 3]], wm, "1010", max_new_tokens=8)
+    >>> ids.shape, ids[0, :3].tolist()
+    ((1, 11), [1, 2, 3])
+    >>> wm.extract(ids[0], start=3).n_scored <= 8
+    True
     """
     from trustlab.security._watermark_torch import sample
 

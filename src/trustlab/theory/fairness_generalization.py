@@ -57,6 +57,20 @@ class ThresholdPopulation:
         Per cell, the rows' scores and 0/1 labels.
     thresholds : numpy.ndarray
         The ``K`` thresholds; a model ``(k0, k1)`` predicts ``score > thresholds[k_t]`` in group ``t``.
+
+    Examples
+    --------
+    >>> pop = ThresholdPopulation(
+    ...     "demographic_parity",
+    ...     scores=(np.array([0.1, 0.4, 0.8]), np.array([0.3, 0.9])),
+    ...     labels=(np.array([0, 0, 1]), np.array([0, 1])),
+    ...     thresholds=np.array([0.2, 0.5]),
+    ... )
+    >>> pop.cell_groups
+    (0, 1)
+    >>> pop.positive_rates().round(3)
+    array([[0.667, 0.333],
+           [1.   , 0.5  ]])
     """
 
     criterion: str
@@ -70,7 +84,13 @@ class ThresholdPopulation:
         return (0, 1) if self.criterion == "demographic_parity" else (0, 0, 1, 1)
 
     def positive_rates(self) -> np.ndarray:
-        """Population rate of ``score > threshold`` per cell and threshold, shape ``(cells, K)``."""
+        """Population rate of ``score > threshold`` per cell and threshold, shape ``(cells, K)``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_cells, K)
+            Entry ``[c, k]``: the share of cell ``c``'s rows with ``score > thresholds[k]``.
+        """
         return np.array([(s[:, None] > self.thresholds).mean(axis=0) for s in self.scores])
 
 

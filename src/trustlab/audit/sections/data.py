@@ -37,6 +37,12 @@ class DataSection(TwoModeSection):
     column's mean (clipped to its public bounds) and each categorical column's
     level shares (over its public categories) are released with discrete
     Laplace noise; columns without public bounds or categories are not released.
+
+    Examples
+    --------
+    >>> section = DataSection()
+    >>> section.name, section.title
+    ('data', 'Data')
     """
 
     name = "data"
@@ -252,7 +258,18 @@ class DataSection(TwoModeSection):
         return checks
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML (drawn by :mod:`trustlab.audit.render._data`; needs matplotlib)."""
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._data`; needs matplotlib).
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._data import render_data
 
         return render_data(result)

@@ -196,6 +196,12 @@ class ErrorAnalysisSection(Section):
 
     See the module notes for the method. Slices whose whole interval lies above the
     overall error rate are named in the report's summary.
+
+    Examples
+    --------
+    >>> section = ErrorAnalysisSection()
+    >>> section.name, section.title
+    ('errors', 'Error analysis')
     """
 
     name = "errors"
@@ -203,7 +209,18 @@ class ErrorAnalysisSection(Section):
     budget_weight = 0.0  # raw mode only
 
     def applies(self, ctx: AuditContext) -> bool:
-        """Raw mode only (the tree reads individual rows)."""
+        """Raw mode only (the tree reads individual rows).
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+
+        Returns
+        -------
+        bool
+            Whether the audit runs this section.
+        """
         return not ctx.private
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
@@ -250,7 +267,18 @@ class ErrorAnalysisSection(Section):
         return SectionResult(self.name, self.title, figures, [], notes)
 
     def render(self, result: SectionResult) -> str:
-        """A table of the slices, worst first, beside the overall error rate."""
+        """A table of the slices, worst first, beside the overall error rate.
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         f = result.figures
         o = f["overall"]
 

@@ -123,6 +123,12 @@ class ExplainSection(Section):
         ``text_encoder(texts) -> ndarray (n, d)``: the text embeddings HypotheSAEs reads.
         Default: all-MiniLM-L6-v2 when ``trustlab[text]`` is installed, else fixed random word
         vectors (a bag-of-words stand-in); the report says which.
+
+    Examples
+    --------
+    >>> section = ExplainSection()
+    >>> section.name, section.title
+    ('explain', 'Explain')
     """
 
     name = "explain"
@@ -237,7 +243,18 @@ class ExplainSection(Section):
         return f, checks, notes
 
     def applies(self, ctx: AuditContext) -> bool:
-        """Not in private mode: explanations are not released under DP yet."""
+        """Not in private mode: explanations are not released under DP yet.
+
+        Parameters
+        ----------
+        ctx : AuditContext
+            The audit's context.
+
+        Returns
+        -------
+        bool
+            Whether the audit runs this section.
+        """
         return not ctx.private
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
@@ -393,7 +410,18 @@ class ExplainSection(Section):
         return SectionResult(self.name, self.title, figures, checks, notes)
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML (drawn by :mod:`trustlab.audit.render._explain`; needs matplotlib)."""
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._explain`; needs matplotlib).
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._explain import render_explain
 
         return render_explain(result)

@@ -88,6 +88,26 @@ class FairnessSection(TableSection):
     symmetric bootstrap intervals from the table's replicates, which in private mode
     include the privacy noise; the gaps' intervals come from the signed pairwise
     differences, so they contain the estimate and are valid near zero.
+
+    Parameters
+    ----------
+    mitigate : {"equalized_odds", "equal_opportunity", "demographic_parity"}, optional
+        Also fit Hardt-Price-Srebro post-processing for this constraint on half of the
+        held-out rows and compare the decisions on the other half (raw mode only).
+    proxy : str, optional
+        A column of proxy groups: the multicalibration check then also bounds the violation
+        of the true groups from the proxy groups (Bharti et al., ICML 2025).
+    proxy_error : float, optional
+        The proxy's public error rate ``P(true group != proxy group)``, in [0, 1]; required
+        with ``proxy`` and only with it.
+    calibration : bool, default=True
+        Report multiaccuracy and multicalibration by group (raw mode only).
+
+    Examples
+    --------
+    >>> section = FairnessSection(mitigate="equalized_odds")
+    >>> section.name, section.mitigate, section.calibration
+    ('fairness', 'equalized_odds', True)
     """
 
     name = "fairness"
@@ -284,7 +304,18 @@ class FairnessSection(TableSection):
             )
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML (drawn by :mod:`trustlab.audit.render._fairness`; needs matplotlib)."""
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._fairness`; needs matplotlib).
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._fairness import render_fairness
 
         return render_fairness(result)

@@ -249,6 +249,12 @@ class PerformanceSection(TableSection):
     held-out rows by (sensitive cell, score bin of width 0.05, label), shared
     with the Fairness section; scores are then known to their bin, so AUC,
     Brier and ECE are binned approximations.
+
+    Examples
+    --------
+    >>> section = PerformanceSection()
+    >>> section.name, section.title
+    ('performance', 'Performance')
     """
 
     name = "performance"
@@ -423,7 +429,18 @@ class PerformanceSection(TableSection):
         return checks
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML (drawn by :mod:`trustlab.audit.render._performance`; needs matplotlib)."""
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._performance`; needs matplotlib).
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._performance import render_performance
 
         return render_performance(result)

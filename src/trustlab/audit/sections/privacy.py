@@ -82,6 +82,28 @@ def group_statistics(frame: pd.DataFrame, schema: Any, sensitive: list[Any]) -> 
     categories + missing/other. The in-process section computes it on the whole
     conformed table, a distributed run (:mod:`trustlab.audit._scale_private`) on each
     partition and adds them up; both release them with the same code.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The (conformed) table or one partition of it.
+    schema : Schema
+        The public schema: each sensitive column's declared categories.
+    sensitive : list
+        The sensitive columns.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``groups:ATTR`` -> counts of each declared category, then of missing or other.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from trustlab.datasets.schema import Schema
+    >>> schema = Schema.from_dict({"columns": {"sex": {"categories": ["f", "m"]}}})
+    >>> group_statistics(pd.DataFrame({"sex": ["f", "m", "m", None, "x"]}), schema, ["sex"])
+    {'groups:sex': array([1, 2, 2])}
     """
     out: dict[str, np.ndarray] = {}
     for a in sensitive:
@@ -126,6 +148,12 @@ class PrivacySection(TwoModeSection):
     exploratory boxes of the raw rows (panels without units, of columns the Data section
     may have flagged) would add nothing the Data section does not say, and their extremes
     are individual values, which the private stance of the report keeps out.
+
+    Examples
+    --------
+    >>> section = PrivacySection()
+    >>> section.name, section.title
+    ('privacy', 'Privacy')
     """
 
     name = "privacy"
@@ -255,7 +283,18 @@ class PrivacySection(TwoModeSection):
         return SectionResult(self.name, self.title, figures, [], notes)
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML (drawn by :mod:`trustlab.audit.render._privacy`; needs matplotlib)."""
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._privacy`; needs matplotlib).
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._privacy import render_privacy
 
         return render_privacy(result)

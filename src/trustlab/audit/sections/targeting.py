@@ -45,6 +45,12 @@ class TargetingSection(Section):
     ----------
     U. Fischer-Abaigar, C. Kern, J. C. Perdomo, "The Value of Prediction in Identifying the
     Worst-Off", ICML 2025.
+
+    Examples
+    --------
+    >>> section = TargetingSection()
+    >>> section.name, section.title
+    ('targeting', 'Targeting')
     """
 
     name = "targeting"
@@ -177,7 +183,18 @@ class TargetingSection(Section):
         return SectionResult(self.name, self.title, figures, checks, notes)
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML: checks, one reach table per attribute and the capacity comparison."""
+        """The section's HTML: checks, one reach table per attribute and the capacity comparison.
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._targeting import render_targeting
 
         return render_targeting(result)

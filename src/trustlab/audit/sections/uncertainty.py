@@ -105,6 +105,12 @@ class UncertaintySection(Section):
     ----------
     K. Bairaktari, J. Wu, Z. S. Wu, "Kandinsky Conformal Prediction: Beyond Class- and
     Covariate-Conditional Coverage", ICML 2025.
+
+    Examples
+    --------
+    >>> section = UncertaintySection()
+    >>> section.name, section.title
+    ('uncertainty', 'Uncertainty')
     """
 
     name = "uncertainty"
@@ -321,7 +327,18 @@ class UncertaintySection(Section):
         return SectionResult(self.name, self.title, figures, checks, notes)
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML (drawn by :mod:`trustlab.audit.render._uncertainty`; needs matplotlib)."""
+        """The section's HTML (drawn by :mod:`trustlab.audit.render._uncertainty`; needs matplotlib).
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._uncertainty import render_uncertainty
 
         return render_uncertainty(result)

@@ -103,6 +103,12 @@ class UnlearningSection(RawOnlySection):
     S. Yeom, I. Giacomelli, M. Fredrikson, S. Jha. "Privacy Risk in Machine Learning:
     Analyzing the Connection to Overfitting". IEEE CSF 2018. A. Koloskova, Y. Allouah,
     A. Jha, R. Guerraoui, S. Koyejo. "Certified Unlearning for Neural Networks". ICML 2025.
+
+    Examples
+    --------
+    >>> section = UnlearningSection()
+    >>> section.name, section.title
+    ('unlearning', 'Unlearning')
     """
 
     name = "unlearning"
@@ -214,7 +220,18 @@ class UnlearningSection(RawOnlySection):
         }
 
     def render(self, result: SectionResult) -> str:
-        """The section's HTML: the membership check and the deletion comparison table."""
+        """The section's HTML: the membership check and the deletion comparison table.
+
+        Parameters
+        ----------
+        result : SectionResult
+            What :meth:`compute` returned.
+
+        Returns
+        -------
+        str
+            The section's HTML body.
+        """
         from trustlab.audit.render._unlearning import render_unlearning
 
         return render_unlearning(result)
