@@ -156,6 +156,14 @@ class CounterfactualPairs:
         The answer position, where the intervention is made and the answer read; default the last.
     variable : str, default=""
         The interchanged variable's name (for reports).
+
+    Examples
+    --------
+    >>> pairs = CounterfactualPairs([[1, 2, 9]], [[3, 4, 9]], [3], [1], [3], variable="min")
+    >>> len(pairs), pairs.positions.tolist()  # the answer is read at the last position by default
+    (1, [2])
+    >>> len(pairs.subset([True]))
+    1
     """
 
     base: np.ndarray
@@ -199,7 +207,18 @@ class CounterfactualPairs:
         return int(self.base.shape[0])
 
     def subset(self, keep: Any) -> CounterfactualPairs:
-        """The pairs selected by a boolean mask or indices."""
+        """The pairs selected by a boolean mask or indices.
+
+        Parameters
+        ----------
+        keep : array-like of bool, shape (n_items,), or array-like of int
+            A mask over the pairs, or the indices of the pairs to keep.
+
+        Returns
+        -------
+        CounterfactualPairs
+            The selected pairs, in the order given.
+        """
         idx = np.flatnonzero(keep) if np.asarray(keep).dtype == bool else np.asarray(keep, dtype=np.int64)
         pos = self.positions
         return CounterfactualPairs(

@@ -90,6 +90,10 @@ class CausalVariableLocalization:
         Features each intervention moves (the vector's width, DAS's ``k`` or a mask's count).
     n_train, n_test : int
         Pairs used after keeping those the model answers correctly on both inputs.
+
+    See Also
+    --------
+    causal_variable_localization : builds it.
     """
 
     variable: str
@@ -102,15 +106,33 @@ class CausalVariableLocalization:
     n_test: int
 
     def best(self) -> dict[str, float]:
-        """Each featurizer's highest test IIA over the sites."""
+        """Each featurizer's highest test IIA over the sites.
+
+        Returns
+        -------
+        dict of str to float
+            Featurizer name to its best test IIA.
+        """
         return {m: float(self.iia[i].max()) for i, m in enumerate(self.methods)}
 
     def mean(self) -> dict[str, float]:
-        """Each featurizer's test IIA averaged over the sites."""
+        """Each featurizer's test IIA averaged over the sites.
+
+        Returns
+        -------
+        dict of str to float
+            Featurizer name to its mean test IIA.
+        """
         return {m: float(self.iia[i].mean()) for i, m in enumerate(self.methods)}
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per featurizer and site: ``iia``, ``train_iia``, ``n_features``."""
+        """One row per featurizer and site: ``iia``, ``train_iia``, ``n_features``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``method``, ``layer``, ``iia``, ``train_iia``, ``n_features``.
+        """
         rows = [
             {
                 "method": m,
