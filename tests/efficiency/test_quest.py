@@ -405,7 +405,8 @@ def english_llama_runs():
 
 # Seed-to-seed sd of the paired margins (STE's gap - QuEST's gap, LSQ's gap - QuEST's gap), in perplexity,
 # over seeds 0-2 of the same runs (docs/efficiency/quest.md): the noise scale of the claims below.
-# Measured margins (seeds 0/1/2): STE 1.11/1.29/1.49 (W4A4), 42.5/31.1/33.0 (W2A2); LSQ 4.74/5.27/6.22, 4.22/3.24/4.32.
+# Measured margins (seeds 0/1/2): STE 1.11/1.29/1.49 (W4A4), 42.5/31.1/33.0 (W2A2);
+# LSQ 4.74/5.27/6.22 (W4A4), 4.22/3.24/4.32 (W2A2).
 MARGIN_SD = {("ste", 4): 0.19, ("ste", 2): 6.1, ("lsq", 4): 0.75, ("lsq", 2): 0.60}
 
 
