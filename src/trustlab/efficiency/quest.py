@@ -1,10 +1,11 @@
 """QuEST: quantization-aware training with Hadamard normalisation, MSE-optimal fitting and trust gradients.
 
 :func:`quantize_model` copies any torch model and wraps its ``Linear`` and ``Conv2d``
-layers so that their weights and inputs are quantized on the forward pass (QuEST, an
-abs-max straight-through baseline, or LSQ) while the optimiser updates the full-precision
-latent weights; :class:`QuantizationAwareTraining` trains such a copy on images (the
-scikit-learn contract). :func:`gradient_alignment` measures how well an estimator's
+layers (on a ``transformers`` language model: every block's linear layers, the embedding
+and ``lm_head`` kept, as in the paper) so that their weights and inputs are quantized on
+the forward pass (QuEST, an abs-max straight-through baseline, or LSQ) while the optimiser
+updates the full-precision latent weights; :class:`QuantizationAwareTraining` trains such
+a copy on images (the scikit-learn contract). :func:`gradient_alignment` measures how well an estimator's
 gradient matches the full-precision one (the paper's Figure 2, on weights).
 
 References
