@@ -410,7 +410,7 @@ def english_llama_runs():
 MARGIN_SD = {("ste", 4): 0.19, ("ste", 2): 6.1, ("lsq", 4): 0.75, ("lsq", 2): 0.60}
 
 
-@pytest.mark.slow  # 2 seeds x 7 pre-trainings of a small Llama: ~5.5 min of CPU on one thread
+@pytest.mark.slow  # 2 seeds x 7 pre-trainings of a small Llama: 7.6 min, one thread, loaded 2 cores
 @pytest.mark.claims
 def test_quest_pretrains_a_llama_closer_to_full_precision_than_ste_and_lsq(english_llama_runs):
     """The paper's Table 1 in miniature (Llama pre-training, W4A4 and W2A2, equal budget): QuEST's held-out
