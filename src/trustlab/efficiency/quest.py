@@ -1,10 +1,11 @@
 """QuEST: quantization-aware training with Hadamard normalisation, MSE-optimal fitting and trust gradients.
 
 :func:`quantize_model` copies any torch model and wraps its ``Linear`` and ``Conv2d``
-layers so that their weights and inputs are quantized on the forward pass (QuEST, an
-abs-max straight-through baseline, or LSQ) while the optimiser updates the full-precision
-latent weights; :class:`QuantizationAwareTraining` trains such a copy on images (the
-scikit-learn contract). :func:`gradient_alignment` measures how well an estimator's
+layers (on a ``transformers`` language model: every block's linear layers, the embedding
+and ``lm_head`` kept, as in the paper) so that their weights and inputs are quantized on
+the forward pass (QuEST, an abs-max straight-through baseline, or LSQ) while the optimiser
+updates the full-precision latent weights; :class:`QuantizationAwareTraining` trains such
+a copy on images (the scikit-learn contract). :func:`gradient_alignment` measures how well an estimator's
 gradient matches the full-precision one (the paper's Figure 2, on weights).
 
 References
@@ -60,6 +61,7 @@ def _quantizer_module() -> Any:
             self.activations = bool(activations)
             self.enabled = True
             self.conv = isinstance(layer, nn.Conv2d)
+            self.transposed = _is_conv1d(layer)  # transformers' Conv1D (GPT-2): weight (in, out)
             if method == "lsq":
                 self.w_step = nn.Parameter(torch.tensor(lsq_init(self._w2d(), bits, signed=True)))
                 self.a_step = nn.Parameter(torch.tensor(1.0))
@@ -68,7 +70,7 @@ def _quantizer_module() -> Any:
 
         def _w2d(self) -> Any:
             w = self.layer.weight
-            return w.reshape(w.shape[0], -1)
+            return w.T if self.transposed else w.reshape(w.shape[0], -1)
 
         def _q(self, v: Any, which: str) -> Any:
             if self.method == "quest":
@@ -120,15 +122,35 @@ def _quantizer_module() -> Any:
     return QuantizedLayer
 
 
+def _is_conv1d(layer: Any) -> bool:
+    """Whether ``layer`` is transformers' ``Conv1D`` (GPT-2: ``y = x W + b``, ``W`` of shape (in, out))."""
+    return (
+        type(layer).__name__ == "Conv1D"
+        and hasattr(layer, "nf")
+        and getattr(layer, "weight", None) is not None
+    )
+
+
 def _layers(model: Any) -> list[tuple[Any, str, Any]]:
-    """(parent, attribute name, layer) of every Linear/Conv2d of ``model``, in definition order."""
+    """(parent, attribute name, layer) of every Linear/Conv2d/Conv1D of ``model``, in definition order."""
     torch = require_torch()
     out = []
     for parent in model.modules():
         for name, child in parent.named_children():
-            if isinstance(child, torch.nn.Linear | torch.nn.Conv2d):
+            if isinstance(child, torch.nn.Linear | torch.nn.Conv2d) or _is_conv1d(child):
                 out.append((parent, name, child))
     return out
+
+
+def _output_head(model: Any) -> Any:
+    """The unembedding (``lm_head``) of a transformers model, or ``None`` for any other model."""
+    get = getattr(model, "get_output_embeddings", None)
+    if not callable(get) or not hasattr(model, "get_input_embeddings"):
+        return None
+    try:
+        return get()
+    except (AttributeError, NotImplementedError):
+        return None
 
 
 @validate_params(
@@ -149,6 +171,9 @@ def quantize_model(
 ) -> Any:
     """A copy of ``model`` whose Linear/Conv2d layers quantize their weights and inputs.
 
+    Inputs of any shape ``(..., d)`` are quantized row by row along ``d`` (a language
+    model's ``(batch, tokens, d)`` activations: one row per token).
+
     Parameters
     ----------
     model : torch.nn.Module
@@ -160,9 +185,12 @@ def quantize_model(
     activations : bool, default=True
         Also quantize each wrapped layer's input (``False``: weight-only).
     keep_first_last : bool, default=True
-        Keep the first and the last layer in full precision (common QAT practice for
-        small image models; the paper quantizes every transformer-block linear layer and
-        keeps the embedding and head).
+        Keep the first and the last layer in full precision. For a ``transformers`` model
+        (one with ``get_output_embeddings``, e.g. from :func:`trustlab.lm.build_model`)
+        these are the embedding and the unembedding ``lm_head``: every other linear layer
+        (attention and MLP projections of every block, GPT-2's ``Conv1D`` included) is
+        quantized, as in the paper and its code. For any other model, the first and the
+        last Linear/Conv2d in definition order (common QAT practice for small image models).
 
     Returns
     -------
@@ -191,7 +219,13 @@ def quantize_model(
         raise ModelError(
             "model has no torch.nn.Linear or torch.nn.Conv2d layer to quantize.", argument="model"
         )
-    chosen = layers[1:-1] if keep_first_last else layers
+    head = _output_head(out)
+    if not keep_first_last:
+        chosen = layers
+    elif head is not None:  # a transformers LM: every layer but the head (the embedding is no Linear)
+        chosen = [entry for entry in layers if entry[2] is not head]
+    else:
+        chosen = layers[1:-1]
     if not chosen:
         raise ModelError(
             f"model has {len(layers)} Linear/Conv2d layer(s); with keep_first_last=True none is left to "
