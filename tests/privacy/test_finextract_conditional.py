@@ -52,7 +52,9 @@ def test_guidance_formula_equals_a_hand_computation():
     np.testing.assert_allclose(got.numpy(), base + 3.0 * (e_ft - base) - 0.02 * base, rtol=1e-6)
     # without the base model: the fine-tuned model's own CFG, eps(null) + w (eps(c) - eps(null))
     with torch.no_grad():
-        cfg = conditional_guided_eps(ft, None, x, t, c, null, guidance_scale=3.0, correction=0.0, condition_kwarg="cond")
+        cfg = conditional_guided_eps(
+            ft, None, x, t, c, null, guidance_scale=3.0, correction=0.0, condition_kwarg="cond"
+        )
     e_null = 2.0 * 0.5
     np.testing.assert_allclose(cfg.numpy(), e_null + 3.0 * (e_ft - e_null), rtol=1e-6)
 
@@ -99,7 +101,9 @@ def test_bad_inputs(tiny):
     with pytest.raises(ParameterError, match="correction"):
         conditional_guided_sample(ft, None, 2, prompt=1, correction=-0.02)
     with pytest.raises(ModelError, match="condition_kwarg"):
-        conditional_guided_sample(ft, pre, 2, prompt=1, condition_kwarg="encoder_hidden_states", num_inference_steps=2)
+        conditional_guided_sample(
+            ft, pre, 2, prompt=1, condition_kwarg="encoder_hidden_states", num_inference_steps=2
+        )
     with pytest.raises(ModelError, match="architecture"):
         finextract_conditional(ft, make_conditional_unet(channels=8), 1, prompt=1, n_generations=2)
     with pytest.raises(ParameterError, match="n_generations"):

@@ -5,7 +5,8 @@ DreamBooth-style on a few images with a prompt ``c``. Its released sampler guide
 fine-tuned model's *conditional* prediction against the pretrained model's *unconditional*
 (empty-prompt) prediction, plus the correction ``k`` times that unconditional prediction:
 
-    eps~(x_t, t) = eps_theta(x_t, t, "") + w' (eps_theta'(x_t, t, c) - eps_theta(x_t, t, "")) + k eps_theta(x_t, t, ""),
+    base = eps_theta(x_t, t, "")                        (pretrained model, empty prompt)
+    eps~ = base + w' (eps_theta'(x_t, t, c) - base) + k base
 
 with ``w' = 3`` and ``k = -0.02`` for full fine-tuning (``w' = 5``, ``k = 0`` for LoRA). Without
 the base model (``pretrained=None``) the empty-prompt prediction is the fine-tuned model's own,
@@ -66,7 +67,8 @@ def _batched(cond: Any, n: int, name: str) -> Any:
         t = torch.as_tensor(np.asarray(cond) if not isinstance(cond, torch.Tensor) else cond)
     except (TypeError, ValueError, RuntimeError):
         raise ParameterError(
-            f"{name} must be an int label or an array/tensor condition; got {type(cond).__name__}.", argument=name
+            f"{name} must be an int label or an array/tensor condition; got {type(cond).__name__}.",
+            argument=name,
         ) from None
     if t.dtype.is_floating_point and not bool(torch.isfinite(t).all()):
         raise ParameterError(f"{name} contains NaN or inf.", argument=name)
@@ -232,7 +234,11 @@ def conditional_guided_sample(
     """
     torch = require_torch()
     ft, pre, acp, shp = _setup(finetuned, pretrained, schedule, shape)
-    k = (DEFAULT_CONDITIONAL_CORRECTION if pre is not None else 0.0) if correction is None else float(correction)
+    k = (
+        (DEFAULT_CONDITIONAL_CORRECTION if pre is not None else 0.0)
+        if correction is None
+        else float(correction)
+    )
     if pre is None and k != 0.0:
         raise ParameterError(
             "pretrained is None (the fine-tuned model's own CFG), so correction must be 0.0; pass the base "
@@ -241,7 +247,8 @@ def conditional_guided_sample(
         )
     if num_inference_steps > len(acp):
         raise ParameterError(
-            f"num_inference_steps must be at most the schedule's {len(acp)} steps; got {num_inference_steps}.",
+            f"num_inference_steps must be at most the schedule's {len(acp)} steps; "
+            f"got {num_inference_steps}.",
             argument="num_inference_steps",
         )
     null = _null_default(ft.module, null_prompt)
@@ -279,8 +286,8 @@ def conditional_guided_sample(
                 except (RuntimeError, TypeError, IndexError) as exc:
                     raise ModelError(
                         f"finetuned/pretrained could not denoise images of shape {shp} with the given prompt "
-                        f"({exc}); pass shape=(C, H, W), a prompt the model accepts and condition_kwarg naming "
-                        "its condition argument.",
+                        f"({exc}); pass shape=(C, H, W), a prompt the model accepts and "
+                        "condition_kwarg naming its condition argument.",
                         argument="finetuned",
                     ) from None
                 out.append(((x0.clamp(-1, 1) + 1) / 2).float().numpy())
@@ -365,7 +372,11 @@ def finextract_conditional(
             f"n_generations ({n_gen}) must be at least n_images ({n_images}).", argument="n_generations"
         )
     w = DEFAULT_CONDITIONAL_SCALE if guidance_scale is None else float(guidance_scale)
-    k = (DEFAULT_CONDITIONAL_CORRECTION if pretrained is not None else 0.0) if correction is None else correction
+    k = (
+        (DEFAULT_CONDITIONAL_CORRECTION if pretrained is not None else 0.0)
+        if correction is None
+        else correction
+    )
     gens = conditional_guided_sample(
         finetuned,
         pretrained,

@@ -35,7 +35,11 @@ from trustlab.vision.classifiers import require_torch
 from trustlab.vision.diffusion_conditional import make_conditional_unet, train_conditional_ddpm
 from trustlab.vision.diffusion_digits import DigitsDDPMRecipe, _digits, digits_finetune_images
 
-__all__ = ["ConditionalDigitsPairRecipe", "conditional_digits_finetune_images", "digits_conditional_ddpm_pair"]
+__all__ = [
+    "ConditionalDigitsPairRecipe",
+    "conditional_digits_finetune_images",
+    "digits_conditional_ddpm_pair",
+]
 
 _SHIPPED = "ddpm_digits_cond_pair.npz"
 
@@ -87,7 +91,15 @@ class ConditionalDigitsPairRecipe:
         str
             12 hex digits.
         """
-        keys = ("pretrain_classes", "channels", "pretrain_steps", "pretrain_lr", "p_uncond", "batch_size", "seed")
+        keys = (
+            "pretrain_classes",
+            "channels",
+            "pretrain_steps",
+            "pretrain_lr",
+            "p_uncond",
+            "batch_size",
+            "seed",
+        )
         return spec_digest({"conditional": True, **{k: asdict(self)[k] for k in keys}})
 
     def fingerprint(self) -> str:
@@ -120,7 +132,9 @@ def _check(recipe: Any) -> ConditionalDigitsPairRecipe:
             "recipe.finetune_class must be a digit 0-9 outside recipe.pretrain_classes.", argument="recipe"
         )
     if not r.pretrain_classes or any(not 0 <= c <= 9 for c in r.pretrain_classes) or r.n_finetune < 1:
-        raise ParameterError("recipe.pretrain_classes must be digits 0-9 and n_finetune >= 1.", argument="recipe")
+        raise ParameterError(
+            "recipe.pretrain_classes must be digits 0-9 and n_finetune >= 1.", argument="recipe"
+        )
     return r
 
 
