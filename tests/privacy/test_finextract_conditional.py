@@ -130,21 +130,28 @@ def _sign_p(better, worse):
     return binomtest(b, b + c, 0.5, alternative="greater").pvalue if b + c else 1.0
 
 
-@pytest.mark.slow  # four fine-tuned conditional DDPMs (three fine-tuned into the cache once, ~12 s each)
+# (digits 0-5 pretrained -> fine-tuned on one of 6-9) and (4-9 -> one of 0-3): eight "prompts"
+_SPLITS = [((0, 1, 2, 3, 4, 5), c) for c in (6, 7, 8, 9)] + [((4, 5, 6, 7, 8, 9), c) for c in (0, 1, 2, 3)]
+
+
+@pytest.mark.slow  # 8 conditional pairs: a second base (~80 s CPU) and 7 fine-tunes (~10 s each), cached once
 @pytest.mark.claims
 def test_claim_conditional_finextract_beats_the_finetuned_models_cfg():
-    """Classes 6-9 as new "prompts", 8 images each; N = 160 (20 N0), 50 DDIM steps, same starts.
+    """Eight fine-tuned models x 8 images; N = 160 (20 N0), 50 DDIM steps, the same starts in both arms.
 
     FineXtract at the paper's defaults (w' = 3, k = -0.02, the pretrained model's empty-prompt
-    prediction as the base) against the paper's baseline, CFG (scale 3) of the fine-tuned model
-    with the prompt, both followed by the same clustering. Measured: 430/640 guided generations
-    copy a fine-tuning image vs 332/640 (167 vs 69 discordant, sign test p = 7e-11; asserted
-    p < 0.001); the candidates extract 25/32 vs 21/32 (5 vs 1 discordant, p = 0.11: NOT significant
-    at 32 images; asserted: not fewer, and >= the paper's ~20%).
+    prediction as the base) against the paper's baseline, classifier-free guidance (scale 3) of
+    the fine-tuned model with the prompt; both then the same clique clustering.
+
+    Measured: 748/1280 guided generations copy a fine-tuning image vs 517/1280 (sign test on
+    the 1,280 shared starts p < 1e-20; asserted p < 0.001). The extracted candidates: 41/64
+    vs 35/64 (13 vs 7 discordant images, one-sided p = 0.13): more, but NOT significantly at
+    64 images. Asserted: the paper's ~20% floor, and non-inferiority within two standard
+    errors of the paired difference (sqrt(b + c) / 64).
     """
     copies_g, copies_d, hits_g, hits_d = [], [], [], []
-    for c in (6, 7, 8, 9):
-        recipe = ConditionalDigitsPairRecipe(finetune_class=c)
+    for pretrain_classes, c in _SPLITS:
+        recipe = ConditionalDigitsPairRecipe(pretrain_classes=pretrain_classes, finetune_class=c)
         pre, ft = digits_conditional_ddpm_pair(recipe)
         secret = conditional_digits_finetune_images(recipe)
         kw = dict(prompt=c, n_generations=160, num_inference_steps=50, random_state=0)
@@ -156,6 +163,17 @@ def test_claim_conditional_finextract_beats_the_finetuned_models_cfg():
         hits_d.append(extraction_score(d.candidates, secret).extracted)
     cg, cd = np.concatenate(copies_g), np.concatenate(copies_d)
     hg, hd = np.concatenate(hits_g), np.concatenate(hits_d)
-    print("copies", int(cg.sum()), int(cd.sum()), "extracted", int(hg.sum()), int(hd.sum()))
+    disc = int(np.sum(hg != hd))
+    print(
+        "copies",
+        int(cg.sum()),
+        int(cd.sum()),
+        "extracted",
+        int(hg.sum()),
+        int(hd.sum()),
+        "p",
+        _sign_p(hg, hd),
+    )
     assert cg.mean() > cd.mean() and _sign_p(cg, cd) < 1e-3
-    assert hg.mean() >= 0.2 and hg.sum() >= hd.sum()
+    assert hg.mean() >= 0.2
+    assert hg.mean() - hd.mean() >= -2 * np.sqrt(disc) / len(hg)
