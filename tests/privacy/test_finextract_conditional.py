@@ -14,6 +14,7 @@ from trustlab.privacy.finextract_conditional import (  # noqa: E402
     conditional_guided_sample,
     finextract_conditional,
 )
+from trustlab.vision.classifiers import one_thread  # noqa: E402
 from trustlab.vision.diffusion_conditional import make_conditional_unet  # noqa: E402
 from trustlab.vision.diffusion_digits_conditional import (  # noqa: E402
     ConditionalDigitsPairRecipe,
@@ -62,7 +63,7 @@ def test_guidance_formula_equals_a_hand_computation():
 def test_unit_scale_without_correction_is_the_finetuned_models_cfg(tiny):
     ft, pre = tiny
     x, t = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(0)), torch.full((3,), 400)
-    with torch.no_grad():
+    with torch.no_grad(), one_thread():
         got = conditional_guided_eps(ft, pre, x, t, 7, 10, guidance_scale=1.0, correction=0.0)
         cond = ft(x, t, class_labels=torch.full((3,), 7))  # CFG with scale 1 = the conditional prediction
     torch.testing.assert_close(got, cond)
