@@ -58,6 +58,13 @@ def test_guidance_formula_equals_a_hand_computation():
         )
     e_null = 2.0 * 0.5
     np.testing.assert_allclose(cfg.numpy(), e_null + 3.0 * (e_ft - e_null), rtol=1e-6)
+    # the released code's other mode: the base conditioned on the prompt too, no correction
+    with torch.no_grad():
+        mg = conditional_guided_eps(
+            ft, pre, x, t, c, null, correction=0.0, condition_kwarg="cond", base_condition="prompt"
+        )
+    base_c = 1.0 * 0.5 + 3.0 * 4.0
+    np.testing.assert_allclose(mg.numpy(), base_c + 3.0 * (e_ft - base_c), rtol=1e-6)
 
 
 def test_unit_scale_without_correction_is_the_finetuned_models_cfg(tiny):
@@ -101,6 +108,10 @@ def test_bad_inputs(tiny):
         conditional_guided_sample(Toy(1, 1), Toy(1, 1), 2, prompt=1.0, condition_kwarg="cond")
     with pytest.raises(ParameterError, match="correction"):
         conditional_guided_sample(ft, None, 2, prompt=1, correction=-0.02)
+    with pytest.raises(ParameterError, match="base_condition"):
+        conditional_guided_sample(ft, None, 2, prompt=1, base_condition="prompt")
+    with pytest.raises(TrustlabError, match="base_condition"):
+        conditional_guided_sample(ft, pre, 2, prompt=1, base_condition="uncond")
     with pytest.raises(ModelError, match="condition_kwarg"):
         conditional_guided_sample(
             ft, pre, 2, prompt=1, condition_kwarg="encoder_hidden_states", num_inference_steps=2

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._param_validation import Interval, validate_params
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import ModelError, ParameterError
 from trustlab.privacy._finextract_cluster import cluster_generations
 from trustlab.privacy.finextract import FineXtractResult, _setup
@@ -49,6 +49,7 @@ __all__ = [
 
 _POS_INT = [Interval(numbers.Integral, 1, None, closed="left")]
 _REAL = [Interval(numbers.Real, None, None, closed="neither")]
+_BASE = [Options({"empty", "prompt"})]
 
 DEFAULT_CONDITIONAL_SCALE = 3.0
 """``w'`` of the paper's released DreamBooth runs (also the baseline's CFG scale)."""
@@ -105,7 +106,7 @@ def _null_default(module: Any, null_prompt: Any) -> Any:
     )
 
 
-@validate_params({"guidance_scale": _REAL, "correction": _REAL})
+@validate_params({"guidance_scale": _REAL, "correction": _REAL, "base_condition": _BASE})
 def conditional_guided_eps(
     finetuned: Any,
     pretrained: Any,
@@ -117,6 +118,7 @@ def conditional_guided_eps(
     guidance_scale: float = DEFAULT_CONDITIONAL_SCALE,
     correction: float = DEFAULT_CONDITIONAL_CORRECTION,
     condition_kwarg: str | None = "class_labels",
+    base_condition: str = "empty",
 ) -> Any:
     """The conditional FineXtract noise prediction at one step.
 
@@ -139,6 +141,9 @@ def conditional_guided_eps(
         ``k``.
     condition_kwarg : str or None, default="class_labels"
         Keyword carrying the condition; None passes it as the third positional argument.
+    base_condition : {"empty", "prompt"}, default="empty"
+        The base model's condition: the empty prompt (the released runs, with ``k``), or the
+        prompt itself (the released code's mode without the correction term).
 
     Returns
     -------
@@ -157,7 +162,8 @@ def conditional_guided_eps(
     n = x.shape[0]
     e_ft = _cond_eps(finetuned, condition_kwarg)(x, t, _batched(prompt, n, "prompt"))
     base_model = finetuned if pretrained is None else pretrained
-    base = _cond_eps(base_model, condition_kwarg)(x, t, _batched(null_prompt, n, "null_prompt"))
+    base_cond = null_prompt if base_condition == "empty" else prompt
+    base = _cond_eps(base_model, condition_kwarg)(x, t, _batched(base_cond, n, "null_prompt"))
     return base + guidance_scale * (e_ft - base) + correction * base
 
 
@@ -170,6 +176,7 @@ def conditional_guided_eps(
         "correction": [None, *_REAL],
         "clip_denoised": ["boolean"],
         "condition_kwarg": [None, str],
+        "base_condition": _BASE,
     }
 )
 def conditional_guided_sample(
@@ -180,6 +187,7 @@ def conditional_guided_sample(
     prompt: Any,
     null_prompt: Any = None,
     condition_kwarg: str | None = "class_labels",
+    base_condition: str = "empty",
     guidance_scale: float = DEFAULT_CONDITIONAL_SCALE,
     correction: float | None = None,
     num_inference_steps: int = 50,
@@ -206,6 +214,9 @@ def conditional_guided_sample(
         The empty prompt's condition; default ``model.n_classes`` (the lab's null class).
     condition_kwarg : str or None, default="class_labels"
         ``"encoder_hidden_states"`` for ``UNet2DConditionModel``; None: ``model(x, t, c)``.
+    base_condition : {"empty", "prompt"}, default="empty"
+        Condition the base model on the empty prompt (the paper's released runs) or on the
+        prompt (the released code's mode without correction; then ``correction`` defaults to 0).
     guidance_scale : float, default=3.0
         ``w'`` (the paper's DreamBooth setting; with ``pretrained=None`` the CFG scale).
     correction : float, optional
@@ -235,10 +246,16 @@ def conditional_guided_sample(
     torch = require_torch()
     ft, pre, acp, shp = _setup(finetuned, pretrained, schedule, shape)
     k = (
-        (DEFAULT_CONDITIONAL_CORRECTION if pre is not None else 0.0)
+        (DEFAULT_CONDITIONAL_CORRECTION if pre is not None and base_condition == "empty" else 0.0)
         if correction is None
         else float(correction)
     )
+    if pre is None and base_condition == "prompt":
+        raise ParameterError(
+            "base_condition='prompt' needs the pretrained model (without it the base would be the "
+            "fine-tuned model's own prompted prediction); pass pretrained or base_condition='empty'.",
+            argument="base_condition",
+        )
     if pre is None and k != 0.0:
         raise ParameterError(
             "pretrained is None (the fine-tuned model's own CFG), so correction must be 0.0; pass the base "
@@ -267,6 +284,7 @@ def conditional_guided_sample(
             guidance_scale=float(guidance_scale),
             correction=k,
             condition_kwarg=condition_kwarg,
+            base_condition=base_condition,
         )
 
     modules = [ft.module] + ([pre.module] if pre is not None else [])
@@ -305,6 +323,7 @@ def conditional_guided_sample(
         "correction": [None, *_REAL],
         "num_inference_steps": _POS_INT,
         "condition_kwarg": [None, str],
+        "base_condition": _BASE,
     }
 )
 def finextract_conditional(
@@ -315,6 +334,7 @@ def finextract_conditional(
     prompt: Any,
     null_prompt: Any = None,
     condition_kwarg: str | None = "class_labels",
+    base_condition: str = "empty",
     n_generations: int | None = None,
     guidance_scale: float | None = None,
     correction: float | None = None,
@@ -341,12 +361,14 @@ def finextract_conditional(
         The empty prompt; default the model's null class ``model.n_classes``.
     condition_kwarg : str or None, default="class_labels"
         See :func:`conditional_guided_sample`.
+    base_condition : {"empty", "prompt"}, default="empty"
+        See :func:`conditional_guided_sample`.
     n_generations : int, optional
         ``N``; default ``50 * n_images`` (the paper's 500 for 10).
     guidance_scale : float, optional
         ``w'``; default 3.0 (also the baseline's CFG scale in the paper's code).
     correction : float, optional
-        ``k``; default -0.02 with a pretrained model, 0 without.
+        ``k``; default -0.02 with a pretrained model and the empty-prompt base, else 0.
     num_inference_steps : int, default=50
     schedule : DDPMSchedule, optional
     shape : tuple of int, optional
@@ -373,7 +395,7 @@ def finextract_conditional(
         )
     w = DEFAULT_CONDITIONAL_SCALE if guidance_scale is None else float(guidance_scale)
     k = (
-        (DEFAULT_CONDITIONAL_CORRECTION if pretrained is not None else 0.0)
+        (DEFAULT_CONDITIONAL_CORRECTION if pretrained is not None and base_condition == "empty" else 0.0)
         if correction is None
         else correction
     )
@@ -384,6 +406,7 @@ def finextract_conditional(
         prompt=prompt,
         null_prompt=null_prompt,
         condition_kwarg=condition_kwarg,
+        base_condition=base_condition,
         guidance_scale=w,
         correction=k,
         num_inference_steps=num_inference_steps,
