@@ -46,13 +46,6 @@ PACKAGES = (
 )
 
 PENDING: set[str] = {
-    "trustlab.explain.sae_data.BiosCorpus",
-    "trustlab.explain.sae_data.HierarchicalActivations",
-    "trustlab.explain.sae_data.collect_activations",
-    "trustlab.explain.sae_metrics.AbsorptionResult",
-    "trustlab.explain.sae_metrics.feature_recovery",
-    "trustlab.explain.sae_metrics.loss_recovered",
-    "trustlab.explain.sae_metrics.targeted_probe_perturbation",
     "trustlab.lm.massive.DisruptionStudy",
     "trustlab.lm.massive.DisruptionStudy.drops",
     "trustlab.lm.massive.disruption_study",
@@ -69,7 +62,6 @@ PENDING: set[str] = {
     "trustlab.lm.mib.faithfulness_curve",
     "trustlab.lm.moex.MoEXBlock",
     "trustlab.lm.moex.MoEXBlock.forward",
-    "trustlab.unlearning.saeuron_eval.UnlearningRates",
     "trustlab.vision.diffusion.ddim_loop",
     "trustlab.vision.diffusion.ddim_timesteps",
 }
