@@ -46,22 +46,6 @@ PACKAGES = (
 )
 
 PENDING: set[str] = {
-    "trustlab.lm.massive.DisruptionStudy",
-    "trustlab.lm.massive.DisruptionStudy.drops",
-    "trustlab.lm.massive.disruption_study",
-    "trustlab.lm.massive.load_massive_lab",
-    "trustlab.lm.massive.task_accuracy",
-    "trustlab.lm.mib.CircuitLocalization",
-    "trustlab.lm.mib.EdgePruning",
-    "trustlab.lm.mib.EdgeScores",
-    "trustlab.lm.mib.EdgeScores.top",
-    "trustlab.lm.mib.FaithfulnessCurve",
-    "trustlab.lm.mib.PatchingTask",
-    "trustlab.lm.mib.UGS",
-    "trustlab.lm.mib.circuit_faithfulness",
-    "trustlab.lm.mib.faithfulness_curve",
-    "trustlab.lm.moex.MoEXBlock",
-    "trustlab.lm.moex.MoEXBlock.forward",
     "trustlab.vision.diffusion.ddim_loop",
     "trustlab.vision.diffusion.ddim_timesteps",
 }
