@@ -53,6 +53,18 @@ class HierarchicalActivations:
         Unit directions (orthonormal when ``d >= n_features``).
     parent : ndarray of int, shape (n_features,)
         Each feature's parent, ``-1`` for the top-level features.
+
+    See Also
+    --------
+    make_hierarchical_activations : builds it.
+
+    Examples
+    --------
+    >>> data = make_hierarchical_activations(50, n_parents=2, n_children=1, d=4)
+    >>> data.features.shape, data.directions.shape, data.parents.tolist()
+    ((50, 4), (4, 4), [0, 1])
+    >>> bool(((data.features[:, 2] > 0) <= (data.features[:, 0] > 0)).all())  # child implies parent
+    True
     """
 
     X: np.ndarray
@@ -194,6 +206,19 @@ def collect_activations(
     ------
     ParameterError
         ``hook_point`` is not a hook point of the model (the message lists some that are).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from trustlab.lm.models import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=10, d_model=16, n_layers=1, n_heads=2))
+    >>> ids = torch.randint(0, 10, (4, 8), generator=torch.Generator().manual_seed(0))
+    >>> collect_activations(m, ids, "blocks.0.resid_post").shape  # a trustlab.lm hook point
+    (32, 16)
+    >>> mask = torch.ones(4, 8, dtype=torch.long)
+    >>> mask[:, 6:] = 0  # the last two positions are padding
+    >>> collect_activations(m, {"input_ids": ids, "attention_mask": mask}, "model.layers.0.mlp").shape
+    (24, 16)
     """
     import torch
 
@@ -336,6 +361,16 @@ class BiosCorpus:
         ``0`` professor, ``1`` nurse.
     gender : ndarray of int, shape (n_samples,)
         ``0`` male, ``1`` female (first name, pronouns and relatives).
+
+    See Also
+    --------
+    make_bios_corpus : builds it.
+
+    Examples
+    --------
+    >>> c = make_bios_corpus(8, random_state=0)
+    >>> len(c.texts), c.profession.shape, c.gender.shape
+    (8, (8,), (8,))
     """
 
     texts: list[str]

@@ -182,6 +182,20 @@ class AbsorptionResult:
         Held-out positive rows that the ground-truth probe classifies correctly.
     fractions : ndarray of shape (n_evaluated,)
         The absorption fraction of each evaluated row (for standard errors).
+
+    See Also
+    --------
+    feature_absorption : builds it.
+
+    Examples
+    --------
+    >>> from trustlab.explain.sae import SparseAutoencoder
+    >>> from trustlab.explain.sae_data import make_hierarchical_activations
+    >>> data = make_hierarchical_activations(500, n_parents=2, n_children=2, d=8)
+    >>> sae = SparseAutoencoder(6, k=2, batch_size=100, n_steps=30, learning_rate=1e-2).fit(data.X)
+    >>> r = feature_absorption(sae, data.X, data.features[:, 0] > 0, probe_direction=data.directions[0])
+    >>> r.fractions.shape == (r.n_evaluated,), len(r.main_latents) >= 1
+    (True, True)
     """
 
     mean_absorption_fraction: float
@@ -352,6 +366,18 @@ def feature_recovery(sae: Any, directions: Any) -> dict[str, Any]:
         ``mmcs`` (mean over true features of the best decoder cosine), ``best_cosine`` (per
         feature), ``best_latent`` (per feature), ``cosines`` (the ``(n_features, n_latents)``
         matrix, Bussmann et al. Fig. 2).
+
+    Examples
+    --------
+    >>> from trustlab.explain.sae import SparseAutoencoder
+    >>> from trustlab.explain.sae_data import make_hierarchical_activations
+    >>> data = make_hierarchical_activations(500, n_parents=2, n_children=2, d=8)
+    >>> sae = SparseAutoencoder(6, k=2, batch_size=100, n_steps=30, learning_rate=1e-2).fit(data.X)
+    >>> rec = feature_recovery(sae, data.directions)
+    >>> rec["cosines"].shape, rec["best_latent"].shape
+    ((6, 6), (6,))
+    >>> bool(0.0 < rec["mmcs"] <= 1.0)
+    True
     """
     sae = _check_sae(sae)
     T = check_numeric_array(directions, "directions", ndim=2)
@@ -391,6 +417,19 @@ def loss_recovered(model: Any, input_ids: Any, hook_point: str, sae: Any) -> dic
     -------
     dict
         ``ce_orig``, ``ce_sae``, ``ce_zero`` and ``score``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from trustlab.explain.sae import SparseAutoencoder
+    >>> from trustlab.explain.sae_data import collect_activations
+    >>> from trustlab.lm.models import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=10, d_model=16, n_layers=1, n_heads=2))
+    >>> ids = torch.randint(0, 10, (4, 8), generator=torch.Generator().manual_seed(0))
+    >>> acts = collect_activations(m, ids, "blocks.0.resid_post")
+    >>> sae = SparseAutoencoder(32, k=4, batch_size=16, n_steps=20, learning_rate=1e-2).fit(acts)
+    >>> sorted(loss_recovered(m, ids, "blocks.0.resid_post", sae))
+    ['ce_orig', 'ce_sae', 'ce_zero', 'score']
     """
     import torch
 
@@ -461,6 +500,18 @@ def targeted_probe_perturbation(
     dict
         ``score`` (TPP), ``accuracy`` (the ``A_{i,j}`` matrix as a DataFrame, rows the ablated
         class, columns the probe's class), ``base_accuracy`` (``A_j``), ``latents`` (``L_i``).
+
+    Examples
+    --------
+    >>> from trustlab.explain.sae import SparseAutoencoder
+    >>> from trustlab.explain.sae_data import make_hierarchical_activations
+    >>> data = make_hierarchical_activations(500, n_parents=2, n_children=2, d=8)
+    >>> sae = SparseAutoencoder(6, k=2, batch_size=100, n_steps=30, learning_rate=1e-2).fit(data.X)
+    >>> on = data.features[:, :2] > 0
+    >>> labels = np.where(on.any(1), on.argmax(1) + 1, 0)  # none, parent 0 or parent 1 (first)
+    >>> tpp = targeted_probe_perturbation(sae, data.X, labels, k=2)
+    >>> tpp["accuracy"].shape, [len(v) for v in tpp["latents"].values()]
+    ((3, 3), [2, 2, 2])
     """
     sae = _check_sae(sae)
     X = check_numeric_array(X, "X", ndim=2, min_rows=10)

@@ -61,6 +61,21 @@ class EdgePruning:
         KL divergence of the masked model from the full model at each step (sampled gates).
     sparsity : ndarray of float, shape (steps,)
         Share of sampled gates at zero at each step.
+
+    See Also
+    --------
+    edge_pruning : builds it.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> from trustlab.lm.mib import min_pairs
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> ep = edge_pruning(m, min_pairs(8, n_items=4, n_values=12), steps=5)
+    >>> ep.log_alpha.shape, ep.kl.shape, ep.sparsity.shape
+    ((13,), (5,), (5,))
+    >>> bool(((ep.scores.scores > 0) & (ep.scores.scores < 1)).all())  # P(gate open)
+    True
     """
 
     scores: EdgeScores
@@ -174,6 +189,21 @@ class UGS:
         KL divergence of the sampled circuits from the full model at each step.
     density : ndarray of float, shape (steps,)
         Mean keep-probability (expected share of edges kept) at each step.
+
+    See Also
+    --------
+    ugs : builds it.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> from trustlab.lm.mib import min_pairs
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> res = ugs(m, min_pairs(8, n_items=4, n_values=12), steps=3)
+    >>> res.theta.shape, res.density.shape
+    ((13,), (3,))
+    >>> bool(np.allclose(res.scores.scores, 1 / (1 + np.exp(-res.theta))))  # p = sigmoid(theta)
+    True
     """
 
     scores: EdgeScores

@@ -42,6 +42,16 @@ class PatchingTask:
     Notes
     -----
     The metric is the mean logit difference ``logit[answer] - logit[cf_answer]`` at ``positions``.
+
+    See Also
+    --------
+    min_pairs : pairs for the lab's sorting task.
+
+    Examples
+    --------
+    >>> task = PatchingTask(clean=[[3, 5, 9]], corrupted=[[7, 5, 9]], answers=[3], cf_answers=[5])
+    >>> len(task), task.positions.tolist()  # answers read at the last position by default
+    (1, [2])
     """
 
     clean: np.ndarray

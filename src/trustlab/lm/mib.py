@@ -287,6 +287,15 @@ def faithfulness_curve(
     -------
     FaithfulnessCurve
         Sizes and faithfulness per budget.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> task = min_pairs(8, n_items=4, n_values=12)
+    >>> curve = faithfulness_curve(m, task, edge_scores(m, task, method="eap"), budgets=[0.5, 1.0])
+    >>> bool(curve.n_edges[0] <= 6), curve.n_edges[-1].item(), curve.faithfulness[-1].item()
+    (True, 13, 1.0)
     """
     budget_arr = _budgets(budgets)
     ctx = _Context(model, task, ablation)
@@ -370,6 +379,17 @@ def circuit_faithfulness(model: Any, task: PatchingTask, edges: Any, *, ablation
     -------
     float
         ``(m(C) - m(∅)) / (m(N) - m(∅))``.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> m = build_model(ModelConfig("llama", vocab_size=13, d_model=16, n_layers=1, n_heads=2))
+    >>> task = min_pairs(8, n_items=4, n_values=12)
+    >>> round(circuit_faithfulness(m, task, range(13)), 4)  # every edge: the model itself
+    1.0
+    >>> abs(circuit_faithfulness(m, task, [])) < 1e-6  # no edge: the counterfactual run
+    True
+    >>> f = circuit_faithfulness(m, task, ["a0.h0->logits", "m0->logits"])  # edges by name
     """
     ctx = _Context(model, task, ablation)
     try:

@@ -123,6 +123,21 @@ class MoEXBlock(nn.Module):
     -----
     ``forward`` records the gated hidden units of the last call in ``last_hidden``
     (``(tokens, n_experts * width)``) when ``record`` is true.
+
+    See Also
+    --------
+    build_moe_variant : a lab Mixtral model whose MLPs are these blocks.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> block = MoEXBlock(8, width=16, n_experts=4, top_k=2, activation="relu", sparsity_routing=True)
+    >>> block.record = True
+    >>> block(torch.randn(2, 3, 8)).shape
+    torch.Size([2, 3, 8])
+    >>> per_expert = block.last_hidden.reshape(6, 4, 16)  # (tokens, experts, width)
+    >>> (per_expert != 0).any(-1).sum(-1).tolist()  # experts active per token: at most top_k
+    [2, 2, 2, 2, 2, 2]
     """
 
     def __init__(
@@ -139,7 +154,20 @@ class MoEXBlock(nn.Module):
         self.last_logits: torch.Tensor | None = None
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """Route each token, run its experts, return the gated sum (same shape as the input)."""
+        """Route each token, run its experts, return the gated sum (same shape as the input).
+
+        Parameters
+        ----------
+        hidden_states : torch.Tensor, shape (..., d_model)
+            Token representations (Mixtral passes ``(batch, seq, d_model)``).
+
+        Returns
+        -------
+        torch.Tensor, same shape as ``hidden_states``
+            ``sum_j g_j(x) W_dec^j act(W_enc^j x)`` over each token's ``top_k`` experts, with
+            ``g`` the softmax of the router's ``top_k`` scores. Sets ``last_logits`` (the router's
+            scores for every expert) and, when ``record`` is true, ``last_hidden``.
+        """
         shape = hidden_states.shape
         x = hidden_states.reshape(-1, shape[-1])
         logits, weights, index = self.gate(x, self.enc)

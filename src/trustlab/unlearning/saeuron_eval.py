@@ -46,6 +46,18 @@ class UnlearningRates:
         Concept -> share of its prompts judged it.
     n_removed, n_retained : int
         Prompts behind each rate.
+
+    See Also
+    --------
+    unlearning_rates : builds it from a judge's labels.
+
+    Examples
+    --------
+    >>> r = unlearning_rates(["cat", "cat", "dog", "owl"], ["cat", "dog", "dog", "dog"], "cat")
+    >>> r.removed_rate, r.retained_accuracy, r.n_removed, r.n_retained
+    (0.5, 0.5, 2, 2)
+    >>> r.per_concept
+    {'cat': 0.5, 'dog': 1.0, 'owl': 0.0}
     """
 
     removed_rate: float
