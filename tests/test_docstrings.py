@@ -45,10 +45,7 @@ PACKAGES = (
     "trustlab.efficiency",
 )
 
-PENDING: set[str] = {
-    "trustlab.vision.diffusion.ddim_loop",
-    "trustlab.vision.diffusion.ddim_timesteps",
-}
+PENDING: set[str] = set()
 
 
 def _sections(doc: str) -> set[str]:

@@ -290,7 +290,25 @@ def _denoising_loop(
 
 
 def ddim_timesteps(num_train_timesteps: int, num_inference_steps: int) -> np.ndarray:
-    """The DDIM timesteps, descending, with ``diffusers``' "leading" spacing (``k * T // S``)."""
+    """The DDIM timesteps, descending, with ``diffusers``' "leading" spacing (``k * T // S``).
+
+    Parameters
+    ----------
+    num_train_timesteps : int
+        ``T``, the diffusion's training steps.
+    num_inference_steps : int
+        ``S``, the sampling steps (``<= T``).
+
+    Returns
+    -------
+    ndarray of int, shape (num_inference_steps,)
+        ``k * (T // S)`` for ``k = S - 1, ..., 0``.
+
+    Examples
+    --------
+    >>> ddim_timesteps(1000, 4).tolist()
+    [750, 500, 250, 0]
+    """
     stride = num_train_timesteps // num_inference_steps
     return (np.arange(num_inference_steps) * stride)[::-1].copy()
 
@@ -323,7 +341,33 @@ def ddim_loop(
     ``x_0 = (x_t - sqrt(1 - a_t) eps) / sqrt(a_t)`` (clipped to [-1, 1] when
     ``clip_denoised``), recomputes ``eps`` from the clipped ``x_0`` and moves to
     ``x_prev = sqrt(a_prev) x_0 + sqrt(1 - a_prev) eps`` (``a_prev = 1`` after the last step).
-    Returns the final ``x_0`` (a tensor in model space). Song et al. (2021), eq. (12).
+    Song et al. (2021), eq. (12).
+
+    Parameters
+    ----------
+    eps : callable
+        The noise predictor ``eps(x, t)``.
+    x : torch.Tensor
+        The starting noise ``x_T``, a batch in model space.
+    alphas_cumprod : ndarray of float, shape (T,)
+        The schedule's cumulative products ``a_t``.
+    timesteps : ndarray of int
+        Descending timesteps (e.g. :func:`ddim_timesteps`).
+    clip_denoised : bool, default=True
+        Clip each predicted ``x_0`` to [-1, 1].
+
+    Returns
+    -------
+    torch.Tensor
+        The final ``x_0``, same shape as ``x``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> acp = np.linspace(0.99, 0.01, 100)
+    >>> x0 = ddim_loop(lambda x, t: torch.zeros_like(x), torch.ones(2, 3), acp, ddim_timesteps(100, 5))
+    >>> x0.shape, bool(torch.all(x0 <= 1.0))
+    (torch.Size([2, 3]), True)
     """
     torch = require_torch()
     acp = torch.as_tensor(np.asarray(alphas_cumprod, dtype=np.float64))
