@@ -91,9 +91,15 @@ def mixbridge(
         str | None,
         typer.Option(help="Train the shipped recipe into this cache (minutes, once) instead of loading it."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of a table.")
+    ] = False,
 ) -> None:
-    """Single backdoored bridge vs MixBridge on the lab's digits (Qin et al., ICML 2025): ASR, MSE, FID-like, similarity."""
+    """Single backdoored bridge vs MixBridge on the lab's digits (Qin et al., ICML 2025).
+
+    Prints per-trigger ASR and backdoor MSE, benign MSE, the FID-like distance, the target
+    similarity and the router entropy of each model.
+    """
     try:
         from trustlab.security.mixbridge_lab import compare_digits_models
 
@@ -119,9 +125,7 @@ def mixbridge(
     def cells(values: tuple[float, ...] | None, fmt: str = ".2f") -> str:
         return "-" if values is None else "/".join(f"{v:{fmt}}" for v in values)
 
-    typer.echo(
-        f"{n} held-out digits per task, nfe {nfe}; triggers: zeros / inverted threes / diamonds"
-    )
+    typer.echo(f"{n} held-out digits per task, nfe {nfe}; triggers: zeros / inverted threes / diamonds")
     typer.echo(
         f"{'model':<14} {'ASR':<15} {'backdoor MSE':<18} {'benign MSE':>10} {'FID-like':>9} "
         f"{'target sim':<17} router entropy"

@@ -87,12 +87,14 @@ def _exact_gaussian_sample(mean, cov, n, seed):
 def test_fid_like_is_zero_on_identical_sets_and_the_closed_form_on_two_gaussians():
     X0, _ = digits_sr_pairs("test", 120)
     assert fid_like(X0, X0) == pytest.approx(0.0, abs=1e-6)
-    # two 2-d Gaussians with non-commuting covariances: |m_a - m_b|^2 + tr S_a + tr S_b - 2 tr (S_a S_b)^(1/2),
+    # two 2-d Gaussians, non-commuting covariances: |m_a - m_b|^2 + tr S_a + tr S_b - 2 tr (S_a S_b)^(1/2),
     # and tr M^(1/2) = sqrt(tr M + 2 sqrt(det M)) for a 2x2 M with positive eigenvalues
     ma, mb = np.array([1.0, -2.0]), np.array([0.5, 1.0])
     sa, sb = np.array([[2.0, 0.6], [0.6, 1.0]]), np.array([[0.5, -0.3], [-0.3, 3.0]])
     m = sa @ sb
-    closed = ((ma - mb) ** 2).sum() + np.trace(sa + sb) - 2 * np.sqrt(np.trace(m) + 2 * np.sqrt(np.linalg.det(m)))
+    closed = (
+        ((ma - mb) ** 2).sum() + np.trace(sa + sb) - 2 * np.sqrt(np.trace(m) + 2 * np.sqrt(np.linalg.det(m)))
+    )
     a, b = _exact_gaussian_sample(ma, sa, 50, 0), _exact_gaussian_sample(mb, sb, 70, 1)
     assert fid_like(a, b, features=lambda x: x) == pytest.approx(closed, rel=1e-9)
     # diagonal covariances: sum of (sqrt(a_i) - sqrt(b_i))^2

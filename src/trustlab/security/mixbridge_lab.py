@@ -20,7 +20,12 @@ import numpy as np
 
 from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import ParameterError
-from trustlab.security.mixbridge import BridgeBackdoorReport, MixBridge, MixtureOfBridges, evaluate_bridge_backdoor
+from trustlab.security.mixbridge import (
+    BridgeBackdoorReport,
+    MixBridge,
+    MixtureOfBridges,
+    evaluate_bridge_backdoor,
+)
 from trustlab.vision.bridge import train_bridge
 from trustlab.vision.classifiers import digits_split, make_classifier, require_torch
 from trustlab.vision.diffusion import make_unet
@@ -336,7 +341,9 @@ def compare_digits_models(
     """
     n_test = len(digits_split(random_state=0)[1])
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 2 <= n <= n_test:
-        raise ParameterError(f"n must be an integer in [2, {n_test}] (held-out digits); got {n!r}.", argument="n")
+        raise ParameterError(
+            f"n must be an integer in [2, {n_test}] (held-out digits); got {n!r}.", argument="n"
+        )
     if isinstance(nfe, bool) or not isinstance(nfe, int | np.integer) or nfe < 1:
         raise ParameterError(f"nfe must be a positive integer (sampling steps); got {nfe!r}.", argument="nfe")
     if isinstance(random_state, bool) or not isinstance(random_state, int | np.integer) or random_state < 0:

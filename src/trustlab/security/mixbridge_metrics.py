@@ -75,13 +75,13 @@ def _features(images: Any, features: Callable[[Any], Any] | None, name: str) -> 
         )
     f = np.asarray((features or lab_features)(images), dtype=np.float64)
     if f.ndim != 2 or not np.all(np.isfinite(f)):
-        raise DataError(f"features of {name} must be a finite (n, p) array; got shape {f.shape}.", argument=name)
+        raise DataError(
+            f"features of {name} must be a finite (n, p) array; got shape {f.shape}.", argument=name
+        )
     return f
 
 
-def fid_like(
-    images_a: Any, images_b: Any, *, features: Callable[[Any], Any] | None = None
-) -> float:
+def fid_like(images_a: Any, images_b: Any, *, features: Callable[[Any], Any] | None = None) -> float:
     """Frechet distance between Gaussian fits of two image sets' features (FID on the lab's features).
 
     ``|m_a - m_b|^2 + tr(S_a + S_b - 2 (S_a S_b)^(1/2))`` of the feature means and covariances
@@ -118,9 +118,7 @@ def fid_like(
     return frechet_distance(fa, fb)
 
 
-def target_similarity(
-    outputs: Any, targets: Any, *, features: Callable[[Any], Any] | None = None
-) -> float:
+def target_similarity(outputs: Any, targets: Any, *, features: Callable[[Any], Any] | None = None) -> float:
     """Mean cosine similarity of paired features: output ``i`` against target ``i`` (a CLIP-type score).
 
     The paper's CLIP score of a triggered output is the cosine of its CLIP image embedding
