@@ -269,6 +269,7 @@ def test_mixbridge_fits_and_translates_on_a_tiny_budget():
         (lambda X: fid_like(X, X, features="lab"), "features"),
         (lambda X: fid_like(X, X[:, :, :4], features=lambda x: x.reshape(len(x), -1)), "images_b"),
         (lambda X: fid_like(X, X, features=lambda x: x), "images_a"),
+        (lambda X: fid_like(X, X[:1]), "images_b"),
         (lambda X: target_similarity(X, X[:3]), "targets"),
         (lambda X: target_similarity(X * 0, X, features=lambda x: x.reshape(len(x), -1)), "outputs"),
         (lambda X: lab_features(X[:, :, :4]), "images"),

@@ -110,6 +110,11 @@ def fid_like(images_a: Any, images_b: Any, *, features: Callable[[Any], Any] | N
     9.0
     """
     fa, fb = _features(images_a, features, "images_a"), _features(images_b, features, "images_b")
+    for name, f in (("images_a", fa), ("images_b", fb)):
+        if len(f) < 2:
+            raise DataError(
+                f"{name} must hold at least two images (a covariance); got {len(f)}.", argument=name
+            )
     if fa.shape[1] != fb.shape[1]:
         raise DataError(
             f"images_a and images_b must give features of one size; got {fa.shape[1]} and {fb.shape[1]}.",
