@@ -1,14 +1,17 @@
-"""``trustlab backdoor complications``: measure whether a trigger word shifts a classifier's labels.
+"""``trustlab backdoor``: backdoor measurements from the command line.
 
-Thin like the rest of the CLI: it reads a file of token-id lines, calls
-:func:`trustlab.security.backdoor_complications.complication_report` on a local ``transformers``
-sequence classifier and prints the clean and triggered label distributions and their KL
-divergence. User errors print one line and exit 2. torch and transformers load only when the
+``complications`` measures whether a trigger word shifts a classifier's labels: it reads a file
+of token-id lines, calls :func:`trustlab.security.backdoor_complications.complication_report` on
+a local ``transformers`` sequence classifier and prints the clean and triggered label
+distributions and their KL divergence. ``mixbridge`` scores the lab's single backdoored bridge
+and MixBridge (:func:`trustlab.security.mixbridge_lab.compare_digits_models`). Thin like the rest
+of the CLI: user errors print one line and exit 2; torch and transformers load only when a
 command runs.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +23,7 @@ from trustlab.errors import ParameterError, TrustlabError
 
 backdoor_app = typer.Typer(
     no_args_is_help=True,
-    help="Backdoor measurements on local language models (docs/security/backdoor-complications.md).",
+    help="Backdoor measurements (docs/security/backdoor-complications.md, docs/security/mixbridge.md).",
 )
 _FLAGS = {
     "classifier": "CLASSIFIER",
@@ -74,3 +77,62 @@ def complications(
         f"{r.n} texts; clean labels [{clean}]; triggered [{trig}]; KL {r.kl:.4f}; "
         f"top share {r.top_share:.3f}; flipped {r.flip_rate:.3f}"
     )
+
+
+_MIX_FLAGS = {"n": "--n", "nfe": "--nfe", "random_state": "--seed", "cache_dir": "--cache-dir"}
+
+
+@backdoor_app.command()
+def mixbridge(
+    n: Annotated[int, typer.Option(help="Held-out digits per task (2-540).")] = 150,
+    nfe: Annotated[int, typer.Option(help="Bridge sampling steps.")] = 5,
+    seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
+    cache_dir: Annotated[
+        str | None,
+        typer.Option(help="Train the shipped recipe into this cache (minutes, once) instead of loading it."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of a table.")
+    ] = False,
+) -> None:
+    """Single backdoored bridge vs MixBridge on the lab's digits (Qin et al., ICML 2025).
+
+    Prints per-trigger ASR and backdoor MSE, benign MSE, the FID-like distance, the target
+    similarity and the router entropy of each model.
+    """
+    try:
+        from trustlab.security.mixbridge_lab import compare_digits_models
+
+        reports = compare_digits_models(n, nfe=nfe, random_state=seed, cache_dir=cache_dir)
+    except TrustlabError as exc:
+        fail(exc, _MIX_FLAGS)
+    if as_json:
+        rows = {
+            name: {
+                "n": r.n,
+                "attack_success": list(r.attack_success),
+                "backdoor_mse": list(r.backdoor_mse),
+                "benign_mse": r.benign_mse,
+                "benign_fid_like": r.benign_fid,
+                "target_similarity": list(r.target_similarity or ()),
+                "router_entropy": None if r.router_entropy is None else list(r.router_entropy),
+            }
+            for name, r in reports.items()
+        }
+        typer.echo(json.dumps({"n": n, "nfe": nfe, "seed": seed, "models": rows}, indent=2))
+        return
+
+    def cells(values: tuple[float, ...] | None, fmt: str = ".2f") -> str:
+        return "-" if values is None else "/".join(f"{v:{fmt}}" for v in values)
+
+    typer.echo(f"{n} held-out digits per task, nfe {nfe}; triggers: zeros / inverted threes / diamonds")
+    typer.echo(
+        f"{'model':<14} {'ASR':<15} {'backdoor MSE':<18} {'benign MSE':>10} {'FID-like':>9} "
+        f"{'target sim':<17} router entropy"
+    )
+    for name, r in reports.items():
+        typer.echo(
+            f"{name:<14} {cells(r.attack_success):<15} {cells(r.backdoor_mse, '.3f'):<18} "
+            f"{r.benign_mse:>10.4f} {r.benign_fid:>9.3f} {cells(r.target_similarity, '.3f'):<17} "
+            f"{cells(r.router_entropy)}"
+        )

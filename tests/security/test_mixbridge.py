@@ -26,11 +26,13 @@ from trustlab.security.mixbridge import (  # noqa: E402
 )
 from trustlab.security.mixbridge_lab import (  # noqa: E402
     MixBridgeDigitsRecipe,
+    compare_digits_models,
     digits_backdoor_targets,
     digits_models,
     digits_sr_pairs,
     sr_inputs,
 )
+from trustlab.security.mixbridge_metrics import fid_like, lab_features, target_similarity  # noqa: E402
 from trustlab.vision.bridge import I2SBSchedule, bridge_sample, train_bridge  # noqa: E402
 from trustlab.vision.classifiers import make_classifier  # noqa: E402
 from trustlab.vision.diffusion import make_unet  # noqa: E402
@@ -41,13 +43,8 @@ N_EVAL = 150
 @pytest.fixture(scope="module")
 def reports():
     """The shipped single bridge and MixBridge, scored on 150 held-out digits per task (nfe 5)."""
-    single, mix = digits_models()
-    X0, X1 = digits_sr_pairs("test", N_EVAL)
-    targets = digits_backdoor_targets()
-    return {
-        name: evaluate_bridge_backdoor(m, X0, X1, targets, nfe=5, random_state=0)
-        for name, m in (("single", single), ("mix", mix))
-    }
+    r = compare_digits_models(N_EVAL, nfe=5, random_state=0)
+    return {"single": r["single bridge"], "mix": r["MixBridge"]}
 
 
 @pytest.mark.claims
@@ -70,6 +67,73 @@ def test_claim_divide_and_merge_keeps_every_backdoor_that_the_single_bridge_lose
     # stealth (WRS): the router spreads weight on triggered inputs (entropy > 0.2 nats of log 4 = 1.39)
     assert single.router_entropy is None and len(mix.router_entropy) == 4
     assert min(mix.router_entropy[1:]) > 0.2
+    # FID (Tables 1-2, utility) on the lab's tiny-CLIP features: the single bridge's benign outputs
+    # sit as far from the clean digits as the pooled inputs do (2.5), MixBridge's much nearer; the
+    # sampling floor (two halves of clean digits, n = 150 each) is about 0.3, so ask for a factor 3.
+    assert mix.benign_fid * 3 < single.benign_fid
+    # target similarity (the CLIP score): both bridges' triggered outputs look like their targets
+    # (mean cosine > 0.8; two unrelated digits score about 0.3)
+    assert min(single.target_similarity) > 0.8 and min(mix.target_similarity) > 0.8
+
+
+def _exact_gaussian_sample(mean, cov, n, seed):
+    """n rows whose sample mean and (ddof=1) covariance are exactly ``mean`` and ``cov``."""
+    z = np.random.default_rng(seed).normal(size=(n, len(mean)))
+    z -= z.mean(0)
+    z = z @ np.linalg.inv(np.linalg.cholesky(np.cov(z, rowvar=False))).T
+    return z @ np.linalg.cholesky(cov).T + mean
+
+
+def test_fid_like_is_zero_on_identical_sets_and_the_closed_form_on_two_gaussians():
+    X0, _ = digits_sr_pairs("test", 120)
+    assert fid_like(X0, X0) == pytest.approx(0.0, abs=1e-6)
+    # two 2-d Gaussians, non-commuting covariances: |m_a - m_b|^2 + tr S_a + tr S_b - 2 tr (S_a S_b)^(1/2),
+    # and tr M^(1/2) = sqrt(tr M + 2 sqrt(det M)) for a 2x2 M with positive eigenvalues
+    ma, mb = np.array([1.0, -2.0]), np.array([0.5, 1.0])
+    sa, sb = np.array([[2.0, 0.6], [0.6, 1.0]]), np.array([[0.5, -0.3], [-0.3, 3.0]])
+    m = sa @ sb
+    closed = (
+        ((ma - mb) ** 2).sum() + np.trace(sa + sb) - 2 * np.sqrt(np.trace(m) + 2 * np.sqrt(np.linalg.det(m)))
+    )
+    a, b = _exact_gaussian_sample(ma, sa, 50, 0), _exact_gaussian_sample(mb, sb, 70, 1)
+    assert fid_like(a, b, features=lambda x: x) == pytest.approx(closed, rel=1e-9)
+    # diagonal covariances: sum of (sqrt(a_i) - sqrt(b_i))^2
+    a = _exact_gaussian_sample(np.zeros(3), np.diag([1.0, 4.0, 9.0]), 40, 2)
+    b = _exact_gaussian_sample(np.ones(3), np.diag([4.0, 4.0, 1.0]), 40, 3)
+    assert fid_like(a, b, features=np.asarray) == pytest.approx(3 + 1 + 0 + 4, rel=1e-9)
+
+
+def test_target_similarity_is_the_mean_paired_cosine():
+    out, tgt = np.array([[1.0, 0.0], [0.0, 2.0]]), np.array([[2.0, 0.0], [1.0, 1.0]])
+    assert target_similarity(out, tgt, features=np.asarray) == pytest.approx((1 + 2**-0.5) / 2, rel=1e-12)
+    assert target_similarity(out, -tgt, features=np.asarray) == pytest.approx(-(1 + 2**-0.5) / 2, rel=1e-12)
+    X0, _ = digits_sr_pairs("test", 5)
+    assert target_similarity(X0, X0) == pytest.approx(1.0, abs=1e-6)
+    assert lab_features(X0[:, 0]).shape == lab_features(X0).shape == (5, 64)
+
+
+def test_cli_prints_both_models_and_fails_in_one_line():
+    import json
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    args = ["backdoor", "mixbridge", "--n", "12", "--nfe", "1"]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["models"]
+    direct = compare_digits_models(12, nfe=1)
+    for name in ("single bridge", "MixBridge"):
+        row, r = rows[name], direct[name]
+        assert row["attack_success"] == list(r.attack_success) and row["benign_fid_like"] == r.benign_fid
+        assert len(row["backdoor_mse"]) == len(row["target_similarity"]) == 3 and row["n"] == 12
+    assert rows["single bridge"]["router_entropy"] is None and len(rows["MixBridge"]["router_entropy"]) == 4
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and "FID-like" in res.output and "MixBridge" in res.output
+    for extra, flag in ((["--n", "1"], "--n"), (["--nfe", "0"], "--nfe"), (["--seed", "-1"], "--seed")):
+        bad = CliRunner().invoke(app, ["backdoor", "mixbridge", *extra])
+        assert bad.exit_code == 2 and flag in bad.output and len(bad.output.strip().splitlines()) == 1
 
 
 def test_schedule_is_i2sb_symmetric_and_pins_both_ends():
@@ -201,6 +265,18 @@ def test_mixbridge_fits_and_translates_on_a_tiny_budget():
         ),
         (lambda X: digits_models("default"), "recipe"),
         (lambda X: digits_sr_pairs("val"), "split"),
+        (lambda X: evaluate_bridge_backdoor(make_unet(channels=2), X, X, [X], features="clip"), "features"),
+        (lambda X: fid_like(X, X, features="lab"), "features"),
+        (lambda X: fid_like(X, X[:, :, :4], features=lambda x: x.reshape(len(x), -1)), "images_b"),
+        (lambda X: fid_like(X, X, features=lambda x: x), "images_a"),
+        (lambda X: fid_like(X, X[:1]), "images_b"),
+        (lambda X: target_similarity(X, X[:3]), "targets"),
+        (lambda X: target_similarity(X * 0, X, features=lambda x: x.reshape(len(x), -1)), "outputs"),
+        (lambda X: lab_features(X[:, :, :4]), "images"),
+        (lambda X: compare_digits_models(1), "n"),
+        (lambda X: compare_digits_models(541), "n"),
+        (lambda X: compare_digits_models(5, nfe=0), "nfe"),
+        (lambda X: compare_digits_models(5, random_state=-1), "random_state"),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):

@@ -28,3 +28,7 @@ def test_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     # bridge's (standard error of the difference <= sqrt(2 * 0.25 / 180) = 0.053; margin 2 of them)
     assert sum(asr[1]) / 3 - sum(asr[0]) / 3 > 2 * 0.053
     assert benign[1] <= benign[0]
+    # FID-like on the tiny-CLIP features: the single bridge's benign outputs sit about as far from
+    # the clean digits as the pooled inputs (2.5); MixBridge's near the sampling floor (0.3 at n = 150)
+    fid = [float(x) for x in re.findall(r"FID-like ([0-9.]+)", out)]
+    assert len(fid) == 2 and fid[1] * 3 < fid[0]

@@ -38,6 +38,7 @@ from trustlab.security._mixbridge_poison import (
     poison_pairs,
     stamp_trigger,
 )
+from trustlab.security.mixbridge_metrics import fid_like, lab_features, target_similarity
 from trustlab.vision.bridge import I2SBSchedule, bridge_sample, check_pairs, train_bridge
 from trustlab.vision.classifiers import check_model, require_torch
 
@@ -78,6 +79,12 @@ class BridgeBackdoorReport:
         weights; ``log K`` is uniform (most stealthy). None for a single network.
     n : int
         Images per task.
+    benign_fid : float or None
+        With ``features``: the FID-like distance of the benign outputs to the clean images
+        (:func:`~trustlab.security.mixbridge_metrics.fid_like`).
+    target_similarity : tuple of float or None
+        With ``features``: per trigger, the mean feature cosine of the triggered outputs to the
+        intended targets (:func:`~trustlab.security.mixbridge_metrics.target_similarity`).
 
     See Also
     --------
@@ -89,6 +96,8 @@ class BridgeBackdoorReport:
     attack_success: tuple[float, ...]
     router_entropy: tuple[float, ...] | None
     n: int
+    benign_fid: float | None = None
+    target_similarity: tuple[float, ...] | None = None
 
 
 @validate_params({"size": _POS_INT, "value": _UNIT, "threshold": _RATE, "nfe": _POS_INT})
@@ -105,6 +114,7 @@ def evaluate_bridge_backdoor(
     nfe: int = 10,
     schedule: I2SBSchedule | None = None,
     random_state: Any = 0,
+    features: Any = None,
 ) -> BridgeBackdoorReport:
     """Sample a bridge on clean and triggered inputs; report benign MSE, backdoor MSE, ASR and entropy.
 
@@ -128,6 +138,11 @@ def evaluate_bridge_backdoor(
         Sampling steps (:func:`~trustlab.vision.bridge.bridge_sample`).
     schedule : I2SBSchedule, optional
     random_state : None, int or numpy.random.Generator, default=0
+    features : None, "lab" or callable, default=None
+        Also report the paper's feature metrics (FID of the benign outputs, CLIP-type similarity
+        to the targets) on these features: ``"lab"`` for the tiny-CLIP image tower
+        (:func:`~trustlab.security.mixbridge_metrics.lab_features`), or any callable
+        images -> ``(n, p)`` array. None skips them.
 
     Returns
     -------
@@ -147,14 +162,25 @@ def evaluate_bridge_backdoor(
     x0, x1 = (((t + 1) / 2).numpy() for t in check_pairs(X0, X1))
     sets = _target_sets(targets, x0.shape[1:])
     cs = _corners(corners, len(sets))
+    if not (features is None or callable(features) or (isinstance(features, str) and features == "lab")):
+        raise ParameterError(
+            f"features must be None, 'lab' or a callable images -> (n, p) array; got {features!r}.",
+            argument="features",
+        )
+    feat = lab_features if isinstance(features, str) else features
     kw = {"nfe": nfe, "schedule": schedule, "random_state": random_state}
-    benign = float(((bridge_sample(model, x1, **kw) - x0) ** 2).mean())
-    bd_mse, asr, inputs = [], [], [x1]
+    out = bridge_sample(model, x1, **kw)
+    benign = float(((out - x0) ** 2).mean())
+    fid = None if feat is None else fid_like(out, x0, features=feat)
+    bd_mse, asr, sim, inputs = [], [], [], [x1]
     for tg, c in zip(sets, cs, strict=True):
         xin = stamp_trigger(x1, corner=c, size=size, value=value)
         inputs.append(xin)
         out = bridge_sample(model, xin, **kw)
-        bd_mse.append(float(((out - nearest_targets(x0, tg)) ** 2).mean()))
+        intended = nearest_targets(x0, tg)
+        bd_mse.append(float(((out - intended) ** 2).mean()))
+        if feat is not None:
+            sim.append(target_similarity(out, intended, features=feat))
         d = ((out.reshape(len(out), 1, -1) - tg.reshape(1, len(tg), -1)) ** 2).mean(-1)
         asr.append(float((d.min(1) < threshold).mean()))
     entropy = None
@@ -162,7 +188,9 @@ def evaluate_bridge_backdoor(
         with torch.no_grad():
             ws = [model.weights(torch.as_tensor(a) * 2 - 1).numpy() for a in inputs]
         entropy = tuple(float(-(w * np.log(np.clip(w, 1e-12, None))).sum(1).mean()) for w in ws)
-    return BridgeBackdoorReport(benign, tuple(bd_mse), tuple(asr), entropy, len(x0))
+    return BridgeBackdoorReport(
+        benign, tuple(bd_mse), tuple(asr), entropy, len(x0), fid, tuple(sim) if feat is not None else None
+    )
 
 
 class MixBridge(ParamsValidationMixin, BaseEstimator):

@@ -20,13 +20,19 @@ import numpy as np
 
 from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import ParameterError
-from trustlab.security.mixbridge import MixBridge, MixtureOfBridges
+from trustlab.security.mixbridge import (
+    BridgeBackdoorReport,
+    MixBridge,
+    MixtureOfBridges,
+    evaluate_bridge_backdoor,
+)
 from trustlab.vision.bridge import train_bridge
 from trustlab.vision.classifiers import digits_split, make_classifier, require_torch
 from trustlab.vision.diffusion import make_unet
 
 __all__ = [
     "MixBridgeDigitsRecipe",
+    "compare_digits_models",
     "digits_backdoor_targets",
     "digits_models",
     "digits_sr_pairs",
@@ -295,6 +301,64 @@ def digits_models(
         save_npz(path, _to_arrays(*train_digits_models(r)))
     with np.load(path) as f:
         return _from_arrays({k: f[k] for k in f.files}, r)
+
+
+def compare_digits_models(
+    n: int = 150,
+    *,
+    nfe: int = 5,
+    random_state: int = 0,
+    cache_dir: str | Path | None = None,
+) -> dict[str, BridgeBackdoorReport]:
+    """Score the default recipe's single bridge and MixBridge on held-out digits, feature metrics included.
+
+    The paper's comparison (Tables 1-2) on the lab: :func:`digits_models` (shipped, or trained
+    into ``cache_dir``), :func:`digits_sr_pairs` ``("test", n)`` and
+    :func:`digits_backdoor_targets`, each model scored by
+    :func:`~trustlab.security.mixbridge.evaluate_bridge_backdoor` with ``features="lab"``.
+
+    Parameters
+    ----------
+    n : int, default=150
+        Held-out digits per task, 2 to 540 (the FID-like covariance wants many more than 64).
+    nfe : int, default=5
+        Sampling steps.
+    random_state : int, default=0
+        Seeds the sampler.
+    cache_dir : str or Path, optional
+        As :func:`digits_models`: given, the default recipe is trained into it (minutes) once.
+
+    Returns
+    -------
+    dict
+        ``{"single bridge": report, "MixBridge": report}``.
+
+    Examples
+    --------
+    >>> r = compare_digits_models(8, nfe=2)
+    >>> sorted(r), len(r["MixBridge"].target_similarity)
+    (['MixBridge', 'single bridge'], 3)
+    """
+    n_test = len(digits_split(random_state=0)[1])
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 2 <= n <= n_test:
+        raise ParameterError(
+            f"n must be an integer in [2, {n_test}] (held-out digits); got {n!r}.", argument="n"
+        )
+    if isinstance(nfe, bool) or not isinstance(nfe, int | np.integer) or nfe < 1:
+        raise ParameterError(f"nfe must be a positive integer (sampling steps); got {nfe!r}.", argument="nfe")
+    if isinstance(random_state, bool) or not isinstance(random_state, int | np.integer) or random_state < 0:
+        raise ParameterError(
+            f"random_state must be a non-negative integer; got {random_state!r}.", argument="random_state"
+        )
+    single, mix = digits_models(cache_dir=cache_dir)
+    X0, X1 = digits_sr_pairs("test", int(n))
+    targets = digits_backdoor_targets()
+    return {
+        name: evaluate_bridge_backdoor(
+            model, X0, X1, targets, nfe=int(nfe), random_state=int(random_state), features="lab"
+        )
+        for name, model in (("single bridge", single), ("MixBridge", mix))
+    }
 
 
 def ship_default(path: str | Path) -> None:  # pragma: no cover - run once by a maintainer
