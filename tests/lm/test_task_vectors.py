@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from trustlab.errors import DataError, ParameterError
 from trustlab.lm import ModelConfig, TrainConfig, build_model, incontext_tasks
+from trustlab.lm.hooks import run_with_hooks
 from trustlab.lm.task_vectors import (
     patch_task_vector,
     query_representations,
@@ -67,6 +68,45 @@ def test_representations_vectors_and_zero_patch(micro):
     np.testing.assert_array_equal(patch_task_vector(micro, prompts, np.zeros(16), 0), plain)
     big = patch_task_vector(micro, prompts, 1e3 * vecs[0] / np.linalg.norm(vecs[0]), 0)
     assert len(set(big.tolist())) <= 2  # a huge vector overrides the query: (nearly) one answer
+
+
+def test_replace_patch_at_last_block_carries_the_donor_prediction(micro):
+    # After the last block only the final norm and the head remain: replacing the last token's
+    # state by another prompt's state there must give exactly that prompt's prediction.
+    data = incontext_tasks(12, 4, 3, n_values=8, seed=2)
+    prompts = data.tokens[:, :-1]
+    out = run_with_hooks(micro, prompts, ["blocks.1.resid_post"])
+    donor = out["blocks.1.resid_post"][:, -1].numpy()[::-1].copy()
+    want = out["logits"][:, -1].argmax(-1).numpy()[::-1]
+    zero_shot = prompts[:, -1:]
+    np.testing.assert_array_equal(patch_task_vector(micro, zero_shot, donor, 1, mode="replace"), want)
+    with pytest.raises(ParameterError, match="mode"):
+        patch_task_vector(micro, zero_shot, donor, 1, mode="swap")
+
+
+def test_patching_is_measured_on_demonstration_free_queries():
+    # The zero-shot protocol (Hendel et al. 2023): the unpatched baseline is the accuracy on x*
+    # alone, recomputed here from the untrained model (step 0), and the sweep covers every block.
+    cfg = ModelConfig("llama", vocab_size=8, d_model=16, n_layers=2, n_heads=2)
+    res = task_vector_formation(
+        4,
+        8,
+        3,
+        checkpoints=[0],
+        n_per_task=12,
+        n_train_sequences=64,
+        model_config=cfg,
+        train_config=TrainConfig(steps=1, batch_size=8),
+    )
+    pool = incontext_tasks(64 + 20 * 12 * 4, 3, 4, n_values=8, seed=0)
+    z = pool.latent["task"]
+    idx = np.concatenate([np.flatnonzero(z == t)[-12:] for t in range(4)])
+    model = build_model(ModelConfig.from_dict({**cfg.to_dict(), "max_len": 6}), seed=0)
+    with torch.no_grad():
+        pred = model(input_ids=torch.as_tensor(pool.tokens[idx, 4:5])).logits[:, -1].argmax(-1).numpy()
+    assert res.patch_base[0] == pytest.approx((pred == pool.tokens[idx, 5]).mean())
+    assert res.patch_self_layers.shape == res.patch_cross_layers.shape == (1, 2)
+    assert res.patch_self[0] == res.patch_self_layers[0, res.patch_layer[0]]
 
 
 def test_checkpoints_are_kept_and_written(tmp_path):

@@ -11,9 +11,11 @@ the way. At each checkpoint:
   block;
 - **task decoding / ICL performance**: greedy accuracy of the answer ``y*``;
 - **task vectors**: the mean query representation of each task at a block (the paper's
-  activation patching, its appendix C) is added to the query's residual stream of a prompt with a
-  single demonstration; *self* patching (the prompt's own task) should raise accuracy, *cross*
-  patching (another task's vector) should make the model answer with the other task's map.
+  activation patching, its appendix C) is added to the residual stream of a *demonstration-free*
+  query (``x*`` alone, the zero-shot protocol of Hendel et al. [2]_), at every block (a layer
+  sweep); *self* patching (the query's own task) should raise accuracy above the unpatched
+  zero-shot baseline, *cross* patching (another task's vector) should make the model answer
+  with the other task's map.
 
 The paper's claims: task encoding (TD) and decoding (ICL accuracy) emerge together over
 training, and TD predicts ICL performance; :class:`TaskVectorFormation` reports both curves and
@@ -23,6 +25,8 @@ References
 ----------
 .. [1] Han, Song, Gore, Agrawal. "Emergence and Effectiveness of Task Vectors in In-Context
    Learning: An Encoder Decoder Perspective". ICML 2025 (PMLR 267), arXiv:2412.12276.
+.. [2] Hendel, Geva, Globerson. "In-Context Learning Creates Task Vectors". Findings of
+   EMNLP 2023, arXiv:2310.15916.
 """
 
 from __future__ import annotations
@@ -73,16 +77,22 @@ class TaskVectorFormation:
     task_accuracy : ndarray of float, shape (c, n_tasks)
         The same per task.
     patch_layer : ndarray of int, shape (c,)
-        Block whose output is patched (the best-TD block below the last one).
+        Block whose output is patched for ``patch_self`` and ``patch_cross`` (the best-TD block
+        below the last one).
     patch_base : ndarray of float, shape (c,)
-        Accuracy on one-demonstration prompts, unpatched.
+        Accuracy on demonstration-free queries (``x*`` alone), unpatched: the zero-shot baseline.
     patch_self : ndarray of float, shape (c,)
-        The same with the prompt's own task vector added at the query.
+        The same with the query's own task vector added after block ``patch_layer``.
     patch_cross : ndarray of float, shape (c,)
-        Share of one-demonstration prompts answered with *another* task's map once that
-        task's vector is added (task ``t`` patched into prompts of task ``t - 1``).
+        Share of demonstration-free queries answered with *another* task's map once that
+        task's vector is added after block ``patch_layer`` (task ``t + 1``'s vector patched into
+        queries of task ``t``; only queries where the two maps differ count).
     cross_base : ndarray of float, shape (c,)
         Share answered with that other task's map without patching (its chance level).
+    patch_self_layers : ndarray of float, shape (c, n_layers)
+        ``patch_self`` with the vector added after each block (the layer sweep).
+    patch_cross_layers : ndarray of float, shape (c, n_layers)
+        ``patch_cross`` after each block.
     correlation : float
         Pearson correlation of ``td`` and ``accuracy`` over the checkpoints.
     task_correlation : float
@@ -108,6 +118,8 @@ class TaskVectorFormation:
     patch_self: np.ndarray
     patch_cross: np.ndarray
     cross_base: np.ndarray
+    patch_self_layers: np.ndarray
+    patch_cross_layers: np.ndarray
     correlation: float
     task_correlation: float
     chance_td: float
@@ -250,14 +262,18 @@ def task_vectors(model: Any, data: TokenData, layer: int) -> np.ndarray:
     return np.stack([reps[z == t, layer].mean(axis=0) for t in range(n_tasks)])
 
 
-@validate_params({"layer": [Interval(numbers.Integral, 0, None, closed="left")]})
+@validate_params(
+    {"layer": [Interval(numbers.Integral, 0, None, closed="left")], "mode": [Options({"add", "replace"})]}
+)
 @torch.no_grad()
-def patch_task_vector(model: Any, tokens: Any, vector: Any, layer: int) -> np.ndarray:
-    """Greedy prediction at the last token with a vector added to the stream after a block [1]_.
+def patch_task_vector(model: Any, tokens: Any, vector: Any, layer: int, *, mode: str = "add") -> np.ndarray:
+    """Greedy prediction at the last token with a vector patched into the stream after a block [1]_.
 
     The paper's activation patching (its appendix C): the task vector is added to the residual
     stream of the last token (the query ``x*``) at ``blocks.{layer}.resid_post``, and the model
-    continues its forward pass.
+    continues its forward pass. ``mode="replace"`` overwrites that state instead, as Hendel et
+    al. [2]_ do at their separator token. For the zero-shot protocol, pass demonstration-free
+    queries (``x*`` alone) as ``tokens``.
 
     Parameters
     ----------
@@ -268,7 +284,9 @@ def patch_task_vector(model: Any, tokens: Any, vector: Any, layer: int) -> np.nd
     vector : array-like of float, shape (d_model,) or (n, d_model)
         The vector to add (one for all prompts, or one per prompt).
     layer : int
-        The block after which it is added.
+        The block after which it is patched.
+    mode : {"add", "replace"}, default="add"
+        Add the vector to the last token's state (the paper) or replace that state by it.
 
     Returns
     -------
@@ -298,12 +316,12 @@ def patch_task_vector(model: Any, tokens: Any, vector: Any, layer: int) -> np.nd
             f"layer must be below {model.config.num_hidden_layers}, got {layer}.", argument="layer"
         )
 
-    def add(x: torch.Tensor) -> torch.Tensor:
+    def patch(x: torch.Tensor) -> torch.Tensor:
         x = x.clone()
-        x[:, -1] += vec.to(x.dtype)
+        x[:, -1] = vec.to(x.dtype) if mode == "replace" else x[:, -1] + vec.to(x.dtype)
         return x
 
-    out = run_with_hooks(model, ids, [], edits={f"blocks.{layer}.resid_post": add})
+    out = run_with_hooks(model, ids, [], edits={f"blocks.{layer}.resid_post": patch})
     return out["logits"][:, -1].argmax(-1).numpy()
 
 
@@ -391,18 +409,22 @@ def _evaluate(model: Any, evals: TokenData, k: int, n_tasks: int) -> dict[str, A
     hit = logits.argmax(-1).numpy() == evals.tokens[:, q + 1]
     task_acc = np.array([hit[z == t].mean() for t in range(n_tasks)])
     patch_layer = int(np.argmax(tds[:-1])) if len(tds) > 1 else 0
-    vectors = np.stack([reps[z == t, patch_layer].mean(axis=0) for t in range(n_tasks)])
-    short = evals.tokens[:, [0, 1, q]]  # one demonstration, then the query
+    zero_shot = evals.tokens[:, [q]]  # the query alone, no demonstrations (Hendel et al.)
     kk, bb = evals.latent["k"], evals.latent["b"]
-    x = evals.tokens[:, q]
+    x, y = evals.tokens[:, q], evals.tokens[:, q + 1]
     table = np.array([[kk[z == t][0], bb[z == t][0]] for t in range(n_tasks)])
     other = (z + 1) % n_tasks
     y_other = (table[other, 0] * x + table[other, 1]) % evals.vocab_size
+    differ = max((y_other != y).mean(), 1e-12)
     with torch.no_grad():
-        base = model(input_ids=torch.as_tensor(short)).logits[:, -1].argmax(-1).numpy()
-    own = patch_task_vector(model, short, vectors[z], patch_layer)
-    cross = patch_task_vector(model, short, vectors[other], patch_layer)
-    y = evals.tokens[:, q + 1]
+        base = model(input_ids=torch.as_tensor(zero_shot)).logits[:, -1].argmax(-1).numpy()
+    sweep_self, sweep_cross = [], []
+    for layer in range(reps.shape[1]):
+        vectors = np.stack([reps[z == t, layer].mean(axis=0) for t in range(n_tasks)])
+        own = patch_task_vector(model, zero_shot, vectors[z], layer)
+        cross = patch_task_vector(model, zero_shot, vectors[other], layer)
+        sweep_self.append(float((own == y).mean()))
+        sweep_cross.append(float(((cross == y_other) & (y_other != y)).mean() / differ))
     return {
         "decodability": tds,
         "td": float(tds[best]),
@@ -411,11 +433,11 @@ def _evaluate(model: Any, evals: TokenData, k: int, n_tasks: int) -> dict[str, A
         "task_accuracy": task_acc,
         "patch_layer": patch_layer,
         "patch_base": float((base == y).mean()),
-        "patch_self": float((own == y).mean()),
-        "patch_cross": float(
-            ((cross == y_other) & (y_other != y)).mean() / max((y_other != y).mean(), 1e-12)
-        ),
-        "cross_base": float(((base == y_other) & (y_other != y)).mean() / max((y_other != y).mean(), 1e-12)),
+        "patch_self": sweep_self[patch_layer],
+        "patch_cross": sweep_cross[patch_layer],
+        "cross_base": float(((base == y_other) & (y_other != y)).mean() / differ),
+        "patch_self_layers": np.array(sweep_self),
+        "patch_cross_layers": np.array(sweep_cross),
     }
 
 
@@ -534,6 +556,8 @@ def task_vector_formation(
         patch_self=get["patch_self"],
         patch_cross=get["patch_cross"],
         cross_base=get["cross_base"],
+        patch_self_layers=get["patch_self_layers"],
+        patch_cross_layers=get["patch_cross_layers"],
         correlation=_pearson(get["td"], get["accuracy"]),
         task_correlation=_pearson(get["task_td"], get["task_accuracy"]),
         chance_td=1.0 / n_tasks,
