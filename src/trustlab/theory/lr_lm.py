@@ -31,6 +31,13 @@ _INT1 = Interval(numbers.Integral, 1, None, closed="left")
 _FRAC = Interval(numbers.Real, 0, 1, closed="neither")
 
 
+@validate_params(
+    {
+        "shape": ["array-like"],
+        "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "checkpoints": ["array-like"],
+    }
+)
 def bound_terms(shape: Any, gamma: float, checkpoints: Any) -> tuple[np.ndarray, np.ndarray]:
     """Coefficients ``(a_t, b_t)`` of ``Omega_t = D^2 a_t + G^2 b_t`` at each checkpoint ``t``.
 
@@ -65,8 +72,6 @@ def bound_terms(shape: Any, gamma: float, checkpoints: Any) -> tuple[np.ndarray,
     s = check_numeric_array(shape, "shape", ndim=1, min_rows=2)
     if np.any(s <= 0):
         raise DataError("shape must be positive at every step.", argument="shape")
-    if not gamma > 0:
-        raise DataError(f"gamma must be > 0, got {gamma!r}.", argument="gamma")
     ts = np.asarray(checkpoints, dtype=int)
     if ts.ndim != 1 or np.any(ts < 2) or np.any(ts > len(s)):
         raise DataError(
