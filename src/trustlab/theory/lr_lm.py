@@ -257,14 +257,6 @@ def lm_schedule_study(
     >>> st.loss.shape, st.bound.shape
     ((2, 2, 1, 3), (2, 2, 3))
     """
-    try:
-        import torch
-
-        from trustlab.lm import ModelConfig, build_model, encode_texts, english_corpus, train_tokenizer
-    except ImportError as exc:  # pragma: no cover - torch is in the dev extra
-        raise MissingDependencyError(
-            "lm_schedule_study needs torch and transformers; install them with `pip install trustlab[torch]`."
-        ) from exc
     g = check_numeric_array(gammas, "gammas", ndim=1)
     if np.any(g <= 0):
         raise DataError(f"gammas must all be > 0, got {g.tolist()}.", argument="gammas")
@@ -274,6 +266,14 @@ def lm_schedule_study(
             raise DataError(f"schedules must be drawn from {SCHEDULES}, got {name!r}.", argument="schedules")
     if not seeds or not all(isinstance(s, numbers.Integral) and s >= 0 for s in seeds):
         raise DataError(f"seeds must be non-negative integers, got {list(seeds)!r}.", argument="seeds")
+    try:
+        import torch
+
+        from trustlab.lm import ModelConfig, build_model, encode_texts, english_corpus, train_tokenizer
+    except ImportError as exc:  # pragma: no cover - torch is in the dev extra
+        raise MissingDependencyError(
+            "lm_schedule_study needs torch and transformers; install them with `pip install trustlab[torch]`."
+        ) from exc
     texts = english_corpus()
     data = encode_texts(train_tokenizer(texts, 512), texts, int(seq_len) + 1)
     tokens = torch.as_tensor(data.tokens, dtype=torch.long)
