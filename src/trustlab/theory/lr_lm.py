@@ -281,8 +281,9 @@ def lm_schedule_study(
     held, train = tokens[order[:n_eval]], tokens[order[n_eval:]]
     if n_train is not None:
         train = train[:n_train]
-    checkpoints = np.unique(np.linspace(steps / n_checkpoints, steps, n_checkpoints).round().astype(int))
-    checkpoints = np.clip(checkpoints, 2, steps)
+    checkpoints = np.unique(
+        np.clip(np.linspace(steps / n_checkpoints, steps, n_checkpoints).round().astype(int), 2, steps)
+    )
     shapes = {n: schedule(n, steps, cooldown=cooldown) for n in names}
     loss = np.empty((len(names), len(g), len(seeds), len(checkpoints)))
     cfg = ModelConfig(
