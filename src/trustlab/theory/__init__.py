@@ -27,6 +27,7 @@ from trustlab.theory.looped_transformers import (
     simulate_looped,
 )
 from trustlab.theory.lr_extension import ExtensionSimulation, simulate_powerlaw_extension
+from trustlab.theory.lr_lm import LMScheduleStudy, bound_terms, lm_schedule_study
 from trustlab.theory.lr_schedules import (
     SCHEDULES as LR_SCHEDULES,
 )
@@ -88,6 +89,7 @@ __all__: list[str] = [
     "ExtensionSimulation",
     "FairnessGeneralizationSimulation",
     "ICLAttention",
+    "LMScheduleStudy",
     "LoopedRate",
     "LoopedSimulation",
     "MLPScheduleRun",
@@ -105,6 +107,7 @@ __all__: list[str] = [
     "ValueGeneralization",
     "algorithmic_task",
     "attention_pattern",
+    "bound_terms",
     "continuous_covariance",
     "count_linear_regions_1d",
     "debiased_gd_predict",
@@ -117,6 +120,7 @@ __all__: list[str] = [
     "gaussian_w2",
     "information_exponent",
     "linear_regression_prompts",
+    "lm_schedule_study",
     "looped_rate",
     "pca_overlap",
     "population_fairness_risk",
