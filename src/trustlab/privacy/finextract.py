@@ -235,7 +235,7 @@ def model_guided_sample(
     ...                     num_inference_steps=4).shape
     (3, 1, 8, 8)
     """
-    torch = require_torch()
+    require_torch()
     ft, pre, acp, shp = _setup(finetuned, pretrained, schedule, shape)
     if pre is None and (guidance_scale != 1.0 or correction != 0.0):
         raise ParameterError(
@@ -257,23 +257,57 @@ def model_guided_sample(
         return guided_eps(e_ft, pre.eps(x, t), float(guidance_scale), float(correction))
 
     modules = [ft.module] + ([pre.module] if pre is not None else [])
+    hint = "pass shape=(C, H, W) of the models' input, and unconditional models eps(x, t)."
+    return _ddim_images(
+        eps,
+        modules,
+        int(n),
+        shp,
+        acp,
+        int(num_inference_steps),
+        int(batch_size),
+        random_state,
+        clip_denoised,
+        hint,
+        (RuntimeError, TypeError),
+    )
+
+
+def _ddim_images(
+    eps: Any,
+    modules: list[Any],
+    n: int,
+    shp: tuple[int, ...],
+    acp: np.ndarray,
+    num_inference_steps: int,
+    batch_size: int,
+    random_state: Any,
+    clip_denoised: bool,
+    hint: str,
+    errors: tuple[type[BaseException], ...],
+) -> np.ndarray:
+    """``n`` DDIM samples of ``eps`` in [0, 1] (float32), the modules in eval mode meanwhile.
+
+    The starting noise comes from ``random_state``; a denoiser failure becomes a
+    :class:`ModelError` naming ``finetuned`` and ending with ``hint``.
+    """
+    torch = require_torch()
     modes = [m.training for m in modules]
     for m in modules:
         m.eval()
-    x_T = torch.randn((int(n), *shp), generator=torch_generator(random_state))
-    steps = ddim_timesteps(len(acp), int(num_inference_steps))
+    x_T = torch.randn((n, *shp), generator=torch_generator(random_state))
+    steps = ddim_timesteps(len(acp), num_inference_steps)
     out = []
     try:
         with one_thread():
-            for start in range(0, int(n), int(batch_size)):
+            for start in range(0, n, batch_size):
                 try:
                     x0 = ddim_loop(
-                        eps, x_T[start : start + int(batch_size)], acp, steps, clip_denoised=clip_denoised
+                        eps, x_T[start : start + batch_size], acp, steps, clip_denoised=clip_denoised
                     )
-                except (RuntimeError, TypeError) as exc:
+                except errors as exc:
                     raise ModelError(
-                        f"finetuned/pretrained could not denoise images of shape {shp} ({exc}); pass "
-                        "shape=(C, H, W) of the models' input, and unconditional models eps(x, t).",
+                        f"finetuned/pretrained could not denoise images of shape {shp} ({exc}); {hint}",
                         argument="finetuned",
                     ) from None
                 out.append(((x0.clamp(-1, 1) + 1) / 2).float().numpy())

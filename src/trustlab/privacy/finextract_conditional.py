@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, Options, validate_params
-from trustlab.errors import ModelError, ParameterError
+from trustlab.errors import ParameterError
 from trustlab.privacy._finextract_cluster import cluster_generations
-from trustlab.privacy.finextract import FineXtractResult, _setup
-from trustlab.vision.classifiers import one_thread, require_torch, torch_generator
-from trustlab.vision.diffusion import DDPMSchedule, ddim_loop, ddim_timesteps
+from trustlab.privacy.finextract import FineXtractResult, _ddim_images, _setup
+from trustlab.vision.classifiers import require_torch
+from trustlab.vision.diffusion import DDPMSchedule
 
 __all__ = [
     "DEFAULT_CONDITIONAL_CORRECTION",
@@ -243,7 +243,7 @@ def conditional_guided_sample(
     >>> conditional_guided_sample(net, None, 2, prompt=3, num_inference_steps=3).shape
     (2, 1, 8, 8)
     """
-    torch = require_torch()
+    require_torch()
     ft, pre, acp, shp = _setup(finetuned, pretrained, schedule, shape)
     k = (
         (DEFAULT_CONDITIONAL_CORRECTION if pre is not None and base_condition == "empty" else 0.0)
@@ -288,31 +288,22 @@ def conditional_guided_sample(
         )
 
     modules = [ft.module] + ([pre.module] if pre is not None else [])
-    modes = [m.training for m in modules]
-    for m in modules:
-        m.eval()
-    x_T = torch.randn((int(n), *shp), generator=torch_generator(random_state))
-    steps = ddim_timesteps(len(acp), int(num_inference_steps))
-    out = []
-    try:
-        with one_thread():
-            for start in range(0, int(n), int(batch_size)):
-                try:
-                    x0 = ddim_loop(
-                        eps, x_T[start : start + int(batch_size)], acp, steps, clip_denoised=clip_denoised
-                    )
-                except (RuntimeError, TypeError, IndexError) as exc:
-                    raise ModelError(
-                        f"finetuned/pretrained could not denoise images of shape {shp} with the given prompt "
-                        f"({exc}); pass shape=(C, H, W), a prompt the model accepts and "
-                        "condition_kwarg naming its condition argument.",
-                        argument="finetuned",
-                    ) from None
-                out.append(((x0.clamp(-1, 1) + 1) / 2).float().numpy())
-    finally:
-        for m, mode in zip(modules, modes, strict=True):
-            m.train(mode)
-    return np.concatenate(out).astype(np.float32)
+    hint = (
+        "pass shape=(C, H, W), a prompt the model accepts and condition_kwarg naming its condition argument."
+    )
+    return _ddim_images(
+        eps,
+        modules,
+        int(n),
+        shp,
+        acp,
+        int(num_inference_steps),
+        int(batch_size),
+        random_state,
+        clip_denoised,
+        hint,
+        (RuntimeError, TypeError, IndexError),
+    )
 
 
 @validate_params(
