@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
-from trustlab.errors import ModelError, ParameterError
+from trustlab.errors import ModelError, ParameterError, TrustlabError
 from trustlab.privacy._finextract_cluster import (
     DIGITS_THRESHOLD,
     ClusterResult,
@@ -42,8 +42,8 @@ from trustlab.privacy._finextract_cluster import (
     cluster_generations,
     extraction_score,
 )
-from trustlab.vision.classifiers import one_thread, require_torch, torch_generator
-from trustlab.vision.diffusion import DDPMSchedule, ddim_loop, ddim_timesteps
+from trustlab.vision.classifiers import require_torch
+from trustlab.vision.diffusion import DDPMSchedule, _ddim_images
 
 __all__ = [
     "DIGITS_THRESHOLD",
@@ -243,12 +243,6 @@ def model_guided_sample(
             "the base model to extrapolate.",
             argument="pretrained",
         )
-    if num_inference_steps > len(acp):
-        raise ParameterError(
-            f"num_inference_steps must be at most the schedule's {len(acp)} steps; "
-            f"got {num_inference_steps}.",
-            argument="num_inference_steps",
-        )
 
     def eps(x: Any, t: Any) -> Any:
         e_ft = ft.eps(x, t)
@@ -258,7 +252,7 @@ def model_guided_sample(
 
     modules = [ft.module] + ([pre.module] if pre is not None else [])
     hint = "pass shape=(C, H, W) of the models' input, and unconditional models eps(x, t)."
-    return _ddim_images(
+    return _eval_sample(
         eps,
         modules,
         int(n),
@@ -273,7 +267,7 @@ def model_guided_sample(
     )
 
 
-def _ddim_images(
+def _eval_sample(
     eps: Any,
     modules: list[Any],
     n: int,
@@ -286,35 +280,26 @@ def _ddim_images(
     hint: str,
     errors: tuple[type[BaseException], ...],
 ) -> np.ndarray:
-    """``n`` DDIM samples of ``eps`` in [0, 1] (float32), the modules in eval mode meanwhile.
+    """:func:`trustlab.vision.diffusion` DDIM sampling of ``eps`` with the modules in eval mode.
 
-    The starting noise comes from ``random_state``; a denoiser failure becomes a
-    :class:`ModelError` naming ``finetuned`` and ending with ``hint``.
+    A denoiser failure becomes a :class:`ModelError` naming ``finetuned`` and ending with ``hint``;
+    the modules' training flags are restored afterwards.
     """
-    torch = require_torch()
     modes = [m.training for m in modules]
     for m in modules:
         m.eval()
-    x_T = torch.randn((n, *shp), generator=torch_generator(random_state))
-    steps = ddim_timesteps(len(acp), num_inference_steps)
-    out = []
     try:
-        with one_thread():
-            for start in range(0, n, batch_size):
-                try:
-                    x0 = ddim_loop(
-                        eps, x_T[start : start + batch_size], acp, steps, clip_denoised=clip_denoised
-                    )
-                except errors as exc:
-                    raise ModelError(
-                        f"finetuned/pretrained could not denoise images of shape {shp} ({exc}); {hint}",
-                        argument="finetuned",
-                    ) from None
-                out.append(((x0.clamp(-1, 1) + 1) / 2).float().numpy())
+        return _ddim_images(eps, n, shp, acp, num_inference_steps, batch_size, random_state, clip_denoised)
+    except TrustlabError:
+        raise  # the sampler's own argument errors (ParameterError is also a TypeError)
+    except errors as exc:
+        raise ModelError(
+            f"finetuned/pretrained could not denoise images of shape {shp} ({exc}); {hint}",
+            argument="finetuned",
+        ) from None
     finally:
         for m, mode in zip(modules, modes, strict=True):
             m.train(mode)
-    return np.concatenate(out).astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ import numpy as np
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import ParameterError
 from trustlab.privacy._finextract_cluster import cluster_generations
-from trustlab.privacy.finextract import FineXtractResult, _ddim_images, _setup
+from trustlab.privacy.finextract import FineXtractResult, _eval_sample, _setup
 from trustlab.vision.classifiers import require_torch
 from trustlab.vision.diffusion import DDPMSchedule
 
@@ -262,12 +262,6 @@ def conditional_guided_sample(
             "model to use the paper's correction.",
             argument="correction",
         )
-    if num_inference_steps > len(acp):
-        raise ParameterError(
-            f"num_inference_steps must be at most the schedule's {len(acp)} steps; "
-            f"got {num_inference_steps}.",
-            argument="num_inference_steps",
-        )
     null = _null_default(ft.module, null_prompt)
     _batched(prompt, 1, "prompt")  # validate before sampling
     _batched(null, 1, "null_prompt")
@@ -291,7 +285,7 @@ def conditional_guided_sample(
     hint = (
         "pass shape=(C, H, W), a prompt the model accepts and condition_kwarg naming its condition argument."
     )
-    return _ddim_images(
+    return _eval_sample(
         eps,
         modules,
         int(n),

@@ -424,17 +424,49 @@ def ddim_sample(
     >>> ddim_sample(make_unet(channels=4), 2, num_inference_steps=3).shape
     (2, 1, 8, 8)
     """
-    torch = require_torch()
     eps = _as_eps_fn(model, "model")
     sched = schedule or DDPMSchedule()
-    if num_inference_steps > sched.num_train_timesteps:
+    shp = tuple(map(int, shape))
+    return _ddim_images(
+        eps,
+        int(n),
+        shp,
+        sched.alphas_cumprod,
+        int(num_inference_steps),
+        int(n) or 1,
+        random_state,
+        clip_denoised,
+    )
+
+
+def _ddim_images(
+    eps: Any,
+    n: int,
+    shape: tuple[int, ...],
+    alphas_cumprod: np.ndarray,
+    num_inference_steps: int,
+    batch_size: int,
+    random_state: Any,
+    clip_denoised: bool,
+) -> np.ndarray:
+    """``n`` DDIM samples of ``eps`` in [0, 1] (float32), ``batch_size`` images per pass.
+
+    The starting noise for all ``n`` is drawn at once from ``random_state``, so the batch size
+    never changes the images.
+    """
+    torch = require_torch()
+    if num_inference_steps > len(alphas_cumprod):
         raise ParameterError(
-            f"num_inference_steps must be at most the schedule's {sched.num_train_timesteps} steps; "
+            f"num_inference_steps must be at most the schedule's {len(alphas_cumprod)} steps; "
             f"got {num_inference_steps}.",
             argument="num_inference_steps",
         )
-    x = torch.randn((int(n), *map(int, shape)), generator=torch_generator(random_state))
-    steps = ddim_timesteps(sched.num_train_timesteps, int(num_inference_steps))
+    x_T = torch.randn((n, *shape), generator=torch_generator(random_state))
+    steps = ddim_timesteps(len(alphas_cumprod), num_inference_steps)
+    out = []
     with one_thread():
-        x0 = ddim_loop(eps, x, sched.alphas_cumprod, steps, clip_denoised=clip_denoised)
-    return ((x0.clamp(-1, 1) + 1) / 2).numpy().astype(np.float32)
+        for start in range(0, n, batch_size):
+            batch = x_T[start : start + batch_size]
+            x0 = ddim_loop(eps, batch, alphas_cumprod, steps, clip_denoised=clip_denoised)
+            out.append(((x0.clamp(-1, 1) + 1) / 2).float().numpy())
+    return np.concatenate(out).astype(np.float32) if out else np.empty((0, *shape), np.float32)
