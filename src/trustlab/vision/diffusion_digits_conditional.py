@@ -33,7 +33,7 @@ from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import ParameterError
 from trustlab.vision.classifiers import require_torch
 from trustlab.vision.diffusion_conditional import make_conditional_unet, train_conditional_ddpm
-from trustlab.vision.diffusion_digits import DigitsDDPMRecipe, _digits, digits_finetune_images
+from trustlab.vision.diffusion_digits import DigitsDDPMRecipe, _check_recipe, _digits, digits_finetune_images
 
 __all__ = [
     "ConditionalDigitsPairRecipe",
@@ -127,14 +127,7 @@ def _check(recipe: Any) -> ConditionalDigitsPairRecipe:
         raise ParameterError(
             f"recipe must be a ConditionalDigitsPairRecipe; got {type(r).__name__}.", argument="recipe"
         )
-    if not 0 <= r.finetune_class <= 9 or r.finetune_class in r.pretrain_classes:
-        raise ParameterError(
-            "recipe.finetune_class must be a digit 0-9 outside recipe.pretrain_classes.", argument="recipe"
-        )
-    if not r.pretrain_classes or any(not 0 <= c <= 9 for c in r.pretrain_classes) or r.n_finetune < 1:
-        raise ParameterError(
-            "recipe.pretrain_classes must be digits 0-9 and n_finetune >= 1.", argument="recipe"
-        )
+    _check_recipe(r._unconditional())  # the same classes and images as the unconditional pair
     return r
 
 
