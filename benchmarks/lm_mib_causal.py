@@ -21,24 +21,7 @@ import time
 import numpy as np
 import torch
 
-
-def _models(quick: bool) -> list[tuple[str, object]]:
-    from trustlab.lm import (
-        ModelConfig,
-        TrainConfig,
-        build_model,
-        get_recipe,
-        sorting_task,
-        train_model,
-        train_recipe,
-    )
-
-    models = [("Llama 2x2 (micro-llama-sorting)", train_recipe(get_recipe("micro-llama-sorting"))[0])]
-    if not quick:
-        big = build_model(ModelConfig("llama", vocab_size=13, d_model=32, n_layers=3, n_heads=4, max_len=32))
-        train_model(big, sorting_task(2000, 6, n_values=12), TrainConfig(steps=100, lr=1e-2, warmup=5))
-        models.append(("Llama 3x4, 100 steps", big))
-    return models
+from benchmarks.lm_mib import _models  # the same two sorting models as the circuit track
 
 
 def run(quick: bool = False) -> dict:
