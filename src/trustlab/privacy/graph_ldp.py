@@ -84,14 +84,13 @@ def _check_and_snap(
 ) -> tuple[np.ndarray, int, float, float]:
     """Validate an LDP encoder's arguments; the features' levels on the public grid, ``m``, bounds.
 
-    Checks depend on shapes and public parameters only, never on the feature values beyond
-    finiteness (which the user must fix before any release).
+    Checks depend on shapes and public parameters only, never on the feature values: a NaN
+    is replaced by the centre of the public bounds and an infinity by the bound it points to
+    (a public default), so no exception or branch depends on a node's private vector.
     """
     x = np.asarray(features, dtype=float)
     if x.ndim != 2 or x.size == 0:
         raise DataError(f"features must be a non-empty 2-D array, got shape {x.shape}", argument="features")
-    if not np.all(np.isfinite(x)):
-        raise DataError("features holds NaN or inf: impute them first", argument="features")
     if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
         raise ParameterError(f"epsilon must be a positive finite number, got {epsilon!r}", argument="epsilon")
     if epsilon > 50:
@@ -108,6 +107,7 @@ def _check_and_snap(
     m = default_m(epsilon, d) if m is None else m
     if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= d:
         raise ParameterError(f"m must be an integer in [1, {d}], got {m!r}", argument="m")
+    x = np.nan_to_num(x, nan=(lo + hi) / 2, posinf=hi, neginf=lo)  # public defaults, no branch
     level = np.rint((np.clip(x, lo, hi) - lo) / (hi - lo) * grid).astype(np.int64)  # public grid
     return level, m, lo, hi
 
