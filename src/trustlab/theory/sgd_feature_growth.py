@@ -341,7 +341,7 @@ def simulate_feature_growth(
     --------
     >>> g = simulate_feature_growth(6, 2, [20, 200], width=16, n_draws=2, n_bootstrap=10)
     >>> g.error_curve.shape
-    (2, 32)
+    (2, 63)
     """
     n, kk = int(n_bits), int(k)
     _check_k(n, kk)

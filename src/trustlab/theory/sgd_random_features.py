@@ -319,6 +319,9 @@ class ParityFeatureSimulation:
         ``(len(n_features), n_bits + 1)``: mean over draws of ``sum_{|S| = j} ||P chi_S||^2``.
     parseval_error : float
         Largest ``|sum_S ||P chi_S||^2 - rank|`` over all draws (all ``2^n`` characters).
+    mean_rank : numpy.ndarray
+        Mean rank of the feature matrix (``<= d``; random ReLU features on the cube can be
+        dependent).
     bound : numpy.ndarray
         ``1 - d/N``, clipped at 0.
     predicted : numpy.ndarray
@@ -338,6 +341,7 @@ class ParityFeatureSimulation:
     min_gap: np.ndarray
     degree_mass: np.ndarray
     parseval_error: float
+    mean_rank: np.ndarray
     bound: np.ndarray
     predicted: np.ndarray
 
@@ -424,10 +428,10 @@ def simulate_parity_features(
     chars = _characters(x, subsets) / math.sqrt(x.shape[0])  # orthonormal columns
     target = degree == kk
     n_par = int(target.sum())
-    mean, se, gap, mass = [], [], [], []
+    mean, se, gap, mass, ranks = [], [], [], [], []
     parseval = 0.0
     for d in ds.astype(int):
-        errs, gaps, masses = [], [], []
+        errs, gaps, masses, rank = [], [], [], []
         for _ in range(n_draws):
             if features == "relu":
                 f = _relu_features(rng, x, int(d))
@@ -438,6 +442,7 @@ def simulate_parity_features(
             energy = np.sum((q.T @ chars) ** 2, axis=0)
             parseval = max(parseval, abs(float(energy.sum()) - q.shape[1]))
             err = 1.0 - float(energy[target].mean())
+            rank.append(q.shape[1])
             errs.append(err)
             gaps.append(err - max(0.0, 1.0 - q.shape[1] / n_par))
             masses.append(np.bincount(degree, weights=energy, minlength=n + 1))
@@ -446,6 +451,7 @@ def simulate_parity_features(
         se.append(e.std(ddof=1) / math.sqrt(n_draws))
         gap.append(min(gaps))
         mass.append(np.mean(masses, axis=0))
+        ranks.append(np.mean(rank))
     bound = np.maximum(0.0, 1.0 - ds / n_par)
     predicted = (1 - 1 / n_par) ** ds if features == "parity" else np.full(ds.shape, np.nan)
     return ParityFeatureSimulation(
@@ -458,6 +464,7 @@ def simulate_parity_features(
         min_gap=np.array(gap),
         degree_mass=np.array(mass),
         parseval_error=parseval,
+        mean_rank=np.array(ranks),
         bound=bound,
         predicted=predicted,
     )
