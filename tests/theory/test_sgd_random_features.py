@@ -84,7 +84,7 @@ def test_claim_random_features_obey_the_sq_dimension_bound() -> None:
 
 @pytest.mark.claims
 def test_claim_bsgd_with_the_batch_condition_answers_statistical_queries() -> None:
-    """Rounded mini-batch gradients at b >= 8 ln(2Tp/delta)/c^2 are tolerance-c SQ answers (>= 1 - delta of runs)."""
+    """Batch gradients at b >= 8 ln(2Tp/delta)/c^2 are tolerance-c SQ answers, in >= 1 - delta of runs."""
     sim = simulate_bsgd_queries(8, 3, width=8, steps=20, precision=0.25, n_runs=20, random_state=0)
     assert sim.resources.simulable and sim.resources.queries == 20 * 80
     assert sim.valid_fraction >= sim.guaranteed_fraction - 3 * sim.valid_se
