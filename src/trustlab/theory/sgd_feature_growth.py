@@ -218,6 +218,9 @@ class FeatureGrowth:
         ``p`` of the trained network.
     target_error : numpy.ndarray
         Mean squared error of the network to the parity after ``T`` steps (exact).
+    functions : numpy.ndarray
+        ``(len(steps), 2^n)``: the network's outputs ``f_T`` on the cube, points in
+        ``itertools.product((-1, 1), repeat=n)`` order.
     error_curve : numpy.ndarray
         ``(len(steps), max_features)``: median over feature draws of the relative squared error
         ``||f_T - P_N f_T||^2 / ||f_T||^2`` of the best ``N``-feature fit, ``N = 1..max_features``.
@@ -242,6 +245,7 @@ class FeatureGrowth:
     steps: np.ndarray
     n_params: int
     target_error: np.ndarray
+    functions: np.ndarray
     error_curve: np.ndarray
     features_needed: np.ndarray
     error: float
@@ -391,6 +395,7 @@ def simulate_feature_growth(
         steps=ts.astype(int),
         n_params=int(width) * (n + 2),
         target_error=np.array(mse),
+        functions=fs,
         error_curve=median,
         features_needed=need,
         error=float(error),
