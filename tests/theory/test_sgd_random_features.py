@@ -18,6 +18,7 @@ from trustlab.theory import (
     parity_feature_bound,
     simulate_bsgd_queries,
     simulate_feature_growth,
+    simulate_null_oracle,
     simulate_parity_features,
 )
 
@@ -91,6 +92,26 @@ def test_claim_bsgd_with_the_batch_condition_answers_statistical_queries() -> No
     assert np.all(sim.max_sampling_deviation <= 0.125)
     small = simulate_bsgd_queries(8, 3, width=8, steps=20, precision=0.25, batch_size=8, n_runs=5)
     assert small.guaranteed_fraction == 0.0 and small.valid_fraction < 1.0  # the condition is not idle
+
+
+@pytest.mark.claims
+def test_claim_target_free_answers_hide_the_parity() -> None:
+    """The SQ lower bound, run: bSGD fed the adversary's target-free answers on all 56 parities of 8 bits.
+
+    Distinguished targets never exceed the Bessel cap; the common output fits at most one of the
+    rest, and its mean error is >= (U - 1)/N. At tau = c = 0.25 not one parity is distinguished in
+    100 steps (p = 80), so the run carries no information on the target; at tau = 0.02 all are.
+    """
+    coarse = simulate_null_oracle(8, 3, steps=100, tolerance=0.25, random_state=0)
+    fine = simulate_null_oracle(8, 3, steps=100, tolerance=0.02, random_state=0)
+    for sim in (coarse, fine):
+        assert sim.distinguished <= sim.bessel_cap <= sim.cap
+        assert sim.fitted_indistinguished <= 1
+        assert sim.mean_error >= sim.error_lower_bound - 1e-12
+    assert coarse.distinguished == 0 and coarse.error_lower_bound == pytest.approx(55 / 56)
+    assert fine.distinguished == fine.sq_dimension == 56
+    with pytest.raises(TrustlabError, match="tolerance"):
+        simulate_null_oracle(tolerance=0.0)
 
 
 @pytest.mark.claims

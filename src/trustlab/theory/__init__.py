@@ -80,8 +80,10 @@ from trustlab.theory.relu_regions import (
 from trustlab.theory.sgd_feature_growth import (
     BSGDQuerySimulation,
     FeatureGrowth,
+    NullOracleSimulation,
     simulate_bsgd_queries,
     simulate_feature_growth,
+    simulate_null_oracle,
 )
 from trustlab.theory.sgd_random_features import (
     BSGDResources,
@@ -110,6 +112,7 @@ __all__: list[str] = [
     "LoopedRate",
     "LoopedSimulation",
     "MLPScheduleRun",
+    "NullOracleSimulation",
     "ParityFeatureBound",
     "ParityFeatureSimulation",
     "PositionalTransformerRegressor",
@@ -156,6 +159,7 @@ __all__: list[str] = [
     "simulate_fairness_generalization",
     "simulate_feature_growth",
     "simulate_looped",
+    "simulate_null_oracle",
     "simulate_parity_features",
     "simulate_powerlaw_extension",
     "simulate_sample_complexity",

@@ -3,7 +3,8 @@
 The simulations beside :mod:`trustlab.theory.sgd_random_features` that train a network:
 :func:`simulate_bsgd_queries` measures how far bSGD's clipped, rounded mini-batch gradients are
 from tolerance-``c`` statistical-query answers (the simulation step of Karchmer & Malach's
-argument that survives), and :func:`simulate_feature_growth` measures how many random ReLU
+argument that survives), :func:`simulate_null_oracle` runs the SQ lower bound for parities
+(bSGD fed the adversary's target-free answers), and :func:`simulate_feature_growth` measures how many random ReLU
 features approximate the function SGD has learned after ``T`` steps (an empirical probe of their
 claimed, and reportedly flawed, ``poly(Tp/c)`` bound). Expectations are exact: every function is
 evaluated on all ``2^n`` points of the cube. See ``docs/theory/sgd-random-features.md``.
@@ -11,6 +12,7 @@ evaluated on all ``2^n`` points of the cube. See ``docs/theory/sgd-random-featur
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from dataclasses import dataclass
@@ -29,7 +31,14 @@ from trustlab.theory.sgd_random_features import (
     bsgd_sq_resources,
 )
 
-__all__ = ["BSGDQuerySimulation", "FeatureGrowth", "simulate_bsgd_queries", "simulate_feature_growth"]
+__all__ = [
+    "BSGDQuerySimulation",
+    "FeatureGrowth",
+    "NullOracleSimulation",
+    "simulate_bsgd_queries",
+    "simulate_feature_growth",
+    "simulate_null_oracle",
+]
 
 _POS_INT = Interval(numbers.Integral, 1, None, closed="left")
 _UNIT_OPEN = Interval(numbers.Real, 0, 1, closed="neither")
@@ -203,6 +212,145 @@ def simulate_bsgd_queries(
         valid_fraction=frac,
         valid_se=math.sqrt(max(frac * (1 - frac), 1.0 / n_runs) / n_runs),
         guaranteed_fraction=1.0 - failure_prob if res.simulable else 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class NullOracleSimulation:
+    """bSGD fed the target-free SQ answers on all ``k``-parities (see :func:`simulate_null_oracle`).
+
+    Attributes
+    ----------
+    sq_dimension : int
+        ``N = C(n_bits, k)``.
+    queries : int
+        ``T p``.
+    tolerance : float
+    distinguished : int
+        Parities for which some target-free answer was more than ``tolerance`` off (the only
+        targets an SQ algorithm fed these answers could tell apart).
+    bessel_cap : float
+        ``sum over queries of E[h^2] / tau^2`` (``h`` the label-odd part of each query): the
+        bound on ``distinguished``.
+    cap : float
+        ``T p / tau^2`` (``E[h^2] <= 1``).
+    fitted_indistinguished : int
+        Parities not distinguished whose squared error to the common output is ``< 1/2``
+        (at most 1 by the triangle inequality).
+    mean_error : float
+        Mean over the ``N`` parities of the squared error of the common output.
+    error_lower_bound : float
+        ``(U - 1) / N`` with ``U = N - distinguished``: one output for ``U`` orthonormal targets
+        has summed squared error ``>= U - 1`` (least at their mean).
+
+    See Also
+    --------
+    simulate_null_oracle : computes it.
+    """
+
+    sq_dimension: int
+    queries: int
+    tolerance: float
+    distinguished: int
+    bessel_cap: float
+    cap: float
+    fitted_indistinguished: int
+    mean_error: float
+    error_lower_bound: float
+
+
+@validate_params(
+    {
+        "n_bits": [_BITS],
+        "k": [_POS_INT],
+        "width": [_POS_INT],
+        "steps": [_POS_INT],
+        "tolerance": [_PRECISION],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+)
+def simulate_null_oracle(
+    n_bits: int = 8,
+    k: int = 3,
+    *,
+    width: int = 8,
+    steps: int = 20,
+    tolerance: float = 0.05,
+    learning_rate: float = 0.1,
+    random_state: Any = 0,
+) -> NullOracleSimulation:
+    """Run bSGD's SQ simulation with the adversary's answers and count the parities it could tell apart.
+
+    Each clipped gradient coordinate is a query ``phi(x, y) = g(x) + y h(x)`` with
+    ``g, h = (phi(x, 1) +- phi(x, -1)) / 2``; on target ``chi_S`` its value is
+    ``E g + hat h(S)``. The adversary answers ``E g`` (exact, over the cube) for every target;
+    the answer is valid for ``chi_S`` unless ``|hat h(S)| > tau``, which by Bessel happens for
+    fewer than ``E[h^2] / tau^2`` parities per query. Gradient descent driven by these answers
+    is the same run for every target not distinguished, so their common output can fit at
+    most one of them: the closed form ``m >= tau^2 (N - 1)`` of
+    :func:`~trustlab.theory.sgd_random_features.parity_feature_bound`, run.
+
+    Parameters
+    ----------
+    n_bits : int, default 8
+        ``n`` in ``[2, 14]``.
+    k : int, default 3
+        Parity size, ``<= n_bits``.
+    width : int, default 8
+    steps : int, default 20
+    tolerance : float, default 0.05
+        ``tau`` in ``(0, 1]``.
+    learning_rate : float, default 0.1
+    random_state : int, Generator or None, default 0
+
+    Returns
+    -------
+    NullOracleSimulation
+
+    References
+    ----------
+    Blum et al., STOC 1994 (SQ lower bounds from orthogonal classes); Abbe, Kamath, Malach,
+    Sandon & Srebro, NeurIPS 2021 (bSGD as SQ).
+
+    Examples
+    --------
+    >>> sim = simulate_null_oracle(6, 3, width=4, steps=5)
+    >>> sim.distinguished <= sim.bessel_cap <= sim.cap, sim.fitted_indistinguished <= 1
+    (True, True)
+    """
+    n, kk = int(n_bits), int(k)
+    _check_k(n, kk)
+    rng = make_generator(random_state)
+    x = _cube(n)
+    subsets = list(itertools.combinations(range(n), kk))
+    chars = np.stack([np.prod(x[:, list(s)], axis=1) for s in subsets], axis=1)  # (2^n, N)
+    params = _init_net(rng, n, int(width))
+    tau = float(tolerance)
+    hit = np.zeros(len(subsets), dtype=bool)
+    cap_sum = 0.0
+    ones = np.ones(len(x))
+    for _ in range(int(steps)):
+        up = np.clip(_example_grads(params, x, ones), -1.0, 1.0)
+        down = np.clip(_example_grads(params, x, -ones), -1.0, 1.0)
+        g, h = (up + down) / 2, (up - down) / 2
+        coef = chars.T @ h / len(x)  # hat h_j(S), (N, p)
+        hit |= np.any(np.abs(coef) > tau, axis=1)
+        cap_sum += float(np.sum(np.mean(h**2, axis=0))) / tau**2
+        params = _step(params, g.mean(axis=0), float(learning_rate))
+    f = _forward(params, x)
+    err = np.mean((f[:, None] - chars) ** 2, axis=0)
+    p = int(width) * (n + 2)
+    return NullOracleSimulation(
+        sq_dimension=len(subsets),
+        queries=int(steps) * p,
+        tolerance=tau,
+        distinguished=int(hit.sum()),
+        bessel_cap=cap_sum,
+        cap=int(steps) * p / tau**2,
+        fitted_indistinguished=int(np.sum((err < 0.5) & ~hit)),
+        mean_error=float(err.mean()),
+        error_lower_bound=max(0.0, (len(subsets) - int(hit.sum()) - 1) / len(subsets)),
     )
 
 

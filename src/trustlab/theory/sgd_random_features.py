@@ -17,7 +17,8 @@ flawed bound. What is implemented, each with a simulation beside it:
   from below): for ``N = C(n, k)`` orthonormal ``k``-parities, any ``d`` features (random or
   not, chosen before the target) leave mean squared error ``>= 1 - d/N`` over the uniform
   prior; an SQ learner needs ``m >= tau^2 (N - 1)`` queries. :func:`simulate_parity_features`
-  measures random ReLU and random parity features against it.
+  measures random ReLU and random parity features against it;
+  ``trustlab.theory.sgd_feature_growth.simulate_null_oracle`` runs the SQ side.
 * ``trustlab.theory.sgd_feature_growth.simulate_feature_growth`` - an empirical probe, not a
   theorem: how many random ReLU features approximate the function mini-batch SGD has learned
   after ``T`` steps.
