@@ -3,11 +3,12 @@
 The simulations beside :mod:`trustlab.theory.sgd_random_features` that train a network:
 :func:`simulate_bsgd_queries` measures how far bSGD's clipped, rounded mini-batch gradients are
 from tolerance-``c`` statistical-query answers (the simulation step of Karchmer & Malach's
-argument that survives), :func:`simulate_null_oracle` runs the SQ lower bound for parities
-(bSGD fed the adversary's target-free answers), and :func:`simulate_feature_growth` measures how many random ReLU
-features approximate the function SGD has learned after ``T`` steps (an empirical probe of their
-claimed, and reportedly flawed, ``poly(Tp/c)`` bound). Expectations are exact: every function is
-evaluated on all ``2^n`` points of the cube. See ``docs/theory/sgd-random-features.md``.
+argument that survives); :func:`simulate_null_oracle` runs the SQ lower bound for parities
+(bSGD fed the adversary's target-free answers); :func:`simulate_feature_growth` measures how
+many random ReLU features approximate the function SGD has learned after ``T`` steps (an
+empirical probe of their claimed, and reportedly flawed, ``poly(Tp/c)`` bound). Expectations
+are exact: every function is evaluated on all ``2^n`` points of the cube. See
+``docs/theory/sgd-random-features.md``.
 """
 
 from __future__ import annotations
