@@ -16,6 +16,7 @@ and on ``d`` with bootstrap standard errors. Speed: the overlap chain against fu
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -28,13 +29,13 @@ def run(quick: bool = False) -> dict:
     runs = 16 if quick else 48
     rows = []
     iso = [16, 32, 64] if quick else [16, 24, 32, 48, 64]
-    warm_kw = {"init": "transfer", "initial_overlap": 0.3}
-    settings = [
+    warm_kw: dict[str, Any] = {"init": "transfer", "initial_overlap": 0.3}
+    settings: list[tuple[str, list[int], dict[str, Any], Any]] = [
         (
             "isotropic, transfer m0=0.3",
             iso,
             {"spike": 0.0, "threshold": 0.5, **warm_kw},
-            [sample_complexity(HE3, d, step_scale=0.6, **warm_kw).step_size for d in iso],  # type: ignore[arg-type]
+            [sample_complexity(HE3, d, step_scale=0.6, **warm_kw).step_size for d in iso],
         ),
         (
             "isotropic, random",
@@ -51,7 +52,7 @@ def run(quick: bool = False) -> dict:
     ]
     for name, dims, kw, step in settings:
         t = time.perf_counter()
-        sim = simulate_spiked_sample_complexity(HE3, dims, step_size=step, n_runs=runs, **kw)  # type: ignore[arg-type]
+        sim = simulate_spiked_sample_complexity(HE3, dims, step_size=step, n_runs=runs, **kw)
         rows.append(
             {
                 "setting": name,
@@ -78,13 +79,14 @@ def run(quick: bool = False) -> dict:
         "title": f"Online SGD samples to overlap threshold, He3/sqrt6, {runs} runs per dimension",
         "rows": rows,
         "notes": [
-            f"spike 0.25, step 0.014: trap edge m* = {c.trap_edge:.3f}, drift positive up to {c.drift_end:.2f}, "
+            f"spike 0.25, step 0.014: trap edge m* = {c.trap_edge:.3f}, drift positive up to "
+            f"{c.drift_end:.2f}, "
             f"escape rate c = {c.escape_rate:.4f}; closed form at d = 1000 -> 2000: log-samples slope "
             f"{(np.log(far[1]) - np.log(far[0])) / 1000:.4f} per dimension; PCA start overlap "
             f"{spiked_sample_complexity(HE3, 64, init='pretrained').initial_overlap:.3f}.",
             f"overlap chain {chain_s:.1f} s vs full d-dimensional SGD {full_s:.1f} s on the same 2 x 16 runs "
             "(random starts, d = 16, 24); the chain's cost does not grow with d.",
-            "closed_form: mean first-passage time of the overlap's diffusion limit (reflected at the trap's edge for "
-            "starts beyond it); medians of escape times sit below means.",
+            "closed_form: mean first-passage time of the overlap's diffusion limit (reflected at the trap's "
+            "edge for starts beyond it); medians of escape times sit below means.",
         ],
     }

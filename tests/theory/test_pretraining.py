@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from scipy.stats import ks_2samp
 
 from trustlab.errors import TrustlabError
@@ -83,7 +82,9 @@ def test_transfer_start_is_linear_and_random_start_is_quadratic_in_d() -> None:
     kw = {"init": "transfer", "initial_overlap": 0.3}
     hot = [sample_complexity(HE3, d, step_scale=0.6, **kw).step_size for d in dims]  # type: ignore[arg-type]
     cold_steps = [sample_complexity(HE3, d, step_scale=0.6).step_size for d in dims]
-    warm = simulate_spiked_sample_complexity(HE3, dims, spike=0.0, step_size=hot, threshold=0.5, n_runs=32, **kw)
+    warm = simulate_spiked_sample_complexity(
+        HE3, dims, spike=0.0, step_size=hot, threshold=0.5, n_runs=32, **kw
+    )
     cold = simulate_spiked_sample_complexity(
         HE3, dims, spike=0.0, step_size=cold_steps, threshold=0.5, n_runs=32, budget_factor=6
     )
@@ -106,7 +107,9 @@ def test_spiked_closed_form_trap_edge_and_growth_rates() -> None:
     big = [spiked_sample_complexity(HE3, d) for d in (6144, 12288)]
     rate = (np.log(big[1].samples) - np.log(big[0].samples)) / 6144
     assert abs(rate / big[0].escape_rate - 1) < 0.1
-    lin = [spiked_sample_complexity(HE3, d, init="transfer", initial_overlap=0.7).samples for d in (6144, 12288)]
+    lin = [
+        spiked_sample_complexity(HE3, d, init="transfer", initial_overlap=0.7).samples for d in (6144, 12288)
+    ]
     assert abs(lin[1] / lin[0] - 2) < 0.1
     # the trap is the spike's, not the step's: with a vanishing step only the spiked model keeps it
     assert spiked_sample_complexity(HE3, 64, step_size=1e-4).trap_edge > 0.1
@@ -150,4 +153,5 @@ def test_spike_trap_random_start_grows_faster_than_pretrained_start() -> None:
     ratio = cold.median_samples / warm.median_samples
     assert ratio[-1] > 2 * ratio[0]  # the gain itself grows with d
     # closed form (diffusion limit, mean first passage): the median lies within a factor 4 of it
-    assert np.all((cold.median_samples > cold.predicted_samples / 4) & (cold.median_samples < cold.predicted_samples))
+    med, pred = cold.median_samples, cold.predicted_samples
+    assert np.all((med > pred / 4) & (med < pred))

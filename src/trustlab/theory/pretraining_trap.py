@@ -68,7 +68,7 @@ def _moments(c: np.ndarray, m: float, spike: float, noise_std: float) -> tuple[f
 def _drift(
     c: np.ndarray, spike: float, delta: float, noise_std: float, grid: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``beta(m)`` and ``sigma^2(m)``: per step, ``E dm = (delta/d) beta`` and ``Var dm = (delta/d)^2 sigma^2``."""
+    """``beta(m)``, ``sigma^2(m)``: per step ``E dm = (delta/d) beta``, ``Var dm = (delta/d)^2 sigma^2``."""
     mom = np.array([_moments(c, float(m), spike, noise_std) for m in grid])
     beta = -mom[:, 0] - delta / 2 * mom[:, 2] * grid
     return beta, np.maximum(mom[:, 1], 1e-300)
@@ -77,8 +77,10 @@ def _drift(
 def _first_passage(
     grid: np.ndarray, beta: np.ndarray, sigma2: np.ndarray, d: int, delta: float, m0: float, floor: float
 ) -> float:
-    """Mean steps for the diffusion ``dm = (delta/d) beta dt + (delta/d) sigma dW`` to go from ``m0`` to
-    ``grid[-1]``, reflected at ``floor`` (Gardiner, *Handbook of Stochastic Methods*, Sec. 5.2.7)."""
+    """Mean steps for ``dm = (delta/d) beta dt + (delta/d) sigma dW`` to go from ``m0`` to ``grid[-1]``.
+
+    Reflected at ``floor`` (Gardiner, *Handbook of Stochastic Methods*, Sec. 5.2.7).
+    """
     keep = grid >= floor
     grid, beta, sigma2 = grid[keep], beta[keep], sigma2[keep]
     h = float(grid[1] - grid[0])
@@ -92,8 +94,11 @@ def _first_passage(
 
 
 def _trap(grid: np.ndarray, beta: np.ndarray, sigma2: np.ndarray, delta: float) -> tuple[float, float, float]:
-    """Edge ``m*`` of the trap at ``m = 0`` (first zero of ``beta`` above 0), the next zero ``m**``
-    (``1`` if none) and the escape rate ``c = (2/delta) int_0^{m*} -beta/sigma^2``."""
+    """Edge ``m*`` of the trap at ``m = 0``, where the drift turns negative again, escape rate ``c``.
+
+    ``m*`` is the first zero of ``beta`` above 0, the next zero ``1`` if none, ``c = (2/delta)
+    int_0^{m*} -beta/sigma^2``.
+    """
     pos = grid > 0
     g, b, s = grid[pos], beta[pos], sigma2[pos]
     if b[0] >= 0:
@@ -177,13 +182,16 @@ def _start(init: str, d: int, spike: float, ratio: float, overlap: float | None)
         return math.sqrt(rho)
     if overlap is None:
         raise ParameterError(
-            "initial_overlap is required for init='transfer': the source model's overlap with the target, in (0, 1).",
+            "initial_overlap is required for init='transfer': the source model's overlap with the "
+            "target, in (0, 1).",
             argument="initial_overlap",
         )
     return float(overlap)
 
 
-@validate_params({**_SPIKED, "dimension": [Interval(numbers.Integral, 3, None, closed="left")], "step_size": [_POS]})
+@validate_params(
+    {**_SPIKED, "dimension": [Interval(numbers.Integral, 3, None, closed="left")], "step_size": [_POS]}
+)
 def spiked_sample_complexity(
     link: Any,
     dimension: int,
@@ -334,10 +342,12 @@ def _overlap_chain(
     threshold: float,
     budgets: np.ndarray,
 ) -> np.ndarray:
-    """The overlap ``m_t = x_t . v0`` of spherical online SGD, exactly in law, for runs of any
-    dimensions at once: a fresh input is ``a = a0 v0 + zeta e + rest`` with ``e`` the unit direction
+    """The overlap ``m_t = x_t . v0`` of spherical online SGD, exactly in law, for runs of any dimensions.
+
+    A fresh input is ``a = a0 v0 + zeta e + rest`` with ``e`` the unit direction
     of ``x`` orthogonal to ``v0``, ``a0 ~ N(0, 1 + spike)``, ``zeta ~ N(0, 1)``, ``|rest|^2 ~
-    chi^2_{d-2}``; only ``a . v0``, ``a . x`` and ``|a|^2`` enter the step."""
+    chi^2_{d-2}``; only ``a . v0``, ``a . x`` and ``|a|^2`` enter the step.
+    """
     f = HermiteE(c)
     fp = f.deriv()
     h = deltas / dims
@@ -497,12 +507,15 @@ def simulate_spiked_sample_complexity(
     dims = check_numeric_array(dimensions, "dimensions", ndim=1, min_rows=2, dtype=float)
     if np.any(dims < 3) or np.any(dims != np.round(dims)):
         raise DataError(f"dimensions must be integers >= 3, got {dims.tolist()}.", argument="dimensions")
-    steps = np.broadcast_to(np.asarray(step_size, dtype=float), dims.shape) if np.ndim(step_size) == 0 else None
+    steps = (
+        np.broadcast_to(np.asarray(step_size, dtype=float), dims.shape) if np.ndim(step_size) == 0 else None
+    )
     if steps is None:
         steps = check_numeric_array(step_size, "step_size", ndim=1, dtype=float)
         if steps.shape != dims.shape or np.any(steps <= 0):
             raise DataError(
-                f"step_size must be one positive number or one per dimension ({len(dims)}), got {steps.tolist()}.",
+                f"step_size must be one positive number or one per dimension ({len(dims)}), got "
+                f"{steps.tolist()}.",
                 argument="step_size",
             )
     rng = make_generator(random_state)
@@ -524,7 +537,9 @@ def simulate_spiked_sample_complexity(
         budgets.append(math.ceil(budget_factor * pred.samples))
         extras.append(round(sign_samples * d) if init == "pretrained" else 0)
         starts.append(
-            _starts(rng, c, d, n_runs, init, pred.initial_overlap, spike, unlabeled_ratio, noise_std, extras[-1])
+            _starts(
+                rng, c, d, n_runs, init, pred.initial_overlap, spike, unlabeled_ratio, noise_std, extras[-1]
+            )
         )
     if method == "overlap":
         k = len(dims)
@@ -541,9 +556,16 @@ def simulate_spiked_sample_complexity(
             v0[0] = 1.0
             hits.append(
                 _run_sgd(
-                    rng, x, c, float(delta), spike=spike, v=v0, noise_std=noise_std, threshold=threshold,
+                    rng,
+                    x,
+                    c,
+                    float(delta),
+                    spike=spike,
+                    v=v0,
+                    noise_std=noise_std,
+                    threshold=threshold,
                     budget=budget,
-                )  # fmt: skip
+                )
             )
     hits = [hit + extra for hit, extra in zip(hits, extras, strict=True)]
     h = np.array(hits)
