@@ -135,7 +135,7 @@ class SpikedSampleComplexity:
         ``m*``: the drift of ``m`` is negative on ``(0, m*)`` (``0``: no trap, ``inf``: no positive
         drift at all).
     drift_end : float
-        Where the drift turns negative again above ``m*`` (``1`` if it does not).
+        Where the drift turns negative again above ``m*`` (``1``: not below ``threshold``).
     escape_rate : float
         ``c``: from a start inside the trap ``log(samples) / d -> c`` as ``d -> inf``.
     growth : str
