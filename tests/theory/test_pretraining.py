@@ -98,7 +98,9 @@ def test_transfer_start_is_linear_and_random_start_is_quadratic_in_d() -> None:
 # --- the exponential-gain setting: a spike along the target traps random starts -----------------
 
 
+@pytest.mark.claims
 def test_spiked_closed_form_trap_edge_and_growth_rates() -> None:
+    """Closed form: a trapped start needs exp(c d) samples (log-samples / d -> c), a PCA start O(d)."""
     cold = spiked_sample_complexity(HE3, 64)
     warm = spiked_sample_complexity(HE3, 64, init="pretrained")
     assert (cold.growth, warm.growth) == ("exponential", "linear")
