@@ -254,7 +254,7 @@ def spiked_sample_complexity(
     >>> cold = spiked_sample_complexity(he3, 64)
     >>> warm = spiked_sample_complexity(he3, 64, init="pretrained")
     >>> cold.growth, warm.growth, round(cold.trap_edge, 2), bool(cold.samples > 10 * warm.samples)
-    ('exponential', 'linear', 0.48, True)
+    ('exponential', 'linear', 0.47, True)
     """
     c = _check_link(link)
     d = int(dimension)
@@ -498,10 +498,10 @@ def simulate_spiked_sample_complexity(
     Examples
     --------
     >>> he3 = [0, 0, 0, 1 / np.sqrt(6)]
-    >>> sim = simulate_spiked_sample_complexity(he3, [16, 32], init="transfer", initial_overlap=0.6,
+    >>> sim = simulate_spiked_sample_complexity(he3, [16, 32], init="transfer", initial_overlap=0.7,
     ...                                         n_runs=8, n_bootstrap=20)
-    >>> bool(np.all(sim.success_rate == 1)), sim.median_samples.shape
-    (True, (2,))
+    >>> sim.success_rate.tolist(), bool(np.all(sim.median_samples < sim.predicted_samples))
+    ([1.0, 1.0], True)
     """
     c = _check_link(link)
     dims = check_numeric_array(dimensions, "dimensions", ndim=1, min_rows=2, dtype=float)
