@@ -67,6 +67,12 @@ from trustlab.theory.pretraining import (
     sample_complexity,
     simulate_sample_complexity,
 )
+from trustlab.theory.pretraining_trap import (
+    SpikedSampleComplexity,
+    SpikedSimulation,
+    simulate_spiked_sample_complexity,
+    spiked_sample_complexity,
+)
 from trustlab.theory.relu_regions import (
     ConvexFitComparison,
     TriangleFit,
@@ -123,6 +129,8 @@ __all__: list[str] = [
     "ScheduleBound",
     "ScheduleSimulation",
     "SequenceModuli",
+    "SpikedSampleComplexity",
+    "SpikedSimulation",
     "TriangleFit",
     "TriangleNet",
     "VPSchedule",
@@ -165,7 +173,9 @@ __all__: list[str] = [
     "simulate_sample_complexity",
     "simulate_sampler",
     "simulate_schedules",
+    "simulate_spiked_sample_complexity",
     "simulate_value_generalization",
+    "spiked_sample_complexity",
     "theorem_scales",
     "train_icl_attention",
     "train_mlp_schedules",
