@@ -252,11 +252,18 @@ def simulate_iid_fairness_generalization(
     for j in range(n_supersamples):
         pairs = rng.integers(0, len(score), size=(n, 2))
         masks = rng.integers(0, 2, size=(n_masks, n))
-        outputs.append(_fit_iid(score, group, label, pop.thresholds, pairs[np.arange(n), masks], penalty, offset)[0])
+        outputs.append(
+            _fit_iid(score, group, label, pop.thresholds, pairs[np.arange(n), masks], penalty, offset)[0]
+        )
         ids.append(np.full(n_masks, j))
     mi = output_entropy(choice)
     cmi = supersample_cmi(np.concatenate(outputs), np.concatenate(ids))
-    kw = {"n_samples": n, "group_share": p0, "offset": offset}
+
+    def bound(info: float, kind: str = "mi") -> float:
+        return random_group_fairness_bound(
+            info, n_samples=n, group_share=p0, information_kind=kind, offset=offset
+        )
+
     return IIDFairnessSimulation(
         n_samples=n,
         group_share=p0,
@@ -270,7 +277,7 @@ def simulate_iid_fairness_generalization(
         gap_se=float(diff.std(ddof=1) / np.sqrt(n_datasets)),
         mutual_information=mi,
         cmi=cmi,
-        mi_bound=random_group_fairness_bound(mi, **kw),
-        cmi_bound=random_group_fairness_bound(cmi, information_kind="cmi", **kw),
-        uniform_bound=random_group_fairness_bound(math.log(2 * k * k), **kw),
+        mi_bound=bound(mi),
+        cmi_bound=bound(cmi, "cmi"),
+        uniform_bound=bound(math.log(2 * k * k)),
     )
