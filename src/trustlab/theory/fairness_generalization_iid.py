@@ -76,8 +76,8 @@ def iid_population_fairness_risk(
         a = binom.pmf(np.arange(n0 + 1), n0, q[0])
         b = binom.pmf(np.arange(n1 + 1), n1, q[1])
         diff = np.abs(np.arange(n0 + 1)[:, None] / (n0 + delta) - np.arange(n1 + 1)[None, :] / (n1 + delta))
-        total += w_n0[n0] * float(a @ diff @ b)
-    return total
+        total += float(w_n0[n0]) * float(a @ diff @ b)
+    return float(total)
 
 
 def _fit_iid(
