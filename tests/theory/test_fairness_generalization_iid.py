@@ -27,7 +27,11 @@ def test_iid_bound_holds_beats_uniform_convergence_and_cmi_is_the_looser() -> No
     # "CMI tighter than MI" reading does not reproduce for this learner.
     sim = simulate_iid_fairness_generalization(n_samples=100, penalty=1.0, n_datasets=2000, n_supersamples=5)
     assert sim.gap > 10 * sim.gap_se
-    assert sim.gap + 3 * sim.gap_se < sim.mi_bound < sim.uniform_bound
+    assert sim.gap + 3 * sim.gap_se < sim.mi_bound
+    # MI bound <= finite-class bound holds by construction (the plug-in entropy is at most
+    # log|W| + (|W| - 1)/(2N) < log 2|W|); the measured ratio is the content: 0.71 here, its
+    # sampling error at 2,000 resamples about 0.005.
+    assert sim.mi_to_uniform < 0.8
     assert sim.gap + 3 * sim.gap_se < sim.cmi_bound
     assert sim.cmi_to_mi > 1.3
     assert sim.cmi <= sim.n_samples * math.log(2)
