@@ -33,6 +33,8 @@ __all__ = [
     "fairness_loss",
     "mi_fairness_bound",
     "output_entropy",
+    "random_group_fairness_bound",
+    "random_group_variance_proxy",
     "supersample_cmi",
     "uniform_convergence_fairness_bound",
 ]
@@ -131,6 +133,7 @@ def cell_counts(
         "sensitive_features": ["array-like"],
         "y_true": ["array-like", None],
         "criterion": _CRITERION,
+        "offset": _INFO,
     }
 )
 def fairness_loss(
@@ -139,6 +142,7 @@ def fairness_loss(
     sensitive_features: Any,
     y_true: Any = None,
     criterion: str = "demographic_parity",
+    offset: float = 0.0,
 ) -> float:
     """Group-mean fairness loss of predictions in ``[0, 1]``: the DP or EO gap.
 
@@ -156,6 +160,12 @@ def fairness_loss(
     y_true : array-like of shape (n_samples,), optional
         0/1 labels; needed for ``equalized_odds``.
     criterion : {"demographic_parity", "equalized_odds"}
+    offset : float, default 0
+        Each cell's sum is divided by ``n_c + offset``. ``0``: the group means (fairlearn's
+        differences). ``2``: the empirical DP risk ``|sum_{T=0} f / (n_0 + 2) - sum_{T=1} f /
+        (n_1 + 2)|`` of Laakom et al. as a public review of the paper states it (the paper's own
+        text could not be read here); defined even when a cell is empty, so the group counts
+        may be random (:func:`random_group_fairness_bound`).
 
     Returns
     -------
@@ -169,6 +179,8 @@ def fairness_loss(
     --------
     >>> fairness_loss([1, 0, 1, 1], sensitive_features=["a", "a", "b", "b"])
     0.5
+    >>> round(fairness_loss([1, 0, 1, 1], sensitive_features=["a", "a", "b", "b"], offset=2), 4)
+    0.25
     """
     pred = check_numeric_array(y_pred, "y_pred", ndim=1)
     if pred.min() < 0 or pred.max() > 1:
@@ -176,17 +188,19 @@ def fairness_loss(
             "y_pred must lie in [0, 1] (decisions or probabilities); rescale scores first.",
             argument="y_pred",
         )
+    offset = check_positive(offset, "offset", allow_zero=True)
     g, _, cells = _cells(sensitive_features, y_true, criterion, n=len(pred))
     n_groups = int(g.max()) + 1
     n_labels = 1 if criterion == "demographic_parity" else 2
     counts = np.bincount(cells, minlength=n_groups * n_labels)
-    if (counts == 0).any():
+    if offset == 0 and (counts == 0).any():
         raise DataError(
             f"every {'group' if n_labels == 1 else '(group, label) cell'} needs at least one row; "
             f"cell counts are {counts.tolist()}. Drop empty groups or collect more data.",
             argument="sensitive_features",
         )
-    means = (np.bincount(cells, weights=pred, minlength=len(counts)) / counts).reshape(n_groups, n_labels)
+    sums = np.bincount(cells, weights=pred, minlength=len(counts))
+    means = (sums / (counts + offset)).reshape(n_groups, n_labels)
     return float(np.max(means.max(axis=0) - means.min(axis=0)))
 
 
@@ -293,6 +307,117 @@ def uniform_convergence_fairness_bound(n_hypotheses: int, cell_counts: Any) -> f
             argument="n_hypotheses",
         )
     return math.sqrt(_check_counts(cell_counts) * math.log(2.0 * int(n_hypotheses)) / 2.0)
+
+
+@validate_params(
+    {
+        "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "group_share": [Interval(numbers.Real, 0, 1, closed="both")],
+        "offset": [Interval(numbers.Real, 1, None, closed="left")],
+    }
+)
+def random_group_variance_proxy(n_samples: int, group_share: float, *, offset: float = 2.0) -> float:
+    """``n E[c^2]``, ``c = 1/(M_0 + 1 + offset) + 1/(M_1 + 1 + offset)``, ``M_0 ~ Bin(n - 1, p_0)``.
+
+    With i.i.d. samples (the groups random, not fixed) and the offset DP loss
+    (:func:`fairness_loss` with ``offset``), replacing one sample while the other ``n - 1`` hold
+    ``M_0, M_1`` members of the two groups moves the loss inside an interval of length at most
+    ``c`` (docs/fairness/fairness-bounds.md, Theorem 3). This is the constant of
+    :func:`random_group_fairness_bound`; it is about ``(1/p_0 + 1/p_1)^2 / n`` for large ``n``.
+
+    Parameters
+    ----------
+    n_samples : int
+        ``n``, the training sample size (>= 1).
+    group_share : float
+        ``p_0 = P(T = 0)`` in ``[0, 1]``.
+    offset : float, default 2
+        The loss's denominator offset (>= 1; 2 is the review's reading of the paper).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(random_group_variance_proxy(1, 0.5), 4)  # no other samples: c = 2/3
+    0.4444
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 1:
+        raise ParameterError(
+            f"n_samples must be an integer >= 1 (the training sample size), got {n_samples!r}.",
+            argument="n_samples",
+        )
+    p0 = float(group_share)
+    if not 0.0 <= p0 <= 1.0:
+        raise ParameterError(f"group_share must lie in [0, 1], got {group_share!r}.", argument="group_share")
+    delta = check_positive(offset, "offset")
+    if delta < 1:
+        raise ParameterError(
+            f"offset must be >= 1 for random groups (an empty group needs a denominator), got {offset!r}.",
+            argument="offset",
+        )
+    from scipy.stats import binom
+
+    m = np.arange(int(n_samples))
+    c = 1.0 / (m + 1 + delta) + 1.0 / (n_samples - 1 - m + 1 + delta)
+    return float(n_samples * np.sum(binom.pmf(m, n_samples - 1, p0) * c**2))
+
+
+@validate_params(
+    {
+        "information": _INFO,
+        "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "group_share": [Interval(numbers.Real, 0, 1, closed="both")],
+        "information_kind": [Options(("mi", "cmi"))],
+        "offset": [Interval(numbers.Real, 1, None, closed="left")],
+    }
+)
+def random_group_fairness_bound(
+    information: float,
+    *,
+    n_samples: int,
+    group_share: float,
+    information_kind: str = "mi",
+    offset: float = 2.0,
+) -> float:
+    """MI or CMI bound on the offset-DP generalisation gap with i.i.d. samples (random groups).
+
+    ``mi``: ``sqrt(V I(W; S) / 2)``; ``cmi``: ``sqrt(2 V I(W; U | Z~))``, with
+    ``V = random_group_variance_proxy(n, p_0, offset)``. This is the paper's setting as the
+    public review states it (i.i.d. ``(X, Y, T)``, population risk = expected empirical risk on
+    a fresh i.i.d. sample, the ``1/(n_t + 2)`` loss); the constants are trustlab's
+    (docs/fairness/fairness-bounds.md, Theorem 3), not read from the paper. With ``I``
+    replaced by ``log(2|W|)`` the ``mi`` form bounds ``E sup_w |gap(w)|`` over a finite class.
+
+    Parameters
+    ----------
+    information : float
+        ``I(W; S)`` or ``I(W; U | Z~)`` in nats (>= 0).
+    n_samples : int
+        ``n``.
+    group_share : float
+        ``p_0 = P(T = 0)``.
+    information_kind : {"mi", "cmi"}
+    offset : float, default 2
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    F. Laakom, H. Chen, J. Schmidhuber and Y. Bu, ICML 2025 (setting and loss, via a review).
+
+    Examples
+    --------
+    >>> round(random_group_fairness_bound(2.0, n_samples=100, group_share=0.5), 4)
+    0.3845
+    """
+    info = check_positive(information, "information", allow_zero=True)
+    kind = check_choice(information_kind, "information_kind", ("mi", "cmi"))
+    v = random_group_variance_proxy(n_samples, group_share, offset=offset)
+    return math.sqrt(v * info / 2.0) if kind == "mi" else math.sqrt(2.0 * v * info)
 
 
 def _labels(outputs: Any, name: str) -> np.ndarray:
