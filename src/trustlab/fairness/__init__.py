@@ -7,6 +7,8 @@ from trustlab.fairness.bounds import (
     fairness_loss,
     mi_fairness_bound,
     output_entropy,
+    random_group_fairness_bound,
+    random_group_variance_proxy,
     supersample_cmi,
     uniform_convergence_fairness_bound,
 )
@@ -176,6 +178,8 @@ __all__ = [
     "predictive_diversity",
     "proxy_error_rates",
     "proxy_violation_bound",
+    "random_group_fairness_bound",
+    "random_group_variance_proxy",
     "rates_from_counts",
     "residual_scaled_scores",
     "screening_value",

@@ -17,6 +17,11 @@ from trustlab.theory.fairness_generalization import (
     population_fairness_risk,
     simulate_fairness_generalization,
 )
+from trustlab.theory.fairness_generalization_iid import (
+    IIDFairnessSimulation,
+    iid_population_fairness_risk,
+    simulate_iid_fairness_generalization,
+)
 from trustlab.theory.looped_transformers import (
     LoopedRate,
     LoopedSimulation,
@@ -114,6 +119,7 @@ __all__: list[str] = [
     "FairnessGeneralizationSimulation",
     "FeatureGrowth",
     "ICLAttention",
+    "IIDFairnessSimulation",
     "LMScheduleStudy",
     "LoopedRate",
     "LoopedSimulation",
@@ -149,6 +155,7 @@ __all__: list[str] = [
     "fit_triangle_net",
     "forward_covariance",
     "gaussian_w2",
+    "iid_population_fairness_risk",
     "information_exponent",
     "linear_regression_prompts",
     "lm_schedule_study",
@@ -166,6 +173,7 @@ __all__: list[str] = [
     "simulate_debiased_gd",
     "simulate_fairness_generalization",
     "simulate_feature_growth",
+    "simulate_iid_fairness_generalization",
     "simulate_looped",
     "simulate_null_oracle",
     "simulate_parity_features",
