@@ -48,6 +48,16 @@ def _propagation(adjacency: Any) -> sp.csr_matrix:
     return sp.csr_matrix(sp.diags(deg**-0.5) @ a @ sp.diags(deg**-0.5))
 
 
+def _standardise(x: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
+    """Centre and scale each column by the training nodes' mean and standard deviation.
+
+    A column constant on the training nodes (common for sparse bag-of-words features such as
+    Cora's) is only centred: dividing by a vanishing deviation would blow it up by ~1e12.
+    """
+    sd = x[train_idx].std(axis=0)
+    return (x - x[train_idx].mean(axis=0)) / np.where(sd > 1e-12, sd, 1.0)
+
+
 def train_gcn(
     adjacency: Any,
     features: np.ndarray,
@@ -67,7 +77,7 @@ def train_gcn(
     x = np.asarray(features, dtype=float)
     for _ in range(layers):
         x = s @ x
-    x = (x - x[train_idx].mean(axis=0)) / (x[train_idx].std(axis=0) + 1e-12)  # scale from the training nodes
+    x = _standardise(x, train_idx)
     clf = LogisticRegression(C=c, max_iter=2000).fit(x[train_idx], y[train_idx])
     return float(np.mean(clf.predict(x[test_idx]) == y[test_idx]))
 
@@ -99,8 +109,7 @@ def train_torch_gcn(
     sparse = torch.sparse_coo_tensor(
         index, torch.tensor(s.data, dtype=torch.float32), s.shape, check_invariants=True
     ).coalesce()
-    x = torch.tensor(np.asarray(features, dtype=np.float32))
-    x = (x - x[train_idx].mean(0)) / (x[train_idx].std(0) + 1e-6)  # scale from the training nodes
+    x = torch.tensor(_standardise(np.asarray(features, dtype=float), train_idx), dtype=torch.float32)
     labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
     n_classes = int(labels.max()) + 1
     gen = torch.Generator().manual_seed(int(seed))
