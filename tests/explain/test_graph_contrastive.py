@@ -82,10 +82,15 @@ def test_sparse_propagation_equals_dense_and_fits_are_reproducible(tiny, monkeyp
     first = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(a, x)
     again = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(a, x)
     np.testing.assert_array_equal(first.embedding_, again.embedding_)
-    monkeypatch.setattr(_gcl_train, "_DENSE_MAX", 0)  # graphs above 3,000 nodes take the sparse path
+    monkeypatch.setattr(_gcl_train, "_DENSE_MAX", 0)  # graphs above 1,000 nodes take the sparse path
     sparse_fit = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(a, x)
     np.testing.assert_allclose(sparse_fit.embedding_, first.embedding_, atol=1e-4)
     np.testing.assert_allclose(sparse_fit.loss_curve_, first.loss_curve_, rtol=1e-4)
+    ka, kx, _ = load_karate_communities()  # identity features: 3 % non-zero, kept sparse above the limit
+    sparse_x = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(ka, kx)
+    monkeypatch.setattr(_gcl_train, "_DENSE_MAX", 3000)
+    dense_x = FuzzyBoundaryGCL(random_state=5, **SMALL).fit(ka, kx)
+    np.testing.assert_allclose(sparse_x.embedding_, dense_x.embedding_, atol=1e-4)
 
 
 def test_identity_features_and_networkx_input() -> None:
