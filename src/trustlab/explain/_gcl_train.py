@@ -61,7 +61,9 @@ class GCLFit:
 
 Graph = torch.Tensor  # the propagation matrix: dense up to _DENSE_MAX nodes, else sparse COO
 
-_DENSE_MAX = 3000  # dense propagation (n x n float32, 36 MB at the limit) is far faster on CPUs
+# Dense propagation (n x n float32) is faster on CPUs for small graphs; above this many nodes the
+# propagation and the node features go sparse (Cora, 2,708 nodes: 0.57 s an epoch instead of 0.80).
+_DENSE_MAX = 1000
 
 
 def _edges(adjacency: sp.csr_matrix) -> torch.Tensor:
@@ -84,12 +86,18 @@ def _graph(edges: torch.Tensor, n: int) -> Graph:
 
 
 def _propagate(g: Graph, h: torch.Tensor) -> torch.Tensor:
+    """``g @ h`` for a dense or sparse ``g``."""
     return torch.sparse.mm(g, h) if g.is_sparse else g @ h
 
 
-def _gcn(g: Graph, x: torch.Tensor, w: list[torch.Tensor]) -> torch.Tensor:
-    """Two GCN layers with ReLU after each (GRACE's encoder): ``relu(S relu(S X W1) W2)``."""
-    h = torch.relu(_propagate(g, x @ w[0]) + w[1])
+def _gcn(g: Graph, x: torch.Tensor, w: list[torch.Tensor], keep: torch.Tensor | None = None) -> torch.Tensor:
+    """Two GCN layers with ReLU after each (GRACE's encoder): ``relu(S relu(S X W1) W2)``.
+
+    ``keep`` (0/1 per feature column) masks features as ``X diag(keep) W1 = X (keep * W1)``: the
+    same products as masking ``X``, without copying it (and ``X`` may stay sparse).
+    """
+    w0 = w[0] if keep is None else w[0] * keep[:, None]
+    h = torch.relu(_propagate(g, _propagate(x, w0)) + w[1])
     return torch.relu(_propagate(g, h @ w[2]) + w[3])
 
 
@@ -123,9 +131,9 @@ def _drop_edges(edges: torch.Tensor, p: float, gen: torch.Generator) -> torch.Te
     return edges[:, torch.rand(edges.shape[1], generator=gen) >= p]
 
 
-def _mask_features(x: torch.Tensor, p: float, gen: torch.Generator) -> torch.Tensor:
-    """Feature columns zeroed with probability ``p`` (one mask for all nodes, as GRACE)."""
-    return x * (torch.rand(x.shape[1], generator=gen) >= p).to(x.dtype)[None, :]
+def _feature_mask(d: int, p: float, gen: torch.Generator) -> torch.Tensor:
+    """Feature columns kept (1) or zeroed (0, with probability ``p``): one mask for all nodes, as GRACE."""
+    return (torch.rand(d, generator=gen) >= p).to(torch.float32)
 
 
 def _project(h: torch.Tensor, w: list[torch.Tensor]) -> torch.Tensor:
@@ -189,6 +197,8 @@ def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GC
     gen = torch.Generator().manual_seed(cfg.seed)
     x = torch.tensor(features, dtype=torch.float32)
     d_in, n = x.shape[1], x.shape[0]
+    if n > _DENSE_MAX and np.count_nonzero(features) < 0.1 * features.size:
+        x = x.to_sparse().coalesce()  # bag-of-words features (Cora: 1.3 % non-zero)
     dims = [(d_in, cfg.hidden_dim), (cfg.hidden_dim, cfg.n_components)]
     proj = [(cfg.n_components, cfg.projection_dim), (cfg.projection_dim, cfg.n_components)]
     params: list[torch.Tensor] = []
@@ -205,8 +215,8 @@ def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GC
     for epoch in range(cfg.n_epochs):
         s1 = _graph(_drop_edges(edges, cfg.drop_edge[0], gen), n)
         s2 = _graph(_drop_edges(edges, cfg.drop_edge[1], gen), n)
-        x1, x2 = _mask_features(x, cfg.mask_feature[0], gen), _mask_features(x, cfg.mask_feature[1], gen)
-        h1, h2 = _gcn(s1, x1, params), _gcn(s2, x2, params)
+        m1, m2 = _feature_mask(d_in, cfg.mask_feature[0], gen), _feature_mask(d_in, cfg.mask_feature[1], gen)
+        h1, h2 = _gcn(s1, x, params, m1), _gcn(s2, x, params, m2)
         z1, z2 = _project(h1, params), _project(h2, params)
         weight = co = None
         loss_fuzzy = torch.zeros(())
