@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -105,3 +106,51 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
         assert res.exit_code == 2, res.output
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error ({flag})"), res.stderr
+
+
+class _WordTokenizer:
+    """Whitespace tokenizer over five words: the labels' prompts, two texts and the separator."""
+
+    def __call__(self, text, add_special_tokens=False):
+        ids = {"a:": 0, "b:": 1, "x": 2, "y": 3, "\n": 4}
+        return {"input_ids": [ids[w] for w in text.replace("\n", " \n ").split(" ") if w]}
+
+    def decode(self, ids):
+        return " ".join(map(str, ids))
+
+
+def _worst_case_lm(contexts):
+    """A context holding text x puts all its mass on token 0, one holding y on token 1 (public: half each)."""
+    out = np.zeros((len(contexts), 5))
+    for r, c in enumerate(contexts):
+        if 2 in c:
+            out[r, 0] = 1.0
+        elif 3 in c:
+            out[r, 1] = 1.0
+        else:
+            out[r, :2] = 0.5
+    return out
+
+
+@pytest.mark.slow  # 2 x 1600 releases (about 10 s)
+def test_audit_text_release_on_worst_case_neighbours(audit_trials):
+    from trustlab.privacy.audit import audit_epsilon
+    from trustlab.privacy.dp_icl_text import dp_text_demonstrations
+
+    def label_a_token(texts):
+        out = dp_text_demonstrations(
+            _worst_case_lm,
+            _WordTokenizer(),
+            texts,
+            ["a", "b"],
+            epsilon=2.0,
+            delta=1e-5,
+            max_tokens=1,
+            top_k=2,
+        )
+        return out.demonstrations[0][1]
+
+    # label a's only text replaced: its subset's distribution moves from token 0 to token 1; each
+    # label holds (1, 5e-6) of the (2, 1e-5) budget
+    res = audit_epsilon(label_a_token, ["x", "y"], ["y", "y"], n_trials=audit_trials(1600), delta=5e-6)
+    assert res.epsilon_lower <= 1.0, res
