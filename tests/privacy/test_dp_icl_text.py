@@ -68,9 +68,12 @@ def test_bad_text_input(lm_dir):
         with pytest.raises(DataError) as info:
             dp_text_demonstrations(model, tok, texts, labels, epsilon=1.0, delta=1e-5)
         assert info.value.argument == arg
-    with pytest.raises(ParameterError) as info:  # 2 texts per label, 3 per subset
-        dp_text_demonstrations(model, tok, TEXTS, LABELS, epsilon=1.0, delta=1e-5, shots=3)
-    assert info.value.argument == "shots"
+    acc = Accountant(1.0, 1e-5)
+    with pytest.raises(ParameterError) as info:  # "cat" has 3 texts, "dog" 1: refused before any release
+        dp_text_demonstrations(
+            model, tok, TEXTS, ["cat", "cat", "cat", "dog"], epsilon=1.0, delta=1e-5, shots=2, accountant=acc
+        )
+    assert info.value.argument == "shots" and acc.spent_epsilon == 0.0
 
 
 def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, tmp_path):

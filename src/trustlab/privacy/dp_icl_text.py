@@ -167,6 +167,12 @@ def dp_text_demonstrations(
     if not isinstance(separator, str):
         raise ParameterError(f"separator must be a string, got {separator!r}.", argument="separator")
     names = sorted({str(y) for y in labels})
+    shots = check_positive_int(shots, "shots")
+    fewest = min(sum(str(y) == name for y in labels) for name in names)  # counts are public
+    if fewest < shots:
+        raise ParameterError(  # checked for every label before any label's release is drawn
+            f"a label holds {fewest} texts, fewer than shots={shots}; lower shots.", argument="shots"
+        )
     sep = _encode(tokenizer, separator)
     eos = sep[0] if len(sep) == 1 else None
     share_eps, share_delta = epsilon / len(names), delta / len(names)
