@@ -67,7 +67,8 @@ def test_claim_dp_synthetic_demonstrations_beat_zero_shot():
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # trains the 2-block concept model into the cache on first use (about 20 s of CPU)
+@pytest.mark.slow  # 100 releases of 24 tokens (about 20 s of CPU); trains the concept model on first use
+@pytest.mark.usefixtures("one_torch_thread")
 def test_claim_pta_beats_baseline_when_concepts_share_plausible_tokens():
     # The paper's synthetic setting (GINC-like): 5 concepts share 4 plausible tokens (0.15 each under
     # every concept) and each has 2 distinctive ones (0.2 each). Under noise, the baseline's sum over
