@@ -26,7 +26,7 @@ def run(quick: bool = False) -> dict:
     torch.set_num_threads(1)
     task = SharedTokenConcepts()
     model = concept_model(task)
-    repeats = 8 if quick else 60
+    repeats = 8 if quick else 120
     epsilons = (1.0, 2.0, 4.0, 8.0, 1e6)
     methods = {
         "baseline (Tang et al.)": ("baseline", 1.0),
