@@ -415,6 +415,15 @@ MUTANTS: list[Mutant] = [
         ("tests/privacy/test_dp_icl.py::test_audit_one_token_with_unnormalised_inputs",),
     ),
     Mutant(
+        "dp_icl_text: every label given the whole budget (no split over the labels)",
+        "src/trustlab/privacy/dp_icl_text.py",
+        "    share_eps, share_delta = epsilon / len(names), delta / len(names)",
+        "    share_eps, share_delta = epsilon, delta",
+        (
+            "tests/privacy/test_dp_icl_text.py::test_claim_text_release_charges_the_whole_budget_split_over_labels",
+        ),
+    ),
+    Mutant(
         "FineXtract: interpolation toward the base instead of extrapolation past the fine-tuned model",
         "src/trustlab/privacy/finextract.py",
         "eps_pretrained + guidance_scale * (eps_finetuned - eps_pretrained)",

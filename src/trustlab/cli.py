@@ -36,6 +36,7 @@ try:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from trustlab._cli_backdoor import backdoor_app
+    from trustlab._cli_dp_icl import dp_icl
     from trustlab._cli_errors import fail, one_line, stderr
     from trustlab._cli_explain import explain_app
     from trustlab._cli_lm import lm_app
@@ -66,6 +67,7 @@ app.add_typer(backdoor_app, name="backdoor")
 app.add_typer(unlearn_app, name="unlearn")
 app.command("perturb-prompt")(perturb_prompt)
 app.command("overlap")(overlap)
+app.command("dp-icl")(dp_icl)
 err = stderr
 
 
