@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-METHODS = ("wanda", "magnitude", "sparsegpt", "safe", "safe_plus")
+METHODS = ("wanda", "magnitude", "sparsegpt", "alps", "safe", "safe_plus")
 PATTERNS = ("unstructured", "2:4")
 
 

@@ -49,9 +49,12 @@ from trustlab.vision.classifiers import require_torch
 
 __all__ = ["LLM_PRUNING_METHODS", "decoder_layers", "lm_perplexity", "prune_causal_lm"]
 
-LLM_PRUNING_METHODS = ("safe_plus", "safe", "alps", "sparsegpt", "wanda", "magnitude")
+LLM_PRUNING_METHODS = ("safe_plus", "safe", "safe_obd", "alps", "sparsegpt", "wanda", "magnitude")
 """``"safe_plus"``: SAFE with the Wanda projection (the paper's SAFE+); ``"safe"``: SAFE
-with the Euclidean projection; ``"alps"``: ADMM on each Linear's reconstruction error with
+with the Euclidean projection; ``"safe_obd"``: SAFE with Optimal Brain Damage's projection,
+``P`` the diagonal of the Hessian ``2 X^T X`` of each Linear's reconstruction error (keep the
+largest ``w_ij^2 ||X_j||^2`` of the layer: Wanda's score compared over the whole layer instead
+of within each output row); ``"alps"``: ADMM on each Linear's reconstruction error with
 ALPS's ``rho`` schedule, then conjugate gradients on the kept weights (Meng et al., 2024);
 ``"sparsegpt"``: one-shot OBS reconstruction with the inverse
 Hessian of each Linear (Frantar & Alistarh, 2023); ``"wanda"``: one-shot ``|W| ||X||`` per
@@ -211,6 +214,7 @@ def _safe_block(
     y: Any,
     kwargs: dict[str, Any],
     metrics: list[Any] | None,
+    per_row: bool,
     sparsity: float,
     params: dict[str, Any],
     gen: Any,
@@ -226,7 +230,6 @@ def _safe_block(
     for w in ws:
         w.requires_grad_(True)
     mets = metrics if metrics is not None else [None] * len(ws)
-    per_row = metrics is not None
     rho, lam, interval = params["rho"], params["lam"], params["interval"]
     opt = torch.optim.Adam(ws, lr=params["lr"])
     scale = float((y**2).mean()) + 1e-12
@@ -313,10 +316,10 @@ def prune_causal_lm(
         A causal LM (Llama-family; blocks found by :func:`decoder_layers`). Not modified.
     calibration : array-like of int, shape (n_sequences, length), or TokenData
         Calibration token ids (the paper: 128 C4 sequences).
-    method : {"safe_plus", "safe", "alps", "sparsegpt", "wanda", "magnitude"}, default="safe_plus"
+    method : {"safe_plus", "safe", "safe_obd", "alps", "sparsegpt", "wanda", "magnitude"}, default="safe_plus"
         See :data:`LLM_PRUNING_METHODS`. SAFE/SAFE+ minimise each block's reconstruction
         error; ALPS, SparseGPT, Wanda and magnitude are one-shot, per Linear. Wanda and SAFE+
-        compare within each output row, SAFE, ALPS and magnitude within each layer, SparseGPT
+        compare within each output row, SAFE, SAFE-OBD, ALPS and magnitude within each layer, SparseGPT
         within each block of ``sparsegpt_block`` input columns (its adaptive mask selection).
     sparsity : float in (0, 1), default=0.5
         Share of each Linear weight set to zero (the paper: 50 % and 60 % unstructured; 0.5
@@ -413,7 +416,7 @@ def prune_causal_lm(
             with torch.no_grad():
                 x = _run(block, x, kwargs, batch)
             continue
-        norms = _input_norms(block, x, kwargs, batch) if method in ("wanda", "safe_plus") else {}
+        norms = _input_norms(block, x, kwargs, batch) if method in ("wanda", "safe_plus", "safe_obd") else {}
         metrics = [norms[id(m)].reshape(1, -1).expand_as(m.weight) + 1e-12 for m in lins] if norms else None
         if method in ("wanda", "magnitude"):
             with torch.no_grad():
@@ -423,7 +426,7 @@ def prune_causal_lm(
         else:
             with torch.no_grad():
                 y = _run(block, x, kwargs, batch)
-            _safe_block(block, x, y, kwargs, metrics, sparsity, params, gen, nm)
+            _safe_block(block, x, y, kwargs, metrics, method == "safe_plus", sparsity, params, gen, nm)
         with torch.no_grad():
             x = _run(block, x, kwargs, batch)
     return pruned
