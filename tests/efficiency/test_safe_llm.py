@@ -47,7 +47,9 @@ def _block_linears(model):
     return [m for b in decoder_layers(model) for m in b.modules() if isinstance(m, torch.nn.Linear)]
 
 
-@pytest.mark.parametrize("method", ["magnitude", "wanda", "sparsegpt", "alps", "safe", "safe_plus", "safe_obd"])
+@pytest.mark.parametrize(
+    "method", ["magnitude", "wanda", "sparsegpt", "alps", "safe", "safe_plus", "safe_obd"]
+)
 def test_every_block_linear_is_pruned_to_the_sparsity_and_the_rest_stays(tiny, method):
     model, calib = tiny
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -65,7 +67,9 @@ def test_every_block_linear_is_pruned_to_the_sparsity_and_the_rest_stays(tiny, m
             assert torch.equal(p, dense[name])
 
 
-@pytest.mark.parametrize("method", ["magnitude", "wanda", "sparsegpt", "alps", "safe", "safe_plus", "safe_obd"])
+@pytest.mark.parametrize(
+    "method", ["magnitude", "wanda", "sparsegpt", "alps", "safe", "safe_plus", "safe_obd"]
+)
 @pytest.mark.parametrize("pattern", ["2:4", "1:4"])
 def test_n_m_pattern_keeps_exactly_n_of_every_m_consecutive_inputs(tiny, method, pattern):
     model, calib = tiny

@@ -6,8 +6,9 @@ it keeps the ``d`` entries of ``v`` with the largest ``P_ii^{1/2} |v_i|`` unchan
 the rest. ``P = I`` is hard thresholding (SAFE); ``P = diag(A^T A)`` with ``A`` a layer's
 input activations is Wanda's saliency (the paper's SAFE+); ``P = diag(grad f grad f^T)`` is
 SNIP's; ``P = diag(grad^2 f)`` is Optimal Brain Damage's (LeCun et al., 1989; the diagonal
-estimated here by Hutchinson's probes ``E[v * (H v)]``, ``v`` Rademacher). This module computes the diagonal of ``P`` for every prunable weight of a model on
-a calibration batch, and the projection itself.
+estimated here by Hutchinson's probes ``E[v * (H v)]``, ``v`` Rademacher). This module
+computes the diagonal of ``P`` for every prunable weight of a model on a calibration batch,
+and the projection itself.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ Wanda itself (Sun et al., 2024) keeps, per output row of every Linear weight, th
 with the largest ``|W_ij| ||X_j||``; magnitude pruning keeps the largest ``|W_ij|`` per layer;
 SparseGPT (Frantar & Alistarh, 2023) prunes each Linear by row-wise OBS updates with the
 inverse of ``H = 2 X X^T`` (:mod:`._sparsegpt`); ALPS (Meng et al., 2024) by ADMM on the
-same objective and conjugate gradients on the kept weights (:mod:`._alps`). Every method also prunes to an N:M pattern
-(``pattern="2:4"``: ``N`` of every ``M`` consecutive input weights kept, the semi-structured
-sparsity of the paper's Table 1); for SAFE/SAFE+ every z-step and the final projection are
-then projections onto the N:M set.
+same objective and conjugate gradients on the kept weights (:mod:`._alps`). Every method
+also prunes to an N:M pattern (``pattern="2:4"``: ``N`` of every ``M`` consecutive input
+weights kept, the semi-structured sparsity of the paper's Table 1); for SAFE/SAFE+ every
+z-step and the final projection are then projections onto the N:M set.
 
 References
 ----------
@@ -319,8 +319,8 @@ def prune_causal_lm(
     method : {"safe_plus", "safe", "safe_obd", "alps", "sparsegpt", "wanda", "magnitude"}, default="safe_plus"
         See :data:`LLM_PRUNING_METHODS`. SAFE/SAFE+ minimise each block's reconstruction
         error; ALPS, SparseGPT, Wanda and magnitude are one-shot, per Linear. Wanda and SAFE+
-        compare within each output row, SAFE, SAFE-OBD, ALPS and magnitude within each layer, SparseGPT
-        within each block of ``sparsegpt_block`` input columns (its adaptive mask selection).
+        compare within each output row, SAFE, SAFE-OBD, ALPS and magnitude within each layer,
+        SparseGPT within each block of ``sparsegpt_block`` input columns (its adaptive mask selection).
     sparsity : float in (0, 1), default=0.5
         Share of each Linear weight set to zero (the paper: 50 % and 60 % unstructured; 0.5
         for 2:4 and 4:8).
