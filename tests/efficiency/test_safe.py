@@ -17,6 +17,7 @@ from trustlab.efficiency._projection import importance  # noqa: E402
 from trustlab.efficiency.safe import _project  # noqa: E402
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError  # noqa: E402
 from trustlab.vision import accuracy, digits_split, make_classifier  # noqa: E402
+from trustlab.vision.classifiers import one_thread  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,8 @@ def test_obd_metric_is_hutchinsons_estimate_of_the_hessian_diagonal():
     lin1, lin2 = torch.nn.Linear(3, 4), torch.nn.Linear(4, 3)
     net = torch.nn.Sequential(lin1, torch.nn.Tanh(), lin2).double()
     X, y = torch.randn(20, 3, dtype=torch.float64), torch.randint(0, 3, (20,))
-    est = torch.cat([p.reshape(-1) for p in importance(net, [lin1, lin2], "obd", X, y)])
+    with one_thread():  # a tiny net: threads only cost here
+        est = torch.cat([p.reshape(-1) for p in importance(net, [lin1, lin2], "obd", X, y)])
     w1, w2 = lin1.weight.detach(), lin2.weight.detach()
     n1 = w1.numel()
 
@@ -91,7 +93,8 @@ def test_obd_metric_is_hutchinsons_estimate_of_the_hessian_diagonal():
         a = torch.tanh(X @ flat[:n1].reshape(w1.shape).T + lin1.bias.detach())
         return torch.nn.functional.cross_entropy(a @ flat[n1:].reshape(w2.shape).T + lin2.bias.detach(), y)
 
-    h = torch.autograd.functional.hessian(loss, torch.cat([w1.reshape(-1), w2.reshape(-1)]))
+    with one_thread():
+        h = torch.autograd.functional.hessian(loss, torch.cat([w1.reshape(-1), w2.reshape(-1)]))
     diag = torch.diagonal(h)
     off = h.abs().sum(1) - diag.abs()
     ridge = 1e-8 * float(est.mean())
@@ -110,7 +113,8 @@ def test_sparse_gradient_adds_the_gradient_at_the_projected_point(data):
     plain = SAFEPruning(base, dual_interval=1000, **kw)
     sg = SAFEPruning(base, dual_interval=1000, sparse_gradient=True, **kw)
     # the final projection hides x_T: compare the pruned models' kept weights instead
-    pw, sw = prunable_weights(plain.fit(X, y).model_), prunable_weights(sg.fit(X, y).model_)
+    with one_thread():
+        pw, sw = prunable_weights(plain.fit(X, y).model_), prunable_weights(sg.fit(X, y).model_)
     assert sg.sparsity_ == pytest.approx(0.5, abs=0.01)
     net = copy.deepcopy(base)
     weights = prunable_weights(net)
