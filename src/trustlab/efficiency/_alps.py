@@ -12,13 +12,18 @@ the problem splits as ``min ||B - B_0||^2_{H_n} + I(D_s)`` with ``B = D_s`` and 
   group of ``M`` consecutive inputs of a row),
 - ``V = V + rho (B - D_s)``,
 
-with the paper's ``rho`` schedule: every 3 iterations ``rho`` grows by 1.3, 1.2 or 1.1 when the
+with the ``rho`` schedule of the authors' released code (the paper, Section 3.2: start small,
+raise ``rho`` every few iterations by a rate that grows with the support change; its exact rule
+is in the paper's Appendix B.1): every 3 iterations ``rho`` grows by 1.3, 1.2 or 1.1 when the
 support changed by more than 10 %, more than 0.5 % or at all (of ``k``); while it has never
 grown, a ``rho`` too large to move the support is divided by 5 (and the iterate restarted);
 the iteration stops when the support stops changing (after 30 iterations, a change below
 0.03 % of ``k``), or after 300. The support is that of the projected ADMM iterate ``B``; the
 kept weights are then refined by conjugate gradients on ``H_n`` restricted to the support
-(10 iterations; the unit diagonal of ``H_n`` is the paper's diagonal preconditioner).
+(10 iterations; the unit diagonal of ``H_n`` is the paper's diagonal preconditioner
+``M = Diag(H)``, Algorithm 2). The rescaling is the authors' code's: the paper writes the
+iteration in ``W`` itself, where the projection would rank ``|W_ij|`` rather than
+``|W_ij| H_jj^{1/2}``.
 
 References
 ----------
