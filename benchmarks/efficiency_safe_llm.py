@@ -5,7 +5,8 @@ blocks of width 64 trained here for 300 steps on three quarters of CPython's pyd
 (byte-level BPE, 512), 128 calibration sequences of 64 tokens drawn from its training
 blocks, 50 % unstructured and 2:4 sparsity of every Linear weight of the blocks, perplexity
 on 200 blocks of the held-out quarter of the topics; one torch thread. The peers are
-SparseGPT (one-shot OBS reconstruction with the inverse Hessian, block 128, damp 1 %) and
+SparseGPT (one-shot OBS reconstruction with the inverse Hessian, block 128, damp 1 %), ALPS
+(ADMM with its rho schedule on each Linear's reconstruction, then CG on the kept weights) and
 Wanda (one-shot ``|W| ||X||`` per output row), the paper's cheap baselines; magnitude is
 one-shot ``|W|`` per layer (per group of 4 under 2:4).
 Rows: method, pattern, calibration seed, wall time, ratio to Wanda, measured sparsity,
@@ -18,7 +19,7 @@ import time
 
 import numpy as np
 
-METHODS = ("wanda", "magnitude", "sparsegpt", "safe", "safe_plus")
+METHODS = ("wanda", "magnitude", "sparsegpt", "alps", "safe", "safe_plus")
 PATTERNS = ("unstructured", "2:4")
 
 
@@ -69,13 +70,13 @@ def run(quick: bool = False) -> dict:
                 row = {"method": method, "pattern": pattern, "seed": seed, "seconds": secs}
                 rows.append(row | {"vs_wanda": secs / res["wanda"][0], "sparsity": sparsity, "ppl": ppl})
     return {
-        "title": "SAFE / SAFE+ vs SparseGPT, Wanda and magnitude: block-wise post-training pruning, "
+        "title": "SAFE / SAFE+ vs ALPS, SparseGPT, Wanda and magnitude: block-wise post-training pruning, "
         "50 % and 2:4, small Llama",
         "rows": rows,
         "notes": [
             f"{len(seeds)} calibration draw(s) of 128 x 64 tokens; {n_steps} SAFE x-steps per block "
             "(Adam 1e-3, rho 1e-3, lambda 1, K 10, batch 32)",
-            "SAFE: two forward/backward passes of a block per x-step (SAM); SparseGPT, Wanda and "
-            "magnitude: one-shot",
+            "SAFE: two forward/backward passes of a block per x-step (SAM); ALPS, SparseGPT, Wanda "
+            "and magnitude: one-shot",
         ],
     }

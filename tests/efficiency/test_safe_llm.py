@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from trustlab.efficiency._alps import alps_prune  # noqa: E402
 from trustlab.efficiency._sparsegpt import sparsegpt_prune  # noqa: E402
 from trustlab.efficiency.safe_llm import _project, decoder_layers, lm_perplexity, prune_causal_lm  # noqa: E402
 from trustlab.errors import DataError, ModelError, ParameterError  # noqa: E402
@@ -46,7 +47,9 @@ def _block_linears(model):
     return [m for b in decoder_layers(model) for m in b.modules() if isinstance(m, torch.nn.Linear)]
 
 
-@pytest.mark.parametrize("method", ["magnitude", "wanda", "sparsegpt", "safe", "safe_plus"])
+@pytest.mark.parametrize(
+    "method", ["magnitude", "wanda", "sparsegpt", "alps", "safe", "safe_plus", "safe_obd"]
+)
 def test_every_block_linear_is_pruned_to_the_sparsity_and_the_rest_stays(tiny, method):
     model, calib = tiny
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -64,7 +67,9 @@ def test_every_block_linear_is_pruned_to_the_sparsity_and_the_rest_stays(tiny, m
             assert torch.equal(p, dense[name])
 
 
-@pytest.mark.parametrize("method", ["magnitude", "wanda", "sparsegpt", "safe", "safe_plus"])
+@pytest.mark.parametrize(
+    "method", ["magnitude", "wanda", "sparsegpt", "alps", "safe", "safe_plus", "safe_obd"]
+)
 @pytest.mark.parametrize("pattern", ["2:4", "1:4"])
 def test_n_m_pattern_keeps_exactly_n_of_every_m_consecutive_inputs(tiny, method, pattern):
     model, calib = tiny
@@ -101,6 +106,48 @@ def test_sparsegpt_reconstructs_a_layer_better_than_magnitude_and_wanda(seed, nm
     # measured (seeds 0/1): unstructured 0.008/0.005 vs Wanda 0.052/0.038, magnitude 0.075/0.073;
     # 2:4 0.012/0.012 vs 0.097/0.070 and 0.117/0.130
     assert err(sg) < 0.5 * min(err(wanda), err(magnitude)), (err(sg), err(wanda), err(magnitude))
+
+
+@pytest.mark.parametrize("sparsity, nm", [(0.5, None), (0.7, None), (0.5, (2, 4))])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_alps_reconstructs_a_layer_at_least_as_well_as_sparsegpt(seed, sparsity, nm):
+    """ALPS's ADMM support and CG refinement (Meng et al., 2024, Table 1): relative layer error at
+    most SparseGPT's and below a tenth of magnitude pruning's, with exactly the budget kept."""
+    w, x = _correlated_layer(seed)
+
+    def err(wp):
+        return float(((x @ (w - wp).T) ** 2).sum() / ((x @ w.T) ** 2).sum())
+
+    gram = x.double().T @ x.double()
+    alps = alps_prune(w, gram, sparsity, nm)
+    assert int((alps != 0).sum()) == round((1 - sparsity) * w.numel())
+    sg = sparsegpt_prune(w, gram, x.shape[0], sparsity, nm)
+    magnitude = _project(w, None, sparsity, False, nm)
+    # measured (seeds 0/1): 50 % 0.0016/0.0012 vs SparseGPT 0.0077/0.0051, magnitude 0.075/0.073;
+    # 70 % 0.0058/0.0049 vs 0.066/0.024, 0.25/0.27; 2:4 0.0034/0.0029 vs 0.012/0.012, 0.12/0.13
+    assert err(alps) <= err(sg), (err(alps), err(sg))
+    assert err(alps) < 0.1 * err(magnitude), (err(alps), err(magnitude))
+
+
+def test_alps_refinement_is_the_least_squares_optimum_on_its_support():
+    """After the CG step the kept weights solve the (dampened, normalised) normal equations on the
+    support: enough CG iterations give the exact restricted least-squares fix of every row."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(300, 12, generator=g, dtype=torch.float64) @ torch.randn(
+        12, 12, generator=g, dtype=torch.float64
+    )
+    w = torch.randn(3, 12, generator=g, dtype=torch.float64)
+    gram = x.T @ x
+    got = alps_prune(w, gram, 0.5, cg_iter=50)
+    no_cg = alps_prune(w, gram, 0.5, cg_iter=0)
+    h = gram + 0.01 * torch.diagonal(gram).mean() * torch.eye(12, dtype=torch.float64)
+    gaps = []
+    for row in range(3):
+        keep = got[row] != 0
+        want = torch.linalg.solve(h[keep][:, keep], (h @ w[row])[keep])
+        assert torch.allclose(got[row, keep], want, atol=1e-3)  # CG stops at a residual of 1e-4
+        gaps.append(float((no_cg[row, keep] - want).abs().max()))
+    assert max(gaps) > 1e-2, gaps  # the ADMM iterate alone is not the optimum
 
 
 def test_sparsegpt_is_the_obs_least_squares_fix_when_one_weight_goes():
@@ -146,6 +193,32 @@ def test_wanda_keeps_the_largest_weight_times_input_norm_per_row(tiny):
     pruned = prune_causal_lm(model, calib, method="wanda")
     got = decoder_layers(pruned)[0].mlp.down_proj.weight != 0
     assert torch.equal(got, kept)
+
+
+def test_safe_obd_projects_on_the_layerwise_obd_saliency(tiny):
+    """SAFE with OBD's P = diag(2 X^T X) (the reconstruction Hessian's diagonal): with no x-step, the
+    final projection keeps the largest w_ij^2 ||X_j||^2 over the whole layer (Wanda's score, but not
+    per row)."""
+    model, calib = tiny
+    block = decoder_layers(model)[0]
+    seen = {}
+
+    def keep_input(_m, inputs, _out):
+        seen["a"] = inputs[0].detach()
+
+    handle = block.mlp.down_proj.register_forward_hook(keep_input)
+    with torch.no_grad():
+        model(torch.as_tensor(calib), use_cache=False)
+    handle.remove()
+    a = seen["a"].reshape(-1, seen["a"].shape[-1])
+    w = block.mlp.down_proj.weight
+    score = (w**2 * (a**2).sum(0)).reshape(-1)
+    kept = torch.zeros_like(score, dtype=torch.bool)
+    kept[torch.topk(score, score.numel() // 2).indices] = True
+    pruned = prune_causal_lm(model, calib, method="safe_obd", n_steps=0)
+    got = decoder_layers(pruned)[0].mlp.down_proj.weight
+    assert torch.equal(got.reshape(-1) != 0, kept)
+    assert not torch.all((got != 0).float().mean(1) == 0.5)  # rows keep different shares
 
 
 def test_safe_reconstructs_the_dense_block_better_than_one_shot_magnitude(tiny):
@@ -295,3 +368,19 @@ def test_safe_plus_beats_sparsegpt_given_300_x_steps(english_llama):
         safe_plus = lm_perplexity(prune_causal_lm(model, calib, pattern=pattern, n_steps=300), held)
         # measured (seed 0): 50 % 19.23 vs 19.45; 2:4 20.79 vs 21.58 (dense 17.73)
         assert safe_plus < sparsegpt - 0.1, (pattern, safe_plus, sparsegpt)
+
+
+@pytest.mark.slow  # the trained Llama (shared), then one-shot ALPS and SparseGPT (~1 s each)
+@pytest.mark.claims
+def test_alps_beats_sparsegpt_on_held_out_perplexity(english_llama):
+    """The ALPS baseline of the paper's Table 1: ADMM with its rho schedule and the CG refinement
+    reaches a lower held-out perplexity than SparseGPT at 50 % and 2:4 (ALPS's own claim); at this
+    scale it is also below SAFE+ (the paper's SAFE+ < ALPS does not reproduce: docs/efficiency/safe.md)."""
+    model, calib, held = english_llama
+    for pattern in ("unstructured", "2:4"):
+        ppl = {
+            method: lm_perplexity(prune_causal_lm(model, calib, method=method, pattern=pattern), held)
+            for method in ("alps", "sparsegpt")
+        }
+        # measured (seeds 0/1): 50 % 18.82/18.81 vs 19.45/19.43; 2:4 20.24/20.21 vs 21.58/21.39
+        assert ppl["alps"] < ppl["sparsegpt"] - 0.3, (pattern, ppl)

@@ -5,8 +5,10 @@ The generalised projection of Lee et al. (ICML 2025, Section 3.4) is
 it keeps the ``d`` entries of ``v`` with the largest ``P_ii^{1/2} |v_i|`` unchanged and zeroes
 the rest. ``P = I`` is hard thresholding (SAFE); ``P = diag(A^T A)`` with ``A`` a layer's
 input activations is Wanda's saliency (the paper's SAFE+); ``P = diag(grad f grad f^T)`` is
-SNIP's. This module computes the diagonal of ``P`` for every prunable weight of a model on
-a calibration batch, and the projection itself.
+SNIP's; ``P = diag(grad^2 f)`` is Optimal Brain Damage's (LeCun et al., 1989; the diagonal
+estimated here by Hutchinson's probes ``E[v * (H v)]``, ``v`` Rademacher). This module
+computes the diagonal of ``P`` for every prunable weight of a model on a calibration batch,
+and the projection itself.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ from trustlab.vision.classifiers import require_torch
 
 __all__ = ["PROJECTIONS", "importance", "project"]
 
-PROJECTIONS = ("magnitude", "wanda", "snip")
+PROJECTIONS = ("magnitude", "wanda", "snip", "obd")
 """The metric ``P`` of the z-step: ``"magnitude"`` (``P = I``: SAFE), ``"wanda"``
-(``P = diag(A^T A)``: the paper's SAFE+), ``"snip"`` (``P = diag(grad f grad f^T)``)."""
+(``P = diag(A^T A)``: the paper's SAFE+), ``"snip"`` (``P = diag(grad f grad f^T)``),
+``"obd"`` (``P = diag(grad^2 f)``, Optimal Brain Damage)."""
+
+OBD_PROBES = 16
+"""Rademacher probes of the Hutchinson estimate of ``diag(grad^2 f)`` (``"obd"``)."""
 
 
 def project(tensors: list[Any], keep: int | list[int], metric: list[Any] | None = None) -> list[Any]:
@@ -83,6 +89,10 @@ def importance(net: Any, layers: list[Any], kind: str, X: Any, y: Any) -> list[A
     ``"wanda"``: ``||A_j||^2`` of the layer's input feature ``j`` over the calibration batch
     ``X`` (for a Conv2d, over the unfolded patches: its im2col form is a Linear layer);
     ``"snip"``: the squared gradient of the mean cross-entropy on ``(X, y)``;
+    ``"obd"``: the diagonal of its Hessian, ``mean_v v * (H v)`` over :data:`OBD_PROBES`
+    Rademacher vectors ``v`` (double backpropagation; the probes are seeded, so ``P`` depends
+    only on the weights), negative estimates set to 0 (OBD's saliency ``h_ii w_i^2 / 2``: a
+    weight whose removal does not raise the quadratic model goes first);
     ``"magnitude"``: ``None`` (``P = I``). A ridge of ``1e-8`` times the mean keeps ``P``
     positive definite (a feature that is always zero would otherwise tie at zero).
     """
@@ -108,6 +118,8 @@ def importance(net: Any, layers: list[Any], kind: str, X: Any, y: Any) -> list[A
                     h.remove()
             ones = torch.ones_like
             diag = [_broadcast(m, sums[id(m)]) if id(m) in sums else ones(m.weight) for m in layers]
+        elif kind == "obd":
+            diag = _hessian_diagonal(net, [m.weight for m in layers], X, y)
         else:
             weights = [m.weight for m in layers]
             with torch.enable_grad():
@@ -120,3 +132,22 @@ def importance(net: Any, layers: list[Any], kind: str, X: Any, y: Any) -> list[A
     mean = torch.cat([d.reshape(-1) for d in diag]).mean()
     ridge = 1e-8 * float(mean) if float(mean) > 0 else 1.0
     return [d + ridge for d in diag]
+
+
+def _hessian_diagonal(net: Any, weights: list[Any], X: Any, y: Any) -> list[Any]:
+    """Hutchinson's estimate of the diagonal of the cross-entropy's Hessian in ``weights``, clipped at 0."""
+    torch = require_torch()
+    gen = torch.Generator().manual_seed(0)
+    with torch.enable_grad():
+        loss = torch.nn.functional.cross_entropy(net(X), y)
+        grads = torch.autograd.grad(loss, weights, create_graph=True, allow_unused=True)
+        live = [(w, g) for w, g in zip(weights, grads, strict=True) if g is not None]
+        sums = {id(w): torch.zeros_like(w) for w in weights}
+        for _ in range(OBD_PROBES):
+            vs = [torch.randint(0, 2, w.shape, generator=gen).to(w.dtype) * 2 - 1 for w, _ in live]
+            hvs = torch.autograd.grad(
+                [g for _, g in live], [w for w, _ in live], grad_outputs=vs, retain_graph=True
+            )
+            for (w, _), v, hv in zip(live, vs, hvs, strict=True):
+                sums[id(w)] += v * hv.detach()
+    return [(sums[id(w)] / OBD_PROBES).clamp_min(0.0) for w in weights]

@@ -5,7 +5,10 @@ the x-step is a SAM step on ``f`` plus the proximal pull ``lam (x - z + u)``; ev
 ``K`` steps ``z = proj_{||.||_0 <= d}(x + u)`` (keep the ``d`` largest magnitudes) and the
 scaled dual ``u += x - z``; the result is ``proj(x_T)``, with no retraining. SAFE+
 (``projection="wanda"``) projects in the metric ``P = diag(A^T A)`` instead (keep the
-largest ``||A_j|| |x_ij|``), ``P`` re-estimated at each z-step. ``rho = 0`` gives plain
+largest ``||A_j|| |x_ij|``), ``P`` re-estimated at each z-step (``"snip"`` and ``"obd"``,
+Optimal Brain Damage's diagonal Hessian, are the paper's other examples of ``P``).
+``sparse_gradient=True`` is SAFE+SG (the paper's Section 4.5): the gradient at the projected
+point, ``grad f(proj(x))``, is added to every x-step. ``rho = 0`` gives plain
 ADMM pruning (the paper's non-flat baseline); ``method="magnitude"`` trains densely, prunes
 globally by magnitude with ``torch.nn.utils.prune`` and fine-tunes with the mask, on the
 same number of epochs. :func:`sharpness` measures the largest Hessian eigenvalue of the
@@ -202,11 +205,17 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         Share of prunable weights set to zero (``d = round((1 - sparsity) * total)`` kept).
     method : {"safe", "admm", "magnitude"}, default="safe"
         See :data:`PRUNING_METHODS`.
-    projection : {"magnitude", "wanda", "snip"}, default="magnitude"
+    projection : {"magnitude", "wanda", "snip", "obd"}, default="magnitude"
         The metric ``P`` of the z-step and of the final projection (:data:`PROJECTIONS`):
         ``"magnitude"`` is SAFE (``P = I``), ``"wanda"`` is the paper's SAFE+
         (``P = diag(A^T A)``, re-estimated at each z-step on a fixed calibration batch of up
-        to 512 training images at the current weights). Ignored by ``method="magnitude"``.
+        to 512 training images at the current weights), ``"snip"`` the squared gradient,
+        ``"obd"`` the diagonal of the loss's Hessian (Hutchinson, 16 probes), on that batch.
+        Ignored by ``method="magnitude"``.
+    sparse_gradient : bool, default=False
+        SAFE+SG: add ``grad f(proj(x))``, the minibatch gradient at the projection of the
+        current weights (in the metric of the last z-step), to each x-step, as CrAM+ adds its
+        dense gradient (one more forward/backward pass per step). Ignored by "magnitude".
     scope : {"global", "layer"}, default="global"
         ``"global"``: one budget ``d`` over all prunable weights (the paper's image setting);
         ``"layer"``: each layer keeps ``round((1 - sparsity) * its size)`` (the authors' LLM
@@ -262,6 +271,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         "sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
         "method": [Options(PRUNING_METHODS)],
         "projection": [Options(PROJECTIONS)],
+        "sparse_gradient": ["boolean"],
         "scope": [Options(("global", "layer"))],
         "rho": [Interval(numbers.Real, 0, None, closed="left")],
         "lam": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -280,6 +290,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         sparsity: float = 0.9,
         method: str = "safe",
         projection: str = "magnitude",
+        sparse_gradient: bool = False,
         scope: str = "global",
         rho: float = 0.1,
         lam: float = 1.0,
@@ -294,6 +305,7 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         self.sparsity = sparsity
         self.method = method
         self.projection = projection
+        self.sparse_gradient = sparse_gradient
         self.scope = scope
         self.rho = rho
         self.lam = lam
@@ -385,9 +397,9 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
         n_batches = math.ceil(len(X) / int(self.batch_size))
         total_steps = n_batches * int(self.epochs)
         opt, schedule = self._optimizer(params, total_steps, n_batches)
-        state = {"t": 0}
+        state: dict[str, Any] = {"t": 0, "p_diag": metric()}
         with torch.no_grad():
-            z = _project([w.detach().clone() for w in weights], keep, metric())
+            z = _project([w.detach().clone() for w in weights], keep, state["p_diag"])
             u = [torch.zeros_like(w) for w in weights]
         loss_fn = torch.nn.functional.cross_entropy
 
@@ -410,12 +422,21 @@ class SAFEPruning(TrainedModelMixin, ParamsValidationMixin, ClassifierMixin, Bas
                     for p, e in zip(params, eps, strict=True):
                         if e is not None:
                             p.sub_(e)
+            if self.sparse_gradient:  # SAFE+SG: + grad f(C(x)), accumulated into .grad
+                with torch.no_grad():
+                    saved = [w.detach().clone() for w in weights]
+                    for w, c in zip(weights, _project(saved, keep, state["p_diag"]), strict=True):
+                        w.copy_(c)
+                loss_fn(model(xb), yb).backward()
+                with torch.no_grad():
+                    for w, s in zip(weights, saved, strict=True):
+                        w.copy_(s)
             with torch.no_grad():
                 for w, zi, ui in zip(weights, z, u, strict=True):
                     w.grad.add_(lam_t * (w - zi + ui))
             opt.step()
             if (t + 1) % int(self.dual_interval) == 0:
-                p_diag = metric()
+                p_diag = state["p_diag"] = metric()
                 with torch.no_grad():
                     new_z = _project([w + ui for w, ui in zip(weights, u, strict=True)], keep, p_diag)
                     for w, zi, ui, nz in zip(weights, z, u, new_z, strict=True):

@@ -11,10 +11,11 @@ block ``i`` are the outputs of the already pruned blocks ``< i``, as in SparseGP
 Wanda itself (Sun et al., 2024) keeps, per output row of every Linear weight, the entries
 with the largest ``|W_ij| ||X_j||``; magnitude pruning keeps the largest ``|W_ij|`` per layer;
 SparseGPT (Frantar & Alistarh, 2023) prunes each Linear by row-wise OBS updates with the
-inverse of ``H = 2 X X^T`` (:mod:`._sparsegpt`). Every method also prunes to an N:M pattern
-(``pattern="2:4"``: ``N`` of every ``M`` consecutive input weights kept, the semi-structured
-sparsity of the paper's Table 1); for SAFE/SAFE+ every z-step and the final projection are
-then projections onto the N:M set.
+inverse of ``H = 2 X X^T`` (:mod:`._sparsegpt`); ALPS (Meng et al., 2024) by ADMM on the
+same objective and conjugate gradients on the kept weights (:mod:`._alps`). Every method
+also prunes to an N:M pattern (``pattern="2:4"``: ``N`` of every ``M`` consecutive input
+weights kept, the semi-structured sparsity of the paper's Table 1); for SAFE/SAFE+ every
+z-step and the final projection are then projections onto the N:M set.
 
 References
 ----------
@@ -24,6 +25,8 @@ M. Sun, Z. Liu, A. Bair, J. Z. Kolter, "A Simple and Effective Pruning Approach 
 Language Models", ICLR 2024.
 E. Frantar, D. Alistarh, "SparseGPT: Massive Language Models Can Be Accurately Pruned in
 One-Shot", ICML 2023.
+X. Meng, K. Behdin, H. Wang, R. Mazumder, "ALPS: Improved Optimization for Highly Sparse
+One-Shot Pruning for Large Language Models", NeurIPS 2024.
 S. Shin et al., "Rethinking Pruning Large Language Models: Benefits and Pitfalls of
 Reconstruction Error Minimization", EMNLP 2024.
 """
@@ -39,15 +42,21 @@ import numpy as np
 
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_token_ids
+from trustlab.efficiency._alps import alps_prune
 from trustlab.efficiency._sparsegpt import nm_keep_mask, parse_pattern, sparsegpt_prune
 from trustlab.errors import DataError, ParameterError
 from trustlab.vision.classifiers import require_torch
 
 __all__ = ["LLM_PRUNING_METHODS", "decoder_layers", "lm_perplexity", "prune_causal_lm"]
 
-LLM_PRUNING_METHODS = ("safe_plus", "safe", "sparsegpt", "wanda", "magnitude")
+LLM_PRUNING_METHODS = ("safe_plus", "safe", "safe_obd", "alps", "sparsegpt", "wanda", "magnitude")
 """``"safe_plus"``: SAFE with the Wanda projection (the paper's SAFE+); ``"safe"``: SAFE
-with the Euclidean projection; ``"sparsegpt"``: one-shot OBS reconstruction with the inverse
+with the Euclidean projection; ``"safe_obd"``: SAFE with Optimal Brain Damage's projection,
+``P`` the diagonal of the Hessian ``2 X^T X`` of each Linear's reconstruction error (keep the
+largest ``w_ij^2 ||X_j||^2`` of the layer: Wanda's score compared over the whole layer instead
+of within each output row); ``"alps"``: ADMM on each Linear's reconstruction error with
+ALPS's ``rho`` schedule, then conjugate gradients on the kept weights (Meng et al., 2024);
+``"sparsegpt"``: one-shot OBS reconstruction with the inverse
 Hessian of each Linear (Frantar & Alistarh, 2023); ``"wanda"``: one-shot ``|W| ||X||`` per
 output row; ``"magnitude"``: one-shot ``|W|`` per layer."""
 
@@ -205,6 +214,7 @@ def _safe_block(
     y: Any,
     kwargs: dict[str, Any],
     metrics: list[Any] | None,
+    per_row: bool,
     sparsity: float,
     params: dict[str, Any],
     gen: Any,
@@ -220,7 +230,6 @@ def _safe_block(
     for w in ws:
         w.requires_grad_(True)
     mets = metrics if metrics is not None else [None] * len(ws)
-    per_row = metrics is not None
     rho, lam, interval = params["rho"], params["lam"], params["interval"]
     opt = torch.optim.Adam(ws, lr=params["lr"])
     scale = float((y**2).mean()) + 1e-12
@@ -307,11 +316,11 @@ def prune_causal_lm(
         A causal LM (Llama-family; blocks found by :func:`decoder_layers`). Not modified.
     calibration : array-like of int, shape (n_sequences, length), or TokenData
         Calibration token ids (the paper: 128 C4 sequences).
-    method : {"safe_plus", "safe", "sparsegpt", "wanda", "magnitude"}, default="safe_plus"
+    method : {"safe_plus", "safe", "safe_obd", "alps", "sparsegpt", "wanda", "magnitude"}, default="safe_plus"
         See :data:`LLM_PRUNING_METHODS`. SAFE/SAFE+ minimise each block's reconstruction
-        error; SparseGPT, Wanda and magnitude are one-shot. Wanda and SAFE+ compare within
-        each output row, SAFE and magnitude within each layer, SparseGPT within each block of
-        ``sparsegpt_block`` input columns (its adaptive mask selection).
+        error; ALPS, SparseGPT, Wanda and magnitude are one-shot, per Linear. Wanda and SAFE+
+        compare within each output row, SAFE, SAFE-OBD, ALPS and magnitude within each layer,
+        SparseGPT within each block of ``sparsegpt_block`` input columns (its adaptive mask selection).
     sparsity : float in (0, 1), default=0.5
         Share of each Linear weight set to zero (the paper: 50 % and 60 % unstructured; 0.5
         for 2:4 and 4:8).
@@ -336,7 +345,7 @@ def prune_causal_lm(
     batch_size : int, default=32
         Calibration sequences per x-step (and per forward pass).
     damp : float, default=0.01
-        SparseGPT's dampening: ``damp`` times the mean diagonal of ``H = 2 X X^T / n`` is
+        SparseGPT's and ALPS's dampening: ``damp`` times the mean diagonal of ``H = 2 X X^T / n`` is
         added to the diagonal before inversion (the paper's 1 %).
     sparsegpt_block : int, default=128
         SparseGPT's block of columns for lazy updates and adaptive mask selection (the
@@ -391,21 +400,23 @@ def prune_causal_lm(
         lins = _linears(block)
         if not lins:
             continue
-        if method == "sparsegpt":  # every Linear's Hessian from the block's input, then prune all
+        if method in ("sparsegpt", "alps"):  # every Linear's Hessian from the block's input, then prune all
             grams = _input_norms(block, x, kwargs, batch, gram=True)
             n_tok = int(x.shape[0] * x.shape[1])
             with torch.no_grad():
                 for m in lins:
-                    m.weight.copy_(
-                        sparsegpt_prune(
+                    if method == "alps":
+                        new = alps_prune(m.weight, grams[id(m)], float(sparsity), nm, damp=float(damp))
+                    else:
+                        new = sparsegpt_prune(
                             m.weight, grams[id(m)], n_tok, float(sparsity), nm,
                             block_size=int(sparsegpt_block), damp=float(damp),
-                        )
-                    )  # fmt: skip
+                        )  # fmt: skip
+                    m.weight.copy_(new)
             with torch.no_grad():
                 x = _run(block, x, kwargs, batch)
             continue
-        norms = _input_norms(block, x, kwargs, batch) if method in ("wanda", "safe_plus") else {}
+        norms = _input_norms(block, x, kwargs, batch) if method in ("wanda", "safe_plus", "safe_obd") else {}
         metrics = [norms[id(m)].reshape(1, -1).expand_as(m.weight) + 1e-12 for m in lins] if norms else None
         if method in ("wanda", "magnitude"):
             with torch.no_grad():
@@ -415,7 +426,7 @@ def prune_causal_lm(
         else:
             with torch.no_grad():
                 y = _run(block, x, kwargs, batch)
-            _safe_block(block, x, y, kwargs, metrics, sparsity, params, gen, nm)
+            _safe_block(block, x, y, kwargs, metrics, method == "safe_plus", sparsity, params, gen, nm)
         with torch.no_grad():
             x = _run(block, x, kwargs, batch)
     return pruned
