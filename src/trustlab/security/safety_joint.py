@@ -213,10 +213,10 @@ def joint_safety_finetune(
     if loss_mask.shape != tokens.shape or not loss_mask[:, 1:].any():
         raise DataError("lm_data's loss_mask must match its tokens and count some token.", argument="lm_data")
     ids, key_mask, labels = _windows(windows, vocab)
-    blocks = _blocks(model) if train_blocks is not None else None
-    if blocks is not None and train_blocks > len(blocks):
+    n_blocks = len(_blocks(model)) if train_blocks is not None else 0
+    if train_blocks is not None and train_blocks > n_blocks:
         raise ParameterError(
-            f"train_blocks={train_blocks} exceeds the model's {len(blocks)} blocks.", argument="train_blocks"
+            f"train_blocks={train_blocks} exceeds the model's {n_blocks} blocks.", argument="train_blocks"
         )
 
     net = model if inplace else copy.deepcopy(model)
@@ -232,9 +232,8 @@ def joint_safety_finetune(
     new.cls_embedding_, new.coef_, new.intercept_ = (
         t.detach().float().clone().to(device).requires_grad_(True) for t in (cls0, coef0, b0)
     )
-    if blocks is not None:
-        blocks = _blocks(net)
-        chosen = {id(p) for b in list(blocks)[-train_blocks:] for p in b.parameters()}
+    if train_blocks is not None:
+        chosen = {id(p) for b in list(_blocks(net))[-train_blocks:] for p in b.parameters()}
     else:
         chosen = {id(p) for p in net.parameters()}
     flags = [(p, p.requires_grad) for p in net.parameters()]
