@@ -93,8 +93,12 @@ def test_claim_joint_training_resists_the_adaptive_attack():
     """Li & Kim (ICML 2025), joint training (L_sft + 0.1 L_cls) at lab scale: the white-box
     suffix search that also drives the head's logit down (5 filler words, two sweeps, weight 5)
     takes the frozen model + separately fitted head to 0.00 refusal; against the jointly
-    fine-tuned model and head it leaves refusal far higher (measured 0.72, seeds 0-3 0.72-0.95),
-    while prefilling is still refused and benign instructions are not."""
+    fine-tuned model and head it leaves refusal far higher (measured 0.72 at this seed; seeds
+    0-3: 0.72, 0.95, 0.57, 0.47), while prefilling is still refused and benign instructions are
+    not. Not claimed: that the head's loss is what helps. The control (the same fine-tuning with
+    lam = 0, then a separately fitted head) gave 0.03, 0.92, 0.53, 1.00 on seeds 0-3
+    (benchmarks/security_safety_joint.py), and with benign topic words among the candidates the
+    adaptive search still evades the joint head (0.00-0.07)."""
     import torch
 
     torch.set_num_threads(1)
