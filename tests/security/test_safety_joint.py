@@ -94,11 +94,12 @@ def test_claim_joint_training_resists_the_adaptive_attack():
     suffix search that also drives the head's logit down (5 filler words, two sweeps, weight 5)
     takes the frozen model + separately fitted head to 0.00 refusal; against the jointly
     fine-tuned model and head it leaves refusal far higher (measured 0.72 at this seed; seeds
-    0-3: 0.72, 0.95, 0.57, 0.47), while prefilling is still refused and benign instructions are
-    not. Not claimed: that the head's loss is what helps. The control (the same fine-tuning with
-    lam = 0, then a separately fitted head) gave 0.03, 0.92, 0.53, 1.00 on seeds 0-3
-    (benchmarks/security_safety_joint.py), and with benign topic words among the candidates the
-    adaptive search still evades the joint head (0.00-0.07)."""
+    0-4: 0.72, 0.95, 0.57, 0.47, 0.45), while prefilling is still refused and benign
+    instructions are not. Not claimed: that the head's loss is what helps. The control (the
+    same fine-tuning with lam = 0, then a separately fitted head) gave 0.03, 0.92, 0.53, 1.00,
+    0.93 (benchmarks/security_safety_joint.py); a stronger adaptive search (8 words, weight 20)
+    takes lam = 0.1 to 0.09 on average, and with benign topic words among the candidates the
+    adaptive search evades every setup (refusal <= 0.12)."""
     import torch
 
     torch.set_num_threads(1)
