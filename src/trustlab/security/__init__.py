@@ -61,6 +61,7 @@ from trustlab.security.safety_decoding import (
     safe_generate,
     safety_logits_processor,
 )
+from trustlab.security.safety_joint import JointFinetune, joint_safety_finetune
 from trustlab.security.steering_transfer import (
     ActivationMapper,
     MappingQuality,
@@ -78,6 +79,7 @@ __all__: list[str] = [
     "EnergyDetector",
     "FlipResult",
     "GAIADetector",
+    "JointFinetune",
     "KNNShiftDetector",
     "LMSequenceClassifier",
     "MSPDetector",
@@ -100,6 +102,7 @@ __all__: list[str] = [
     "fpr_at_tpr",
     "inject_backdoor",
     "insert_trigger",
+    "joint_safety_finetune",
     "ood_metrics",
     "pgd_attack",
     "prediction_flips",
