@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from trustlab.errors import TrustlabError
-from trustlab.theory import default_target, estimate_moduli, looped_rate
+from trustlab.theory import default_target, estimate_moduli, looped_rate, simulate_looped
+from trustlab.theory.looped_transformers import flow_target
 
 
 @pytest.mark.claims
@@ -42,6 +43,29 @@ def test_moduli_of_known_functions() -> None:
     assert np.all(np.diff(target.token) > 0)
 
 
+def test_flow_target_is_permutation_equivariant_and_time_dependent() -> None:
+    x = np.random.default_rng(1).uniform(0, 1, (50, 5, 2))
+    perm = np.array([3, 0, 4, 1, 2])
+    y = flow_target(x)
+    assert y.shape == x.shape
+    assert np.allclose(flow_target(x[:, perm]), y[:, perm])
+    # the field moves tokens by O(1)
+    assert 0.1 < np.abs(y - x).mean() < 3
+    assert not np.allclose(flow_target(x, autonomous=True), y)
+    # RK4 has converged: 8x more steps change the map by < 1e-4 (squared error ~1e-11)
+    assert np.abs(flow_target(x, n_steps=256) - y).max() < 1e-4
+
+
+def test_simulate_looped_shapes_and_ablation() -> None:
+    """At one loop the timestep encoding is a constant: TMLT and the ablation are the same run."""
+    pytest.importorskip("torch")
+    sim = simulate_looped([1, 2], steps=3, batch_size=8, width=8, n_seeds=2)
+    assert sim.plain.shape == sim.timestep.shape == sim.constant.shape == (2, 2)
+    assert np.array_equal(sim.timestep[0], sim.constant[0])
+    assert not np.array_equal(sim.timestep[1], sim.constant[1])
+    assert np.all(sim.plain > 0) and sim.target_variance > 0
+
+
 def test_bad_input() -> None:
     with pytest.raises(TrustlabError, match="loops"):
         looped_rate(3, 5, 1)
@@ -49,3 +73,11 @@ def test_bad_input() -> None:
         looped_rate(10, 0, 1)
     with pytest.raises(TrustlabError, match="deltas"):
         estimate_moduli(default_target, 3, 2, [0.1, -0.1])
+    with pytest.raises(TrustlabError, match="target"):
+        simulate_looped([1, 2], target="sudoku", steps=1)
+    with pytest.raises(TrustlabError, match="width"):
+        simulate_looped([1, 2], width=9, steps=1)
+    with pytest.raises(TrustlabError, match="loops"):
+        simulate_looped([0, 2], steps=1)
+    with pytest.raises(TrustlabError, match="x"):
+        flow_target(np.zeros((2, 3, 3)))

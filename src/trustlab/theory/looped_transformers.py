@@ -7,8 +7,10 @@ three moduli of continuity of ``f`` (sequence, contextual, token) at the scale
 contextual and token terms come from weight tying, and scaling the feed-forward output per loop
 by ``eta(t)`` (from a timestep encoding) removes that limitation (Lemma 4.1, Theorem 4.2).
 :func:`looped_rate` evaluates the rate, :func:`estimate_moduli` estimates the three moduli of a
-user's function, :func:`simulate_looped` trains small looped transformers with and without
-timestep encoding. See ``docs/theory/looped-transformers.md``.
+user's function, :func:`simulate_looped` trains small looped transformers (the authors' block,
+with and without the timestep encoding) on :func:`flow_target` or a user's target. The paper's
+full text was not readable here: the statements follow public summaries (see
+``docs/theory/looped-transformers.md``, which records where they disagree).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class LoopedRate:
     delta : float
         ``((r - N) / 2)^{-1 / ((N + 1) d + 1)}``.
     modulus_term : float
-        ``(N d)^{1/p} [omega_tok(delta sqrt d) + omega_cont(delta sqrt(N d)) + omega_f(delta sqrt(N d))]``.
+        ``(N d)^{1/p} [omega_tok(delta sqrt d) + omega_cont(delta sqrt(N d)) + omega_f(delta sqrt(N d))]``
+        (one summary puts ``omega_f`` outside the factor ``(N d)^{1/p}``: this is the larger form).
     tied_term : float
         The part of ``modulus_term`` from the contextual and token moduli (the weight-tying cost
         that the timestep encoding removes).
@@ -327,7 +330,7 @@ _FLOW_ROTATION = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 
 @validate_params({"x": ["array-like"], "autonomous": ["boolean"], "n_steps": [_INT1]})
-def flow_target(x: np.ndarray, *, autonomous: bool = False, n_steps: int = 64) -> np.ndarray:
+def flow_target(x: np.ndarray, *, autonomous: bool = False, n_steps: int = 32) -> np.ndarray:
     """A permutation-equivariant target with loop structure: the time-1 map of a token ODE.
 
     Each token ``x_i in R^2`` moves with ``u_i = x_i - mean_j x_j``:
@@ -343,7 +346,7 @@ def flow_target(x: np.ndarray, *, autonomous: bool = False, n_steps: int = 64) -
     x : numpy.ndarray
         ``(batch, N, 2)``.
     autonomous : bool, default False
-    n_steps : int, default 64
+    n_steps : int, default 32
 
     Returns
     -------
@@ -550,6 +553,13 @@ def simulate_looped(
     errs = {v: np.zeros((len(rs), s)) for v in _VARIANTS}
     warm = max(1, steps // 20)
     for j, r in enumerate(rs.astype(int)):
+        # one stream per loop count, shared by the three variants; the targets computed at once
+        x_all = np.random.default_rng([random_state, j, 12345]).uniform(
+            0, 1, (steps, s * batch_size, tokens, dim)
+        )
+        y_all = np.asarray(f(x_all.reshape(-1, tokens, dim)), dtype=float)
+        xs = torch.tensor(x_all.reshape(steps, s, batch_size, tokens, dim), dtype=torch.float32)
+        ys = torch.tensor(y_all.reshape(steps, s, batch_size, tokens, d_out), dtype=torch.float32)
         for variant in _VARIANTS:
             gen = torch.Generator().manual_seed(random_state * 7919 + 101 * j + 1)
             p = _init_params(torch, s, dim, d_out, width, gen)
@@ -560,13 +570,8 @@ def simulate_looped(
                 opt,
                 lambda i: min(1.0, (i + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(i, steps) / steps)),
             )
-            data = np.random.default_rng([random_state, j, 12345])  # same stream for the three variants
-            for _ in range(steps):
-                x = data.uniform(0, 1, (s * batch_size, tokens, dim))
-                xb = torch.tensor(x.reshape(s, batch_size, tokens, dim), dtype=torch.float32)
-                y = np.asarray(f(x), dtype=float).reshape(s, batch_size, tokens, d_out)
-                yb = torch.tensor(y, dtype=torch.float32)
-                loss = ((_forward(torch, p, xb, int(r), variant) - yb) ** 2).mean(dim=(1, 2, 3)).sum()
+            for i in range(steps):
+                loss = ((_forward(torch, p, xs[i], int(r), variant) - ys[i]) ** 2).mean(dim=(1, 2, 3)).sum()
                 opt.zero_grad()
                 loss.backward()
                 with torch.no_grad():  # clip each model's gradient norm at 1
