@@ -80,7 +80,7 @@ def test_flow_target_is_permutation_equivariant_and_time_dependent() -> None:
 def test_simulate_looped_shapes_and_ablation() -> None:
     """At one loop the timestep encoding is a constant: TMLT and the ablation are the same run."""
     pytest.importorskip("torch")
-    sim = simulate_looped([1, 2], steps=3, batch_size=8, width=8, n_seeds=2)
+    sim = simulate_looped([1, 2], steps=3, batch_size=8, width=8, n_seeds=2, n_test=64)
     assert sim.plain.shape == sim.timestep.shape == sim.constant.shape == (2, 2)
     assert np.array_equal(sim.timestep[0], sim.constant[0])
     assert not np.array_equal(sim.timestep[1], sim.constant[1])

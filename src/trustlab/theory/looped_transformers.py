@@ -471,6 +471,7 @@ def _slope(log_r: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
         "batch_size": [_INT1],
         "learning_rate": [_POS],
         "n_seeds": [_INT1],
+        "n_test": [_INT1],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 )
@@ -485,6 +486,7 @@ def simulate_looped(
     batch_size: int = 64,
     learning_rate: float = 3e-3,
     n_seeds: int = 3,
+    n_test: int = 4096,
     random_state: int = 0,
 ) -> LoopedSimulation:
     """Train one-block looped transformers per loop count: plain, timestep-modulated and an ablation.
@@ -498,7 +500,7 @@ def simulate_looped(
     ``h + alpha2 * FF(RMSNorm(h) * (1 + gamma2))``. The ``constant`` ablation is the same network
     fed the encoding of ``t = 0`` at every loop. Inputs are uniform on ``[0, 1]^{N x d}``, fresh
     each step; Adam with 5 % linear warm-up and cosine decay, gradient norm clipped at 1 per
-    model; the error is the MSE on 4096 held-out sequences. The ``n_seeds`` models of each
+    model; the error is the MSE on ``n_test`` held-out sequences. The ``n_seeds`` models of each
     (variant, loop count) are trained at once as one batched network (independent parameters,
     data and clipping). Requires ``torch``.
 
@@ -514,6 +516,8 @@ def simulate_looped(
         ``N``, ``d``, model width (even), Adam steps, sequences per step.
     learning_rate : float, default 3e-3
     n_seeds : int, default 3
+    n_test : int, default 4096
+        Held-out sequences.
     random_state : int, default 0
 
     Returns
@@ -528,7 +532,7 @@ def simulate_looped(
 
     Examples
     --------
-    >>> sim = simulate_looped([1, 2], steps=5, n_seeds=2)
+    >>> sim = simulate_looped([1, 2], steps=5, n_seeds=2, n_test=64)
     >>> sim.plain.shape
     (2, 2)
     """
@@ -540,7 +544,7 @@ def simulate_looped(
         raise ParameterError(f"width must be even (two attention heads), got {width}.", argument="width")
     f = _TARGETS[target] if isinstance(target, str) else (flow_target if target is None else target)
     rng = np.random.default_rng(random_state)
-    x_test = rng.uniform(0, 1, (4096, tokens, dim))
+    x_test = rng.uniform(0, 1, (n_test, tokens, dim))
     y_test = np.asarray(f(x_test), dtype=float)
     if y_test.ndim != 3 or y_test.shape[:2] != x_test.shape[:2]:
         raise DataError(
