@@ -29,6 +29,7 @@ def test_rate_matches_theorem_3_6_and_falls_with_loops() -> None:
 
 @pytest.mark.claims
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 def test_claim_error_falls_with_loops_and_timestep_modulation_lowers_it() -> None:
     """Section 5: more loops lower the error; the timestep-modulated block lowers it further.
 
@@ -77,6 +78,7 @@ def test_flow_target_is_permutation_equivariant_and_time_dependent() -> None:
     assert np.abs(flow_target(x, n_steps=256) - y).max() < 1e-4
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_simulate_looped_shapes_and_ablation() -> None:
     """At one loop the timestep encoding is a constant: TMLT and the ablation are the same run."""
     pytest.importorskip("torch")
