@@ -102,5 +102,7 @@ def test_bad_input() -> None:
         simulate_looped([1, 2], width=9, steps=1)
     with pytest.raises(TrustlabError, match="loops"):
         simulate_looped([0, 2], steps=1)
+    with pytest.raises(TrustlabError, match="dim"):
+        simulate_looped([1, 2], dim=3, steps=1)
     with pytest.raises(TrustlabError, match="x"):
         flow_target(np.zeros((2, 3, 3)))

@@ -542,6 +542,8 @@ def simulate_looped(
         raise DataError(f"loops must be integers >= 1, got {rs.tolist()}.", argument="loops")
     if width % 2:
         raise ParameterError(f"width must be even (two attention heads), got {width}.", argument="width")
+    if (target is None or str(target).startswith("flow")) and dim != 2:
+        raise ParameterError(f"the flow targets need dim=2, got dim={dim}.", argument="dim")
     f = _TARGETS[target] if isinstance(target, str) else (flow_target if target is None else target)
     rng = np.random.default_rng(random_state)
     x_test = rng.uniform(0, 1, (n_test, tokens, dim))
