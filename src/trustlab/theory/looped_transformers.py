@@ -7,8 +7,10 @@ three moduli of continuity of ``f`` (sequence, contextual, token) at the scale
 contextual and token terms come from weight tying, and scaling the feed-forward output per loop
 by ``eta(t)`` (from a timestep encoding) removes that limitation (Lemma 4.1, Theorem 4.2).
 :func:`looped_rate` evaluates the rate, :func:`estimate_moduli` estimates the three moduli of a
-user's function, :func:`simulate_looped` trains small looped transformers with and without
-timestep encoding. See ``docs/theory/looped-transformers.md``.
+user's function, :func:`simulate_looped` trains small looped transformers (the authors' block,
+with and without the timestep encoding) on :func:`flow_target` or a user's target. The paper's
+full text was not readable here: the statements follow public summaries (see
+``docs/theory/looped-transformers.md``, which records where they disagree).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._param_validation import Interval, validate_params
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError, ParameterError
 
@@ -31,6 +33,7 @@ __all__ = [
     "SequenceModuli",
     "default_target",
     "estimate_moduli",
+    "flow_target",
     "looped_rate",
     "simulate_looped",
 ]
@@ -50,7 +53,8 @@ class LoopedRate:
     delta : float
         ``((r - N) / 2)^{-1 / ((N + 1) d + 1)}``.
     modulus_term : float
-        ``(N d)^{1/p} [omega_tok(delta sqrt d) + omega_cont(delta sqrt(N d)) + omega_f(delta sqrt(N d))]``.
+        ``(N d)^{1/p} [omega_tok(delta sqrt d) + omega_cont(delta sqrt(N d)) + omega_f(delta sqrt(N d))]``
+        (one summary puts ``omega_f`` outside the factor ``(N d)^{1/p}``: this is the larger form).
     tied_term : float
         The part of ``modulus_term`` from the contextual and token moduli (the weight-tying cost
         that the timestep encoding removes).
@@ -250,17 +254,24 @@ def estimate_moduli(
 
 @dataclass(frozen=True)
 class LoopedSimulation:
-    """Test errors of looped transformers trained per loop count, with and without timestep encoding.
+    """Test errors of looped transformers trained per loop count: plain, timestep-modulated, ablation.
 
     Attributes
     ----------
     loops : numpy.ndarray
-    plain : numpy.ndarray
-        Test MSE of the weight-tied model (mean over seeds).
-    timestep : numpy.ndarray
-        Test MSE with per-loop scales from a timestep encoding.
+        Loop counts ``r``.
+    plain, timestep, constant : numpy.ndarray
+        Test MSE, shape ``(len(loops), n_seeds)``: the weight-tied block (``plain``), the
+        Timestep-Modulated Looped Transformer (``timestep``: gates and RMSNorm scales from a
+        timestep encoding) and the same gated block whose scales do not depend on the loop index
+        (``constant``: the encoding of step 0 at every loop, which separates the gain of the
+        gating from that of the timestep).
+    target_variance : float
+        Variance of the test targets (the MSE of a constant predictor).
     plain_slope, timestep_slope : float
-        Least-squares slopes of ``log MSE`` on ``log r``.
+        Least-squares slopes of ``log MSE`` on ``log r`` over all (loop count, seed) pairs.
+    plain_slope_se, timestep_slope_se : float
+        Their ordinary least-squares standard errors (seeds as replicates).
 
     See Also
     --------
@@ -270,8 +281,12 @@ class LoopedSimulation:
     loops: np.ndarray
     plain: np.ndarray
     timestep: np.ndarray
+    constant: np.ndarray
+    target_variance: float
     plain_slope: float
+    plain_slope_se: float
     timestep_slope: float
+    timestep_slope_se: float
 
 
 @validate_params({"x": ["array-like"]})
@@ -311,82 +326,198 @@ def _torch() -> Any:
     return torch
 
 
-def _build(torch: Any, d_in: int, d_out: int, width: int, loops: int, timestep: bool) -> Any:
-    nn = torch.nn
+_FLOW_ROTATION = np.array([[0.0, -1.0], [1.0, 0.0]])
 
-    class Looped(nn.Module):  # type: ignore[name-defined]
-        def __init__(self) -> None:
-            super().__init__()
-            self.inp = nn.Linear(d_in, width)
-            self.out = nn.Linear(width, d_out)
-            self.attn = nn.MultiheadAttention(width, 2, batch_first=True)
-            self.ff = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
-            self.n1 = nn.RMSNorm(width)
-            self.n2 = nn.RMSNorm(width)
-            if timestep:  # eta(t) from a sinusoidal timestep encoding: 4 scale vectors per loop
-                self.te = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, 4 * width))
-                nn.init.zeros_(self.te[2].weight)
-                nn.init.zeros_(self.te[2].bias)
-            freq = torch.exp(-math.log(100.0) * torch.arange(width // 2) / max(width // 2, 1))
-            self.register_buffer("freq", freq)
 
-        def forward(self, x: Any) -> Any:
-            h = self.inp(x)
-            for t in range(loops):
-                if timestep:
-                    pe = torch.cat([torch.sin(t * self.freq), torch.cos(t * self.freq)])
-                    a1, a2, g1, g2 = (1 + self.te(pe)).chunk(4)
-                else:
-                    a1 = a2 = g1 = g2 = 1.0
-                z = self.n1(h) * g1
-                h = h + a1 * self.attn(z, z, z, need_weights=False)[0]
-                h = h + a2 * self.ff(self.n2(h) * g2)
-            return self.out(h)
+@validate_params({"x": ["array-like"], "autonomous": ["boolean"], "n_steps": [_INT1]})
+def flow_target(x: np.ndarray, *, autonomous: bool = False, n_steps: int = 32) -> np.ndarray:
+    """A permutation-equivariant target with loop structure: the time-1 map of a token ODE.
 
-    return Looped()
+    Each token ``x_i in R^2`` moves with ``u_i = x_i - mean_j x_j``:
+    ``dx_i/dt = 2 [cos(pi t) J u_i + sin(pi t) tanh(3 u_i)]`` (``J`` the quarter rotation),
+    integrated over ``t in [0, 1]`` by ``n_steps`` RK4 steps. The vector field changes with
+    ``t``: a weight-tied block applies the same update at every loop, while a timestep-modulated
+    block can follow the schedule (the limitation of weight tying that Lemma 4.1 of Xu & Sato
+    states and Theorem 4.2 removes). ``autonomous=True`` uses the time-averaged field
+    ``J u_i + tanh(3 u_i)`` instead (a control without time dependence).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(batch, N, 2)``.
+    autonomous : bool, default False
+    n_steps : int, default 32
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(batch, N, 2)``.
+
+    References
+    ----------
+    K. Xu and I. Sato, ICML 2025 (Lemma 4.1, Theorem 4.2: why a per-loop scale helps).
+
+    Examples
+    --------
+    >>> y = flow_target(np.random.default_rng(0).uniform(0, 1, (5, 3, 2)))
+    >>> y.shape
+    (5, 3, 2)
+    """
+    z = np.array(x, dtype=float)
+    if z.ndim != 3 or z.shape[2] != 2:
+        raise DataError(f"x must have shape (batch, N, 2), got {z.shape}.", argument="x")
+
+    def field(t: float, v: np.ndarray) -> np.ndarray:
+        u = v - v.mean(axis=1, keepdims=True)
+        if autonomous:
+            return u @ _FLOW_ROTATION.T + np.tanh(3 * u)
+        return 2 * (np.cos(np.pi * t) * u @ _FLOW_ROTATION.T + np.sin(np.pi * t) * np.tanh(3 * u))
+
+    h = 1.0 / n_steps
+    for k in range(n_steps):
+        t = k * h
+        k1 = field(t, z)
+        k2 = field(t + h / 2, z + h / 2 * k1)
+        k3 = field(t + h / 2, z + h / 2 * k2)
+        k4 = field(t + h, z + h * k3)
+        z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return z
+
+
+_TARGETS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "flow": flow_target,
+    "flow_autonomous": lambda x: flow_target(x, autonomous=True),
+    "default": default_target,
+}
+_VARIANTS = ("plain", "timestep", "constant")
+
+
+def _init_params(torch: Any, s: int, d_in: int, d_out: int, w: int, gen: Any) -> dict[str, list[Any]]:
+    """PyTorch's ``nn.Linear`` initialisation, one independent copy per seed (leading axis ``s``)."""
+
+    def lin(i: int, o: int, zero: bool = False) -> list[Any]:
+        if zero:  # adaLN-Zero, as in the authors' code: gates start at 0, scales at 1
+            return [torch.zeros(s, i, o), torch.zeros(s, o)]
+        b = 1 / math.sqrt(i)
+        return [
+            (torch.rand(s, i, o, generator=gen) * 2 - 1) * b,
+            (torch.rand(s, o, generator=gen) * 2 - 1) * b,
+        ]
+
+    shapes = {"inp": (d_in, w), "qkv": (w, 3 * w), "proj": (w, w), "ff1": (w, 4 * w), "ff2": (4 * w, w)}
+    p = {k: lin(*io) for k, io in (shapes | {"out": (w, d_out), "te1": (w, w), "te2": (w, w)}).items()}
+    p["mod"] = lin(w, 4 * w, zero=True)
+    return {k: [t.requires_grad_() for t in v] for k, v in p.items()}
+
+
+def _linear(torch: Any, p: list[Any], x: Any) -> Any:
+    w, b = p
+    y = torch.bmm(x.reshape(x.shape[0], -1, x.shape[-1]), w) + b[:, None, :]
+    return y.reshape(*x.shape[:-1], w.shape[-1])
+
+
+def _forward(torch: Any, p: dict[str, list[Any]], x: Any, loops: int, variant: str) -> Any:
+    """``s`` independent one-block looped transformers on ``x`` of shape ``(s, batch, N, d)``."""
+    fn = torch.nn.functional
+    s, b, n, _ = x.shape
+    h = _linear(torch, p["inp"], x)
+    w, heads = h.shape[-1], 2
+    dh = w // heads
+
+    def rms(u: Any) -> Any:  # RMSNorm without a gain (the authors' norm1 / norm2)
+        return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    if variant != "plain":  # sinusoidal encoding of t -> MLP -> SiLU -> (alpha1, alpha2, gamma1, gamma2)
+        freqs = torch.exp(-math.log(10000.0) * torch.arange(w // 2) / (w // 2))
+        t = torch.arange(loops, dtype=torch.float32) * (variant == "timestep")
+        enc = torch.cat([torch.cos(t[:, None] * freqs), torch.sin(t[:, None] * freqs)], dim=1)
+        te = _linear(torch, p["te2"], fn.silu(_linear(torch, p["te1"], enc.expand(s, loops, w))))
+        mod = _linear(torch, p["mod"], fn.silu(te))[:, :, None, None, :]  # (s, loops, 1, 1, 4w)
+    for k in range(loops):
+        if variant == "plain":
+            a1 = a2 = 1.0
+            z1 = rms(h)
+        else:
+            a1, a2, g1, g2 = mod[:, k].chunk(4, dim=-1)
+            z1 = rms(h) * (1 + g1)
+        q, kk, v = (u.reshape(s, b, n, heads, dh) for u in _linear(torch, p["qkv"], z1).split(w, dim=-1))
+        att = torch.softmax(torch.einsum("sbnhd,sbmhd->sbhnm", q, kk) / math.sqrt(dh), dim=-1)
+        h = h + a1 * _linear(torch, p["proj"], torch.einsum("sbhnm,sbmhd->sbnhd", att, v).reshape(s, b, n, w))
+        z2 = rms(h) if variant == "plain" else rms(h) * (1 + g2)
+        h = h + a2 * _linear(torch, p["ff2"], fn.gelu(_linear(torch, p["ff1"], z2)))
+    return _linear(torch, p["out"], rms(h))
+
+
+def _slope(log_r: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """OLS slope of ``log error`` on ``log r`` over all (r, seed) pairs, with its standard error."""
+    x = np.repeat(log_r, errors.shape[1])
+    y = np.log(errors).reshape(-1)
+    a = np.column_stack([x, np.ones_like(x)])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    resid = y - a @ coef
+    dof = max(len(y) - 2, 1)
+    se = math.sqrt(float(resid @ resid) / dof * float(np.linalg.inv(a.T @ a)[0, 0]))
+    return float(coef[0]), se
 
 
 @validate_params(
     {
         "loops": ["array-like"],
-        "target": [callable, None],
+        "target": [callable, Options(tuple(_TARGETS)), None],
         "tokens": [_INT1],
-        "dim": [Interval(numbers.Integral, 2, None, closed="left")],
+        "dim": [_INT1],
         "width": [Interval(numbers.Integral, 4, None, closed="left")],
         "steps": [_INT1],
         "batch_size": [_INT1],
         "learning_rate": [_POS],
         "n_seeds": [_INT1],
+        "n_test": [_INT1],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 )
 def simulate_looped(
     loops: Any,
     *,
-    target: Callable[[np.ndarray], np.ndarray] | None = None,
-    tokens: int = 6,
+    target: Callable[[np.ndarray], np.ndarray] | str | None = "flow",
+    tokens: int = 4,
     dim: int = 2,
-    width: int = 32,
-    steps: int = 400,
+    width: int = 16,
+    steps: int = 600,
     batch_size: int = 64,
     learning_rate: float = 3e-3,
-    n_seeds: int = 2,
+    n_seeds: int = 3,
+    n_test: int = 4096,
     random_state: int = 0,
 ) -> LoopedSimulation:
-    """Train a one-block looped transformer for each loop count, plain and with timestep encoding.
+    """Train one-block looped transformers per loop count: plain, timestep-modulated and an ablation.
 
-    Inputs are uniform on ``[0, 1]^{N x d}``, fresh each step; Adam on the MSE; the error is the
-    MSE on 4096 held-out sequences. Requires ``torch``.
+    The block is the authors' (``kevin671/tmlt``, ``model.py``): pre-RMSNorm two-head
+    self-attention and a ``4 x width`` GELU feed-forward, each added to the residual stream,
+    applied ``r`` times between an input and an output linear map (final RMSNorm). The
+    timestep-modulated variant (TMLT, Section 4) computes, per loop ``t``, a sinusoidal
+    encoding -> two-layer SiLU MLP -> SiLU -> linear map (zero-initialised) to
+    ``alpha1, alpha2, gamma1, gamma2`` and uses ``h + alpha1 * Attn(RMSNorm(h) * (1 + gamma1))``,
+    ``h + alpha2 * FF(RMSNorm(h) * (1 + gamma2))``. The ``constant`` ablation is the same network
+    fed the encoding of ``t = 0`` at every loop. Inputs are uniform on ``[0, 1]^{N x d}``, fresh
+    each step; Adam with 5 % linear warm-up and cosine decay, gradient norm clipped at 1 per
+    model; the error is the MSE on ``n_test`` held-out sequences. The ``n_seeds`` models of each
+    (variant, loop count) are trained at once as one batched network (independent parameters,
+    data and clipping). Requires ``torch``.
 
     Parameters
     ----------
     loops : array-like of int
         Loop counts ``r`` (>= 1), at least two.
-    target : callable, optional
-        ``(batch, N, d) -> (batch, N, d_out)``; default :func:`default_target`.
+    target : callable or {"flow", "flow_autonomous", "default"}, default "flow"
+        ``(batch, N, d) -> (batch, N, d_out)``. ``"flow"`` is :func:`flow_target` (``d = 2``),
+        ``"flow_autonomous"`` its time-independent control, ``"default"``
+        :func:`default_target`.
     tokens, dim, width, steps, batch_size : int
+        ``N``, ``d``, model width (even), Adam steps, sequences per step.
     learning_rate : float, default 3e-3
-    n_seeds : int, default 2
+    n_seeds : int, default 3
+    n_test : int, default 4096
+        Held-out sequences.
     random_state : int, default 0
 
     Returns
@@ -395,43 +526,73 @@ def simulate_looped(
 
     References
     ----------
-    K. Xu and I. Sato, ICML 2025 (Section 5: more loops help; timestep encoding helps further).
+    K. Xu and I. Sato, "On Expressive Power of Looped Transformers: Theoretical Analysis and
+    Enhancement via Timestep Encoding", ICML 2025 (Section 4 architecture; Section 5: more loops
+    help, the timestep encoding helps further).
 
     Examples
     --------
-    >>> sim = simulate_looped([1, 2], steps=5, n_seeds=1)
+    >>> sim = simulate_looped([1, 2], steps=5, n_seeds=2, n_test=64)
     >>> sim.plain.shape
-    (2,)
+    (2, 2)
     """
     torch = _torch()
     rs = check_numeric_array(loops, "loops", ndim=1, min_rows=2)
     if np.any(rs < 1) or np.any(rs != np.round(rs)):
         raise DataError(f"loops must be integers >= 1, got {rs.tolist()}.", argument="loops")
-    f = default_target if target is None else target
+    if width % 2:
+        raise ParameterError(f"width must be even (two attention heads), got {width}.", argument="width")
+    if (target is None or str(target).startswith("flow")) and dim != 2:
+        raise ParameterError(f"the flow targets need dim=2, got dim={dim}.", argument="dim")
+    f = _TARGETS[target] if isinstance(target, str) else (flow_target if target is None else target)
     rng = np.random.default_rng(random_state)
-    x_test = rng.uniform(0, 1, (4096, tokens, dim))
+    x_test = rng.uniform(0, 1, (n_test, tokens, dim))
     y_test = np.asarray(f(x_test), dtype=float)
-    d_out = y_test.shape[-1]
-    xt, yt = torch.tensor(x_test, dtype=torch.float32), torch.tensor(y_test, dtype=torch.float32)
-    errs = np.zeros((2, len(rs), n_seeds))
+    if y_test.ndim != 3 or y_test.shape[:2] != x_test.shape[:2]:
+        raise DataError(
+            f"target must map (batch, N, d) to (batch, N, d_out); got {y_test.shape} for {x_test.shape}.",
+            argument="target",
+        )
+    s, d_out = n_seeds, y_test.shape[-1]
+    xt = torch.tensor(x_test, dtype=torch.float32).expand(s, -1, -1, -1)
+    yt = torch.tensor(y_test, dtype=torch.float32)
+    errs = {v: np.zeros((len(rs), s)) for v in _VARIANTS}
+    warm = max(1, steps // 20)
     for j, r in enumerate(rs.astype(int)):
-        for k, ts in enumerate((False, True)):
-            for s in range(n_seeds):
-                torch.manual_seed(random_state + 1000 * s + 7 * j)
-                model = _build(torch, dim, d_out, width, int(r), ts)
-                opt = torch.optim.Adam(model.parameters(), lr=learning_rate)
-                for _ in range(steps):
-                    x = rng.uniform(0, 1, (batch_size, tokens, dim))
-                    xb = torch.tensor(x, dtype=torch.float32)
-                    yb = torch.tensor(np.asarray(f(x), dtype=float), dtype=torch.float32)
-                    loss = ((model(xb) - yb) ** 2).mean()
-                    opt.zero_grad()
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                    opt.step()
-                with torch.no_grad():
-                    errs[k, j, s] = float(((model(xt) - yt) ** 2).mean())
-    mean = errs.mean(axis=2)
-    lr_ = np.log(rs)
-    slopes = [float(np.polyfit(lr_, np.log(m), 1)[0]) for m in mean]
-    return LoopedSimulation(rs.astype(int), mean[0], mean[1], slopes[0], slopes[1])
+        # one stream per loop count, shared by the three variants; the targets computed at once
+        x_all = np.random.default_rng([random_state, j, 12345]).uniform(
+            0, 1, (steps, s * batch_size, tokens, dim)
+        )
+        y_all = np.asarray(f(x_all.reshape(-1, tokens, dim)), dtype=float)
+        xs = torch.tensor(x_all.reshape(steps, s, batch_size, tokens, dim), dtype=torch.float32)
+        ys = torch.tensor(y_all.reshape(steps, s, batch_size, tokens, d_out), dtype=torch.float32)
+        for variant in _VARIANTS:
+            gen = torch.Generator().manual_seed(random_state * 7919 + 101 * j + 1)
+            p = _init_params(torch, s, dim, d_out, width, gen)
+            tied = [k for k in p if variant != "plain" or k not in ("te1", "te2", "mod")]
+            params = [t for k in tied for t in p[k]]
+            opt = torch.optim.Adam(params, lr=learning_rate)
+            sched = torch.optim.lr_scheduler.LambdaLR(
+                opt,
+                lambda i: min(1.0, (i + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(i, steps) / steps)),
+            )
+            for i in range(steps):
+                loss = ((_forward(torch, p, xs[i], int(r), variant) - ys[i]) ** 2).mean(dim=(1, 2, 3)).sum()
+                opt.zero_grad()
+                loss.backward()
+                with torch.no_grad():  # clip each model's gradient norm at 1
+                    norm = torch.sqrt(sum(q.grad.reshape(s, -1).pow(2).sum(1) for q in params))
+                    scale = torch.clamp(1.0 / (norm + 1e-6), max=1.0)
+                    for q in params:
+                        q.grad.mul_(scale.view(s, *([1] * (q.dim() - 1))))
+                opt.step()
+                sched.step()
+            with torch.no_grad():
+                errs[variant][j] = (
+                    ((_forward(torch, p, xt, int(r), variant) - yt) ** 2).mean(dim=(1, 2, 3)).numpy()
+                )
+    log_r = np.log(rs)
+    ps, pse = _slope(log_r, errs["plain"])
+    ts, tse = _slope(log_r, errs["timestep"])
+    out = (errs["plain"], errs["timestep"], errs["constant"], float(y_test.var()), ps, pse, ts, tse)
+    return LoopedSimulation(rs.astype(int), *out)
