@@ -28,6 +28,7 @@ from trustlab.theory.looped_transformers import (
     SequenceModuli,
     default_target,
     estimate_moduli,
+    flow_target,
     looped_rate,
     simulate_looped,
 )
@@ -153,6 +154,7 @@ __all__: list[str] = [
     "estimate_moduli",
     "fit_random_relu",
     "fit_triangle_net",
+    "flow_target",
     "forward_covariance",
     "gaussian_w2",
     "iid_population_fairness_risk",
