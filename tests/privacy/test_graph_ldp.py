@@ -268,6 +268,38 @@ def test_claim_upgnet_beats_the_ldp_baseline_with_a_trained_gcn(one_torch_thread
     assert np.mean(up) - np.mean(base) > 0.03
 
 
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_sage_and_gat_backbones_learn_and_are_deterministic_for_their_seed(model, one_torch_thread):
+    from trustlab.privacy._graph_backbones import fit_torch_backbone
+
+    a, x, y, tr, te = _sbm(n_per=100)
+    first = fit_torch_backbone(model, a, x, y, tr, te, epochs=40, seed=3)
+    assert first == fit_torch_backbone(model, a, x, y, tr, te, epochs=40, seed=3)
+    assert first > 0.6  # 3 classes, chance 0.33; 150 test nodes
+    same = ldp_node_classification(
+        a, x, y, tr, te, epsilon=None, method="nonprivate", model=model, epochs=40, seed=3
+    )
+    assert same.accuracy == first
+
+
+def test_gat_attention_is_a_softmax_over_each_nodes_neighbours_and_itself(one_torch_thread):
+    import torch
+
+    from trustlab.privacy._graph_backbones import _gat_layer
+
+    # path 0-1-2 with self-loops; one head; the attention of node 1 spreads over {0, 1, 2}
+    src = torch.tensor([0, 1, 1, 2, 0, 1, 2])
+    dst = torch.tensor([1, 0, 2, 1, 0, 1, 2])
+    h = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    w, a_s, a_d = torch.eye(2), torch.tensor([[1.0, -1.0]]), torch.tensor([[0.5, 0.5]])
+    out = _gat_layer(h, w, a_s, a_d, src, dst, lambda t: t)[:, 0, :]
+    z = h @ w
+    for v in range(3):
+        nbrs = src[dst == v]
+        e = torch.nn.functional.leaky_relu((z[nbrs] * a_s[0]).sum(1) + (z[v] * a_d[0]).sum(), 0.2)
+        assert torch.allclose(out[v], torch.softmax(e, 0) @ z[nbrs])
+
+
 def test_bad_input_raises_named_errors():
     x = np.random.default_rng(0).random((5, 3))
     with pytest.raises(ParameterError, match="epsilon"):
@@ -302,7 +334,7 @@ def test_bad_input_raises_named_errors():
     with pytest.raises(ParameterError, match="architecture"):
         ldp_node_classification(a, feats, y, tr, te, epsilon=1.0, architecture="n-n")
     with pytest.raises(ParameterError, match="model"):
-        ldp_node_classification(a, feats, y, tr, te, epsilon=1.0, model="gat")
+        ldp_node_classification(a, feats, y, tr, te, epsilon=1.0, model="gin")
 
 
 def test_non_finite_features_take_public_defaults_without_an_exception():
