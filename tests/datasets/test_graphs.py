@@ -150,13 +150,16 @@ def test_load_planetoid_is_the_common_loader(cora: GraphDataset) -> None:
 
 
 @pytest.mark.slow
-def test_sgc_reaches_the_published_accuracy(cora: GraphDataset) -> None:
+@pytest.mark.parametrize(("name", "low", "high"), [("cora", 0.79, 0.85), ("citeseer", 0.69, 0.74)])
+def test_sgc_reaches_the_published_accuracy(name: str, low: float, high: float) -> None:
     # SGC (Wu et al., 2019; K = 2): logistic regression on S^2 X, S the GCN propagation with
-    # self-loops. Published on this split: SGC 0.810, GCN 0.815 (Kipf and Welling, 2017).
-    a = cora.adjacency + sp.eye(cora.n_nodes)
+    # self-loops. Published on these splits: Cora SGC 0.810, GCN 0.815 (Kipf and Welling,
+    # 2017); CiteSeer SGC 0.719, GCN 0.703. Measured here: 0.825 and 0.715.
+    g = load_planetoid(name, features="sparse")
+    a = g.adjacency + sp.eye(g.n_nodes)
     d = np.asarray(a.sum(axis=1)).ravel() ** -0.5
     s = sp.diags(d) @ a @ sp.diags(d)
-    x = s @ (s @ cora.features.astype(float))
-    clf = LogisticRegression(C=1.0, max_iter=3000).fit(x[cora.train_mask], cora.labels[cora.train_mask])
-    acc = np.mean(clf.predict(x[cora.test_mask]) == cora.labels[cora.test_mask])
-    assert 0.79 <= acc <= 0.85
+    x = s @ (s @ g.features.astype(float))
+    clf = LogisticRegression(C=1.0, max_iter=3000).fit(x[g.train_mask], g.labels[g.train_mask])
+    acc = np.mean(clf.predict(x[g.test_mask]) == g.labels[g.test_mask])
+    assert low <= acc <= high
