@@ -1,8 +1,8 @@
-"""Convert Planetoid's Cora pickles into the shipped ``src/trustlab/datasets/cora.npz``.
+"""Convert Planetoid's Cora / CiteSeer pickles into ``src/trustlab/datasets/{cora,citeseer}.npz``.
 
 A dev-time script, run once; the library never reads a pickle. The source is the
 Planetoid repository (https://github.com/kimiyoung/planetoid, MIT licence, Copyright (c)
-2016 Zhilin Yang), files ``data/ind.cora.{x,y,tx,ty,allx,ally,graph,test.index}``: Python-2
+2016 Zhilin Yang), files ``data/ind.{cora,citeseer}.{x,y,tx,ty,allx,ally,graph,test.index}``: Python-2
 pickles of scipy sparse matrices, numpy arrays and a dict of adjacency lists.
 
 What it does, as the standard loader (Kipf and Welling's ``gcn/utils.py``) does:
@@ -12,8 +12,15 @@ What it does, as the standard loader (Kipf and Welling's ``gcn/utils.py``) does:
   (``features[test_index] = features[sorted(test_index)]``);
 - the public split: train = nodes 0..139 (``x``), val = nodes 140..639, test = the 1,000
   ids of ``test.index``;
-- the graph: the dict of lists, symmetrised (an undirected citation graph); the 302
-  repeated entries of the lists are counted once and self-loops (none in Cora) are dropped.
+- CiteSeer only: ``test.index`` spans ids 2,312..3,326 but lists 1,000 of those 1,015 ids;
+  the 15 others are isolated papers of the citation graph absent from the labelled release
+  (3,312 labelled papers). The standard loader extends ``tx``/``ty`` to the full range with
+  zero rows; so does this script, so those 15 nodes have no feature (an all-zero row) and no
+  label: their label is written as ``-1`` (the standard loader's ``argmax`` would call them
+  class 0). They keep their node ids, so the graph and the split match published work;
+- the graph: the dict of lists, symmetrised (an undirected citation graph); repeated
+  entries (302 in Cora) are counted once and self-loops (none in Cora, 124 in CiteSeer)
+  are dropped.
 
 The npz holds plain arrays only (loads with ``allow_pickle=False``): the undirected edges
 once each as ``edge_row < edge_col`` (int16), the binary features as CSR ``feat_indptr``
@@ -21,8 +28,9 @@ once each as ``edge_row < edge_col`` (int16), the binary features as CSR ``feat_
 
 Usage::
 
-    python tools/convert_planetoid.py                     # from the local mirror
-    python tools/convert_planetoid.py --data DIR          # from a folder of ind.cora.* files
+    python tools/convert_planetoid.py                     # Cora, from the local mirror
+    python tools/convert_planetoid.py --name citeseer     # CiteSeer
+    python tools/convert_planetoid.py --data DIR          # from a folder of ind.<name>.* files
 """
 
 from __future__ import annotations
@@ -39,33 +47,45 @@ import scipy.sparse as sp
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = Path("/work/.mirror/kimiyoung+planetoid/repo/.git")
-OUT = ROOT / "src" / "trustlab" / "datasets" / "cora.npz"
+OUT_DIR = ROOT / "src" / "trustlab" / "datasets"
+NAMES = ("cora", "citeseer")
 PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 
 
-def _read(name: str, data: Path | None) -> bytes:
+def _read(dataset: str, name: str, data: Path | None) -> bytes:
     if data is not None:
-        return (data / f"ind.cora.{name}").read_bytes()
-    cmd = ["git", f"--git-dir={MIRROR}", "show", f"HEAD:data/ind.cora.{name}"]
+        return (data / f"ind.{dataset}.{name}").read_bytes()
+    cmd = ["git", f"--git-dir={MIRROR}", "show", f"HEAD:data/ind.{dataset}.{name}"]
     return subprocess.run(cmd, check=True, capture_output=True).stdout
 
 
-def convert(data: Path | None) -> dict[str, np.ndarray]:
-    """Read the pickles and return the arrays written to the npz."""
+def convert(data: Path | None, dataset: str = "cora") -> dict[str, np.ndarray]:
+    """Read the pickles of ``dataset`` and return the arrays written to the npz."""
     obj = {}
     with warnings.catch_warnings():  # the pickles name scipy.sparse.csr (deprecated path)
         warnings.simplefilter("ignore", DeprecationWarning)
         for name in PARTS[:-1]:
-            obj[name] = pickle.loads(_read(name, data), encoding="latin1")
-    test_index = np.array([int(v) for v in _read("test.index", data).split()])
+            obj[name] = pickle.loads(_read(dataset, name, data), encoding="latin1")
+    test_index = np.array([int(v) for v in _read(dataset, "test.index", data).split()])
     test_range = np.sort(test_index)
+    tx, ty = obj["tx"], obj["ty"]
+    full = np.arange(test_range[0], test_range[-1] + 1)
+    if full.size > test_range.size:  # CiteSeer: pad the ids test.index skips with zero rows
+        tx_ext = sp.lil_matrix((full.size, tx.shape[1]), dtype=tx.dtype)
+        tx_ext[test_range - test_range[0], :] = tx
+        ty_ext = np.zeros((full.size, ty.shape[1]), dtype=ty.dtype)
+        ty_ext[test_range - test_range[0], :] = ty
+        tx, ty = tx_ext.tocsr(), ty_ext
 
-    feats = sp.vstack([obj["allx"], obj["tx"]]).tolil()
+    feats = sp.vstack([obj["allx"], tx]).tolil()
     feats[test_index, :] = feats[test_range, :]
-    onehot = np.vstack([obj["ally"], obj["ty"]])
+    onehot = np.vstack([obj["ally"], ty])
     onehot[test_index, :] = onehot[test_range, :]
-    assert (onehot.sum(axis=1) == 1).all(), "every Cora node has exactly one label"
-    labels = onehot.argmax(axis=1)
+    n_labels = onehot.sum(axis=1)
+    assert set(np.unique(n_labels)) <= {0, 1}, "a node has at most one label"
+    padded = np.setdiff1d(full, test_range)
+    assert np.array_equal(np.flatnonzero(n_labels == 0), padded), "only padded nodes lack a label"
+    labels = np.where(n_labels == 1, onehot.argmax(axis=1), -1)
 
     n = feats.shape[0]
     graph = obj["graph"]
@@ -82,7 +102,7 @@ def convert(data: Path | None) -> dict[str, np.ndarray]:
 
     x = feats.tocsr()
     x.sort_indices()
-    assert set(np.unique(x.data)) == {1.0}, "Cora's features are binary"
+    assert set(np.unique(x.data)) == {1.0}, "the features are binary"
     return {
         "edge_row": und.row[order].astype(np.int16),
         "edge_col": und.col[order].astype(np.int16),
@@ -98,19 +118,24 @@ def convert(data: Path | None) -> dict[str, np.ndarray]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=None, help="folder of ind.cora.* files")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--name", choices=NAMES, default="cora")
+    parser.add_argument("--data", type=Path, default=None, help="folder of ind.<name>.* files")
+    parser.add_argument("--out", type=Path, default=None, help="default: the shipped <name>.npz")
     args = parser.parse_args(argv)
-    arrays = convert(args.data)
-    np.savez_compressed(args.out, **arrays)  # type: ignore[arg-type]
+    out = args.out or OUT_DIR / f"{args.name}.npz"
+    arrays = convert(args.data, args.name)
+    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]
     n_edges = arrays["edge_row"].size
     lab = arrays["labels"].astype(int)
-    same = float(np.mean(lab[arrays["edge_row"]] == lab[arrays["edge_col"]]))
+    r, c = arrays["edge_row"].astype(int), arrays["edge_col"].astype(int)
+    both = (lab[r] >= 0) & (lab[c] >= 0)
+    same = float(np.mean(lab[r][both] == lab[c][both]))
+    deg = np.bincount(np.concatenate([r, c]), minlength=lab.size)
     print(
-        f"{args.out}: {args.out.stat().st_size} bytes; {lab.size} nodes, "
+        f"{out}: {out.stat().st_size} bytes; {lab.size} nodes ({int(np.sum(lab < 0))} unlabelled), "
         f"{int(arrays['n_features'])} features, {arrays['feat_indices'].size} ones, "
-        f"{n_edges} undirected edges, class sizes {np.bincount(lab).tolist()}, "
-        f"edge homophily {same:.3f}"
+        f"{n_edges} undirected edges, {int(np.sum(deg == 0))} isolated nodes, "
+        f"class sizes {np.bincount(lab[lab >= 0]).tolist()}, edge homophily {same:.3f}"
     )
     return 0
 

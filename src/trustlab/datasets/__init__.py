@@ -1,8 +1,8 @@
-"""Datasets: the default data, the shipped Cora graph, loaders for the user's files, public schemas."""
+"""Datasets: the default data, shipped Cora and CiteSeer graphs, loaders for user files, public schemas."""
 
 from trustlab.datasets.default import DEFAULT, DatasetInfo, load_benefits, load_default
 from trustlab.datasets.draft import draft_schema
-from trustlab.datasets.graphs import GraphDataset, load_cora
+from trustlab.datasets.graphs import GraphDataset, load_citeseer, load_cora, load_planetoid
 from trustlab.datasets.loaders import load_table
 from trustlab.datasets.schema import ColumnSpec, Schema
 
@@ -14,7 +14,9 @@ __all__ = [
     "Schema",
     "draft_schema",
     "load_benefits",
+    "load_citeseer",
     "load_cora",
     "load_default",
+    "load_planetoid",
     "load_table",
 ]

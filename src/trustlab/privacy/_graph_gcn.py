@@ -3,7 +3,8 @@
 The GNN is SGC by default (a two-layer GCN without nonlinearities: propagation by the
 normalised adjacency with self-loops, then scikit-learn's logistic regression), or, with
 ``model="gcn"``, a two-layer GCN trained in torch with Kipf and Welling's settings (hidden 16,
-ReLU, dropout 0.5, Adam at 0.01 with weight decay 5e-4, 200 full-batch epochs). The NFR and
+ReLU, dropout 0.5, Adam at 0.01 with weight decay 5e-4, 200 full-batch epochs); ``"sage"`` and
+``"gat"`` train GraphSAGE or GAT (``_graph_backbones``, one shared loop). The NFR and
 HOA layers are model-agnostic. The features' noise comes from the multi-bit mechanism only.
 """
 
@@ -16,8 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
-from trustlab._adam import Adam
 from trustlab.errors import ParameterError
+from trustlab.privacy._graph_backbones import fit_torch_backbone, propagation, standardise
 from trustlab.privacy.graph_ldp import (
     hoa,
     multibit_encode,
@@ -40,22 +41,8 @@ class LDPGraphResult:
     method: str
 
 
-def _propagation(adjacency: Any) -> sp.csr_matrix:
-    """``S = D^-1/2 (A + I) D^-1/2``, the GCN propagation with self-loops."""
-    a = sp.csr_matrix(adjacency, dtype=float)
-    a = a - sp.diags(a.diagonal()) + sp.eye(a.shape[0])
-    deg = np.asarray(a.sum(axis=1)).ravel()
-    return sp.csr_matrix(sp.diags(deg**-0.5) @ a @ sp.diags(deg**-0.5))
-
-
-def _standardise(x: np.ndarray, train_idx: np.ndarray) -> np.ndarray:
-    """Centre and scale each column by the training nodes' mean and standard deviation.
-
-    A column constant on the training nodes (common for sparse bag-of-words features such as
-    Cora's) is only centred: dividing by a vanishing deviation would blow it up by ~1e12.
-    """
-    sd = x[train_idx].std(axis=0)
-    return (x - x[train_idx].mean(axis=0)) / np.where(sd > 1e-12, sd, 1.0)
+_propagation = propagation  # the names the benchmarks import
+_standardise = standardise
 
 
 def train_gcn(
@@ -102,44 +89,20 @@ def train_torch_gcn(
     the input and hidden layers, cross-entropy on the training nodes; deterministic for ``seed``
     (a local torch generator drives the initialisation and the dropout masks).
     """
-    import torch
-
-    s = _propagation(adjacency).tocoo()
-    index = torch.as_tensor(np.vstack([s.row, s.col]), dtype=torch.long)
-    sparse = torch.sparse_coo_tensor(
-        index, torch.tensor(s.data, dtype=torch.float32), s.shape, check_invariants=True
-    ).coalesce()
-    x = torch.tensor(_standardise(np.asarray(features, dtype=float), train_idx), dtype=torch.float32)
-    labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
-    n_classes = int(labels.max()) + 1
-    gen = torch.Generator().manual_seed(int(seed))
-
-    def init(fan_in: int, fan_out: int) -> torch.Tensor:  # Glorot uniform
-        bound = (6.0 / (fan_in + fan_out)) ** 0.5
-        return ((torch.rand(fan_in, fan_out, generator=gen) * 2 - 1) * bound).requires_grad_()
-
-    w1, w2 = init(x.shape[1], hidden), init(hidden, n_classes)
-    b1 = torch.zeros(hidden, requires_grad=True)
-    b2 = torch.zeros(n_classes, requires_grad=True)
-    params = [w1, b1, w2, b2]
-    adam = Adam(params, lr)  # Adam (0.9, 0.999) written out: torch.optim's first step is slow to load
-    tr, te = torch.as_tensor(np.asarray(train_idx)), torch.as_tensor(np.asarray(test_idx))
-
-    def forward(train: bool) -> torch.Tensor:
-        def drop(h: torch.Tensor) -> torch.Tensor:
-            if not train or dropout == 0:
-                return h
-            return h * (torch.rand(h.shape, generator=gen) >= dropout) / (1 - dropout)
-
-        h = torch.relu(torch.sparse.mm(sparse, drop(x) @ w1) + b1)
-        return torch.sparse.mm(sparse, drop(h) @ w2) + b2
-
-    for _ in range(epochs):
-        loss = torch.nn.functional.cross_entropy(forward(True)[tr], labels[tr])
-        loss = loss + weight_decay * 0.5 * (w1**2).sum()  # L2 on the first layer, as in the paper
-        adam.step(torch.autograd.grad(loss, params))
-    with torch.no_grad():
-        return float((forward(False)[te].argmax(1) == labels[te]).float().mean())
+    return fit_torch_backbone(
+        "gcn",
+        adjacency,
+        features,
+        y,
+        train_idx,
+        test_idx,
+        hidden=hidden,
+        epochs=epochs,
+        lr=lr,
+        weight_decay=weight_decay,
+        dropout=dropout,
+        seed=seed,
+    )
 
 
 def ldp_node_classification(
@@ -172,16 +135,17 @@ def ldp_node_classification(
     tau * B`` is for one report. ``"base"``: the GNN on the rectified reports. ``"nonprivate"``:
     the GNN on the raw features (``epsilon=None``). ``mechanism``: the nodes' LDP protocol,
     ``"multibit"`` (LPGNN's, the paper's default) or ``"piecewise"`` (PM, the paper's
-    second). ``model``: ``"sgc"`` (default,
-    :func:`train_gcn`) or ``"gcn"`` (:func:`train_torch_gcn`); further keyword arguments go to
-    the model.
+    second). ``model``: ``"sgc"`` (default, :func:`train_gcn`), ``"gcn"``
+    (:func:`train_torch_gcn`), ``"sage"`` (GraphSAGE-mean, Hamilton et al., 2017) or ``"gat"``
+    (GAT, Velickovic et al., 2018), the paper's three trained backbones
+    (``trustlab.privacy._graph_backbones``); further keyword arguments go to the model.
     """
     if method not in ("upgnet", "base", "nonprivate"):
         raise ParameterError(
             f"method must be 'upgnet', 'base' or 'nonprivate', got {method!r}", argument="method"
         )
-    if model not in ("sgc", "gcn"):
-        raise ParameterError(f"model must be 'sgc' or 'gcn', got {model!r}", argument="model")
+    if model not in ("sgc", "gcn", "sage", "gat"):
+        raise ParameterError(f"model must be 'sgc', 'gcn', 'sage' or 'gat', got {model!r}", argument="model")
     if not (0.0 <= tau < 1.0):
         raise ParameterError(f"tau must lie in [0, 1), got {tau!r}", argument="tau")
     if mechanism not in ("multibit", "piecewise"):
@@ -213,8 +177,13 @@ def ldp_node_classification(
                 a = sp.csr_matrix(adjacency)
                 d_bar = max(float(a.nnz - a.diagonal().astype(bool).sum()) / a.shape[0], 1.0)
                 x = nfr(hoa(adjacency, x, k), tau * bound / np.sqrt(d_bar * k))
-    fit = train_gcn if model == "sgc" else train_torch_gcn
-    acc = fit(adjacency, x, np.asarray(y), np.asarray(train_idx), np.asarray(test_idx), **gcn)
+    args = (adjacency, x, np.asarray(y), np.asarray(train_idx), np.asarray(test_idx))
+    if model == "sgc":
+        acc = train_gcn(*args, **gcn)
+    elif model == "gcn":
+        acc = train_torch_gcn(*args, **gcn)
+    else:
+        acc = fit_torch_backbone(model, *args, **gcn)
     return LDPGraphResult(accuracy=acc, release=release, method=method)
 
 
