@@ -230,8 +230,32 @@ def _fit(pop: ThresholdPopulation, idx: list[np.ndarray], penalty: float) -> tup
     return choice, loss[np.arange(len(choice)), choice]
 
 
+class _BoundRatios:
+    """The ratios a bound-versus-simulation result reports (shared by the two simulations)."""
+
+    gap: float
+    mi_bound: float
+    cmi_bound: float
+    uniform_bound: float
+
+    @property
+    def tightness(self) -> float:
+        """``mi_bound / gap``: how many times the measured gap the MI bound is."""
+        return self.mi_bound / self.gap if self.gap > 0 else float("inf")
+
+    @property
+    def mi_to_uniform(self) -> float:
+        """``mi_bound / uniform_bound`` (< 1: the MI bound is the tighter)."""
+        return self.mi_bound / self.uniform_bound
+
+    @property
+    def cmi_to_mi(self) -> float:
+        """``cmi_bound / mi_bound`` (> 1: the CMI bound is the looser)."""
+        return self.cmi_bound / self.mi_bound
+
+
 @dataclass(frozen=True)
-class FairnessGeneralizationSimulation:
+class FairnessGeneralizationSimulation(_BoundRatios):
     """Measured fairness generalisation gap beside the MI, CMI and uniform-convergence bounds.
 
     Attributes
@@ -269,16 +293,6 @@ class FairnessGeneralizationSimulation:
     mi_bound: float
     cmi_bound: float
     uniform_bound: float
-
-    @property
-    def tightness(self) -> float:
-        """``mi_bound / gap``: how many times the measured gap the MI bound is."""
-        return self.mi_bound / self.gap if self.gap > 0 else float("inf")
-
-    @property
-    def mi_to_uniform(self) -> float:
-        """``mi_bound / uniform_bound`` (< 1: the MI bound is the tighter)."""
-        return self.mi_bound / self.uniform_bound
 
 
 def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from scipy.stats import binom
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_positive, check_positive_int, make_generator
 from trustlab.fairness.bounds import output_entropy, random_group_fairness_bound, supersample_cmi
-from trustlab.theory.fairness_generalization import benefits_threshold_population
+from trustlab.theory.fairness_generalization import _BoundRatios, benefits_threshold_population
 
 __all__ = ["IIDFairnessSimulation", "iid_population_fairness_risk", "simulate_iid_fairness_generalization"]
 
@@ -107,7 +107,7 @@ def _fit_iid(
 
 
 @dataclass(frozen=True)
-class IIDFairnessSimulation:
+class IIDFairnessSimulation(_BoundRatios):
     """Measured offset-DP generalisation gap (i.i.d. samples) beside the random-group bounds.
 
     Attributes
@@ -145,21 +145,6 @@ class IIDFairnessSimulation:
     mi_bound: float
     cmi_bound: float
     uniform_bound: float
-
-    @property
-    def tightness(self) -> float:
-        """``mi_bound / gap``."""
-        return self.mi_bound / self.gap if self.gap > 0 else float("inf")
-
-    @property
-    def mi_to_uniform(self) -> float:
-        """``mi_bound / uniform_bound``."""
-        return self.mi_bound / self.uniform_bound
-
-    @property
-    def cmi_to_mi(self) -> float:
-        """``cmi_bound / mi_bound`` (> 1: the CMI bound is the looser)."""
-        return self.cmi_bound / self.mi_bound
 
 
 @validate_params(
