@@ -289,6 +289,22 @@ def _parse_regimes(spec: str) -> dict[str, Any]:
     return plan
 
 
+class _LazySAE:
+    """An SAE trained on ``X_sae`` at its first ``transform``, after compare_probes's checks.
+
+    A bad flag is then reported at once rather than after the SAE's training.
+    """
+
+    def __init__(self, sae: Any, X_sae: Any) -> None:
+        self.sae, self.X_sae, self.fitted = sae, X_sae, False
+
+    def transform(self, X: Any) -> Any:
+        if not self.fitted:
+            self.sae.fit(self.X_sae)
+            self.fitted = True
+        return self.sae.transform(X)
+
+
 @explain_app.command("probe")
 def probe(
     activations: Annotated[Path, typer.Argument(help=".npy file: (n, d) float activations.")],
@@ -385,9 +401,9 @@ def probe(
                 latents, architecture=architecture, k=active, batch_size=min(2048, X_sae.shape[0]),
                 n_steps=steps, learning_rate=lr, random_state=seed,
             )  # fmt: skip
-            sae.fit(X_sae)
         table = compare_probes(
-            X, y, sae, regimes=plan, methods=names, sae_ks=ks, X_shift=X_shift, y_shift=y_shift,
+            X, y, None if sae is None else _LazySAE(sae, X_sae), regimes=plan, methods=names, sae_ks=ks,
+            X_shift=X_shift, y_shift=y_shift,
             n_seeds=seeds, n_train=train, n_hparams=hparams, test_size=test_size, random_state=seed,
         )  # fmt: skip
         summary = None if sae is None else summarize_probes(table, by_value=False)
