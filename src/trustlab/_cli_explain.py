@@ -198,24 +198,21 @@ def _load_activations(path: Path, argument: str) -> Any:
     import numpy as np
 
     if not path.is_file():
-        raise DataError(
-            f"{argument}: no file at {path}; pass a .npy array of shape (n, d).", argument=argument
-        )
+        raise DataError(f"no file at {path}; pass a .npy array of shape (n, d).", argument=argument)
     try:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise DataError(f"{argument}: {path} is not a .npy array ({exc}).", argument=argument) from exc
+        raise DataError(f"{path} is not a .npy array ({exc}).", argument=argument) from exc
     if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1 or arr.dtype.kind not in "biuf":
         raise DataError(
-            f"{argument}: {path} must hold a numeric (n, d) array, got dtype {arr.dtype} and shape "
-            f"{arr.shape}.",
+            f"{path} must hold a numeric (n, d) array, got dtype {arr.dtype} and shape {arr.shape}.",
             argument=argument,
         )
     arr = arr.astype(float)
     if not np.all(np.isfinite(arr)):
         bad = int((~np.isfinite(arr)).any(1).sum())
         raise DataError(
-            f"{argument}: {bad} rows of {path} hold NaN or infinite values; drop or repair them.",
+            f"{path} holds NaN or infinite values in {bad} of {arr.shape[0]} rows; drop or repair them.",
             argument=argument,
         )
     return arr
@@ -227,25 +224,21 @@ def _load_labels(path: Path, n: int, argument: str) -> Any:
     import pandas as pd
 
     if not path.is_file():
-        raise DataError(f"{argument}: no file at {path}; pass a .npy or one-column .csv.", argument=argument)
+        raise DataError(f"no file at {path}; pass a .npy or one-column .csv.", argument=argument)
     try:
         if path.suffix.lower() == ".npy":
             arr = np.load(path, allow_pickle=False)
         else:
             arr = pd.read_csv(path, header=None, dtype=str, skip_blank_lines=False).to_numpy()
     except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise DataError(f"{argument}: {path} cannot be read ({exc}).", argument=argument) from exc
+        raise DataError(f"{path} cannot be read ({exc}).", argument=argument) from exc
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
-        raise DataError(
-            f"{argument}: {path} must hold one column of labels, got shape {arr.shape}.", argument=argument
-        )
+        raise DataError(f"{path} must hold one column of labels, got shape {arr.shape}.", argument=argument)
     values = pd.Series(arr)
     if values.isna().any():
-        raise DataError(
-            f"{argument}: {int(values.isna().sum())} labels in {path} are missing.", argument=argument
-        )
+        raise DataError(f"{int(values.isna().sum())} labels in {path} are missing.", argument=argument)
     if arr.dtype.kind in "OUS":
         values = values.astype(str).str.strip()
         if values.iloc[1:].nunique() == 2 and values.iloc[0] not in set(values.iloc[1:]):
@@ -256,14 +249,13 @@ def _load_labels(path: Path, n: int, argument: str) -> Any:
     distinct = values.unique()
     if len(distinct) != 2:
         raise DataError(
-            f"{argument}: labels must take exactly two values (binary), got {len(distinct)} "
-            f"({list(distinct)[:5]}).",
+            f"labels must take exactly two values (binary), got {len(distinct)} "
+            f"({[str(v) for v in distinct[:5]]}).",
             argument=argument,
         )
     if len(values) != n:
         raise DataError(
-            f"{argument}: {path} has {len(values)} labels but the activations have {n} rows; pass one "
-            "label per row.",
+            f"{path} has {len(values)} labels but the activations have {n} rows; pass one label per row.",
             argument=argument,
         )
     return values.to_numpy()
@@ -355,7 +347,7 @@ def probe(
 
     import numpy as np
 
-    from trustlab.explain.probing import compare_probes, summarize_probes
+    from trustlab.explain.probing import BASELINE_METHODS, compare_probes, summarize_probes
     from trustlab.explain.sae import SparseAutoencoder
 
     try:
@@ -369,6 +361,13 @@ def probe(
             raise ParameterError(
                 f"sae_ks must be integers like 16,128, got {sae_k!r}.", argument="sae_ks"
             ) from exc
+        unknown = [m for m in names if m not in BASELINE_METHODS]
+        if unknown or not names:
+            raise ParameterError(
+                f"methods must be a non-empty list from {', '.join(BASELINE_METHODS)}, "
+                f"got {unknown or methods!r}.",
+                argument="methods",
+            )
         if not no_sae and any(r in plan for r in ("noise", "shift")) and "logreg" not in names:
             raise ParameterError(
                 "methods must include logreg when regimes has noise or shift (the SAE probe is compared "
