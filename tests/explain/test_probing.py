@@ -317,3 +317,31 @@ def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
     from trustlab._cli_explain import _load_labels
 
     assert _load_labels(root / "y.csv", 300, "labels").tolist() == y.tolist()  # header line dropped
+
+
+def test_cli_command_of_the_docs_page_runs(cli_files) -> None:
+    """The page's command (its flags, on the planted files) runs; tiny overrides keep it fast."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    import torch
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    root, _, _ = cli_files
+    page = Path(__file__).resolve().parents[2] / "docs" / "explain" / "sae-probing.md"
+    command = re.search(r"```bash\n(trustlab explain probe .*?)```", page.read_text(), re.S).group(1)
+    args = shlex.split(command.replace("\\\n", " "))[1:]
+    files = {"acts.npy": "X.npy", "labels.csv": "y.npy", "unlabelled.npy": "X.npy"}
+    args = [str(root / files[a]) if a in files else a for a in args]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        res = CliRunner().invoke(app, [*args, "--steps", "20", "--seeds", "1", "--hparams", "1", "--regimes",
+                                       "noise=0.3", "--methods", "logreg"])  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1].startswith("noise      sae_k4 vs logreg       1")
