@@ -164,6 +164,7 @@ def test_claim_sae_probes_do_not_beat_baselines_full(world, architecture) -> Non
 BAD = [
     (dict(X=np.full((20, 3), np.nan)), DataError, "X"),
     (dict(y=np.zeros(40)), DataError, "y"),
+    (dict(y=np.r_[np.ones(5), np.zeros(35)]), DataError, "y"),  # 1 positive in the test split
     (dict(encode="sae"), ParameterError, "encode"),
     (dict(encode=lambda A: A[:5]), ParameterError, "encode"),
     (dict(regimes=["drift"]), ParameterError, "regimes"),
@@ -289,6 +290,7 @@ def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
     np.save(root / "nan.npy", np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X))
     np.save(root / "three.npy", np.arange(300) % 3)
     np.save(root / "short.npy", y[:-1])
+    np.save(root / "rare.npy", (np.arange(300) < 5).astype(int))  # one positive in the test split
     (root / "y.csv").write_text("label\n" + "\n".join(map(str, y)) + "\n")
     good = [str(root / "X.npy"), str(root / "y.npy")]
     runner = CliRunner()
@@ -299,6 +301,7 @@ def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
         ([good[0], str(root / "missing.csv")], "LABELS"),
         ([good[0], str(root / "three.npy")], "LABELS"),
         ([good[0], str(root / "short.npy")], "LABELS"),
+        ([good[0], str(root / "rare.npy")], "LABELS"),
         ([*good, "--regimes", "drift"], "--regimes"),
         ([*good, "--regimes", "noise=a"], "--regimes"),
         ([*good, "--regimes", "shift"], "--regimes"),
