@@ -202,7 +202,10 @@ def _load_activations(path: Path, argument: str) -> Any:
     try:
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise DataError(f"{path} is not a .npy array ({exc}).", argument=argument) from exc
+        raise DataError(
+            f"{path} is not a .npy array of numbers; write it with numpy.save (object arrays are refused).",
+            argument=argument,
+        ) from exc
     if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1 or arr.dtype.kind not in "biuf":
         raise DataError(
             f"{path} must hold a numeric (n, d) array, got dtype {arr.dtype} and shape {arr.shape}.",
