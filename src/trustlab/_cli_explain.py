@@ -2,8 +2,10 @@
 
 Thin: reads the table, embeds the text column (MiniLM offline, or the dependency-free word-vector
 encoder), fits :class:`trustlab.explain.hypotheses.HypotheSAEs` on a training split, tests the
-hypotheses on the held-out rest and prints one line per hypothesis. User errors print one line
-and exit 2.
+hypotheses on the held-out rest and prints one line per hypothesis. ``trustlab explain cbm`` fits
+a concept bottleneck model on a CSV; ``trustlab explain probe`` compares SAE probes with baseline
+probes on a user's .npy activations (:func:`trustlab.explain.probing.compare_probes`). User errors
+print one line and exit 2.
 """
 
 from __future__ import annotations
