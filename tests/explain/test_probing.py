@@ -164,6 +164,7 @@ def test_claim_sae_probes_do_not_beat_baselines_full(world, architecture) -> Non
 BAD = [
     (dict(X=np.full((20, 3), np.nan)), DataError, "X"),
     (dict(y=np.zeros(40)), DataError, "y"),
+    (dict(y=np.r_[np.ones(5), np.zeros(35)]), DataError, "y"),  # 1 positive in the test split
     (dict(encode="sae"), ParameterError, "encode"),
     (dict(encode=lambda A: A[:5]), ParameterError, "encode"),
     (dict(regimes=["drift"]), ParameterError, "regimes"),
@@ -221,3 +222,129 @@ def test_noise_fraction_outside_paper_range_is_refused(fraction) -> None:
     with pytest.raises(ParameterError) as info:
         compare_probes(rng.normal(size=(40, 3)), np.tile([0, 1], 20), None, regimes={"noise": [fraction]})
     assert info.value.argument == "regimes"
+
+
+# ------------------------------------------------------------------ CLI
+CLI_SETTINGS = ["--sae-k", "2", "--regimes", "scarcity=16,noise=0.2", "--methods", "logreg,knn",
+                "--seeds", "2", "--train", "64", "--hparams", "2", "--latents", "16", "--active", "2",
+                "--steps", "40", "--lr", "1e-2"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory):
+    data = make_hierarchical_activations(300, magnitude_std=0.5, noise=0.1, random_state=0)
+    root = tmp_path_factory.mktemp("probe")
+    y = (data.features[:, 0] > 0).astype(int)
+    np.save(root / "X.npy", data.X)
+    np.save(root / "y.npy", y)
+    return root, data.X, y
+
+
+def test_cli_explain_probe_matches_the_library(cli_files) -> None:
+    import json
+
+    import torch
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    root, X, y = cli_files
+    runner = CliRunner()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        res = runner.invoke(app, ["explain", "probe", str(root / "X.npy"), str(root / "y.npy"), *CLI_SETTINGS,
+                                  "--json"])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        got = json.loads(res.stdout)
+        sae = SparseAutoencoder(16, architecture="topk", k=2, batch_size=300, n_steps=40, learning_rate=1e-2,
+                                random_state=0).fit(X)  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    table = compare_probes(X, y, sae, regimes={"scarcity": [16], "noise": [0.2]}, methods=["logreg", "knn"],
+                           sae_ks=[2], n_seeds=2, n_train=64, n_hparams=2)  # fmt: skip
+    want = summarize_probes(table, by_value=False).set_index("regime")
+    assert [r["regime"] for r in got["summary"]] == ["noise", "scarcity"]
+    for r in got["summary"]:
+        assert r["n_cells"] == 2 and r["mean_gain"] == pytest.approx(want.loc[r["regime"], "mean_gain"])
+        assert r["win_rate"] == want.loc[r["regime"], "win_rate"]
+    assert got["summary"][0]["compared"] == "sae_k2 vs logreg" and got["summary"][1]["compared"] == "quiver"
+    assert set(got["mean_test_auc"]) == {"logreg", "knn", "sae_k2"}
+    assert got["mean_test_auc"]["logreg"] > 0.75  # the planted feature is linear in X
+    assert got["rows"] == 300 and got["sae"]["trained_on_rows"] == 300
+    # the table: a header, one line per regime, the mean AUCs; baselines only with --no-sae
+    res = runner.invoke(app, ["explain", "probe", str(root / "X.npy"), str(root / "y.npy"), "--no-sae",
+                              *CLI_SETTINGS[2:8], "--hparams", "1"])  # fmt: skip
+    lines = res.stdout.splitlines()
+    assert res.exit_code == 0 and lines[0].startswith("mean test AUC: logreg 0."), res.output
+    assert "knn" in lines[0] and "sae" not in lines[0] and "baselines only; 300 rows x 20 dims" in lines[1]
+
+
+def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    root, X, y = cli_files
+    np.save(root / "flat.npy", X[:, 0])
+    np.save(root / "nan.npy", np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X))
+    np.save(root / "three.npy", np.arange(300) % 3)
+    np.save(root / "short.npy", y[:-1])
+    np.save(root / "rare.npy", (np.arange(300) < 5).astype(int))  # one positive in the test split
+    (root / "y.csv").write_text("label\n" + "\n".join(map(str, y)) + "\n")
+    good = [str(root / "X.npy"), str(root / "y.npy")]
+    runner = CliRunner()
+    for args, flag in [
+        ([str(root / "missing.npy"), good[1]], "ACTIVATIONS"),
+        ([str(root / "flat.npy"), good[1]], "ACTIVATIONS"),
+        ([str(root / "nan.npy"), good[1]], "ACTIVATIONS"),
+        ([good[0], str(root / "missing.csv")], "LABELS"),
+        ([good[0], str(root / "three.npy")], "LABELS"),
+        ([good[0], str(root / "short.npy")], "LABELS"),
+        ([good[0], str(root / "rare.npy")], "LABELS"),
+        ([*good, "--regimes", "drift"], "--regimes"),
+        ([*good, "--regimes", "noise=a"], "--regimes"),
+        ([*good, "--regimes", "shift"], "--regimes"),
+        ([*good, "--methods", "svm"], "--methods"),
+        ([*good, "--methods", "knn", "--regimes", "noise"], "--methods"),
+        ([*good, "--sae-k", "x"], "--sae-k"),
+        ([*good, "--latents", "4", "--active", "8"], "--active"),
+        ([*good, "--no-sae", "--seeds", "0"], "--seeds"),
+    ]:
+        res = runner.invoke(app, ["explain", "probe", *args])
+        lines = res.stderr.strip().splitlines()
+        assert res.exit_code == 2 and len(lines) == 1 and lines[0].startswith(f"error ({flag})"), (
+            args,
+            res.output,
+        )
+    from trustlab._cli_explain import _load_labels
+
+    assert _load_labels(root / "y.csv", 300, "labels").tolist() == y.tolist()  # header line dropped
+
+
+def test_cli_command_of_the_docs_page_runs(cli_files) -> None:
+    """The page's command (its flags, on the planted files) runs; tiny overrides keep it fast."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    import torch
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    root, _, _ = cli_files
+    page = Path(__file__).resolve().parents[2] / "docs" / "explain" / "sae-probing.md"
+    command = re.search(r"```bash\n(trustlab explain probe .*?)```", page.read_text(), re.S).group(1)
+    args = shlex.split(command.replace("\\\n", " "))[1:]
+    files = {"acts.npy": "X.npy", "labels.csv": "y.npy", "unlabelled.npy": "X.npy"}
+    args = [str(root / files[a]) if a in files else a for a in args]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        res = CliRunner().invoke(app, [*args, "--steps", "20", "--seeds", "1", "--hparams", "1", "--regimes",
+                                       "noise=0.3", "--methods", "logreg"])  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1].startswith("noise      sae_k4 vs logreg       1")

@@ -17,6 +17,7 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -236,6 +237,13 @@ def compare_probes(
     if not isinstance(test_size, numbers.Real) or not 0.05 <= test_size <= 0.5:
         raise ParameterError(
             f"test_size must be a fraction in [0.05, 0.5], got {test_size!r}.", argument="test_size"
+        )
+    n_rare = int(min(y01.sum(), len(y01) - y01.sum()))
+    if n_rare * test_size < 2 - 1e-9:  # the stratified test split needs two rows of each class
+        raise DataError(
+            f"y must hold at least {math.ceil(2 / test_size - 1e-9)} rows of each class so that the test "
+            f"split (test_size={test_size}) holds two of each; the rarer class has {n_rare}.",
+            argument="y",
         )
     Z = _latents(enc, X, "encode") if ks else None
     shift = None
