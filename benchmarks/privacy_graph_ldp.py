@@ -64,7 +64,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     from sklearn.linear_model import LogisticRegression
 
     from trustlab.datasets import load_cora
-    from trustlab.privacy._graph_gcn import _propagation, ldp_node_classification, train_torch_gcn
+    from trustlab.privacy._graph_backbones import propagation
+    from trustlab.privacy._graph_gcn import ldp_node_classification, train_torch_gcn
 
     torch.set_num_threads(1)
     cora = load_cora()
@@ -75,7 +76,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
 
-    s2x = _propagation(adj) @ (_propagation(adj) @ cora.features.astype(float))
+    s2x = propagation(adj) @ (propagation(adj) @ cora.features.astype(float))
     ref: dict[str, list[float]] = {"pipeline SGC": [], "raw SGC": [], "torch GCN": []}
     for seed in seeds:
         tr, te = _splits(n, seed)

@@ -41,10 +41,6 @@ class LDPGraphResult:
     method: str
 
 
-_propagation = propagation  # the names the benchmarks import
-_standardise = standardise
-
-
 def train_gcn(
     adjacency: Any,
     features: np.ndarray,
@@ -60,11 +56,11 @@ def train_gcn(
     ``S = D^-1/2 (A + I) D^-1/2`` is the GCN propagation with self-loops; SGC is a GCN whose
     nonlinearities are dropped (Wu et al., ICML 2019), deterministic and fast on CPUs.
     """
-    s = _propagation(adjacency)
+    s = propagation(adjacency)
     x = np.asarray(features, dtype=float)
     for _ in range(layers):
         x = s @ x
-    x = _standardise(x, train_idx)
+    x = standardise(x, train_idx)
     clf = LogisticRegression(C=c, max_iter=2000).fit(x[train_idx], y[train_idx])
     return float(np.mean(clf.predict(x[test_idx]) == y[test_idx]))
 
