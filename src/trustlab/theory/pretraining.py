@@ -394,11 +394,17 @@ def _run_sgd(
     return hit
 
 
-def _slope(d: np.ndarray, med: np.ndarray, log_factor: bool) -> float:
+def _slope(xs: np.ndarray, med: np.ndarray) -> float:
+    """Least-squares slope of ``log(med)`` on ``xs`` (NaN when a median is not finite)."""
     if not np.all(np.isfinite(med)):
         return math.nan
-    xs = np.log(d) + (np.log(np.log(d)) if log_factor else 0.0)
     return float(np.polyfit(xs, np.log(med), 1)[0])
+
+
+def _bootstrap_se(boots: list[float]) -> float:
+    """Standard deviation of the finite bootstrap slopes (NaN with fewer than three)."""
+    b = np.array(boots)
+    return float(np.std(b[np.isfinite(b)], ddof=1)) if np.sum(np.isfinite(b)) > 2 else math.nan
 
 
 @validate_params(
@@ -530,13 +536,13 @@ noise_std
         hits.append(hit + extra)
     h = np.array(hits)
     med = np.median(h, axis=1)
-    slope = _slope(dims, med, log_factor)
+    xs = np.log(dims) + (np.log(np.log(dims)) if log_factor else 0.0)
+    slope = _slope(xs, med)
     boots = []
     for _ in range(n_bootstrap):
         idx = rng.integers(0, n_runs, size=(len(dims), n_runs))
-        boots.append(_slope(dims, np.median(np.take_along_axis(h, idx, axis=1), axis=1), log_factor))
-    b = np.array(boots)
-    se = float(np.std(b[np.isfinite(b)], ddof=1)) if np.sum(np.isfinite(b)) > 2 else math.nan
+        boots.append(_slope(xs, np.median(np.take_along_axis(h, idx, axis=1), axis=1)))
+    se = _bootstrap_se(boots)
     return SampleComplexitySimulation(
         dimensions=dims.astype(int),
         init=init,

@@ -29,7 +29,7 @@ from numpy.polynomial.hermite_e import HermiteE, hermegauss
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, ParameterError
-from trustlab.theory.pretraining import _check_link, _pca_starts, _run_sgd, pca_overlap
+from trustlab.theory.pretraining import _bootstrap_se, _check_link, _pca_starts, _run_sgd, _slope, pca_overlap
 
 __all__ = [
     "SpikedSampleComplexity",
@@ -384,17 +384,6 @@ def _overlap_chain(
     return hit
 
 
-def _slope(xs: np.ndarray, med: np.ndarray) -> float:
-    if not np.all(np.isfinite(med)):
-        return math.nan
-    return float(np.polyfit(xs, np.log(med), 1)[0])
-
-
-def _se(boots: list[float]) -> float:
-    b = np.array(boots)
-    return float(np.std(b[np.isfinite(b)], ddof=1)) if np.sum(np.isfinite(b)) > 2 else math.nan
-
-
 def _starts(
     rng: np.random.Generator,
     c: np.ndarray,
@@ -585,9 +574,9 @@ def simulate_spiked_sample_complexity(
         success_rate=np.mean(np.isfinite(h), axis=1),
         predicted_samples=p,
         log_rate=_slope(lin, med),
-        log_rate_se=_se(boots_lin),
+        log_rate_se=_bootstrap_se(boots_lin),
         log_exponent=_slope(logd, med),
-        log_exponent_se=_se(boots_log),
+        log_exponent_se=_bootstrap_se(boots_log),
         predicted_log_rate=_slope(lin, p),
         predicted_log_exponent=_slope(logd, p),
         escape_rate=rate,

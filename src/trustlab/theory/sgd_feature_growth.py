@@ -25,6 +25,10 @@ from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, ParameterError
 from trustlab.theory.sgd_random_features import (
+    _BITS,
+    _POS_INT,
+    _PRECISION,
+    _UNIT_OPEN,
     BSGDResources,
     _check_k,
     _cube,
@@ -40,11 +44,6 @@ __all__ = [
     "simulate_feature_growth",
     "simulate_null_oracle",
 ]
-
-_POS_INT = Interval(numbers.Integral, 1, None, closed="left")
-_UNIT_OPEN = Interval(numbers.Real, 0, 1, closed="neither")
-_PRECISION = Interval(numbers.Real, 0, 1, closed="right")
-_BITS = Interval(numbers.Integral, 2, 14, closed="both")
 
 
 def _init_net(rng: np.random.Generator, n: int, width: int) -> list[np.ndarray]:
