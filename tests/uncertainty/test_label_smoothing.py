@@ -252,7 +252,8 @@ def _literal(kind, rng):
     if kind == 0:
         return "'" + "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), rng.integers(2, 6))) + "'"
     if kind == 1:
-        return str(rng.integers(0, 1000)) if rng.random() < 0.5 else f"{rng.integers(0, 100)}.{rng.integers(10)}"
+        whole = rng.random() < 0.5
+        return str(rng.integers(0, 1000)) if whole else f"{rng.integers(0, 100)}.{rng.integers(10)}"
     items = ", ".join(str(rng.integers(0, 100)) for _ in range(rng.integers(2, 4)))
     return f"[{items}]" if kind == 2 else f"({items})"
 
@@ -276,7 +277,7 @@ def _value_kind_qa(tokenizer, n, seed, noise=0.4, length=28):
     return TokenData(tokens, mask, len(tokenizer)), answers[label]
 
 
-@pytest.mark.slow  # eight 150-step fine-tunes of a 4-block lab Llama (about 3 min on the loaded 2-core machine)
+@pytest.mark.slow  # eight 150-step fine-tunes of a 4-block lab Llama (about 3 min on a loaded 2-core box)
 @pytest.mark.claims
 def test_claim_smoothing_lowers_ece_after_sft_of_a_pretrained_lab_lm():
     # The paper's setting with a lab language model: small-llama-english (4 blocks, width 96,

@@ -136,14 +136,17 @@ def fine_tunes(noisy_answers):
             model = _model(vocab, d, seed=seed)
 
             def loss(m, t, k, beta=beta, temp=temp, cap=cap):
-                return smoothed_lm_loss(m, t, k, smoothing=beta, temperature=temp, softcap=cap, memory_light=False)
+                return smoothed_lm_loss(
+                    m, t, k, smoothing=beta, temperature=temp, softcap=cap, memory_light=False
+                )
 
             hook = None if (beta, temp, cap) == (0.0, 1.0, None) else loss
             data = TokenData(train.tokens, train.loss_mask, vocab)
             config = TrainConfig(steps=150, batch_size=32, lr=1e-2, warmup=10, seed=seed)
             train_model(model, data, config, loss_fn=hook)
             with torch.no_grad():
-                probs = torch.softmax(model(ids).logits[:, -1, 12:16].double(), -1)  # MC-style: over the options
+                # MC-style: the top option's probability among the four options
+                probs = torch.softmax(model(ids).logits[:, -1, 12:16].double(), -1)
             conf, pred = probs.max(-1)
             correct = (pred.numpy() + 12 == answers).astype(int)
             out[run].append((correct.mean(), expected_calibration_error(correct, conf.numpy())))
