@@ -242,3 +242,76 @@ def test_claim_fine_tuning_degrades_calibration_and_smoothing_keeps_it(noisy_ans
     assert ece_hard > ece_base + 0.1  # fine-tuning degrades calibration
     assert ece_ls < ece_hard - 0.05  # smoothing keeps much of it
     assert acc_ls > acc_hard - 0.04
+
+
+# Instruction-style QA for the pretrained lab LM: "Q: what kind of value is [3, 41]? A: list".
+_KINDS = (" string", " number", " list", " tuple")  # one BPE token each in small-llama-english
+
+
+def _literal(kind, rng):
+    if kind == 0:
+        return "'" + "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), rng.integers(2, 6))) + "'"
+    if kind == 1:
+        whole = rng.random() < 0.5
+        return str(rng.integers(0, 1000)) if whole else f"{rng.integers(0, 100)}.{rng.integers(10)}"
+    items = ", ".join(str(rng.integers(0, 100)) for _ in range(rng.integers(2, 4)))
+    return f"[{items}]" if kind == 2 else f"({items})"
+
+
+def _value_kind_qa(tokenizer, n, seed, noise=0.4, length=28):
+    """``n`` QA items; a share ``noise`` of the answers is a random kind (so the best accuracy is 0.7)."""
+    from trustlab.lm.corpora import TokenData
+
+    answers = np.array([tokenizer(k)["input_ids"][0] for k in _KINDS])
+    pad = tokenizer("\n")["input_ids"][0]
+    rng = np.random.default_rng(seed)
+    kind = rng.integers(0, 4, n)
+    label = np.where(rng.random(n) < noise, rng.integers(0, 4, n), kind)
+    rows = []
+    for k, a in zip(kind, label, strict=True):
+        ids = tokenizer(f"Q: what kind of value is {_literal(k, rng)}? A:")["input_ids"] + [int(answers[a])]
+        rows.append([pad] * (length - len(ids)) + ids)  # left-padded with newlines to one length
+    tokens = np.array(rows)
+    mask = np.zeros_like(tokens, dtype=bool)
+    mask[:, -1] = True  # only the answer token is supervised
+    return TokenData(tokens, mask, len(tokenizer)), answers[label]
+
+
+@pytest.mark.slow  # eight 150-step fine-tunes of a 4-block lab Llama (about 3 min on a loaded 2-core box)
+@pytest.mark.claims
+def test_claim_smoothing_lowers_ece_after_sft_of_a_pretrained_lab_lm():
+    # The paper's setting with a lab language model: small-llama-english (4 blocks, width 96,
+    # byte-level BPE of 1,024 tokens, pretrained here on CPython's pydoc texts) is fine-tuned on
+    # 150 instruction-style QA items ("Q: what kind of value is (3, 41)? A: tuple", 40% of the
+    # answers random), all weights, 150 steps of 16, with and without smoothing 0.1; the
+    # confidence is the answer position's top-1 probability over the whole vocabulary, on 1,000
+    # held-out items per seed. Four seeds (data and batch order), paired. Measured ECE hard ->
+    # smoothed: 0.354 -> 0.252, 0.252 -> 0.194, 0.297 -> 0.244, 0.292 -> 0.222 (gain 0.071,
+    # paired SE 0.011); accuracy 0.552 vs 0.558.
+    import copy
+
+    from trustlab.lm import TrainConfig, load_shipped, train_model
+    from trustlab.uncertainty import expected_calibration_error
+
+    torch.set_num_threads(1)
+    base, tokenizer, _ = load_shipped("small-llama-english")
+    gains, acc_gaps = [], []
+    for seed in range(4):
+        train, _ = _value_kind_qa(tokenizer, 150, seed)
+        test, answers = _value_kind_qa(tokenizer, 1000, 1000 + seed)
+        ece, acc = {}, {}
+        for beta in (0.0, 0.1):
+            model = copy.deepcopy(base)
+            hook = None if beta == 0 else (lambda m, t, k: smoothed_lm_loss(m, t, k, smoothing=0.1))
+            config = TrainConfig(steps=150, batch_size=16, lr=2e-3, warmup=10, seed=seed)
+            train_model(model, train, config, loss_fn=hook)
+            with torch.no_grad():
+                logits = model(torch.as_tensor(test.tokens[:, :-1])).logits[:, -1].double()
+            conf, pred = torch.softmax(logits, -1).max(-1)
+            correct = (pred.numpy() == answers).astype(int)
+            acc[beta], ece[beta] = correct.mean(), expected_calibration_error(correct, conf.numpy())
+        gains.append(ece[0.0] - ece[0.1])
+        acc_gaps.append(acc[0.1] - acc[0.0])
+    gain, se = np.mean(gains), np.std(gains, ddof=1) / np.sqrt(len(gains))
+    assert gain > 3 * se and gain > 0.03  # smoothing lowers the ECE beyond 3 paired SE
+    assert np.mean(acc_gaps) > -0.03  # without costing accuracy
