@@ -244,7 +244,7 @@ def test_model_without_hook_points(tiny):
 
 
 @settings(max_examples=15, deadline=None)
-@given(layer=st.integers(-20, 20), kind=st.sampled_from(["resid_post", "resid_pre", "attn.q"]))
+@given(layer=st.integers(-20, 20), kind=st.sampled_from(["resid_post", "resid_mid", "attn.q"]))
 def test_layer_out_of_range_or_unknown_hook(tiny, layer, kind):
     a = tiny[0]  # 2 blocks
     hook = f"blocks.{layer}.{kind}"
