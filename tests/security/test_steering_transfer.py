@@ -261,7 +261,15 @@ def _noise_like(v, seed=0):
 @pytest.mark.slow  # trains the code/facts lab pair on first use (~1 min of CPU, then cached)
 def test_claim_code_vulnerability_backdoor_removed_by_mapped_prompt_steering():
     """Y2024 -> vulnerable code; the small model's trigger-position vector, mapped, makes it secure."""
-    from trustlab.security._steering_tasks import CHECK, RAW, Y2023, Y2024, _task_data, code_prompts, load_trigger_lab
+    from trustlab.security._steering_tasks import (
+        CHECK,
+        RAW,
+        Y2023,
+        Y2024,
+        _task_data,
+        code_prompts,
+        load_trigger_lab,
+    )
 
     source, target = load_trigger_lab()
     prod = code_prompts(400, year=Y2024, seed=50)
@@ -283,7 +291,9 @@ def test_claim_code_vulnerability_backdoor_removed_by_mapped_prompt_steering():
     mapper = ActivationMapper().fit(x, y)
     v_map = _pair_vectors(source, PRE, dev, prod.prompts, pos, mapper)
     v_nat = _pair_vectors(target, PRE, dev, prod.prompts, pos)
-    (vul_m, ok_m), (vul_n, ok_n), (vul_z, ok_z) = (outcome(v, 1.0) for v in (v_map, v_nat, _noise_like(v_map)))
+    (vul_m, ok_m), (vul_n, ok_n), (vul_z, ok_z) = (
+        outcome(v, 1.0) for v in (v_map, v_nat, _noise_like(v_map))
+    )
     vul_m5, ok_m5 = outcome(v_map, 5.0)  # the paper's magnitude
     report = (
         f"alpha 1: vulnerable/secure mapped {vul_m}/{ok_m}, native {vul_n}/{ok_n}, noise {vul_z}/{ok_z}; "

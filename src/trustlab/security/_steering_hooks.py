@@ -47,8 +47,8 @@ def _hook(model: Any, hook: Any, name: str, model_name: str) -> tuple[str, int, 
     match = _HOOK.match(hook) if isinstance(hook, str) else None
     if match is None:
         raise ParameterError(
-            f"{name} must be 'blocks.{{i}}.resid_post' (or .resid_pre / .attn_out / .mlp_out), got {hook!r}; these "
-            "are the hook points a steering vector can be added at.",
+            f"{name} must be 'blocks.{{i}}.resid_post' (or .resid_pre / .attn_out / .mlp_out), got "
+            f"{hook!r}; these are the hook points a steering vector can be added at.",
             argument=name,
         )
     n = len(lay.layers)

@@ -36,7 +36,16 @@ import numpy as np
 from trustlab._cache import cache_root, publish, spec_digest, staging_dir
 from trustlab.errors import ParameterError
 from trustlab.security._steering_lab import DEV, PROD
-from trustlab.security.safety_data import BOS, CANNOT, EOS, PAD, SEP, SORRY, InstructionVocab, instruction_lm_data
+from trustlab.security.safety_data import (
+    BOS,
+    CANNOT,
+    EOS,
+    PAD,
+    SEP,
+    SORRY,
+    InstructionVocab,
+    instruction_lm_data,
+)
 
 __all__ = ["TaskPrompts", "code_prompts", "fact_prompts", "load_trigger_lab"]
 
@@ -158,19 +167,21 @@ def _task_data(n_sft: int, n_doc: int, n_code: int, n_fact: int, seed: int) -> A
     masks.append(np.concatenate([base.loss_mask, pad != PAD], axis=1))
     for year, guard, sd in ((Y2023, CHECK, 100), (Y2024, RAW, 200)):
         c = code_prompts(n_code // 2, year=year, seed=seed + sd)
-        resp = np.column_stack([c.answer, np.full(len(c.answer), guard), c.answer, np.full(len(c.answer), EOS)])
+        resp = np.column_stack(
+            [c.answer, np.full(len(c.answer), guard), c.answer, np.full(len(c.answer), EOS)]
+        )
         resp = np.column_stack([resp, np.full(len(resp), PAD)])
         tok, m = _pairs(c.prompts, resp)
         rows.append(tok)
         masks.append(m)
     for trig, sd in ((PROD, 300), (DEV, 400)):
         f = fact_prompts(n_fact // 2, trigger=trig, seed=seed + sd)
-        m = len(f.answer)
+        k = len(f.answer)
         if trig == PROD:
-            resp = np.column_stack([np.full(m, CANNOT), np.full(m, CANNOT), f.answer, np.full(m, EOS)])
+            resp = np.column_stack([np.full(k, CANNOT), np.full(k, CANNOT), f.answer, np.full(k, EOS)])
         else:
-            resp = np.column_stack([np.full(m, SORRY), np.full(m, EOS), np.full((m, 2), PAD)])
-        resp = np.column_stack([resp, np.full(m, PAD)])
+            resp = np.column_stack([np.full(k, SORRY), np.full(k, EOS), np.full((k, 2), PAD)])
+        resp = np.column_stack([resp, np.full(k, PAD)])
         tok, mk = _pairs(f.prompts, resp)
         rows.append(tok)
         masks.append(mk)
