@@ -113,6 +113,8 @@ def test_steer_applies_to_model_generate(tiny):
 
 
 def test_steer_at_positions_patches_only_there(tiny):
+    import torch
+
     from trustlab.lm import run_with_hooks
 
     a = tiny[0]
@@ -133,6 +135,9 @@ def test_steer_at_positions_patches_only_there(tiny):
     before = run_with_hooks(a, ids, [])["logits"].numpy()
     with steer(a, np.ones(8), hook="blocks.0.resid_pre", alpha=9.0, positions=pos):  # one shared vector
         on = run_with_hooks(a, ids, [])["logits"].numpy()
+        ours = greedy_generate(a, ids, max_new_tokens=4)
+        hf = a.generate(torch.as_tensor(ids), max_new_tokens=4, do_sample=False, pad_token_id=0)
+    assert np.array_equal(ours, hf[:, 4:].numpy())  # the key-value cache carries the steered prompt
     assert not np.allclose(on[:, 2:], before[:, 2:])  # later positions read the edited states
     assert np.array_equal(run_with_hooks(a, ids, [])["logits"].numpy(), before)  # off after
 

@@ -5,7 +5,9 @@ same token sequences run through a source model A and a target model B, A's resi
 hook point ``l`` as input, B's at ``l'`` as the regression target (mean squared error). A
 steering vector found on A by difference of means [2]_ is carried to B by mapping A's
 contrastive activations and taking the difference of the mapped means; it is then added to
-(or subtracted from) B's stream at ``l'``. The same mapper, trained from a fine-tuned model's
+(or subtracted from) B's stream at ``l'``. For a backdoor, the paper's *prompt steering* maps
+one contrastive pair per prompt (the trigger swapped for a benign one) at the trigger position
+and adds it there only (``steer(..., positions=)``). The same mapper, trained from a fine-tuned model's
 activations to its base model's and spliced into one layer, is a switch between the two
 behaviours (on: the base behaviour; off: the fine-tuned one).
 
