@@ -24,7 +24,7 @@ from trustlab.errors import DataError, ModelError, ParameterError
 __all__ = ["check_vocabularies", "greedy_generate", "steer"]
 
 
-_HOOK = re.compile(r"^blocks\.(-?\d+)\.(resid_post|attn_out|mlp_out)$")
+_HOOK = re.compile(r"^blocks\.(-?\d+)\.(resid_pre|resid_post|attn_out|mlp_out)$")
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -47,8 +47,8 @@ def _hook(model: Any, hook: Any, name: str, model_name: str) -> tuple[str, int, 
     match = _HOOK.match(hook) if isinstance(hook, str) else None
     if match is None:
         raise ParameterError(
-            f"{name} must be 'blocks.{{i}}.resid_post' (or .attn_out / .mlp_out), got {hook!r}; these "
-            "are the hook points a steering vector can be added at.",
+            f"{name} must be 'blocks.{{i}}.resid_post' (or .resid_pre / .attn_out / .mlp_out), got "
+            f"{hook!r}; these are the hook points a steering vector can be added at.",
             argument=name,
         )
     n = len(lay.layers)
@@ -128,6 +128,14 @@ def _rows(x: Any, name: str, width: int | None = None) -> np.ndarray:
 def _edit_hook(model: Any, hook: str, edit: Callable[[Any], Any]) -> Any:
     _, i, kind = _hook(model, hook, "hook", "model")
     lay = _layout(model, "model")
+    if kind == "resid_pre":  # the stream entering block i (for i = 0: the token embeddings)
+
+        def pre(mod: Any, args: Any, kwargs: Any) -> tuple[Any, Any]:
+            if args:
+                return (edit(args[0]), *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": edit(kwargs["hidden_states"])}
+
+        return lay.layers[i].register_forward_pre_hook(pre, with_kwargs=True)
     module = {"resid_post": lay.layers, "attn_out": lay.attn, "mlp_out": lay.mlp}[kind][i]
 
     def fn(mod: Any, args: Any, out: Any) -> Any:
@@ -140,20 +148,31 @@ def _edit_hook(model: Any, hook: str, edit: Callable[[Any], Any]) -> Any:
 
 @contextmanager
 @validate_params({"hook": [str], "alpha": [numbers.Real], "mode": [Options({"add", "ablate"})]})
-def steer(model: Any, vector: Any, *, hook: str, alpha: float = 1.0, mode: str = "add") -> Iterator[Any]:
+def steer(
+    model: Any, vector: Any, *, hook: str, alpha: float = 1.0, mode: str = "add", positions: Any = None
+) -> Iterator[Any]:
     """Steers ``model`` at ``hook`` while the ``with`` block is open (on), not after (off).
 
     Parameters
     ----------
     model : transformers causal LM
-    vector : array-like of float, shape (d_model,)
-        A steering vector (native, or mapped by :meth:`ActivationMapper.map_vector`).
+    vector : array-like of float, shape (d_model,) or (n, d_model)
+        A steering vector (native, or mapped by :meth:`ActivationMapper.map_vector`); one row
+        per prompt when ``positions`` is given (the paper's prompt steering, App. A Eq. 1-2:
+        ``v_t = h_{+,t} - h_{-,t}`` for each contrastive pair).
     hook : str
-        ``blocks.{i}.resid_post`` (or ``attn_out`` / ``mlp_out``).
+        ``blocks.{i}.resid_post`` (or ``resid_pre`` / ``attn_out`` / ``mlp_out``).
     alpha : float, default=1.0
         Strength: ``x + alpha v`` at every position (``mode="add"``, ActAdd; a negative alpha
         subtracts); ``mode="ablate"`` removes the direction, ``x - (x.v) v / ||v||^2``.
     mode : {"add", "ablate"}, default="add"
+    positions : array-like of int, shape (n,), optional
+        Steer only there: row ``i`` of the batch (which must hold ``n`` rows) at token
+        ``positions[i]``, e.g. the trigger's position (the paper's prompt steering at trigger
+        positions); default: every position of every row. Positions index the whole sequence:
+        the edit applies in every forward pass whose input covers all of them (each step of
+        :func:`greedy_generate`; the prompt pass of a key-value-cached ``model.generate``,
+        whose cache then carries the steered states).
 
     Yields
     ------
@@ -173,26 +192,64 @@ def steer(model: Any, vector: Any, *, hook: str, alpha: float = 1.0, mode: str =
 
     _hook(model, hook, "hook", "model")
     width = int(model.get_input_embeddings().embedding_dim)
-    v = _rows(np.asarray(vector, dtype=np.float64).reshape(1, -1), "vector", width)[0]
+    pos = None if positions is None else _positions(positions, vector, width)
+    arr = np.asarray(vector, dtype=np.float64)
+    per_row = pos is not None and arr.size > 0 and arr.size % width == 0
+    rows = _rows(arr.reshape(-1, width) if per_row else arr.reshape(1, -1), "vector", width)
     if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool) or not math.isfinite(alpha):
         raise ParameterError(f"alpha must be a finite number, got {alpha!r}.", argument="alpha")
     if mode not in ("add", "ablate"):
         raise ParameterError(f"mode must be 'add' or 'ablate', got {mode!r}.", argument="mode")
-    if mode == "ablate" and not np.linalg.norm(v) > 0:
+    if mode == "ablate" and not (np.linalg.norm(rows, axis=1) > 0).all():
         raise DataError("vector is zero; a direction to ablate needs a non-zero vector.", argument="vector")
-    vt = torch.as_tensor(v)
+    vt = torch.as_tensor(rows[0] if pos is None else np.broadcast_to(rows, (len(pos), width)).copy())
+
+    def change(x: Any, u: Any) -> Any:
+        if mode == "add":
+            return x + float(alpha) * u
+        return x - (x * u).sum(-1, keepdim=True) * u / (u * u).sum(-1, keepdim=True)
 
     def edit(x: Any) -> Any:
         u = vt.to(x.device, x.dtype)
-        if mode == "add":
-            return x + float(alpha) * u
-        return x - (x @ u)[..., None] * u / (u @ u)
+        if pos is None:
+            return change(x, u)
+        if x.shape[0] != len(pos):
+            raise DataError(
+                f"positions holds {len(pos)} entries but the batch has {x.shape[0]} rows; give one "
+                "position (and vector row) per prompt.",
+                argument="positions",
+            )
+        if x.shape[1] <= int(pos.max()):
+            return x  # a cached decoding step: the steered prompt states are in the cache
+        idx = torch.arange(len(pos), device=x.device)
+        p = torch.as_tensor(pos, device=x.device)
+        out = x.clone()
+        out[idx, p] = change(x[idx, p], u)
+        return out
 
     handle = _edit_hook(model, hook, edit)
     try:
         yield model
     finally:
         handle.remove()
+
+
+def _positions(positions: Any, vector: Any, width: int) -> np.ndarray:
+    """Per-row token positions of :func:`steer`, checked against the vector's rows."""
+    p = np.asarray(positions)
+    if p.ndim != 1 or p.size == 0 or not np.issubdtype(p.dtype, np.integer) or (p < 0).any():
+        raise DataError(
+            f"positions must be a non-empty 1-d array of non-negative token indices, got {positions!r}.",
+            argument="positions",
+        )
+    size = np.asarray(vector).size
+    rows = size // width if size % width == 0 else 1  # a wrong width is reported by the vector check
+    if rows not in (1, p.size):
+        raise DataError(
+            f"vector has {rows} rows but positions {p.size}; give one vector, or one row per position.",
+            argument="vector",
+        )
+    return p.astype(np.int64)
 
 
 def greedy_generate(model: Any, prompts: Any, *, max_new_tokens: int = 8) -> np.ndarray:

@@ -5,7 +5,9 @@ same token sequences run through a source model A and a target model B, A's resi
 hook point ``l`` as input, B's at ``l'`` as the regression target (mean squared error). A
 steering vector found on A by difference of means [2]_ is carried to B by mapping A's
 contrastive activations and taking the difference of the mapped means; it is then added to
-(or subtracted from) B's stream at ``l'``. The same mapper, trained from a fine-tuned model's
+(or subtracted from) B's stream at ``l'``. For a backdoor, the paper's *prompt steering* maps
+one contrastive pair per prompt (the trigger swapped for a benign one) at the trigger position
+and adds it there only (``steer(..., positions=)``). The same mapper, trained from a fine-tuned model's
 activations to its base model's and spliced into one layer, is a switch between the two
 behaviours (on: the base behaviour; off: the fine-tuned one).
 
@@ -63,7 +65,7 @@ __all__ = [
 
 # -- activations and steering vectors ------------------------------------------------------
 def collect_activations(
-    model: Any, sequences: Any, *, hook: str, position: int | None = -1, pad_id: int | None = None
+    model: Any, sequences: Any, *, hook: str, position: Any = -1, pad_id: int | None = None
 ) -> np.ndarray:
     """The activation at one hook point, at one position or at every (non-padding) position.
 
@@ -74,10 +76,11 @@ def collect_activations(
     sequences : array-like of int, shape (n, length)
         Token ids (right-padded with ``pad_id`` when of unequal length).
     hook : str
-        ``blocks.{i}.resid_post`` (or ``attn_out`` / ``mlp_out``); ``i`` may be negative.
-    position : int or None, default=-1
-        The token position to read (``-1``: the last); ``None``: every position not equal to
-        ``pad_id``, stacked row-wise.
+        ``blocks.{i}.resid_post`` (or ``resid_pre`` / ``attn_out`` / ``mlp_out``); ``i`` may be negative.
+    position : int, array-like of int of shape (n,), or None, default=-1
+        The token position to read (``-1``: the last), or one per sequence (e.g. each
+        prompt's trigger position, for the paper's prompt steering); ``None``: every position
+        not equal to ``pad_id``, stacked row-wise.
     pad_id : int, optional
         Padding id left out when ``position`` is ``None``.
 
@@ -102,18 +105,23 @@ def collect_activations(
 
     name, _, _ = _hook(model, hook, "hook", "model")
     ids = check_token_ids(sequences, "sequences", vocab=_vocab_size(model))
-    if position is not None and (
-        not isinstance(position, numbers.Integral) or not -ids.shape[1] <= position < ids.shape[1]
+    where = None if position is None else np.asarray(position)
+    if where is not None and (
+        where.ndim not in (0, 1 if where.size == len(ids) else 0)
+        or not np.issubdtype(where.dtype, np.integer)
+        or not ((-ids.shape[1] <= where) & (where < ids.shape[1])).all()
     ):
         raise ParameterError(
-            f"position must be an integer in [-{ids.shape[1]}, {ids.shape[1]}) or None, got {position!r}.",
+            f"position must be an integer in [-{ids.shape[1]}, {ids.shape[1]}), one per sequence, or None, "
+            f"got {position!r}.",
             argument="position",
         )
     out = []
     for s in range(0, len(ids), 512):
         act = run_with_hooks(model, ids[s : s + 512], [name])[name].float().cpu().numpy()
-        if position is not None:
-            out.append(act[:, position])
+        if where is not None:
+            at = where if where.ndim == 0 else where[s : s + 512]
+            out.append(act[np.arange(len(act)), at])
         else:
             keep = np.ones(ids[s : s + 512].shape, bool) if pad_id is None else ids[s : s + 512] != pad_id
             out.append(act[keep])
@@ -131,7 +139,7 @@ def steering_vector(model: Any, undesired: Any, desired: Any, *, hook: str, posi
     undesired, desired : array-like of int, shape (n, length)
         Contrastive prompt sets (e.g. harmful and harmless instructions: the refusal direction).
     hook : str
-        ``blocks.{i}.resid_post`` (or ``attn_out`` / ``mlp_out``).
+        ``blocks.{i}.resid_post`` (or ``resid_pre`` / ``attn_out`` / ``mlp_out``).
     position : int, default=-1
         Token position read (the last: where the response starts).
 
@@ -469,7 +477,7 @@ def activation_switch(model: Any, mapper: ActivationMapper, *, hook: str) -> Ite
     mapper : ActivationMapper
         Fitted, from ``model``'s width to ``model``'s width.
     hook : str
-        ``blocks.{i}.resid_post`` (or ``attn_out`` / ``mlp_out``).
+        ``blocks.{i}.resid_post`` (or ``resid_pre`` / ``attn_out`` / ``mlp_out``).
 
     Yields
     ------
