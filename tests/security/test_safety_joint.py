@@ -124,3 +124,49 @@ def test_claim_joint_training_resists_the_adaptive_attack():
     assert pre.mean() > 0.9
     benign = _refused(safe_generate(joint.model, joint.head, s.prompts[~s.harmful], **gen))
     assert binomtest(int(benign.sum()), benign.size).proportion_ci(0.99).high < 0.05
+
+
+def test_visible_cls_is_read_by_the_response_without_seeing_the_future(tiny):
+    import torch
+
+    from trustlab.lm import TokenData
+    from trustlab.security._safety_visible import split_points, visible_forward
+    from trustlab.security.safety_decoding import safety_logits_processor
+
+    model, windows, _ = tiny
+    toks = np.array([[1, 3, 4, 2, 8, 9], [1, 5, 6, 2, 9, 8]] * 4)
+    mask = np.zeros(toks.shape, bool)
+    mask[:, 4:] = True
+    lm = TokenData(toks, mask, 10)
+    assert split_points(mask).tolist() == [3] * 8
+    kw = {"steps": 3, "lr": 0.01, "cls_visible": True, "skip_ids": [1, 2]}
+    r = joint_safety_finetune(model, SafetyHead(model, pad_id=0), lm, windows, **kw)
+    assert r.head.cls_visible_ and r.head.cls_skip_ids_ == (1, 2)
+    m, h = r.model, r.head
+    x = torch.as_tensor(toks[:2])
+    later = x.clone()
+    later[:, 4:] = 7
+    ok = ~np.isin(toks[:2], (1, 2))
+    with torch.no_grad():
+        a, _ = visible_forward(m, h, x, np.array([3, 3]), ok)
+        b, _ = visible_forward(m, h, later, np.array([3, 3]), ok)
+        emb = h.cls_embedding_.clone()
+        h.cls_embedding_ = emb + torch.randn(emb.shape, generator=torch.Generator().manual_seed(0))
+        c, _ = visible_forward(m, h, x, np.array([3, 3]), ok)
+        h.cls_embedding_ = emb
+    torch.testing.assert_close(a[:, :4], b[:, :4])  # nothing read from the future
+    torch.testing.assert_close(a[:, :3], c[:, :3])  # the query does not see [CLS] ...
+    assert (a[:, 3:] - c[:, 3:]).abs().max() > 1e-4  # ... the end marker and the response do
+    # decoding keeps the same [CLS] in its cache: implicit-only decoding is visible_forward's greedy
+    res = safe_generate(m, h, toks[:2, :4], refusal_ids=[5], max_new_tokens=3, strategic_decoding=False)
+    seq = x[:, :4]
+    with torch.no_grad():
+        for _ in range(3):
+            nxt = visible_forward(m, h, seq, np.array([3, 3]), ~np.isin(seq.numpy(), (1, 2)))[0][:, -1].argmax(-1)
+            seq = torch.cat([seq, nxt[:, None]], 1)
+    np.testing.assert_array_equal(res.tokens, seq.numpy())
+    assert res.n_checks == 0
+    with pytest.raises(ParameterError, match="generate"):
+        safety_logits_processor(h, 4, refusal_ids=[5])
+    with pytest.raises(DataError, match="cls_visible"):  # no query before the first target
+        joint_safety_finetune(model, SafetyHead(model), tiny[2], windows, steps=1, cls_visible=True)
