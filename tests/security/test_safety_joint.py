@@ -162,7 +162,8 @@ def test_visible_cls_is_read_by_the_response_without_seeing_the_future(tiny):
     seq = x[:, :4]
     with torch.no_grad():
         for _ in range(3):
-            nxt = visible_forward(m, h, seq, np.array([3, 3]), ~np.isin(seq.numpy(), (1, 2)))[0][:, -1].argmax(-1)
+            logits, _ = visible_forward(m, h, seq, np.array([3, 3]), ~np.isin(seq.numpy(), (1, 2)))
+            nxt = logits[:, -1].argmax(-1)
             seq = torch.cat([seq, nxt[:, None]], 1)
     np.testing.assert_array_equal(res.tokens, seq.numpy())
     assert res.n_checks == 0
