@@ -17,6 +17,7 @@ Two parts, on the language-model lab's models (no download):
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 
@@ -86,6 +87,18 @@ def run(quick: bool = False) -> dict:
                     "checks_per_token": round(res.n_checks / n_new, 3),
                 }
             )
+        vis = copy.copy(head)  # the same head with a persistent [CLS] in the cache: cls_visible's cost
+        vis.cls_visible_, vis.cls_skip_ids_ = True, ()
+        res = safe_generate(model, vis, prompts, **kw)
+        t = _time(lambda kw=kw, vis=vis: safe_generate(model, vis, prompts, **kw), repeats)
+        rows.append(
+            {
+                "case": f"{n_new} tokens, head, annealing, [CLS] visible",
+                "ms_per_token": round(1e3 * t / n_new, 3),
+                "overhead_vs_base": round(t / base - 1, 3),
+                "checks_per_token": round(res.n_checks / n_new, 3),
+            }
+        )
         if n_new <= 64:
             ids = torch.as_tensor(prompts)
 

@@ -267,7 +267,7 @@ def test_bad_input(gpt2):
     with pytest.raises(DataError, match="target_ids"):
         suffix_attack(gpt2, x, np.zeros((3, 1), int), candidates=[1])
     with pytest.raises(ParameterError, match="head_weight"):
-        suffix_attack(gpt2, x, np.zeros((2, 1), int), candidates=[1], head_weight=0.0)
+        suffix_attack(gpt2, x, np.zeros((2, 1), int), candidates=[1], head_weight=-1.0)
     with pytest.raises(ParameterError, match="head"):
         suffix_attack(gpt2, x, np.zeros((2, 1), int), candidates=[1], head="a classifier")
 

@@ -150,3 +150,18 @@ class _Monitor:
             elif self.done[i] and eos is not None:
                 out[i] = eos
         return out
+
+
+def _check_context(model: Any, n_prompt: int, max_new_tokens: int) -> None:
+    """Learned positions end at the model's context; rotary ones do not."""
+    cfg = getattr(model, "config", None)
+    rotary = any(getattr(cfg, a, None) is not None for a in ("rope_theta", "rope_parameters", "rope_scaling"))
+    context = getattr(cfg, "n_positions", None)
+    if context is None and not rotary:
+        context = getattr(cfg, "max_position_embeddings", None)
+    if context is not None and n_prompt + max_new_tokens > int(context):
+        raise ParameterError(
+            f"max_new_tokens={max_new_tokens} after {n_prompt} prompt tokens exceeds the model's "
+            f"context of {context} positions; lower max_new_tokens or shorten the prompts.",
+            argument="max_new_tokens",
+        )

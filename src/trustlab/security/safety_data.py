@@ -458,7 +458,9 @@ def suffix_attack(
     head : SafetyHead, optional
         The defence's fitted safety head, for the adaptive attack.
     head_weight : float, default=1.0
-        Weight of the head's malicious logit against the target's log-likelihood (> 0).
+        Weight of the head's malicious logit against the target's log-likelihood (>= 0). With 0
+        the objective is GCG's alone; a head whose ``[CLS]`` is visible to the response
+        (``cls_visible``) is still inserted into the sequences the attack scores.
 
     Returns
     -------
@@ -475,6 +477,8 @@ def suffix_attack(
     """
     import torch
 
+    from trustlab.security._safety_visible import visible_forward
+
     ids = np.asarray(prompts)
     if ids.ndim != 2 or ids.shape[1] < 2 or not np.issubdtype(ids.dtype, np.integer):
         raise DataError("prompts must be a 2-D integer array (n, length >= 2).", argument="prompts")
@@ -489,10 +493,11 @@ def suffix_attack(
     n_tokens, n_sweeps = _count("n_tokens", n_tokens), _count("n_sweeps", n_sweeps)
     if head is not None and not hasattr(head, "decision_function"):
         raise ParameterError("head must be a fitted SafetyHead (or None).", argument="head")
-    if not (isinstance(head_weight, int | float) and math.isfinite(head_weight) and head_weight > 0):
+    if not (isinstance(head_weight, int | float) and math.isfinite(head_weight) and head_weight >= 0):
         raise ParameterError(
-            f"head_weight must be a finite number > 0, got {head_weight!r}.", argument="head_weight"
+            f"head_weight must be a finite number >= 0, got {head_weight!r}.", argument="head_weight"
         )
+    visible = head is not None and getattr(head, "cls_visible_", False)
     k = tgt.shape[1]
     cur = np.concatenate([ids[:, :-1], np.repeat(cand[:1], n_tokens)[None].repeat(n, 0), ids[:, -1:]], axis=1)
     with torch.no_grad():
@@ -504,9 +509,16 @@ def suffix_attack(
                 scores = []
                 for s in range(0, len(trial), batch_size):
                     chunk = torch.as_tensor(trial[s : s + batch_size])
-                    logp = torch.log_softmax(model(input_ids=chunk[:, :-1]).logits[:, -k:].float(), -1)
+                    if visible:  # the deployed model reads its persistent [CLS] (cls_visible)
+                        inp = chunk[:, :-1]
+                        split = np.full(len(inp), cur.shape[1] - 1)
+                        ok = ~np.isin(inp.numpy(), head.cls_skip_ids_)
+                        logits = visible_forward(model, head, inp, split, ok)[0]
+                    else:
+                        logits = model(input_ids=chunk[:, :-1]).logits
+                    logp = torch.log_softmax(logits[:, -k:].float(), -1)
                     score = logp.gather(-1, chunk[:, -k:, None])[..., 0].sum(-1).numpy()
-                    if head is not None:
+                    if head is not None and head_weight > 0:
                         score = score - head_weight * head.decision_function(trial[s : s + batch_size])
                     scores.append(score)
                 best = np.concatenate(scores).reshape(n, cand.size).argmax(axis=1)

@@ -13,12 +13,12 @@ logistic head on the model's hidden state, so it applies to any local Hugging Fa
 (the paper fine-tunes the whole model with ``L_sft + lambda * L_cls``; see
 docs/security/safety-decoding.md for every divergence). The ``[CLS]`` token is appended
 after the sequence, with the KV cache, and never kept in it: it attends to what the rules
-allow, no other token attends to it (the paper's attention routing).
+allow, no other token attends to it (the paper's attention routing), unless the head was trained
+with the ``[CLS]`` visible to the response (``joint_safety_finetune(cls_visible=True)``).
 """
 
 from __future__ import annotations
 
-import inspect
 import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -28,7 +28,8 @@ import numpy as np
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
-from trustlab.security._safety_rules import _Monitor, _rules
+from trustlab.security._safety_rules import _check_context, _Monitor, _rules
+from trustlab.security._safety_visible import _cache_kw, _out_cache, start_visible
 
 __all__ = ["SafeGeneration", "SafetyHead", "safe_generate", "safety_logits_processor"]
 
@@ -43,15 +44,6 @@ def _check_model(model: Any) -> Any:
             argument="model",
         )
     return next(model.parameters()).device
-
-
-def _cache_kw(model: Any) -> str:
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
-def _out_cache(out: Any) -> Any:
-    cache = getattr(out, "cache", None)
-    return cache if cache is not None else out.past_key_values
 
 
 class SafetyHead(ParamsValidationMixin):
@@ -89,6 +81,9 @@ class SafetyHead(ParamsValidationMixin):
     intercept_ : torch.Tensor, shape ()
     losses_ : ndarray of float, shape (steps,)
         Binary cross-entropy of each step's batch.
+    cls_visible_, cls_skip_ids_ : bool, tuple of int
+        Only on a head from ``joint_safety_finetune(cls_visible=True)``: the response attends to a
+        ``[CLS]`` reading the query minus these ids (:func:`safe_generate` inserts it).
 
     References
     ----------
@@ -108,6 +103,8 @@ class SafetyHead(ParamsValidationMixin):
     [0, 1]
     """
 
+    cls_visible_: bool  # set by joint_safety_finetune(cls_visible=True)
+    cls_skip_ids_: tuple[int, ...]
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "layer": [Interval(numbers.Integral, None, None, closed="neither")],
         "steps": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -157,7 +154,7 @@ class SafetyHead(ParamsValidationMixin):
             )
         return km
 
-    def cls_logits(self, cache: Any, key_mask: Any, position: Any) -> Any:
+    def cls_logits(self, cache: Any, key_mask: Any, position: Any, *, keep: bool = False) -> Any:
         """Logits of the ``[CLS]`` token appended after a KV cache; the cache is left as it was.
 
         Parameters
@@ -168,6 +165,8 @@ class SafetyHead(ParamsValidationMixin):
             Positions the ``[CLS]`` token attends to.
         position : int or torch.Tensor of shape (n,)
             The ``[CLS]`` token's position id (the number of real tokens before it).
+        keep : bool, default=False
+            Leave the ``[CLS]`` token in the cache, where later tokens attend to it.
 
         Returns
         -------
@@ -188,7 +187,8 @@ class SafetyHead(ParamsValidationMixin):
             output_hidden_states=True,
             **{_cache_kw(self.model): cache},
         )
-        cache.crop(-1)
+        if not keep:
+            cache.crop(-1)
         h = out.hidden_states[self.layer][:, -1].float()
         return h @ self.coef_ + self.intercept_
 
@@ -384,6 +384,7 @@ def safe_generate(
     eos_id: int | None = None,
     temperature: float = 0.0,
     seed: int = 0,
+    strategic_decoding: bool = True,
 ) -> SafeGeneration:
     """Generate with the safety head re-evaluated during decoding (strategic attention + decoding).
 
@@ -394,7 +395,9 @@ def safe_generate(
     ``[S_t - r2, S_t + r3)`` every step (Rule 3) and inserts the refusal after ``tau``
     consecutive malicious verdicts, or falls back to Rule 2 on a benign one. ``skip_ids``
     (padding, BOS, template tokens) are never attended to (Rule 4). With ``head=None`` this
-    is the same decoding loop without the safety head (the baseline).
+    is the same decoding loop without the safety head (the baseline). A head trained with
+    ``joint_safety_finetune(cls_visible=True)`` also keeps a ``[CLS]`` reading the query in the
+    cache, before its last token, where the model attends to it (the paper's implicit channel).
 
     Parameters
     ----------
@@ -429,6 +432,11 @@ def safe_generate(
         0 for greedy decoding, else sampling at this temperature.
     seed : int, default=0
         Seeds the sampling.
+    strategic_decoding : bool, default=True
+        ``False``: no check runs and no refusal is inserted; only the persistent ``[CLS]`` of a
+        head trained with ``joint_safety_finetune(cls_visible=True)`` acts, through attention
+        (the paper's ablation without strategic decoding). A head whose ``[CLS]`` is not visible
+        then decodes as ``head=None``.
 
     Returns
     -------
@@ -465,6 +473,8 @@ def safe_generate(
         raise ParameterError(
             f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}.", argument="max_new_tokens"
         )
+    if not isinstance(strategic_decoding, bool):
+        raise ParameterError("strategic_decoding must be True or False.", argument="strategic_decoding")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
         raise ParameterError(f"temperature must be >= 0, got {temperature!r}.", argument="temperature")
     n = prompts.shape[0]
@@ -478,17 +488,10 @@ def safe_generate(
         prompts.shape[1], refusal_ids, tau=tau, r1=r1, r2=r2, r3=r3, threshold=threshold,
         schedule=schedule, period=period, skip_ids=skip_ids, eos_id=eos_id,
     )  # fmt: skip
-    cfg = getattr(model, "config", None)  # learned positions end at the context; rotary ones do not
-    rotary = any(getattr(cfg, a, None) is not None for a in ("rope_theta", "rope_parameters", "rope_scaling"))
-    context = getattr(cfg, "n_positions", None)
-    if context is None and not rotary:
-        context = getattr(cfg, "max_position_embeddings", None)
-    if context is not None and ids.shape[1] + max_new_tokens > int(context):
-        raise ParameterError(
-            f"max_new_tokens={max_new_tokens} after {ids.shape[1]} prompt tokens exceeds the model's "
-            f"context of {context} positions; lower max_new_tokens or shorten the prompts.",
-            argument="max_new_tokens",
-        )
+    _check_context(model, ids.shape[1], max_new_tokens)
+    visible, lp = head is not None and getattr(head, "cls_visible_", False), prompts.shape[1]
+    if visible and lp < 2:
+        raise DataError("a head with a visible [CLS] needs prompts of >= 2 tokens.", argument="prompt_ids")
     mon = _Monitor(n, rules)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     kw = _cache_kw(model)
@@ -497,16 +500,24 @@ def safe_generate(
     model.eval()
     try:
         with torch.no_grad():
-            out = model(input_ids=tokens, use_cache=True)
+            if visible:  # the persistent [CLS] before the query's end marker (joint_safety_finetune)
+                cache = start_visible(model, head, tokens[:, :lp], getattr(head, "cls_skip_ids_", ()))
+                pos = torch.arange(lp - 1, tokens.shape[1], device=device).expand(n, -1)
+                out = model(input_ids=tokens[:, lp - 1 :], position_ids=pos, use_cache=True, **{kw: cache})
+            else:
+                out = model(input_ids=tokens, use_cache=True)
             cache = _out_cache(out)
             for step in range(max_new_tokens):
                 g = tokens.shape[1] - rules.prompt_length
                 if step:
                     mon.ended(tokens[:, -1].cpu().numpy())
-                if head is not None:
+                if head is not None and strategic_decoding:
                     rows = mon.due(g)
                     if rows.any():
-                        km = torch.as_tensor(mon.key_mask(tokens.cpu().numpy()), device=device)
+                        mask = mon.key_mask(tokens.cpu().numpy())
+                        km = torch.as_tensor(
+                            np.insert(mask, lp - 1, False, axis=1) if visible else mask, device=device
+                        )
                         prob = torch.sigmoid(head.cls_logits(cache, km, tokens.shape[1])).cpu().numpy()
                         mon.update(g, rows, prob)
                 forced = mon.forced()
@@ -520,7 +531,12 @@ def safe_generate(
                 nxt = torch.where(f >= 0, f, nxt)[:, None]
                 tokens = torch.cat([tokens, nxt], dim=1)
                 if step + 1 < max_new_tokens:
-                    out = model(input_ids=nxt, use_cache=True, **{kw: cache})
+                    at = (
+                        {"position_ids": torch.full((n, 1), tokens.shape[1] - 1, device=device)}
+                        if visible
+                        else {}
+                    )
+                    out = model(input_ids=nxt, use_cache=True, **at, **{kw: cache})
                     cache = _out_cache(out)
     finally:
         model.train(was_training)
@@ -566,6 +582,12 @@ def safety_logits_processor(head: SafetyHead, prompt_length: int, *, refusal_ids
 
     if not isinstance(head, SafetyHead) or not hasattr(head, "coef_"):
         raise ParameterError("head must be a fitted SafetyHead.", argument="head")
+    if getattr(head, "cls_visible_", False):
+        raise ParameterError(
+            "this head's [CLS] is visible to the response (joint_safety_finetune(cls_visible=True)); "
+            "model.generate cannot insert it: decode with safe_generate.",
+            argument="head",
+        )
     if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or prompt_length < 1:
         raise ParameterError(
             f"prompt_length must be an int >= 1, got {prompt_length!r}.", argument="prompt_length"

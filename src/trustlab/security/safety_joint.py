@@ -22,6 +22,7 @@ import numpy as np
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ParameterError
+from trustlab.security._safety_visible import split_points, visible_forward
 from trustlab.security.safety_decoding import SafetyHead, _check_model, _out_cache
 
 __all__ = ["JointFinetune", "joint_safety_finetune"]
@@ -107,6 +108,7 @@ def _windows(windows: Any, vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
         "train_blocks": [*_POS_INT, None],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
         "inplace": ["boolean"],
+        "cls_visible": ["boolean"],
     }
 )
 def joint_safety_finetune(
@@ -125,6 +127,8 @@ def joint_safety_finetune(
     train_blocks: int | None = None,
     random_state: int = 0,
     inplace: bool = False,
+    cls_visible: bool = False,
+    skip_ids: Any = (),
 ) -> JointFinetune:
     """Fine-tune a causal LM and its ``[CLS]`` safety head together: ``L_sft + lam * L_cls``.
 
@@ -169,6 +173,15 @@ def joint_safety_finetune(
         Seeds the batches (the result is deterministic on CPU).
     inplace : bool, default=False
         Train ``model`` itself instead of a copy.
+    cls_visible : bool, default=False
+        The paper's implicit channel: a persistent ``[CLS]`` sits before each ``lm_data`` row's
+        end-of-query token (the token before the first counted target), reads the query (minus
+        ``skip_ids``) and is attended to by the end marker and the response, so the language-model
+        loss trains the model to use it. Rows whose loss starts at the first target (documents)
+        see none. The returned head has ``cls_visible_ = True`` and :func:`safe_generate` then
+        decodes with the same ``[CLS]`` in the cache.
+    skip_ids : array-like of int, default=()
+        Token ids the persistent ``[CLS]`` does not read (Rule 4: BOS, template tokens).
 
     Returns
     -------
@@ -213,6 +226,15 @@ def joint_safety_finetune(
     if loss_mask.shape != tokens.shape or not loss_mask[:, 1:].any():
         raise DataError("lm_data's loss_mask must match its tokens and count some token.", argument="lm_data")
     ids, key_mask, labels = _windows(windows, vocab)
+    split = split_points(loss_mask)
+    if cls_visible and not (split >= 1).any():
+        raise DataError(
+            "cls_visible needs lm_data rows with a query before the first counted target (a loss_mask "
+            "that starts after position 1), e.g. instruction_lm_data().",
+            argument="lm_data",
+        )
+    skip = tuple(check_token_ids(skip_ids, "skip_ids", vocab=vocab)[0].tolist()) if np.size(skip_ids) else ()
+    key_ok = ~np.isin(tokens, skip)
     n_blocks = len(_blocks(model)) if train_blocks is not None else 0
     if train_blocks is not None and train_blocks > n_blocks:
         raise ParameterError(
@@ -263,8 +285,12 @@ def joint_safety_finetune(
             p.requires_grad_(id(p) in chosen)
         net.train()
         for step in range(steps):
-            b = torch.as_tensor(rng.integers(0, len(tokens), size=min(batch_size, len(tokens))))
-            logits = net(input_ids=t_tok[b]).logits[:, :-1].float()
+            bn = rng.integers(0, len(tokens), size=min(batch_size, len(tokens)))
+            b = torch.as_tensor(bn)
+            if cls_visible:
+                logits = visible_forward(net, new, t_tok[b], split[bn], key_ok[bn])[0][:, :-1].float()
+            else:
+                logits = net(input_ids=t_tok[b]).logits[:, :-1].float()
             nll = torch.nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]), t_tok[b, 1:].reshape(-1), reduction="none"
             )
@@ -286,4 +312,5 @@ def joint_safety_finetune(
     for t in (new.cls_embedding_, new.coef_, new.intercept_):
         t.requires_grad_(False)
     new.losses_ = cls_losses
+    new.cls_visible_, new.cls_skip_ids_ = bool(cls_visible), skip
     return JointFinetune(net, new, lm_losses, cls_losses)
