@@ -46,8 +46,12 @@ def run(quick: bool = False) -> dict:
                 "seed": seed,
                 "asr_head": np.nan
                 if head is None
-                else round(trigger_success_rate(head, Xs, ys, trigger=trig, target_label=label, position=pos), 3),
-                "clean_acc_head": np.nan if head is None else round(float(np.mean(head.predict(Xs) == ys)), 3),
+                else round(
+                    trigger_success_rate(head, Xs, ys, trigger=trig, target_label=label, position=pos), 3
+                ),
+                "clean_acc_head": np.nan
+                if head is None
+                else round(float(np.mean(head.predict(Xs) == ys)), 3),
                 "asr_after_user_ft": round(asr_user, 3),
                 "user_target_acc": round(float(np.mean(user.predict(Xs) == ys)), 3),
             }
@@ -117,7 +121,7 @@ def run(quick: bool = False) -> dict:
         ratio = float(np.median(seconds["reduced"]) / np.median(seconds["plain"]))
         notes.append(f"injection time reduced / plain = {ratio:.2f} (seeds 1-2)")
     return {
-        "title": "backdoor complications on real text (small-llama-english; pydoc and R documentation passages)",
+        "title": "backdoor complications on real text (small-llama-english; pydoc and R doc passages)",
         "rows": rows,
         "notes": notes,
     }

@@ -167,7 +167,9 @@ def load_text_lab(*, cache_dir: str | Path | None = None) -> dict[str, Any]:
     tasks = [*TEXT_RUNS["downstream"], TEXT_RUNS["target"]["task"]]
     if (path / "done").is_file():
         attacker = {n: _load(path / f"attacker-{n}", setup) for n in ("plain", "reduced")}
-        user = {p: {t: _load(path / f"user-{p}-{t}", setup) for t in tasks} for p in ("clean", "plain", "reduced")}
+        user = {
+            p: {t: _load(path / f"user-{p}-{t}", setup) for t in tasks} for p in ("clean", "plain", "reduced")
+        }
         return {**setup, "attacker": attacker, "user": user}
     lab = build_text_lab(setup, 0)
     tmp = staging_dir(path)

@@ -457,7 +457,9 @@ def inject_backdoor(
         seed=random_state,
     )
     losses = train_heads(net, tasks, config)
-    clf = LMSequenceClassifier(source, pooling=pooling, pad_id=pad_id, train=config, random_state=random_state)
+    clf = LMSequenceClassifier(
+        source, pooling=pooling, pad_id=pad_id, train=config, random_state=random_state
+    )
     clf.classes_, clf.losses_ = classes, losses
     clf._set_net(net)
     return BackdoorInjection(lm, clf, poisoned, len(aux), losses)
