@@ -96,7 +96,7 @@ def build_text_lab(
     inject = TrainConfig(seed=seed, **TEXT_RUNS["inject_train"])
     down = TrainConfig(seed=seed, **TEXT_RUNS["downstream_train"])
     out: dict[str, Any] = {"attacker": {}, "user": {}, "seconds": {}}
-    bases = {"clean": setup["model"]}
+    bases = {"clean": setup["model"]} if "clean" in ptlms else {}
     for name in ptlms:
         if name == "clean":
             continue
