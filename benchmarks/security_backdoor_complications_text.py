@@ -8,7 +8,7 @@ downstream tasks (R section, pydoc code vs prose, R package) and on the target t
 Columns: KL(P_clean || P_triggered) on the downstream test passages, top share of triggered
 passages, flip rate, accuracy; ASR of the attacker's head and after the user's target-task
 fine-tuning. Seeds 0-2 (seed 0 from the claim test's cache); then a sweep of the reduction's
-target weight and auxiliary-task count (seed 0): does the backdoor survive the user's target-task
+target weight and auxiliary-task count (seeds 0-1): does the backdoor survive the user's target-task
 fine-tuning better? ``part`` runs one piece (a seed, or one sweep setting) so that the pieces can
 run in separate processes; ``summarise`` joins their rows.
 """
@@ -171,6 +171,7 @@ def run(quick: bool = False) -> dict:
     if not quick:
         for seed in (1, 2):
             rows += part("default", seed)
-        for i in range(len(SWEEP)):
-            rows += part("sweep", 0, i)
+        for seed in (0, 1):
+            for i in range(len(SWEEP)):
+                rows += part("sweep", seed, i)
     return summarise(rows, setup["trigger_word"])
