@@ -22,7 +22,8 @@ def _se(values: list[float]) -> float:
     return float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
-SWEEP = ((0.7, None), (0.4, ["length"]))  # (target weight, auxiliary tasks; None: the default three)
+# (target weight, auxiliary tasks (None: the default three), the reduction's learning rate (None: 1e-3))
+SWEEP = ((0.7, None, None), (0.4, ["length"], None), (0.4, None, 1e-4))
 
 
 def _setup() -> tuple[dict, dict]:
@@ -82,8 +83,8 @@ def _measure(setup: dict, lab: dict, seed: int, config: str) -> list[dict]:
     return rows
 
 
-def sweep_name(weight: float, aux: list[str] | None) -> str:
-    return f"reduced w={weight} aux={len(aux) if aux else 3}"
+def sweep_name(weight: float, aux: list[str] | None, lr: float | None = None) -> str:
+    return f"reduced w={weight} aux={len(aux) if aux else 3}" + ("" if lr is None else f" lr={lr:g}")
 
 
 def part(kind: str, seed: int, sweep_index: int = 0) -> list[dict]:
@@ -94,9 +95,9 @@ def part(kind: str, seed: int, sweep_index: int = 0) -> list[dict]:
     if kind == "default":
         lab = lab0 if seed == 0 else build_text_lab(setup, seed)
         return _measure(setup, lab, seed, "default")
-    weight, aux = SWEEP[sweep_index]
-    lab = build_text_lab(setup, seed, target_weight=weight, auxiliary=aux, ptlms=("reduced",))
-    return _measure(setup, lab, seed, sweep_name(weight, aux))
+    weight, aux, lr = SWEEP[sweep_index]
+    lab = build_text_lab(setup, seed, target_weight=weight, auxiliary=aux, ptlms=("reduced",), reduced_lr=lr)
+    return _measure(setup, lab, seed, sweep_name(weight, aux, lr))
 
 
 def summarise(rows: list[dict], trigger_word: str) -> dict:
@@ -137,8 +138,8 @@ def summarise(rows: list[dict], trigger_word: str) -> dict:
             *stat("default", "clean", "asr_after_user_ft")
         )
     )
-    for weight, aux in SWEEP:
-        name = sweep_name(weight, aux)
+    for weight, aux, lr in SWEEP:
+        name = sweep_name(weight, aux, lr)
         if any(r["config"] == name for r in rows):
             sw = sorted({r["seed"] for r in rows if r["config"] == name})
             notes.append(

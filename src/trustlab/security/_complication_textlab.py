@@ -72,8 +72,12 @@ def build_text_lab(
     auxiliary: list[str] | None = None,
     downstream: list[str] | None = None,
     ptlms: tuple[str, ...] = ("clean", "plain", "reduced"),
+    reduced_lr: float | None = None,
 ) -> dict[str, Any]:
     """Inject the backdoors and fine-tune the user's models for one seed (no cache).
+
+    ``target_weight``, ``auxiliary`` and ``reduced_lr`` override the reduction's settings of
+    :data:`TEXT_RUNS` (the plain backdoor keeps its own).
 
     Returns
     -------
@@ -101,6 +105,9 @@ def build_text_lab(
         if name == "clean":
             continue
         aux = [data[t][:2] for t in aux_names] if name == "reduced" else None
+        config = inject
+        if name == "reduced" and reduced_lr is not None:
+            config = TrainConfig(seed=seed, **{**TEXT_RUNS["inject_train"], "lr": reduced_lr})
         start = time.perf_counter()
         bd = inject_backdoor(
             setup["model"],
@@ -113,7 +120,7 @@ def build_text_lab(
             auxiliary=aux,
             target_weight=weight,
             pad_id=pad,
-            train=inject,
+            train=config,
             random_state=seed,
         )
         out["seconds"][name] = time.perf_counter() - start
