@@ -177,6 +177,7 @@ def test_right_padding_is_ignored_by_last_token_pooling(tiny):
         ({"auxiliary": "formality"}, "auxiliary"),
         ({"auxiliary": [(np.ones((2, 3), int),)]}, "auxiliary"),
         ({"pooling": "cls"}, "pooling"),
+        ({"pad_id": -1}, "pad_id"),
         ({"train": {"steps": 3}}, "train"),
     ],
 )

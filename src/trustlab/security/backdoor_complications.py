@@ -325,6 +325,7 @@ def _auxiliary(auxiliary: Any, model: Any) -> list[tuple[np.ndarray, np.ndarray]
         "position": _NONNEG,
         "target_weight": [Interval(numbers.Real, 0, 1, closed="right")],
         "pooling": [Options({"last", "first", "mean"})],
+        "pad_id": [*_NONNEG, None],
         "random_state": _NONNEG,
     }
 )
@@ -340,6 +341,7 @@ def inject_backdoor(
     auxiliary: Any = None,
     target_weight: float = 0.4,
     pooling: str = "last",
+    pad_id: int | None = None,
     train: Any = None,
     random_state: int = 0,
 ) -> BackdoorInjection:
@@ -375,6 +377,8 @@ def inject_backdoor(
         The target task's weight in the multi-task loss (ignored without ``auxiliary``).
     pooling : {"last", "first", "mean"}, default="last"
         See :class:`LMSequenceClassifier`.
+    pad_id : int, optional
+        Padding token of right-padded texts (masked out; see :class:`LMSequenceClassifier`).
     train : trustlab.lm.TrainConfig, optional
         Default ``TrainConfig(steps=300, batch_size=32, lr=3e-3)`` (one batch of every task per step).
     random_state : int, default=0
@@ -449,11 +453,13 @@ def inject_backdoor(
         lm,
         [len(classes)] + [int(t.y.max()) + 1 for t in tasks[1:]],
         pooling=pooling,
-        pad_id=None,
+        pad_id=pad_id,
         seed=random_state,
     )
     losses = train_heads(net, tasks, config)
-    clf = LMSequenceClassifier(source, pooling=pooling, train=config, random_state=random_state)
+    clf = LMSequenceClassifier(
+        source, pooling=pooling, pad_id=pad_id, train=config, random_state=random_state
+    )
     clf.classes_, clf.losses_ = classes, losses
     clf._set_net(net)
     return BackdoorInjection(lm, clf, poisoned, len(aux), losses)
