@@ -20,7 +20,10 @@ classifier (content words shared with each label's demonstrations) as a ceiling 
 texts say. The fine-tuned arm (not in ``--quick``) trains ``small-llama-english`` further for 600
 steps on same-module episodes of the other 268 standard-library modules' docstrings (8,463
 sentences; half the lines of an episode repeat an earlier one, to reward copying) and is
-evaluated on the 13 held-out groups.
+evaluated on the 13 held-out groups. On it, the DP arm: 60 paired repeats of a random pair of
+groups, 20 private texts and 5 queries per label, one synthetic demonstration per label (12 tokens,
+``top_k = 10``, ``delta = 1e-4``, subsets of one text) by Tang et al.'s baseline and by PTA
+(``alpha = 2``) at eps 1, 2, 4, 8 and 1e6 (for inf), scored by the same classifier.
 """
 
 from __future__ import annotations
@@ -215,7 +218,7 @@ def fine_tune(model, tok, steps: int = 600):
     return sum(map(len, mods.values())), len(mods), float(np.mean(res.losses[-20:]))
 
 
-def dp_arm(model, tok, pool, *, repeats: int, epsilons=(1.0, 4.0, 1e6)) -> dict[str, list[float]]:
+def dp_arm(model, tok, pool, *, repeats: int, epsilons=(1.0, 2.0, 4.0, 8.0, 1e6)) -> dict[str, list[float]]:
     """Paired DP-ICL repeats: a random pair of groups, 20 private texts and 5 queries per label."""
     from trustlab.privacy.dp_icl_text import dp_text_demonstrations
 
@@ -246,6 +249,8 @@ def dp_arm(model, tok, pool, *, repeats: int, epsilons=(1.0, 4.0, 1e6)) -> dict[
                 acc.setdefault(f"{name}, eps={eps:g}", []).append(
                     channel_accuracy(model, tok, out.demonstrations, queries, labs, rng)
                 )
+            pair_diff = acc[f"PTA alpha=2, eps={eps:g}"][-1] - acc[f"baseline, eps={eps:g}"][-1]
+            acc.setdefault(f"PTA minus baseline (paired), eps={eps:g}", []).append(pair_diff)
     return acc
 
 
@@ -274,7 +279,7 @@ def run(quick: bool = False) -> dict:
         for case, v in evaluate(model, tok, arms[1][1], n_tasks=n_tasks).items():
             if case.startswith("LM"):
                 rows.append(_row("fine-tuned (600 steps)", "docstring domains", case, v))
-        for case, v in dp_arm(model, tok, arms[1][1], repeats=30).items():
+        for case, v in dp_arm(model, tok, arms[1][1], repeats=60).items():
             rows.append(_row("fine-tuned (600 steps)", "docstring domains, DP-ICL", case, v))
     notes.append(f"{n_tasks} binary tasks x 10 queries per row; chance 0.5; random label words per task")
     return {
