@@ -358,10 +358,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
                 f"{width} logits; pass head= naming the backbone's final Linear layer.",
                 argument="head",
             )
-        if y.max() >= width:
-            raise DataError(f"y holds class {y.max()} but the backbone has {width} logits.", argument="y")
-        self.classes_ = np.arange(width)
-        self.n_classes_ = width
+        self._set_outputs(y, width)
         n_cand = min(int(self.n_candidates), self.n_tokens_)
         self.group_size_ = max(1, int(self.n_tokens_ * float(self.group_fraction)))
         self.n_groups_ = self.n_tokens_ if self.grouping == "features" else min(int(self.n_groups), n_cand)
@@ -382,6 +379,15 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         )
         self.losses_ = self._train(Xt, torch.as_tensor(y), gen)
         return self
+
+    def _set_outputs(self, y: np.ndarray, width: int) -> None:
+        if y.max() >= width:
+            raise DataError(f"y holds class {y.max()} but the backbone has {width} logits.", argument="y")
+        self.classes_ = np.arange(width)
+        self.n_classes_ = width
+
+    def _loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(out, y)
 
     def _check_labels(self, y: Any, n: int) -> np.ndarray:
         arr = check_numeric_array(y, "y", ndim=1, min_rows=1)
@@ -404,7 +410,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
             for s in range(0, len(Xt), bs):
                 idx = order[s : s + bs]
                 out = self._forward(Xt[idx])[-1]
-                loss = torch.nn.functional.cross_entropy(out, yt[idx])
+                loss = self._loss(out, yt[idx])
                 grads = torch.autograd.grad(loss, params, allow_unused=True)
                 zero = [torch.zeros_like(p) for p in params]
                 opt.step([z if g is None else g for z, g in zip(zero, grads, strict=True)])
