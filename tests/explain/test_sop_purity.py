@@ -87,7 +87,8 @@ def xor():
         sop = SumOfParts(net, n_epochs=2, random_state=0).fit(X[:1000], y[:1000])
         feat = SumOfParts(net, grouping="features", n_epochs=2, random_state=0).fit(X[:1000], y[:1000])
         Xe = X[1000:1300]
-        return {"net": net, "X": Xe, "e": sop.explain(Xe), "ef": feat.explain(Xe), "G": gradient_x_input(net, Xe)}
+        G = gradient_x_input(net, Xe)
+        return {"net": net, "X": Xe, "e": sop.explain(Xe), "ef": feat.explain(Xe), "G": G}
 
 
 def _paired_gap(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -136,7 +137,7 @@ def test_claim_on_digits_sop_regions_lie_on_the_ink_but_less_than_gradient_x_inp
     the ink well above chance, and above a per-feature SANN's, but NOT above gradient x input's
     top 20% (0.63 vs 0.84 precision, 100 digits): not reproduced at this scale. Gradient x
     input is exactly 0 on blank pixels, so it can hardly pick background at all."""
-    X_tr, X_te, y_tr, y_te = digits_split()
+    X_tr, X_te, y_tr, _ = digits_split()
     with one_thread():
         net = _train(make_classifier("relu_mlp", width=16, seed=0), X_tr, y_tr, 10)
         sop = SumOfParts(net, n_epochs=2, random_state=0).fit(X_tr, y_tr)

@@ -18,7 +18,8 @@ def _mlp(d_in: int, d_out: int) -> torch.nn.Module:
     nn = torch.nn
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        return nn.Sequential(nn.Linear(d_in, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, d_out))
+        layers = [nn.Linear(d_in, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, d_out)]
+        return nn.Sequential(*layers)
 
 
 def _fit_mse(net: torch.nn.Module, X: np.ndarray, Y: np.ndarray, steps: int) -> None:

@@ -67,7 +67,9 @@ def _entropy_bits(counts: np.ndarray) -> np.ndarray:
 def _bool_regions(x: Any, name: str) -> np.ndarray:
     arr = check_numeric_array(x, name, min_rows=1)
     if arr.ndim < 2 or not np.isin(arr, (0, 1)).all():
-        raise DataError(f"{name} must be a 0/1 (bool) array of shape (n, ...); got shape {arr.shape}.", argument=name)
+        raise DataError(
+            f"{name} must be a 0/1 (bool) array of shape (n, ...); got shape {arr.shape}.", argument=name
+        )
     return arr.astype(bool)
 
 
@@ -169,7 +171,7 @@ def region_purity(regions: Any, segments: Any, *, object_label: int = 1) -> Regi
 
 
 def _share(share: Any) -> float:
-    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share <= 1:
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < float(share) <= 1:
         raise ParameterError(f"share must be a number in (0, 1]; got {share!r}.", argument="share")
     return float(share)
 
@@ -226,7 +228,8 @@ def sop_region(explanation: Any, share: float = 0.2, target: Any = None) -> np.n
     """
     if not all(hasattr(explanation, a) for a in ("masks", "weights", "predicted")):
         raise DataError(
-            f"explanation must be an SOPExplanation (from SumOfParts.explain); got {type(explanation).__name__}.",
+            "explanation must be an SOPExplanation (from SumOfParts.explain); "
+            f"got {type(explanation).__name__}.",
             argument="explanation",
         )
     masks, w = explanation.masks, explanation.weights

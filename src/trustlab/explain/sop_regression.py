@@ -37,7 +37,7 @@ def _never(_est: Any) -> bool:
     return False
 
 
-class SumOfPartsRegressor(RegressorMixin, SumOfParts):  # type: ignore[misc]
+class SumOfPartsRegressor(RegressorMixin, SumOfParts):
     """Sum-of-Parts around the user's torch *regressor*: group scores sum to the predicted value.
 
     Same parameters, groups and selector as :class:`~trustlab.explain.sop.SumOfParts` (see it
@@ -93,8 +93,8 @@ class SumOfPartsRegressor(RegressorMixin, SumOfParts):  # type: ignore[misc]
     >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
     >>> X = np.random.default_rng(0).normal(size=(40, 4)).astype("float32")
     >>> sop = SumOfPartsRegressor(net, n_groups=3, n_epochs=2).fit(X, X[:, 0] * X[:, 1])
-    >>> e = sop.explain(X[:5])
-    >>> sop.predict(X[:5]).shape, bool(np.allclose(e.group_scores.sum(1)[:, 0], sop.predict(X[:5]), atol=1e-5))
+    >>> e, p = sop.explain(X[:5]), sop.predict(X[:5])
+    >>> p.shape, bool(np.allclose(e.group_scores.sum(1)[:, 0], p, atol=1e-5))
     ((5,), True)
     """
 
