@@ -61,7 +61,7 @@ def _entropy_bits(counts: np.ndarray) -> np.ndarray:
     total = counts.sum(-1, keepdims=True)
     r = np.divide(counts, total, out=np.zeros(counts.shape), where=total > 0)
     logs = np.log2(r, out=np.zeros(r.shape), where=r > 0)
-    return -(r * logs).sum(-1)
+    return np.abs((r * logs).sum(-1))  # abs: no -0.0
 
 
 def _bool_regions(x: Any, name: str) -> np.ndarray:
@@ -122,6 +122,10 @@ class RegionPurity:
         Share of the object inside the region (the authors' "IOU").
     iou : ndarray of shape (n,)
         Intersection over union of region and object.
+
+    See Also
+    --------
+    region_purity : builds it (its example shows one).
     """
 
     entropy: np.ndarray
@@ -225,6 +229,14 @@ def sop_region(explanation: Any, share: float = 0.2, target: Any = None) -> np.n
     Returns
     -------
     ndarray of bool, shape (n, ...)
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> masks = np.array([[[1, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 1, 1]]], dtype=bool)
+    >>> e = SimpleNamespace(masks=masks, weights=np.array([[[0.1], [0.6], [0.3]]]), predicted=np.array([0]))
+    >>> sop_region(e, share=0.4).astype(int)  # the 0.6 group, then the 0.3 group: 3 of 5 features
+    array([[0, 0, 1, 1, 1]])
     """
     if not all(hasattr(explanation, a) for a in ("masks", "weights", "predicted")):
         raise DataError(
