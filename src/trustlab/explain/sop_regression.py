@@ -55,6 +55,7 @@ class SumOfPartsRegressor(RegressorMixin, SumOfParts):
     group_fraction : float in (0, 1], default=0.2
     grouping : {"learned", "features"}, default="learned"
     patch_size : int, default=1
+    sequence : bool, default=False
     hidden_dim : int, default=32
     head : str, optional
     gen_scale, sel_scale : float, default=1.0
