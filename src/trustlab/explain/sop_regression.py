@@ -99,6 +99,24 @@ class SumOfPartsRegressor(RegressorMixin, SumOfParts):
     ((5,), True)
     """
 
+    def fit(self, X: Any, y: Any) -> SumOfPartsRegressor:
+        """Train the group generator and selector on ``(X, y)`` by mean squared error.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, ...)
+            Inputs in the shape the backbone takes (finite numbers).
+        y : array-like of shape (n,) or (n, k)
+            Real targets, one column per backbone output (``(n,)`` for one output).
+
+        Returns
+        -------
+        SumOfPartsRegressor
+            ``self``, fitted; the backbone stays frozen.
+        """
+        super().fit(X, y)
+        return self
+
     def _check_labels(self, y: Any, n: int) -> np.ndarray:
         arr = check_numeric_array(y, "y", min_rows=1)
         if arr.ndim not in (1, 2) or len(arr) != n:
