@@ -153,6 +153,9 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     patch_size : int, default=1
         Side of the square patches that are the tokens of ``(n, C, H, W)`` images (the
         authors use 16 on 224-pixel images); other inputs use one token per feature.
+    sequence : bool, default=False
+        Inputs ``(n, T, d)`` are ``T`` tokens of ``d`` values each (a text's token embeddings):
+        groups are sets of tokens, and a masked token's embedding is zeroed.
     hidden_dim : int, default=32
         Width of the generator's token embedding.
     head : str, optional
@@ -208,6 +211,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         "group_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
         "grouping": [Options(set(GROUPINGS))],
         "patch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "sequence": ["boolean"],
         "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
         "head": [None, str],
         "gen_scale": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -227,6 +231,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         group_fraction: float = 0.2,
         grouping: str = "learned",
         patch_size: int = 1,
+        sequence: bool = False,
         hidden_dim: int = 32,
         head: str | None = None,
         gen_scale: float = 1.0,
@@ -242,6 +247,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         self.group_fraction = group_fraction
         self.grouping = grouping
         self.patch_size = patch_size
+        self.sequence = sequence
         self.hidden_dim = hidden_dim
         self.head = head
         self.gen_scale = gen_scale
@@ -253,10 +259,18 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------ layout
     def _is_image(self, shape: tuple[int, ...]) -> bool:
-        return len(shape) == 3
+        return len(shape) == 3 and not self.sequence
 
     def _layout(self, shape: tuple[int, ...]) -> tuple[int, int]:
         p = int(self.patch_size)
+        if self.sequence:
+            if len(shape) != 2 or p != 1:
+                raise ParameterError(
+                    "sequence=True takes token embeddings of shape (n, T, d) and patch_size=1; got "
+                    f"inputs of shape (n, *{shape}) and patch_size={p}.",
+                    argument="sequence",
+                )
+            return shape[0], shape[1]
         if self._is_image(shape):
             ch, h, w = shape
             if h % p or w % p:
@@ -275,6 +289,8 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
 
     def _tokens(self, Xt: torch.Tensor) -> torch.Tensor:
         n, shape, p = Xt.shape[0], tuple(Xt.shape[1:]), int(self.patch_size)
+        if self.sequence:
+            return Xt
         if not self._is_image(shape):
             return Xt.reshape(n, -1, 1)
         ch, h, w = shape
@@ -284,6 +300,8 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     def _expand(self, masks: torch.Tensor) -> torch.Tensor:
         n, m = masks.shape[:2]
         shape, p = self.input_shape_, int(self.patch_size)
+        if self.sequence:
+            return masks.unsqueeze(-1)  # (n, m, T, 1): broadcast over the embedding
         if not self._is_image(shape):
             return masks.reshape(n, m, *shape)
         _, h, w = shape
@@ -358,10 +376,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
                 f"{width} logits; pass head= naming the backbone's final Linear layer.",
                 argument="head",
             )
-        if y.max() >= width:
-            raise DataError(f"y holds class {y.max()} but the backbone has {width} logits.", argument="y")
-        self.classes_ = np.arange(width)
-        self.n_classes_ = width
+        self._set_outputs(y, width)
         n_cand = min(int(self.n_candidates), self.n_tokens_)
         self.group_size_ = max(1, int(self.n_tokens_ * float(self.group_fraction)))
         self.n_groups_ = self.n_tokens_ if self.grouping == "features" else min(int(self.n_groups), n_cand)
@@ -382,6 +397,15 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         )
         self.losses_ = self._train(Xt, torch.as_tensor(y), gen)
         return self
+
+    def _set_outputs(self, y: np.ndarray, width: int) -> None:
+        if y.max() >= width:
+            raise DataError(f"y holds class {y.max()} but the backbone has {width} logits.", argument="y")
+        self.classes_ = np.arange(width)
+        self.n_classes_ = width
+
+    def _loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(out, y)
 
     def _check_labels(self, y: Any, n: int) -> np.ndarray:
         arr = check_numeric_array(y, "y", ndim=1, min_rows=1)
@@ -404,7 +428,7 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
             for s in range(0, len(Xt), bs):
                 idx = order[s : s + bs]
                 out = self._forward(Xt[idx])[-1]
-                loss = torch.nn.functional.cross_entropy(out, yt[idx])
+                loss = self._loss(out, yt[idx])
                 grads = torch.autograd.grad(loss, params, allow_unused=True)
                 zero = [torch.zeros_like(p) for p in params]
                 opt.step([z if g is None else g for z, g in zip(zero, grads, strict=True)])
