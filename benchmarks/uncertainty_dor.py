@@ -8,6 +8,12 @@ top-label ECE (trustlab's ``expected_calibration_error``, 10 bins), the new-clas
 divergence, and the median fit time with its ratio to CoOp's (one CPU thread). There is no peer
 library here (no pretrained CLIP can be loaded offline); CoOp and KgCoOp are the paper's baselines,
 run by the same code with the regulariser switched.
+
+Two settings: the lab's own prompt at 4 shots (the model's zero-shot is near its best there, so
+prompt tuning gains no base accuracy; the new-class side of the paper shows) and a weak prompt at
+16 shots (the context starts from four words no caption used, zero-shot base accuracy 0.69; prompt
+tuning gains 0.17 on the base classes, so the base-class side shows), the latter also at
+lambda = 0.5 for both regularisers.
 """
 
 from __future__ import annotations
@@ -16,11 +22,26 @@ import time
 
 import numpy as np
 
-SHOTS, STEPS, LR, DRAWS = 4, 300, 0.05, 4
+DRAWS = 4
 CTX = "a photo of the digit"
+SE_OF = ("base_acc", "base_ece", "new_ece")  # standard errors over seeds are reported for these
+WEAK_CTX = "apple river cloud table"
+SETTINGS = {  # name: (ctx_init, shots per base class, Adam steps, learning rate, lambda)
+    "lab_prompt_4_shots": (CTX, 4, 300, 0.05, 8.0),
+    "weak_prompt_16_shots": (WEAK_CTX, 16, 200, 0.02, 8.0),
+    "weak_prompt_16_shots_lambda_0.5": (WEAK_CTX, 16, 200, 0.02, 0.5),
+}
 
 
 def run(quick: bool = False) -> dict:
+    seeds = [0, 1] if quick else [0, 1, 2, 3, 4, 5]
+    out: dict = {"seeds": seeds}
+    for name, (ctx, shots, steps, lr, reg_weight) in SETTINGS.items():
+        out[name] = _setting(ctx, shots, steps, lr, reg_weight, seeds)
+    return out
+
+
+def _setting(ctx: str, shots: int, steps: int, lr: float, reg_weight: float, seeds: list[int]) -> dict:
     import torch
 
     from trustlab.uncertainty.prompt_tuning import (
@@ -32,7 +53,6 @@ def run(quick: bool = False) -> dict:
     from trustlab.vision.tiny_clip import digit_task, outlier_vocabulary, tiny_clip
 
     torch.set_num_threads(1)
-    seeds = [0, 1] if quick else [0, 1, 2, 3, 4, 5]
     model = tiny_clip()
     rows: dict[str, dict[str, list[float]]] = {}
 
@@ -41,22 +61,23 @@ def run(quick: bool = False) -> dict:
             rows.setdefault(method, {}).setdefault(k, []).append(v)
 
     for seed in seeds:
-        task = digit_task(shots=SHOTS, n_draws=DRAWS, random_state=seed)
+        task = digit_task(shots=shots, n_draws=DRAWS, random_state=seed)
         zb = top_label_calibration(
-            task.y_base, zero_shot_proba(model, task.X_base, task.base_names, template=CTX + " {}")
+            task.y_base, zero_shot_proba(model, task.X_base, task.base_names, template=ctx + " {}")
         )
         zn = top_label_calibration(
-            task.y_new, zero_shot_proba(model, task.X_new, task.new_names, template=CTX + " {}")
+            task.y_new, zero_shot_proba(model, task.X_new, task.new_names, template=ctx + " {}")
         )
         with torch.no_grad():
             from trustlab.uncertainty._prompt_model import encode_prompts, prompt_tokens
 
-            ids, eot = prompt_tokens(model, [f"{CTX} {c}" for c in task.new_names], "new")
+            ids, eot = prompt_tokens(model, [f"{ctx} {c}" for c in task.new_names], "new")
             fd = text_feature_divergence(encode_prompts(model, ids, eot).numpy())
         add(
             "zero-shot",
             base_acc=zb.accuracy,
             base_ece=zb.ece,
+            base_conf=zb.confidence,
             new_acc=zn.accuracy,
             new_ece=zn.ece,
             new_conf=zn.confidence,
@@ -67,9 +88,10 @@ def run(quick: bool = False) -> dict:
             tuner = PromptTuner(
                 model,
                 method=method,
-                ctx_init=CTX,
-                n_steps=STEPS,
-                lr=LR,
+                ctx_init=ctx,
+                n_steps=steps,
+                lr=lr,
+                reg_weight=reg_weight,
                 random_state=seed,
                 outlier_words=outlier_vocabulary(task.base_names),
             )
@@ -82,6 +104,7 @@ def run(quick: bool = False) -> dict:
                 method,
                 base_acc=b.accuracy,
                 base_ece=b.ece,
+                base_conf=b.confidence,
                 new_acc=n.accuracy,
                 new_ece=n.ece,
                 new_conf=n.confidence,
@@ -92,12 +115,17 @@ def run(quick: bool = False) -> dict:
     table = []
     for method, values in rows.items():
         row = {"method": method, **{k: round(float(np.mean(v)), 4) for k, v in values.items()}}
+        row.update(
+            {f"{k}_se": round(float(np.std(values[k], ddof=1) / np.sqrt(len(seeds))), 4) for k in SE_OF}
+        )
         row["seconds"] = round(float(np.median(values["seconds"])), 3)
         row["time_vs_coop"] = round(row["seconds"] / coop_time, 2)
         table.append(row)
     return {
-        "setting": f"{SHOTS} shots/base class, {STEPS} Adam steps lr {LR}, {DRAWS} noise draws of the "
-        f"540 held-out digits, seeds {seeds}; means over seeds, median CPU seconds per fit",
+        "setting": f"prompt {ctx!r}, {shots} shots/base class, {steps} Adam steps lr {lr}, "
+        f"lambda {reg_weight}, "
+        f"{DRAWS} noise draws of the 540 held-out digits, seeds {seeds}; means over seeds, "
+        "median CPU seconds per fit",
         "per_seed_new_ece": {m: [round(x, 4) for x in v["new_ece"]] for m, v in rows.items()},
         "rows": table,
     }

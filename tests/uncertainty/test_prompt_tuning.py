@@ -334,3 +334,87 @@ def test_coop_overconfident_on_new_classes_and_dor_fixes_it(model: Any) -> None:
     assert mean["coop"] - mean["zs"] > tol, mean
     assert mean["coop"] - mean["dor"] > tol, mean
     assert np.mean(base_acc["dor"]) > np.mean(base_acc["coop"]) - tol
+
+
+WEAK_CTX = "apple river cloud table"  # four words no pre-training caption used: a poor hand-written prompt
+
+
+def _weak_prompt_base_classes(
+    model: Any, reg_weight: float, seeds: range
+) -> tuple[dict[str, np.ndarray], int]:
+    """(accuracy, confidence, ECE) on the base classes per seed: zero-shot, KgCoOp, DOR (16 shots)."""
+    rows: dict[str, list[tuple[float, float, float]]] = {"zs": [], "kgcoop": [], "dor": []}
+    n = 0
+    for seed in seeds:
+        t = digit_task(shots=16, n_draws=4, random_state=seed)
+        n = len(t.y_base)
+        zs = top_label_calibration(
+            t.y_base, zero_shot_proba(model, t.X_base, t.base_names, template=WEAK_CTX + " {}")
+        )
+        rows["zs"].append((zs.accuracy, zs.confidence, zs.ece))
+        for method in ("kgcoop", "dor"):
+            tuner = PromptTuner(
+                model,
+                method=method,
+                ctx_init=WEAK_CTX,
+                reg_weight=reg_weight,
+                n_steps=200,
+                lr=0.02,
+                random_state=seed,
+                outlier_words=outlier_vocabulary(t.base_names),
+            )
+            tuner.fit(t.X_shots, t.y_shots, class_names=t.base_names)
+            cal = top_label_calibration(t.y_base, tuner.predict_proba(t.X_base))
+            rows[method].append((cal.accuracy, cal.confidence, cal.ece))
+    return {k: np.array(v) for k, v in rows.items()}, n
+
+
+def _beyond_3se(diff: np.ndarray, floor: float) -> bool:
+    return bool(diff.mean() > max(3 * diff.std(ddof=1) / np.sqrt(len(diff)), floor))
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # 12 seeds x 2 tuners x 200 steps on 80 shots: ~20 s of CPU (66 s on a loaded machine)
+def test_kgcoop_underconfident_on_base_classes_and_dor_keeps_the_base_gain(model: Any) -> None:
+    """The base-class side: where tuning gains base accuracy, KgCoOp's confidence stays behind.
+
+    A setting where zero-shot is weak on the base classes (the prompt's four words were never in a
+    caption: base accuracy 0.69, calibrated) and 16 shots (the paper's), at the paper's
+    ``lambda = 8``. KgCoOp gains accuracy but keeps the zero-shot confidence level, so it is
+    under-confident on the base classes (the paper's abstract); DOR, which leaves the base labels
+    free, keeps more of the gain and a lower base ECE. Each comparison is asserted beyond 3
+    standard errors of its per-seed values over 12 seeds (shots, test noise and outliers drawn per
+    seed), and beyond 3 times the sampling floor sqrt(0.25 / n / 12) of a mean of per-seed
+    accuracies (n = 1,084 base-class test images). Not asserted: DOR's base ECE stays above
+    CoOp's here (0.064 vs 0.019; docs/uncertainty/dor.md).
+    """
+    r, n = _weak_prompt_base_classes(model, 8.0, range(12))
+    floor = 3 * np.sqrt(0.25 / n / 12)
+    # tuning helps the base classes here: DOR gains over zero-shot (measured 0.687 -> 0.861)
+    assert _beyond_3se(r["dor"][:, 0] - r["zs"][:, 0], floor)
+    # KgCoOp: accuracy above its confidence (measured 0.807 vs 0.715), zero-shot calibrated (0.687 vs 0.692)
+    assert _beyond_3se(r["kgcoop"][:, 0] - r["kgcoop"][:, 1], floor)
+    assert abs(np.mean(r["zs"][:, 0] - r["zs"][:, 1])) < floor
+    # DOR keeps more base accuracy than KgCoOp (0.861 vs 0.807) at a lower base ECE (0.064 vs 0.092)
+    assert _beyond_3se(r["dor"][:, 0] - r["kgcoop"][:, 0], floor)
+    assert _beyond_3se(r["kgcoop"][:, 2] - r["dor"][:, 2], floor)
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # as above: ~20 s of CPU
+def test_at_a_lower_equal_weight_dor_is_better_calibrated_on_base_classes_than_kgcoop(model: Any) -> None:
+    """Both regularisers at ``lambda = 0.5``: same base accuracy, KgCoOp under-confident, DOR less so.
+
+    The weak-prompt setting of the test above with the weight lowered for both tuners (the paper's 8
+    holds DOR's context near the weak prompt's collapsed features, docs/uncertainty/dor.md).
+    Measured over 12 seeds: base accuracy 0.866 (KgCoOp) and 0.867 (DOR); confidence 0.821 and
+    0.851; base ECE 0.048 and 0.026 (CoOp's: 0.019), lower for DOR in all 12 seeds. Tolerances
+    as above.
+    """
+    r, n = _weak_prompt_base_classes(model, 0.5, range(12))
+    floor = 3 * np.sqrt(0.25 / n / 12)
+    assert abs(np.mean(r["dor"][:, 0] - r["kgcoop"][:, 0])) < floor  # the same accuracy gain
+    assert _beyond_3se(r["kgcoop"][:, 0] - r["kgcoop"][:, 1], floor)  # KgCoOp under-confident
+    assert _beyond_3se(r["kgcoop"][:, 2] - r["dor"][:, 2], floor)  # DOR's base ECE lower
+    # DOR's confidence follows its accuracy more closely than KgCoOp's
+    assert _beyond_3se(r["dor"][:, 1] - r["kgcoop"][:, 1], floor)
