@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,6 +39,15 @@ from trustlab.explain._semantic_motifs import (
     transition_type,
 )
 from trustlab.explain._semantic_pk import make_pk_trajectories
+from trustlab.explain._semantic_tree import (
+    LR_RANGE,
+    WEIGHT_DECAY_RANGE,
+    adam_property_map,
+    grow_tree,
+    leaves,
+    split_train_val,
+    tune_tree_depth,
+)
 
 __all__ = ["SemanticTrajectoryModel", "TrajectorySemantics", "make_pk_trajectories"]
 
@@ -82,46 +92,6 @@ class TrajectorySemantics:
     values: np.ndarray
 
 
-def _grow(scores: np.ndarray, x: np.ndarray, idx: np.ndarray, depth: int, est: Any) -> dict:
-    """The composition tree: greedy splits that lower the summed score of each leaf's best composition."""
-    total = scores[idx].sum(axis=0)
-    node: dict[str, Any] = {"composition": int(total.argmin()), "n": len(idx)}
-    cost = float(total.min())
-    if depth >= est.max_depth or len(idx) < 2 * est.min_samples_leaf or cost <= 0:
-        return node
-    best: tuple[float, int, float] | None = None
-    for f in range(x.shape[1]):
-        order = idx[np.argsort(x[idx, f], kind="stable")]
-        xs = x[order, f]
-        left = np.cumsum(scores[order], axis=0)
-        k = np.arange(est.min_samples_leaf, len(order) - est.min_samples_leaf + 1)
-        k = k[xs[k - 1] < xs[k]]
-        if not len(k):
-            continue
-        split_cost = left[k - 1].min(axis=1) + (total - left[k - 1]).min(axis=1)
-        i = int(split_cost.argmin())
-        if best is None or split_cost[i] < best[0]:
-            best = (float(split_cost[i]), f, float((xs[k[i] - 1] + xs[k[i]]) / 2))
-    if best is None or (cost - best[0]) / cost < est.min_relative_gain_to_split:
-        return node
-    _, f, thr = best
-    node.update(feature=f, threshold=thr)
-    node["left"] = _grow(scores, x, idx[x[idx, f] <= thr], depth + 1, est)
-    node["right"] = _grow(scores, x, idx[x[idx, f] > thr], depth + 1, est)
-    return node
-
-
-def _leaves(
-    node: dict, x: np.ndarray, idx: np.ndarray, path: tuple = ()
-) -> Iterator[tuple[tuple, dict, np.ndarray]]:
-    if "feature" not in node:
-        yield path, node, idx
-        return
-    go_left = x[idx, node["feature"]] <= node["threshold"]
-    yield from _leaves(node["left"], x, idx[go_left], (*path, 0))
-    yield from _leaves(node["right"], x, idx[~go_left], (*path, 1))
-
-
 class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     """Predict multi-dimensional trajectories from static features through their semantics.
 
@@ -154,6 +124,15 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         Divide each composition score by ``(1 - k/m)^2`` (``k = 2 L + 2`` free properties, ``m``
         observation times; generalised cross-validation), so that extra motifs fitted to noise stop
         paying. Not in the paper (off by default); see the docs page.
+    tune_depth : bool, default=False
+        Pick the tree depth in ``0..max_depth`` on a validation split (the authors' ``tune_depth``:
+        80/20 split, smallest mean regret of the held-out composition scores), then refit the tree
+        on all trajectories with that depth.
+    n_tune : int, default=0
+        Validation trials per property map (the authors tune with optuna; here random search over
+        their ranges, learning rate log-uniform in [1e-4, 1] and weight decay in [1e-5, 1e-2]); each
+        map is then trained on 80 % of its leaf and kept at the epoch of smallest validation loss.
+        0 (default) trains on the whole leaf with ``learning_rate`` and ``weight_decay``.
     n_init, score_max_iter : int, default 2, 50
         Starts and L-BFGS iterations per trajectory in the composition scores.
     random_state : int, Generator or None
@@ -198,6 +177,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "min_motif_width": [Interval(numbers.Real, 0, 1, closed="neither")],
         "dof_correction": ["boolean"],
+        "tune_depth": ["boolean"],
+        "n_tune": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "score_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -217,6 +198,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         weight_decay: float = 0.0,
         min_motif_width: float = 0.01,
         dof_correction: bool = False,
+        tune_depth: bool = False,
+        n_tune: int = 0,
         n_init: int = 2,
         score_max_iter: int = 50,
         random_state: Any = None,
@@ -233,6 +216,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.min_motif_width = min_motif_width
         self.dof_correction = dof_correction
+        self.tune_depth = tune_depth
+        self.n_tune = n_tune
         self.n_init = n_init
         self.score_max_iter = score_max_iter
         self.random_state = random_state
@@ -331,6 +316,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         z = (yy - self.y_mean_) / self.y_scale_
         gen = make_generator(self.random_state)
         self.compositions_, self.trees_, self.composition_scores_, self.property_maps_ = [], [], [], []
+        self.depth_regrets_: list[dict[int, float]] = []
         phi = self._design(x)
         with _one_thread():
             tt = torch.as_tensor(t)
@@ -338,12 +324,17 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
                 lib = self._library(dim)
                 yd = torch.as_tensor(z[:, :, dim])
                 scores, raw = self._scores(lib, tt, yd, gen)
-                tree = _grow(scores, x, np.arange(n), 0, self)
+                est: Any = self
+                if self.tune_depth:
+                    depth, regrets = tune_tree_depth(scores, x, self, gen)
+                    self.depth_regrets_.append(regrets)
+                    est = SimpleNamespace(**{**self.get_params(), "max_depth": depth})
+                tree = grow_tree(scores, x, np.arange(n), 0, est)
                 maps = {}
-                for path, leaf, idx in _leaves(tree, x, np.arange(n)):
+                for path, leaf, idx in leaves(tree, x, np.arange(n)):
                     comp = lib[leaf["composition"]]
                     maps[path] = self._fit_property_map(
-                        comp, phi[idx], raw[idx, leaf["composition"]], tt[idx], yd[idx]
+                        comp, phi[idx], raw[idx, leaf["composition"]], tt[idx], yd[idx], gen
                     )
                 self.compositions_.append(lib)
                 self.trees_.append(tree)
@@ -378,37 +369,52 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         return np.hstack(cols)
 
     def _fit_property_map(
-        self, comp: tuple[str, ...], phi: np.ndarray, raw0: np.ndarray, t: torch.Tensor, y: torch.Tensor
+        self,
+        comp: tuple[str, ...],
+        phi: np.ndarray,
+        raw0: np.ndarray,
+        t: torch.Tensor,
+        y: torch.Tensor,
+        gen: np.random.Generator,
     ) -> np.ndarray:
         shape = CompositionShape([comp], self.min_motif_width)
         target = raw0[:, : shape.n_params]
         # Warm start: ridge regression of the per-trajectory properties on the basis.
         gram = phi.T @ phi + np.eye(phi.shape[1])
-        theta = torch.tensor(np.linalg.solve(gram, phi.T @ target), requires_grad=True)
+        theta0 = np.linalg.solve(gram, phi.T @ target)
         design = torch.as_tensor(phi)
-        comp_idx = torch.zeros(len(phi), dtype=torch.long)
-        # Adam (Kingma and Ba's update with decoupled-from-nothing L2 as torch.optim.Adam's
-        # weight_decay), written out: torch.optim's first use imports torch._dynamo, seconds of CPU.
-        m1, m2 = torch.zeros_like(theta), torch.zeros_like(theta)
-        beta1, beta2, eps = 0.9, 0.999, 1e-8
-        best, best_loss = theta.detach().clone(), np.inf
-        for step in range(1, self.n_epochs + 2):
-            theta.grad = None
-            loss = ((shape.curve(design @ theta, comp_idx, t, *self.t_range_) - y) ** 2).mean()
-            value = float(loss.detach())
-            if value < best_loss:
-                best, best_loss = theta.detach().clone(), value
-            if step > self.n_epochs or not np.isfinite(value):
-                break
-            loss.backward()
-            with torch.no_grad():
-                assert theta.grad is not None
-                g = theta.grad + self.weight_decay * theta
-                m1.mul_(beta1).add_(g, alpha=1 - beta1)
-                m2.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                step_size = self.learning_rate / (1 - beta1**step)
-                theta -= step_size * m1 / ((m2 / (1 - beta2**step)).sqrt() + eps)
-        return best.numpy()
+
+        def loss_on(rows: np.ndarray) -> Any:
+            zero = torch.zeros(len(rows), dtype=torch.long)
+            return lambda th: (
+                (shape.curve(design[rows] @ th, zero, t[rows], *self.t_range_) - y[rows]) ** 2
+            ).mean()
+
+        everything = np.arange(len(phi))
+        if self.n_tune == 0 or len(phi) < 5:
+            return adam_property_map(
+                loss_on(everything),
+                theta0,
+                n_epochs=self.n_epochs,
+                learning_rate=self.learning_rate,
+                weight_decay=self.weight_decay,
+            )[0]
+        train, val = split_train_val(len(phi), gen)
+        best, best_val = theta0, np.inf
+        for _ in range(self.n_tune):
+            lr = float(np.exp(gen.uniform(*np.log(LR_RANGE))))
+            wd = float(np.exp(gen.uniform(*np.log(WEIGHT_DECAY_RANGE))))
+            theta, val_loss = adam_property_map(
+                loss_on(train),
+                theta0,
+                n_epochs=self.n_epochs,
+                learning_rate=lr,
+                weight_decay=wd,
+                val_loss_fn=loss_on(val),
+            )
+            if val_loss < best_val:
+                best, best_val = theta, val_loss
+        return best
 
     # ----------------------------------------------------------------- predict
     def _check_fitted(self) -> None:
@@ -420,7 +426,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     def _raw(self, x: np.ndarray, dim: int) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray]]:
         phi = self._design(x)
         out = []
-        for path, leaf, idx in _leaves(self.trees_[dim], x, np.arange(len(x))):
+        for path, leaf, idx in leaves(self.trees_[dim], x, np.arange(len(x))):
             if len(idx):
                 comp = self.compositions_[dim][leaf["composition"]]
                 out.append((comp, idx, phi[idx] @ self.property_maps_[dim][path]))
