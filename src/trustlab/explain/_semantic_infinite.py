@@ -38,7 +38,13 @@ import torch
 
 from trustlab.explain._semantic_motifs import CompositionShape
 
-__all__ = ["INFINITE_MOTIFS", "InfiniteCompositionShape", "infinite_library", "is_infinite"]
+__all__ = [
+    "INFINITE_MOTIFS",
+    "InfiniteCompositionShape",
+    "infinite_library",
+    "infinite_properties",
+    "is_infinite",
+]
 
 INFINITE_MOTIFS = {"++f": "exp", "--f": "exp", "+-p": "log", "-+f": "log", "+-h": "asym", "-+h": "asym"}
 _EXTENSIONS = {"++": ("++f",), "--": ("--f",), "+-": ("+-p", "+-h"), "-+": ("-+f", "-+h")}
@@ -166,3 +172,19 @@ class InfiniteCompositionShape:
         c = [torch.gather(coef[:, :, i], 1, piece) for i in range(3)]
         head = y0 + u * (c[0] + u * (c[1] + u * c[2]))
         return torch.where(t < tau[:, None], head, tail)
+
+
+def infinite_properties(
+    shape: Any, raw: torch.Tensor, t_range: tuple[float, float], scale: float, mean: float
+) -> dict[str, Any]:
+    """Named infinite-motif properties per row in the data's units (empty for a finite shape)."""
+    if not isinstance(shape, InfiniteCompositionShape):
+        return {}
+    zero = torch.zeros(len(raw), dtype=torch.long)
+    props = {k: v.numpy() for k, v in shape.properties(raw, zero, *t_range).items()}
+    if "horizontal asymptote" in props:
+        props["horizontal asymptote"] = props["horizontal asymptote"] * scale + mean
+    for name in ("scale", "incrementing factor"):
+        if name in props:
+            props[name] = props[name] * scale
+    return props

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -30,6 +30,13 @@ from threadpoolctl import threadpool_limits
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.explain._semantic_infinite import (
+    INFINITE_MOTIFS,
+    InfiniteCompositionShape,
+    infinite_library,
+    infinite_properties,
+    is_infinite,
+)
 from trustlab.explain._semantic_motifs import (
     CompositionShape,
     composition_library,
@@ -77,9 +84,14 @@ class TrajectorySemantics:
     composition : tuple of str
         The motifs in order (``"+-"``: increasing and concave; first sign x', second x'').
     transitions : tuple of str
-        ``"start"``, then ``"extremum"`` or ``"inflection"`` between motifs, then ``"end"``.
+        ``"start"``, then ``"extremum"`` or ``"inflection"`` between motifs, then ``"end"`` (or
+        ``"infinity"`` when the last motif is infinite).
     times, values : numpy.ndarray
-        The transition points (start, between motifs, end) in the data's time and units.
+        The transition points (start, between motifs, end) in the data's time and units; with an
+        infinite last motif the last point is ``(inf, limit)``: the horizontal asymptote or +-inf.
+    properties : dict of str to float
+        The infinite motif's properties (``"horizontal asymptote"`` and ``"half-life time"``,
+        ``"doubling time"`` and ``"scale"``, or ``"incrementing factor"``); empty when finite.
 
     See Also
     --------
@@ -90,6 +102,14 @@ class TrajectorySemantics:
     transitions: tuple[str, ...]
     times: np.ndarray
     values: np.ndarray
+    properties: dict[str, float] = field(default_factory=dict)
+
+
+def _shape(comps: list[tuple[str, ...]], min_width: float) -> Any:
+    """The trajectory predictor of compositions of one length (and one kind of infinite motif)."""
+    if is_infinite(comps[0]):
+        return InfiniteCompositionShape(comps, min_width)
+    return CompositionShape(comps, min_width)
 
 
 class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
@@ -120,6 +140,12 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     min_motif_width : float, default=0.01
         Shortest motif as a fraction of the time range (the authors' minimum transition-point
         separation). About two sampling intervals keeps a motif from hiding between observations.
+    infinite_motifs : bool, default=False
+        Let the last motif extend to t -> infinity (the authors' infinite compositions): the default
+        library becomes each composition with its last motif replaced by ``"++f"``/``"--f"``
+        (unbounded, accelerating), ``"+-p"``/``"-+f"`` (unbounded, logarithmic) or ``"+-h"``/
+        ``"-+h"`` (horizontal asymptote); ``predict`` then accepts times after the fitted range.
+        Such motifs may also be named in ``compositions`` (last place only).
     dof_correction : bool, default=False
         Divide each composition score by ``(1 - k/m)^2`` (``k = 2 L + 2`` free properties, ``m``
         observation times; generalised cross-validation), so that extra motifs fitted to noise stop
@@ -177,6 +203,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "min_motif_width": [Interval(numbers.Real, 0, 1, closed="neither")],
         "dof_correction": ["boolean"],
+        "infinite_motifs": ["boolean"],
         "tune_depth": ["boolean"],
         "n_tune": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -197,6 +224,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         learning_rate: float = 0.1,
         weight_decay: float = 0.0,
         min_motif_width: float = 0.01,
+        infinite_motifs: bool = False,
         dof_correction: bool = False,
         tune_depth: bool = False,
         n_tune: int = 0,
@@ -215,6 +243,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.min_motif_width = min_motif_width
+        self.infinite_motifs = infinite_motifs
         self.dof_correction = dof_correction
         self.tune_depth = tune_depth
         self.n_tune = n_tune
@@ -228,7 +257,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         if isinstance(spec, dict):
             spec = spec.get(dim)
         if spec is None:
-            return composition_library(self.max_motifs)
+            lib = composition_library(self.max_motifs)
+            return infinite_library(lib) if self.infinite_motifs else lib
         if isinstance(spec, str) or not len(spec):
             raise ParameterError(
                 "compositions must be a non-empty list of motif tuples such as [('+-', '--')].",
@@ -238,9 +268,11 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         for comp in spec:
             comp = (comp,) if isinstance(comp, str) else tuple(comp)
             try:
-                if not comp or any(m not in ("++", "+-", "-+", "--") for m in comp):
+                if not comp or any(m not in ("++", "+-", "-+", "--") for m in comp[:-1]):
                     raise ValueError("motifs are '++', '+-', '-+' and '--'")
-                for a, b in pairwise(comp):
+                if comp[-1] not in ("++", "+-", "-+", "--", *INFINITE_MOTIFS):
+                    raise ValueError(f"the last motif may also be infinite: one of {sorted(INFINITE_MOTIFS)}")
+                for a, b in pairwise(m[:2] for m in comp):
                     transition_type(a, b)
             except ValueError as exc:
                 raise ParameterError(
@@ -346,12 +378,15 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self, lib: list[tuple[str, ...]], t: torch.Tensor, y: torch.Tensor, gen: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         n = y.shape[0]
-        width = 2 * max(len(c) for c in lib) + 3
+        width = 2 * max(len(c) for c in lib) + 4
         scores = np.empty((n, len(lib)))
         raw = np.zeros((n, len(lib), width))
-        for length in sorted({len(c) for c in lib}):
-            cols = [i for i, c in enumerate(lib) if len(c) == length]
-            shape = CompositionShape([lib[i] for i in cols], self.min_motif_width)
+        groups = sorted({(len(c), INFINITE_MOTIFS.get(c[-1], "")) for c in lib})
+        for length, kind in groups:
+            cols = [
+                i for i, c in enumerate(lib) if (len(c), INFINITE_MOTIFS.get(c[-1], "")) == (length, kind)
+            ]
+            shape = _shape([lib[i] for i in cols], self.min_motif_width)
             mse, params = fit_samples(
                 shape, t, y, *self.t_range_, n_init=self.n_init, max_iter=self.score_max_iter, generator=gen
             )
@@ -377,7 +412,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         y: torch.Tensor,
         gen: np.random.Generator,
     ) -> np.ndarray:
-        shape = CompositionShape([comp], self.min_motif_width)
+        shape = _shape([comp], self.min_motif_width)
         target = raw0[:, : shape.n_params]
         # Warm start: ridge regression of the per-trajectory properties on the basis.
         gram = phi.T @ phi + np.eye(phi.shape[1])
@@ -435,7 +470,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     def predict(self, X: Any, times: Any = None) -> np.ndarray:
         """Predicted trajectories, shape (n_samples, n_times[, n_dims]) as ``y`` in fit.
 
-        ``times`` (default: the fit's time grid) must lie within the fitted time range.
+        ``times`` (default: the fit's time grid) must lie within the fitted time range; with an
+        infinite last motif, any time after its start is allowed.
 
         Parameters
         ----------
@@ -454,17 +490,18 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         x = self._check_x(X, fitted=True)
         t = self._check_times(self.times_ if times is None else times, len(x), None)
         lo, hi = self.t_range_
-        if t.min() < lo - 1e-12 or t.max() > hi + 1e-12:
-            raise DataError(
-                f"times must lie within the fitted range [{lo:g}, {hi:g}]; the semantic representation "
-                "describes the trajectory only there.",
-                argument="times",
-            )
         out = np.empty((len(x), t.shape[1], self.n_dims_))
         with _one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
-                    curve = CompositionShape([comp], self.min_motif_width).curve(
+                    if t[idx].min() < lo - 1e-12 or (t[idx].max() > hi + 1e-12 and not is_infinite(comp)):
+                        raise DataError(
+                            f"times must lie within the fitted range [{lo:g}, {hi:g}] (after {lo:g} for "
+                            f"an infinite last motif); composition {comp} of dimension {dim} describes the "
+                            "trajectory only there (set infinite_motifs=True to extrapolate).",
+                            argument="times",
+                        )
+                    curve = _shape([comp], self.min_motif_width).curve(
                         torch.as_tensor(raw),
                         torch.zeros(len(idx), dtype=torch.long),
                         torch.as_tensor(t[idx]),
@@ -493,18 +530,22 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         with _one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
-                    shape = CompositionShape([comp], self.min_motif_width)
-                    times, values = shape.knots(
-                        torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long), *self.t_range_
-                    )
+                    shape = _shape([comp], self.min_motif_width)
+                    rr, zero = torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long)
+                    times, values = shape.knots(rr, zero, *self.t_range_)
+                    infinite = is_infinite(comp)
                     kinds = (
                         "start",
-                        *(transition_type(a, b) for a, b in pairwise(comp)),
-                        "end",
+                        *(transition_type(a[:2], b[:2]) for a, b in pairwise(comp)),
+                        "infinity" if infinite else "end",
                     )
                     vals = values.numpy() * self.y_scale_[dim] + self.y_mean_[dim]
+                    props = infinite_properties(
+                        shape, rr, self.t_range_, self.y_scale_[dim], self.y_mean_[dim]
+                    )
                     for row, i in enumerate(idx):
-                        out[i][dim] = TrajectorySemantics(comp, kinds, times[row].numpy(), vals[row])
+                        named = {k: float(v[row]) for k, v in props.items()}
+                        out[i][dim] = TrajectorySemantics(comp, kinds, times[row].numpy(), vals[row], named)
         return out
 
     def predict_composition(self, X: Any) -> list[list[tuple[str, ...]]]:
