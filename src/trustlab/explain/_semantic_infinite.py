@@ -26,7 +26,8 @@ is C^1 (C^2 at inflections) and keeps the motif's derivative signs on ``[tau, in
   ``g(u) = c (rho u + (1 - rho) r tanh(u / r))``, ``c = 2|y1|/G`` (concave, ``g'(0) = c``,
   ``g''(0) = 0``, slope ``c rho`` for large u: an exponential approach); the authors' warp is a
   two-knot cubic spline then linear, the same shape class. The half-life time solves
-  ``g(H) = ln 3`` (``f = 1/2``), found by bisection.
+  ``g(H) = ln 3`` (``f = 1/2``), found by bisection. A lone asymptotic motif (no inflection before
+  it) is the authors' single-motif form, exponential: ``L - s G 2^{-u / H}`` with half-life ``H``.
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ class InfiniteCompositionShape:
             x = col(y0) + col(s * p1) * torch.log1p(cu + cu**2 / 2)
             return x, {"incrementing factor": p1 * math.log(2.0)}
         limit = y0 + s * p1
+        if self.finite is None:  # the authors' lone asymptotic motif: A e^{-Bu} + C, half-life ln 2 / B
+            x = col(limit) - col(s * p1) * torch.exp(-math.log(2.0) * u / col(p2))
+            return x, {"horizontal asymptote": limit, "half-life time": tau + p2}
         c = 2 * torch.clamp(s * y1, min=0.0) / p1
         rho = torch.sigmoid(raw[:, 2 * n + 3])
 
