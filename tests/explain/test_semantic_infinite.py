@@ -24,6 +24,7 @@ def _violations(comp: tuple[str, ...], knots: np.ndarray, grid: np.ndarray, curv
     bad = 0
     for j, motif in enumerate(comp):
         inside = curve[(grid > knots[j] + 1e-3) & (grid < knots[j + 1] - 1e-3)]
+        inside = inside[np.isfinite(inside)]  # an accelerating motif may overflow to +-inf far out
         if len(inside) < 4:
             continue
         s1, s2 = (1.0 if motif[0] == "+" else -1.0), (1.0 if motif[1] == "+" else -1.0)
