@@ -7,7 +7,9 @@ composition (the sequence of motifs such as "increasing and concave", chosen by 
 the static features) and its properties (transition points and end slopes, one generalised
 additive model per composition); the trajectory is drawn from them by cubic pieces that have the
 composition's shape exactly. Each dimension of a multi-dimensional trajectory gets its own
-composition tree and property maps (the paper's channel-independent strategy).
+composition tree and property maps (the paper's channel-independent strategy). Optionally the last
+motif extends to t -> infinity (the authors' infinite motifs: horizontal asymptote, unbounded
+growth) and the tree depth and property-map optimiser are tuned on a validation split.
 :func:`make_pk_trajectories` simulates the pharmacokinetic data with a planted semantic structure.
 See docs/explain/semantic-trajectories.md.
 """
@@ -172,6 +174,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         The composition map of each dimension (see :meth:`describe`).
     composition_scores_ : list of numpy.ndarray
         The (n_samples, n_compositions) scores per dimension.
+    depth_regrets_ : list of dict
+        With ``tune_depth``: validation regret per tried depth, per dimension (else empty).
 
     References
     ----------
