@@ -7,7 +7,9 @@ composition (the sequence of motifs such as "increasing and concave", chosen by 
 the static features) and its properties (transition points and end slopes, one generalised
 additive model per composition); the trajectory is drawn from them by cubic pieces that have the
 composition's shape exactly. Each dimension of a multi-dimensional trajectory gets its own
-composition tree and property maps (the paper's channel-independent strategy).
+composition tree and property maps (the paper's channel-independent strategy). Optionally the last
+motif extends to t -> infinity (the authors' infinite motifs: horizontal asymptote, unbounded
+growth) and the tree depth and property-map optimiser are tuned on a validation split.
 :func:`make_pk_trajectories` simulates the pharmacokinetic data with a planted semantic structure.
 See docs/explain/semantic-trajectories.md.
 """
@@ -17,8 +19,9 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +32,13 @@ from threadpoolctl import threadpool_limits
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, NotFittedError, ParameterError
+from trustlab.explain._semantic_infinite import (
+    INFINITE_MOTIFS,
+    InfiniteCompositionShape,
+    infinite_library,
+    infinite_properties,
+    is_infinite,
+)
 from trustlab.explain._semantic_motifs import (
     CompositionShape,
     composition_library,
@@ -38,6 +48,15 @@ from trustlab.explain._semantic_motifs import (
     transition_type,
 )
 from trustlab.explain._semantic_pk import make_pk_trajectories
+from trustlab.explain._semantic_tree import (
+    LR_RANGE,
+    WEIGHT_DECAY_RANGE,
+    adam_property_map,
+    grow_tree,
+    leaves,
+    split_train_val,
+    tune_tree_depth,
+)
 
 __all__ = ["SemanticTrajectoryModel", "TrajectorySemantics", "make_pk_trajectories"]
 
@@ -67,9 +86,14 @@ class TrajectorySemantics:
     composition : tuple of str
         The motifs in order (``"+-"``: increasing and concave; first sign x', second x'').
     transitions : tuple of str
-        ``"start"``, then ``"extremum"`` or ``"inflection"`` between motifs, then ``"end"``.
+        ``"start"``, then ``"extremum"`` or ``"inflection"`` between motifs, then ``"end"`` (or
+        ``"infinity"`` when the last motif is infinite).
     times, values : numpy.ndarray
-        The transition points (start, between motifs, end) in the data's time and units.
+        The transition points (start, between motifs, end) in the data's time and units; with an
+        infinite last motif the last point is ``(inf, limit)``: the horizontal asymptote or +-inf.
+    properties : dict of str to float
+        The infinite motif's properties (``"horizontal asymptote"`` and ``"half-life time"``,
+        ``"doubling time"`` and ``"scale"``, or ``"incrementing factor"``); empty when finite.
 
     See Also
     --------
@@ -80,46 +104,14 @@ class TrajectorySemantics:
     transitions: tuple[str, ...]
     times: np.ndarray
     values: np.ndarray
+    properties: dict[str, float] = field(default_factory=dict)
 
 
-def _grow(scores: np.ndarray, x: np.ndarray, idx: np.ndarray, depth: int, est: Any) -> dict:
-    """The composition tree: greedy splits that lower the summed score of each leaf's best composition."""
-    total = scores[idx].sum(axis=0)
-    node: dict[str, Any] = {"composition": int(total.argmin()), "n": len(idx)}
-    cost = float(total.min())
-    if depth >= est.max_depth or len(idx) < 2 * est.min_samples_leaf or cost <= 0:
-        return node
-    best: tuple[float, int, float] | None = None
-    for f in range(x.shape[1]):
-        order = idx[np.argsort(x[idx, f], kind="stable")]
-        xs = x[order, f]
-        left = np.cumsum(scores[order], axis=0)
-        k = np.arange(est.min_samples_leaf, len(order) - est.min_samples_leaf + 1)
-        k = k[xs[k - 1] < xs[k]]
-        if not len(k):
-            continue
-        split_cost = left[k - 1].min(axis=1) + (total - left[k - 1]).min(axis=1)
-        i = int(split_cost.argmin())
-        if best is None or split_cost[i] < best[0]:
-            best = (float(split_cost[i]), f, float((xs[k[i] - 1] + xs[k[i]]) / 2))
-    if best is None or (cost - best[0]) / cost < est.min_relative_gain_to_split:
-        return node
-    _, f, thr = best
-    node.update(feature=f, threshold=thr)
-    node["left"] = _grow(scores, x, idx[x[idx, f] <= thr], depth + 1, est)
-    node["right"] = _grow(scores, x, idx[x[idx, f] > thr], depth + 1, est)
-    return node
-
-
-def _leaves(
-    node: dict, x: np.ndarray, idx: np.ndarray, path: tuple = ()
-) -> Iterator[tuple[tuple, dict, np.ndarray]]:
-    if "feature" not in node:
-        yield path, node, idx
-        return
-    go_left = x[idx, node["feature"]] <= node["threshold"]
-    yield from _leaves(node["left"], x, idx[go_left], (*path, 0))
-    yield from _leaves(node["right"], x, idx[~go_left], (*path, 1))
+def _shape(comps: list[tuple[str, ...]], min_width: float) -> Any:
+    """The trajectory predictor of compositions of one length (and one kind of infinite motif)."""
+    if is_infinite(comps[0]):
+        return InfiniteCompositionShape(comps, min_width)
+    return CompositionShape(comps, min_width)
 
 
 class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
@@ -150,10 +142,25 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     min_motif_width : float, default=0.01
         Shortest motif as a fraction of the time range (the authors' minimum transition-point
         separation). About two sampling intervals keeps a motif from hiding between observations.
+    infinite_motifs : bool, default=False
+        Let the last motif extend to t -> infinity (the authors' infinite compositions): the default
+        library becomes each composition with its last motif replaced by ``"++f"``/``"--f"``
+        (unbounded, accelerating), ``"+-p"``/``"-+f"`` (unbounded, logarithmic) or ``"+-h"``/
+        ``"-+h"`` (horizontal asymptote); ``predict`` then accepts times after the fitted range.
+        Such motifs may also be named in ``compositions`` (last place only).
     dof_correction : bool, default=False
         Divide each composition score by ``(1 - k/m)^2`` (``k = 2 L + 2`` free properties, ``m``
         observation times; generalised cross-validation), so that extra motifs fitted to noise stop
         paying. Not in the paper (off by default); see the docs page.
+    tune_depth : bool, default=False
+        Pick the tree depth in ``0..max_depth`` on a validation split (the authors' ``tune_depth``:
+        80/20 split, smallest mean regret of the held-out composition scores), then refit the tree
+        on all trajectories with that depth.
+    n_tune : int, default=0
+        Validation trials per property map (the authors tune with optuna; here random search over
+        their ranges, learning rate log-uniform in [1e-4, 1] and weight decay in [1e-5, 1e-2]); each
+        map is then trained on 80 % of its leaf and kept at the epoch of smallest validation loss.
+        0 (default) trains on the whole leaf with ``learning_rate`` and ``weight_decay``.
     n_init, score_max_iter : int, default 2, 50
         Starts and L-BFGS iterations per trajectory in the composition scores.
     random_state : int, Generator or None
@@ -167,6 +174,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         The composition map of each dimension (see :meth:`describe`).
     composition_scores_ : list of numpy.ndarray
         The (n_samples, n_compositions) scores per dimension.
+    depth_regrets_ : list of dict
+        With ``tune_depth``: validation regret per tried depth, per dimension (else empty).
 
     References
     ----------
@@ -198,6 +207,9 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "min_motif_width": [Interval(numbers.Real, 0, 1, closed="neither")],
         "dof_correction": ["boolean"],
+        "infinite_motifs": ["boolean"],
+        "tune_depth": ["boolean"],
+        "n_tune": [Interval(numbers.Integral, 0, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "score_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -216,7 +228,10 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         learning_rate: float = 0.1,
         weight_decay: float = 0.0,
         min_motif_width: float = 0.01,
+        infinite_motifs: bool = False,
         dof_correction: bool = False,
+        tune_depth: bool = False,
+        n_tune: int = 0,
         n_init: int = 2,
         score_max_iter: int = 50,
         random_state: Any = None,
@@ -232,7 +247,10 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.min_motif_width = min_motif_width
+        self.infinite_motifs = infinite_motifs
         self.dof_correction = dof_correction
+        self.tune_depth = tune_depth
+        self.n_tune = n_tune
         self.n_init = n_init
         self.score_max_iter = score_max_iter
         self.random_state = random_state
@@ -243,7 +261,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         if isinstance(spec, dict):
             spec = spec.get(dim)
         if spec is None:
-            return composition_library(self.max_motifs)
+            lib = composition_library(self.max_motifs)
+            return infinite_library(lib) if self.infinite_motifs else lib
         if isinstance(spec, str) or not len(spec):
             raise ParameterError(
                 "compositions must be a non-empty list of motif tuples such as [('+-', '--')].",
@@ -253,9 +272,11 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         for comp in spec:
             comp = (comp,) if isinstance(comp, str) else tuple(comp)
             try:
-                if not comp or any(m not in ("++", "+-", "-+", "--") for m in comp):
+                if not comp or any(m not in ("++", "+-", "-+", "--") for m in comp[:-1]):
                     raise ValueError("motifs are '++', '+-', '-+' and '--'")
-                for a, b in pairwise(comp):
+                if comp[-1] not in ("++", "+-", "-+", "--", *INFINITE_MOTIFS):
+                    raise ValueError(f"the last motif may also be infinite: one of {sorted(INFINITE_MOTIFS)}")
+                for a, b in pairwise(m[:2] for m in comp):
                     transition_type(a, b)
             except ValueError as exc:
                 raise ParameterError(
@@ -331,6 +352,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         z = (yy - self.y_mean_) / self.y_scale_
         gen = make_generator(self.random_state)
         self.compositions_, self.trees_, self.composition_scores_, self.property_maps_ = [], [], [], []
+        self.depth_regrets_: list[dict[int, float]] = []
         phi = self._design(x)
         with _one_thread():
             tt = torch.as_tensor(t)
@@ -338,12 +360,17 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
                 lib = self._library(dim)
                 yd = torch.as_tensor(z[:, :, dim])
                 scores, raw = self._scores(lib, tt, yd, gen)
-                tree = _grow(scores, x, np.arange(n), 0, self)
+                est: Any = self
+                if self.tune_depth:
+                    depth, regrets = tune_tree_depth(scores, x, self, gen)
+                    self.depth_regrets_.append(regrets)
+                    est = SimpleNamespace(**{**self.get_params(), "max_depth": depth})
+                tree = grow_tree(scores, x, np.arange(n), 0, est)
                 maps = {}
-                for path, leaf, idx in _leaves(tree, x, np.arange(n)):
+                for path, leaf, idx in leaves(tree, x, np.arange(n)):
                     comp = lib[leaf["composition"]]
                     maps[path] = self._fit_property_map(
-                        comp, phi[idx], raw[idx, leaf["composition"]], tt[idx], yd[idx]
+                        comp, phi[idx], raw[idx, leaf["composition"]], tt[idx], yd[idx], gen
                     )
                 self.compositions_.append(lib)
                 self.trees_.append(tree)
@@ -355,12 +382,15 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self, lib: list[tuple[str, ...]], t: torch.Tensor, y: torch.Tensor, gen: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray]:
         n = y.shape[0]
-        width = 2 * max(len(c) for c in lib) + 3
+        width = 2 * max(len(c) for c in lib) + 4
         scores = np.empty((n, len(lib)))
         raw = np.zeros((n, len(lib), width))
-        for length in sorted({len(c) for c in lib}):
-            cols = [i for i, c in enumerate(lib) if len(c) == length]
-            shape = CompositionShape([lib[i] for i in cols], self.min_motif_width)
+        groups = sorted({(len(c), INFINITE_MOTIFS.get(c[-1], "")) for c in lib})
+        for length, kind in groups:
+            cols = [
+                i for i, c in enumerate(lib) if (len(c), INFINITE_MOTIFS.get(c[-1], "")) == (length, kind)
+            ]
+            shape = _shape([lib[i] for i in cols], self.min_motif_width)
             mse, params = fit_samples(
                 shape, t, y, *self.t_range_, n_init=self.n_init, max_iter=self.score_max_iter, generator=gen
             )
@@ -378,37 +408,52 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         return np.hstack(cols)
 
     def _fit_property_map(
-        self, comp: tuple[str, ...], phi: np.ndarray, raw0: np.ndarray, t: torch.Tensor, y: torch.Tensor
+        self,
+        comp: tuple[str, ...],
+        phi: np.ndarray,
+        raw0: np.ndarray,
+        t: torch.Tensor,
+        y: torch.Tensor,
+        gen: np.random.Generator,
     ) -> np.ndarray:
-        shape = CompositionShape([comp], self.min_motif_width)
+        shape = _shape([comp], self.min_motif_width)
         target = raw0[:, : shape.n_params]
         # Warm start: ridge regression of the per-trajectory properties on the basis.
         gram = phi.T @ phi + np.eye(phi.shape[1])
-        theta = torch.tensor(np.linalg.solve(gram, phi.T @ target), requires_grad=True)
+        theta0 = np.linalg.solve(gram, phi.T @ target)
         design = torch.as_tensor(phi)
-        comp_idx = torch.zeros(len(phi), dtype=torch.long)
-        # Adam (Kingma and Ba's update with decoupled-from-nothing L2 as torch.optim.Adam's
-        # weight_decay), written out: torch.optim's first use imports torch._dynamo, seconds of CPU.
-        m1, m2 = torch.zeros_like(theta), torch.zeros_like(theta)
-        beta1, beta2, eps = 0.9, 0.999, 1e-8
-        best, best_loss = theta.detach().clone(), np.inf
-        for step in range(1, self.n_epochs + 2):
-            theta.grad = None
-            loss = ((shape.curve(design @ theta, comp_idx, t, *self.t_range_) - y) ** 2).mean()
-            value = float(loss.detach())
-            if value < best_loss:
-                best, best_loss = theta.detach().clone(), value
-            if step > self.n_epochs or not np.isfinite(value):
-                break
-            loss.backward()
-            with torch.no_grad():
-                assert theta.grad is not None
-                g = theta.grad + self.weight_decay * theta
-                m1.mul_(beta1).add_(g, alpha=1 - beta1)
-                m2.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                step_size = self.learning_rate / (1 - beta1**step)
-                theta -= step_size * m1 / ((m2 / (1 - beta2**step)).sqrt() + eps)
-        return best.numpy()
+
+        def loss_on(rows: np.ndarray) -> Any:
+            zero = torch.zeros(len(rows), dtype=torch.long)
+            return lambda th: (
+                (shape.curve(design[rows] @ th, zero, t[rows], *self.t_range_) - y[rows]) ** 2
+            ).mean()
+
+        everything = np.arange(len(phi))
+        if self.n_tune == 0 or len(phi) < 5:
+            return adam_property_map(
+                loss_on(everything),
+                theta0,
+                n_epochs=self.n_epochs,
+                learning_rate=self.learning_rate,
+                weight_decay=self.weight_decay,
+            )[0]
+        train, val = split_train_val(len(phi), gen)
+        best, best_val = theta0, np.inf
+        for _ in range(self.n_tune):
+            lr = float(np.exp(gen.uniform(*np.log(LR_RANGE))))
+            wd = float(np.exp(gen.uniform(*np.log(WEIGHT_DECAY_RANGE))))
+            theta, val_loss = adam_property_map(
+                loss_on(train),
+                theta0,
+                n_epochs=self.n_epochs,
+                learning_rate=lr,
+                weight_decay=wd,
+                val_loss_fn=loss_on(val),
+            )
+            if val_loss < best_val:
+                best, best_val = theta, val_loss
+        return best
 
     # ----------------------------------------------------------------- predict
     def _check_fitted(self) -> None:
@@ -420,7 +465,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     def _raw(self, x: np.ndarray, dim: int) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray]]:
         phi = self._design(x)
         out = []
-        for path, leaf, idx in _leaves(self.trees_[dim], x, np.arange(len(x))):
+        for path, leaf, idx in leaves(self.trees_[dim], x, np.arange(len(x))):
             if len(idx):
                 comp = self.compositions_[dim][leaf["composition"]]
                 out.append((comp, idx, phi[idx] @ self.property_maps_[dim][path]))
@@ -429,7 +474,8 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
     def predict(self, X: Any, times: Any = None) -> np.ndarray:
         """Predicted trajectories, shape (n_samples, n_times[, n_dims]) as ``y`` in fit.
 
-        ``times`` (default: the fit's time grid) must lie within the fitted time range.
+        ``times`` (default: the fit's time grid) must lie within the fitted time range; with an
+        infinite last motif, any time after its start is allowed.
 
         Parameters
         ----------
@@ -448,17 +494,18 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         x = self._check_x(X, fitted=True)
         t = self._check_times(self.times_ if times is None else times, len(x), None)
         lo, hi = self.t_range_
-        if t.min() < lo - 1e-12 or t.max() > hi + 1e-12:
-            raise DataError(
-                f"times must lie within the fitted range [{lo:g}, {hi:g}]; the semantic representation "
-                "describes the trajectory only there.",
-                argument="times",
-            )
         out = np.empty((len(x), t.shape[1], self.n_dims_))
         with _one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
-                    curve = CompositionShape([comp], self.min_motif_width).curve(
+                    if t[idx].min() < lo - 1e-12 or (t[idx].max() > hi + 1e-12 and not is_infinite(comp)):
+                        raise DataError(
+                            f"times must lie within the fitted range [{lo:g}, {hi:g}] (after {lo:g} for "
+                            f"an infinite last motif); composition {comp} of dimension {dim} describes the "
+                            "trajectory only there (set infinite_motifs=True to extrapolate).",
+                            argument="times",
+                        )
+                    curve = _shape([comp], self.min_motif_width).curve(
                         torch.as_tensor(raw),
                         torch.zeros(len(idx), dtype=torch.long),
                         torch.as_tensor(t[idx]),
@@ -487,18 +534,22 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         with _one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
-                    shape = CompositionShape([comp], self.min_motif_width)
-                    times, values = shape.knots(
-                        torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long), *self.t_range_
-                    )
+                    shape = _shape([comp], self.min_motif_width)
+                    rr, zero = torch.as_tensor(raw), torch.zeros(len(idx), dtype=torch.long)
+                    times, values = shape.knots(rr, zero, *self.t_range_)
+                    infinite = is_infinite(comp)
                     kinds = (
                         "start",
-                        *(transition_type(a, b) for a, b in pairwise(comp)),
-                        "end",
+                        *(transition_type(a[:2], b[:2]) for a, b in pairwise(comp)),
+                        "infinity" if infinite else "end",
                     )
                     vals = values.numpy() * self.y_scale_[dim] + self.y_mean_[dim]
+                    props = infinite_properties(
+                        shape, rr, self.t_range_, self.y_scale_[dim], self.y_mean_[dim]
+                    )
                     for row, i in enumerate(idx):
-                        out[i][dim] = TrajectorySemantics(comp, kinds, times[row].numpy(), vals[row])
+                        named = {k: float(v[row]) for k, v in props.items()}
+                        out[i][dim] = TrajectorySemantics(comp, kinds, times[row].numpy(), vals[row], named)
         return out
 
     def predict_composition(self, X: Any) -> list[list[tuple[str, ...]]]:
