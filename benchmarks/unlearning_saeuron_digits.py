@@ -7,9 +7,10 @@ shipped block (``mid``, the default, and ``down2``) and each digit 0-9 removed a
 - SAeUron at the digit's swept point (the shipped per-digit sweep, chosen on validation noise,
   seed 3, 10 prompts per digit, by the authors' ``(UA + IRA) / 2``);
 - the mean-difference ablation at the same block (``saeuron_eval.mean_difference_ablation``,
-  one direction per step from the other digits' mean activation to the digit's, from 10
-  generations per digit, seed 0), its ``alpha`` in {2, 4, 8, 16} chosen on the same
-  validation noise by the same rule.
+  one direction per step from the other digits' mean activation to the digit's, from the 40
+  generations per digit SAeUron was fitted on), its ``alpha`` chosen from 12 values (1-32; the
+  SAeUron sweep has 12 points: 3 percentiles x 4 multipliers) on the same validation noise by
+  the same rule.
 
 Both are then evaluated on the same evaluation noise (seed 1), so the comparison is paired
 prompt by prompt. Per digit: ``score = (UA + IRA) / 2`` of each arm and their difference
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-ALPHAS = (2.0, 4.0, 8.0, 16.0)
+ALPHAS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 24.0, 32.0)  # 12 points, as SAeUron's sweep
 
 
 def _directions_per_digit(su: Any, X: np.ndarray, y: np.ndarray) -> dict[int, list[tuple[Any, Any]]]:
@@ -61,10 +62,11 @@ def run(quick: bool = False) -> dict:
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
 
+    from trustlab.unlearning import _saeuron_lab as lab
     from trustlab.unlearning.saeuron import digits_saeuron
     from trustlab.unlearning.saeuron_eval import mean_difference_ablation
 
-    n_eval = 10 if quick else 50
+    n_eval = 10 if quick else 100
     digits = load_digits()
     judge = LogisticRegression(max_iter=2000).fit(digits.data / 16.0, digits.target)
 
@@ -72,7 +74,8 @@ def run(quick: bool = False) -> dict:
         y = np.repeat(np.arange(10), n)
         return np.random.default_rng(seed).standard_normal((len(y), 1, 8, 8)), y
 
-    (X_val, y_val), (X_ev, y_ev), (X_fit, y_fit) = noise(3, 10), noise(1, n_eval), noise(0, 10)
+    (X_val, y_val), (X_ev, y_ev) = noise(3, 10), noise(1, n_eval)
+    X_fit, y_fit = lab.lab_data()  # SAeUron's own fit generations (40 per digit, seed 0)
 
     def predict(img: np.ndarray) -> np.ndarray:
         return judge.predict(img.reshape(len(img), -1))
@@ -131,6 +134,7 @@ def run(quick: bool = False) -> dict:
         "notes": [
             "removed: share of the digit's prompts still drawn as it (1 - UA); kept: the other prompts' "
             "accuracy (IRA); score: (UA + IRA) / 2; diff: SAeUron minus ablation, paired over prompts",
+            "ablation directions from SAeUron's 40 fit generations per digit (seed 0)",
             f"ablation alpha picked per digit in {ALPHAS} on validation noise (seed 3, 10 per digit), as "
             "SAeUron's shipped per-digit sweep was; evaluation on seed 1",
             "summary: mean diff over the 10 digits and its standard error over digits; wins: digits whose "
