@@ -12,6 +12,9 @@ Arms, each removing digit 3, then digits 1 and 3 at once:
   ``alpha * max(0, <h - m, v>)`` along ``v`` (``m`` the mean over all classes);
 - SAeUron (the same hook, the shipped BatchTopK SAE of 512 features, per-digit parameters).
 
+Every arm runs at both shipped blocks: ``mid`` (the default) and ``down2`` (``--quick``: ``mid``
+only).
+
 Columns: the removed classes' generation rate, the other classes' accuracy, the Frechet
 distance (PCA-16 of pixels, fitted on the real digits) between the other classes' generations
 with and without the edit (beside the distance between two unedited draws: the noise floor),
@@ -75,34 +78,19 @@ def _ablate(su: Any, dirs: list[tuple[Any, Any]], alpha: float) -> Any:
     return hook
 
 
-def run(quick: bool = False) -> dict:
+def _block_rows(
+    su: Any, block: str, judge: Any, pca: Any, ev: tuple, X2: np.ndarray, val: tuple, fit: tuple, repeats: int
+) -> list[dict]:
     import torch
-    from sklearn.datasets import load_digits
-    from sklearn.decomposition import PCA
-    from sklearn.linear_model import LogisticRegression
 
-    from trustlab.unlearning import _saeuron_lab as lab
-    from trustlab.unlearning.saeuron import digits_saeuron, frechet_distance
+    from trustlab.unlearning.saeuron import frechet_distance
     from trustlab.vision.classifiers import one_thread
     from trustlab.vision.diffusion import ddim_loop
 
-    n_eval, repeats = (20, 1) if quick else (50, 3)
-    su = digits_saeuron(hook="down2")  # the shipped down2 fit (recipe in trustlab.unlearning._saeuron_lab)
     net = su.model
-    digits = load_digits()
-    judge = LogisticRegression(max_iter=2000).fit(digits.data / 16.0, digits.target)
-    pca = PCA(16, random_state=0).fit(digits.data / 16.0)
-    X_fit, y_fit = lab.lab_data()
-    fit_s = float("nan")
-    if not quick:
-        t = time.perf_counter()
-        digits_saeuron(hook="down2", refit=True)
-        fit_s = time.perf_counter() - t
-    y = np.repeat(np.arange(10), n_eval)
-    X = np.random.default_rng(1).standard_normal((len(y), 1, 8, 8))
-    X2 = np.random.default_rng(2).standard_normal((len(y), 1, 8, 8))
-    y_val = np.repeat(np.arange(10), 10)  # the validation noise SAeUron's per-digit sweep used
-    X_val = np.random.default_rng(3).standard_normal((len(y_val), 1, 8, 8))
+    X, y = ev
+    X_val, y_val = val
+    X_fit, y_fit = fit
 
     def negative(Xn: np.ndarray, yn: np.ndarray, targets: list[int], scale: float) -> np.ndarray:
         eps = _neg_guidance(net, torch.as_tensor(yn), targets, scale)
@@ -153,6 +141,7 @@ def run(quick: bool = False) -> dict:
             pred = judge.predict(img)
             rows.append(
                 {
+                    "block": block,
                     "removed": "+".join(map(str, targets)),
                     "arm": name,
                     "removed_rate": float((pred[on] == y[on]).mean()),
@@ -163,6 +152,36 @@ def run(quick: bool = False) -> dict:
                     "vs_plain": sec / base_s,
                 }
             )
+    return rows
+
+
+def run(quick: bool = False) -> dict:
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import LogisticRegression
+
+    from trustlab.unlearning import _saeuron_lab as lab
+    from trustlab.unlearning.saeuron import digits_saeuron
+
+    n_eval, repeats = (20, 1) if quick else (50, 3)
+    digits = load_digits()
+    judge = LogisticRegression(max_iter=2000).fit(digits.data / 16.0, digits.target)
+    pca = PCA(16, random_state=0).fit(digits.data / 16.0)
+    X_fit, y_fit = lab.lab_data()
+    fit_s = float("nan")
+    if not quick:
+        t = time.perf_counter()
+        digits_saeuron(hook="mid", refit=True)
+        fit_s = time.perf_counter() - t
+    y = np.repeat(np.arange(10), n_eval)
+    X = np.random.default_rng(1).standard_normal((len(y), 1, 8, 8))
+    X2 = np.random.default_rng(2).standard_normal((len(y), 1, 8, 8))
+    y_val = np.repeat(np.arange(10), 10)  # the validation noise SAeUron's per-digit sweep used
+    X_val = np.random.default_rng(3).standard_normal((len(y_val), 1, 8, 8))
+    rows = []
+    for block in ("mid",) if quick else ("mid", "down2"):
+        su = digits_saeuron(hook=block)  # the shipped fit (recipe in trustlab.unlearning._saeuron_lab)
+        rows += _block_rows(su, block, judge, pca, (X, y), X2, (X_val, y_val), (X_fit, y_fit), repeats)
     return {
         "title": f"SAeUron vs negative guidance and mean-difference ablation ({n_eval} prompts per digit, "
         f"{len(su.timesteps_)} DDIM steps, w={su.guidance_scale})",
@@ -170,7 +189,8 @@ def run(quick: bool = False) -> dict:
         "notes": [
             "paper (SD v1.5, UnlearnCanvas): objects UA ~78%, styles UA ~95% with in-domain retain ~99%; "
             "here UA = 1 - removed_rate",
-            f"SAeUron fit (generations + SAE training, not in --quick): {fit_s:.1f} s, once per model",
+            f"SAeUron fit at mid (generations + SAE training, not in --quick): {fit_s:.1f} s, once per model",
+            "blocks: mid (the default) and down2, each with its shipped fit; --quick: mid only",
             "baselines' strength (s, a in {1, 2, 4, 8}) picked per removal by (UA + IRA) / 2 on the "
             "validation noise SAeUron's per-digit sweep used (seed 3); evaluation on seed 1",
             "others_FD: Frechet distance (PCA-16 of pixels) of the other digits' generations to the unedited "

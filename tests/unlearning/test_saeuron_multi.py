@@ -244,3 +244,45 @@ def test_claim_the_block_that_decides_the_digit_removes_seven(su, judge) -> None
     assert seven_mid.removed_rate <= 0.4 and seven_mid.retained_accuracy >= 0.78
     assert seven_down2.removed_rate >= 0.6
     assert _rates(mid, judge, X, y, [4]).removed_rate >= 0.7  # not removed: an open gap
+
+
+@pytest.mark.slow  # 12 validation passes at 10 prompts per digit, two at 50: ~6 s of CPU
+@pytest.mark.claims
+def test_claim_saeuron_beats_a_tuned_mean_difference_ablation_on_six_at_mid(judge) -> None:
+    """The paper's claim that SAeUron beats other unlearning edits, on the one digit where it
+    holds here beyond 3 standard errors (benchmarks/unlearning_saeuron_digits.py: at ``mid``,
+    SAeUron minus the tuned ablation in ``(UA + IRA) / 2`` is +0.146 +- 0.015 on 6, +0.112 +-
+    0.027 on 7, none lost beyond 3 SE; over the 10 digits only +0.023 +- 0.020, a tie; at
+    ``down2`` the ablation is ahead, -0.075 +- 0.028). Removing 6, SAeUron leaves 0.02 of its
+    prompts drawn as 6 with the others at 0.99; the mean-difference direction (from SAeUron's
+    own 400 fit generations, strength picked on validation noise from 12 values by the same
+    rule) takes 6 no lower than 0.18 with the others at 0.91 at any strength. Fresh noise
+    (seed 5, not in the benchmark), 50 prompts per digit: the paired difference, +0.15 at
+    100 prompts (SE 0.016; 9.3-9.9 SE on seeds 2, 4, 5), must exceed 3 of its standard errors
+    (0.028 at 50 prompts: +0.19 measured, 6.6 SE)."""
+    from trustlab.unlearning import _saeuron_lab as lab
+
+    alphas = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 24.0, 32.0)
+    mid = digits_saeuron()
+    dirs = mean_difference_directions(mid, *lab.lab_data(), [6])
+
+    def score(y, pred):
+        on = y == 6
+        gone, kept = (pred[on] != 6).astype(float), (pred[~on] == y[~on]).astype(float)
+        return gone, kept, (gone.mean() + kept.mean()) / 2
+
+    def ablated(X, y, alpha):
+        with mean_difference_ablation(mid, dirs, alpha):
+            return judge.predict(mid.generate(X, y).reshape(len(y), -1))
+
+    X_val, y_val = _noise(10, seed=3)
+    alpha = max(alphas, key=lambda a: score(y_val, ablated(X_val, y_val, a))[2])
+    X, y = _noise(50, seed=5)
+    pred = judge.predict(mid.generate(X, y, unlearn=[6]).reshape(len(y), -1))
+    sae = unlearning_rates(y, pred, [6])
+    assert sae.removed_rate <= 0.12 and sae.retained_accuracy >= 0.95
+    g_s, k_s, s_sae = score(y, pred)
+    g_a, k_a, s_abl = score(y, ablated(X, y, alpha))
+    dg, dk = g_s - g_a, k_s - k_a
+    se = 0.5 * np.sqrt(dg.var(ddof=1) / len(dg) + dk.var(ddof=1) / len(dk))
+    assert s_sae - s_abl > 3 * se, (alpha, s_sae, s_abl, se)
