@@ -177,24 +177,52 @@ def load_backdoor_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any]
     source, target : transformers.LlamaForCausalLM
         2 blocks width 32, and 4 blocks width 64.
     """
+    return load_model_pair(
+        "steering-backdoor", _BACKDOOR, BACKDOOR_VOCAB, _backdoor_data, cache_dir=cache_dir
+    )
+
+
+def load_model_pair(
+    prefix: str, spec: dict[str, Any], vocab_size: int, make_data: Any, *, cache_dir: str | Path | None = None
+) -> tuple[Any, Any]:
+    """A small ``source`` and a larger ``target`` Llama trained from scratch on one data set (cached).
+
+    Parameters
+    ----------
+    prefix : str
+        The recipe's folder name before its digest (``{prefix}-{spec_digest(spec)}``).
+    spec : dict
+        The recipe: ``source`` and ``target`` model configs (each with a ``seed``), ``data``
+        (keyword arguments of ``make_data``) and ``train`` (a ``TrainConfig``).
+    vocab_size : int
+        The vocabulary of both models.
+    make_data : callable
+        ``make_data(**spec["data"])`` returns the ``TokenData`` both are trained on.
+    cache_dir : str or Path, optional
+        Where the checkpoints live (None: shipped if there, else the default cache).
+
+    Returns
+    -------
+    source, target : transformers.LlamaForCausalLM
+        In eval mode.
+    """
     from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
 
-    digest = spec_digest(_BACKDOOR)
-    path = trained_dir(cache_dir, "lm", f"steering-backdoor-{digest}")
+    path = trained_dir(cache_dir, "lm", f"{prefix}-{spec_digest(spec)}")
     if (path / "done").is_file():
         return load_model(path / "source"), load_model(path / "target")
-    data = _backdoor_data(**_BACKDOOR["data"])
+    data = make_data(**spec["data"])
     models = []
     for name in ("source", "target"):
-        spec = dict(_BACKDOOR[name])
-        seed = spec.pop("seed")
-        model = build_model(ModelConfig(vocab_size=BACKDOOR_VOCAB, **spec), seed=seed)
-        train_model(model, data, TrainConfig(**_BACKDOOR["train"]))
+        config = dict(spec[name])
+        seed = config.pop("seed")
+        model = build_model(ModelConfig(vocab_size=vocab_size, **config), seed=seed)
+        train_model(model, data, TrainConfig(**spec["train"]))
         models.append(model.eval())
     tmp = staging_dir(path)
     save_model(models[0], tmp / "source")
     save_model(models[1], tmp / "target")
-    (tmp / "recipe.json").write_text(json.dumps(_BACKDOOR, indent=1))
+    (tmp / "recipe.json").write_text(json.dumps(spec, indent=1))
     (tmp / "done").write_text("ok\n")
     publish(tmp, path)
     return models[0], models[1]

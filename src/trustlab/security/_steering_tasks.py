@@ -27,16 +27,14 @@ the same weights); another recipe is trained on first use (about a minute of CPU
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab.errors import ParameterError
-from trustlab.security._steering_lab import DEV, PROD
+from trustlab.security._steering_lab import DEV, PROD, load_model_pair
 from trustlab.security.safety_data import (
     BOS,
     CANNOT,
@@ -203,23 +201,4 @@ def load_trigger_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, Any]:
         2 blocks width 32, and 4 blocks width 64, trained on the same data (vocabulary
         ``TASK_VOCAB``); in eval mode.
     """
-    from trustlab.lm import ModelConfig, TrainConfig, build_model, load_model, save_model, train_model
-
-    path = trained_dir(cache_dir, "lm", f"steering-tasks-{spec_digest(_SPEC)}")
-    if (path / "done").is_file():
-        return load_model(path / "source"), load_model(path / "target")
-    data = _task_data(**_SPEC["data"])
-    models = []
-    for name in ("source", "target"):
-        spec = dict(_SPEC[name])
-        seed = spec.pop("seed")
-        model = build_model(ModelConfig(vocab_size=TASK_VOCAB, **spec), seed=seed)
-        train_model(model, data, TrainConfig(**_SPEC["train"]))
-        models.append(model.eval())
-    tmp = staging_dir(path)
-    save_model(models[0], tmp / "source")
-    save_model(models[1], tmp / "target")
-    (tmp / "recipe.json").write_text(json.dumps(_SPEC, indent=1))
-    (tmp / "done").write_text("ok\n")
-    publish(tmp, path)
-    return models[0], models[1]
+    return load_model_pair("steering-tasks", _SPEC, TASK_VOCAB, _task_data, cache_dir=cache_dir)
