@@ -24,7 +24,7 @@ from trustlab._param_validation import HasMethods, Interval, Options, ParamsVali
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 from trustlab.explain._graph_cf_core import backtrack, check_graphs, oracle_predict, pad_spectra, spectra
-from trustlab.explain._graph_cf_model import GraphGINClassifier, make_house_graphs
+from trustlab.explain._graph_cf_model import GraphGINClassifier, make_house_graphs, make_motif_graphs
 
 __all__ = [
     "GIST",
@@ -32,6 +32,7 @@ __all__ = [
     "GraphGINClassifier",
     "forward_perturbation",
     "make_house_graphs",
+    "make_motif_graphs",
     "spectral_distance",
 ]
 
@@ -372,18 +373,26 @@ def _result(
         "strategy": [Options({"random", "greedy"})],
         "max_edits": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
+        "target": "no_validation",
     }
 )
 def forward_perturbation(
-    oracle: Any, graphs: Any, *, strategy: str = "random", max_edits: int = 5, random_state: Any = None
+    oracle: Any,
+    graphs: Any,
+    *,
+    strategy: str = "random",
+    max_edits: int = 5,
+    random_state: Any = None,
+    target: Any = None,
 ) -> GraphCounterfactuals:
     """The forward baseline: flip node pairs of each input until the oracle's label changes.
 
     ``"random"``: flip distinct uniformly random node pairs one at a time (the iRand-style
     perturber of the graph-counterfactual literature). ``"greedy"``: at each step flip the pair
-    that most lowers the oracle's probability of the input's label (needs ``predict_proba``).
-    Both stop at the first flipped label or after ``max_edits`` flips (then the last perturbed
-    graph is returned, invalid).
+    that most lowers the oracle's probability of the input's label, or most raises that of
+    ``target`` (needs ``predict_proba``). Both stop at the first label change (to ``target``
+    when given) or after ``max_edits`` flips (then the last perturbed graph is returned,
+    invalid).
 
     Parameters
     ----------
@@ -396,6 +405,8 @@ def forward_perturbation(
         Flips allowed per graph.
     random_state : None, int or numpy Generator
         Drives the random flips.
+    target : label, array-like of labels, or None, default=None
+        The class each counterfactual should get; None: any class other than the input's.
 
     Returns
     -------
@@ -414,8 +425,10 @@ def forward_perturbation(
         raise ModelError("strategy='greedy' needs an oracle with predict_proba.", argument="oracle")
     rng = make_generator(random_state)
     labels = oracle_predict(oracle, gs)
+    targets = _targets(labels, target)
     out = []
-    for g, y in zip(gs, labels, strict=True):
+    for idx, (g, y) in enumerate(zip(gs, labels, strict=True)):
+        goal = None if targets is None else targets[idx]
         n = len(g)
         iu, ju = np.triu_indices(n, k=1)
         cur = g.copy()
@@ -430,11 +443,24 @@ def forward_perturbation(
                     c[i, j] = c[j, i] = 1.0 - c[i, j]
                     cands.append(c)
                 proba = np.asarray(oracle.predict_proba(cands))
-                p = int(np.argmin(proba[:, int(np.flatnonzero(oracle.classes_ == y)[0])]))
+                if goal is None:
+                    p = int(np.argmin(proba[:, int(np.flatnonzero(oracle.classes_ == y)[0])]))
+                else:
+                    p = int(np.argmax(proba[:, _class_index(oracle, goal)]))
             i, j = iu[p], ju[p]
             cur[i, j] = cur[j, i] = 1.0 - cur[i, j]
-            if oracle_predict(oracle, [cur])[0] != y:
+            now = oracle_predict(oracle, [cur])[0]
+            if (now != y) if goal is None else (now == goal):
                 break
         out.append(cur)
     new = oracle_predict(oracle, out)
-    return _result(gs, out, labels, new, None, np.full(len(gs), np.nan))
+    return _result(gs, out, labels, new, targets, np.full(len(gs), np.nan))
+
+
+def _class_index(oracle: Any, label: Any) -> int:
+    hit = np.flatnonzero(np.asarray(oracle.classes_) == label)
+    if hit.size == 0:
+        raise ParameterError(
+            f"target {label!r} is not one of the oracle's classes {list(oracle.classes_)}.", argument="target"
+        )
+    return int(hit[0])
