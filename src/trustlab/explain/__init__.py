@@ -38,6 +38,7 @@ from trustlab.explain.graph_counterfactual import (
     GraphGINClassifier,
     forward_perturbation,
     make_house_graphs,
+    make_motif_graphs,
     spectral_distance,
 )
 from trustlab.explain.hierarchy import (
@@ -151,6 +152,7 @@ __all__ = [
     "make_community_graph",
     "make_house_graphs",
     "make_manifold_blocks",
+    "make_motif_graphs",
     "max_reachable_score",
     "merges_to_linkage",
     "prove_explanation",
