@@ -79,8 +79,8 @@ def run(quick: bool = False) -> dict:
             f"{repeats} repeats; 5 concepts (chance 0.2); alpha=5; top_p=0.9; 30 subsets of 1; "
             "4 synthetic demonstrations of 6 tokens; delta=1e-3.",
             "The model's public next-token distribution after DELIM is about 0.15 per shared token and "
-            "0.035-0.043 per distinctive one, so the top-p=0.9 cut of the first token keeps the 4 shared tokens "
-            "and 8 of the 10 distinctive ones (the 2 least likely under the prior dropped); after a distinctive "
-            "token the public prompt itself favours that concept's tokens.",
+            "0.035-0.043 per distinctive one, so the top-p=0.9 cut of the first token keeps the 4 shared "
+            "tokens and 8 of the 10 distinctive ones (the 2 least likely under the prior dropped); after a "
+            "distinctive token the public prompt itself favours that concept's tokens.",
         ],
     }
