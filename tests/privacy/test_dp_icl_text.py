@@ -55,6 +55,29 @@ def test_claim_text_release_charges_the_whole_budget_split_over_labels(lm_dir):
     assert info["epsilon"] == 2.0 and len(info["per_label"]) == 2
 
 
+def test_text_ablation_options_pass_through_and_spend_the_same(lm_dir):
+    from trustlab.lm import load_model, load_tokenizer
+    from trustlab.privacy.dp_icl_text import dp_text_demonstrations
+
+    acc = Accountant(2.0, 1e-4)
+    out = dp_text_demonstrations(
+        load_model(lm_dir),
+        load_tokenizer(lm_dir),
+        TEXTS,
+        LABELS,
+        epsilon=2.0,
+        delta=1e-4,
+        max_tokens=2,
+        top_k=10,
+        top_p=0.8,
+        base_probability=False,
+        accountant=acc,
+    )
+    assert acc.spent_epsilon == pytest.approx(2.0) and acc.spent_delta == pytest.approx(1e-4)
+    for rel in out.releases:
+        assert rel.parameters["top_p"] == 0.8 and rel.parameters["base_probability"] is False
+
+
 def test_bad_text_input(lm_dir):
     from trustlab.lm import load_model, load_tokenizer
     from trustlab.privacy.dp_icl_text import dp_text_demonstrations
