@@ -116,6 +116,9 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
     out = json.loads(res.stdout)
     assert [d["label"] for d in out["demonstrations"]] == ["cat", "dog"]
     assert out["privacy"]["spent_epsilon"] == pytest.approx(2.0)
+    res = runner.invoke(app, [*base, str(data), *opts, "--top-p", "0.9", "--no-base-probability", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["privacy"]["spent_epsilon"] == pytest.approx(2.0)
     res = runner.invoke(app, [*base, str(csv_data), *opts, "--method", "baseline"])
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines()[-1].startswith("privacy spent: epsilon=2")
@@ -127,6 +130,8 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
         ([*base, str(data), "--epsilon", "0", "--delta", "1e-4"], "--epsilon"),
         ([*base, str(data), *opts, "--method", "greedy"], "--method"),
         ([*base, str(data), *opts, "--shots", "3"], "--shots"),
+        ([*base, str(data), *opts, "--top-p", "2"], "--top-p"),
+        ([*base, str(data), *opts, "--method", "baseline", "--no-base-probability"], "--no-base-probability"),
     ]:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, res.output
