@@ -33,6 +33,8 @@ _FLAGS = {
     "max_tokens": "--max-tokens",
     "max_demo_tokens": "--max-tokens",
     "top_k": "--top-k",
+    "top_p": "--top-p",
+    "base_probability": "--no-base-probability",
     "alpha": "--alpha",
     "method": "--method",
 }
@@ -85,8 +87,13 @@ def dp_icl(
     shots: Annotated[int, typer.Option(help="Private texts per subset (N).")] = 1,
     max_tokens: Annotated[int, typer.Option(help="Tokens generated per demonstration (T).")] = 16,
     top_k: Annotated[int, typer.Option(help="Public vocabulary size (Tang et al.'s eq. 1).")] = 50,
+    top_p: Annotated[float, typer.Option(help="Top-p cut of the public vocabulary (1 = off).")] = 1.0,
     alpha: Annotated[float, typer.Option(help="PTA's amplification strength.")] = 1.0,
     method: Annotated[str, typer.Option(help="pta or baseline (Tang et al.).")] = "pta",
+    base_probability: Annotated[
+        bool,
+        typer.Option("--base-probability/--no-base-probability", help="PTA's p_base (off: ablation PA3)."),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """DP synthetic demonstrations (PTA, ICML 2025; Tang et al., ICLR 2024): docs/privacy/dp-icl.md."""
@@ -114,8 +121,10 @@ def dp_icl(
             shots=shots,
             max_tokens=max_tokens,
             top_k=top_k,
+            top_p=top_p,
             alpha=alpha,
             method=method,
+            base_probability=base_probability,
             accountant=acc,
         )
     except TrustlabError as exc:

@@ -56,16 +56,23 @@ def _release(private, *, epsilon=2.0, delta=1e-5, max_tokens=16, method="baselin
 
 
 @pytest.mark.parametrize(
-    "method",
-    ["pta", pytest.param("baseline", marks=pytest.mark.slow)],  # slow: the same step, 1-2 s
+    ("method", "options"),
+    [
+        ("pta", {}),
+        ("pta", {"top_p": 0.9, "base_probability": False}),  # the ablations' candidate set and PA3
+        pytest.param("baseline", {}, marks=pytest.mark.slow),  # slow: the same step, 1-2 s each
+        pytest.param("baseline", {"top_p": 0.9}, marks=pytest.mark.slow),  # BA2
+        pytest.param("pta", {"top_p": 0.9}, marks=pytest.mark.slow),  # PA2
+    ],
 )
 @pytest.mark.claims
-def test_claim_audit_one_step_on_worst_case_neighbours(method, audit_trials):
+def test_claim_audit_one_step_on_worst_case_neighbours(method, options, audit_trials):
     # PTA's privacy equals the baseline's (the paper's Section 4.2 / Appendix D): both pass the
-    # same worst-case audit. One private demonstration replaced: the only subset's distribution
-    # moves from token 0 to token 1 (L2 distance sqrt(2), the sensitivity)
+    # same worst-case audit, with and without the ablations' options (Algorithm 2's top-p cut of the
+    # public vocabulary, PTA without p_base). One private demonstration replaced: the only subset's
+    # distribution moves from token 0 to token 1 (L2 distance sqrt(2), the sensitivity)
     res = audit_epsilon(
-        lambda d: _release(d, method=method, max_tokens=1).value[0][-1],
+        lambda d: _release(d, method=method, max_tokens=1, **options).value[0][-1],
         [[2]],
         [[3]],
         n_trials=audit_trials(1600),
@@ -121,6 +128,60 @@ def test_claim_exact_composed_accounting():
         _release([[2]], max_tokens=1, accountant=acc)
 
 
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [
+        ("pta", {"top_p": 0.6}),  # PA2
+        ("pta", {"base_probability": False}),  # PA3
+        ("baseline", {"top_p": 0.6}),  # BA2
+    ],
+)
+def test_ablation_options_spend_what_the_default_spends(method, options):
+    # the top-p cut and dropping p_base only post-process public outputs or reshape a subset's
+    # distribution before clipping: same noise, same sensitivity, same ledger entry
+    spent = []
+    for kw in ({}, options):
+        acc = Accountant(3.0, delta=1e-4)
+        rel = _release(
+            [[2], [3], [2]], epsilon=1.5, delta=5e-5, max_tokens=3, method=method, accountant=acc, **kw
+        )
+        spent.append(
+            (rel.epsilon, rel.delta, rel.noise_scale, rel.sensitivity, acc.spent_epsilon, acc.spent_delta)
+        )
+    assert spent[1] == pytest.approx(spent[0], rel=1e-12)
+    assert rel.parameters["top_p"] == options.get("top_p", 1.0)
+    assert rel.parameters["base_probability"] is options.get("base_probability", True)
+
+
+def _skewed_lm(contexts):
+    """Vocabulary of 4: public contexts 0.7 / 0.25 / 0.05 / 0 on tokens 0-3; a context holding the
+    private token 2 puts all its mass on token 3, which the public prompt never proposes."""
+    out = np.tile([0.7, 0.25, 0.05, 0.0], (len(contexts), 1))
+    for r, c in enumerate(contexts):
+        if 2 in c:
+            out[r] = [0.0, 0.0, 0.0, 1.0]
+    return out
+
+
+@pytest.mark.parametrize("base_probability", [True, False])
+def test_top_p_candidates_come_from_the_public_distribution_only(base_probability):
+    # top_p=0.9 keeps tokens 0 and 1 (0.7 + 0.25 >= 0.9) whatever the private demonstrations say;
+    # token 2 (public 0.05) and token 3 (private only) can never be emitted
+    rel = generate_dp_demonstrations(
+        _skewed_lm,
+        [[2]] * 6,
+        epsilon=4.0,
+        delta=1e-5,
+        label_prompts=[[0]],
+        max_tokens=12,
+        top_k=4,
+        top_p=0.9,
+        method="pta",
+        base_probability=base_probability,
+    )
+    assert set(rel.value[0][1:]) <= {0, 1}, rel.value
+
+
 def test_noise_scale_grows_as_sqrt_of_steps():
     assert dp_icl_sigma(1.0, 1e-5, 16, 8) == pytest.approx(4 * dp_icl_sigma(1.0, 1e-5, 1, 8))
 
@@ -128,6 +189,11 @@ def test_noise_scale_grows_as_sqrt_of_steps():
 def test_pieces():
     assert np.allclose(clip_to_simplex([[np.nan, -1.0, 2.0, 2.0]]), [[0, 0, 0.5, 0.5]])
     assert public_vocabulary([0.2, 0.2, 0.6], 5).tolist() == [2, 0, 1]
+    assert public_vocabulary([0.2, 0.2, 0.6], 5, top_p=0.6).tolist() == [2]  # V' ∩ V'' (Algorithm 2)
+    assert public_vocabulary([0.2, 0.2, 0.6], 5, top_p=0.7).tolist() == [2, 0]
+    assert public_vocabulary([0.2, 0.2, 0.6], 1, top_p=0.9).tolist() == [2]  # top-k binds first
+    q = pta_distribution([[0.5, 0.3, 0.2]], [0.25, 0.5, 0.25], None, 1.0, vocab=[0, 1])  # PA3
+    assert q[0].tolist() == pytest.approx([2.0 / 2.6, 0.6 / 2.6, 0.0])
     p = pta_distribution([[0.6, 0.4]], [0.5, 0.5], [0.5, 0.5], 2.0)
     assert p[0, 0] == pytest.approx(0.36 / 0.52)  # (0.6/0.5)^2 vs (0.4/0.5)^2
     assert np.allclose(pta_distribution([[0.9, 0.1]], [0.5, 0.5], [0.3, 0.7], 0.0), [[0.3, 0.7]])
@@ -147,6 +213,10 @@ def test_eos_stops_a_demonstration_but_not_the_charge():
         ({"method": "greedy"}, "method"),
         ({"alpha": -1.0}, "alpha"),
         ({"top_k": 0}, "top_k"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"base_probability": "no"}, "base_probability"),
+        ({"base_probability": False, "method": "baseline"}, "base_probability"),
         ({"shots": 3}, "shots"),
         ({"label_prompts": [[]]}, "label_prompts"),
         ({"private": [[2.5]]}, "private"),

@@ -55,6 +55,29 @@ def test_claim_text_release_charges_the_whole_budget_split_over_labels(lm_dir):
     assert info["epsilon"] == 2.0 and len(info["per_label"]) == 2
 
 
+def test_text_ablation_options_pass_through_and_spend_the_same(lm_dir):
+    from trustlab.lm import load_model, load_tokenizer
+    from trustlab.privacy.dp_icl_text import dp_text_demonstrations
+
+    acc = Accountant(2.0, 1e-4)
+    out = dp_text_demonstrations(
+        load_model(lm_dir),
+        load_tokenizer(lm_dir),
+        TEXTS,
+        LABELS,
+        epsilon=2.0,
+        delta=1e-4,
+        max_tokens=2,
+        top_k=10,
+        top_p=0.8,
+        base_probability=False,
+        accountant=acc,
+    )
+    assert acc.spent_epsilon == pytest.approx(2.0) and acc.spent_delta == pytest.approx(1e-4)
+    for rel in out.releases:
+        assert rel.parameters["top_p"] == 0.8 and rel.parameters["base_probability"] is False
+
+
 def test_bad_text_input(lm_dir):
     from trustlab.lm import load_model, load_tokenizer
     from trustlab.privacy.dp_icl_text import dp_text_demonstrations
@@ -93,6 +116,9 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
     out = json.loads(res.stdout)
     assert [d["label"] for d in out["demonstrations"]] == ["cat", "dog"]
     assert out["privacy"]["spent_epsilon"] == pytest.approx(2.0)
+    res = runner.invoke(app, [*base, str(data), *opts, "--top-p", "0.9", "--no-base-probability", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["privacy"]["spent_epsilon"] == pytest.approx(2.0)
     res = runner.invoke(app, [*base, str(csv_data), *opts, "--method", "baseline"])
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines()[-1].startswith("privacy spent: epsilon=2")
@@ -104,6 +130,8 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
         ([*base, str(data), "--epsilon", "0", "--delta", "1e-4"], "--epsilon"),
         ([*base, str(data), *opts, "--method", "greedy"], "--method"),
         ([*base, str(data), *opts, "--shots", "3"], "--shots"),
+        ([*base, str(data), *opts, "--top-p", "2"], "--top-p"),
+        ([*base, str(data), *opts, "--method", "baseline", "--no-base-probability"], "--no-base-probability"),
     ]:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, res.output

@@ -77,10 +77,13 @@ def clip_to_simplex(dists: Any) -> np.ndarray:
     return x / np.maximum(x.sum(axis=-1, keepdims=True), 1.0)
 
 
-def public_vocabulary(p_pub: Any, top_k: int) -> np.ndarray:
-    """The ``top_k`` most likely tokens under the public prompt (Tang et al., eq. 1).
+def public_vocabulary(p_pub: Any, top_k: int, top_p: float = 1.0) -> np.ndarray:
+    """The public vocabulary: top-``k`` (Tang et al., eq. 1) cut to top-``p`` (PTA's Algorithm 2).
 
-    Ties are broken towards the smaller token id.
+    ``V'`` holds the ``top_k`` most likely tokens under the public prompt, ``V''`` the fewest
+    most likely tokens whose public probabilities sum to at least ``top_p``; the result is
+    ``V' ∩ V''`` (Algorithm 2 of Yamasaki et al. 2025; ``top_p = 1`` keeps ``V'``, the default
+    P1). Only the public distribution is read. Ties are broken towards the smaller token id.
 
     Parameters
     ----------
@@ -88,36 +91,63 @@ def public_vocabulary(p_pub: Any, top_k: int) -> np.ndarray:
         Next-token probabilities under the public (zero-shot) prompt.
     top_k : int
         Number of tokens to keep (capped at the vocabulary size).
+    top_p : float, default 1.0
+        Cumulative public probability to reach, in ``(0, 1]`` (the paper searches 0.7-0.9).
 
     Returns
     -------
     numpy.ndarray of int64
-        Token ids, most likely first.
+        Token ids, most likely first (at least one).
 
     Examples
     --------
     >>> public_vocabulary([0.1, 0.5, 0.4], 2).tolist()
     [1, 2]
+    >>> public_vocabulary([0.1, 0.5, 0.4], 3, top_p=0.8).tolist()
+    [1, 2]
     """
     p = np.asarray(p_pub, dtype=float).ravel()
     k = min(check_positive_int(top_k, "top_k"), p.size)
-    return np.argsort(-p, kind="stable")[:k].astype(np.int64)
+    top_p = _check_top_p(top_p)
+    order = np.argsort(-p, kind="stable")
+    if top_p < 1.0:
+        cum = np.cumsum(np.maximum(np.nan_to_num(p[order], nan=0.0), 0.0))
+        k = min(k, int(np.searchsorted(cum, top_p, side="left")) + 1)
+    return order[:k].astype(np.int64)
 
 
-def pta_distribution(p_priv: Any, p_pub: Any, p_base: Any, alpha: float) -> np.ndarray:
+def _check_top_p(top_p: Any) -> float:
+    ok = isinstance(top_p, int | float) and not isinstance(top_p, bool)
+    if not (ok and math.isfinite(top_p) and 0.0 < top_p <= 1.0):
+        raise ParameterError(
+            f"top_p must be a number in (0, 1] (1 turns the top-p cut off), got {top_p!r}.",
+            argument="top_p",
+        )
+    return float(top_p)
+
+
+def pta_distribution(
+    p_priv: Any, p_pub: Any, p_base: Any | None, alpha: float, vocab: Any | None = None
+) -> np.ndarray:
     """PTA's reweighted distributions ``p_i ∝ p_base * (p_priv_i / p_pub) ** alpha`` (eq. 13).
 
-    Computed in log space over the whole vocabulary with probabilities floored at
-    ``1e-12``, then normalised (Algorithm 1, lines 5-6).
+    Computed in log space with probabilities floored at ``1e-12``, then normalised
+    (Algorithm 1, lines 5-6): over the whole vocabulary, or over ``vocab`` only (zero
+    elsewhere) when it is given. ``p_base=None`` drops the base probability (the paper's
+    ablation PA3, "PTA w.o. Base Prob.": ``p_i ∝ (p_priv_i / p_pub) ** alpha``).
 
     Parameters
     ----------
     p_priv : array-like, shape (M, V)
         Next-token distributions under the private prompts.
-    p_pub, p_base : array-like, shape (V,)
-        Under the public prompt and under the generated demonstration alone.
+    p_pub : array-like, shape (V,)
+        Under the public prompt.
+    p_base : array-like, shape (V,), or None
+        Under the generated demonstration alone; ``None`` for PA3.
     alpha : float
         Amplification strength (``alpha = 0`` returns ``p_base``).
+    vocab : array-like of int, optional
+        The public vocabulary to normalise over (from :func:`public_vocabulary`).
 
     Returns
     -------
@@ -127,11 +157,18 @@ def pta_distribution(p_priv: Any, p_pub: Any, p_base: Any, alpha: float) -> np.n
     --------
     >>> pta_distribution([[0.5, 0.5]], [0.8, 0.2], [0.5, 0.5], 1.0).round(2).tolist()
     [[0.2, 0.8]]
+    >>> pta_distribution([[0.4, 0.4, 0.2]], [0.5, 0.25, 0.25], None, 1.0, vocab=[0, 1]).round(2).tolist()
+    [[0.33, 0.67, 0.0]]
     """
     lp = np.log(np.maximum(np.asarray(p_priv, dtype=float), _FLOOR))
     lq = np.log(np.maximum(np.asarray(p_pub, dtype=float), _FLOOR))
-    lb = np.log(np.maximum(np.asarray(p_base, dtype=float), _FLOOR))
-    z = lb[None, :] + float(alpha) * (lp - lq[None, :])
+    z = float(alpha) * (lp - lq[None, :])
+    if p_base is not None:
+        z = z + np.log(np.maximum(np.asarray(p_base, dtype=float), _FLOOR))[None, :]
+    if vocab is not None:
+        keep = np.zeros(z.shape[1], dtype=bool)
+        keep[np.asarray(vocab, dtype=np.int64)] = True
+        z = np.where(keep[None, :], z, -np.inf)
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
@@ -285,8 +322,10 @@ def generate_dp_demonstrations(
     instruction: Sequence[int] = (),
     delimiter: Sequence[int] = (),
     top_k: int = 50,
+    top_p: float = 1.0,
     alpha: float = 1.0,
     method: str = "pta",
+    base_probability: bool = True,
     eos_id: int | None = None,
     accountant: Accountant | None = None,
 ) -> Release:
@@ -324,9 +363,16 @@ def generate_dp_demonstrations(
         Public task instruction (prompt start) and the tokens after each demonstration.
     top_k : int, default 50
         Size of the public vocabulary (clipped to the vocabulary size).
+    top_p : float, default 1.0
+        Also cut the public vocabulary to the fewest tokens whose *public* probabilities sum to
+        ``top_p`` (Algorithm 2; ``top_p < 1`` with PTA is the paper's ablation PA2, with the
+        baseline BA2). Post-processing of public outputs: the cost is unchanged.
     alpha : float, default 1.0
         PTA's amplification strength (ignored by the baseline).
     method : {"pta", "baseline"}, default "pta"
+    base_probability : bool, default True
+        PTA only: ``False`` drops ``p_base`` from eq. (13) and normalises over the public
+        vocabulary (the paper's ablation PA3, "PTA w.o. Base Prob."). The cost is unchanged.
     eos_id : int, optional
         A demonstration ends after this token (its remaining steps are still charged).
     accountant : Accountant, optional
@@ -342,7 +388,7 @@ def generate_dp_demonstrations(
     Raises
     ------
     ParameterError
-        Bad epsilon/delta/top_k/alpha/method/shots, fewer private demonstrations than
+        Bad epsilon/delta/top_k/top_p/alpha/method/shots/base_probability, fewer private demonstrations than
         ``shots``, or prompts longer than the model's context.
     DataError
         Token ids that are not integers in the model's vocabulary.
@@ -356,6 +402,16 @@ def generate_dp_demonstrations(
         raise ParameterError(f"method must be one of {_METHODS}, got {method!r}.", argument="method")
     if not (isinstance(alpha, int | float) and math.isfinite(alpha) and alpha >= 0):
         raise ParameterError(f"alpha must be a finite number >= 0, got {alpha!r}.", argument="alpha")
+    top_p = _check_top_p(top_p)
+    if not isinstance(base_probability, bool | np.bool_):
+        raise ParameterError(
+            f"base_probability must be True or False, got {base_probability!r}.", argument="base_probability"
+        )
+    if not base_probability and method != "pta":
+        raise ParameterError(
+            "base_probability=False is PTA's ablation PA3; use it with method='pta'.",
+            argument="base_probability",
+        )
     shots, max_tokens = check_positive_int(shots, "shots"), check_positive_int(max_tokens, "max_tokens")
     cap = check_positive_int(
         max_demo_tokens if max_demo_tokens is not None else max_tokens + 8, "max_demo_tokens"
@@ -396,9 +452,11 @@ def generate_dp_demonstrations(
             for _ in range(max_tokens):
                 probs = fn([instr + gen, gen] + [pre + gen for pre in prefixes])
                 p_pub, p_base, p_priv = probs[0], probs[1], probs[2:]
-                vocab = public_vocabulary(p_pub, top_k)
-                if method == "pta":
+                vocab = public_vocabulary(p_pub, top_k, top_p)  # public prompt only
+                if method == "pta" and base_probability:
                     dists = pta_distribution(p_priv, p_pub, p_base, alpha)
+                elif method == "pta":
+                    dists = pta_distribution(p_priv, p_pub, None, alpha, vocab=vocab)
                 else:
                     dists = clip_to_simplex(p_priv[:, vocab])
                     dists = dists / np.maximum(dists.sum(axis=1, keepdims=True), _FLOOR)
@@ -427,6 +485,8 @@ def generate_dp_demonstrations(
             "max_demo_tokens": cap,
             "n_steps": n_steps,
             "top_k": k_eff,
+            "top_p": top_p,
+            "base_probability": bool(base_probability),
             "alpha": float(alpha),
             "sigma_per_token": sigma,
             "grid": f"2**{GRID_K}",

@@ -104,8 +104,10 @@ def dp_text_demonstrations(
     shots: int = 1,
     max_tokens: int = 16,
     top_k: int = 50,
+    top_p: float = 1.0,
     alpha: float = 1.0,
     method: str = "pta",
+    base_probability: bool = True,
     separator: str = "\n",
     accountant: Accountant | None = None,
 ) -> TextDemonstrations:
@@ -131,9 +133,13 @@ def dp_text_demonstrations(
         Tokens generated per demonstration (``T``).
     top_k : int, default 50
         Public vocabulary size (eq. 1).
+    top_p : float, default 1.0
+        Top-``p`` cut of the public vocabulary (Algorithm 2; ablations PA2/BA2 below 1).
     alpha : float, default 1.0
         PTA's amplification (ignored by ``method="baseline"``).
     method : {"pta", "baseline"}, default "pta"
+    base_probability : bool, default True
+        ``False``: PTA without ``p_base`` (ablation PA3); ``method="pta"`` only.
     separator : str, default newline
         Ends each private demonstration; a generated one stops at it when it is one token.
     accountant : Accountant, optional
@@ -196,8 +202,10 @@ def dp_text_demonstrations(
             max_tokens=max_tokens,
             max_demo_tokens=len(prompt) + max_tokens + len(sep),
             top_k=top_k,
+            top_p=top_p,
             alpha=alpha,
             method=method,
+            base_probability=base_probability,
             eos_id=eos,
             accountant=accountant,
         )
