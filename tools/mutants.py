@@ -415,6 +415,13 @@ MUTANTS: list[Mutant] = [
         ("tests/privacy/test_dp_icl.py::test_audit_one_token_with_unnormalised_inputs",),
     ),
     Mutant(
+        "dp_icl: the top-p candidate set read off the private subsets' distributions",
+        "src/trustlab/privacy/dp_icl.py",
+        "                vocab = public_vocabulary(p_pub, top_k, top_p)  # public prompt only",
+        "                vocab = public_vocabulary(p_priv.mean(axis=0), top_k, top_p)",
+        ("tests/privacy/test_dp_icl.py::test_top_p_candidates_come_from_the_public_distribution_only",),
+    ),
+    Mutant(
         "dp_icl_text: every label given the whole budget (no split over the labels)",
         "src/trustlab/privacy/dp_icl_text.py",
         "    share_eps, share_delta = epsilon / len(names), delta / len(names)",
