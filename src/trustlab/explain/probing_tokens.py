@@ -257,7 +257,16 @@ def _paragraphs() -> list[tuple[str, str, str]]:
             else:
                 continue
             out.append((family.get(name, "other"), kind, "\n".join(ln.strip() for ln in lines)))
-    return out
+    families: dict[str, set[str]] = {}
+    for f, _, text in out:
+        families.setdefault(text, set()).add(f)
+    seen: set[str] = set()
+    unique = []  # pydoc repeats some paragraphs across topics: keep each once, drop cross-family ones
+    for f, k, text in out:
+        if len(families[text]) == 1 and text not in seen:
+            seen.add(text)
+            unique.append((f, k, text))
+    return unique
 
 
 def _task_split(task: str, paras: list[tuple[str, str, str]]) -> tuple[list, list, list]:
