@@ -35,20 +35,41 @@ def run(quick: bool = False) -> dict:
     tables, start = [], time.perf_counter()
     for i, task in enumerate(TEXT_TASKS):
         d = text_probing_data(task)
-        sae = SparseAutoencoder(256, architecture="topk", k=16, batch_size=256, n_steps=600,
-                                learning_rate=3e-3, random_state=0).fit(d.A_unlabelled[d.mask_unlabelled])  # fmt: skip
-        t = compare_pooled_probes(d.A, d.mask, d.y, sae, A_shift=d.A_shift, mask_shift=d.mask_shift,
-                                  y_shift=d.y_shift, regimes=regimes, methods=methods, sae_ks=[16, 128],
-                                  n_seeds=3 if quick else 5, n_train=256, n_hparams=5 if quick else 10)  # fmt: skip
+        sae = SparseAutoencoder(
+            256, architecture="topk", k=16, batch_size=256, n_steps=600, learning_rate=3e-3
+        )
+        sae.fit(d.A_unlabelled[d.mask_unlabelled])
+        t = compare_pooled_probes(
+            d.A,
+            d.mask,
+            d.y,
+            sae,
+            A_shift=d.A_shift,
+            mask_shift=d.mask_shift,
+            y_shift=d.y_shift,
+            regimes=regimes,
+            methods=methods,
+            sae_ks=[16, 128],
+            n_seeds=3 if quick else 5,
+            n_train=256,
+            n_hparams=5 if quick else 10,
+        )
         tables.append(t.assign(task=task, seed=t["seed"] + 100 * i))  # cells distinct across tasks
     table = pd.concat(tables, ignore_index=True)
     rows = []
     for pooling, grp in table.groupby("pooling"):
         for r in summarize_probes(grp, by_value=False).itertuples():
-            rows.append({"pooling": pooling, "regime": r.regime, "cells": r.n_cells, "mean_gain": round(r.mean_gain, 4),
-                         "se": round(r.se_gain, 4), "sae_win_rate": round(r.win_rate, 3)})  # fmt: skip
+            rows.append({"pooling": pooling, "regime": r.regime, "cells": r.n_cells,
+                         "mean_gain": round(r.mean_gain, 4), "se": round(r.se_gain, 4),
+                         "sae_win_rate": round(r.win_rate, 3)})  # fmt: skip
     gains = overall_gains(table)
-    aucs = table[table["family"] != "quiver"].groupby(["pooling", "method"])["test_auc"].mean().unstack().round(3)
+    aucs = (
+        table[table["family"] != "quiver"]
+        .groupby(["pooling", "method"])["test_auc"]
+        .mean()
+        .unstack()
+        .round(3)
+    )
     notes = [
         f"all cells (tasks x poolings x regimes x values x seeds): n = {len(gains)}, mean gain "
         f"{gains.mean():+.4f} +- {gains.std(ddof=1) / np.sqrt(len(gains)):.4f}, SAE win rate "
@@ -64,7 +85,11 @@ def overall_gains(table: pd.DataFrame) -> np.ndarray:
     """The SAE side's gain in every cell of a stacked ``compare_pooled_probes`` table."""
     from trustlab.explain.probing import QUIVER_REGIMES
 
-    wide = table.pivot_table(index=["pooling", "regime", "value", "seed"], columns="method", values="test_auc")
+    wide = table.pivot_table(
+        index=["pooling", "regime", "value", "seed"], columns="method", values="test_auc"
+    )
     quiver = wide.index.get_level_values("regime").isin(QUIVER_REGIMES)
-    gain = np.where(quiver, wide["quiver_with_sae"] - wide["quiver_baselines"], wide["sae_k128"] - wide["logreg"])
+    gain = np.where(
+        quiver, wide["quiver_with_sae"] - wide["quiver_baselines"], wide["sae_k128"] - wide["logreg"]
+    )
     return np.asarray(gain, dtype=float)

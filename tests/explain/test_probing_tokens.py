@@ -98,8 +98,13 @@ def test_text_tasks_are_disjoint_and_labelled() -> None:
             assert 0 < np.mean(labels) < 1 and len(labels) > 300
         assert len(texts) == len(ind)  # no paragraph twice
     code = dict(_task_split("code", paras)[0])
-    assert code["for i in range(10):\nprint(i)\ni = 5             # this will not affect the for-loop\n"
-                "# because i will be overwritten with the next\n# index in the range"] == 1
+    assert (
+        code[
+            "for i in range(10):\nprint(i)\ni = 5             # this will not affect the for-loop\n"
+            "# because i will be overwritten with the next\n# index in the range"
+        ]
+        == 1
+    )
 
 
 @pytest.mark.claims
@@ -116,12 +121,24 @@ def test_claim_sae_probes_do_not_beat_baselines_on_text() -> None:
         for i, task in enumerate(TEXT_TASKS):
             d = text_probing_data(task)
             assert d.A.shape[1:] == (32, 96) and d.mask[:, 0].all()
-            sae = SparseAutoencoder(256, architecture="topk", k=16, batch_size=256, n_steps=300,
-                                    learning_rate=3e-3, random_state=0).fit(d.A_unlabelled[d.mask_unlabelled])  # fmt: skip
+            sae = SparseAutoencoder(
+                256, architecture="topk", k=16, batch_size=256, n_steps=300, learning_rate=3e-3
+            )
+            sae.fit(d.A_unlabelled[d.mask_unlabelled])
             t = compare_pooled_probes(
-                d.A, d.mask, d.y, sae, A_shift=d.A_shift, mask_shift=d.mask_shift, y_shift=d.y_shift,
+                d.A,
+                d.mask,
+                d.y,
+                sae,
+                A_shift=d.A_shift,
+                mask_shift=d.mask_shift,
+                y_shift=d.y_shift,
                 regimes={"scarcity": [32], "imbalance": [0.1], "noise": [0.3], "shift": [0]},
-                methods=["logreg", "pca", "knn"], sae_ks=[16, 128], n_seeds=2, n_train=256, n_hparams=3,
+                methods=["logreg", "pca", "knn"],
+                sae_ks=[16, 128],
+                n_seeds=2,
+                n_train=256,
+                n_hparams=3,
             )
             tables.append(t.assign(seed=t["seed"] + 100 * i))
     finally:
@@ -130,9 +147,13 @@ def test_claim_sae_probes_do_not_beat_baselines_on_text() -> None:
 
     table = pd.concat(tables, ignore_index=True)
     # 3 tasks x 3 poolings x 4 regimes x 2 seeds = 72 paired cells; SAE side vs baseline side
-    wide = table.pivot_table(index=["pooling", "regime", "value", "seed"], columns="method", values="test_auc")
+    wide = table.pivot_table(
+        index=["pooling", "regime", "value", "seed"], columns="method", values="test_auc"
+    )
     quiver = wide.index.get_level_values("regime").isin(["scarcity", "imbalance"])
-    gain = np.where(quiver, wide["quiver_with_sae"] - wide["quiver_baselines"], wide["sae_k128"] - wide["logreg"])
+    gain = np.where(
+        quiver, wide["quiver_with_sae"] - wide["quiver_baselines"], wide["sae_k128"] - wide["logreg"]
+    )
     assert len(gain) == 72
     se = gain.std(ddof=1) / np.sqrt(len(gain))
     assert gain.mean() <= 3 * se, (gain.mean(), se)

@@ -27,7 +27,14 @@ from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
 from trustlab.explain.probing import _encoder, compare_probes
 
-__all__ = ["POOLINGS", "TEXT_TASKS", "TextProbingData", "compare_pooled_probes", "pool_tokens", "text_probing_data"]
+__all__ = [
+    "POOLINGS",
+    "TEXT_TASKS",
+    "TextProbingData",
+    "compare_pooled_probes",
+    "pool_tokens",
+    "text_probing_data",
+]
 
 POOLINGS = ("last", "mean", "max")
 
@@ -183,7 +190,8 @@ def compare_pooled_probes(
     pools = [poolings] if isinstance(poolings, str) else list(poolings)
     if not pools or any(p not in POOLINGS for p in pools) or len(set(pools)) != len(pools):
         raise ParameterError(
-            f"poolings must be distinct values of {', '.join(POOLINGS)}, got {poolings!r}.", argument="poolings"
+            f"poolings must be distinct values of {', '.join(POOLINGS)}, got {poolings!r}.",
+            argument="poolings",
         )
     enc = _encoder(encode) if encode is not None else None
     Z = _token_latents(enc, A, m) if enc is not None else None
@@ -191,7 +199,9 @@ def compare_pooled_probes(
     if shifted:
         As, ms = _check_tokens(A_shift, mask_shift, "A_shift")
         if As.shape[2] != A.shape[2]:
-            raise DataError(f"A_shift must have {A.shape[2]} features like A, got {As.shape[2]}.", argument="A_shift")
+            raise DataError(
+                f"A_shift must have {A.shape[2]} features like A, got {As.shape[2]}.", argument="A_shift"
+            )
         Zs = _token_latents(enc, As, ms) if enc is not None else None
     tables = []
     for how in pools:
@@ -225,6 +235,13 @@ class TextProbingData:
         Paragraphs of the other topics, for training an SAE without the task's texts.
     texts, texts_shift : list of str
         The paragraphs behind ``A`` and ``A_shift``.
+
+    Examples
+    --------
+    >>> d = TextProbingData(*[np.zeros((2, 3, 4)), np.ones((2, 3), bool), np.array([0, 1])] * 2,
+    ...                     np.zeros((1, 3, 4)), np.ones((1, 3), bool), ["a", "b"], ["c", "d"])
+    >>> pool_tokens(d.A, d.mask, "mean").shape
+    (2, 4)
     """
 
     A: np.ndarray
@@ -326,7 +343,9 @@ def text_probing_data(
     if task not in TEXT_TASKS:
         raise ParameterError(f"task must be one of {', '.join(TEXT_TASKS)}, got {task!r}.", argument="task")
     if not isinstance(n_tokens, numbers.Integral) or isinstance(n_tokens, bool) or not 2 <= n_tokens <= 64:
-        raise ParameterError(f"n_tokens must be an integer in [2, 64], got {n_tokens!r}.", argument="n_tokens")
+        raise ParameterError(
+            f"n_tokens must be an integer in [2, 64], got {n_tokens!r}.", argument="n_tokens"
+        )
     import torch
 
     from trustlab.lm import load_shipped
