@@ -78,6 +78,7 @@ def test_pooled_probes_pool_sae_latents_token_by_token() -> None:
                                        y_shift=[0, 1, 0, 1]), DataError, "A_shift"),
         (lambda: text_probing_data("sentiment"), ParameterError, "task"),
         (lambda: text_probing_data("code", n_tokens=1), ParameterError, "n_tokens"),
+        (lambda: text_probing_data("code", layer=-1), ParameterError, "layer"),
     ],
 )  # fmt: skip
 def test_bad_input_names_the_argument(call, error, argument) -> None:

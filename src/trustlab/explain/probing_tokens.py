@@ -346,6 +346,8 @@ def text_probing_data(
         raise ParameterError(
             f"n_tokens must be an integer in [2, 64], got {n_tokens!r}.", argument="n_tokens"
         )
+    if not isinstance(layer, numbers.Integral) or isinstance(layer, bool) or layer < 0:
+        raise ParameterError(f"layer must be a block index >= 0, got {layer!r}.", argument="layer")
     import torch
 
     from trustlab.lm import load_shipped
