@@ -20,7 +20,9 @@ paper's abstract and introduction could be read offline; docs/explain/cbm.md say
 Training follows Koh et al.: ``"sequential"`` (encoder on the concept loss, then the task head
 on the frozen encoder's concept probabilities), ``"joint"`` (task cross-entropy plus
 ``concept_weight`` times the concept loss, end to end) or ``"independent"`` (the head on the
-annotated concepts).
+annotated concepts). ``architecture="cem"`` swaps the bottleneck for a concept embedding model
+(Espinosa Zarlenga et al. 2022: two learned embeddings per concept mixed by its probability,
+trained jointly with RandInt interventions), one of the architectures in the paper's comparison.
 
 References
 ----------
@@ -29,6 +31,9 @@ References
 .. [2] Koh, Nguyen, Tang, Mussmann, Pierson, Kim, Liang. "Concept Bottleneck Models". ICML 2020.
 .. [3] Rafailov, Sharma, Mitchell, Ermon, Manning, Finn. "Direct Preference Optimization: Your
    Language Model is Secretly a Reward Model". NeurIPS 2023.
+.. [4] Espinosa Zarlenga, Barbiero, Ciravegna, Marra, Giannini, Diligenti, Shams, Precioso,
+   Melacci, Weller, Lio, Jamnik. "Concept Embedding Models: Beyond the Accuracy-Explainability
+   Trade-Off". NeurIPS 2022.
 """
 
 from __future__ import annotations
