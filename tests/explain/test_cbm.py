@@ -258,6 +258,62 @@ def test_cpo_degrades_less_than_bce_as_noise_grows() -> None:
             assert np.mean(gap) > 2 * se and np.mean(gap) > 0, (rate, which, gap)
 
 
+# ------------------------------------------------------------------ concept embedding models
+def test_cem_basics_and_interventions(small) -> None:
+    """CEM (Espinosa Zarlenga et al. 2022): shapes, embeddings in the head, RandInt interventions."""
+    X, C, Cn, y = small["X"], small["C"], small["Cn"], small["y"]
+    cem = ConceptBottleneckModel(
+        architecture="cem", training="joint", embedding_size=4, hidden_dims=(16,), n_epochs=8, random_state=0
+    ).fit(X[:300], Cn, y[:300])
+    assert cem.head_[0].in_features == 8 * 4 and cem.predict_concepts(X[:5]).shape == (5, 8)
+    assert np.isfinite(cem.losses_).all() and len(cem.losses_) == 8 * 5  # joint: one stage
+    full = np.ones(8, dtype=bool)
+    assert np.mean(cem.predict(X[300:], intervene=full, concepts=C[300:]) == y[300:]) > cem.score(
+        X[300:], y[300:]
+    )
+    none = np.zeros(8, dtype=bool)
+    assert np.array_equal(cem.predict(X[300:], intervene=none, concepts=C[300:]), cem.predict(X[300:]))
+
+
+def test_cem_refuses_what_it_cannot_train(small) -> None:
+    X, Cn, y = small["X"][:50], small["Cn"][:50], small["y"][:50]
+    with pytest.raises(ParameterError, match="training='joint'") as e:
+        ConceptBottleneckModel(architecture="cem").fit(X, Cn, y)
+    assert e.value.argument == "training"
+    enc = torch.nn.Linear(16, 8)
+    with pytest.raises(ParameterError, match="encoder=None") as e:
+        ConceptBottleneckModel(architecture="cem", training="joint", encoder=enc).fit(X, Cn, y)
+    assert e.value.argument == "encoder"
+    with pytest.raises(ParameterError):
+        ConceptBottleneckModel(architecture="cem", training="joint", intervention_prob=1.5).fit(X, Cn, y)
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # 12 joint fits of 1,000 rows x 30 epochs: ~10 s CPU
+def test_cem_interventions_beat_joint_cbm() -> None:
+    """CEM paper: trained with RandInt, a CEM gains more from test-time interventions than a
+    jointly trained CBM. Every concept set to its true value, 4,000 clean test rows, annotations
+    clean or 20% flipped, 3 seeds: the CEM's intervened task accuracy is above the joint CBM's on
+    average by more than 2 SEs of the six paired differences (measured: +0.150, SE 0.052; clean
+    alone +0.058 with one seed of three below, so that half is not significant by itself)."""
+    seeds, n, full = (0, 1, 2), 1000, np.ones(8, dtype=bool)
+    gaps = []
+    for seed in seeds:
+        X, C, y = make_concept_data(n + 4000, random_state=seed)
+        for rate in (0.0, 0.2):
+            Cn = flip_concepts(C[:n], rate, random_state=seed + 100)
+            acc = {}
+            for arch in ("cbm", "cem"):
+                m = ConceptBottleneckModel(
+                    architecture=arch, training="joint", concept_loss="bce", random_state=seed
+                )
+                m.fit(X[:n], Cn, y[:n])
+                acc[arch] = np.mean(m.predict(X[n:], intervene=full, concepts=C[n:]) == y[n:])
+            gaps.append(acc["cem"] - acc["cbm"])
+    se = np.std(gaps, ddof=1) / np.sqrt(len(gaps))
+    assert np.mean(gaps) > 2 * se, gaps
+
+
 # ------------------------------------------------------------------ docs
 def test_docs_example_runs(docs_printout) -> None:
     docs_printout(PAGE)

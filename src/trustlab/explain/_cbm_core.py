@@ -239,3 +239,34 @@ def _mlp(sizes: list[int]) -> torch.nn.Sequential:
         if i < len(sizes) - 2:
             layers.append(torch.nn.ReLU())
     return torch.nn.Sequential(*layers)
+
+
+class _CEMEncoder(torch.nn.Module):
+    """Concept embedding encoder of Espinosa Zarlenga et al. (2022).
+
+    A shared MLP ``h(x)``; per concept ``j`` two context embeddings ``c_j^+ = LeakyReLU(W_j^+ h)``
+    and ``c_j^- = LeakyReLU(W_j^- h)`` of size ``m``; a scoring layer shared by all concepts gives
+    the concept logit ``s([c_j^+, c_j^-])``. The task head reads ``p_j c_j^+ + (1 - p_j) c_j^-``.
+    """
+
+    def __init__(self, sizes: list[int], k: int, m: int) -> None:
+        super().__init__()
+        self.k, self.m = k, m
+        self.backbone = (
+            torch.nn.Sequential(_mlp(sizes), torch.nn.ReLU()) if len(sizes) > 1 else torch.nn.Identity()
+        )
+        self.context = torch.nn.Linear(sizes[-1], 2 * k * m)
+        self.score = torch.nn.Linear(2 * m, 1)
+
+    def parts(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        ctx = torch.nn.functional.leaky_relu(self.context(self.backbone(x))).view(-1, self.k, 2 * self.m)
+        return self.score(ctx).squeeze(-1), ctx[..., : self.m], ctx[..., self.m :]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.parts(x)[0]
+
+    def embed(self, x: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+        """Mixed embeddings ``p c^+ + (1 - p) c^-`` of every concept, flattened to ``(n, k m)``."""
+        _, pos, neg = self.parts(x)
+        p = probs.unsqueeze(-1)
+        return (p * pos + (1 - p) * neg).flatten(1)

@@ -20,7 +20,9 @@ paper's abstract and introduction could be read offline; docs/explain/cbm.md say
 Training follows Koh et al.: ``"sequential"`` (encoder on the concept loss, then the task head
 on the frozen encoder's concept probabilities), ``"joint"`` (task cross-entropy plus
 ``concept_weight`` times the concept loss, end to end) or ``"independent"`` (the head on the
-annotated concepts).
+annotated concepts). ``architecture="cem"`` swaps the bottleneck for a concept embedding model
+(Espinosa Zarlenga et al. 2022: two learned embeddings per concept mixed by its probability,
+trained jointly with RandInt interventions), one of the architectures in the paper's comparison.
 
 References
 ----------
@@ -29,6 +31,9 @@ References
 .. [2] Koh, Nguyen, Tang, Mussmann, Pierson, Kim, Liang. "Concept Bottleneck Models". ICML 2020.
 .. [3] Rafailov, Sharma, Mitchell, Ermon, Manning, Finn. "Direct Preference Optimization: Your
    Language Model is Secretly a Reward Model". NeurIPS 2023.
+.. [4] Espinosa Zarlenga, Barbiero, Ciravegna, Marra, Giannini, Diligenti, Shams, Precioso,
+   Melacci, Weller, Lio, Jamnik. "Concept Embedding Models: Beyond the Accuracy-Explainability
+   Trade-Off". NeurIPS 2022.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
 from trustlab.explain._cbm_core import (
     PAIRS,
+    _CEMEncoder,
     _check_concepts,
     _check_inputs,
     _concept_loss,
@@ -57,6 +63,7 @@ from trustlab.explain._cbm_core import (
 )
 
 __all__ = [
+    "ARCHITECTURES",
     "CONCEPT_LOSSES",
     "PAIRS",
     "TRAININGS",
@@ -66,6 +73,7 @@ __all__ = [
     "make_concept_data",
 ]
 
+ARCHITECTURES = ("cbm", "cem")
 CONCEPT_LOSSES = ("cpo", "bce")
 TRAININGS = ("sequential", "joint", "independent")
 
@@ -90,6 +98,16 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         the annotation against one drawn value (see :func:`cpo_loss`).
     n_samples : int, default=1
         CPO's pairs drawn per concept and row.
+    architecture : {"cbm", "cem"}, default="cbm"
+        ``"cbm"``: the head reads the concept probabilities. ``"cem"``: a concept embedding
+        model (Espinosa Zarlenga et al. 2022): each concept has two learned embeddings (present /
+        absent) of size ``embedding_size`` mixed by its probability, and the head reads the
+        mixed embeddings; needs ``training="joint"`` and the default MLP encoder (``hidden_dims``).
+    embedding_size : int, default=16
+        CEM's embedding size per concept (the CEM paper's default).
+    intervention_prob : float, default=0.25
+        CEM's RandInt: during training each concept's probability is replaced by its annotation
+        with this probability (the CEM paper's 0.25), so that test-time interventions work.
     concept_weight : float, default=1.0
         Weight of the concept loss in joint training.
     encoder : torch.nn.Module, optional
@@ -113,7 +131,7 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
     encoder_ : torch.nn.Module
         The trained concept encoder (logits).
     head_ : torch.nn.Module
-        The trained task head (on concept probabilities).
+        The trained task head (on concept probabilities, or on the mixed embeddings for CEM).
     classes_ : ndarray
     n_concepts_ : int
     n_features_in_ : int
@@ -140,6 +158,9 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         "beta": [Interval(numbers.Real, 0, None, closed="neither")],
         "pairs": [Options(set(PAIRS))],
         "n_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "architecture": [Options(set(ARCHITECTURES))],
+        "embedding_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "intervention_prob": [Interval(numbers.Real, 0, 1, closed="both")],
         "concept_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "encoder": "no_validation",
         "hidden_dims": [tuple, list],
@@ -158,6 +179,9 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         beta: float = 1.0,
         pairs: str = "model",
         n_samples: int = 1,
+        architecture: str = "cbm",
+        embedding_size: int = 16,
+        intervention_prob: float = 0.25,
         concept_weight: float = 1.0,
         encoder: Any = None,
         hidden_dims: tuple[int, ...] = (64, 64),
@@ -172,6 +196,9 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         self.beta = beta
         self.pairs = pairs
         self.n_samples = n_samples
+        self.architecture = architecture
+        self.embedding_size = embedding_size
+        self.intervention_prob = intervention_prob
         self.concept_weight = concept_weight
         self.encoder = encoder
         self.hidden_dims = hidden_dims
@@ -189,6 +216,13 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         return [int(d) for d in dims]
 
     def _build_encoder(self, d: int, k: int) -> torch.nn.Module:
+        if self.architecture == "cem":
+            if self.encoder is not None:
+                raise ParameterError(
+                    "architecture='cem' builds its own encoder from hidden_dims; pass encoder=None.",
+                    argument="encoder",
+                )
+            return _CEMEncoder([d, *self._widths("hidden_dims")], k, int(self.embedding_size))
         if self.encoder is None:
             return _mlp([d, *self._widths("hidden_dims"), k])
         if not isinstance(self.encoder, torch.nn.Module):
@@ -228,6 +262,12 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
             ``self``, fitted.
         """
         self._validate_params()
+        if self.architecture == "cem" and self.training != "joint":
+            raise ParameterError(
+                f"architecture='cem' is trained end to end (its head reads learned embeddings); "
+                f"set training='joint' (got {self.training!r}).",
+                argument="training",
+            )
         Xa = _check_inputs(X)
         Ca = _check_concepts(C, "C", len(Xa))
         y_arr = np.asarray(y)
@@ -244,7 +284,8 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.encoder_ = self._build_encoder(self.n_features_in_, self.n_concepts_)
-            self.head_ = _mlp([self.n_concepts_, *self._widths("head_hidden_dims"), len(self.classes_)])
+            width = self.n_concepts_ * (int(self.embedding_size) if self.architecture == "cem" else 1)
+            self.head_ = _mlp([width, *self._widths("head_hidden_dims"), len(self.classes_)])
         Xt, Ct, yt = torch.as_tensor(Xa), torch.as_tensor(Ca), torch.as_tensor(y_idx.astype(np.int64))
         losses: list[float] = []
         if self.training == "joint":
@@ -282,7 +323,11 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
                     z = self.encoder_(Xt[idx])
                     loss = _concept_loss(self, z, Ct[idx], gen)
                     if task:
-                        ce = torch.nn.functional.cross_entropy(self.head_(torch.sigmoid(z)), yt[idx])
+                        probs = torch.sigmoid(z)
+                        if isinstance(self.encoder_, _CEMEncoder):  # RandInt: concepts set to annotations
+                            hit = torch.rand(probs.shape, generator=gen) < float(self.intervention_prob)
+                            probs = self.encoder_.embed(Xt[idx], torch.where(hit, Ct[idx], probs))
+                        ce = torch.nn.functional.cross_entropy(self.head_(probs), yt[idx])
                         loss = ce + cw * loss
                 else:  # the head alone, on fixed concept inputs
                     loss = torch.nn.functional.cross_entropy(self.head_(Xt[idx]), yt[idx])
@@ -377,6 +422,8 @@ class ConceptBottleneckModel(ParamsValidationMixin, ClassifierMixin, BaseEstimat
                 )
             probs = torch.where(torch.as_tensor(mask), Cv, probs)
         with torch.no_grad():
+            if isinstance(self.encoder_, _CEMEncoder):
+                probs = self.encoder_.embed(self._checked(X), probs)
             return self.head_(probs).numpy().astype(np.float64)
 
     def predict_proba(self, X: Any, **kwargs: Any) -> np.ndarray:
