@@ -31,6 +31,7 @@ def test_public_names_are_exactly_the_documented_set() -> None:
             "trees_from_lightgbm", "trees_from_sklearn", "trees_from_xgboost", "verify_explanation",
             "wachter", "zk_prove_explanation", "zk_setup", "zk_verify_explanation",
             "GIST", "GraphCounterfactuals", "GraphGINClassifier", "forward_perturbation", "make_house_graphs",
+                "make_motif_graphs",
             "spectral_distance",
             "ClusterQuality", "FuzzyBoundaryGCL", "cluster_quality", "load_karate_communities",
             "make_community_graph",
