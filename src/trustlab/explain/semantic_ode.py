@@ -17,8 +17,6 @@ See docs/explain/semantic-trajectories.md.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from types import SimpleNamespace
@@ -27,9 +25,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from threadpoolctl import threadpool_limits
 
 from trustlab._param_validation import Interval, ParamsValidationMixin
+from trustlab._threads import one_thread
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, NotFittedError, ParameterError
 from trustlab.explain._semantic_infinite import (
@@ -59,22 +57,6 @@ from trustlab.explain._semantic_tree import (
 )
 
 __all__ = ["SemanticTrajectoryModel", "TrajectorySemantics", "make_pk_trajectories"]
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch and BLAS on one thread inside the block, restoring the caller's settings.
-
-    The tensors are tiny: thread pools cost more than they gain and oversubscribe a shared machine
-    (halves the CPU time of a fit here; as trustlab.fairness' FDGen training does for torch).
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1):
-            yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)
@@ -354,7 +336,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self.compositions_, self.trees_, self.composition_scores_, self.property_maps_ = [], [], [], []
         self.depth_regrets_: list[dict[int, float]] = []
         phi = self._design(x)
-        with _one_thread():
+        with one_thread():
             tt = torch.as_tensor(t)
             for dim in range(d):
                 lib = self._library(dim)
@@ -495,7 +477,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         t = self._check_times(self.times_ if times is None else times, len(x), None)
         lo, hi = self.t_range_
         out = np.empty((len(x), t.shape[1], self.n_dims_))
-        with _one_thread(), torch.no_grad():
+        with one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
                     if t[idx].min() < lo - 1e-12 or (t[idx].max() > hi + 1e-12 and not is_infinite(comp)):
@@ -531,7 +513,7 @@ class SemanticTrajectoryModel(ParamsValidationMixin, BaseEstimator):
         self._check_fitted()
         x = self._check_x(X, fitted=True)
         out: list[list[Any]] = [[None] * self.n_dims_ for _ in range(len(x))]
-        with _one_thread(), torch.no_grad():
+        with one_thread(), torch.no_grad():
             for dim in range(self.n_dims_):
                 for comp, idx, raw in self._raw(x, dim):
                     shape = _shape([comp], self.min_motif_width)

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from trustlab._adam import Adam
+from trustlab._threads import one_thread
 
 __all__ = ["FittedGenerator", "train_generator"]
 
 _DTYPE = torch.float32
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block, restoring the caller's setting after.
-
-    The n x n tensors are small: torch's thread pool costs more than it gains on them and
-    oversubscribes a shared machine (as trustlab.privacy.training does).
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @dataclass
@@ -113,7 +97,7 @@ def train_generator(
     learning_rate: float,
 ) -> FittedGenerator:
     """Full-batch Adam on FDGen's objective from the given initial latent vectors and offsets."""
-    with _one_thread():
+    with one_thread():
         t = _Fixed(dense, x, codes)
         params = [
             torch.tensor(z0, dtype=_DTYPE, requires_grad=True),

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, Options, validate_params
+from trustlab._threads import one_thread
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError, ParameterError
 
@@ -475,6 +476,7 @@ def _slope(log_r: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 )
+@one_thread()
 def simulate_looped(
     loops: Any,
     *,
