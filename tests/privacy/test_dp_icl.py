@@ -83,11 +83,15 @@ def test_claim_audit_one_step_on_worst_case_neighbours(method, options, audit_tr
 
 
 @pytest.mark.slow  # 2 x 2000 releases of 16 noisy tokens each (about a minute)
-def test_audit_whole_release_on_worst_case_neighbours(audit_trials):
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [("baseline", {}), ("pta", {"top_p": 0.9, "base_probability": False})],  # also the ablations' path
+)
+def test_audit_whole_release_on_worst_case_neighbours(method, options, audit_trials):
     # the same neighbours at every one of 16 steps; statistic: how many 1-tokens came out,
-    # so a noise scale that ignores the composition over steps shows
+    # so a noise scale that ignores the composition over steps (or is mis-scaled 4x) shows
     res = audit_epsilon(
-        lambda d: sum(t == 1 for t in _release(d).value[0][1:]),
+        lambda d: sum(t == 1 for t in _release(d, method=method, **options).value[0][1:]),
         [[2]],
         [[3]],
         n_trials=audit_trials(2000),
