@@ -28,14 +28,7 @@ import time
 
 import numpy as np
 
-
-def _refused(res, vocab, eos):
-    out = []
-    for row in res.responses:
-        stop = np.flatnonzero(row == eos)
-        row = row[: stop[0]] if stop.size else row
-        out.append(bool((row == vocab.refusal_ids[0]).any()))
-    return float(np.mean(out))
+from benchmarks.security_safety_joint import _refused  # the same refusal criterion
 
 
 def document_windows(lm_data, vocab, seed=0):

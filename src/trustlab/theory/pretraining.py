@@ -401,10 +401,25 @@ def _slope(xs: np.ndarray, med: np.ndarray) -> float:
     return float(np.polyfit(xs, np.log(med), 1)[0])
 
 
-def _bootstrap_se(boots: list[float]) -> float:
-    """Standard deviation of the finite bootstrap slopes (NaN with fewer than three)."""
-    b = np.array(boots)
-    return float(np.std(b[np.isfinite(b)], ddof=1)) if np.sum(np.isfinite(b)) > 2 else math.nan
+def _bootstrap_slope_se(
+    rng: np.random.Generator, runs: np.ndarray, xs_list: list[Any], n_bootstrap: int
+) -> list[float]:
+    """Bootstrap SE of :func:`_slope` of the per-dimension medians of ``runs`` on each ``xs``.
+
+    Runs are resampled within each dimension (row); one resample serves every ``xs``. Each SE is
+    the standard deviation of the finite bootstrap slopes (NaN with fewer than three).
+    """
+    boots: list[list[float]] = [[] for _ in xs_list]
+    for _ in range(n_bootstrap):
+        idx = rng.integers(0, runs.shape[1], size=runs.shape)
+        med = np.median(np.take_along_axis(runs, idx, axis=1), axis=1)
+        for b, xs in zip(boots, xs_list, strict=True):
+            b.append(_slope(xs, med))
+    ses = []
+    for slopes in map(np.array, boots):
+        ok = slopes[np.isfinite(slopes)]
+        ses.append(float(np.std(ok, ddof=1)) if ok.size > 2 else math.nan)
+    return ses
 
 
 @validate_params(
@@ -538,11 +553,7 @@ noise_std
     med = np.median(h, axis=1)
     xs = np.log(dims) + (np.log(np.log(dims)) if log_factor else 0.0)
     slope = _slope(xs, med)
-    boots = []
-    for _ in range(n_bootstrap):
-        idx = rng.integers(0, n_runs, size=(len(dims), n_runs))
-        boots.append(_slope(xs, np.median(np.take_along_axis(h, idx, axis=1), axis=1)))
-    se = _bootstrap_se(boots)
+    (se,) = _bootstrap_slope_se(rng, h, [xs], n_bootstrap)
     return SampleComplexitySimulation(
         dimensions=dims.astype(int),
         init=init,

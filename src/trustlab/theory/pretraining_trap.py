@@ -29,7 +29,14 @@ from numpy.polynomial.hermite_e import HermiteE, hermegauss
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, ParameterError
-from trustlab.theory.pretraining import _bootstrap_se, _check_link, _pca_starts, _run_sgd, _slope, pca_overlap
+from trustlab.theory.pretraining import (
+    _bootstrap_slope_se,
+    _check_link,
+    _pca_starts,
+    _run_sgd,
+    _slope,
+    pca_overlap,
+)
 
 __all__ = [
     "SpikedSampleComplexity",
@@ -560,12 +567,7 @@ def simulate_spiked_sample_complexity(
     h = np.array(hits)
     med = np.median(h, axis=1)
     lin, logd = dims, np.log(dims)
-    boots_lin, boots_log = [], []
-    for _ in range(n_bootstrap):
-        idx = rng.integers(0, n_runs, size=(len(dims), n_runs))
-        bm = np.median(np.take_along_axis(h, idx, axis=1), axis=1)
-        boots_lin.append(_slope(lin, bm))
-        boots_log.append(_slope(logd, bm))
+    se_lin, se_log = _bootstrap_slope_se(rng, h, [lin, logd], n_bootstrap)
     p = np.array(preds)
     return SpikedSimulation(
         dimensions=dims.astype(int),
@@ -574,9 +576,9 @@ def simulate_spiked_sample_complexity(
         success_rate=np.mean(np.isfinite(h), axis=1),
         predicted_samples=p,
         log_rate=_slope(lin, med),
-        log_rate_se=_bootstrap_se(boots_lin),
+        log_rate_se=se_lin,
         log_exponent=_slope(logd, med),
-        log_exponent_se=_bootstrap_se(boots_log),
+        log_exponent_se=se_log,
         predicted_log_rate=_slope(lin, p),
         predicted_log_exponent=_slope(logd, p),
         escape_rate=rate,
