@@ -369,6 +369,7 @@ class Section(ABC):
     title: str = ""
     budget_key: str | None = None
     budget_weight: float = 1.0
+    raw_only: bool = False
 
     @property
     def key(self) -> str:
@@ -376,7 +377,9 @@ class Section(ABC):
         return self.budget_key or self.name
 
     def applies(self, ctx: AuditContext) -> bool:
-        """Whether the section has anything to say for this context (default: yes).
+        """Whether the section has anything to say for this context.
+
+        By default every section applies, except a ``raw_only`` one in a private audit.
 
         Parameters
         ----------
@@ -387,7 +390,7 @@ class Section(ABC):
         -------
         bool
         """
-        return True
+        return not (self.raw_only and ctx.private)
 
     @abstractmethod
     def compute(self, ctx: AuditContext, budget: Accountant | None) -> SectionResult:

@@ -20,6 +20,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from trustlab._adam import Adam
+from trustlab._threads import one_thread
 
 __all__ = ["GCLConfig", "GCLFit", "encode", "fuzzy_memberships", "train_gcl"]
 
@@ -185,12 +186,8 @@ def _kmeans_centers(z: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 def train_gcl(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GCLFit:
     """Train the encoder; the fuzzy terms switch on after ``cfg.warmup`` epochs when weighted."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small dense matrices: one thread is fastest and spares busy cores
-    try:
+    with one_thread():  # small dense matrices: one thread is fastest and spares busy cores
         return _train(adjacency, features, cfg)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GCLFit:

@@ -206,22 +206,8 @@ class ErrorAnalysisSection(Section):
 
     name = "errors"
     title = "Error analysis"
-    budget_weight = 0.0  # raw mode only
-
-    def applies(self, ctx: AuditContext) -> bool:
-        """Raw mode only (the tree reads individual rows).
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-
-        Returns
-        -------
-        bool
-            Whether the audit runs this section.
-        """
-        return not ctx.private
+    budget_weight = 0.0
+    raw_only = True  # the tree reads individual rows
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
         """Fit the slice tree on one half of the held-out rows and measure its slices on the other.

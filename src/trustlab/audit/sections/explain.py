@@ -10,8 +10,8 @@ prediction no allowed action can flip, and up to five confined regions (boxes of
 the raw feature space where everyone is fixed), or a certificate that none exists.
 The default action set: numeric non-sensitive columns may move anywhere in their
 range (the schema's public bounds when declared), categorical and sensitive
-columns are immutable. In private mode the section is left out (``applies`` is
-False): explanations are not released under DP yet.
+columns are immutable. In private mode the section is left out (``raw_only``:
+explanations are not released under DP yet).
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ class ExplainSection(Section):
     name = "explain"
     title = "Explain"
     budget_weight = 0.5
+    raw_only = True  # explanations are not released under DP yet
 
     def __init__(
         self,
@@ -242,21 +243,6 @@ class ExplainSection(Section):
             notes.append(f"{f['n_skipped']} test rows with missing values were left out of the check.")
         return f, checks, notes
 
-    def applies(self, ctx: AuditContext) -> bool:
-        """Not in private mode: explanations are not released under DP yet.
-
-        Parameters
-        ----------
-        ctx : AuditContext
-            The audit's context.
-
-        Returns
-        -------
-        bool
-            Whether the audit runs this section.
-        """
-        return not ctx.private
-
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
         """Explain the model on the held-out rows, and the target from free text (raw mode only).
 
@@ -265,7 +251,7 @@ class ExplainSection(Section):
         ctx : AuditContext
             The audit's context.
         budget : optional
-            Unused (the section runs only outside private mode: see :meth:`applies`).
+            Unused (the section runs only outside private mode: ``raw_only``).
 
         Returns
         -------
