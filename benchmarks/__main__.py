@@ -21,6 +21,15 @@ def available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if not m.name.startswith("_"))
 
 
+def _table(title: str, rows: list[dict]) -> Table:
+    table = Table(title=title)
+    for col in rows[0].keys() if rows else []:
+        table.add_column(str(col))
+    for row in rows:
+        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()))
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("name", nargs="?", help="benchmark to run")
@@ -39,13 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     result.setdefault("machine", f"{platform.machine()}, {platform.python_version()}")
     result["wall_s"] = round(time.perf_counter() - start, 2)
     result["quick"] = args.quick
-    table = Table(title=result.get("title", args.name))
-    rows = result.get("rows", [])
-    for col in rows[0].keys() if rows else []:
-        table.add_column(str(col))
-    for row in rows:
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()))
-    console.print(table)
+    tables = {result.get("title", args.name): result.get("rows", []), **result.get("tables", {})}
+    for title, rows in tables.items():
+        console.print(_table(title, rows))
     for note in result.get("notes", []):
         console.print(f"- {note}")
     out = HERE / "results" / f"{args.name}.json"

@@ -18,6 +18,7 @@ from trustlab.lm.massive import (
     disrupt_massive_values,
     disruption_study,
     load_massive_lab,
+    rope_frequency_profile,
     rope_low_frequency,
     task_accuracy,
 )
@@ -85,6 +86,34 @@ def test_bad_input(small):
 
 def test_rope_low_frequency_half():
     assert rope_low_frequency(np.arange(16), 16).tolist() == ([False] * 4 + [True] * 4) * 2
+
+
+def test_rope_frequency_profile_pairs_dims_and_agrees_with_the_low_frequency_half():
+    norms = np.zeros((2, 3, 8))
+    norms[..., 1] = norms[..., 5] = 1.0  # one RoPE pair (d, d + 4) at frequency index 1
+    norms[0, 0, 3] = 2.0  # frequency index 3: the low-frequency half
+    p = rope_frequency_profile(norms, length=100, theta=10000.0)
+    total = 2 * 6 + 4
+    np.testing.assert_allclose(p.energy_share, [0, 12 / total, 0, 4 / total])
+    np.testing.assert_allclose(p.rotation, 100 * 10000.0 ** (-np.arange(4) / 4))
+    assert p.low_frequency_share() == pytest.approx(4 / total)
+    assert rope_low_frequency([3], 8)[0] and not rope_low_frequency([1, 5], 8).any()
+    assert p.share_rotating(1.0) == pytest.approx(12 / total)  # index 3 turns 0.1 rad over 100 tokens
+
+
+@pytest.mark.parametrize(
+    ("norms", "kw", "match"),
+    [
+        (np.ones((2, 7)), {"length": 8}, "even head width"),
+        (np.full((2, 8), np.nan), {"length": 8}, "finite"),
+        (np.zeros((2, 8)), {"length": 8}, "not all zero"),
+        (np.ones((2, 8)), {"length": 0}, "length"),
+        (np.ones((2, 8)), {"length": 8, "theta": 1.0}, "theta"),
+    ],
+)
+def test_rope_frequency_profile_bad_input(norms, kw, match):
+    with pytest.raises((DataError, ParameterError), match=match):
+        rope_frequency_profile(norms, **kw)
 
 
 @pytest.mark.claims

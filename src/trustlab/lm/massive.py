@@ -18,6 +18,9 @@ dimensions changes little.
 - :func:`disruption_study`: accuracy of each task, clean, with the massive dimensions disrupted
   and with random ones disrupted, plus the concentration of Q, K and V and where the top
   dimensions fall among RoPE's frequencies.
+- :func:`rope_frequency_profile`: the share of Q or K energy per RoPE frequency beside the
+  rotation of each frequency over the context (where the paper puts massive values: the
+  frequencies that barely turn).
 
 References
 ----------
@@ -46,10 +49,12 @@ from trustlab.lm.internals import massive_values
 
 __all__ = [
     "DisruptionStudy",
+    "FrequencyProfile",
     "contextual_parametric_task",
     "disrupt_massive_values",
     "disruption_study",
     "load_massive_lab",
+    "rope_frequency_profile",
     "rope_low_frequency",
     "task_accuracy",
 ]
@@ -264,6 +269,110 @@ def rope_low_frequency(dims: Any, d_head: int) -> np.ndarray:
     """
     half = d_head // 2
     return (np.asarray(dims) % half) >= half // 2
+
+
+@dataclass(frozen=True)
+class FrequencyProfile:
+    """Where the energy of Q (or K) sits among RoPE's frequencies.
+
+    Attributes
+    ----------
+    energy_share : ndarray, shape (d_head // 2,)
+        Share of the squared norm (summed over blocks, heads and the pair ``d``, ``d + d_head/2``)
+        at each frequency index ``j``; ``j = 0`` rotates fastest.
+    rotation : ndarray, shape (d_head // 2,)
+        Radians frequency ``j`` turns over ``length`` tokens: ``length * theta ** (-2 j / d_head)``.
+
+    See Also
+    --------
+    rope_frequency_profile : builds it.
+
+    Examples
+    --------
+    >>> p = FrequencyProfile(np.array([0.5, 0.3, 0.1, 0.1]), np.array([64.0, 6.4, 0.64, 0.064]))
+    >>> round(p.low_frequency_share(), 2), round(p.share_rotating(1.0), 2)
+    (0.2, 0.8)
+    """
+
+    energy_share: np.ndarray
+    rotation: np.ndarray
+
+    def low_frequency_share(self) -> float:
+        """Energy share of the low-frequency half (``j >= d_head / 4``, as :func:`rope_low_frequency`).
+
+        Returns
+        -------
+        float
+        """
+        return float(self.energy_share[len(self.energy_share) // 2 :].sum())
+
+    def share_rotating(self, radians: float) -> float:
+        """Energy share of the frequencies that turn at least ``radians`` over the context.
+
+        Parameters
+        ----------
+        radians : float
+            The rotation threshold.
+
+        Returns
+        -------
+        float
+        """
+        return float(self.energy_share[self.rotation >= radians].sum())
+
+
+@validate_params(
+    {
+        "length": [Interval(numbers.Integral, 1, None, closed="left")],
+        "theta": [Interval(numbers.Real, 1, None, closed="neither")],
+    }
+)
+def rope_frequency_profile(norms: Any, *, length: int, theta: float = 10000.0) -> FrequencyProfile:
+    """Share of Q or K energy per RoPE frequency, beside how far each frequency turns over the context.
+
+    The paper [1]_ places the massive Q/K dimensions of 7B models in RoPE's low-frequency
+    dimensions, the ones that barely rotate over the context; this profile shows where a
+    model's Q/K energy sits instead, for Llama's layout (dimension ``d`` paired with
+    ``d + d_head / 2`` at frequency ``theta ** (-2 (d mod d_head/2) / d_head)``).
+
+    Parameters
+    ----------
+    norms : array-like, shape (..., d_head)
+        Per-dimension L2 norms over tokens, e.g. ``massive_values(model, ids).norms["q"]``
+        (blocks, heads, d_head); every leading axis is summed over.
+    length : int
+        The context length of the tokens the norms were taken on.
+    theta : float, default=10000.0
+        RoPE's base (``rope_theta`` in the model's config; Llama's default).
+
+    Returns
+    -------
+    FrequencyProfile
+
+    Examples
+    --------
+    >>> from trustlab.lm import load_shipped
+    >>> model, tok, _ = load_shipped("micro-llama-sorting")
+    >>> ids = np.random.default_rng(0).integers(0, model.config.vocab_size, (8, 16))
+    >>> norms = massive_values(model, ids).norms["q"]
+    >>> p = rope_frequency_profile(norms, length=16)  # the lab's models use RoPE's default base
+    >>> p.energy_share.shape == (norms.shape[-1] // 2,), round(float(p.energy_share.sum()), 6)
+    (True, 1.0)
+    """
+    a = np.asarray(norms, dtype=float)
+    if a.ndim < 1 or a.shape[-1] < 2 or a.shape[-1] % 2:
+        raise DataError(
+            f"norms must end in an even head width (d_head), got shape {a.shape}; "
+            "give massive_values(...).norms['q'] or ['k'].",
+            argument="norms",
+        )
+    if not np.all(np.isfinite(a)) or np.any(a < 0) or not np.any(a > 0):
+        raise DataError("norms must be finite, non-negative and not all zero.", argument="norms")
+    half = a.shape[-1] // 2
+    energy = (a**2).reshape(-1, a.shape[-1]).sum(axis=0)
+    pair = energy[:half] + energy[half:]
+    rotation = length * float(theta) ** (-2.0 * np.arange(half) / a.shape[-1])
+    return FrequencyProfile(pair / pair.sum(), rotation)
 
 
 @dataclass(frozen=True)
