@@ -59,7 +59,7 @@ def results(task):
     gist = GIST(clf).fit(graphs)
     return {
         "gist": gist.explain(test),
-        "overshoot": GIST(clf, alphas=(1.0,), steps=1).fit(graphs).explain(test),
+        "overshoot": GIST(clf, alphas=(1.0,), steps=1, n_samples=0).fit(graphs).explain(test),
         "random": forward_perturbation(clf, test, max_edits=5, random_state=0),
     }
 
@@ -275,3 +275,45 @@ def test_claim_multiclass_with_a_target_class(seed):
     # the greedy flips (O(n^2) probability queries a step) are as valid here, but farther in spectrum
     assert gist.validity >= greedy.validity
     assert _z_paired(greedy.spectral_distance - gist.spectral_distance) > 2.0
+
+
+@pytest.mark.slow  # five GINs (150 epochs on 169 molecules) and 95 explained inputs: about 15 s of CPU
+@pytest.mark.claims
+def test_claim_on_mutag_molecules():
+    """MUTAG (188 molecules, structure only), the paper's 5 folds of 90:10: 95 held-out inputs.
+
+    Reproduced: validity above random forward flips, and backtracking closer than the overshoot.
+    Not reproduced: the smaller spectral distance; GIST's counterfactuals are farther from the
+    input than random flips' and greedy flips', which are about as valid (docs/explain/
+    graph-counterfactuals.md). One-sided tests at z > 2 on the 95 inputs.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    from trustlab._threads import one_thread
+    from trustlab.datasets import load_mutag
+
+    m = load_mutag()
+    folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(m.n_graphs), m.labels))
+    runs: dict[str, list] = {"gist": [], "over": [], "random": [], "greedy": []}
+    accuracy = []
+    with one_thread():
+        for fold, (train, test) in enumerate(folds[:5]):
+            graphs, inputs = [m.graphs[i] for i in train], [m.graphs[i] for i in test]
+            clf = GraphGINClassifier(epochs=150, random_state=fold).fit(graphs, m.labels[train])
+            accuracy.append(np.mean(clf.predict(inputs) == m.labels[test]))
+            runs["gist"].append(GIST(clf, random_state=fold).fit(graphs).explain(inputs))
+            runs["over"].append(GIST(clf, alphas=(1.0,), steps=1, n_samples=0).fit(graphs).explain(inputs))
+            runs["random"].append(forward_perturbation(clf, inputs, max_edits=5, random_state=fold))
+            runs["greedy"].append(forward_perturbation(clf, inputs, strategy="greedy", max_edits=5))
+    valid = {k: np.concatenate([r.valid for r in rs]) for k, rs in runs.items()}
+    dist = {k: np.concatenate([r.spectral_distance for r in rs]) for k, rs in runs.items()}
+    n = valid["gist"].size
+    assert n == 95 and np.mean(accuracy) >= 0.8  # the oracle learned something (0.85 measured)
+    assert _z_proportions(valid["gist"].mean(), valid["random"].mean(), n) > 2.0  # 1.00 vs 0.25
+    assert valid["gist"].mean() >= valid["greedy"].mean()  # 1.00 vs 0.98
+    closer = dist["over"] - dist["gist"]
+    assert np.all(closer >= -1e-9) and np.mean(closer > 1e-9) >= 0.25  # 41 % moved
+    assert _z_paired(closer) > 2.0  # mean gain 0.20 over the overshoot's 2.89
+    # not reproduced: 2.68 (GIST) vs 1.94 (random flips) vs 1.25 (greedy flips)
+    assert _z_paired(dist["gist"] - dist["random"]) > 2.0
+    assert _z_paired(dist["gist"] - dist["greedy"]) > 2.0

@@ -150,7 +150,9 @@ def backtrack(
     steps: int,
     learning_rate: float,
     margin: float,
-) -> list[list[np.ndarray]]:
+    n_samples: int = 0,
+    seed: int = 0,
+) -> list[list[list[np.ndarray]]]:
     """Minimise GIST's objective per pair, from the overshot graph, along a decreasing ``alpha`` path.
 
     For each pair (input ``G``, overshot counterfactual ``G'``) the edge weights
@@ -161,9 +163,12 @@ def backtrack(
     (style: the input's Laplacian spectrum; content: the overshot graph's edges), starting from
     ``theta = margin * (2 A_G' - 1)`` at the first ``alpha`` and warm-started from the previous
     optimum at each next one (a continuation path from the counterfactual content back towards
-    the input's style). Returns, per pair, the thresholded graph ``W > 1/2`` at each ``alpha``.
-    All pairs are optimised at once (their losses add up; Adam is element-wise, so this equals
-    separate runs).
+    the input's style). Returns, per pair and per ``alpha``, the thresholded graph ``W > 1/2``
+    followed by ``n_samples`` graphs whose edges are independent Bernoulli draws of ``W`` (the
+    authors' generator samples its output edges from its probabilities; a relaxed optimum whose
+    weights moved towards 1/2 without crossing it is thereby reachable). Draws come from a torch
+    generator seeded with ``seed``. All pairs are optimised at once (their losses add up; Adam is
+    element-wise, so this equals separate runs).
     """
     import torch
 
@@ -176,8 +181,9 @@ def backtrack(
     pairs = mask[:, :, None] * mask[:, None, :] * (1.0 - torch.eye(size, dtype=content.dtype))
     theta = (margin * (2.0 * content - 1.0)).requires_grad_()
     adam = Adam([theta], learning_rate)
-    out: list[list[np.ndarray]] = [[] for _ in inputs]
+    out: list[list[list[np.ndarray]]] = [[] for _ in inputs]
     n_pairs = pairs.sum(dim=(1, 2))
+    gen = torch.Generator().manual_seed(int(seed))
     with threadpool_limits(1):
         for alpha in alphas:
             for _ in range(steps):
@@ -193,7 +199,11 @@ def backtrack(
                 adam.step([grad])
             with torch.no_grad():
                 logits = (theta + theta.transpose(1, 2)) / 2
-                graphs = ((logits > 0).double() * pairs).numpy()
+                draws = [logits > 0]
+                for _ in range(n_samples):
+                    u = torch.triu(torch.rand(logits.shape, generator=gen, dtype=logits.dtype), 1)
+                    draws.append(u + u.transpose(1, 2) < torch.sigmoid(logits))
+                graphs = [(d.double() * pairs).numpy() for d in draws]
             for i, g in enumerate(overshot):
-                out[i].append(graphs[i, : len(g), : len(g)].copy())
+                out[i].append([d[i, : len(g), : len(g)].copy() for d in graphs])
     return out
