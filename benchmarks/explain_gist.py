@@ -135,8 +135,12 @@ def run(quick: bool = False) -> dict:
                         "n_inputs": len(test),
                         # GIST rows: the share of inputs the backtracking moved strictly closer than
                         # the overshot graph, and the mean spectral gain over it
-                        "moved_off_overshoot": round(float(np.mean(over - r.spectral_distance > 1e-9)), 3),
-                        "gain_over_overshoot": round(float(np.mean(over - r.spectral_distance)), 3),
+                        "moved_off_overshoot": round(float(np.mean(over - r.spectral_distance > 1e-9)), 3)
+                        if name.startswith("GIST")
+                        else None,
+                        "gain_over_overshoot": round(float(np.mean(over - r.spectral_distance)), 3)
+                        if name.startswith("GIST")
+                        else None,
                     }
                 )
     return {

@@ -1,4 +1,4 @@
-"""Datasets: the default data, shipped Cora and CiteSeer graphs, MUTAG molecules, loaders for user files, public schemas."""
+"""Datasets: the default data, shipped Cora, CiteSeer and MUTAG graphs, loaders for user files, schemas."""
 
 from trustlab.datasets.default import DEFAULT, DatasetInfo, load_benefits, load_default
 from trustlab.datasets.draft import draft_schema

@@ -14,6 +14,8 @@ from importlib import resources
 
 import numpy as np
 
+from trustlab._param_validation import validate_params
+
 __all__ = ["MoleculeDataset", "load_mutag"]
 
 _MUTAG_ATOMS = ("C", "N", "O", "F", "I", "Cl", "Br")
@@ -93,6 +95,7 @@ def _arrays(name: str) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
+@validate_params({})  # no parameters: a call with any argument raises a TrustlabError
 def load_mutag() -> MoleculeDataset:
     """Load MUTAG: 188 nitroaromatic compounds, mutagenic (125) or not (63).
 

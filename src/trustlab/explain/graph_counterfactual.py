@@ -340,7 +340,11 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         if not self.fallback:
             paths = {i: [path[-1][:1]] for i, path in paths.items()}
         flat = [
-            (i, k, c) for i, path in paths.items() for k, cands in enumerate(path) for c in _unique(cands) if c.any()
+            (i, k, c)
+            for i, path in paths.items()
+            for k, cands in enumerate(path)
+            for c in _unique(cands)
+            if c.any()
         ]
         cand_labels = oracle_predict(self.oracle, [c for _, _, c in flat]) if flat else np.array([])
         dists = _distances([gs[i] for i, _, _ in flat], [c for _, _, c in flat]) if flat else np.array([])
