@@ -118,6 +118,19 @@ def test_target_and_fixed_alpha(task):
     np.testing.assert_array_equal(r.valid, r.counterfactual_labels == 1)
 
 
+def test_draws_are_seeded_and_connected_keeps_every_counterfactual_connected(task, results):
+    clf, graphs, test, _ = task
+    again = GIST(clf).fit(graphs).explain(test)  # random_state None draws with seed 0
+    for a, b in zip(results["gist"].graphs, again.graphs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    plain = GIST(clf, n_samples=0).fit(graphs).explain(test)  # thresholded optima only
+    assert np.all(results["gist"].spectral_distance <= plain.spectral_distance + 1e-9)  # a superset
+    tied = GIST(clf, connected=True).fit(graphs).explain(test)
+    assert tied.validity == 1.0
+    assert all(nx.is_connected(nx.from_numpy_array(g)) for g in tied.graphs)
+    assert not all(nx.is_connected(nx.from_numpy_array(g)) for g in results["gist"].graphs)
+
+
 def test_greedy_baseline_needs_probabilities(task):
     clf, _, test, _ = task
     r = forward_perturbation(clf, test[:2], strategy="greedy", max_edits=3)

@@ -25,6 +25,7 @@ __all__ = [
     "oracle_predict",
     "pad_graphs",
     "pad_spectra",
+    "reachable",
     "spectra",
 ]
 
@@ -42,13 +43,7 @@ def check_graph(graph: Any, name: str = "graphs", *, connected: bool = True) -> 
         a = check_adjacency(graph, name).toarray()
     if not connected:
         return a
-    reach = np.zeros(a.shape[0], dtype=bool)
-    reach[0] = True
-    for _ in range(a.shape[0]):
-        grown = reach | a[reach].any(axis=0)
-        if grown.sum() == reach.sum():
-            break
-        reach = grown
+    reach = reachable(a)
     if not reach.all():
         raise DataError(
             f"{name}: a graph is disconnected ({int(reach.sum())} of {a.shape[0]} nodes reachable from "
@@ -56,6 +51,18 @@ def check_graph(graph: Any, name: str = "graphs", *, connected: bool = True) -> 
             argument=name,
         )
     return a
+
+
+def reachable(a: np.ndarray) -> np.ndarray:
+    """Boolean mask of the nodes reachable from node 0 (all True: the graph is connected)."""
+    reach = np.zeros(a.shape[0], dtype=bool)
+    reach[0] = True
+    for _ in range(a.shape[0]):
+        grown = reach | a[reach].any(axis=0)
+        if grown.sum() == reach.sum():
+            break
+        reach = grown
+    return reach
 
 
 def _plain_graph(graph: Any) -> bool:

@@ -23,7 +23,14 @@ from sklearn.base import BaseEstimator
 from trustlab._param_validation import HasMethods, Interval, Options, ParamsValidationMixin, validate_params
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
-from trustlab.explain._graph_cf_core import backtrack, check_graphs, oracle_predict, pad_spectra, spectra
+from trustlab.explain._graph_cf_core import (
+    backtrack,
+    check_graphs,
+    oracle_predict,
+    pad_spectra,
+    reachable,
+    spectra,
+)
 from trustlab.explain._graph_cf_model import GraphGINClassifier, make_house_graphs, make_motif_graphs
 
 __all__ = [
@@ -188,6 +195,9 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         (0: thresholded only; ignored with ``fallback=False``).
     random_state : int or None, default=None
         Seeds the draws (None: 0, so results are reproducible either way).
+    connected : bool, default=False
+        Keep only connected candidates (``G'`` is connected, being a pool graph). The paper's
+        objective does not ask for it; draws and thresholding may cut a graph apart.
 
     Attributes
     ----------
@@ -220,6 +230,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         "fallback": ["boolean"],
         "n_samples": [Interval(numbers.Integral, 0, None, closed="left")],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "connected": ["boolean"],
     }
 
     def __init__(
@@ -232,6 +243,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         fallback: bool = True,
         n_samples: int = 8,
         random_state: int | None = None,
+        connected: bool = False,
     ) -> None:
         self.oracle = oracle
         self.alphas = alphas
@@ -241,6 +253,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         self.fallback = fallback
         self.n_samples = n_samples
         self.random_state = random_state
+        self.connected = connected
 
     def _check_alphas(self) -> list[float]:
         try:
@@ -344,7 +357,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
             for i, path in paths.items()
             for k, cands in enumerate(path)
             for c in _unique(cands)
-            if c.any()
+            if c.any() and (k == 0 or not self.connected or reachable(c).all())
         ]
         cand_labels = oracle_predict(self.oracle, [c for _, _, c in flat]) if flat else np.array([])
         dists = _distances([gs[i] for i, _, _ in flat], [c for _, _, c in flat]) if flat else np.array([])
