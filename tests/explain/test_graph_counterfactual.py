@@ -217,6 +217,10 @@ def test_bad_parameters_and_state(task):
         GIST(clf, alphas=(1.5,)).fit(graphs)
     with pytest.raises(ParameterError, match="steps"):
         GIST(clf, steps=0).fit(graphs)
+    with pytest.raises(ParameterError, match="n_samples"):
+        GIST(clf, n_samples=-1).fit(graphs)
+    with pytest.raises(ParameterError, match="random_state"):
+        GIST(clf, random_state=-2).fit(graphs)
     with pytest.raises(DataError, match="same label"):
         GIST(lambda gs: np.zeros(len(gs))).fit(graphs)
     with pytest.raises(ParameterError, match="target"):
