@@ -59,7 +59,7 @@ def results(task):
     gist = GIST(clf).fit(graphs)
     return {
         "gist": gist.explain(test),
-        "overshoot": GIST(clf, alphas=(1.0,), steps=1).fit(graphs).explain(test),
+        "overshoot": GIST(clf, alphas=(1.0,), steps=1, n_samples=0).fit(graphs).explain(test),
         "random": forward_perturbation(clf, test, max_edits=5, random_state=0),
     }
 
@@ -116,6 +116,19 @@ def test_target_and_fixed_alpha(task):
     r = gist.explain(test[:4], target=1)
     assert np.all(r.alpha[~np.isnan(r.alpha)] == 0.5)
     np.testing.assert_array_equal(r.valid, r.counterfactual_labels == 1)
+
+
+def test_draws_are_seeded_and_connected_keeps_every_counterfactual_connected(task, results):
+    clf, graphs, test, _ = task
+    again = GIST(clf).fit(graphs).explain(test)  # random_state None draws with seed 0
+    for a, b in zip(results["gist"].graphs, again.graphs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    plain = GIST(clf, n_samples=0).fit(graphs).explain(test)  # thresholded optima only
+    assert np.all(results["gist"].spectral_distance <= plain.spectral_distance + 1e-9)  # a superset
+    tied = GIST(clf, connected=True).fit(graphs).explain(test)
+    assert tied.validity == 1.0
+    assert all(nx.is_connected(nx.from_numpy_array(g)) for g in tied.graphs)
+    assert not all(nx.is_connected(nx.from_numpy_array(g)) for g in results["gist"].graphs)
 
 
 def test_greedy_baseline_needs_probabilities(task):
@@ -204,6 +217,10 @@ def test_bad_parameters_and_state(task):
         GIST(clf, alphas=(1.5,)).fit(graphs)
     with pytest.raises(ParameterError, match="steps"):
         GIST(clf, steps=0).fit(graphs)
+    with pytest.raises(ParameterError, match="n_samples"):
+        GIST(clf, n_samples=-1).fit(graphs)
+    with pytest.raises(ParameterError, match="random_state"):
+        GIST(clf, random_state=-2).fit(graphs)
     with pytest.raises(DataError, match="same label"):
         GIST(lambda gs: np.zeros(len(gs))).fit(graphs)
     with pytest.raises(ParameterError, match="target"):
@@ -257,7 +274,7 @@ def test_claim_three_seeds_at_benchmark_size(seed):
     assert _z_paired(fwd.spectral_distance - gist.spectral_distance) > 2.0
 
 
-@pytest.mark.slow  # three GINs (400 epochs on 300 graphs) and 60 inputs each: about 12 s of CPU
+@pytest.mark.slow  # three GINs (400 epochs on 300 graphs) and 60 inputs each: about 14 s of CPU
 @pytest.mark.claims
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_claim_multiclass_with_a_target_class(seed):
@@ -266,8 +283,13 @@ def test_claim_multiclass_with_a_target_class(seed):
     clf = GraphGINClassifier(epochs=400, learning_rate=0.02, random_state=seed).fit(graphs, y)
     test, _ = make_motif_graphs(60, random_state=1000 + seed)
     target = (clf.predict(test) + 1) % 3
-    gist = GIST(clf).fit(graphs).explain(test, target=target)
+    gist = GIST(clf, random_state=seed).fit(graphs).explain(test, target=target)
     np.testing.assert_array_equal(gist.valid, gist.counterfactual_labels == target)
+    over = GIST(clf, alphas=(1.0,), steps=1, n_samples=0).fit(graphs).explain(test, target=target)
+    closer = over.spectral_distance - gist.spectral_distance
+    # the backtracking moves 52 %, 42 %, 32 % (seeds 0-2) strictly closer than the overshoot
+    assert np.all(closer >= -1e-9) and np.mean(closer > 1e-9) >= 0.25
+    assert _z_paired(closer) > 2.0
     fwd = forward_perturbation(clf, test, max_edits=5, random_state=seed, target=target)
     greedy = forward_perturbation(clf, test, strategy="greedy", max_edits=5, target=target)
     assert _z_proportions(gist.validity, fwd.validity, len(test)) > 2.0, (gist.validity, fwd.validity)
@@ -275,3 +297,45 @@ def test_claim_multiclass_with_a_target_class(seed):
     # the greedy flips (O(n^2) probability queries a step) are as valid here, but farther in spectrum
     assert gist.validity >= greedy.validity
     assert _z_paired(greedy.spectral_distance - gist.spectral_distance) > 2.0
+
+
+@pytest.mark.slow  # five GINs (150 epochs on 169 molecules) and 95 explained inputs: about 15 s of CPU
+@pytest.mark.claims
+def test_claim_on_mutag_molecules():
+    """MUTAG (188 molecules, structure only), the paper's 5 folds of 90:10: 95 held-out inputs.
+
+    Reproduced: validity above random forward flips, and backtracking closer than the overshoot.
+    Not reproduced: the smaller spectral distance; GIST's counterfactuals are farther from the
+    input than random flips' and greedy flips', which are about as valid (docs/explain/
+    graph-counterfactuals.md). One-sided tests at z > 2 on the 95 inputs.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    from trustlab._threads import one_thread
+    from trustlab.datasets import load_mutag
+
+    m = load_mutag()
+    folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(m.n_graphs), m.labels))
+    runs: dict[str, list] = {"gist": [], "over": [], "random": [], "greedy": []}
+    accuracy = []
+    with one_thread():
+        for fold, (train, test) in enumerate(folds[:5]):
+            graphs, inputs = [m.graphs[i] for i in train], [m.graphs[i] for i in test]
+            clf = GraphGINClassifier(epochs=150, random_state=fold).fit(graphs, m.labels[train])
+            accuracy.append(np.mean(clf.predict(inputs) == m.labels[test]))
+            runs["gist"].append(GIST(clf, random_state=fold).fit(graphs).explain(inputs))
+            runs["over"].append(GIST(clf, alphas=(1.0,), steps=1, n_samples=0).fit(graphs).explain(inputs))
+            runs["random"].append(forward_perturbation(clf, inputs, max_edits=5, random_state=fold))
+            runs["greedy"].append(forward_perturbation(clf, inputs, strategy="greedy", max_edits=5))
+    valid = {k: np.concatenate([r.valid for r in rs]) for k, rs in runs.items()}
+    dist = {k: np.concatenate([r.spectral_distance for r in rs]) for k, rs in runs.items()}
+    n = valid["gist"].size
+    assert n == 95 and np.mean(accuracy) >= 0.8  # the oracle learned something (0.85 measured)
+    assert _z_proportions(valid["gist"].mean(), valid["random"].mean(), n) > 2.0  # 1.00 vs 0.25
+    assert valid["gist"].mean() >= valid["greedy"].mean()  # 1.00 vs 0.98
+    closer = dist["over"] - dist["gist"]
+    assert np.all(closer >= -1e-9) and np.mean(closer > 1e-9) >= 0.25  # 41 % moved
+    assert _z_paired(closer) > 2.0  # mean gain 0.20 over the overshoot's 2.89
+    # not reproduced: 2.68 (GIST) vs 1.94 (random flips) vs 1.25 (greedy flips)
+    assert _z_paired(dist["gist"] - dist["random"]) > 2.0
+    assert _z_paired(dist["gist"] - dist["greedy"]) > 2.0

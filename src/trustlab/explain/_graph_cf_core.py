@@ -25,6 +25,7 @@ __all__ = [
     "oracle_predict",
     "pad_graphs",
     "pad_spectra",
+    "reachable",
     "spectra",
 ]
 
@@ -42,13 +43,7 @@ def check_graph(graph: Any, name: str = "graphs", *, connected: bool = True) -> 
         a = check_adjacency(graph, name).toarray()
     if not connected:
         return a
-    reach = np.zeros(a.shape[0], dtype=bool)
-    reach[0] = True
-    for _ in range(a.shape[0]):
-        grown = reach | a[reach].any(axis=0)
-        if grown.sum() == reach.sum():
-            break
-        reach = grown
+    reach = reachable(a)
     if not reach.all():
         raise DataError(
             f"{name}: a graph is disconnected ({int(reach.sum())} of {a.shape[0]} nodes reachable from "
@@ -56,6 +51,18 @@ def check_graph(graph: Any, name: str = "graphs", *, connected: bool = True) -> 
             argument=name,
         )
     return a
+
+
+def reachable(a: np.ndarray) -> np.ndarray:
+    """Boolean mask of the nodes reachable from node 0 (all True: the graph is connected)."""
+    reach = np.zeros(a.shape[0], dtype=bool)
+    reach[0] = True
+    for _ in range(a.shape[0]):
+        grown = reach | a[reach].any(axis=0)
+        if grown.sum() == reach.sum():
+            break
+        reach = grown
+    return reach
 
 
 def _plain_graph(graph: Any) -> bool:
@@ -150,7 +157,9 @@ def backtrack(
     steps: int,
     learning_rate: float,
     margin: float,
-) -> list[list[np.ndarray]]:
+    n_samples: int = 0,
+    seed: int = 0,
+) -> list[list[list[np.ndarray]]]:
     """Minimise GIST's objective per pair, from the overshot graph, along a decreasing ``alpha`` path.
 
     For each pair (input ``G``, overshot counterfactual ``G'``) the edge weights
@@ -161,9 +170,12 @@ def backtrack(
     (style: the input's Laplacian spectrum; content: the overshot graph's edges), starting from
     ``theta = margin * (2 A_G' - 1)`` at the first ``alpha`` and warm-started from the previous
     optimum at each next one (a continuation path from the counterfactual content back towards
-    the input's style). Returns, per pair, the thresholded graph ``W > 1/2`` at each ``alpha``.
-    All pairs are optimised at once (their losses add up; Adam is element-wise, so this equals
-    separate runs).
+    the input's style). Returns, per pair and per ``alpha``, the thresholded graph ``W > 1/2``
+    followed by ``n_samples`` graphs whose edges are independent Bernoulli draws of ``W`` (the
+    authors' generator samples its output edges from its probabilities; a relaxed optimum whose
+    weights moved towards 1/2 without crossing it is thereby reachable). Draws come from a torch
+    generator seeded with ``seed``. All pairs are optimised at once (their losses add up; Adam is
+    element-wise, so this equals separate runs).
     """
     import torch
 
@@ -176,8 +188,9 @@ def backtrack(
     pairs = mask[:, :, None] * mask[:, None, :] * (1.0 - torch.eye(size, dtype=content.dtype))
     theta = (margin * (2.0 * content - 1.0)).requires_grad_()
     adam = Adam([theta], learning_rate)
-    out: list[list[np.ndarray]] = [[] for _ in inputs]
+    out: list[list[list[np.ndarray]]] = [[] for _ in inputs]
     n_pairs = pairs.sum(dim=(1, 2))
+    gen = torch.Generator().manual_seed(int(seed))
     with threadpool_limits(1):
         for alpha in alphas:
             for _ in range(steps):
@@ -193,7 +206,11 @@ def backtrack(
                 adam.step([grad])
             with torch.no_grad():
                 logits = (theta + theta.transpose(1, 2)) / 2
-                graphs = ((logits > 0).double() * pairs).numpy()
+                draws = [logits > 0]
+                for _ in range(n_samples):
+                    u = torch.triu(torch.rand(logits.shape, generator=gen, dtype=logits.dtype), 1)
+                    draws.append(u + u.transpose(1, 2) < torch.sigmoid(logits))
+                graphs = [(d.double() * pairs).numpy() for d in draws]
             for i, g in enumerate(overshot):
-                out[i].append(graphs[i, : len(g), : len(g)].copy())
+                out[i].append([d[i, : len(g), : len(g)].copy() for d in graphs])
     return out

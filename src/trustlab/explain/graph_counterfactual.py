@@ -23,7 +23,14 @@ from sklearn.base import BaseEstimator
 from trustlab._param_validation import HasMethods, Interval, Options, ParamsValidationMixin, validate_params
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
-from trustlab.explain._graph_cf_core import backtrack, check_graphs, oracle_predict, pad_spectra, spectra
+from trustlab.explain._graph_cf_core import (
+    backtrack,
+    check_graphs,
+    oracle_predict,
+    pad_spectra,
+    reachable,
+    spectra,
+)
 from trustlab.explain._graph_cf_model import GraphGINClassifier, make_house_graphs, make_motif_graphs
 
 __all__ = [
@@ -160,12 +167,13 @@ class GIST(ParamsValidationMixin, BaseEstimator):
        ``(1 - alpha) * mean|spec(L_W) - spec(L_G)| + alpha * BCE(W, A_G')``, started at ``G'``
        and continued along ``alphas`` (decreasing: from the counterfactual content towards the
        input's spectral style), ``steps`` Adam steps per ``alpha``; each optimum is thresholded
-       at 1/2;
-    3. returns, among ``G'`` and the thresholded graphs that the oracle labels as the target,
-       the one nearest to ``G`` in spectral distance: the backtracking stops short of crossing
-       back over the decision boundary. With ``fallback=False`` it returns the thresholded
-       optimum at the last ``alpha`` whatever its label (the authors' code returns the
-       generator's output unchecked).
+       at 1/2, and ``n_samples`` graphs are drawn from it (independent Bernoulli edges of
+       probability ``W``: the authors' generator samples its output edges);
+    3. returns, among ``G'`` and the path's graphs that the oracle labels as the target, the one
+       nearest to ``G`` in spectral distance: the backtracking stops short of crossing back over
+       the decision boundary. With ``fallback=False`` it returns the thresholded optimum at the
+       last ``alpha`` whatever its label (the authors' code returns the generator's output
+       unchecked).
 
     Parameters
     ----------
@@ -182,6 +190,14 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         Initial edge logits ``margin * (2 A_G' - 1)`` (``sigmoid(3) = 0.95``).
     fallback : bool, default=True
         Pick the nearest valid point of the path (``G'`` included); False: the last point.
+    n_samples : int, default=8
+        Graphs drawn from the relaxed optimum at each ``alpha`` besides the thresholded one
+        (0: thresholded only; ignored with ``fallback=False``).
+    random_state : int or None, default=None
+        Seeds the draws (None: 0, so results are reproducible either way).
+    connected : bool, default=False
+        Keep only connected candidates (``G'`` is connected, being a pool graph). The paper's
+        objective does not ask for it; draws and thresholding may cut a graph apart.
 
     Attributes
     ----------
@@ -212,6 +228,9 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "margin": [Interval(numbers.Real, 0, None, closed="neither")],
         "fallback": ["boolean"],
+        "n_samples": [Interval(numbers.Integral, 0, None, closed="left")],
+        "random_state": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "connected": ["boolean"],
     }
 
     def __init__(
@@ -222,6 +241,9 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         learning_rate: float = 0.1,
         margin: float = 3.0,
         fallback: bool = True,
+        n_samples: int = 8,
+        random_state: int | None = None,
+        connected: bool = False,
     ) -> None:
         self.oracle = oracle
         self.alphas = alphas
@@ -229,6 +251,9 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.margin = margin
         self.fallback = fallback
+        self.n_samples = n_samples
+        self.random_state = random_state
+        self.connected = connected
 
     def _check_alphas(self) -> list[float]:
         try:
@@ -311,7 +336,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
             for i, y in enumerate(labels)
         ]
         todo = [i for i, p in enumerate(picks) if p is not None]
-        paths: dict[int, list[np.ndarray]] = {}
+        paths: dict[int, list[list[np.ndarray]]] = {}
         if todo:
             overshot = [self.pool_[picks[i]] for i in todo]  # type: ignore[index]
             found = backtrack(
@@ -321,11 +346,19 @@ class GIST(ParamsValidationMixin, BaseEstimator):
                 steps=self.steps,
                 learning_rate=self.learning_rate,
                 margin=self.margin,
+                n_samples=self.n_samples if self.fallback else 0,
+                seed=0 if self.random_state is None else self.random_state,
             )
-            paths = {i: [o, *path] for i, o, path in zip(todo, overshot, found, strict=True)}
+            paths = {i: [[o], *path] for i, o, path in zip(todo, overshot, found, strict=True)}
         if not self.fallback:
-            paths = {i: path[-1:] for i, path in paths.items()}
-        flat = [(i, k, c) for i, path in paths.items() for k, c in enumerate(path) if c.any()]
+            paths = {i: [path[-1][:1]] for i, path in paths.items()}
+        flat = [
+            (i, k, c)
+            for i, path in paths.items()
+            for k, cands in enumerate(path)
+            for c in _unique(cands)
+            if c.any() and (k == 0 or not self.connected or reachable(c).all())
+        ]
         cand_labels = oracle_predict(self.oracle, [c for _, _, c in flat]) if flat else np.array([])
         dists = _distances([gs[i] for i, _, _ in flat], [c for _, _, c in flat]) if flat else np.array([])
         best: dict[int, tuple[float, int, np.ndarray, Any]] = {}
@@ -348,6 +381,14 @@ class GIST(ParamsValidationMixin, BaseEstimator):
                 new.append(labels[i])
                 alpha.append(np.nan)
         return _result(gs, out, labels, np.asarray(new), targets, np.asarray(alpha))
+
+
+def _unique(graphs: list[np.ndarray]) -> list[np.ndarray]:
+    """``graphs`` without repeats (the draws of a confident optimum mostly coincide)."""
+    seen: dict[bytes, np.ndarray] = {}
+    for g in graphs:
+        seen.setdefault(g.tobytes(), g)
+    return list(seen.values())
 
 
 def _result(
