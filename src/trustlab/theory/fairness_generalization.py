@@ -34,6 +34,11 @@ from trustlab.fairness.bounds import (
     supersample_cmi,
     uniform_convergence_fairness_bound,
 )
+from trustlab.fairness.bounds_evaluated import (
+    evaluated_cmi_fairness_bound,
+    prediction_cmi,
+    prediction_discordance,
+)
 
 __all__ = [
     "FairnessGeneralizationSimulation",
@@ -273,6 +278,15 @@ class FairnessGeneralizationSimulation(_BoundRatios):
     mutual_information, cmi : float
         Estimates of ``I(W; S | C) = H(W)`` and ``I(W; U | Z~)`` (nats; Miller-Madow).
     mi_bound, cmi_bound, uniform_bound : float
+    prediction_cmi : float
+        Estimate of the evaluated CMI ``I(F; U | Z~)``, ``F`` the learned model's decisions on
+        all ``2n`` supersample entries (same runs as ``cmi``).
+    discordance : float
+        Mean ``sigma^2 = sum_k (F_{k,0} - F_{k,1})^2 / n_{c_k}^2`` over those runs (at most
+        ``sum_c 1/n_c``).
+    evaluated_cmi_bound : float
+        ``sqrt(2 discordance prediction_cmi)``
+        (:func:`~trustlab.fairness.bounds_evaluated.evaluated_cmi_fairness_bound`, Theorem 5).
 
     See Also
     --------
@@ -293,6 +307,14 @@ class FairnessGeneralizationSimulation(_BoundRatios):
     mi_bound: float
     cmi_bound: float
     uniform_bound: float
+    prediction_cmi: float
+    discordance: float
+    evaluated_cmi_bound: float
+
+    @property
+    def evaluated_to_mi(self) -> float:
+        """``evaluated_cmi_bound / mi_bound`` (< 1: the prediction-level CMI bound is the tighter)."""
+        return self.evaluated_cmi_bound / self.mi_bound
 
 
 def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:
@@ -390,15 +412,26 @@ def simulate_fairness_generalization(
     population = np.array([risk[int(w)] for w in choice])
     diff = population - train
 
-    outputs, ids = [], []
+    outputs, ids, preds = [], [], []
     for j in range(n_supersamples):
         pairs = [rng.integers(0, len(s), size=(n, 2)) for s, n in zip(pop.scores, counts, strict=True)]
         masks = [rng.integers(0, 2, size=(n_masks, n)) for n in counts]
         chosen = [p[np.arange(len(p)), m] for p, m in zip(pairs, masks, strict=True)]
-        outputs.append(_fit(pop, chosen, penalty)[0])
+        w = _fit(pop, chosen, penalty)[0]
+        outputs.append(w)
         ids.append(np.full(n_masks, j))
+        # F: the learned model's decisions on both entries of every pair, shape (n_masks, n, 2)
+        thr = [pop.thresholds[w // k], pop.thresholds[w % k]]
+        preds.append(
+            np.concatenate(
+                [pop.scores[c][p][None] > thr[groups[c]][:, None, None] for c, p in enumerate(pairs)], axis=1
+            ).astype(np.int8)
+        )
     mi = output_entropy(choice)
     cmi = supersample_cmi(np.concatenate(outputs), np.concatenate(ids))
+    pair_cells = np.repeat(np.arange(len(counts)), counts)
+    f_cmi = prediction_cmi(np.concatenate(preds), np.concatenate(ids))
+    disc = prediction_discordance(np.concatenate(preds), pair_cells)
     return FairnessGeneralizationSimulation(
         criterion=criterion,
         cell_counts=counts,
@@ -414,4 +447,7 @@ def simulate_fairness_generalization(
         mi_bound=mi_fairness_bound(mi, counts),
         cmi_bound=cmi_fairness_bound(cmi, counts),
         uniform_bound=uniform_convergence_fairness_bound(k * k, counts),
+        prediction_cmi=f_cmi,
+        discordance=disc,
+        evaluated_cmi_bound=evaluated_cmi_fairness_bound(f_cmi, counts, discordance=disc),
     )
