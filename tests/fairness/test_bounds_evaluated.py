@@ -30,7 +30,10 @@ def _losses(p: np.ndarray, criterion: str) -> np.ndarray:
     """Group-mean DP or EO loss of each row of ``p`` (shape ``(M, 8)``) on the fixed cells."""
     if criterion == "demographic_parity":
         return np.abs(p[:, _GROUPS == 0].mean(axis=1) - p[:, _GROUPS == 1].mean(axis=1))
-    gap = [np.abs(p[:, (_GROUPS == 0) & (_LABELS == v)].mean(1) - p[:, (_GROUPS == 1) & (_LABELS == v)].mean(1)) for v in (0, 1)]
+    gap = [
+        np.abs(p[:, (_GROUPS == 0) & (_LABELS == v)].mean(1) - p[:, (_GROUPS == 1) & (_LABELS == v)].mean(1))
+        for v in (0, 1)
+    ]
     return np.maximum(*gap)
 
 
@@ -93,9 +96,9 @@ def test_random_cell_constant_matches_groups_and_monte_carlo() -> None:
     mc = 40 * (inv[:, -1] + inv[:, -2]) ** 2
     exact = random_cell_variance_proxy(40, p)
     assert abs(exact - mc.mean()) < 4 * mc.std() / math.sqrt(len(mc))
-    assert random_cell_fairness_bound(1.0, n_samples=40, cell_shares=p, information_kind="cmi") == pytest.approx(
-        2 * random_cell_fairness_bound(1.0, n_samples=40, cell_shares=p)
-    )
+    assert random_cell_fairness_bound(
+        1.0, n_samples=40, cell_shares=p, information_kind="cmi"
+    ) == pytest.approx(2 * random_cell_fairness_bound(1.0, n_samples=40, cell_shares=p))
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,9 @@ def test_iid_equalized_odds_learner_reports_the_offset_loss() -> None:
         g, y = group[rows[b]], label[rows[b]]
         dec = score[rows[b]] > np.where(g == 0, pop.thresholds[k0], pop.thresholds[k1])
         assert train[b] == pytest.approx(
-            fairness_loss(dec.astype(float), sensitive_features=g, y_true=y, criterion="equalized_odds", offset=2)
+            fairness_loss(
+                dec.astype(float), sensitive_features=g, y_true=y, criterion="equalized_odds", offset=2
+            )
         )
         assert err[b, choice[b]] == pytest.approx(np.mean(dec != y))
         assert np.argmin(err[b] + 0.7 * loss[b]) == choice[b]

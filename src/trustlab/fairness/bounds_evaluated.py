@@ -32,7 +32,7 @@ import numpy as np
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_choice, check_numeric_array, check_positive
 from trustlab.errors import DataError, ParameterError
-from trustlab.fairness.bounds import _check_counts, _CORRECTION, supersample_cmi
+from trustlab.fairness.bounds import _CORRECTION, _check_counts, supersample_cmi
 
 __all__ = [
     "evaluated_cmi_fairness_bound",
@@ -50,7 +50,7 @@ def _check_shares(cell_shares: Any) -> np.ndarray:
     p = check_numeric_array(cell_shares, "cell_shares", ndim=1)
     if len(p) < 2 or (p < 0).any() or abs(float(p.sum()) - 1.0) > 1e-9:
         raise ParameterError(
-            f"cell_shares must hold >= 2 probabilities summing to 1 (one per fairness cell), got {p.tolist()}.",
+            f"cell_shares must hold >= 2 probabilities summing to 1 (one per cell), got {p.tolist()}.",
             argument="cell_shares",
         )
     return p / p.sum()
@@ -79,7 +79,11 @@ def _multinomial_support(n: int, p: np.ndarray, tol: float) -> tuple[np.ndarray,
 
 
 @validate_params(
-    {"n_samples": _N, "cell_shares": ["array-like"], "offset": [Interval(numbers.Real, 1, None, closed="left")]}
+    {
+        "n_samples": _N,
+        "cell_shares": ["array-like"],
+        "offset": [Interval(numbers.Real, 1, None, closed="left")],
+    }
 )
 def random_cell_variance_proxy(n_samples: int, cell_shares: Any, *, offset: float = 2.0) -> float:
     """``n E[c^2]``, ``c`` the sum of the two largest ``1/(M_c + 1 + offset)``, ``M ~ Mult(n - 1, p)``.
@@ -200,7 +204,9 @@ def _check_pair_predictions(predictions: Any) -> np.ndarray:
             argument="predictions",
         )
     if arr.min() < 0 or arr.max() > 1:
-        raise DataError("predictions must lie in [0, 1] (decisions or probabilities).", argument="predictions")
+        raise DataError(
+            "predictions must lie in [0, 1] (decisions or probabilities).", argument="predictions"
+        )
     return arr
 
 
@@ -244,7 +250,9 @@ def prediction_discordance(predictions: Any, pair_cells: Any) -> float:
     return float(np.mean(((f[..., 0] - f[..., 1]) ** 2) @ weight))
 
 
-@validate_params({"predictions": ["array-like"], "supersample_ids": ["array-like"], "correction": _CORRECTION})
+@validate_params(
+    {"predictions": ["array-like"], "supersample_ids": ["array-like"], "correction": _CORRECTION}
+)
 def prediction_cmi(predictions: Any, supersample_ids: Any, *, correction: str = "miller-madow") -> float:
     """Estimate ``I(F; U | Z~)``, ``F`` a deterministic learner's predictions on the supersample.
 
