@@ -99,9 +99,12 @@ class ThresholdPopulation:
         return np.array([(s[:, None] > self.thresholds).mean(axis=0) for s in self.scores])
 
 
-@lru_cache(maxsize=4)
+SENSITIVE = ("sex", "nwhite")
+
+
+@lru_cache(maxsize=8)
 def benefits_threshold_population(
-    criterion: str = "demographic_parity", n_thresholds: int = 16
+    criterion: str = "demographic_parity", n_thresholds: int = 16, sensitive: str = "sex"
 ) -> ThresholdPopulation:
     """The ``benefits`` population: a logistic score fitted on a fixed half, cells on the other.
 
@@ -111,6 +114,9 @@ def benefits_threshold_population(
     n_thresholds : int
         ``K`` thresholds at the score quantiles ``0.05..0.95`` of the fitting half (public to
         the learner: they do not depend on any training sample).
+    sensitive : {"sex", "nwhite"}
+        The sensitive attribute (left out of the score's features). ``"sex"``: group 0 =
+        female (24 % of rows); ``"nwhite"``: group 0 = non-white (15 %).
 
     Returns
     -------
@@ -128,10 +134,11 @@ def benefits_threshold_population(
 
     criterion = check_choice(criterion, "criterion", CRITERIA)
     k = check_positive_int(n_thresholds, "n_thresholds", minimum=2)
+    sensitive = check_choice(sensitive, "sensitive", SENSITIVE)
     df = load_benefits()
     y = (df["ui"] == "yes").to_numpy().astype(np.int64)
-    group = (df["sex"] == "male").to_numpy().astype(np.int64)
-    feats = df.drop(columns=["ui", "sex"])
+    group = (df["sex"] == "male" if sensitive == "sex" else df["nwhite"] == "no").to_numpy().astype(np.int64)
+    feats = df.drop(columns=["ui", sensitive])
     x = np.column_stack(
         [
             feats[c].cat.codes.to_numpy() if feats[c].dtype == "category" else feats[c].to_numpy()
@@ -339,6 +346,7 @@ def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:
         "n_datasets": [Interval(numbers.Integral, 2, None, closed="left")],
         "n_supersamples": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_masks": [Interval(numbers.Integral, 2, None, closed="left")],
+        "sensitive": [Options(SENSITIVE)],
         "random_state": ["random_state"],
     }
 )
@@ -351,6 +359,7 @@ def simulate_fairness_generalization(
     n_datasets: int = 2000,
     n_supersamples: int = 20,
     n_masks: int = 200,
+    sensitive: str = "sex",
     random_state: Any = 0,
 ) -> FairnessGeneralizationSimulation:
     """Measure the fairness generalisation gap of fair threshold ERM on ``benefits`` and bound it.
@@ -369,6 +378,8 @@ def simulate_fairness_generalization(
         Independent training samples for the gap and the MI estimate.
     n_supersamples, n_masks : int
         Supersamples and masks per supersample for the CMI estimate.
+    sensitive : {"sex", "nwhite"}
+        The sensitive attribute of ``benefits`` (:func:`benefits_threshold_population`).
     random_state : None, int or numpy.random.Generator
         Drives the resampling.
 
@@ -393,7 +404,9 @@ def simulate_fairness_generalization(
     n_supersamples = check_positive_int(n_supersamples, "n_supersamples")
     n_masks = check_positive_int(n_masks, "n_masks", minimum=2)
     pop = benefits_threshold_population(
-        criterion, check_positive_int(n_thresholds, "n_thresholds", minimum=2)
+        criterion,
+        check_positive_int(n_thresholds, "n_thresholds", minimum=2),
+        check_choice(sensitive, "sensitive", SENSITIVE),
     )
     counts = _counts(n_per_cell, len(pop.scores))
     rng = make_generator(random_state)

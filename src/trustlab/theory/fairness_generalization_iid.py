@@ -29,7 +29,7 @@ from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import check_choice, check_positive, check_positive_int, make_generator
 from trustlab.fairness.bounds import CRITERIA, output_entropy, supersample_cmi
 from trustlab.fairness.bounds_evaluated import random_cell_fairness_bound
-from trustlab.theory.fairness_generalization import _BoundRatios, benefits_threshold_population
+from trustlab.theory.fairness_generalization import SENSITIVE, _BoundRatios, benefits_threshold_population
 
 __all__ = ["IIDFairnessSimulation", "iid_population_fairness_risk", "simulate_iid_fairness_generalization"]
 
@@ -135,7 +135,7 @@ class IIDFairnessSimulation(_BoundRatios):
     ----------
     n_samples : int
     group_share : float
-        ``p_0``, the population share of group 0 (female).
+        ``p_0``, the population share of group 0 (female, or non-white with ``sensitive="nwhite"``).
     offset, penalty : float
     n_hypotheses, n_datasets : int
     train_loss, population_loss, gap, gap_se : float
@@ -191,6 +191,7 @@ class IIDFairnessSimulation(_BoundRatios):
         "n_supersamples": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_masks": [Interval(numbers.Integral, 2, None, closed="left")],
         "n_fresh": [Interval(numbers.Integral, 2, None, closed="left")],
+        "sensitive": [Options(SENSITIVE)],
         "random_state": ["random_state"],
     }
 )
@@ -205,6 +206,7 @@ def simulate_iid_fairness_generalization(
     n_supersamples: int = 20,
     n_masks: int = 200,
     n_fresh: int = 20000,
+    sensitive: str = "sex",
     random_state: Any = 0,
 ) -> IIDFairnessSimulation:
     """Fair threshold ERM on i.i.d. ``benefits`` samples: the offset DP or EO gap and its bounds.
@@ -229,6 +231,9 @@ def simulate_iid_fairness_generalization(
     n_fresh : int
         EO only: fresh i.i.d. samples of size ``n`` on which the population risk of every
         model is averaged (shared by all models; the DP risk is exact and ignores it).
+    sensitive : {"sex", "nwhite"}
+        The sensitive attribute of ``benefits``; ``group_share`` is then the share of women,
+        resp. of non-white workers.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -255,7 +260,9 @@ def simulate_iid_fairness_generalization(
     n_masks = check_positive_int(n_masks, "n_masks", minimum=2)
     n_fresh = check_positive_int(n_fresh, "n_fresh", minimum=2)
     pop = benefits_threshold_population(
-        "demographic_parity", check_positive_int(n_thresholds, "n_thresholds", minimum=2)
+        "demographic_parity",
+        check_positive_int(n_thresholds, "n_thresholds", minimum=2),
+        check_choice(sensitive, "sensitive", SENSITIVE),
     )
     score = np.concatenate(pop.scores)
     label = np.concatenate(pop.labels)
