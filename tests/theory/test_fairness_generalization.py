@@ -39,6 +39,28 @@ def test_bound_holds_and_beats_uniform_convergence(criterion, n_per_cell) -> Non
     assert sim.cmi <= sum(sim.cell_counts) * np.log(2)
 
 
+@pytest.mark.claims
+@pytest.mark.parametrize(("criterion", "n_per_cell"), [("demographic_parity", 50), ("equalized_odds", 25)])
+def test_evaluated_cmi_bound_holds_and_is_tighter_than_mi_for_dp_only(criterion, n_per_cell) -> None:
+    # Theorem 5 (prediction-level CMI weighted by the pairs' discordance) on the same learner,
+    # 20 supersamples x 200 masks. The decisions on the supersample carry exactly the
+    # hypothesis's information here (f-CMI = CMI: thresholds are told apart by supersample
+    # points), so the gain is the discordance: only 21 % (DP) / 40 % (EO) of the worst-case
+    # constant. Measured (seeds 0-4): DP evaluated bound 0.19-0.21 = 0.79-0.86x the MI bound
+    # 0.244 (the "CMI tighter" direction reproduces); EO 0.64-0.67 = 1.08-1.13x the MI bound
+    # 0.593 (it does not).
+    sim = simulate_fairness_generalization(
+        criterion=criterion, n_per_cell=n_per_cell, n_datasets=2000, n_supersamples=20, n_masks=200
+    )
+    assert sim.gap + 3 * sim.gap_se < sim.evaluated_cmi_bound <= sim.cmi_bound
+    assert sim.prediction_cmi <= sim.cmi + 1e-12  # F is a function of W (plug-in keeps it)
+    assert sim.discordance <= 0.5 * sum(1 / c for c in sim.cell_counts)
+    if criterion == "demographic_parity":
+        assert sim.evaluated_to_mi < 0.95
+    else:
+        assert sim.evaluated_to_mi > 1.0
+
+
 def test_population_risk_is_exact() -> None:
     # E|B0/n0 - B1/n1| and E max_y |...| against 40,000 fresh draws (within 4 MC standard errors).
     rng = np.random.default_rng(3)

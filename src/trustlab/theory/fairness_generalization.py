@@ -34,6 +34,11 @@ from trustlab.fairness.bounds import (
     supersample_cmi,
     uniform_convergence_fairness_bound,
 )
+from trustlab.fairness.bounds_evaluated import (
+    evaluated_cmi_fairness_bound,
+    prediction_cmi,
+    prediction_discordance,
+)
 
 __all__ = [
     "FairnessGeneralizationSimulation",
@@ -94,9 +99,12 @@ class ThresholdPopulation:
         return np.array([(s[:, None] > self.thresholds).mean(axis=0) for s in self.scores])
 
 
-@lru_cache(maxsize=4)
+SENSITIVE = ("sex", "nwhite")
+
+
+@lru_cache(maxsize=8)
 def benefits_threshold_population(
-    criterion: str = "demographic_parity", n_thresholds: int = 16
+    criterion: str = "demographic_parity", n_thresholds: int = 16, sensitive: str = "sex"
 ) -> ThresholdPopulation:
     """The ``benefits`` population: a logistic score fitted on a fixed half, cells on the other.
 
@@ -106,6 +114,9 @@ def benefits_threshold_population(
     n_thresholds : int
         ``K`` thresholds at the score quantiles ``0.05..0.95`` of the fitting half (public to
         the learner: they do not depend on any training sample).
+    sensitive : {"sex", "nwhite"}
+        The sensitive attribute (left out of the score's features). ``"sex"``: group 0 =
+        female (24 % of rows); ``"nwhite"``: group 0 = non-white (15 %).
 
     Returns
     -------
@@ -123,10 +134,11 @@ def benefits_threshold_population(
 
     criterion = check_choice(criterion, "criterion", CRITERIA)
     k = check_positive_int(n_thresholds, "n_thresholds", minimum=2)
+    sensitive = check_choice(sensitive, "sensitive", SENSITIVE)
     df = load_benefits()
     y = (df["ui"] == "yes").to_numpy().astype(np.int64)
-    group = (df["sex"] == "male").to_numpy().astype(np.int64)
-    feats = df.drop(columns=["ui", "sex"])
+    group = (df["sex"] == "male" if sensitive == "sex" else df["nwhite"] == "no").to_numpy().astype(np.int64)
+    feats = df.drop(columns=["ui", sensitive])
     x = np.column_stack(
         [
             feats[c].cat.codes.to_numpy() if feats[c].dtype == "category" else feats[c].to_numpy()
@@ -273,6 +285,15 @@ class FairnessGeneralizationSimulation(_BoundRatios):
     mutual_information, cmi : float
         Estimates of ``I(W; S | C) = H(W)`` and ``I(W; U | Z~)`` (nats; Miller-Madow).
     mi_bound, cmi_bound, uniform_bound : float
+    prediction_cmi : float
+        Estimate of the evaluated CMI ``I(F; U | Z~)``, ``F`` the learned model's decisions on
+        all ``2n`` supersample entries (same runs as ``cmi``).
+    discordance : float
+        Mean ``sigma^2 = sum_k (F_{k,0} - F_{k,1})^2 / n_{c_k}^2`` over those runs (at most
+        ``sum_c 1/n_c``).
+    evaluated_cmi_bound : float
+        ``sqrt(2 discordance prediction_cmi)``
+        (:func:`~trustlab.fairness.bounds_evaluated.evaluated_cmi_fairness_bound`, Theorem 5).
 
     See Also
     --------
@@ -293,6 +314,14 @@ class FairnessGeneralizationSimulation(_BoundRatios):
     mi_bound: float
     cmi_bound: float
     uniform_bound: float
+    prediction_cmi: float
+    discordance: float
+    evaluated_cmi_bound: float
+
+    @property
+    def evaluated_to_mi(self) -> float:
+        """``evaluated_cmi_bound / mi_bound`` (< 1: the prediction-level CMI bound is the tighter)."""
+        return self.evaluated_cmi_bound / self.mi_bound
 
 
 def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:
@@ -317,6 +346,7 @@ def _counts(n_per_cell: Any, n_cells: int) -> tuple[int, ...]:
         "n_datasets": [Interval(numbers.Integral, 2, None, closed="left")],
         "n_supersamples": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_masks": [Interval(numbers.Integral, 2, None, closed="left")],
+        "sensitive": [Options(SENSITIVE)],
         "random_state": ["random_state"],
     }
 )
@@ -329,6 +359,7 @@ def simulate_fairness_generalization(
     n_datasets: int = 2000,
     n_supersamples: int = 20,
     n_masks: int = 200,
+    sensitive: str = "sex",
     random_state: Any = 0,
 ) -> FairnessGeneralizationSimulation:
     """Measure the fairness generalisation gap of fair threshold ERM on ``benefits`` and bound it.
@@ -347,6 +378,8 @@ def simulate_fairness_generalization(
         Independent training samples for the gap and the MI estimate.
     n_supersamples, n_masks : int
         Supersamples and masks per supersample for the CMI estimate.
+    sensitive : {"sex", "nwhite"}
+        The sensitive attribute of ``benefits`` (:func:`benefits_threshold_population`).
     random_state : None, int or numpy.random.Generator
         Drives the resampling.
 
@@ -371,7 +404,9 @@ def simulate_fairness_generalization(
     n_supersamples = check_positive_int(n_supersamples, "n_supersamples")
     n_masks = check_positive_int(n_masks, "n_masks", minimum=2)
     pop = benefits_threshold_population(
-        criterion, check_positive_int(n_thresholds, "n_thresholds", minimum=2)
+        criterion,
+        check_positive_int(n_thresholds, "n_thresholds", minimum=2),
+        check_choice(sensitive, "sensitive", SENSITIVE),
     )
     counts = _counts(n_per_cell, len(pop.scores))
     rng = make_generator(random_state)
@@ -390,15 +425,26 @@ def simulate_fairness_generalization(
     population = np.array([risk[int(w)] for w in choice])
     diff = population - train
 
-    outputs, ids = [], []
+    outputs, ids, preds = [], [], []
     for j in range(n_supersamples):
         pairs = [rng.integers(0, len(s), size=(n, 2)) for s, n in zip(pop.scores, counts, strict=True)]
         masks = [rng.integers(0, 2, size=(n_masks, n)) for n in counts]
         chosen = [p[np.arange(len(p)), m] for p, m in zip(pairs, masks, strict=True)]
-        outputs.append(_fit(pop, chosen, penalty)[0])
+        w = _fit(pop, chosen, penalty)[0]
+        outputs.append(w)
         ids.append(np.full(n_masks, j))
+        # F: the learned model's decisions on both entries of every pair, shape (n_masks, n, 2)
+        thr = [pop.thresholds[w // k], pop.thresholds[w % k]]
+        preds.append(
+            np.concatenate(
+                [pop.scores[c][p][None] > thr[groups[c]][:, None, None] for c, p in enumerate(pairs)], axis=1
+            ).astype(np.int8)
+        )
     mi = output_entropy(choice)
     cmi = supersample_cmi(np.concatenate(outputs), np.concatenate(ids))
+    pair_cells = np.repeat(np.arange(len(counts)), counts)
+    f_cmi = prediction_cmi(np.concatenate(preds), np.concatenate(ids))
+    disc = prediction_discordance(np.concatenate(preds), pair_cells)
     return FairnessGeneralizationSimulation(
         criterion=criterion,
         cell_counts=counts,
@@ -414,4 +460,7 @@ def simulate_fairness_generalization(
         mi_bound=mi_fairness_bound(mi, counts),
         cmi_bound=cmi_fairness_bound(cmi, counts),
         uniform_bound=uniform_convergence_fairness_bound(k * k, counts),
+        prediction_cmi=f_cmi,
+        discordance=disc,
+        evaluated_cmi_bound=evaluated_cmi_fairness_bound(f_cmi, counts, discordance=disc),
     )

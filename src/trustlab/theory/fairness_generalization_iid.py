@@ -9,7 +9,10 @@ check of :mod:`trustlab.theory.fairness_generalization` in that setting: fairnes
 group-threshold ERM on i.i.d. samples of the shipped ``benefits`` population, the population
 risk computed exactly (a binomial mixture over the group count), and the random-group MI, CMI
 and finite-class bounds of :func:`trustlab.fairness.bounds.random_group_fairness_bound`.
-See ``docs/fairness/fairness-bounds.md`` (Theorem 3).
+``criterion="equalized_odds"`` runs the same check for the offset EO loss (cells = group x
+label, multinomial counts; population risk by Monte Carlo; bounds of
+:func:`trustlab.fairness.bounds_evaluated.random_cell_fairness_bound`). See
+``docs/fairness/fairness-bounds.md`` (Theorems 3 and 4).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
-from trustlab._param_validation import Interval, validate_params
-from trustlab._validation import check_positive, check_positive_int, make_generator
-from trustlab.fairness.bounds import output_entropy, random_group_fairness_bound, supersample_cmi
-from trustlab.theory.fairness_generalization import _BoundRatios, benefits_threshold_population
+from trustlab._param_validation import Interval, Options, validate_params
+from trustlab._validation import check_choice, check_positive, check_positive_int, make_generator
+from trustlab.fairness.bounds import CRITERIA, output_entropy, supersample_cmi
+from trustlab.fairness.bounds_evaluated import random_cell_fairness_bound
+from trustlab.theory.fairness_generalization import SENSITIVE, _BoundRatios, benefits_threshold_population
 
 __all__ = ["IIDFairnessSimulation", "iid_population_fairness_risk", "simulate_iid_fairness_generalization"]
 
@@ -80,6 +84,33 @@ def iid_population_fairness_risk(
     return float(total)
 
 
+def _loss_and_error(
+    score: np.ndarray,
+    group: np.ndarray,
+    label: np.ndarray,
+    thresholds: np.ndarray,
+    rows: np.ndarray,
+    offset: float,
+    criterion: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Offset fairness loss and error rate of every model ``k0 * K + k1`` on samples ``rows`` (``(B, n)``)."""
+    k = len(thresholds)
+    dec = score[rows][..., None] > thresholds
+    g0 = (group[rows] == 0)[..., None]
+    lab = label[rows][..., None].astype(bool)
+    wrong = dec != lab
+    err = [(wrong & g0).sum(axis=1), (wrong & ~g0).sum(axis=1)]
+    loss = np.zeros((len(rows), k, k))
+    for y_mask in [None] if criterion == "demographic_parity" else [~lab, lab]:
+        m0, m1 = (g0, ~g0) if y_mask is None else (g0 & y_mask, ~g0 & y_mask)
+        n0 = m0[..., 0].sum(axis=1)[:, None, None] + offset
+        n1 = m1[..., 0].sum(axis=1)[:, None, None] + offset
+        term = np.abs((dec & m0).sum(axis=1)[:, :, None] / n0 - (dec & m1).sum(axis=1)[:, None, :] / n1)
+        loss = np.maximum(loss, term)
+    total_err = (err[0][:, :, None] + err[1][:, None, :]) / rows.shape[1]
+    return loss.reshape(len(rows), k * k), total_err.reshape(len(rows), k * k)
+
+
 def _fit_iid(
     score: np.ndarray,
     group: np.ndarray,
@@ -88,42 +119,41 @@ def _fit_iid(
     rows: np.ndarray,
     penalty: float,
     offset: float,
+    criterion: str = "demographic_parity",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fair threshold ERM on i.i.d. samples ``rows`` (shape ``(B, n)``): model ``k0 * K + k1``, train loss."""
-    k = len(thresholds)
-    dec = score[rows][..., None] > thresholds
-    g0 = (group[rows] == 0)[..., None]
-    wrong = dec != label[rows][..., None].astype(bool)
-    pos = [(dec & g0).sum(axis=1), (dec & ~g0).sum(axis=1)]
-    err = [(wrong & g0).sum(axis=1), (wrong & ~g0).sum(axis=1)]
-    n0 = g0[..., 0].sum(axis=1)
-    n1 = rows.shape[1] - n0
-    loss = np.abs(
-        pos[0][:, :, None] / (n0[:, None, None] + offset) - pos[1][:, None, :] / (n1[:, None, None] + offset)
-    ).reshape(len(rows), k * k)
-    total_err = ((err[0][:, :, None] + err[1][:, None, :]) / rows.shape[1]).reshape(len(rows), k * k)
+    loss, total_err = _loss_and_error(score, group, label, thresholds, rows, offset, criterion)
     choice = np.argmin(total_err + penalty * loss, axis=1)
     return choice, loss[np.arange(len(choice)), choice]
 
 
 @dataclass(frozen=True)
 class IIDFairnessSimulation(_BoundRatios):
-    """Measured offset-DP generalisation gap (i.i.d. samples) beside the random-group bounds.
+    """Measured offset fairness generalisation gap (i.i.d. samples) beside the random-cell bounds.
 
     Attributes
     ----------
     n_samples : int
     group_share : float
-        ``p_0``, the population share of group 0 (female).
+        ``p_0``, the population share of group 0 (female, or non-white with ``sensitive="nwhite"``).
     offset, penalty : float
     n_hypotheses, n_datasets : int
     train_loss, population_loss, gap, gap_se : float
-        Mean training loss, mean exact population risk, their mean difference and its SE.
+        Mean training loss, mean population risk, their mean difference and its SE (for
+        equalised odds the SE includes the Monte-Carlo error of the population risk).
     mutual_information, cmi : float
         Estimates of ``I(W; S) = H(W)`` and ``I(W; U | Z~)`` (nats; Miller-Madow).
     mi_bound, cmi_bound, uniform_bound : float
-        :func:`~trustlab.fairness.bounds.random_group_fairness_bound` with ``I(W; S)``,
-        ``I(W; U | Z~)`` and ``log(2|W|)``.
+        :func:`~trustlab.fairness.bounds_evaluated.random_cell_fairness_bound` with
+        ``I(W; S)``, ``I(W; U | Z~)`` and ``log(2|W|)`` (for DP equal to
+        :func:`~trustlab.fairness.bounds.random_group_fairness_bound`).
+    criterion : str
+        ``"demographic_parity"`` (population risk exact) or ``"equalized_odds"`` (population
+        risk by Monte Carlo on ``n_fresh`` fresh samples shared by all models).
+    cell_shares : tuple of float
+        Population probability of each cell (DP: the two groups; EO: group x label).
+    population_mc_se : float
+        Monte-Carlo SE of the mean population risk (0 for DP).
 
     See Also
     --------
@@ -145,47 +175,65 @@ class IIDFairnessSimulation(_BoundRatios):
     mi_bound: float
     cmi_bound: float
     uniform_bound: float
+    criterion: str = "demographic_parity"
+    cell_shares: tuple[float, ...] = ()
+    population_mc_se: float = 0.0
 
 
 @validate_params(
     {
         "n_samples": [Interval(numbers.Integral, 2, None, closed="left")],
+        "criterion": [Options(CRITERIA)],
         "penalty": [Interval(numbers.Real, 0, None, closed="left")],
         "offset": [Interval(numbers.Real, 1, None, closed="left")],
         "n_thresholds": [Interval(numbers.Integral, 2, None, closed="left")],
         "n_datasets": [Interval(numbers.Integral, 2, None, closed="left")],
         "n_supersamples": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_masks": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_fresh": [Interval(numbers.Integral, 2, None, closed="left")],
+        "sensitive": [Options(SENSITIVE)],
         "random_state": ["random_state"],
     }
 )
 def simulate_iid_fairness_generalization(
     *,
     n_samples: int = 100,
+    criterion: str = "demographic_parity",
     penalty: float = 1.0,
     offset: float = 2.0,
     n_thresholds: int = 16,
     n_datasets: int = 2000,
     n_supersamples: int = 20,
     n_masks: int = 200,
+    n_fresh: int = 20000,
+    sensitive: str = "sex",
     random_state: Any = 0,
 ) -> IIDFairnessSimulation:
-    """Fair threshold ERM on i.i.d. ``benefits`` samples: the offset-DP gap and its bounds.
+    """Fair threshold ERM on i.i.d. ``benefits`` samples: the offset DP or EO gap and its bounds.
 
     Parameters
     ----------
     n_samples : int
-        ``n`` i.i.d. training rows (the group counts are random), >= 2.
+        ``n`` i.i.d. training rows (the cell counts are random), >= 2.
+    criterion : {"demographic_parity", "equalized_odds"}
+        The offset loss regularised, measured and bounded (EO: the larger over the label of
+        the offset group gap among rows with that label).
     penalty : float
-        ``lambda`` in ``error + lambda * offset-DP loss``.
+        ``lambda`` in ``error + lambda * offset loss``.
     offset : float, default 2
-        Denominator offset of the DP loss (2: the review's reading of the paper), >= 1.
+        Denominator offset of the loss (2: the review's reading of the paper), >= 1.
     n_thresholds : int
         ``K`` thresholds per group (``|W| = K^2``).
     n_datasets : int
         Independent training samples for the gap and the MI estimate.
     n_supersamples, n_masks : int
         Supersamples (``n`` pairs of i.i.d. rows) and masks per supersample for the CMI.
+    n_fresh : int
+        EO only: fresh i.i.d. samples of size ``n`` on which the population risk of every
+        model is averaged (shared by all models; the DP risk is exact and ignores it).
+    sensitive : {"sex", "nwhite"}
+        The sensitive attribute of ``benefits``; ``group_share`` is then the share of women,
+        resp. of non-white workers.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -204,49 +252,70 @@ def simulate_iid_fairness_generalization(
     True
     """
     n = check_positive_int(n_samples, "n_samples", minimum=2)
+    criterion = check_choice(criterion, "criterion", CRITERIA)
     penalty = check_positive(penalty, "penalty", allow_zero=True)
     offset = check_positive(offset, "offset")
     n_datasets = check_positive_int(n_datasets, "n_datasets", minimum=2)
     n_supersamples = check_positive_int(n_supersamples, "n_supersamples")
     n_masks = check_positive_int(n_masks, "n_masks", minimum=2)
+    n_fresh = check_positive_int(n_fresh, "n_fresh", minimum=2)
     pop = benefits_threshold_population(
-        "demographic_parity", check_positive_int(n_thresholds, "n_thresholds", minimum=2)
+        "demographic_parity",
+        check_positive_int(n_thresholds, "n_thresholds", minimum=2),
+        check_choice(sensitive, "sensitive", SENSITIVE),
     )
     score = np.concatenate(pop.scores)
     label = np.concatenate(pop.labels)
     group = np.repeat([0, 1], [len(s) for s in pop.scores])
     p0 = len(pop.scores[0]) / len(score)
+    shares = (
+        np.array([p0, 1 - p0])
+        if criterion == "demographic_parity"
+        else np.bincount(group * 2 + label, minlength=4) / len(score)
+    )
     k = len(pop.thresholds)
     rng = make_generator(random_state)
 
+    def fit(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _fit_iid(score, group, label, pop.thresholds, rows, penalty, offset, criterion)
+
     choices, trains = [], []
     for start in range(0, n_datasets, 500):  # batches keep the (B, n, K) decision array small
-        rows = rng.integers(0, len(score), size=(min(500, n_datasets - start), n))
-        c, t = _fit_iid(score, group, label, pop.thresholds, rows, penalty, offset)
+        c, t = fit(rng.integers(0, len(score), size=(min(500, n_datasets - start), n)))
         choices.append(c)
         trains.append(t)
     choice, train = np.concatenate(choices), np.concatenate(trains)
-    rates = pop.positive_rates()
-    risk = {
-        int(w): iid_population_fairness_risk([rates[0, w // k], rates[1, w % k]], n, p0, offset=offset)
-        for w in np.unique(choice)
-    }
-    diff = np.array([risk[int(w)] for w in choice]) - train
+    mc_se = 0.0
+    if criterion == "demographic_parity":
+        rates = pop.positive_rates()
+        risk = {
+            int(w): iid_population_fairness_risk([rates[0, w // k], rates[1, w % k]], n, p0, offset=offset)
+            for w in np.unique(choice)
+        }
+        population = np.array([risk[int(w)] for w in choice])
 
     outputs, ids = [], []
     for j in range(n_supersamples):
         pairs = rng.integers(0, len(score), size=(n, 2))
-        masks = rng.integers(0, 2, size=(n_masks, n))
-        outputs.append(
-            _fit_iid(score, group, label, pop.thresholds, pairs[np.arange(n), masks], penalty, offset)[0]
-        )
+        outputs.append(fit(pairs[np.arange(n), rng.integers(0, 2, size=(n_masks, n))])[0])
         ids.append(np.full(n_masks, j))
+    if criterion == "equalized_odds":
+        freq = np.bincount(choice, minlength=k * k) / len(choice)
+        risk_sum, mixed = np.zeros(k * k), []
+        for start in range(0, n_fresh, 500):
+            rows = rng.integers(0, len(score), size=(min(500, n_fresh - start), n))
+            loss = _loss_and_error(score, group, label, pop.thresholds, rows, offset, criterion)[0]
+            risk_sum += loss.sum(axis=0)
+            mixed.append(loss @ freq)
+        population = (risk_sum / n_fresh)[choice]
+        mc_se = float(np.concatenate(mixed).std(ddof=1) / np.sqrt(n_fresh))
+    diff = population - train
     mi = output_entropy(choice)
     cmi = supersample_cmi(np.concatenate(outputs), np.concatenate(ids))
 
     def bound(info: float, kind: str = "mi") -> float:
-        return random_group_fairness_bound(
-            info, n_samples=n, group_share=p0, information_kind=kind, offset=offset
+        return random_cell_fairness_bound(
+            info, n_samples=n, cell_shares=shares, information_kind=kind, offset=offset
         )
 
     return IIDFairnessSimulation(
@@ -257,12 +326,15 @@ def simulate_iid_fairness_generalization(
         n_hypotheses=k * k,
         n_datasets=n_datasets,
         train_loss=float(train.mean()),
-        population_loss=float((diff + train).mean()),
+        population_loss=float(population.mean()),
         gap=float(diff.mean()),
-        gap_se=float(diff.std(ddof=1) / np.sqrt(n_datasets)),
+        gap_se=float(np.hypot(diff.std(ddof=1) / np.sqrt(n_datasets), mc_se)),
         mutual_information=mi,
         cmi=cmi,
         mi_bound=bound(mi),
         cmi_bound=bound(cmi, "cmi"),
         uniform_bound=bound(math.log(2 * k * k)),
+        criterion=criterion,
+        cell_shares=tuple(float(v) for v in shares),
+        population_mc_se=mc_se,
     )
