@@ -12,6 +12,13 @@ from trustlab.fairness.bounds import (
     supersample_cmi,
     uniform_convergence_fairness_bound,
 )
+from trustlab.fairness.bounds_evaluated import (
+    evaluated_cmi_fairness_bound,
+    prediction_cmi,
+    prediction_discordance,
+    random_cell_fairness_bound,
+    random_cell_variance_proxy,
+)
 from trustlab.fairness.collective import (
     PRODUCT_CARDINALITIES,
     PRODUCT_SIGNAL,
@@ -147,6 +154,7 @@ __all__ = [
     "discrete_mutual_information",
     "ensemble_benefits",
     "ensemble_size_curve",
+    "evaluated_cmi_fairness_bound",
     "fair_assignment_cost",
     "fair_kmedian",
     "fairness_differences",
@@ -175,9 +183,13 @@ __all__ = [
     "plant_signal",
     "pomwu",
     "prediction_access_ratio",
+    "prediction_cmi",
+    "prediction_discordance",
     "predictive_diversity",
     "proxy_error_rates",
     "proxy_violation_bound",
+    "random_cell_fairness_bound",
+    "random_cell_variance_proxy",
     "random_group_fairness_bound",
     "random_group_variance_proxy",
     "rates_from_counts",
