@@ -97,8 +97,12 @@ def test_report_html_and_json_on_the_trained_model(sorting_model, tmp_path):
     data = json.loads(json_path.read_text())
     assert data["n_layers"] == 2 and data["n_tokens"] == 32 * 13
     assert 0 <= data["early_exit"]["accuracy_full"] <= 1 and len(data["saturation"]["mean_layers"]) == 3
+    rope = data["massive_values"]["rope"]  # the Llama's RoPE profile: one share per frequency pair
+    d_half = model.config.hidden_size // model.config.num_attention_heads // 2
+    assert rope["length"] == 13 and len(rope["rotation"]) == d_half == len(rope["energy_share"]["q"])
+    assert sum(rope["energy_share"]["k"]) == pytest.approx(1, abs=1e-3) and rope["rotation"][0] == 13
     text = html_path.read_text()
-    for section in ("Massive values", "Top-k saturation", "Early exit", "Attention"):
+    for section in ("Massive values", "RoPE frequencies", "Top-k saturation", "Early exit", "Attention"):
         assert section in text
     assert "<script" not in text
     (tmp_path / "busy").mkdir()

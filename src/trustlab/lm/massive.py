@@ -54,6 +54,7 @@ __all__ = [
     "disrupt_massive_values",
     "disruption_study",
     "load_massive_lab",
+    "rope_base",
     "rope_frequency_profile",
     "rope_low_frequency",
     "task_accuracy",
@@ -321,6 +322,47 @@ class FrequencyProfile:
         return float(self.energy_share[self.rotation >= radians].sum())
 
 
+_INTERLEAVED_ROPE = ("gptj", "codegen")  # rotate every other dimension, not the two halves
+
+
+def rope_base(config: Any) -> float | None:
+    """RoPE's base ``theta`` of a ``transformers`` config, or None where the profile does not apply.
+
+    None for models without RoPE (GPT-2's learned positions), with rotary embeddings on part of
+    each head (``partial_rotary_factor`` or ``rotary_pct`` below 1) or in the interleaved
+    layout (GPT-J, CodeGen): :func:`rope_frequency_profile` assumes Llama's halves layout.
+
+    Parameters
+    ----------
+    config : transformers.PretrainedConfig
+        ``model.config``.
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> cfg = {"vocab_size": 10, "d_model": 16, "n_layers": 1, "n_heads": 2}
+    >>> rope_base(build_model(ModelConfig("llama", **cfg)).config)
+    10000.0
+    >>> rope_base(build_model(ModelConfig("gpt2", **cfg)).config) is None
+    True
+    """
+    params = dict(getattr(config, "rope_parameters", None) or {})
+    theta = params.get("rope_theta", getattr(config, "rope_theta", None))
+    partial = params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", None))
+    pct = getattr(config, "rotary_pct", None)
+    if (
+        theta is None
+        or getattr(config, "model_type", "") in _INTERLEAVED_ROPE
+        or any(f is not None and float(f) < 1 for f in (partial, pct))
+    ):
+        return None
+    return float(theta)
+
+
 @validate_params(
     {
         "length": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -343,7 +385,7 @@ def rope_frequency_profile(norms: Any, *, length: int, theta: float = 10000.0) -
     length : int
         The context length of the tokens the norms were taken on.
     theta : float, default=10000.0
-        RoPE's base (``rope_theta`` in the model's config; Llama's default).
+        RoPE's base (:func:`rope_base` reads it from the model's config).
 
     Returns
     -------
@@ -355,7 +397,7 @@ def rope_frequency_profile(norms: Any, *, length: int, theta: float = 10000.0) -
     >>> model, tok, _ = load_shipped("micro-llama-sorting")
     >>> ids = np.random.default_rng(0).integers(0, model.config.vocab_size, (8, 16))
     >>> norms = massive_values(model, ids).norms["q"]
-    >>> p = rope_frequency_profile(norms, length=16)  # the lab's models use RoPE's default base
+    >>> p = rope_frequency_profile(norms, length=16, theta=rope_base(model.config))
     >>> p.energy_share.shape == (norms.shape[-1] // 2,), round(float(p.energy_share.sum()), 6)
     (True, 1.0)
     """

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.lm.internals import attention_summary, early_exit, massive_values, saturation_layers
+from trustlab.lm.massive import rope_base, rope_frequency_profile
 
 __all__ = ["LMReport", "inspect_model"]
 
@@ -40,7 +41,10 @@ class LMReport:
     n_layers, n_heads, n_tokens : int
         Blocks, heads per block, tokens measured.
     massive : dict
-        ``{"lam", "counts": {q,k,v: [[per head] per block]}, "concentration": {...}}``.
+        ``{"lam", "counts": {q,k,v: [[per head] per block]}, "concentration": {...}, "rope"}``;
+        ``rope`` is None for a model without (Llama-layout) RoPE, else ``{"theta", "length",
+        "rotation", "energy_share": {q, k}}`` from
+        :func:`~trustlab.lm.massive.rope_frequency_profile`.
     saturation : dict
         ``{"k", "mean_layers", "in_order_rate"}``.
     early_exit : dict
@@ -118,6 +122,21 @@ class LMReport:
             parts.append(
                 _grid(f"{x.upper()}: concentration per head", self.massive["concentration"][x], "{:.2f}")
             )
+        rope = self.massive.get("rope")
+        if rope:
+            parts.append(
+                "<p class=note>Where Q and K keep their energy among RoPE's frequencies (index 0 turns "
+                f"fastest; base {rope['theta']:g}): the paper finds the massive values of large models "
+                f"in the frequencies that barely turn over the context ({rope['length']} tokens here).</p>"
+                + _grid(
+                    "RoPE frequencies: turn over the context (rad) and share of the squared norm",
+                    [rope["rotation"], rope["energy_share"]["q"], rope["energy_share"]["k"]],
+                    "{:.3g}",
+                    rows="",
+                    cols="j = ",
+                    row_labels=("turn (rad)", "Q share", "K share"),
+                )
+            )
         sat = self.saturation
         parts.append(
             "<h2>Top-k saturation</h2><p class=note>Block (0-based) from which the logit lens ranks each "
@@ -166,7 +185,15 @@ class LMReport:
         return out / "report.html", out / "report.json"
 
 
-def _grid(caption: str, values: Any, fmt: str, *, rows: str = "block ", cols: str = "head ") -> str:
+def _grid(
+    caption: str,
+    values: Any,
+    fmt: str,
+    *,
+    rows: str = "block ",
+    cols: str = "head ",
+    row_labels: tuple[str, ...] | None = None,
+) -> str:
     arr = np.asarray(values)
     head = "".join(f"<th>{cols}{j}</th>" for j in range(arr.shape[1]))
     body = []
@@ -177,7 +204,7 @@ def _grid(caption: str, values: Any, fmt: str, *, rows: str = "block ", cols: st
             else "<td>-</td>"
             for v in row.tolist()
         )
-        label = f"{rows}{i}" if rows else ""
+        label = html.escape(row_labels[i]) if row_labels else f"{rows}{i}" if rows else ""
         body.append(f"<tr><th>{label}</th>{cells}</tr>")
     return f"<table><caption>{html.escape(caption)}</caption><tr><th></th>{head}</tr>{''.join(body)}</table>"
 
@@ -215,6 +242,16 @@ def inspect_model(
     ids = np.asarray(input_ids)
     ids = ids[None] if ids.ndim == 1 else ids
     mv = massive_values(model, ids, lam=lam)
+    theta = rope_base(model.config)
+    rope = None
+    if theta is not None:
+        prof = {x: rope_frequency_profile(mv.norms[x], length=ids.shape[1], theta=theta) for x in "qk"}
+        rope = {
+            "theta": theta,
+            "length": int(ids.shape[1]),
+            "rotation": prof["q"].rotation.round(4).tolist(),
+            "energy_share": {x: p.energy_share.round(4).tolist() for x, p in prof.items()},
+        }
     sat = saturation_layers(model, ids, k=k)
     ex = early_exit(model, ids)
     att = attention_summary(model, ids)
@@ -227,6 +264,7 @@ def inspect_model(
             "lam": mv.lam,
             "counts": {x: v.tolist() for x, v in mv.counts().items()},
             "concentration": {x: v.round(4).tolist() for x, v in mv.concentration().items()},
+            "rope": rope,
         },
         saturation={
             "k": k,
