@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from trustlab.errors import TrustlabError
-from trustlab.theory import ICLAttention, debiased_gd_risk, linear_regression_prompts
-from trustlab.theory.multihead_icl_theory import (
+from trustlab.theory import (
+    ICLAttention,
     approximate_loss,
     bayes_predict,
     bayes_risk,
     compare_with_bayes,
+    debiased_gd_risk,
+    linear_regression_prompts,
     manifold_output_weight,
     proportional_limit,
     simulate_pattern_dynamics,

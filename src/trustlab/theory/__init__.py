@@ -58,17 +58,19 @@ from trustlab.theory.multihead_icl import (
     simulate_debiased_gd,
     train_icl_attention,
 )
-from trustlab.theory.multihead_icl_theory import (
+from trustlab.theory.multihead_icl_bayes import (
     BayesComparison,
     BayesRisk,
-    PatternDynamics,
     ProportionalLimit,
-    approximate_loss,
     bayes_predict,
     bayes_risk,
     compare_with_bayes,
-    manifold_output_weight,
     proportional_limit,
+)
+from trustlab.theory.multihead_icl_dynamics import (
+    PatternDynamics,
+    approximate_loss,
+    manifold_output_weight,
     simulate_pattern_dynamics,
 )
 from trustlab.theory.positional_attention import (

@@ -14,8 +14,9 @@ one gradient step on centred covariates, whereas one head keeps a bias ``mu ybar
 :func:`debiased_gd_predict` and :func:`debiased_gd_risk` are the closed forms,
 :func:`train_icl_attention` trains the attention model, :func:`attention_pattern` reads the
 pattern off it and :func:`simulate_debiased_gd` compares the trained model with the theory.
-Defaults are the paper's experiment (``d = 5``, ``n = L = 40``, ``sigma^2 = 0.1``); the Bayes
-comparison and the reduced training dynamics are in :mod:`trustlab.theory.multihead_icl_theory`.
+Defaults are the paper's experiment (``d = 5``, ``n = L = 40``, ``sigma^2 = 0.1``). The Bayes
+comparison is in :mod:`~trustlab.theory.multihead_icl_bayes`, the paper's approximate loss and
+training dynamics in :mod:`~trustlab.theory.multihead_icl_dynamics`.
 See ``docs/theory/multihead-icl.md``.
 """
 
