@@ -165,3 +165,15 @@ def test_bad_input() -> None:
         simulate_pattern_dynamics(2, learning_rate=50.0, steps=50)
     with pytest.raises(TrustlabError, match="model"):
         compare_with_bayes("not a model")  # type: ignore[arg-type]
+
+
+def test_docs_example_runs(capsys) -> None:
+    """The docs page's example runs and prints what it says."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "theory" / "multihead-icl.md"
+    code = page.read_text(encoding="utf-8").split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, str(page), "exec"), {})
+    out = capsys.readouterr().out
+    assert "eta* 0.8791" in out and "<= bound 2.085" in out and "zero sum" in out
