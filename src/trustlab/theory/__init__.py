@@ -48,24 +48,24 @@ from trustlab.theory.lr_schedules import (
 )
 from trustlab.theory.multihead_icl import (
     AttentionPattern,
-    DebiasedGDComparison,
     DebiasedGDRisk,
     ICLAttention,
     attention_pattern,
     debiased_gd_predict,
     debiased_gd_risk,
     linear_regression_prompts,
-    simulate_debiased_gd,
     train_icl_attention,
 )
 from trustlab.theory.multihead_icl_bayes import (
     BayesComparison,
     BayesRisk,
+    DebiasedGDComparison,
     ProportionalLimit,
     bayes_predict,
     bayes_risk,
     compare_with_bayes,
     proportional_limit,
+    simulate_debiased_gd,
 )
 from trustlab.theory.multihead_icl_dynamics import (
     PatternDynamics,

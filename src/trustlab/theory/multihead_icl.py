@@ -13,7 +13,8 @@ prediction is then the *debiased* GD predictor
 one gradient step on centred covariates, whereas one head keeps a bias ``mu ybar``.
 :func:`debiased_gd_predict` and :func:`debiased_gd_risk` are the closed forms,
 :func:`train_icl_attention` trains the attention model, :func:`attention_pattern` reads the
-pattern off it and :func:`simulate_debiased_gd` compares the trained model with the theory.
+pattern off it; ``simulate_debiased_gd`` (in :mod:`~trustlab.theory.multihead_icl_bayes`)
+compares the trained model with the theory.
 Defaults are the paper's experiment (``d = 5``, ``n = L = 40``, ``sigma^2 = 0.1``). The Bayes
 comparison is in :mod:`~trustlab.theory.multihead_icl_bayes`, the paper's approximate loss and
 training dynamics in :mod:`~trustlab.theory.multihead_icl_dynamics`.
@@ -36,14 +37,12 @@ from trustlab.errors import DataError, MissingDependencyError
 
 __all__ = [
     "AttentionPattern",
-    "DebiasedGDComparison",
     "DebiasedGDRisk",
     "ICLAttention",
     "attention_pattern",
     "debiased_gd_predict",
     "debiased_gd_risk",
     "linear_regression_prompts",
-    "simulate_debiased_gd",
     "train_icl_attention",
 ]
 
@@ -62,6 +61,7 @@ _NONNEG = Interval(numbers.Real, 0, None, closed="left")
         "signal_variance": [_POS, None],
         "noise_variance": [_NONNEG],
         "random_state": ["random_state"],
+        "covariance": ["array-like", None],
     }
 )
 def linear_regression_prompts(
@@ -72,6 +72,7 @@ def linear_regression_prompts(
     signal_variance: float | None = None,
     noise_variance: float = 0.1,
     random_state: Any = 0,
+    covariance: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Draw in-context linear-regression prompts.
 
@@ -84,6 +85,8 @@ def linear_regression_prompts(
     noise_variance : float, default 0.1
         ``sigma^2`` of the label noise (on the context and the query; the paper's 0.1).
     random_state : int, Generator or None, default 0
+    covariance : array-like ``(d, d)``, optional
+        ``x ~ N(0, Sigma)`` (the paper's anisotropic extension); default ``I_d``.
 
     Returns
     -------
@@ -101,10 +104,22 @@ def linear_regression_prompts(
     rng = make_generator(random_state)
     w = rng.standard_normal((n_prompts, dim)) * math.sqrt(_tau2(signal_variance, dim))
     x = rng.standard_normal((n_prompts, n_context + 1, dim))
+    if covariance is not None:
+        x = x @ _cholesky(covariance, dim).T
     y = np.einsum("pnd,pd->pn", x, w) + math.sqrt(noise_variance) * rng.standard_normal(
         (n_prompts, n_context + 1)
     )
     return x[:, :-1], y[:, :-1], x[:, -1], y[:, -1]
+
+
+def _cholesky(covariance: Any, dim: int) -> np.ndarray:
+    """Cholesky factor of a ``(dim, dim)`` symmetric positive-definite ``covariance``."""
+    c = check_numeric_array(covariance, "covariance", ndim=2)
+    if c.shape != (dim, dim) or not np.allclose(c, c.T) or np.linalg.eigvalsh(c)[0] <= 0:
+        raise DataError(
+            f"covariance must be a symmetric positive-definite ({dim}, {dim}) matrix.", argument="covariance"
+        )
+    return np.linalg.cholesky(c)
 
 
 def _tau2(signal_variance: float | None, dim: int) -> float:
@@ -333,6 +348,7 @@ class ICLAttention:
         "noise_variance": [_NONNEG],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
         "record_every": [_INT1, None],
+        "covariance": ["array-like", None],
     }
 )
 def train_icl_attention(
@@ -348,6 +364,7 @@ def train_icl_attention(
     noise_variance: float = 0.1,
     random_state: int = 0,
     record_every: int | None = None,
+    covariance: Any = None,
 ) -> ICLAttention:
     """Train one layer of multi-head softmax attention on fresh in-context regression prompts.
 
@@ -365,6 +382,8 @@ def train_icl_attention(
     random_state : int, default 0
     record_every : int, optional
         Keep each head's ``(omega_h, mu_h)`` every this many steps (``ICLAttention.trajectory``).
+    covariance : array-like ``(d, d)``, optional
+        Covariate covariance (default ``I_d``), as in :func:`linear_regression_prompts`.
 
     Returns
     -------
@@ -381,6 +400,8 @@ def train_icl_attention(
     ((2, 6, 5), (2, 6))
     """
     torch = _torch()
+    if covariance is not None:
+        _cholesky(covariance, dim)  # fail before training
     rng = np.random.default_rng(random_state)
     torch.manual_seed(random_state)
     d, h = dim, n_heads
@@ -399,6 +420,7 @@ def train_icl_attention(
                     signal_variance=signal_variance,
                     noise_variance=noise_variance,
                     random_state=rng,
+                    covariance=covariance,
                 )
             )
             z = torch.cat([x, y.unsqueeze(-1)], dim=2)
@@ -494,104 +516,4 @@ def attention_pattern(model: ICLAttention) -> AttentionPattern:
         float((np.abs(ov[:, :d]).max(axis=1, initial=0.0) / mscale).max()),
         float(abs(mu.sum()) / max(np.abs(mu).sum(), 1e-12)),
         float((mu * omega).sum()),
-    )
-
-
-@dataclass(frozen=True)
-class DebiasedGDComparison:
-    """A trained model beside the debiased GD predictor on the same test prompts.
-
-    Attributes
-    ----------
-    pattern : AttentionPattern
-    model_risk : float
-        Test MSE of the trained attention.
-    theory_risk : float
-        Closed-form risk of debiased GD at the learned ``eta`` (``pattern.step_size``).
-    theory_mc_risk : float
-        Test MSE of debiased GD at the learned ``eta`` on the same prompts.
-    agreement : float
-        ``mean (model - debiased GD)^2 / mean (debiased GD)^2``: 0 when the model *is* the
-        predictor.
-    optimal : DebiasedGDRisk
-        The closed-form optimum.
-    risk_se : float
-        Standard error of ``model_risk`` (the tolerance of comparisons with it).
-
-    See Also
-    --------
-    simulate_debiased_gd : computes it.
-    """
-
-    pattern: AttentionPattern
-    model_risk: float
-    theory_risk: float
-    theory_mc_risk: float
-    agreement: float
-    optimal: DebiasedGDRisk
-    risk_se: float
-
-
-@validate_params(
-    {
-        "model": [ICLAttention],
-        "n_context": [_INT2],
-        "n_test": [_INT2],
-        "signal_variance": [_POS, None],
-        "noise_variance": [_NONNEG],
-        "random_state": ["random_state"],
-    }
-)
-def simulate_debiased_gd(
-    model: ICLAttention,
-    n_context: int = 40,
-    *,
-    n_test: int = 20_000,
-    signal_variance: float | None = None,
-    noise_variance: float = 0.1,
-    random_state: Any = 12345,
-) -> DebiasedGDComparison:
-    """Compare a trained attention model with the debiased GD predictor its pattern implies.
-
-    Parameters
-    ----------
-    model : ICLAttention
-    n_context : int, default 40
-    n_test : int, default 20000
-        Test prompts.
-    signal_variance, noise_variance : float
-        As in training.
-    random_state : int, Generator or None, default 12345
-
-    Returns
-    -------
-    DebiasedGDComparison
-
-    References
-    ----------
-    He, Pan, Chen & Yang, ICML 2025 (multi-head attention approximately implements debiased GD).
-
-    Examples
-    --------
-    >>> kq = np.zeros((2, 3, 2)); kq[0, :2] = 0.05 * np.eye(2); kq[1, :2] = -0.05 * np.eye(2)
-    >>> ov = np.zeros((2, 3)); ov[:, 2] = [8.0, -8.0]
-    >>> c = simulate_debiased_gd(ICLAttention(kq, ov, np.zeros(1)), 16, n_test=2000)
-    >>> round(c.pattern.step_size, 2), bool(c.agreement < 0.01)
-    (0.8, True)
-    """
-    d = model.key_query.shape[2]
-    prior: dict[str, Any] = {"signal_variance": signal_variance, "noise_variance": noise_variance}
-    x, y, xq, yq = linear_regression_prompts(n_test, n_context, d, random_state=random_state, **prior)
-    pattern = attention_pattern(model)
-    pred = model.predict(x, y, xq)
-    gd = debiased_gd_predict(x, y, xq, pattern.step_size)
-    err = (pred - yq) ** 2
-    return DebiasedGDComparison(
-        pattern,
-        float(err.mean()),
-        debiased_gd_risk(n_context, d, step_size=pattern.step_size, **prior).risk,
-        float(((gd - yq) ** 2).mean()),
-        float(((pred - gd) ** 2).mean() / (gd**2).mean()),
-        debiased_gd_risk(n_context, d, **prior),
-        float(err.std(ddof=1) / math.sqrt(n_test)),
     )

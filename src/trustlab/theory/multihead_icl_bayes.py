@@ -7,7 +7,8 @@ prior ``beta ~ N(0, tau^2 I_d)`` (the paper's ``tau^2 = 1/d``), ``x ~ N(0, I_d)`
 lambda I)^{-1})`` is computed by Monte Carlo over Wishart eigenvalues (:func:`bayes_risk`) and,
 for ``d / L -> xi``, from the Marchenko-Pastur law (:func:`proportional_limit`), beside the
 paper's bound on the debiased-GD / Bayes risk ratio (Theorem 1(3) of the authors' summary).
-:func:`compare_with_bayes` places a trained :class:`~trustlab.theory.ICLAttention` between plain
+:func:`simulate_debiased_gd` compares a trained model with the debiased GD predictor its pattern
+implies, and :func:`compare_with_bayes` places a trained :class:`~trustlab.theory.ICLAttention` between plain
 one-step GD, debiased GD at ``eta*`` and the Bayes predictor on the same prompts. See
 ``docs/theory/multihead-icl.md``.
 """
@@ -25,7 +26,10 @@ from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError
 from trustlab.theory.multihead_icl import (
+    AttentionPattern,
+    DebiasedGDRisk,
     ICLAttention,
+    attention_pattern,
     debiased_gd_predict,
     debiased_gd_risk,
     linear_regression_prompts,
@@ -34,11 +38,13 @@ from trustlab.theory.multihead_icl import (
 __all__ = [
     "BayesComparison",
     "BayesRisk",
+    "DebiasedGDComparison",
     "ProportionalLimit",
     "bayes_predict",
     "bayes_risk",
     "compare_with_bayes",
     "proportional_limit",
+    "simulate_debiased_gd",
 ]
 
 _INT1 = Interval(numbers.Integral, 1, None, closed="left")
@@ -387,4 +393,104 @@ def compare_with_bayes(
         se,
         (r["model"] - r["bayes"]) / gap if gap > 0 else math.nan,
         r["model"] / r["bayes"] if r["bayes"] > 0 else math.inf,
+    )
+
+
+@dataclass(frozen=True)
+class DebiasedGDComparison:
+    """A trained model beside the debiased GD predictor on the same test prompts.
+
+    Attributes
+    ----------
+    pattern : AttentionPattern
+    model_risk : float
+        Test MSE of the trained attention.
+    theory_risk : float
+        Closed-form risk of debiased GD at the learned ``eta`` (``pattern.step_size``).
+    theory_mc_risk : float
+        Test MSE of debiased GD at the learned ``eta`` on the same prompts.
+    agreement : float
+        ``mean (model - debiased GD)^2 / mean (debiased GD)^2``: 0 when the model *is* the
+        predictor.
+    optimal : DebiasedGDRisk
+        The closed-form optimum.
+    risk_se : float
+        Standard error of ``model_risk`` (the tolerance of comparisons with it).
+
+    See Also
+    --------
+    simulate_debiased_gd : computes it.
+    """
+
+    pattern: AttentionPattern
+    model_risk: float
+    theory_risk: float
+    theory_mc_risk: float
+    agreement: float
+    optimal: DebiasedGDRisk
+    risk_se: float
+
+
+@validate_params(
+    {
+        "model": [ICLAttention],
+        "n_context": [_INT2],
+        "n_test": [_INT2],
+        "signal_variance": [_POS, None],
+        "noise_variance": [_NONNEG],
+        "random_state": ["random_state"],
+    }
+)
+def simulate_debiased_gd(
+    model: ICLAttention,
+    n_context: int = 40,
+    *,
+    n_test: int = 20_000,
+    signal_variance: float | None = None,
+    noise_variance: float = 0.1,
+    random_state: Any = 12345,
+) -> DebiasedGDComparison:
+    """Compare a trained attention model with the debiased GD predictor its pattern implies.
+
+    Parameters
+    ----------
+    model : ICLAttention
+    n_context : int, default 40
+    n_test : int, default 20000
+        Test prompts.
+    signal_variance, noise_variance : float
+        As in training.
+    random_state : int, Generator or None, default 12345
+
+    Returns
+    -------
+    DebiasedGDComparison
+
+    References
+    ----------
+    He, Pan, Chen & Yang, ICML 2025 (multi-head attention approximately implements debiased GD).
+
+    Examples
+    --------
+    >>> kq = np.zeros((2, 3, 2)); kq[0, :2] = 0.05 * np.eye(2); kq[1, :2] = -0.05 * np.eye(2)
+    >>> ov = np.zeros((2, 3)); ov[:, 2] = [8.0, -8.0]
+    >>> c = simulate_debiased_gd(ICLAttention(kq, ov, np.zeros(1)), 16, n_test=2000)
+    >>> round(c.pattern.step_size, 2), bool(c.agreement < 0.01)
+    (0.8, True)
+    """
+    d = model.key_query.shape[2]
+    prior: dict[str, Any] = {"signal_variance": signal_variance, "noise_variance": noise_variance}
+    x, y, xq, yq = linear_regression_prompts(n_test, n_context, d, random_state=random_state, **prior)
+    pattern = attention_pattern(model)
+    pred = model.predict(x, y, xq)
+    gd = debiased_gd_predict(x, y, xq, pattern.step_size)
+    err = (pred - yq) ** 2
+    return DebiasedGDComparison(
+        pattern,
+        float(err.mean()),
+        debiased_gd_risk(n_context, d, step_size=pattern.step_size, **prior).risk,
+        float(((gd - yq) ** 2).mean()),
+        float(((pred - gd) ** 2).mean() / (gd**2).mean()),
+        debiased_gd_risk(n_context, d, **prior),
+        float(err.std(ddof=1) / math.sqrt(n_test)),
     )
