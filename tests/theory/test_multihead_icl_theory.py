@@ -73,7 +73,7 @@ def test_claim_debiased_gd_within_the_papers_factor_of_bayes() -> None:
     assert checked >= 25
     p = proportional_limit(5 / 40, 0.1)
     assert 1.9 < p.ratio < p.paper_bound < 2.1
-    r = bayes_risk(400, 50, noise_variance=0.1, n_draws=200, random_state=1)
+    r = bayes_risk(400, 50, noise_variance=0.1, n_draws=100, random_state=1)
     assert r.risk == pytest.approx(p.bayes_risk, rel=0.02)
     assert debiased_gd_risk(400, 50).optimal_risk == pytest.approx(p.debiased_gd_risk, rel=0.02)
 
