@@ -81,6 +81,14 @@ from trustlab.theory.multihead_icl_dynamics import (
     manifold_output_weight,
     simulate_pattern_dynamics,
 )
+from trustlab.theory.multihead_icl_multitask import (
+    MultiTaskAttention,
+    MultiTaskPattern,
+    multitask_pattern,
+    multitask_prompts,
+    separate_debiased_gd_predict,
+    train_multitask_attention,
+)
 from trustlab.theory.positional_attention import (
     ALGORITHMIC_TASKS,
     PositionalTransformerRegressor,
@@ -151,6 +159,8 @@ __all__: list[str] = [
     "LoopedRate",
     "LoopedSimulation",
     "MLPScheduleRun",
+    "MultiTaskAttention",
+    "MultiTaskPattern",
     "NullOracleSimulation",
     "ParityFeatureBound",
     "ParityFeatureSimulation",
@@ -197,6 +207,8 @@ __all__: list[str] = [
     "lm_schedule_study",
     "looped_rate",
     "manifold_output_weight",
+    "multitask_pattern",
+    "multitask_prompts",
     "parity_feature_bound",
     "pca_overlap",
     "population_fairness_risk",
@@ -208,6 +220,7 @@ __all__: list[str] = [
     "sampler_w2",
     "schedule",
     "schedule_bound",
+    "separate_debiased_gd_predict",
     "simulate_bsgd_queries",
     "simulate_convex_fit",
     "simulate_debiased_gd",
@@ -229,4 +242,5 @@ __all__: list[str] = [
     "theorem_scales",
     "train_icl_attention",
     "train_mlp_schedules",
+    "train_multitask_attention",
 ]
