@@ -53,7 +53,7 @@ def test_dedicated_pairs_are_separate_debiased_gd_and_reach_the_oracle_risk() ->
 @pytest.mark.slow
 @pytest.mark.claims
 def test_claim_heads_versus_tasks_slow() -> None:
-    """1500 Adam steps per model, H = 1..4 (~20 s CPU). H = 1: one kernel regressor, the same mu
+    """1500 Adam steps per model, H = 1..4 (~2 min on a busy machine). H = 1: one kernel regressor, the same mu
     for both tasks, larger omega on the shared features. H = 2: one weighted debiased GD, the same
     effective steps for both tasks (within 5 %), larger on the shared features. H = 3
     (superposition): per-task steps ~ the supports (> 0.7 on S_n, < 0.2 off), with a head whose
@@ -75,7 +75,7 @@ def test_claim_heads_versus_tasks_slow() -> None:
     assert np.all(p3.effective_step[MASKS] > 0.7) and np.all(p3.effective_step[~MASKS] < 0.2)
     mixed = (p3.mu[:, 0] * p3.mu[:, 1] < 0) & (np.abs(p3.mu).min(axis=1) > 0.1 * np.abs(p3.mu).max())
     assert mixed.any()
-    assert errs[4].mean() / 2 == pytest.approx(oracle, rel=0.05)
+    assert errs[4].mean() == pytest.approx(oracle, rel=0.05)  # errs: per prompt, mean over tasks
     for a, b in ((1, 2), (2, 3)):
         diff = errs[a] - errs[b]
         assert diff.mean() > 3 * diff.std(ddof=1) / np.sqrt(len(diff))
