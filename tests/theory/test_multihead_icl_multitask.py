@@ -54,9 +54,8 @@ def test_dedicated_pairs_are_separate_debiased_gd_and_reach_the_oracle_risk() ->
 @pytest.mark.claims
 def test_claim_heads_versus_tasks_slow() -> None:
     """1500 Adam steps per model, H = 1..4 (~2 min on a busy machine). H = 1: one kernel regressor,
-    the same mu
-    for both tasks, larger omega on the shared features. H = 2: one weighted debiased GD, the same
-    effective steps for both tasks (within 5 %), larger on the shared features. H = 3
+    the same mu for both tasks, larger omega on the shared features. H = 2: one weighted debiased
+    GD, the same effective steps for both tasks (within 5 %), larger on the shared features. H = 3
     (superposition): per-task steps ~ the supports (> 0.7 on S_n, < 0.2 off), with a head whose
     mu has opposite signs across tasks. H = 4: risk within 5 % of N separate debiased GD at eta*.
     Risks fall H1 > H2 > H3 by > 3 paired SE."""
