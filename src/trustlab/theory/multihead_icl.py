@@ -1,11 +1,11 @@
 """Multi-head softmax attention learns a debiased gradient-descent predictor in context.
 
-In-context linear regression: ``x_i ~ N(0, I_d)``, ``w ~ N(0, tau^2 I_d)``,
-``y_i = w^T x_i + eps_i`` with ``eps_i ~ N(0, sigma^2)``; tokens ``z_i = (x_i, y_i)`` and a
-query ``(x_q, 0)``. He, Pan, Chen & Yang (ICML 2025) show that one layer of ``H``-head softmax
-attention trained on this task converges to a diagonal, homogeneous key-query pattern
-``KQ_h = omega_h [I_d; 0]`` and a last-entry-only, zero-sum output-value pattern
-``OV_h = mu_h e_{d+1}``, ``sum_h mu_h = 0``; expanding the softmax to first order, the
+In-context linear regression: ``x_i ~ N(0, I_d)``, ``w ~ N(0, tau^2 I_d)`` (the paper's
+``tau^2 = 1/d`` by default), ``y_i = w^T x_i + eps_i`` with ``eps_i ~ N(0, sigma^2)``; tokens
+``z_i = (x_i, y_i)`` and a query ``(x_q, 0)``. He, Pan, Chen & Yang (ICML 2025) show that
+one layer of ``H``-head softmax attention trained on this task converges to a diagonal,
+homogeneous key-query pattern ``KQ_h = omega_h [I_d; 0]`` and a last-entry-only, zero-sum
+output-value pattern ``OV_h = mu_h e_{d+1}``, ``sum_h mu_h = 0``; expanding the softmax to first order, the
 prediction is then the *debiased* GD predictor
 
 ``y_hat = eta / n * sum_i y_i (x_i - x_bar)^T x_q``, ``eta = sum_h mu_h omega_h``,
@@ -13,7 +13,11 @@ prediction is then the *debiased* GD predictor
 one gradient step on centred covariates, whereas one head keeps a bias ``mu ybar``.
 :func:`debiased_gd_predict` and :func:`debiased_gd_risk` are the closed forms,
 :func:`train_icl_attention` trains the attention model, :func:`attention_pattern` reads the
-pattern off it and :func:`simulate_debiased_gd` compares the trained model with the theory.
+pattern off it; ``simulate_debiased_gd`` (in :mod:`~trustlab.theory.multihead_icl_bayes`)
+compares the trained model with the theory.
+Defaults are the paper's experiment (``d = 5``, ``n = L = 40``, ``sigma^2 = 0.1``). The Bayes
+comparison is in :mod:`~trustlab.theory.multihead_icl_bayes`, the paper's approximate loss and
+training dynamics in :mod:`~trustlab.theory.multihead_icl_dynamics`.
 See ``docs/theory/multihead-icl.md``.
 """
 
@@ -27,19 +31,18 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
+from trustlab._threads import one_thread
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError
 
 __all__ = [
     "AttentionPattern",
-    "DebiasedGDComparison",
     "DebiasedGDRisk",
     "ICLAttention",
     "attention_pattern",
     "debiased_gd_predict",
     "debiased_gd_risk",
     "linear_regression_prompts",
-    "simulate_debiased_gd",
     "train_icl_attention",
 ]
 
@@ -55,9 +58,10 @@ _NONNEG = Interval(numbers.Real, 0, None, closed="left")
         "n_prompts": [_INT1],
         "n_context": [_INT2],
         "dim": [_INT1],
-        "signal_variance": [_POS],
+        "signal_variance": [_POS, None],
         "noise_variance": [_NONNEG],
         "random_state": ["random_state"],
+        "covariance": ["array-like", None],
     }
 )
 def linear_regression_prompts(
@@ -65,9 +69,10 @@ def linear_regression_prompts(
     n_context: int,
     dim: int,
     *,
-    signal_variance: float = 1.0,
-    noise_variance: float = 0.0,
+    signal_variance: float | None = None,
+    noise_variance: float = 0.1,
     random_state: Any = 0,
+    covariance: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Draw in-context linear-regression prompts.
 
@@ -75,11 +80,13 @@ def linear_regression_prompts(
     ----------
     n_prompts, n_context, dim : int
         Number of prompts, examples per prompt ``n`` and covariate dimension ``d``.
-    signal_variance : float, default 1
-        ``tau^2``: ``w ~ N(0, tau^2 I_d)``.
-    noise_variance : float, default 0
-        ``sigma^2`` of the label noise (on the context and the query).
+    signal_variance : float, optional
+        ``tau^2``: ``w ~ N(0, tau^2 I_d)``; default ``1/d`` (the paper's ``N(0, I_d/d)``).
+    noise_variance : float, default 0.1
+        ``sigma^2`` of the label noise (on the context and the query; the paper's 0.1).
     random_state : int, Generator or None, default 0
+    covariance : array-like ``(d, d)``, optional
+        ``x ~ N(0, Sigma)`` (the paper's anisotropic extension); default ``I_d``.
 
     Returns
     -------
@@ -95,12 +102,29 @@ def linear_regression_prompts(
     ((3, 5, 2), (3, 5), (3, 2), (3,))
     """
     rng = make_generator(random_state)
-    w = rng.standard_normal((n_prompts, dim)) * math.sqrt(signal_variance)
+    w = rng.standard_normal((n_prompts, dim)) * math.sqrt(_tau2(signal_variance, dim))
     x = rng.standard_normal((n_prompts, n_context + 1, dim))
+    if covariance is not None:
+        x = x @ _cholesky(covariance, dim).T
     y = np.einsum("pnd,pd->pn", x, w) + math.sqrt(noise_variance) * rng.standard_normal(
         (n_prompts, n_context + 1)
     )
     return x[:, :-1], y[:, :-1], x[:, -1], y[:, -1]
+
+
+def _cholesky(covariance: Any, dim: int) -> np.ndarray:
+    """Cholesky factor of a ``(dim, dim)`` symmetric positive-definite ``covariance``."""
+    c = check_numeric_array(covariance, "covariance", ndim=2)
+    if c.shape != (dim, dim) or not np.allclose(c, c.T) or np.linalg.eigvalsh(c)[0] <= 0:
+        raise DataError(
+            f"covariance must be a symmetric positive-definite ({dim}, {dim}) matrix.", argument="covariance"
+        )
+    return np.linalg.cholesky(c)
+
+
+def _tau2(signal_variance: float | None, dim: int) -> float:
+    """The prior variance per coordinate: the paper's ``1/d`` unless given."""
+    return 1.0 / dim if signal_variance is None else float(signal_variance)
 
 
 @validate_params({"X": ["array-like"], "y": ["array-like"], "x_query": ["array-like"], "step_size": [_REAL]})
@@ -183,7 +207,7 @@ class DebiasedGDRisk:
         "n_context": [_INT2],
         "dim": [_INT1],
         "step_size": [_REAL, None],
-        "signal_variance": [_POS],
+        "signal_variance": [_POS, None],
         "noise_variance": [_NONNEG],
     }
 )
@@ -192,8 +216,8 @@ def debiased_gd_risk(
     dim: int,
     *,
     step_size: float | None = None,
-    signal_variance: float = 1.0,
-    noise_variance: float = 0.0,
+    signal_variance: float | None = None,
+    noise_variance: float = 0.1,
 ) -> DebiasedGDRisk:
     """Exact risk of the debiased GD predictor (and of plain GD) for Gaussian covariates.
 
@@ -207,7 +231,9 @@ def debiased_gd_risk(
     n_context, dim : int
     step_size : float, optional
         ``eta``; default the optimum.
-    signal_variance, noise_variance : float, default 1, 0
+    signal_variance, noise_variance : float, default 1/d, 0.1
+        ``tau^2`` and ``sigma^2``. With ``tau^2 = 1/d``, ``eta* = (1 + (1 + sigma^2) d / n)^{-1}``:
+        the paper's optimal step (Theorem 1(2) of the authors' summary).
 
     Returns
     -------
@@ -219,11 +245,11 @@ def debiased_gd_risk(
 
     Examples
     --------
-    >>> r = debiased_gd_risk(20, 4)
-    >>> round(r.optimal_step_size, 4), bool(r.optimal_risk < r.null_risk)
-    (0.8333, True)
+    >>> r = debiased_gd_risk(40, 5)
+    >>> round(r.optimal_step_size, 4), round(1 / (1 + 1.1 * 5 / 40), 4), bool(r.optimal_risk < r.null_risk)
+    (0.8791, 0.8791, True)
     """
-    n, d, tau2, s2 = n_context, dim, float(signal_variance), float(noise_variance)
+    n, d, tau2, s2 = n_context, dim, _tau2(signal_variance, dim), float(noise_variance)
     m = n - 1
     cross = m / n * tau2 * d
     sq = m * (tau2 * d * (m + 1 + d) + s2 * d) / n**2
@@ -266,6 +292,9 @@ class ICLAttention:
         ``output_value[h] . sum_i softmax_i z_i``.
     losses : numpy.ndarray
         Training MSE per step.
+    trajectory : numpy.ndarray ``(k, 2, H)`` or None
+        With ``record_every = r``: row ``j`` holds each head's mean KQ diagonal ``omega_h`` and
+        label output ``mu_h`` after step ``(j + 1) r``.
 
     See Also
     --------
@@ -275,6 +304,7 @@ class ICLAttention:
     key_query: np.ndarray
     output_value: np.ndarray
     losses: np.ndarray
+    trajectory: np.ndarray | None = None
 
     def predict(self, X: Any, y: Any, x_query: Any) -> np.ndarray:
         """The model's prediction of ``y_q`` for each prompt (NumPy forward pass).
@@ -299,10 +329,10 @@ class ICLAttention:
                 argument="X",
             )
         z = np.concatenate([x, t[..., None]], axis=2)
-        s = np.einsum("pnk,hkd,pd->phn", z, self.key_query, q)
+        s = np.matmul(np.einsum("hkd,pd->phk", self.key_query, q), z.transpose(0, 2, 1))  # (m, H, n)
         s = np.exp(s - s.max(axis=2, keepdims=True))
         p = s / s.sum(axis=2, keepdims=True)
-        return np.asarray(np.einsum("phn,pnk,hk->p", p, z, self.output_value))
+        return np.asarray((np.matmul(p, z) * self.output_value).sum(axis=(1, 2)))
 
 
 @validate_params(
@@ -314,23 +344,27 @@ class ICLAttention:
         "batch_size": [_INT1],
         "learning_rate": [_POS],
         "init_scale": [_POS],
-        "signal_variance": [_POS],
+        "signal_variance": [_POS, None],
         "noise_variance": [_NONNEG],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
+        "record_every": [_INT1, None],
+        "covariance": ["array-like", None],
     }
 )
 def train_icl_attention(
     n_heads: int = 2,
-    dim: int = 4,
-    n_context: int = 32,
+    dim: int = 5,
+    n_context: int = 40,
     *,
     steps: int = 1500,
     batch_size: int = 256,
     learning_rate: float = 1e-2,
     init_scale: float = 0.1,
-    signal_variance: float = 1.0,
-    noise_variance: float = 0.0,
+    signal_variance: float | None = None,
+    noise_variance: float = 0.1,
     random_state: int = 0,
+    record_every: int | None = None,
+    covariance: Any = None,
 ) -> ICLAttention:
     """Train one layer of multi-head softmax attention on fresh in-context regression prompts.
 
@@ -340,12 +374,16 @@ def train_icl_attention(
 
     Parameters
     ----------
-    n_heads, dim, n_context : int, default 2, 4, 32
+    n_heads, dim, n_context : int, default 2, 5, 40
     steps, batch_size : int, default 1500, 256
     learning_rate : float, default 1e-2
     init_scale : float, default 0.1
-    signal_variance, noise_variance : float, default 1, 0
+    signal_variance, noise_variance : float, default 1/d, 0.1
     random_state : int, default 0
+    record_every : int, optional
+        Keep each head's ``(omega_h, mu_h)`` every this many steps (``ICLAttention.trajectory``).
+    covariance : array-like ``(d, d)``, optional
+        Covariate covariance (default ``I_d``), as in :func:`linear_regression_prompts`.
 
     Returns
     -------
@@ -359,19 +397,19 @@ def train_icl_attention(
     --------
     >>> m = train_icl_attention(steps=2, batch_size=8)
     >>> m.key_query.shape, m.output_value.shape
-    ((2, 5, 4), (2, 5))
+    ((2, 6, 5), (2, 6))
     """
     torch = _torch()
+    if covariance is not None:
+        _cholesky(covariance, dim)  # fail before training
     rng = np.random.default_rng(random_state)
     torch.manual_seed(random_state)
     d, h = dim, n_heads
     kq = torch.nn.Parameter(init_scale * torch.randn(h, d + 1, d, dtype=torch.float64))
     ov = torch.nn.Parameter(init_scale * torch.randn(h, d + 1, dtype=torch.float64))
     opt = torch.optim.Adam([kq, ov], lr=learning_rate)
-    losses = np.empty(steps)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    losses, trajectory = np.empty(steps), []
+    with one_thread():
         for k in range(steps):
             x, y, xq, yq = (
                 torch.from_numpy(a)
@@ -382,6 +420,7 @@ def train_icl_attention(
                     signal_variance=signal_variance,
                     noise_variance=noise_variance,
                     random_state=rng,
+                    covariance=covariance,
                 )
             )
             z = torch.cat([x, y.unsqueeze(-1)], dim=2)
@@ -393,9 +432,11 @@ def train_icl_attention(
             loss.backward()
             opt.step()
             losses[k] = float(loss.detach())
-    finally:
-        torch.set_num_threads(threads)
-    return ICLAttention(kq.detach().numpy().copy(), ov.detach().numpy().copy(), losses)
+            if record_every and (k + 1) % record_every == 0:
+                w, v = kq.detach().numpy(), ov.detach().numpy()
+                trajectory.append([np.einsum("hii->hi", w[:, :d, :d]).mean(axis=1), v[:, d]])
+    hist = np.asarray(trajectory) if record_every else None
+    return ICLAttention(kq.detach().numpy().copy(), ov.detach().numpy().copy(), losses, hist)
 
 
 @dataclass(frozen=True)
@@ -475,116 +516,4 @@ def attention_pattern(model: ICLAttention) -> AttentionPattern:
         float((np.abs(ov[:, :d]).max(axis=1, initial=0.0) / mscale).max()),
         float(abs(mu.sum()) / max(np.abs(mu).sum(), 1e-12)),
         float((mu * omega).sum()),
-    )
-
-
-@dataclass(frozen=True)
-class DebiasedGDComparison:
-    """A trained model beside the debiased GD predictor on the same test prompts.
-
-    Attributes
-    ----------
-    pattern : AttentionPattern
-    model_risk : float
-        Test MSE of the trained attention.
-    theory_risk : float
-        Closed-form risk of debiased GD at the learned ``eta`` (``pattern.step_size``).
-    theory_mc_risk : float
-        Test MSE of debiased GD at the learned ``eta`` on the same prompts.
-    agreement : float
-        ``mean (model - debiased GD)^2 / mean (debiased GD)^2``: 0 when the model *is* the
-        predictor.
-    optimal : DebiasedGDRisk
-        The closed-form optimum.
-    risk_se : float
-        Standard error of ``model_risk`` (the tolerance of comparisons with it).
-
-    See Also
-    --------
-    simulate_debiased_gd : computes it.
-    """
-
-    pattern: AttentionPattern
-    model_risk: float
-    theory_risk: float
-    theory_mc_risk: float
-    agreement: float
-    optimal: DebiasedGDRisk
-    risk_se: float
-
-
-@validate_params(
-    {
-        "model": [ICLAttention],
-        "n_context": [_INT2],
-        "n_test": [_INT2],
-        "signal_variance": [_POS],
-        "noise_variance": [_NONNEG],
-        "random_state": ["random_state"],
-    }
-)
-def simulate_debiased_gd(
-    model: ICLAttention,
-    n_context: int = 32,
-    *,
-    n_test: int = 20_000,
-    signal_variance: float = 1.0,
-    noise_variance: float = 0.0,
-    random_state: Any = 12345,
-) -> DebiasedGDComparison:
-    """Compare a trained attention model with the debiased GD predictor its pattern implies.
-
-    Parameters
-    ----------
-    model : ICLAttention
-    n_context : int, default 32
-    n_test : int, default 20000
-        Test prompts.
-    signal_variance, noise_variance : float
-        As in training.
-    random_state : int, Generator or None, default 12345
-
-    Returns
-    -------
-    DebiasedGDComparison
-
-    References
-    ----------
-    He, Pan, Chen & Yang, ICML 2025 (multi-head attention approximately implements debiased GD).
-
-    Examples
-    --------
-    >>> kq = np.zeros((2, 3, 2)); kq[0, :2] = 0.05 * np.eye(2); kq[1, :2] = -0.05 * np.eye(2)
-    >>> ov = np.zeros((2, 3)); ov[:, 2] = [8.0, -8.0]
-    >>> c = simulate_debiased_gd(ICLAttention(kq, ov, np.zeros(1)), 16, n_test=2000)
-    >>> round(c.pattern.step_size, 2), bool(c.agreement < 0.01)
-    (0.8, True)
-    """
-    d = model.key_query.shape[2]
-    x, y, xq, yq = linear_regression_prompts(
-        n_test,
-        n_context,
-        d,
-        signal_variance=signal_variance,
-        noise_variance=noise_variance,
-        random_state=random_state,
-    )
-    pattern = attention_pattern(model)
-    pred = model.predict(x, y, xq)
-    gd = debiased_gd_predict(x, y, xq, pattern.step_size)
-    err = (pred - yq) ** 2
-    return DebiasedGDComparison(
-        pattern,
-        float(err.mean()),
-        debiased_gd_risk(
-            n_context,
-            d,
-            step_size=pattern.step_size,
-            signal_variance=signal_variance,
-            noise_variance=noise_variance,
-        ).risk,
-        float(((gd - yq) ** 2).mean()),
-        float(((pred - gd) ** 2).mean() / (gd**2).mean()),
-        debiased_gd_risk(n_context, d, signal_variance=signal_variance, noise_variance=noise_variance),
-        float(err.std(ddof=1) / math.sqrt(n_test)),
     )
