@@ -115,13 +115,13 @@ class LMReport:
             f"{self.massive['lam']:g} x the head's mean (Jin et al., ICML 2025); Q and K before RoPE. "
             "Concentration: max / mean of the norms.</p>",
         ]
-        for x in ("q", "k", "v"):
-            parts.append(
-                _grid(f"{x.upper()}: massive dimensions per head", self.massive["counts"][x], "{:d}")
-            )
-            parts.append(
-                _grid(f"{x.upper()}: concentration per head", self.massive["concentration"][x], "{:.2f}")
-            )
+        counts = {x: np.asarray(self.massive["counts"][x]) for x in "qkv"}
+        if not any(c.any() for c in counts.values()):
+            parts.append("<p>No dimension of Q, K or V passes the threshold in any head.</p>")
+        else:
+            parts.append(_grid("massive dimensions per head (Q / K / V)", _cells(counts, "{:d}"), ""))
+        conc = {x: np.asarray(self.massive["concentration"][x]) for x in "qkv"}
+        parts.append(_grid("concentration per head (Q / K / V)", _cells(conc, "{:.2f}"), ""))
         rope = self.massive.get("rope")
         if rope:
             parts.append(
@@ -154,14 +154,15 @@ class LMReport:
             f"<tr><td>oracle (saturation block)</td><td>{ex['oracle_layers_saved']:.1%}</td><td>100%</td>"
             f"<td>{ex['accuracy_full']:.1%}</td></tr></table>"
         )
-        parts.append("<h2>Attention</h2>")
-        for key, label in (
-            ("entropy", "mean row entropy (nats)"),
-            ("first_token", "weight on the first token (sink)"),
-            ("previous_token", "weight on the previous token"),
-            ("self_token", "weight on itself"),
-        ):
-            parts.append(_grid(label, self.attention[key], "{:.2f}"))
+        parts.append(
+            "<h2>Attention</h2>"
+            + _grid(
+                "per head: mean row entropy (nats) / weight on the first token (sink) / on the previous "
+                "token / on itself",
+                _cells({key: np.asarray(self.attention[key]) for key in _ATTENTION}, "{:.2f}"),
+                "",
+            )
+        )
         return "".join(parts) + "</html>\n"
 
     def save(self, out_dir: str | Path) -> tuple[Path, Path]:
@@ -185,6 +186,16 @@ class LMReport:
         return out / "report.html", out / "report.json"
 
 
+_ATTENTION = ("entropy", "first_token", "previous_token", "self_token")
+
+
+def _cells(arrays: dict[str, np.ndarray], fmt: str) -> list[list[str]]:
+    """One grid of 'a / b / c' cells from equally shaped (block, head) arrays."""
+    stacked = np.stack(list(arrays.values()), axis=-1)
+    conv = int if fmt == "{:d}" else float
+    return [[" / ".join(fmt.format(conv(v)) for v in cell) for cell in row] for row in stacked.tolist()]
+
+
 def _grid(
     caption: str,
     values: Any,
@@ -199,7 +210,9 @@ def _grid(
     body = []
     for i, row in enumerate(arr):
         cells = "".join(
-            f"<td>{fmt.format(int(v) if fmt == '{:d}' else float(v))}</td>"
+            f"<td>{html.escape(v)}</td>"
+            if isinstance(v, str)
+            else f"<td>{fmt.format(int(v) if fmt == '{:d}' else float(v))}</td>"
             if not (isinstance(v, float) and math.isnan(v))
             else "<td>-</td>"
             for v in row.tolist()
