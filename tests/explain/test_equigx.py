@@ -14,7 +14,8 @@ from sklearn.metrics import roc_auc_score
 torch = pytest.importorskip("torch")
 
 from trustlab.errors import DataError, ModelError, ParameterError, TrustlabError  # noqa: E402
-from trustlab.explain._equivariant_gnn import make_batch, random_rotation  # noqa: E402
+from trustlab.explain._equigx_data import random_rotation  # noqa: E402
+from trustlab.explain._equivariant_gnn import make_batch  # noqa: E402
 from trustlab.explain.equigx import (  # noqa: E402
     TinyTFN,
     equigx_relevance,
@@ -25,7 +26,7 @@ from trustlab.explain.equigx import (  # noqa: E402
 )
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "explain" / "equigx.md"
-SMALL = {"hidden_s": 4, "hidden_v": 4, "radial_hidden": 16}
+SMALL = {"hidden_s": 4, "hidden_v": 4, "radial_hidden": 16, "max_degree": 1}
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

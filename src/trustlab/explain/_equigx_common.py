@@ -111,7 +111,7 @@ def _check_graphs(model: TinyTFN, pos: Any, node_attr: Any) -> tuple[list, bool]
 
 
 def _check_targets(model: TinyTFN, target: Any, graph: GeometricGraph) -> torch.Tensor:
-    n_classes = model.final.tp.out_s
+    n_classes = model.n_classes
     if target is None:
         with torch.no_grad():
             return model(graph).argmax(1)
