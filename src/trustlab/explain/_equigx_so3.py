@@ -28,8 +28,12 @@ MAX_DEGREE = 3
 
 
 def _harmonics(u: np.ndarray | torch.Tensor, degree: int) -> list:
-    """Components of ``Y_degree`` of unit vectors ``u`` (``(..., 3)``), component normalisation."""
+    """Components of ``Y_degree`` of unit vectors ``u`` (``(..., 3)``), component normalisation.
+
+    Written as homogeneous polynomials (``1`` as ``|u|^2``), so that a zero vector gets zeros.
+    """
     x, y, z = u[..., 0], u[..., 1], u[..., 2]
+    r2 = x**2 + y**2 + z**2
     if degree == 0:
         return [x * 0 + 1]
     if degree == 1:
@@ -39,7 +43,7 @@ def _harmonics(u: np.ndarray | torch.Tensor, degree: int) -> list:
         return [
             s15 * x * y,
             s15 * y * z,
-            0.5 * math.sqrt(5.0) * (3 * z**2 - 1),
+            0.5 * math.sqrt(5.0) * (3 * z**2 - r2),
             s15 * x * z,
             0.5 * s15 * (x**2 - y**2),
         ]
@@ -47,9 +51,9 @@ def _harmonics(u: np.ndarray | torch.Tensor, degree: int) -> list:
     return [
         a * y * (3 * x**2 - y**2),
         b * x * y * z,
-        c * y * (5 * z**2 - 1),
-        0.5 * math.sqrt(7.0) * (5 * z**3 - 3 * z),
-        c * x * (5 * z**2 - 1),
+        c * y * (5 * z**2 - r2),
+        0.5 * math.sqrt(7.0) * (5 * z**3 - 3 * z * r2),
+        c * x * (5 * z**2 - r2),
         0.5 * b * (x**2 - y**2) * z,
         a * x * (x**2 - 3 * y**2),
     ]
