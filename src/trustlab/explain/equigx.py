@@ -211,6 +211,7 @@ def _equigx_batch(
         "eps": [Interval(numbers.Real, 0, 1, closed="neither")],
         "contrast": ["boolean"],
         "norm_rule": ["boolean"],
+        "node_score": [Options({"signed", "magnitude"})],
     }
 )
 def equigx_relevance(
@@ -223,6 +224,7 @@ def equigx_relevance(
     eps: float = 1e-7,
     contrast: bool = False,
     norm_rule: bool = True,
+    node_score: str = "signed",
 ) -> Any:
     """EquiGX node relevance of a tensor-field network's prediction.
 
@@ -231,7 +233,9 @@ def equigx_relevance(
     message to its source node's features, the spherical harmonics of the edge direction and the
     radial weights of the edge distance (a third each); the equivariant linear layer by the linear
     rule; the norm activation by dividing by each channel's scaling and restoring the graph's
-    total. A node's relevance is that of its own attributes plus half of every incident edge's.
+    total. A node's relevance is that of its own attributes plus half of every incident edge's
+    (the three-way split is the paper's Eq. 7, an equal share for each argument of the bilinear
+    tensor product; the rest is reconstructed from the authors' ``LRP.py``).
 
     Parameters
     ----------
@@ -246,6 +250,17 @@ def equigx_relevance(
         component by component as the authors' released code does (not invariant for vectors).
     eps : float, default 1e-7
         Stabiliser of the divisions (LRP-epsilon).
+    contrast : bool, default False
+        Start from ``+1`` on the target and ``-1/(K-1)`` on the other outputs (contrastive LRP)
+        instead of the authors' one-hot start; the start then sums to 0.
+    norm_rule : bool, default True
+        Apply the norm-activation rule (the authors' ``Norm=True``); ``False`` passes relevance
+        through the activation unchanged (their ``Norm=False``).
+    node_score : {{"signed", "magnitude"}}, default "signed"
+        ``"signed"``: node relevance = own-attribute relevance + half of every incident edge's
+        signed relevance (conservative, as the authors' SCOP evaluation scatters it);
+        ``"magnitude"``: ``|own| + half of every incident edge's |relevance|`` (not
+        conservative; it stops edges of opposite signs cancelling at a node, see the docs).
 
     Returns
     -------
@@ -261,13 +276,16 @@ def equigx_relevance(
     --------
     >>> from trustlab.explain.equigx import TinyTFN, equigx_relevance, make_shape_graphs
     >>> graphs, labels, truth = make_shape_graphs(1, random_state=0)
-    >>> model = TinyTFN(n_node_attr=1, n_classes=2)
+    >>> model = TinyTFN(n_node_attr=1, n_classes=2, max_degree=2)
     >>> r = equigx_relevance(model, *graphs[0], target=0)
     >>> round(float(r.node.sum()), 3)
     1.0
     """
     model, graph, targets, single = _prepare(model, pos, node_attr, target)
     node, edge, attr = _equigx_batch(model, graph, targets, rule, float(eps), bool(contrast), bool(norm_rule))
+    if node_score == "magnitude":
+        half = edge.abs() / 2
+        node = attr.abs().index_add(0, graph.edge_src, half).index_add(0, graph.edge_dst, half)
     return _results(graph, targets, node, edge, attr, f"equigx-{rule}", single)
 
 
