@@ -22,6 +22,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from trustlab._threads import one_thread
+
 __all__ = ["MAX_DEGREE", "allowed_paths", "spherical_harmonics", "wigner_3j", "wigner_d"]
 
 MAX_DEGREE = 3
@@ -130,11 +132,12 @@ def _wigner_3j(l1: int, l2: int, l3: int) -> np.ndarray:
     dims = (2 * l1 + 1, 2 * l2 + 1, 2 * l3 + 1)
     eye = np.eye(dims[0] * dims[1] * dims[2])
     blocks = []
-    for _ in range(3):
-        rot = _rotation(rng)
-        big = np.kron(np.kron(wigner_d(l1, rot), wigner_d(l2, rot)), wigner_d(l3, rot))
-        blocks.append(big - eye)
-    _, sing, vt = np.linalg.svd(np.concatenate(blocks), full_matrices=True)
+    with one_thread():  # small matrices: BLAS threads only contend
+        for _ in range(3):
+            rot = _rotation(rng)
+            big = np.kron(np.kron(wigner_d(l1, rot), wigner_d(l2, rot)), wigner_d(l3, rot))
+            blocks.append(big - eye)
+        _, sing, vt = np.linalg.svd(np.concatenate(blocks), full_matrices=False)
     null = vt[-1]
     if sing[-1] > 1e-8 or (len(sing) > 1 and sing[-2] < 1e-6):
         raise ValueError(f"no unique coupling for {l1} x {l2} -> {l3}")  # pragma: no cover

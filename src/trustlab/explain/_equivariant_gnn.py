@@ -28,7 +28,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from trustlab.explain._equigx_so3 import allowed_paths, spherical_harmonics, wigner_3j
+from trustlab._threads import one_thread
+from trustlab.errors import ParameterError
+from trustlab.explain._equigx_so3 import MAX_DEGREE, allowed_paths, spherical_harmonics, wigner_3j
 
 __all__ = ["GeometricGraph", "TinyTFN", "make_batch", "radius_graph", "train_tfn"]
 
@@ -215,7 +217,7 @@ class TinyTFN(nn.Module):
         Channels of the hidden layers: scalars (degree 0) and each degree ``1..max_degree``.
     max_degree : int, default=3
         Highest degree ``L`` of the spherical harmonics and of the hidden irreps (``0e, 1o, 2e,
-        3o`` up to ``L``), at most 3. The default is the authors' ``TFN(l=3)``; ``1`` gives
+        3o`` up to ``L``), 0 to 3. The default is the authors' ``TFN(l=3)``; ``1`` gives
         scalars and vectors only (about 6x faster on CPU than ``3``).
     cutoff : float
         Radius of the graph and of the radial basis.
@@ -251,6 +253,12 @@ class TinyTFN(nn.Module):
         seed: int = 0,
     ) -> None:
         super().__init__()
+        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or not 0 <= max_degree <= MAX_DEGREE:
+            raise ParameterError(
+                f"max_degree must be an int in 0..{MAX_DEGREE} (the spherical harmonics written here); "
+                f"got {max_degree!r}. Use 3 for the authors' TFN, 1 for scalars and vectors only.",
+                argument="max_degree",
+            )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self._build(
@@ -404,13 +412,14 @@ def train_tfn(
     ]
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
-    for _ in range(epochs):
-        for b in torch.randperm(len(batches), generator=gen).tolist():
-            graph, target = batches[b]
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(graph), target)
-            loss.backward()
-            opt.step()
+    with one_thread():  # tiny tensors: thread pools only contend
+        for _ in range(epochs):
+            for b in torch.randperm(len(batches), generator=gen).tolist():
+                graph, target = batches[b]
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(model(graph), target)
+                loss.backward()
+                opt.step()
     return model.eval()
 
 
