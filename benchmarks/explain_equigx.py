@@ -91,7 +91,9 @@ def run(quick: bool = False) -> dict:
                 timed = case == "shapes" and seed == 0
                 for name, fn in methods.items():
                     seconds = (
-                        _timed(lambda p, a, t, fn=fn, model=model: fn(model, p, a, t), test[: 5 if quick else 10])
+                        _timed(
+                            lambda p, a, t, fn=fn, model=model: fn(model, p, a, t), test[: 5 if quick else 10]
+                        )
                         if timed
                         else float("nan")
                     )
@@ -135,10 +137,12 @@ def run(quick: bool = False) -> dict:
         "rows": rows,
         "summary": summary,
         "notes": [
-            "AUC: mean over 40 held-out graphs of the per-graph ROC AUC of the ground-truth nodes (4 of 16 "
-            "for shapes, 2 of 16 for distance) ranked by |score|; summary: mean and standard error over seeds",
-            "times: CPU seconds (process_time), one graph per call, one torch thread; median over the first "
-            "10 test graphs of 'shapes' seed 0; AUCs from one batched call per method (GNNExplainer's batched "
-            "optimisation equals per-graph runs: Adam is element-wise, the loss a sum over graphs)",
+            "AUC: mean over 40 held-out graphs of the per-graph ROC AUC of the ground-truth nodes "
+            "(4 of 16 for shapes, 2 of 16 for distance) ranked by |score|; summary: mean and standard "
+            "error over seeds",
+            "times: CPU seconds (process_time), one graph per call, one torch thread; median over the "
+            "first 10 test graphs of 'shapes' seed 0; AUCs from one batched call per method "
+            "(GNNExplainer's batched optimisation equals per-graph runs: Adam is element-wise, the loss "
+            "a sum over graphs)",
         ],
     }

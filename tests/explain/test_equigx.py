@@ -136,7 +136,12 @@ def _hidden(model, pos, attr):
         y, rbf = model.edge_inputs(graph)
         x = model.input_features(graph, y)
         conv = model.conv1
-        return [t.numpy() for t in conv.aggregate(conv.messages(x, graph.edge_src, y, conv.fc(rbf)), graph.edge_dst, len(pos))]
+        return [
+            t.numpy()
+            for t in conv.aggregate(
+                conv.messages(x, graph.edge_src, y, conv.fc(rbf)), graph.edge_dst, len(pos)
+            )
+        ]
 
 
 @pytest.mark.claims
@@ -237,12 +242,16 @@ def test_claim_distance_task_pair_ranked_above_baselines():
     significantly below the position gradient (which ties it on this task)."""
     graphs, labels, truth = make_distance_graphs(120, random_state=3)
     with one_thread():
-        model = train_tfn(TinyTFN(1, 2, seed=3, **(SMALL | {"max_degree": 2})), graphs[:96], labels[:96], epochs=12)
+        model = train_tfn(
+            TinyTFN(1, 2, seed=3, **(SMALL | {"max_degree": 2})), graphs[:96], labels[:96], epochs=12
+        )
     graphs, labels, truth = graphs[96:], labels[96:], truth[96:]
     pos, attr = [g[0] for g in graphs], [g[1] for g in graphs]
     with torch.no_grad():
         assert (model(make_batch(graphs, model.cutoff)).argmax(1).numpy() == labels).mean() >= 0.9
-    ours = _aucs(truth, equigx_relevance(model, pos, attr, target=labels, contrast=True, node_score="magnitude"))
+    ours = _aucs(
+        truth, equigx_relevance(model, pos, attr, target=labels, contrast=True, node_score="magnitude")
+    )
     grad = _aucs(truth, gradient_saliency(model, pos, attr, target=labels))
     gxi = _aucs(truth, gradient_saliency(model, pos, attr, target=labels, times_input=True))
     gnnx = _aucs(truth, gnnexplainer_node_mask(model, pos, attr, target=labels))

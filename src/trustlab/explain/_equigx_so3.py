@@ -17,7 +17,7 @@ Written here (e3nn is not a dependency) for :mod:`trustlab.explain._equivariant_
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
@@ -85,7 +85,7 @@ def spherical_harmonics(edge_vec: torch.Tensor, max_degree: int) -> tuple[torch.
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _directions() -> np.ndarray:
     u = np.random.default_rng(12345).normal(size=(64, 3))
     return u / np.linalg.norm(u, axis=1, keepdims=True)
@@ -126,7 +126,7 @@ def allowed_paths(l1: int, l2: int, l3: int) -> bool:
     return abs(l1 - l2) <= l3 <= l1 + l2 and (l1 + l2 + l3) % 2 == 0
 
 
-@lru_cache(maxsize=None)
+@cache
 def _wigner_3j(l1: int, l2: int, l3: int) -> np.ndarray:
     rng = np.random.default_rng(2024)
     dims = (2 * l1 + 1, 2 * l2 + 1, 2 * l3 + 1)

@@ -152,7 +152,13 @@ class Convolution(nn.Module):
     """TFN convolution: ``m_e = TP(x_src, Y(r_e), MLP(rbf(|r_e|)))``, summed into ``dst``."""
 
     def __init__(
-        self, in_mul: list[int], out_mul: list[int], sh_degree: int, n_basis: int, hidden: int, num_neighbors: float
+        self,
+        in_mul: list[int],
+        out_mul: list[int],
+        sh_degree: int,
+        n_basis: int,
+        hidden: int,
+        num_neighbors: float,
     ) -> None:
         super().__init__()
         self.tp = TensorProduct(in_mul, out_mul, sh_degree)
@@ -253,7 +259,11 @@ class TinyTFN(nn.Module):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        if isinstance(max_degree, bool) or not isinstance(max_degree, int) or not 0 <= max_degree <= MAX_DEGREE:
+        if (
+            isinstance(max_degree, bool)
+            or not isinstance(max_degree, int)
+            or not 0 <= max_degree <= MAX_DEGREE
+        ):
             raise ParameterError(
                 f"max_degree must be an int in 0..{MAX_DEGREE} (the spherical harmonics written here); "
                 f"got {max_degree!r}. Use 3 for the authors' TFN, 1 for scalars and vectors only.",
@@ -310,7 +320,9 @@ class TinyTFN(nn.Module):
             The radial basis of each edge length.
         """
         vec = graph.pos[graph.edge_src] - graph.pos[graph.edge_dst]
-        return spherical_harmonics(vec, self.max_degree), radial_basis(vec.norm(dim=-1), self.cutoff, self.n_basis)
+        return spherical_harmonics(vec, self.max_degree), radial_basis(
+            vec.norm(dim=-1), self.cutoff, self.n_basis
+        )
 
     def input_features(self, graph: GeometricGraph, y: Features) -> Features:
         """Node attributes and the summed spherical harmonics of the incident edges.
@@ -421,5 +433,3 @@ def train_tfn(
                 loss.backward()
                 opt.step()
     return model.eval()
-
-
