@@ -224,7 +224,7 @@ class TinyTFN(nn.Module):
     max_degree : int, default=3
         Highest degree ``L`` of the spherical harmonics and of the hidden irreps (``0e, 1o, 2e,
         3o`` up to ``L``), 0 to 3. The default is the authors' ``TFN(l=3)``; ``1`` gives
-        scalars and vectors only (about 6x faster on CPU than ``3``).
+        scalars and vectors only (2-6x faster on CPU than ``3``).
     cutoff : float
         Radius of the graph and of the radial basis.
     n_basis, radial_hidden : int
