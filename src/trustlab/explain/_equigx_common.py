@@ -23,8 +23,8 @@ class NodeRelevance:
     Attributes
     ----------
     node : ndarray (n,)
-        Node scores (higher = more relevant). For EquiGX they sum to the relevance put on the
-        output (1 for the target class) up to the stabiliser.
+        Node scores (higher = more relevant). For EquiGX with ``node_score="signed"`` they sum
+        to the relevance put on the output (1 for the target class) up to the stabiliser.
     target : int
         The explained output.
     edge_src, edge_dst : ndarray (E,)

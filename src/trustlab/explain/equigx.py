@@ -5,7 +5,9 @@ The prediction score of a tensor-field network is decomposed layer by layer with
 linear layer, a three-way rule for the tensor product (node features, spherical harmonics of the
 edge direction and the radial weights each take a third), and the norm-activation rule. Node
 relevance is the relevance of the node's own attributes plus half of the relevance of every
-edge (direction and distance) it belongs to. See ``docs/explain/equigx.md``.
+edge (direction and distance) it belongs to. The network (:class:`TinyTFN`) carries irreps of
+degrees 0 to ``max_degree`` (at most 3); the rules are written per irreducible channel and do not
+depend on the degree. See ``docs/explain/equigx.md``.
 
 Baselines on the same model: gradient saliency, gradient x input and a GNNExplainer-style soft
 edge mask.
