@@ -13,8 +13,9 @@ Data (``docs/data-card.md``), 128 training and 40 test graphs per seed:
 
 Network: ``TinyTFN`` (4 scalar channels and 4 per higher degree), ``max_degree`` 1 and 2, 12
 epochs, three seeds (one, ``shapes`` only, with ``--quick``). Figures: mean per-graph AUC of the
-ground-truth nodes (``|score|`` for the signed methods), mean +- standard error over the seeds,
-and CPU time per explanation (one graph per call, median over 10 graphs; ``shapes`` seed 0). No
+ground-truth nodes (``|score|`` for the signed methods), on the distance task also of the pair's
+edge among all edges (EquiGX's edge relevance, GNNExplainer's mask), mean +- standard error over
+the seeds, and CPU time per explanation (one graph per call, median over 10 graphs; ``shapes`` seed 0). No
 EquiGX implementation installs here (the authors' code needs e3nn and torch-geometric), so the
 peers are the paper's baseline families written against the same network.
 """
@@ -63,6 +64,20 @@ def _data(case: str, seed: int):
     return make_distance_graphs(168, min_noise_distance=1.0 if close else 1.2, random_state=seed)
 
 
+def _edge_auc(case: str, truth, results) -> float | None:
+    """Distance task: mean per-graph AUC of the pair's two directed edges among all non-self edges
+    ranked by ``|edge score|`` (EquiGX's edge relevance, GNNExplainer's mask); ``None`` otherwise."""
+    from sklearn.metrics import roc_auc_score
+
+    if not case.startswith("distance") or len(results[0].edge) == 0:
+        return None
+    aucs = []
+    for t, r in zip(truth, results, strict=True):
+        keep = r.edge_src != r.edge_dst
+        aucs.append(roc_auc_score((t[r.edge_src] & t[r.edge_dst])[keep], np.abs(r.edge[keep])))
+    return round(float(np.mean(aucs)), 4)
+
+
 def run(quick: bool = False) -> dict:
     import torch
     from sklearn.metrics import roc_auc_score
@@ -101,6 +116,7 @@ def run(quick: bool = False) -> dict:
                     aucs = [
                         roc_auc_score(tr, np.abs(r.node)) for tr, r in zip(truth[128:], results, strict=True)
                     ]
+                    edge_auc = _edge_auc(case, truth[128:], results)
                     rows.append(
                         {
                             "case": case,
@@ -110,6 +126,7 @@ def run(quick: bool = False) -> dict:
                             "train_s": round(train_s, 2),
                             "method": name,
                             "auc": round(float(np.mean(aucs)), 4),
+                            "edge_auc": edge_auc,
                             "ms_per_explanation": round(1000 * seconds, 2) if timed else None,
                         }
                     )
@@ -122,16 +139,18 @@ def run(quick: bool = False) -> dict:
                     for r in rows
                     if r["case"] == case and r["max_degree"] == degree and r["method"] == name
                 ]
-                se = float(np.std(vals, ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else float("nan")
-                summary.append(
-                    {
-                        "case": case,
-                        "max_degree": degree,
-                        "method": name,
-                        "auc_mean": round(float(np.mean(vals)), 3),
-                        "auc_se": round(se, 3),
-                    }
-                )
+                edge = [
+                    r["edge_auc"]
+                    for r in rows
+                    if r["case"] == case and r["max_degree"] == degree and r["method"] == name
+                    if r["edge_auc"] is not None
+                ]
+                entry = {"case": case, "max_degree": degree, "method": name}
+                for key, v in (("auc", vals), ("edge_auc", edge)):
+                    if v:
+                        se = float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+                        entry[f"{key}_mean"], entry[f"{key}_se"] = round(float(np.mean(v)), 3), round(se, 3)
+                summary.append(entry)
     return {
         "title": "EquiGX vs gradient and GNNExplainer-style baselines (TinyTFN; shapes and distance tasks)",
         "rows": rows,
