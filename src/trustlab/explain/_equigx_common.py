@@ -23,8 +23,8 @@ class NodeRelevance:
     Attributes
     ----------
     node : ndarray (n,)
-        Node scores (higher = more relevant). For EquiGX they sum to the relevance put on the
-        output (1 for the target class) up to the stabiliser.
+        Node scores (higher = more relevant). For EquiGX with ``node_score="signed"`` they sum
+        to the relevance put on the output (1 for the target class) up to the stabiliser.
     target : int
         The explained output.
     edge_src, edge_dst : ndarray (E,)
@@ -111,7 +111,7 @@ def _check_graphs(model: TinyTFN, pos: Any, node_attr: Any) -> tuple[list, bool]
 
 
 def _check_targets(model: TinyTFN, target: Any, graph: GeometricGraph) -> torch.Tensor:
-    n_classes = model.final.tp.out_s
+    n_classes = model.n_classes
     if target is None:
         with torch.no_grad():
             return model(graph).argmax(1)

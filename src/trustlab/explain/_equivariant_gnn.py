@@ -1,19 +1,22 @@
-"""A small tensor-field network (TFN) on 3D point graphs, with degrees 0 and 1, for EquiGX.
+"""A small tensor-field network (TFN) on 3D point graphs, degrees 0 to 3, for EquiGX.
 
 EquiGX (Ling et al., ICML 2025) explains spherical equivariant GNNs built from three layer
 types: the tensor-product convolution (node features x spherical harmonics of the edge
 direction, weighted per edge by a radial MLP), the equivariant linear layer and the norm
 activation, followed by sum pooling. The authors use e3nn's ``FullyConnectedTensorProduct``,
-``Linear`` and ``NormActivation`` with degrees up to 3. This module writes the same layer types
-for the irreps ``0e`` (scalars) and ``1o`` (vectors) only, in plain torch, so that the relevance
-rules in :mod:`trustlab.explain.equigx` can reach every intermediate tensor (see
+``Linear`` and ``NormActivation`` with spherical harmonics up to degree ``l = 3`` (``TFN(l=3)``
+in their ``SCOP.ipynb``). This module writes the same layer types in plain torch, with the
+natural-parity irreps ``0e, 1o, 2e, 3o`` up to ``max_degree`` (real spherical harmonics and
+Wigner 3j coupling from :mod:`trustlab.explain._equigx_so3`), so that the relevance rules in
+:mod:`trustlab.explain.equigx` can reach every intermediate tensor (see
 ``docs/explain/equigx.md`` for why e3nn is not used).
 
-Features are a pair ``(s, v)``: ``s`` of shape ``(n, C0)`` (scalars) and ``v`` of shape
-``(n, C1, 3)`` (vectors). The tensor product of ``(s, v)`` with the spherical harmonics
-``Y = (Y0, Y1)`` (``Y0 = 1``, ``Y1 = sqrt(3) u`` for the unit edge direction ``u``) keeps the
-four E(3)-equivariant paths ``0x0->0``, ``1x1->0`` (dot product), ``0x1->1`` and ``1x0->1``; the
-``1x1->1e`` cross product is left out (it would need pseudovector channels).
+Features are a tuple ``x = (x_0, ..., x_L)``, ``x_l`` of shape ``(n, C_l, 2l + 1)``. The tensor
+product of ``x`` with the spherical harmonics ``Y = (Y_0, ..., Y_L)`` keeps every path
+``l1 x l2 -> l3`` with ``|l1 - l2| <= l3 <= l1 + l2`` and ``l1 + l2 + l3`` even (for
+``max_degree=1``: ``0x0->0``, ``1x1->0``, ``0x1->1``, ``1x0->1``); the odd paths (e.g. the
+``1x1->1e`` cross product) would need the pseudo-tensor irreps ``0o, 1e, 2o, ...`` that the
+authors' hidden layers also carry and are left out.
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["GeometricGraph", "TinyTFN", "make_batch", "make_shape_graphs", "radius_graph", "train_tfn"]
+from trustlab._threads import one_thread
+from trustlab.errors import ParameterError
+from trustlab.explain._equigx_so3 import MAX_DEGREE, allowed_paths, spherical_harmonics, wigner_3j
 
-Features = tuple[torch.Tensor, torch.Tensor]
+__all__ = ["GeometricGraph", "TinyTFN", "make_batch", "radius_graph", "train_tfn"]
+
+Features = tuple[torch.Tensor, ...]
 
 
 @dataclass(frozen=True)
@@ -87,17 +94,6 @@ def make_batch(
     )
 
 
-def spherical_harmonics(edge_vec: torch.Tensor) -> Features:
-    """Degree-0 and degree-1 real spherical harmonics, e3nn's ``component`` normalisation.
-
-    ``Y0 = 1`` and ``Y1 = sqrt(3) u`` with ``u`` the unit vector (zero for a zero vector, as
-    e3nn's ``normalize=True``). Returned as features ``(Y0 (E, 1), Y1 (E, 1, 3))``.
-    """
-    norm = edge_vec.norm(dim=-1, keepdim=True)
-    unit = torch.where(norm > 0, edge_vec / norm.clamp_min(1e-12), torch.zeros_like(edge_vec))
-    return torch.ones_like(norm), math.sqrt(3.0) * unit[:, None, :]
-
-
 def radial_basis(dist: torch.Tensor, cutoff: float, n_basis: int) -> torch.Tensor:
     """Gaussian radial basis on ``[0, cutoff]`` times a smooth cosine cutoff (``(E, n_basis)``)."""
     centers = torch.linspace(0.0, cutoff, n_basis, dtype=dist.dtype)
@@ -107,54 +103,65 @@ def radial_basis(dist: torch.Tensor, cutoff: float, n_basis: int) -> torch.Tenso
 
 
 class TensorProduct(nn.Module):
-    """Per-edge weighted tensor product of node features ``(s, v)`` with ``Y = (Y0, Y1)``.
+    """Per-edge weighted tensor product of node features with the spherical harmonics ``Y``.
 
-    ``out_s = (s Y0) W00 + (v . Y1 / sqrt 3) W11`` and ``out_v = (s x Y1) W01 + (v Y0) W10``, the
-    weights ``W`` given per edge (e3nn's ``shared_weights=False``), each path scaled by
-    ``1 / sqrt(fan-in)`` as e3nn's ``path_normalization="element"``.
+    For every path ``l1 x l2 -> l3`` (``allowed_paths``), ``out_l3 += sqrt(2 l3 + 1) *
+    sum_{m1, m2} C[m1, m2, m3] x_l1[a, m1] Y_l2[m2] W[a, b]`` with ``C`` the Wigner 3j coupling
+    and the weights ``W`` given per edge (e3nn's ``shared_weights=False`` and ``component``
+    normalisation); every output degree is divided by ``sqrt(fan-in)`` (e3nn's
+    ``path_normalization="element"``). Paths are ordered by ``(l3, l1, l2)``.
+
+    Parameters
+    ----------
+    in_mul, out_mul : sequence of int
+        Channels per degree of the input and of the output.
+    sh_degree : int
+        Highest degree of the spherical harmonics.
     """
 
-    def __init__(self, in_s: int, in_v: int, out_s: int, out_v: int) -> None:
+    def __init__(self, in_mul: list[int], out_mul: list[int], sh_degree: int) -> None:
         super().__init__()
-        self.shapes = {"00": (in_s, out_s), "11": (in_v, out_s), "01": (in_s, out_v), "10": (in_v, out_v)}
-        self.shapes = {k: v for k, v in self.shapes.items() if v[0] > 0 and v[1] > 0}
-        self.weight_numel = sum(a * b for a, b in self.shapes.values())
-        self.out_s, self.out_v = out_s, out_v
-        self.fan_s = sum(self.shapes[k][0] for k in ("00", "11") if k in self.shapes)
-        self.fan_v = sum(self.shapes[k][0] for k in ("01", "10") if k in self.shapes)
+        self.in_mul, self.out_mul = list(in_mul), list(out_mul)
+        self.paths = [
+            (l1, l2, l3)
+            for l3 in range(len(out_mul))
+            for l1 in range(len(in_mul))
+            for l2 in range(sh_degree + 1)
+            if in_mul[l1] > 0 and out_mul[l3] > 0 and allowed_paths(l1, l2, l3)
+        ]
+        self.weight_numel = sum(in_mul[l1] * out_mul[l3] for l1, _, l3 in self.paths)
+        self.fan = [sum(in_mul[p[0]] for p in self.paths if p[2] == l3) for l3 in range(len(out_mul))]
+        for l1, l2, l3 in self.paths:
+            self.register_buffer(f"cg_{l1}{l2}{l3}", wigner_3j(l1, l2, l3) * math.sqrt(2 * l3 + 1))
 
     def forward(self, x: Features, y: Features, weight: torch.Tensor) -> Features:
-        s, v = x
-        y0, y1 = y
         n = weight.shape[0]
-        views, start = {}, 0
-        for key, (a, b) in self.shapes.items():
-            views[key] = weight[:, start : start + a * b].reshape(n, a, b)
+        out = [x[0].new_zeros(n, b, 2 * l3 + 1) for l3, b in enumerate(self.out_mul)]
+        start = 0
+        for l1, l2, l3 in self.paths:
+            a, b = self.in_mul[l1], self.out_mul[l3]
+            w = weight[:, start : start + a * b].reshape(n, a, b)
             start += a * b
-        out_s = s.new_zeros(n, self.out_s)
-        out_v = s.new_zeros(n, self.out_v, 3)
-        if "00" in views:
-            out_s = out_s + torch.einsum("ea,eab->eb", s * y0, views["00"])
-        if "11" in views:
-            dot = (v * y1).sum(-1) / math.sqrt(3.0)
-            out_s = out_s + torch.einsum("ea,eab->eb", dot, views["11"])
-        if "01" in views:
-            out_v = out_v + torch.einsum("ea,eab,ek->ebk", s, views["01"], y1[:, 0, :])
-        if "10" in views:
-            out_v = out_v + torch.einsum("eak,eab->ebk", v * y0[:, :, None], views["10"])
-        out_s = out_s / math.sqrt(max(self.fan_s, 1))
-        out_v = out_v / math.sqrt(max(self.fan_v, 1))
-        return out_s, out_v
+            cg = getattr(self, f"cg_{l1}{l2}{l3}")
+            coupled = torch.einsum("eai,ej,ijk->eak", x[l1], y[l2][:, 0, :], cg)
+            out[l3] = out[l3] + torch.einsum("eak,eab->ebk", coupled, w)
+        return tuple(o / math.sqrt(max(f, 1)) for o, f in zip(out, self.fan, strict=True))
 
 
 class Convolution(nn.Module):
     """TFN convolution: ``m_e = TP(x_src, Y(r_e), MLP(rbf(|r_e|)))``, summed into ``dst``."""
 
     def __init__(
-        self, in_s: int, in_v: int, out_s: int, out_v: int, n_basis: int, hidden: int, num_neighbors: float
+        self,
+        in_mul: list[int],
+        out_mul: list[int],
+        sh_degree: int,
+        n_basis: int,
+        hidden: int,
+        num_neighbors: float,
     ) -> None:
         super().__init__()
-        self.tp = TensorProduct(in_s, in_v, out_s, out_v)
+        self.tp = TensorProduct(in_mul, out_mul, sh_degree)
         self.fc = nn.Sequential(
             nn.Linear(n_basis, hidden, bias=False),
             nn.SiLU(),
@@ -164,39 +171,39 @@ class Convolution(nn.Module):
 
     def messages(self, x: Features, edge_src: torch.Tensor, y: Features, weight: torch.Tensor) -> Features:
         """The edge messages ``m_e`` (one per edge)."""
-        return self.tp((x[0][edge_src], x[1][edge_src]), y, weight)
+        return self.tp(tuple(t[edge_src] for t in x), y, weight)
 
     def aggregate(self, m: Features, edge_dst: torch.Tensor, n_nodes: int) -> Features:
         """Sum of the messages into their destination, over ``sqrt(num_neighbors)``."""
         scale = 1.0 / math.sqrt(self.num_neighbors)
-        s = m[0].new_zeros(n_nodes, m[0].shape[1]).index_add(0, edge_dst, m[0]) * scale
-        v = m[1].new_zeros(n_nodes, *m[1].shape[1:]).index_add(0, edge_dst, m[1]) * scale
-        return s, v
+        return tuple(t.new_zeros(n_nodes, *t.shape[1:]).index_add(0, edge_dst, t) * scale for t in m)
 
 
 class EquivariantLinear(nn.Module):
     """Channel mixing within each degree (e3nn's ``o3.Linear``, no biases)."""
 
-    def __init__(self, n_s: int, n_v: int) -> None:
+    def __init__(self, mul: list[int]) -> None:
         super().__init__()
-        self.ws = nn.Parameter(torch.randn(n_s, n_s, dtype=torch.float64) / math.sqrt(n_s))
-        self.wv = nn.Parameter(torch.randn(n_v, n_v, dtype=torch.float64) / math.sqrt(n_v))
+        self.weights = nn.ParameterList(
+            [nn.Parameter(torch.randn(c, c, dtype=torch.float64) / math.sqrt(c)) for c in mul]
+        )
 
     def forward(self, x: Features) -> Features:
-        return x[0] @ self.ws, torch.einsum("nak,ab->nbk", x[1], self.wv)
+        return tuple(torch.einsum("nak,ab->nbk", t, w) for t, w in zip(x, self.weights, strict=True))
 
 
 def norm_scalings(x: Features, eps: float = 1e-12) -> Features:
-    """e3nn's ``NormActivation(sigmoid, normalize=True)``: per channel ``sigmoid(|x|) / |x|``."""
-    ns = x[0].abs().clamp_min(eps)
-    nv = x[1].norm(dim=-1).clamp_min(eps)
-    return torch.sigmoid(ns) / ns, torch.sigmoid(nv) / nv
+    """e3nn's ``NormActivation(sigmoid, normalize=True)``: per channel ``sigmoid(|x|) / |x|``.
+
+    One scaling per irreducible channel, shape ``(n, C_l)`` for each degree.
+    """
+    norms = [t.norm(dim=-1).clamp_min(eps) for t in x]
+    return tuple(torch.sigmoid(nrm) / nrm for nrm in norms)
 
 
 def norm_activation(x: Features) -> Features:
     """Scale every irreducible channel by ``sigmoid(|x|) / |x|`` (an equivariant nonlinearity)."""
-    a, b = norm_scalings(x)
-    return x[0] * a, x[1] * b[..., None]
+    return tuple(t * a[..., None] for t, a in zip(x, norm_scalings(x), strict=True))
 
 
 class TinyTFN(nn.Module):
@@ -213,7 +220,11 @@ class TinyTFN(nn.Module):
     n_classes : int
         Number of graph-level outputs (logits).
     hidden_s, hidden_v : int
-        Scalar and vector channels of the hidden layers.
+        Channels of the hidden layers: scalars (degree 0) and each degree ``1..max_degree``.
+    max_degree : int, default=3
+        Highest degree ``L`` of the spherical harmonics and of the hidden irreps (``0e, 1o, 2e,
+        3o`` up to ``L``), 0 to 3. The default is the authors' ``TFN(l=3)``; ``1`` gives
+        scalars and vectors only (2-6x faster on CPU than ``3``).
     cutoff : float
         Radius of the graph and of the radial basis.
     n_basis, radial_hidden : int
@@ -225,6 +236,7 @@ class TinyTFN(nn.Module):
 
     Examples
     --------
+    >>> from trustlab.explain._equigx_data import make_shape_graphs
     >>> graphs, labels, _ = make_shape_graphs(2, random_state=0)
     >>> model = TinyTFN(n_node_attr=1, n_classes=2)
     >>> model(make_batch(graphs, model.cutoff)).shape
@@ -238,6 +250,7 @@ class TinyTFN(nn.Module):
         *,
         hidden_s: int = 8,
         hidden_v: int = 8,
+        max_degree: int = 3,
         cutoff: float = 1.6,
         n_basis: int = 10,
         radial_hidden: int = 32,
@@ -246,10 +259,26 @@ class TinyTFN(nn.Module):
         seed: int = 0,
     ) -> None:
         super().__init__()
+        if (
+            isinstance(max_degree, bool)
+            or not isinstance(max_degree, int)
+            or not 0 <= max_degree <= MAX_DEGREE
+        ):
+            raise ParameterError(
+                f"max_degree must be an int in 0..{MAX_DEGREE} (the spherical harmonics written here); "
+                f"got {max_degree!r}. Use 3 for the authors' TFN, 1 for scalars and vectors only.",
+                argument="max_degree",
+            )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self._build(
-                n_node_attr, n_classes, hidden_s, hidden_v, cutoff, n_basis, radial_hidden, num_neighbors
+                n_node_attr,
+                n_classes,
+                [hidden_s] + [hidden_v] * max_degree,
+                cutoff,
+                n_basis,
+                radial_hidden,
+                num_neighbors,
             )
         self.num_neighbors, self.num_nodes = num_neighbors, num_nodes
         self.double()
@@ -258,21 +287,21 @@ class TinyTFN(nn.Module):
         self,
         n_node_attr: int,
         n_classes: int,
-        hidden_s: int,
-        hidden_v: int,
+        hidden: list[int],
         cutoff: float,
         n_basis: int,
         radial_hidden: int,
         num_neighbors: float,
     ) -> None:
         self.cutoff, self.n_basis = cutoff, n_basis
-        args = (n_basis, radial_hidden, num_neighbors)
-        self.n_node_attr = n_node_attr
-        self.conv1 = Convolution(n_node_attr + 1, 1, hidden_s, hidden_v, *args)
-        self.lin1 = EquivariantLinear(hidden_s, hidden_v)
-        self.conv2 = Convolution(hidden_s, hidden_v, hidden_s, hidden_v, *args)
-        self.lin2 = EquivariantLinear(hidden_s, hidden_v)
-        self.final = Convolution(hidden_s, hidden_v, n_classes, 0, *args)
+        self.max_degree = degree = len(hidden) - 1
+        args = (degree, n_basis, radial_hidden, num_neighbors)
+        self.n_node_attr, self.n_classes = n_node_attr, n_classes
+        self.conv1 = Convolution([n_node_attr + 1] + [1] * degree, hidden, *args)
+        self.lin1 = EquivariantLinear(hidden)
+        self.conv2 = Convolution(hidden, hidden, *args)
+        self.lin2 = EquivariantLinear(hidden)
+        self.final = Convolution(hidden, [n_classes], *args)
 
     def edge_inputs(self, graph: GeometricGraph) -> tuple[Features, torch.Tensor]:
         """Spherical harmonics and radial basis of every edge.
@@ -285,13 +314,15 @@ class TinyTFN(nn.Module):
         Returns
         -------
         y : tuple of torch.Tensor
-            Degree-0 and degree-1 spherical harmonics of each edge vector ``pos[src] - pos[dst]``,
-            shapes ``(E, 1)`` and ``(E, 1, 3)``.
+            Spherical harmonics of degrees ``0..max_degree`` of each edge vector
+            ``pos[src] - pos[dst]``, shapes ``(E, 1, 2l + 1)``.
         rbf : torch.Tensor of shape (E, n_basis)
             The radial basis of each edge length.
         """
         vec = graph.pos[graph.edge_src] - graph.pos[graph.edge_dst]
-        return spherical_harmonics(vec), radial_basis(vec.norm(dim=-1), self.cutoff, self.n_basis)
+        return spherical_harmonics(vec, self.max_degree), radial_basis(
+            vec.norm(dim=-1), self.cutoff, self.n_basis
+        )
 
     def input_features(self, graph: GeometricGraph, y: Features) -> Features:
         """Node attributes and the summed spherical harmonics of the incident edges.
@@ -306,14 +337,14 @@ class TinyTFN(nn.Module):
         Returns
         -------
         tuple of torch.Tensor
-            Scalars ``(n, n_node_attr + 1)`` (the attributes and the summed degree-0 harmonics)
-            and vectors ``(n, 1, 3)``, the sums scaled by ``1 / sqrt(num_neighbors)``.
+            Scalars ``(n, n_node_attr + 1, 1)`` (the attributes and the summed degree-0
+            harmonics) and ``(n, 1, 2l + 1)`` for ``l = 1..max_degree``, the sums scaled by
+            ``1 / sqrt(num_neighbors)``.
         """
         n = graph.pos.shape[0]
         scale = 1.0 / math.sqrt(self.num_neighbors)
-        y0 = y[0].new_zeros(n, 1).index_add(0, graph.edge_dst, y[0]) * scale
-        y1 = y[1].new_zeros(n, 1, 3).index_add(0, graph.edge_dst, y[1]) * scale
-        return torch.cat([graph.node_attr, y0], dim=1), y1
+        summed = [t.new_zeros(n, *t.shape[1:]).index_add(0, graph.edge_dst, t) * scale for t in y]
+        return (torch.cat([graph.node_attr[:, :, None], summed[0]], dim=1), *summed[1:])
 
     def forward(self, graph: GeometricGraph, edge_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Graph logits ``(n_graphs, n_classes)``; ``edge_mask`` scales every message (GNNExplainer).
@@ -333,7 +364,7 @@ class TinyTFN(nn.Module):
         n = graph.pos.shape[0]
         y, rbf = self.edge_inputs(graph)
         if edge_mask is not None:
-            y = (y[0] * edge_mask[:, None], y[1] * edge_mask[:, None, None])
+            y = tuple(t * edge_mask[:, None, None] for t in y)
         x = self.input_features(graph, y)
         for conv, lin in ((self.conv1, self.lin1), (self.conv2, self.lin2)):
             x = conv.aggregate(conv.messages(x, graph.edge_src, y, conv.fc(rbf)), graph.edge_dst, n)
@@ -341,7 +372,7 @@ class TinyTFN(nn.Module):
         x = self.final.aggregate(
             self.final.messages(x, graph.edge_src, y, self.final.fc(rbf)), graph.edge_dst, n
         )
-        pooled = x[0].new_zeros(graph.n_graphs, x[0].shape[1]).index_add(0, graph.batch, x[0])
+        pooled = x[0].new_zeros(graph.n_graphs, self.n_classes).index_add(0, graph.batch, x[0][:, :, 0])
         return pooled / math.sqrt(self.num_nodes)
 
 
@@ -362,7 +393,7 @@ def train_tfn(
     model : TinyTFN
         Trained in place.
     graphs : list of (pos (n, 3), node_attr (n, F))
-        The training graphs (e.g. from :func:`make_shape_graphs`).
+        The training graphs (e.g. from ``make_shape_graphs``).
     labels : numpy.ndarray of int, shape (n_graphs,)
         Their classes.
     epochs : int, default=30
@@ -381,8 +412,9 @@ def train_tfn(
 
     Examples
     --------
+    >>> from trustlab.explain._equigx_data import make_shape_graphs
     >>> graphs, labels, _ = make_shape_graphs(4, random_state=0)
-    >>> train_tfn(TinyTFN(n_node_attr=1, n_classes=2), graphs, labels, epochs=1).training
+    >>> train_tfn(TinyTFN(n_node_attr=1, n_classes=2, max_degree=1), graphs, labels, epochs=1).training
     False
     """
     gen = torch.Generator().manual_seed(seed)
@@ -392,91 +424,12 @@ def train_tfn(
     ]
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
-    for _ in range(epochs):
-        for b in torch.randperm(len(batches), generator=gen).tolist():
-            graph, target = batches[b]
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(graph), target)
-            loss.backward()
-            opt.step()
+    with one_thread():  # tiny tensors: thread pools only contend
+        for _ in range(epochs):
+            for b in torch.randperm(len(batches), generator=gen).tolist():
+                graph, target = batches[b]
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(model(graph), target)
+                loss.backward()
+                opt.step()
     return model.eval()
-
-
-def random_rotation(rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random 3D rotation matrix (QR of a Gaussian matrix, sign-fixed, det +1)."""
-    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
-    q = q * np.sign(np.diag(r))
-    if np.linalg.det(q) < 0:
-        q[:, 0] = -q[:, 0]
-    return q
-
-
-_TETRAHEDRON = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], dtype=float) / np.sqrt(8.0)
-_SQUARE = np.array([[0.5, 0.5, 0], [0.5, -0.5, 0], [-0.5, -0.5, 0], [-0.5, 0.5, 0]], dtype=float)
-
-
-def make_shape_graphs(
-    n_graphs: int,
-    *,
-    n_noise: int = 12,
-    half_width: float = 2.0,
-    min_noise_distance: float = 1.25,
-    random_state: int = 0,
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, list[np.ndarray]]:
-    """3D point graphs whose class is the shape of a planted four-point motif (EquiGX's "Shapes").
-
-    Generative process (``docs/data-card.md``): the label ``y`` is 0 or 1 with probability 1/2;
-    the motif is a regular tetrahedron (``y = 0``) or a square (``y = 1``), both with edge length
-    1, randomly rotated and shifted by ``U[-0.5, 0.5]^3``; then ``n_noise`` points are drawn
-    uniformly in ``[-half_width, half_width]^3``, each rejected while it lies closer than
-    ``min_noise_distance`` to any point placed before. All nodes carry the same attribute (a
-    single 1), so only the geometry tells the classes apart; the motif's four nodes are the
-    ground truth.
-
-    Parameters
-    ----------
-    n_graphs : int
-        Number of graphs.
-    n_noise : int, default=12
-        Noise points per graph (each graph has ``4 + n_noise`` nodes).
-    half_width : float, default=2.0
-        Noise points are uniform in ``[-half_width, half_width]^3``.
-    min_noise_distance : float, default=1.25
-        Smallest distance of a noise point to any point placed before it.
-    random_state : int, default=0
-        Seeds the draw.
-
-    Returns
-    -------
-    graphs : list of (pos (n, 3), node_attr (n, 1))
-        The node coordinates (in random order) and the constant attribute.
-    labels : ndarray of int
-        0 for a tetrahedron, 1 for a square.
-    truth : list of boolean ndarray
-        The motif nodes of each graph.
-
-    Examples
-    --------
-    >>> graphs, labels, truth = make_shape_graphs(2, random_state=0)
-    >>> graphs[0][0].shape, int(truth[0].sum())
-    ((16, 3), 4)
-    """
-    rng = np.random.default_rng(random_state)
-    graphs, labels, truth = [], [], []
-    for _ in range(n_graphs):
-        y = int(rng.integers(2))
-        motif = (_TETRAHEDRON if y == 0 else _SQUARE) @ random_rotation(rng).T + rng.uniform(-0.5, 0.5, 3)
-        points = np.empty((4 + n_noise, 3))
-        points[:4] = motif
-        k = 4
-        while k < 4 + n_noise:
-            p = rng.uniform(-half_width, half_width, 3)
-            if np.min(np.sum((points[:k] - p) ** 2, axis=1)) >= min_noise_distance**2:
-                points[k] = p
-                k += 1
-        order = rng.permutation(len(points))
-        pos = points[order]
-        graphs.append((pos, np.ones((len(pos), 1))))
-        labels.append(y)
-        truth.append(order < 4)
-    return graphs, np.asarray(labels, dtype=np.int64), truth

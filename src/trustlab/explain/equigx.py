@@ -5,7 +5,9 @@ The prediction score of a tensor-field network is decomposed layer by layer with
 linear layer, a three-way rule for the tensor product (node features, spherical harmonics of the
 edge direction and the radial weights each take a third), and the norm-activation rule. Node
 relevance is the relevance of the node's own attributes plus half of the relevance of every
-edge (direction and distance) it belongs to. See ``docs/explain/equigx.md``.
+edge (direction and distance) it belongs to. The network (:class:`TinyTFN`) carries irreps of
+degrees 0 to ``max_degree`` (at most 3); the rules are written per irreducible channel and do not
+depend on the degree. See ``docs/explain/equigx.md``.
 
 Baselines on the same model: gradient saliency, gradient x input and a GNNExplainer-style soft
 edge mask.
@@ -23,11 +25,11 @@ import torch
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.explain._equigx_baselines import gnnexplainer_node_mask, gradient_saliency
 from trustlab.explain._equigx_common import _GRAPH_DOC, NodeRelevance, _prepare, _results
+from trustlab.explain._equigx_data import make_distance_graphs, make_shape_graphs
 from trustlab.explain._equivariant_gnn import (
     Features,
     GeometricGraph,
     TinyTFN,
-    make_shape_graphs,
     norm_activation,
     norm_scalings,
     train_tfn,
@@ -39,6 +41,7 @@ __all__ = [
     "equigx_relevance",
     "gnnexplainer_node_mask",
     "gradient_saliency",
+    "make_distance_graphs",
     "make_shape_graphs",
     "train_tfn",
 ]
@@ -56,54 +59,60 @@ def _stab(z: torch.Tensor, eps: float) -> torch.Tensor:
 def _taylor(
     fn: Callable[..., Sequence[torch.Tensor]],
     inputs: Sequence[torch.Tensor],
-    in_vector: Sequence[bool],
+    in_irrep: Sequence[bool],
     relevance: Sequence[torch.Tensor],
-    out_vector: Sequence[bool],
     rule: str,
     eps: float,
 ) -> list[torch.Tensor]:
     """First-order Taylor rule for a map linear in ``inputs``: ``R_in = x * d/dx sum(c * fn(x))``.
 
-    ``c = R / out`` per component (``rule="component"``, the authors' code) or
-    ``c = R out / |out|^2`` per irreducible channel (``rule="irrep"``), held constant. As ``fn``
-    is linear in the inputs taken together, the input relevance sums to the output relevance.
+    Every output of ``fn`` is an irrep tensor ``(..., C, 2l + 1)``. ``c = R / out`` per
+    component (``rule="component"``, the authors' code; ``R`` then has the output's shape) or
+    ``c = R out / |out|^2`` per irreducible channel (``rule="irrep"``; ``R`` is ``(..., C)``),
+    held constant. As ``fn`` is linear in the inputs taken together, the input relevance sums to
+    the output relevance. Inputs flagged in ``in_irrep`` get one relevance per irreducible channel
+    (summed over ``m``) under the irrep rule.
     """
     xs = [x.detach().requires_grad_(True) for x in inputs]
     with torch.enable_grad():
         outs = fn(*xs)
         total = outs[0].new_zeros(())
-        for out, r, vec in zip(outs, relevance, out_vector, strict=True):
+        for out, r in zip(outs, relevance, strict=True):
             o = out.detach()
-            if vec and rule == "irrep":
+            if rule == "irrep" and o.shape[-1] > 1:
                 coef = (r / ((o**2).sum(-1) + eps))[..., None] * o
+            elif rule == "irrep":
+                coef = r[..., None] / _stab(o, eps)
             else:
                 coef = r / _stab(o, eps)
             total = total + (coef * out).sum()
         grads = torch.autograd.grad(total, xs, allow_unused=True)
     result = []
-    for x, g, vec in zip(xs, grads, in_vector, strict=True):
+    for x, g, irrep in zip(xs, grads, in_irrep, strict=True):
         r = x.detach() * (torch.zeros_like(x) if g is None else g)
-        result.append(r.sum(-1) if vec and rule == "irrep" else r)
+        result.append(r.sum(-1) if irrep and rule == "irrep" else r)
     return result
 
 
-def _norm_act_rule(x: Features, relevance: list[torch.Tensor], batch: torch.Tensor, n_graphs: int) -> list:
+def _norm_act_rule(x: Features, relevance: list, batch: torch.Tensor, n_graphs: int) -> list:
     """The authors' norm-activation rule: divide by the channel's scaling, restore each graph's total."""
-    a, b = norm_scalings(x)
-    rs = relevance[0] / a
-    rv = relevance[1] / (b if relevance[1].dim() == 2 else b[..., None])
+    scaled = [
+        r / (a if r.dim() == 2 else a[..., None]) for r, a in zip(relevance, norm_scalings(x), strict=True)
+    ]
     before = _per_graph(relevance, batch, n_graphs)
-    after = _per_graph([rs, rv], batch, n_graphs)
+    after = _per_graph(scaled, batch, n_graphs)
     ratio = (before / torch.where(after.abs() > 0, after, torch.ones_like(after)))[batch]
-    rs = rs * ratio[:, None]
-    rv = rv * (ratio[:, None] if rv.dim() == 2 else ratio[:, None, None])
-    return [rs, rv]
+    return [r * ratio.reshape(-1, *([1] * (r.dim() - 1))) for r in scaled]
 
 
 def _per_graph(relevance: Sequence[torch.Tensor], batch: torch.Tensor, n_graphs: int) -> torch.Tensor:
     node = sum(r.reshape(r.shape[0], -1).sum(1) for r in relevance)
     assert isinstance(node, torch.Tensor)
     return node.new_zeros(n_graphs).index_add(0, batch, node)
+
+
+def _flat(r: torch.Tensor) -> torch.Tensor:
+    return r.reshape(r.shape[0], -1).sum(1)
 
 
 def _conv_rules(
@@ -120,22 +129,31 @@ def _conv_rules(
     n = graph.pos.shape[0]
     msg = conv.messages(x, graph.edge_src, y, w)
 
-    def aggregate(s: torch.Tensor, v: torch.Tensor) -> list:
-        return list(conv.aggregate((s, v), graph.edge_dst, n))
+    def aggregate(*m: torch.Tensor) -> list:
+        return list(conv.aggregate(m, graph.edge_dst, n))
 
-    both = [False, True]
-    r_msg = _taylor(aggregate, list(msg), both, relevance, both, rule, eps)
+    r_msg = _taylor(aggregate, list(msg), [True] * len(msg), relevance, rule, eps)
+    k, j = len(x), len(y)
 
-    def tp(xs: torch.Tensor, xv: torch.Tensor, y0: torch.Tensor, y1: torch.Tensor, ww: torch.Tensor) -> list:
-        return list(conv.tp((xs[graph.edge_src], xv[graph.edge_src]), (y0, y1), ww))
+    def tp(*args: torch.Tensor) -> list:
+        xs, ys = tuple(t[graph.edge_src] for t in args[:k]), args[k : k + j]
+        return list(conv.tp(xs, ys, args[-1]))
 
-    r = _taylor(tp, [x[0], x[1], y[0], y[1], w], [False, True, False, True, False], r_msg, both, rule, eps)
-    r_edge = (r[2].sum(1) + r[3].reshape(r[3].shape[0], -1).sum(1) + r[4].sum(1)) / 3.0
-    return [r[0] / 3.0, r[1] / 3.0], r_edge
+    flags = [True] * (k + j) + [False]
+    r = _taylor(tp, [*x, *y, w], flags, r_msg, rule, eps)
+    r_edge = sum(_flat(t) for t in r[k:]) / 3.0
+    assert isinstance(r_edge, torch.Tensor)
+    return [t / 3.0 for t in r[:k]], r_edge
 
 
 def _equigx_batch(
-    model: TinyTFN, graph: GeometricGraph, targets: torch.Tensor, rule: str, eps: float, contrast: bool
+    model: TinyTFN,
+    graph: GeometricGraph,
+    targets: torch.Tensor,
+    rule: str,
+    eps: float,
+    contrast: bool,
+    norm_rule: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Node relevance, edge relevance and node-attribute relevance for a batch of graphs."""
     n = graph.pos.shape[0]
@@ -155,51 +173,42 @@ def _equigx_batch(
             xs.append(x)
         w_final = model.final.fc(rbf)
         final = model.final.aggregate(model.final.messages(x, graph.edge_src, y, w_final), graph.edge_dst, n)
-    k = final[0].shape[1]
-    r_graph = torch.nn.functional.one_hot(targets, k).to(final[0].dtype)
-    if contrast and k > 1:
-        r_graph = r_graph - (1.0 - r_graph) / (k - 1)
+    n_out = model.n_classes
+    r_graph = torch.nn.functional.one_hot(targets, n_out).to(final[0].dtype)
+    if contrast and n_out > 1:
+        r_graph = r_graph - (1.0 - r_graph) / (n_out - 1)
+    if rule == "component":
+        r_graph = r_graph[..., None]
 
     def pool(s: torch.Tensor) -> list:
         return [
-            s.new_zeros(graph.n_graphs, s.shape[1]).index_add(0, graph.batch, s) / math.sqrt(model.num_nodes)
+            s.new_zeros(graph.n_graphs, *s.shape[1:]).index_add(0, graph.batch, s)
+            / math.sqrt(model.num_nodes)
         ]
 
-    r_nodes = _taylor(pool, [final[0]], [False], [r_graph], [False], rule, eps)
-    empty = final[1].new_zeros(n, 0) if rule == "irrep" else final[1].new_zeros(n, 0, 3)
-    relevance, r_edge = _conv_rules(model.final, xs[4], y, w_final, graph, [r_nodes[0], empty], rule, eps)
+    r_nodes = _taylor(pool, [final[0]], [True], [r_graph], rule, eps)
+    relevance, r_edge = _conv_rules(model.final, xs[4], y, w_final, graph, r_nodes, rule, eps)
     for k, (conv, lin) in ((1, (model.conv2, model.lin2)), (0, (model.conv1, model.lin1))):
-        relevance = _norm_act_rule(pre_act[k], relevance, graph.batch, graph.n_graphs)
+        if norm_rule:
+            relevance = _norm_act_rule(pre_act[k], relevance, graph.batch, graph.n_graphs)
 
-        def linear(s: torch.Tensor, v: torch.Tensor, lin: Any = lin) -> list:
-            return list(lin((s, v)))
+        def linear(*t: torch.Tensor, lin: Any = lin) -> list:
+            return list(lin(t))
 
-        both = [False, True]
-        relevance = _taylor(linear, list(xs[2 * k + 1]), both, relevance, both, rule, eps)
+        relevance = _taylor(linear, list(xs[2 * k + 1]), [True] * len(y), relevance, rule, eps)
         relevance, r_e = _conv_rules(conv, xs[2 * k], y, weights[k], graph, relevance, rule, eps)
         r_edge = r_edge + r_e
     f = model.n_node_attr
-    r_attr = relevance[0][:, :f].sum(1)
-
-    def gather_sh(y0: torch.Tensor, y1: torch.Tensor) -> list:
-        return list(
-            model.input_features(
-                GeometricGraph(
-                    graph.pos,
-                    graph.node_attr[:, :0],
-                    graph.edge_src,
-                    graph.edge_dst,
-                    graph.batch,
-                    graph.n_graphs,
-                ),
-                (y0, y1),
-            )
-        )
-
-    r_sh = _taylor(
-        gather_sh, [y[0], y[1]], [False, True], [relevance[0][:, f:], relevance[1]], [False, True], rule, eps
+    r_attr = _flat(relevance[0][:, :f])
+    bare = GeometricGraph(
+        graph.pos, graph.node_attr[:, :0], graph.edge_src, graph.edge_dst, graph.batch, graph.n_graphs
     )
-    r_edge = r_edge + r_sh[0].sum(1) + r_sh[1].reshape(r_sh[1].shape[0], -1).sum(1)
+
+    def gather_sh(*t: torch.Tensor) -> list:
+        return list(model.input_features(bare, t))
+
+    r_sh = _taylor(gather_sh, list(y), [True] * len(y), [relevance[0][:, f:], *relevance[1:]], rule, eps)
+    r_edge = r_edge + sum(_flat(t) for t in r_sh)
     node = r_attr.clone()
     node = node.index_add(0, graph.edge_src, r_edge / 2).index_add(0, graph.edge_dst, r_edge / 2)
     return node, r_edge, r_attr
@@ -210,6 +219,8 @@ def _equigx_batch(
         "rule": [Options({"irrep", "component"})],
         "eps": [Interval(numbers.Real, 0, 1, closed="neither")],
         "contrast": ["boolean"],
+        "norm_rule": ["boolean"],
+        "node_score": [Options({"signed", "magnitude"})],
     }
 )
 def equigx_relevance(
@@ -221,6 +232,8 @@ def equigx_relevance(
     rule: str = "irrep",
     eps: float = 1e-7,
     contrast: bool = False,
+    norm_rule: bool = True,
+    node_score: str = "signed",
 ) -> Any:
     """EquiGX node relevance of a tensor-field network's prediction.
 
@@ -229,7 +242,9 @@ def equigx_relevance(
     message to its source node's features, the spherical harmonics of the edge direction and the
     radial weights of the edge distance (a third each); the equivariant linear layer by the linear
     rule; the norm activation by dividing by each channel's scaling and restoring the graph's
-    total. A node's relevance is that of its own attributes plus half of every incident edge's.
+    total. A node's relevance is that of its own attributes plus half of every incident edge's
+    (the three-way split is the paper's Eq. 7, an equal share for each argument of the bilinear
+    tensor product; the rest is reconstructed from the authors' ``LRP.py``).
 
     Parameters
     ----------
@@ -244,6 +259,17 @@ def equigx_relevance(
         component by component as the authors' released code does (not invariant for vectors).
     eps : float, default 1e-7
         Stabiliser of the divisions (LRP-epsilon).
+    contrast : bool, default False
+        Start from ``+1`` on the target and ``-1/(K-1)`` on the other outputs (contrastive LRP)
+        instead of the authors' one-hot start; the start then sums to 0.
+    norm_rule : bool, default True
+        Apply the norm-activation rule (the authors' ``Norm=True``); ``False`` passes relevance
+        through the activation unchanged (their ``Norm=False``).
+    node_score : {{"signed", "magnitude"}}, default "signed"
+        ``"signed"``: node relevance = own-attribute relevance + half of every incident edge's
+        signed relevance (conservative, as the authors' SCOP evaluation scatters it);
+        ``"magnitude"``: ``|own| + half of every incident edge's |relevance|`` (not
+        conservative; it stops edges of opposite signs cancelling at a node, see the docs).
 
     Returns
     -------
@@ -259,13 +285,16 @@ def equigx_relevance(
     --------
     >>> from trustlab.explain.equigx import TinyTFN, equigx_relevance, make_shape_graphs
     >>> graphs, labels, truth = make_shape_graphs(1, random_state=0)
-    >>> model = TinyTFN(n_node_attr=1, n_classes=2)
+    >>> model = TinyTFN(n_node_attr=1, n_classes=2, max_degree=2)
     >>> r = equigx_relevance(model, *graphs[0], target=0)
-    >>> round(float(r.node.sum()), 3)
+    >>> round(float(r.node.sum()), 2)
     1.0
     """
     model, graph, targets, single = _prepare(model, pos, node_attr, target)
-    node, edge, attr = _equigx_batch(model, graph, targets, rule, float(eps), bool(contrast))
+    node, edge, attr = _equigx_batch(model, graph, targets, rule, float(eps), bool(contrast), bool(norm_rule))
+    if node_score == "magnitude":
+        half = edge.abs() / 2
+        node = attr.abs().index_add(0, graph.edge_src, half).index_add(0, graph.edge_dst, half)
     return _results(graph, targets, node, edge, attr, f"equigx-{rule}", single)
 
 
