@@ -24,12 +24,26 @@ from threadpoolctl import threadpool_limits
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import make_generator
 from trustlab.errors import MissingDependencyError, NotFittedError, ParameterError
-from trustlab.fairness._graph_gen_data import KARATE_FEATURES, load_karate_fairness, make_biased_sbm
+from trustlab.fairness._graph_gen_data import (
+    BENEFITS_GRAPH_FEATURES,
+    KARATE_FEATURES,
+    load_benefits_graph,
+    load_karate_fairness,
+    make_biased_sbm,
+)
 from trustlab.fairness._graph_gen_inputs import check_adjacency, check_node_features, check_sensitive_groups
 
 _DENSE_EIGEN = 64  # below this many nodes a dense eigendecomposition is cheaper than ARPACK
 
-__all__ = ["KARATE_FEATURES", "FDGen", "GeneratedGraph", "load_karate_fairness", "make_biased_sbm"]
+__all__ = [
+    "BENEFITS_GRAPH_FEATURES",
+    "KARATE_FEATURES",
+    "FDGen",
+    "GeneratedGraph",
+    "load_benefits_graph",
+    "load_karate_fairness",
+    "make_biased_sbm",
+]
 
 
 @dataclass(frozen=True)
