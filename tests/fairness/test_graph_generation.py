@@ -154,7 +154,9 @@ def test_claim_benefits_graph_quality_comparable_at_weight_three(benefits_runs):
     The tolerance ``ref`` is the MMD between the graph and 8 graphs built the same way from
     other samples of 300 workers (degree 0.55, clustering 0.10, spectral 0.03). At weight 3
     (both terms; the trade-off curve's knee) every MMD is inside it while the disparities fall
-    to 0.07 and 0.09. At the default 10 the clustering MMD is not (0.26 vs 0.03 + 0.10).
+    to 0.07 and 0.09. At the default 10 the clustering MMD is not (0.26 vs 0.03 + 0.10). This
+    holds for this graph (sample 0) only: on samples 2 and 3 the reference is 0.02 and the
+    clustering MMD at weight 3 (0.10-0.12) is outside it (benchmark; docs/fairness/fdgen.md).
     """
     runs, ref = benefits_runs
     plain, mid, fair = runs[0.0], runs[3.0], runs[10.0]
@@ -164,6 +166,20 @@ def test_claim_benefits_graph_quality_comparable_at_weight_three(benefits_runs):
         assert _mean(mid, None, k) <= _mean(plain, None, k) + ref[k], k
     for k in ("degree", "spectral"):
         assert _mean(fair, None, k) <= _mean(plain, None, k) + ref[k], k
+
+
+@pytest.mark.slow  # reason: six fits of 300 steps on 300-node graphs, ~6 s
+@pytest.mark.claims
+@pytest.mark.parametrize("graph_seed", [1, 2])
+def test_claim_benefits_other_samples_fairer(graph_seed):
+    """On graphs built from other 300-worker samples both disparities still fall at weight 3.
+
+    Measured (samples 1-3): feature 0.21-0.23 -> 0.06-0.07, structural 0.81-1.07 -> 0.08-0.11.
+    """
+    a, x, s = load_benefits_graph(random_state=graph_seed)
+    plain, mid = _evaluate(a, x, s, 0.0), _evaluate(a, x, s, 3.0)
+    assert mid["feature"] < 0.5 * plain["feature"]
+    assert mid["structural"] < 0.2 * plain["structural"]
 
 
 def test_benefits_graph_construction():
