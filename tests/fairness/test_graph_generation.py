@@ -18,10 +18,12 @@ from scipy import sparse
 
 from trustlab.errors import DataError, NotFittedError, ParameterError, TrustlabError
 from trustlab.fairness import (
+    BENEFITS_GRAPH_FEATURES,
     FDGen,
     feature_disparity,
     graph_mmd,
     graph_statistic,
+    load_benefits_graph,
     load_karate_fairness,
     make_biased_sbm,
     structural_disparity,
@@ -56,34 +58,51 @@ def karate_runs():
     return {w: _evaluate(a, x, s, w, **FAST) for w in (0.0, 10.0)}, (a, x, s)
 
 
+def _group_mean_degrees(adjacency, s):
+    deg = np.asarray(adjacency.sum(axis=1)).ravel()
+    return np.array([deg[s == k].mean() for k in (0, 1)])
+
+
 @pytest.mark.claims
 def test_claim_sbm_fairer_at_comparable_quality(sbm_runs):
-    runs, _ = sbm_runs
+    runs, (a, _, s) = sbm_runs
     plain, fair = runs[0.0], runs[10.0]
-    # the unconstrained generator keeps the planted biases (measured: feature 0.58, structural 0.84)
-    assert plain["feature"] > 0.35 and plain["structural"] > 0.6
+    # the unconstrained generator keeps the planted biases (measured: feature 0.47, structural 1.35)
+    assert plain["feature"] > 0.35 and plain["structural"] > 1.0
     # FDGen: the pooled group-mean gap's noise floor is ~0.05 (SE 0.055 per feature at 960 rows)
     assert fair["feature"] < 0.5 * plain["feature"] and fair["feature"] < 0.25
     # one sample's structural disparity has SE ~0.1 at ~400 edges
     assert fair["structural"] < 0.3 * plain["structural"] and fair["structural"] < 0.3
-    for k in ("degree", "clustering", "spectral"):
+    for k in ("clustering", "spectral"):
         assert fair["mmd"][k] <= plain["mmd"][k] + MMD_TOL, k
+    # Degree MMD is not kept at 120 nodes (0.36 vs 0.15): equal in- and out-group link rates
+    # force equal group mean degrees (the planted SBM's are 20% apart), which FDGen's graphs show
+    g = runs[10.0]["model"].sample(8, random_state=3)
+    fair_deg = np.mean([_group_mean_degrees(x.adjacency, s) for x in g], axis=0)
+    real_deg = _group_mean_degrees(a, s)
+    assert abs(fair_deg[0] - fair_deg[1]) < 0.5 * abs(real_deg[0] - real_deg[1])
 
 
 @pytest.mark.claims
-def test_claim_karate_fairer_degrees_kept(karate_runs):
-    """On the karate club both disparities fall and the degree MMD stays comparable.
+def test_claim_karate_fairer_costs_the_communities(karate_runs):
+    """On the karate club both disparities fall, and the cost is the faction = community link.
 
-    Clustering and spectral MMD do not stay comparable (1.1-1.4 vs 0.4-0.8; 0.3-0.4 vs
-    0.1-0.2): the two factions are the club's two communities, so a graph whose links ignore the
-    faction loses the communities that hold its triangles (docs/fairness/fdgen.md).
+    The unconstrained generator reproduces the 34-node club almost exactly (every MMD < 0.01),
+    so every MMD of a debiased generator is worse: clustering 1.07, spectral 0.28, degree 0.32.
+    With the faction labels permuted (a group attribute that is not the communities), the same
+    FDGen keeps every MMD below 0.15: the cost comes from the factions being the communities
+    (docs/fairness/fdgen.md).
     """
-    runs, _ = karate_runs
+    runs, (a, x, s) = karate_runs
     plain, fair = runs[0.0], runs[10.0]
     assert plain["feature"] > 0.5 and plain["structural"] > 1.0
     assert fair["feature"] < 0.5 * plain["feature"]
     assert fair["structural"] < 0.35 * plain["structural"]
-    assert fair["mmd"]["degree"] <= plain["mmd"]["degree"] + MMD_TOL
+    assert fair["mmd"]["clustering"] > 0.5 and plain["mmd"]["clustering"] < 0.1
+    perm = np.random.default_rng(0).permutation(s)
+    control = _evaluate(a, x, perm, 10.0, **FAST)
+    for k in ("degree", "clustering", "spectral"):
+        assert control["mmd"][k] < 0.2, k
 
 
 @pytest.mark.slow  # reason: six fits of 300 steps on 150-node graphs, ~20 s
@@ -94,8 +113,98 @@ def test_claim_sbm_defaults_three_seeds(seed):
     plain, fair = _evaluate(a, x, s, 0.0, seed), _evaluate(a, x, s, 10.0, seed)
     assert fair["feature"] < 0.4 * plain["feature"]
     assert fair["structural"] < 0.2 * plain["structural"]
-    for k in ("degree", "clustering", "spectral"):
+    for k in ("clustering", "spectral"):
         assert fair["mmd"][k] <= plain["mmd"][k] + MMD_TOL, k
+
+
+@pytest.fixture(scope="module")
+def benefits_runs():
+    a, x, s = load_benefits_graph()
+    runs = {w: [_evaluate(a, x, s, w, seed) for seed in (0, 1, 2)] for w in (0.0, 3.0, 10.0)}
+    # what a second real graph differs by: the same construction on 8 other 300-worker samples
+    others = [load_benefits_graph(random_state=r)[0] for r in range(1, 9)]
+    ref = {k: graph_mmd(a, others, k) for k in ("degree", "clustering", "spectral")}
+    return runs, ref
+
+
+def _mean(runs, key, mmd=None):
+    return float(np.mean([r["mmd"][mmd] if mmd else r[key] for r in runs]))
+
+
+@pytest.mark.slow  # reason: nine fits of 300 steps on the 300-node benefits graph, ~15 s
+@pytest.mark.claims
+def test_claim_benefits_graph_fairer(benefits_runs):
+    """The NIFTY-style benefits graph (sex): both disparities fall at the default weights.
+
+    Measured (3 seeds): feature 0.284 -> 0.035, structural 1.316 -> 0.077. The pooled
+    group-mean gap's noise floor at 8 x 300 rows (67 women) is ~0.04.
+    """
+    runs, _ = benefits_runs
+    plain, fair = runs[0.0], runs[10.0]
+    assert _mean(plain, "feature") > 0.2 and _mean(plain, "structural") > 1.0
+    assert _mean(fair, "feature") < 0.1 and _mean(fair, "feature") < 0.5 * _mean(plain, "feature")
+    assert _mean(fair, "structural") < 0.2 * _mean(plain, "structural")
+
+
+@pytest.mark.slow  # reason: shares the benefits fixture (nine fits)
+@pytest.mark.claims
+def test_claim_benefits_graph_quality_comparable_at_weight_three(benefits_runs):
+    """Comparable quality = MMD within the unconstrained one plus the MMD of a second real graph.
+
+    The tolerance ``ref`` is the MMD between the graph and 8 graphs built the same way from
+    other samples of 300 workers (degree 0.55, clustering 0.10, spectral 0.03). At weight 3
+    (both terms; the trade-off curve's knee) every MMD is inside it while the disparities fall
+    to 0.07 and 0.09. At the default 10 the clustering MMD is not (0.26 vs 0.03 + 0.10). This
+    holds for this graph (sample 0) only: on samples 1-3 the references are smaller and the
+    clustering (0.10-0.12) or spectral MMD at weight 3 is outside (docs/fairness/fdgen.md).
+    """
+    runs, ref = benefits_runs
+    plain, mid, fair = runs[0.0], runs[3.0], runs[10.0]
+    assert _mean(mid, "feature") < 0.5 * _mean(plain, "feature")
+    assert _mean(mid, "structural") < 0.2 * _mean(plain, "structural")
+    for k in ("degree", "clustering", "spectral"):
+        assert _mean(mid, None, k) <= _mean(plain, None, k) + ref[k], k
+    for k in ("degree", "spectral"):
+        assert _mean(fair, None, k) <= _mean(plain, None, k) + ref[k], k
+
+
+@pytest.mark.slow  # reason: six fits of 300 steps on 300-node graphs, ~6 s
+@pytest.mark.claims
+@pytest.mark.parametrize("graph_seed", [1, 2])
+def test_claim_benefits_other_samples_fairer(graph_seed):
+    """On graphs built from other 300-worker samples both disparities still fall at weight 3.
+
+    Measured (samples 1-3): feature 0.21-0.23 -> 0.06-0.07, structural 0.81-1.07 -> 0.08-0.11.
+    """
+    a, x, s = load_benefits_graph(random_state=graph_seed)
+    plain, mid = _evaluate(a, x, s, 0.0), _evaluate(a, x, s, 3.0)
+    assert mid["feature"] < 0.5 * plain["feature"]
+    assert mid["structural"] < 0.2 * plain["structural"]
+
+
+def test_benefits_graph_construction():
+    a, x, s = load_benefits_graph(60, sensitive="nwhite", threshold=0.8, random_state=0)
+    again = load_benefits_graph(60, sensitive="nwhite", threshold=0.8, random_state=0)
+    assert (a != again[0]).nnz == 0 and np.array_equal(x, again[1]) and np.array_equal(s, again[2])
+    assert a.shape == (60, 60) and x.shape == (60, len(BENEFITS_GRAPH_FEATURES))
+    assert (a != a.T).nnz == 0 and a.diagonal().sum() == 0
+    assert (np.asarray(a.sum(axis=1)).ravel() >= 1).all()  # each worker links its most similar one
+    np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-9)
+    # NIFTY's rule by hand: i -- j when sim(i, j) > 0.8 * max_l sim(i, l), for i or for j
+    d = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    sim = 1 / (1 + d)
+    np.fill_diagonal(sim, -1)
+    rule = sim > 0.8 * sim.max(axis=1, keepdims=True)
+    np.testing.assert_array_equal(a.toarray() > 0, rule | rule.T)
+    assert set(np.unique(s)) == {0, 1}
+    lower = load_benefits_graph(60, threshold=0.6, random_state=0)[0]
+    assert lower.nnz > a.nnz
+    with pytest.raises(ParameterError, match="sensitive"):
+        load_benefits_graph(60, sensitive="age")
+    with pytest.raises(ParameterError, match="threshold"):
+        load_benefits_graph(60, threshold=1.0)
+    with pytest.raises(ParameterError, match="n_nodes"):
+        load_benefits_graph(5000)
 
 
 def test_training_terms_fall_with_the_weights(sbm_runs):

@@ -58,9 +58,11 @@ from trustlab.fairness.games import (
     social_regret_bound,
 )
 from trustlab.fairness.graph_generation import (
+    BENEFITS_GRAPH_FEATURES,
     KARATE_FEATURES,
     FDGen,
     GeneratedGraph,
+    load_benefits_graph,
     load_karate_fairness,
     make_biased_sbm,
 )
@@ -115,6 +117,7 @@ from trustlab.fairness.welfare import (
 )
 
 __all__ = [
+    "BENEFITS_GRAPH_FEATURES",
     "DEMO_SUPPLY",
     "KARATE_FEATURES",
     "PRODUCT_CARDINALITIES",
@@ -165,6 +168,7 @@ __all__ = [
     "graph_mmd",
     "graph_statistic",
     "group_rates",
+    "load_benefits_graph",
     "load_karate_fairness",
     "make_biased_sbm",
     "make_feature_market",

@@ -72,9 +72,11 @@ def _objective(
     loss = loss + structure_weight * t.n_edges * r_s
     r_f = 0.0
     if t.x is not None:
-        w, c, log_tau = params[2], params[3], params[4]
+        w, c = params[2], params[3]
         mu = z @ w + c
-        nll = 0.5 * ((t.x - mu) / torch.exp(log_tau)) ** 2 + log_tau
+        # fixed unit scale in standardised units: a learned tau collapses (the per-node latent
+        # memorises the features, tau -> 0.01 sd) and the unbounded likelihood swamps both terms
+        nll = 0.5 * ((t.x - mu) / t.x_sd) ** 2
         d = t.x.shape[1]
         group_mu = (t.onehot.T @ mu) / t.sizes[:, None]
         gap = (group_mu - mu.mean(dim=0)) / t.x_sd
@@ -106,11 +108,9 @@ def train_generator(
         if x is not None:
             design = np.column_stack([z0, np.ones(len(z0))])
             w0 = np.linalg.lstsq(design, x, rcond=None)[0]
-            resid = np.maximum((x - design @ w0).std(axis=0), 1e-3)
             params += [
                 torch.tensor(w0[:-1], dtype=_DTYPE, requires_grad=True),
                 torch.tensor(w0[-1], dtype=_DTYPE, requires_grad=True),
-                torch.tensor(np.log(resid), dtype=_DTYPE, requires_grad=True),
             ]
         adam = Adam(params, learning_rate)
         curve: list[float] = []
@@ -126,7 +126,8 @@ def train_generator(
             means = scale = None
             if x is not None:
                 means = (z @ params[2] + params[3]).double().numpy()
-                scale = torch.exp(params[4]).double().numpy()
+                # tau: the maximum-likelihood scale given the fitted means (RMS residual), floored
+                scale = np.maximum(np.sqrt(((x - means) ** 2).mean(axis=0)), 1e-3 * t.x_sd.double().numpy())
         return FittedGenerator(
             edge_probabilities=prob,
             latent=z.detach().double().numpy(),

@@ -1,8 +1,9 @@
 """Graphs with a sensitive node attribute for fair graph generation (row 003-04).
 
 A stochastic block model with planted homophily and feature bias (a stated generative process),
-and Zachary's karate club as it ships with networkx (faction = sensitive attribute).
-Data card: docs/data-card.md.
+Zachary's karate club as it ships with networkx (faction = sensitive attribute), and a
+similarity graph over a sample of the shipped Ecdat ``Benefits`` workers built the way NIFTY
+(Agarwal et al., UAI 2021) builds its German / Credit / Bail graphs. Data card: docs/data-card.md.
 """
 
 from __future__ import annotations
@@ -14,13 +15,24 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-from trustlab._param_validation import Interval, validate_params
+from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._validation import make_generator
 from trustlab.errors import ParameterError
 
-__all__ = ["KARATE_FEATURES", "load_karate_fairness", "make_biased_sbm"]
+__all__ = [
+    "BENEFITS_GRAPH_FEATURES",
+    "KARATE_FEATURES",
+    "load_benefits_graph",
+    "load_karate_fairness",
+    "make_biased_sbm",
+]
 
 KARATE_FEATURES = ("laplacian_pe1", "laplacian_pe2", "log_strength", "clustering")
+_BENEFITS_NUMERIC = ("stateur", "statemb", "age", "tenure", "yrdispl", "rr")
+_BENEFITS_BINARY = ("school12", "smsa", "married", "dkids", "dykids", "head")
+BENEFITS_GRAPH_FEATURES = _BENEFITS_NUMERIC + _BENEFITS_BINARY
+_BENEFITS_ROWS = 4877
+_SENSITIVE_CODE = {"sex": "female", "nwhite": "yes"}
 
 
 @validate_params(
@@ -133,3 +145,83 @@ def load_karate_fairness() -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
     x = np.column_stack([pe, np.log1p(strength), [clustering[v] for v in nodes]]).astype(float)
     s = np.array([g.nodes[v]["club"] == "Officer" for v in nodes], dtype=np.intp)
     return a, x, s
+
+
+@validate_params(
+    {
+        "n_nodes": [Interval(numbers.Integral, 10, _BENEFITS_ROWS, closed="both")],
+        "sensitive": [Options(set(_SENSITIVE_CODE))],
+        "threshold": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+)
+def load_benefits_graph(
+    n_nodes: int = 300,
+    sensitive: str = "sex",
+    threshold: float = 0.8,
+    random_state: Any = 0,
+) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+    """A feature-similarity graph of displaced workers from the shipped Ecdat ``Benefits`` table.
+
+    Built the way NIFTY (Agarwal, Lakkaraju and Zitnik, UAI 2021) builds its German credit,
+    Credit default and Bail graphs from tables: each individual is a node and is linked to the
+    individuals whose feature vectors are most similar to its own. Here:
+
+    1. ``n_nodes`` of the 4,877 workers of :func:`trustlab.datasets.load_benefits` are drawn
+       without replacement (``random_state``; kept in table order).
+    2. Node features (:data:`BENEFITS_GRAPH_FEATURES`): the six numeric columns ``stateur``,
+       ``statemb``, ``age``, ``tenure``, ``yrdispl``, ``rr`` and the six yes/no columns
+       ``school12``, ``smsa``, ``married``, ``dkids``, ``dykids``, ``head`` (yes = 1), each
+       standardised over the sample (mean 0, sd 1). Left out: the outcome ``ui``, the constant
+       ``bluecol``, the nominal ``state`` code and ``joblost`` and both sensitive columns
+       (``sex``, ``nwhite``), so no link is made on a sensitive attribute directly.
+    3. Similarity ``sim(i, j) = 1 / (1 + ||x_i - x_j||_2)``; ``i`` and ``j`` are linked when
+       ``sim(i, j) > threshold * max_{l != i} sim(i, l)`` for ``i`` or for ``j`` (NIFTY's
+       rule, symmetrised; NIFTY uses 0.8 for German credit, the default here).
+
+    Every node has at least one link (its most similar worker). Deterministic given
+    ``random_state``.
+
+    Parameters
+    ----------
+    n_nodes : int, default=300
+        Workers sampled (10 to 4,877).
+    sensitive : {"sex", "nwhite"}, default="sex"
+        The sensitive attribute: ``s = 1`` for ``sex == "female"`` or ``nwhite == "yes"``.
+    threshold : float, default=0.8
+        NIFTY's relative similarity threshold in (0, 1): lower links more workers.
+    random_state : None, int or numpy Generator, default=0
+        Draws the sample.
+
+    Returns
+    -------
+    adjacency : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes)
+    features : ndarray of shape (n_nodes, 12)
+    sensitive : ndarray of shape (n_nodes,)
+
+    Examples
+    --------
+    >>> a, x, s = load_benefits_graph(60, random_state=0)
+    >>> a.shape, x.shape, bool((a.sum(axis=1) > 0).all())
+    ((60, 60), (60, 12), True)
+    """
+    from scipy.spatial.distance import cdist
+
+    from trustlab.datasets import load_benefits
+
+    df = load_benefits()
+    rng = make_generator(random_state)
+    rows = np.sort(rng.choice(len(df), size=int(n_nodes), replace=False))
+    sample = df.iloc[rows]
+    x = np.column_stack(
+        [sample[list(_BENEFITS_NUMERIC)].to_numpy(dtype=float)]
+        + [(sample[c] == "yes").to_numpy(dtype=float) for c in _BENEFITS_BINARY]
+    )
+    sd = x.std(axis=0)
+    x = (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    sim = 1.0 / (1.0 + cdist(x, x))
+    np.fill_diagonal(sim, -np.inf)
+    linked = sim > threshold * sim.max(axis=1, keepdims=True)
+    linked |= linked.T
+    s = (sample[sensitive] == _SENSITIVE_CODE[sensitive]).to_numpy(dtype=np.intp)
+    return sparse.csr_matrix(linked.astype(float)), x, s

@@ -24,12 +24,26 @@ from threadpoolctl import threadpool_limits
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import make_generator
 from trustlab.errors import MissingDependencyError, NotFittedError, ParameterError
-from trustlab.fairness._graph_gen_data import KARATE_FEATURES, load_karate_fairness, make_biased_sbm
+from trustlab.fairness._graph_gen_data import (
+    BENEFITS_GRAPH_FEATURES,
+    KARATE_FEATURES,
+    load_benefits_graph,
+    load_karate_fairness,
+    make_biased_sbm,
+)
 from trustlab.fairness._graph_gen_inputs import check_adjacency, check_node_features, check_sensitive_groups
 
 _DENSE_EIGEN = 64  # below this many nodes a dense eigendecomposition is cheaper than ARPACK
 
-__all__ = ["KARATE_FEATURES", "FDGen", "GeneratedGraph", "load_karate_fairness", "make_biased_sbm"]
+__all__ = [
+    "BENEFITS_GRAPH_FEATURES",
+    "KARATE_FEATURES",
+    "FDGen",
+    "GeneratedGraph",
+    "load_benefits_graph",
+    "load_karate_fairness",
+    "make_biased_sbm",
+]
 
 
 @dataclass(frozen=True)
@@ -67,10 +81,14 @@ class FDGen(ParamsValidationMixin, BaseEstimator):
     ``P_ij = sigmoid(z_i . z_j + b_i + b_j)``; features are Gaussian,
     ``x_i ~ N(mu_i, diag(tau^2))`` with ``mu_i = z_i W + c``. Training minimises, per node,
 
-        L = [ BCE(P, A) + NLL(X | mu, tau) + feature_weight * n * d * R_F
+        L = [ BCE(P, A) + SSE(X, mu) / 2 + feature_weight * n * d * R_F
               + structure_weight * m * R_S ] / n
 
-    over ``z, b, W, c, tau`` (Adam, full batch; ``m`` the number of edges, ``d`` of features):
+    over ``z, b, W, c`` (Adam, full batch; ``m`` the number of edges, ``d`` of features;
+    ``SSE`` the squared error in units of each feature's sd, the Gaussian NLL at unit
+    standardised scale). ``tau`` is then the per-feature RMS residual (its maximum-likelihood
+    value given the means): learning it jointly lets the per-node latent memorise the features,
+    ``tau`` collapses to ~0.01 sd and the unbounded likelihood swamps both fairness terms.
 
     - ``R_F = sum_k pi_k || (mean_{i in k} mu_i - mean_i mu_i) / sd(X) ||^2 / d``, the
       feature-bias term (the groups' mean generated features, ``pi_k`` the group shares);
@@ -102,7 +120,7 @@ class FDGen(ParamsValidationMixin, BaseEstimator):
         The fitted ``P`` (zero diagonal).
     feature_means_ : ndarray of shape (n_nodes, d) or None
     feature_scale_ : ndarray of shape (d,) or None
-        ``tau``.
+        ``tau``, the RMS residual of each feature about its fitted mean.
     sensitive_ : ndarray of shape (n_nodes,)
     groups_ : ndarray
         The sensitive attribute's distinct values.
