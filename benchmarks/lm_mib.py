@@ -9,7 +9,9 @@ exact activation patching (Spearman's rank correlation; the share of the top-10%
 The peer, MIB's own circuit-track code, runs on TransformerLens, which is not installed beside the
 pinned torch, so activation patching (the benchmark's exact reference) is the baseline here. Edge
 pruning (Bhaskar et al. 2024; a learned mask, MIB's mask-optimisation family) and UGS (Li & Janson
-2024, MIB's other mask method) run at their defaults. A second block scores edges with EAP, EAP-IG and
+2024, MIB's other mask method) run at their defaults; EAP-IG-activations (MIB's variant, 5 steps per
+component group) and information flow routes (Ferrando & Voita 2024, no counterfactual) beside them.
+A second block scores edges with EAP, EAP-IG and
 activation patching under counterfactual, mean and optimal ablation and evaluates every circuit as MIB
 does (counterfactual patching); a third compares edge pruning's single ranking with one edge-pruning
 circuit per budget (``edge_pruning_circuits``).
@@ -65,7 +67,7 @@ def run(quick: bool = False) -> dict:
     for label, model in _models(quick):
         timed = {
             m: _median_time(lambda m=m, model=model: edge_scores(model, task, method=m), repeats)
-            for m in ("activation-patching", "eap", "eap-ig")
+            for m in ("activation-patching", "eap", "eap-ig", "eap-ig-activations", "information-flow-routes")
         }
         for m in ("edge-pruning", "ugs"):  # seconds-long fits: timed once
             t = time.perf_counter()
@@ -108,7 +110,10 @@ def run(quick: bool = False) -> dict:
         if label.startswith("Llama 2x2"):  # optimal ablation fits 1,000 steps per model: the small one only
             rows += _ablation_rows(label, model, task, held_out, ref)
     return {
-        "title": "MIB circuit localisation: activation patching, EAP, EAP-IG, edge pruning, UGS, random",
+        "title": (
+            "MIB circuit localisation: activation patching, EAP, EAP-IG (inputs, activations), IFR, "
+            "edge pruning, UGS, random"
+        ),
         "rows": rows,
         "notes": [
             "CPR: area under faithfulness (signed-score circuits), higher is better; CMD: area under |1 - f| "
@@ -120,6 +125,8 @@ def run(quick: bool = False) -> dict:
             "scores P(gate open)",
             "UGS: 500 steps, penalty 1e-3, batches of 5 pairs x 12 sampled circuits, lr 0.01, seed 0; "
             "scores p_e",
+            "eap-ig-activations: MIB's EAP-IG-activations, 5 steps per component group (embedding, a block's "
+            "heads, a block's MLP); information-flow-routes: IFR as MIB runs it (clean run only)",
             "METHOD (mean) / (optimal): edges scored with that ablation, circuits evaluated with "
             "counterfactual patching (MIB's comparison); optimal = MIB's OA settings (Adam 1e-3, <= 1000 "
             "steps, patience 3)",
