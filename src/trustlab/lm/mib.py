@@ -47,6 +47,7 @@ from trustlab.lm._mib_methods import (
     ugs,
 )
 from trustlab.lm._mib_results import CircuitLocalization, EdgeScores, FaithfulnessCurve
+from trustlab.lm._mib_siit import SIITCircuit, siit_sorting_model
 from trustlab.lm._mib_task import ABLATIONS, PatchingTask, _Context, min_pairs
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "EdgeScores",
     "FaithfulnessCurve",
     "PatchingTask",
+    "SIITCircuit",
     "circuit_faithfulness",
     "circuit_localization",
     "edge_auroc",
@@ -70,6 +72,7 @@ __all__ = [
     "mean_ablation",
     "min_pairs",
     "optimal_ablation",
+    "siit_sorting_model",
     "ugs",
 ]
 
