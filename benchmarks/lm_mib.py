@@ -9,10 +9,14 @@ exact activation patching (Spearman's rank correlation; the share of the top-10%
 The peer, MIB's own circuit-track code, runs on TransformerLens, which is not installed beside the
 pinned torch, so activation patching (the benchmark's exact reference) is the baseline here. Edge
 pruning (Bhaskar et al. 2024; a learned mask, MIB's mask-optimisation family) and UGS (Li & Janson
-2024, MIB's other mask method) run at their defaults. A second block scores edges with EAP, EAP-IG and
+2024, MIB's other mask method) run at their defaults; EAP-IG-activations (MIB's variant, 5 steps per
+component group) and information flow routes (Ferrando & Voita 2024, no counterfactual) beside them.
+A second block scores edges with EAP, EAP-IG and
 activation patching under counterfactual, mean and optimal ablation and evaluates every circuit as MIB
 does (counterfactual patching); a third compares edge pruning's single ranking with one edge-pruning
-circuit per budget (``edge_pruning_circuits``).
+circuit per budget (``edge_pruning_circuits``); a fourth trains the 2x2 Llama with SIIT (InterpBench's
+recipe: behaviour, interchange and strictness losses) so that its circuit is known, and reports each
+method's edge AUROC against it (MIB's InterpBench metric).
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def run(quick: bool = False) -> dict:
     for label, model in _models(quick):
         timed = {
             m: _median_time(lambda m=m, model=model: edge_scores(model, task, method=m), repeats)
-            for m in ("activation-patching", "eap", "eap-ig")
+            for m in ("activation-patching", "eap", "eap-ig", "eap-ig-activations", "information-flow-routes")
         }
         for m in ("edge-pruning", "ugs"):  # seconds-long fits: timed once
             t = time.perf_counter()
@@ -108,8 +112,16 @@ def run(quick: bool = False) -> dict:
         if label.startswith("Llama 2x2"):  # optimal ablation fits 1,000 steps per model: the small one only
             rows += _ablation_rows(label, model, task, held_out, ref)
     return {
-        "title": "MIB circuit localisation: activation patching, EAP, EAP-IG, edge pruning, UGS, random",
+        "title": (
+            "MIB circuit localisation: activation patching, EAP, EAP-IG (inputs, activations), IFR, "
+            "edge pruning, UGS, random"
+        ),
         "rows": rows,
+        "tables": {
+            "InterpBench-style ground truth: edge AUROC against a SIIT-trained circuit": _siit_rows(
+                task, held_out, seeds=(0,) if quick else (0, 1, 2)
+            )
+        },
         "notes": [
             "CPR: area under faithfulness (signed-score circuits), higher is better; CMD: area under |1 - f| "
             "(absolute-score circuits), lower is better; x-axis = pruned share of edges, MIB's ten budgets",
@@ -120,10 +132,16 @@ def run(quick: bool = False) -> dict:
             "scores P(gate open)",
             "UGS: 500 steps, penalty 1e-3, batches of 5 pairs x 12 sampled circuits, lr 0.01, seed 0; "
             "scores p_e",
+            "eap-ig-activations: MIB's EAP-IG-activations, 5 steps per component group (embedding, a block's "
+            "heads, a block's MLP); information-flow-routes: IFR as MIB runs it (clean run only)",
             "METHOD (mean) / (optimal): edges scored with that ablation, circuits evaluated with "
             "counterfactual patching (MIB's comparison); optimal = MIB's OA settings (Adam 1e-3, <= 1000 "
             "steps, patience 3)",
             "edge pruning, one circuit per budget: one 200-step fit per budget (target sparsity 1 - budget)",
+            "SIIT model: siit_sorting_model(random_state=seed) (300 steps, circuit a0.h0 + m1, a0.h0 "
+            "aligned to min); AUROC against the 8 circuit edges (MIB's definition: all edges between input, "
+            "the circuit's nodes and logits) and against the 5 the counterfactual can reach (not the 3 read "
+            "only at the unchanged separator); mean over seeds (min)",
         ],
     }
 
@@ -175,4 +193,46 @@ def _ablation_rows(label: str, model: object, task: object, held_out: object, re
             "top-10% overlap": float("nan"),
         }
     )
+    return rows
+
+
+def _siit_rows(task: object, held_out: object, seeds: tuple[int, ...]) -> list[dict]:
+    from trustlab.lm.mib import circuit_faithfulness, edge_auroc, edge_scores, siit_sorting_model
+
+    same_token = {"input->a0.h0<q>", "input->m1", "input->logits"}
+    methods = (
+        "activation-patching",
+        "eap",
+        "eap-ig",
+        "eap-ig-activations",
+        "information-flow-routes",
+        "edge-pruning",
+        "ugs",
+    )
+    per: dict[str, list[tuple[float, float]]] = {m: [] for m in methods}
+    faith, rand = [], []
+    for seed in seeds:
+        model, circuit = siit_sorting_model(random_state=seed)
+        faith.append(circuit_faithfulness(model, held_out, circuit.edges))
+        names = edge_scores(model, task, method="random").graph.edge_names
+        reach = [i for i in circuit.edges if names[i] not in same_token]
+        for m in methods:
+            scores = edge_scores(model, task, method=m)
+            per[m].append((edge_auroc(scores, circuit.edges), edge_auroc(scores, reach)))
+        rand += [
+            edge_auroc(edge_scores(model, task, method="random", random_state=r), circuit.edges)
+            for r in range(20)
+        ]
+    label = f"SIIT Llama 2x2, circuit a0.h0 + m1 (8 of 46 edges; faithfulness {np.mean(faith):.3f})"
+    rows = []
+    for m, vals in [*per.items(), ("random (20 seeds per model)", [(r, float("nan")) for r in rand])]:
+        arr = np.asarray(vals)
+        rows.append(
+            {
+                "model (edges)": label,
+                "method": m,
+                "AUROC (8-edge circuit)": f"{arr[:, 0].mean():.3f} (min {arr[:, 0].min():.3f})",
+                "AUROC (5 reachable edges)": f"{np.nanmean(arr[:, 1]):.3f}" if m in per else "",
+            }
+        )
     return rows

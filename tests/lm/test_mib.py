@@ -155,10 +155,17 @@ def test_scores_recover_a_circuit_known_by_construction(sorting_model) -> None:
         and name not in same_token
     ]
     n1, n0 = len(alive), g.n_edges - len(alive)
-    for method in ("activation-patching", "eap", "eap-ig"):
+    for method in ("activation-patching", "eap", "eap-ig", "eap-ig-activations"):
         scores = edge_scores(model, task, method=method)
         assert np.abs(scores.scores[np.setdiff1d(np.arange(g.n_edges), alive)]).max() < 1e-6
         assert edge_auroc(scores, alive) > 0.99
+    # IFR reads only the clean run: it zeroes the edges out of the silenced components (their output is
+    # 0, no proximity) but not the edges into them, which it cannot tell are dead (measured AUROC 0.79)
+    ifr = edge_scores(model, task, method="information-flow-routes")
+    from_dead = [i for i, name in enumerate(g.edge_names) if name.split("->")[0] in dead]
+    into_dead = [i for i, name in enumerate(g.edge_names) if name.split("->")[1].split("<")[0] in dead]
+    assert np.abs(ifr.scores[from_dead]).max() < 1e-6 and ifr.scores[into_dead].max() > 0.1
+    assert 0.6 < edge_auroc(ifr, alive) < 0.95
     null_se = np.sqrt((n0 + n1 + 1) / (12 * n0 * n1))  # AUROC's sd under the null (Mann-Whitney)
     rand = [edge_auroc(edge_scores(model, task, method="random", random_state=s), alive) for s in range(8)]
     assert abs(np.mean(rand) - 0.5) < 3 * null_se / np.sqrt(len(rand))
@@ -207,9 +214,12 @@ def test_mismatched_clean_and_counterfactual_shapes_are_refused(a, b) -> None:
             PatchingTask(clean, corrupted, [0] * a[0], [1] * a[0])
 
 
+_SCORED = ("activation-patching", "eap", "eap-ig", "eap-ig-activations", "information-flow-routes")
+
+
 def _localize(model, task, held_out, seeds):
     out = {}
-    for method in ("activation-patching", "eap", "eap-ig"):
+    for method in _SCORED:
         scores = edge_scores(model, task, method=method)
         out[method] = (circuit_localization(model, held_out, scores), scores.scores)
     rand = [
@@ -236,6 +246,19 @@ def _check_order(out, r_cpr, r_cmd, near: float) -> None:
     assert abs(ig.cmd - ap.cmd) < near * (r_cmd.mean() - ap.cmd)
     assert eap.cpr <= ig.cpr + 0.02  # the paper: integrated gradients improve on plain EAP
     assert spearmanr(out["eap"][1], out["activation-patching"][1])[0] > 0.7
+    # EAP-IG on activations: near patching too, and no better than EAP-IG on inputs (MIB's README: the
+    # inputs variant "in most cases performs better")
+    act = out["eap-ig-activations"][0]
+    assert act.cpr > r_cpr.mean() + gap_cpr and act.cmd < r_cmd.mean() - gap_cmd
+    assert abs(act.cpr - ap.cpr) < near * (ap.cpr - r_cpr.mean())
+    assert abs(act.cmd - ap.cmd) < near * (r_cmd.mean() - ap.cmd)
+    assert act.cpr <= ig.cpr + 0.02 and act.cmd >= ig.cmd - 0.02
+    # IFR (no counterfactual): above random, far below the counterfactual attribution methods (by more
+    # than a quarter of the patching-to-random gap); its scores are positive, so CPR = 1 - CMD
+    ifr = out["information-flow-routes"][0]
+    assert ifr.cpr > r_cpr.mean() and ifr.cmd < r_cmd.mean()
+    assert ifr.cpr < min(ig.cpr, act.cpr) - 0.25 * (ap.cpr - r_cpr.mean())
+    assert ifr.cmd > max(ig.cmd, act.cmd) + 0.25 * (r_cmd.mean() - ap.cmd)
 
 
 @pytest.mark.claims

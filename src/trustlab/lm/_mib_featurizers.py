@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from trustlab.errors import DataError
+from trustlab.errors import DataError, ModelError
 from trustlab.lm._mib_causal_model import CounterfactualPairs
-from trustlab.lm.hooks import _block_hooks, _layout, run_with_hooks
+from trustlab.lm.hooks import _block_hooks, _child, _layout, run_with_hooks
 
-__all__ = ["FEATURIZERS", "MIB_TRAINING", "site_name"]
+__all__ = ["FEATURIZERS", "MIB_TRAINING", "out_projection", "site_name"]
+
+_OUT_PROJ = ("o_proj", "c_proj", "out_proj", "dense")
 
 FEATURIZERS = ("full", "das", "dbm", "dbm-pca", "dbm-sae", "random")
 # MIB's causal-variable baselines (the released experiments/config.py): AdamW, constant rate.
@@ -44,36 +46,86 @@ def site_name(layer: int, n_layers: int) -> str:
     return f"blocks.{layer}.resid_pre" if layer < n_layers else f"blocks.{n_layers - 1}.resid_post"
 
 
+def out_projection(lay: Any, layer: int) -> torch.nn.Module:
+    """Block ``layer``'s attention output projection, whose input holds every head's output side by side."""
+    proj = _child(lay.attn[layer], _OUT_PROJ)
+    if proj is None:
+        raise ModelError(
+            f"model: block {layer}'s attention has no output projection ({', '.join(_OUT_PROJ)}); "
+            "attention-head sites are not available for this architecture.",
+            argument="model",
+        )
+    return proj
+
+
+def _head_slice(lay: Any, head: int) -> slice:
+    return slice(head * lay.d_head, (head + 1) * lay.d_head)
+
+
 def collect(
-    model: Any, ids: np.ndarray, positions: Any, layers: list[int], every_position: bool = False
+    model: Any, ids: np.ndarray, positions: Any, sites: list[Any], every_position: bool = False
 ) -> Any:
-    """Residual-stream vectors at each site: ``{layer: (n, d)}`` at ``positions`` (or ``(n * seq, d)``)."""
-    n_layers = len(_layout(model).layers)
-    names = [site_name(layer, n_layers) for layer in layers]
-    out = run_with_hooks(model, ids, sorted(set(names)))
+    """Vectors at each site: ``{site: (n, d)}`` at ``positions`` (or ``(n * seq, d)``), and the predictions.
+
+    A site is an int (the residual stream entering that block; ``n_layers``: leaving the last) or a pair
+    ``(layer, head)``: that head's output before the output projection (``d_head`` wide, MIB's
+    attention-head unit).
+    """
+    lay = _layout(model)
+    n_layers = len(lay.layers)
+    resid = [s for s in sites if not isinstance(s, tuple)]
+    names = {s: site_name(s, n_layers) for s in resid}
+    z: dict[int, torch.Tensor] = {}
+
+    def capture(layer: int) -> Any:
+        def hook(mod: Any, args: Any) -> None:
+            z[layer] = args[0].detach()
+
+        return hook
+
+    layers = sorted({s[0] for s in sites if isinstance(s, tuple)})
+    handles = [out_projection(lay, layer).register_forward_pre_hook(capture(layer)) for layer in layers]
+    try:
+        out = run_with_hooks(model, ids, sorted(set(names.values())))
+    finally:
+        for h in handles:
+            h.remove()
     rows = torch.arange(ids.shape[0])
     result = {}
-    for layer, name in zip(layers, names, strict=True):
-        x = out[name].double().cpu()
-        result[layer] = (x.reshape(-1, x.shape[-1]) if every_position else x[rows, positions]).numpy()
+    for site in sites:
+        if isinstance(site, tuple):
+            x = z[site[0]][..., _head_slice(lay, site[1])].double().cpu()
+        else:
+            x = out[names[site]].double().cpu()
+        result[site] = (x.reshape(-1, x.shape[-1]) if every_position else x[rows, positions]).numpy()
     return result, out["logits"][rows, positions].argmax(-1).cpu().numpy()
 
 
 def intervened_logits(
-    model: Any, ids: torch.Tensor, pos: torch.Tensor, layer: int, delta: torch.Tensor
+    model: Any, ids: torch.Tensor, pos: torch.Tensor, layer: Any, delta: torch.Tensor
 ) -> torch.Tensor:
-    """Logits at ``pos`` with ``delta`` added to the residual stream at site ``layer`` and ``pos``."""
+    """Logits at ``pos`` with ``delta`` added at site ``layer`` (int, or ``(layer, head)``) and ``pos``."""
     lay = _layout(model)
     n_layers = len(lay.layers)
-    block, kind = (layer, "resid_pre") if layer < n_layers else (n_layers - 1, "resid_post")
     rows = torch.arange(ids.shape[0], device=ids.device)
+    if isinstance(layer, tuple):
+        cols = _head_slice(lay, layer[1])
 
-    def edit(x: torch.Tensor) -> torch.Tensor:
-        x = x.clone()
-        x[rows, pos] = x[rows, pos] + delta.to(x.dtype)
-        return x
+        def add(mod: Any, args: Any) -> tuple[Any, ...]:
+            x = args[0].clone()
+            x[rows, pos, cols] = x[rows, pos, cols] + delta.to(x.dtype)
+            return (x, *args[1:])
 
-    handles = _block_hooks(block, set(), lay, {}, {f"blocks.{block}.{kind}": edit})
+        handles = [out_projection(lay, layer[0]).register_forward_pre_hook(add)]
+    else:
+        block, kind = (layer, "resid_pre") if layer < n_layers else (n_layers - 1, "resid_post")
+
+        def edit(x: torch.Tensor) -> torch.Tensor:
+            x = x.clone()
+            x[rows, pos] = x[rows, pos] + delta.to(x.dtype)
+            return x
+
+        handles = _block_hooks(block, set(), lay, {}, {f"blocks.{block}.{kind}": edit})
     try:
         logits = model(input_ids=ids).logits
     finally:
@@ -147,7 +199,7 @@ def train_interchange(
     module: Interchange,
     pairs: CounterfactualPairs,
     df: np.ndarray,
-    layer: int,
+    layer: Any,
     *,
     epochs: int,
     lr: float,
@@ -204,7 +256,7 @@ def train_interchange(
 
 @torch.no_grad()
 def accuracy(
-    model: Any, module: Interchange, pairs: CounterfactualPairs, df: np.ndarray, layer: int
+    model: Any, module: Interchange, pairs: CounterfactualPairs, df: np.ndarray, layer: Any
 ) -> float:
     """Interchange intervention accuracy: the share of pairs answered with the causal model's label."""
     module.eval()

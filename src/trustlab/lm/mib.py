@@ -2,8 +2,9 @@
 
 A circuit is a set of edges of the residual-stream graph (:mod:`trustlab.lm._mib_graph`). Edges
 are scored by exact activation patching, by edge attribution patching (EAP) [2]_, by EAP with
-integrated gradients on the inputs (EAP-IG) [3]_, by edge pruning (a learned hard-concrete
-mask, [4]_), by uniform gradient sampling (UGS, a learned Bernoulli mask, [5]_; both in
+integrated gradients on the inputs (EAP-IG) [3]_ or on the activations (MIB's EAP-IG-activations), by
+information flow routes (IFR, [6]_; both in :mod:`trustlab.lm._mib_attrib`), by edge pruning (a
+learned hard-concrete mask, [4]_), by uniform gradient sampling (UGS, a learned Bernoulli mask, [5]_; both in
 :mod:`trustlab.lm._mib_methods`) or at random. The benchmark [1]_ then keeps the top edges at
 budgets from 0.1% to 100% of the edges (or takes one circuit per budget), measures each circuit's
 faithfulness ``f = (m(C) - m(∅)) / (m(N) - m(∅))`` with the edges off the circuit ablated (by
@@ -20,6 +21,8 @@ References
    Finding Model Mechanisms". COLM 2024.
 .. [4] Bhaskar, Wettig, Friedman, Chen. "Finding Transformer Circuits with Edge Pruning". NeurIPS 2024.
 .. [5] Li, Janson. "Optimal ablation for interpretability". NeurIPS 2024.
+.. [6] Ferrando, Voita. "Information Flow Routes: Automatically Interpreting Language Models at
+   Scale". EMNLP 2024.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import torch
 
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab.errors import DataError, ParameterError
+from trustlab.lm._mib_attrib import ifr_scores, ig_activation_scores
 from trustlab.lm._mib_graph import EdgeGraph, check_names, edge_graph, graph_forward, prune_mask
 from trustlab.lm._mib_methods import (
     UGS,
@@ -43,6 +47,7 @@ from trustlab.lm._mib_methods import (
     ugs,
 )
 from trustlab.lm._mib_results import CircuitLocalization, EdgeScores, FaithfulnessCurve
+from trustlab.lm._mib_siit import SIITCircuit, siit_sorting_model
 from trustlab.lm._mib_task import ABLATIONS, PatchingTask, _Context, min_pairs
 
 __all__ = [
@@ -55,6 +60,7 @@ __all__ = [
     "EdgeScores",
     "FaithfulnessCurve",
     "PatchingTask",
+    "SIITCircuit",
     "circuit_faithfulness",
     "circuit_localization",
     "edge_auroc",
@@ -66,10 +72,20 @@ __all__ = [
     "mean_ablation",
     "min_pairs",
     "optimal_ablation",
+    "siit_sorting_model",
     "ugs",
 ]
 
-METHODS = ("activation-patching", "eap", "eap-ig", "edge-pruning", "ugs", "random")
+METHODS = (
+    "activation-patching",
+    "eap",
+    "eap-ig",
+    "eap-ig-activations",
+    "information-flow-routes",
+    "edge-pruning",
+    "ugs",
+    "random",
+)
 MIB_BUDGETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 
@@ -147,18 +163,24 @@ def edge_scores(
         A GPT-2 or Llama-family causal LM (Llama, Mistral, Qwen2, Mixtral).
     task : PatchingTask
         Clean / counterfactual pairs.
-    method : {"activation-patching", "eap", "eap-ig", "edge-pruning", "ugs", "random"}, default="eap-ig"
-        Exact patching of each edge (one forward pass per edge), edge attribution patching
-        (one forward and backward pass), EAP with integrated gradients on the input embeddings
-        (``ig_steps`` passes; MIB's EAP-IG-inputs), the learned gates of :func:`edge_pruning` or the
-        keep-probabilities of :func:`ugs` at their defaults, or standard-normal scores.
+    method : str, default="eap-ig"
+        One of :data:`METHODS`: ``"activation-patching"`` (exact patching of each edge, one forward
+        pass per edge), ``"eap"`` (edge attribution patching, one forward and backward pass),
+        ``"eap-ig"`` (EAP with integrated gradients on the input embeddings, ``ig_steps`` passes;
+        MIB's EAP-IG-inputs), ``"eap-ig-activations"`` (MIB's EAP-IG-activations: the output of one
+        component group at a time interpolated, ``ig_steps`` passes per group), ``"information-flow-routes"``
+        (IFR [6]_: each source's proximity to its destination's input on the clean run; no counterfactual,
+        no gradient, scores in [0, 1]), ``"edge-pruning"`` / ``"ugs"`` (the learned gates of
+        :func:`edge_pruning` or the keep-probabilities of :func:`ugs` at their defaults) or ``"random"``
+        (standard-normal scores).
     ig_steps : int, default=5
-        Interpolation points of EAP-IG (the benchmark's default).
+        Interpolation points of both EAP-IG variants (the benchmark's default).
     random_state : int, Generator or None, default=0
         Seeds the random baseline and the mask methods' noise.
     ablation : {"patching", "mean", "optimal"} or array, default="patching"
         What an ablated edge reads while scoring (MIB's "EAP (mean)", "EAP (OA)"; see
-        :func:`circuit_localization`). Ignored by ``"random"``.
+        :func:`circuit_localization`); for ``"eap-ig-activations"`` also the end of the interpolation.
+        Ignored by ``"random"`` and ``"information-flow-routes"``.
 
     Returns
     -------
@@ -181,10 +203,15 @@ def edge_scores(
         return edge_pruning(model, task, random_state=random_state, ablation=ablation).scores
     if method == "ugs":
         return ugs(model, task, random_state=random_state, ablation=ablation).scores
-    ctx = _Context(model, task, "patching" if method == "random" else ablation)  # random: the graph only
+    no_cf = method in ("random", "information-flow-routes")  # random: the graph only; IFR: the clean run
+    ctx = _Context(model, task, "patching" if no_cf else ablation)
     try:
         if method == "random":
             scores = np.random.default_rng(random_state).standard_normal(ctx.graph.n_edges)
+        elif method == "information-flow-routes":
+            scores = ifr_scores(ctx)
+        elif method == "eap-ig-activations":
+            scores = ig_activation_scores(ctx, int(ig_steps))
         elif method == "activation-patching":
             scores = _patching_scores(ctx)
         else:

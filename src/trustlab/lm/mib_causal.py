@@ -81,7 +81,8 @@ class CausalVariableLocalization:
         Featurizers, the rows of the tables.
     layers : ndarray of int
         Sites, the columns: ``l < n_layers`` is the residual stream entering block ``l``,
-        ``n_layers`` the one leaving the last block; all at the answer position.
+        ``n_layers`` the one leaving the last block; all at the answer position. For head sites, the
+        block of each head.
     iia : ndarray of float, shape (n_methods, n_layers)
         Interchange intervention accuracy on the test pairs.
     train_iia : ndarray of float, shape (n_methods, n_layers)
@@ -90,6 +91,9 @@ class CausalVariableLocalization:
         Features each intervention moves (the vector's width, DAS's ``k`` or a mask's count).
     n_train, n_test : int
         Pairs used after keeping those the model answers correctly on both inputs.
+    heads : ndarray of int or None
+        For attention-head sites (``heads=`` of :func:`causal_variable_localization`), the head of each
+        site in its block ``layers[j]``; ``None`` for residual-stream sites.
 
     See Also
     --------
@@ -104,6 +108,7 @@ class CausalVariableLocalization:
     n_features: np.ndarray
     n_train: int
     n_test: int
+    heads: np.ndarray | None = None
 
     def best(self) -> dict[str, float]:
         """Each featurizer's highest test IIA over the sites.
@@ -131,12 +136,13 @@ class CausalVariableLocalization:
         Returns
         -------
         pandas.DataFrame
-            Columns ``method``, ``layer``, ``iia``, ``train_iia``, ``n_features``.
+            Columns ``method``, ``layer``, (``head`` for head sites), ``iia``, ``train_iia``, ``n_features``.
         """
         rows = [
             {
                 "method": m,
                 "layer": int(layer),
+                **({} if self.heads is None else {"head": int(self.heads[j])}),
                 "iia": float(self.iia[i, j]),
                 "train_iia": float(self.train_iia[i, j]),
                 "n_features": int(self.n_features[i, j]),
@@ -181,6 +187,27 @@ def _layers(layers: Any, n_layers: int) -> list[int]:
             argument="layers",
         )
     return sorted({int(x) for x in arr})
+
+
+def _heads(heads: Any, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    if isinstance(heads, str) and heads == "all":
+        return [(layer, h) for layer in range(n_layers) for h in range(n_heads)]
+    arr = np.asarray(heads)
+    if (
+        arr.ndim != 2
+        or arr.shape[1] != 2
+        or arr.shape[0] == 0
+        or not np.issubdtype(arr.dtype, np.integer)
+        or (arr < 0).any()
+        or (arr[:, 0] >= n_layers).any()
+        or (arr[:, 1] >= n_heads).any()
+    ):
+        raise ParameterError(
+            f"heads must be 'all' or (layer, head) pairs with layer < {n_layers} and head < {n_heads}; "
+            f"got {heads!r}.",
+            argument="heads",
+        )
+    return sorted({(int(a), int(b)) for a, b in arr})
 
 
 def _correct(model: Any, pairs: CounterfactualPairs) -> np.ndarray:
@@ -243,6 +270,7 @@ def causal_variable_localization(
     layers: Any = None,
     das_dim: int | None = None,
     sae: Any = None,
+    heads: Any = None,
     epochs: int = MIB_TRAINING["epochs"],
     lr: float = MIB_TRAINING["lr"],
     batch_size: int = MIB_TRAINING["batch_size"],
@@ -267,10 +295,14 @@ def causal_variable_localization(
     das_dim : int, optional
         Dimension ``k`` of DAS's subspace and of the random one; default ``max(1, d_model // 4)``
         (MIB's 32 would be the whole vector of the lab's 32-wide models).
-    sae : SparseAutoencoder or dict of int to SparseAutoencoder, optional
-        Fitted autoencoders for ``"dbm-sae"``; default one fitted per site on the residual stream at
-        every position of the training inputs (``4 * d_model`` latents, Matryoshka, ``k = d_model / 4``,
-        300 steps of 512 rows at learning rate 3e-3).
+    sae : SparseAutoencoder or dict of site to SparseAutoencoder, optional
+        Fitted autoencoders for ``"dbm-sae"``; default one fitted per site on the site's vectors at
+        every position of the training inputs (``4 d`` latents for a site ``d`` wide, Matryoshka,
+        ``k = d / 4``, 300 steps of 512 rows at learning rate 3e-3).
+    heads : "all" or list of (int, int), optional
+        Attention-head sites instead of residual-stream ones (MIB's head units): each head's output
+        before the output projection (``d_head`` wide) at the answer position; ``layers`` must then be
+        ``None``. DAS's default ``k`` becomes ``max(1, d_head // 4)``.
     epochs, lr, batch_size : int, float, int, default=3, 1e-2, 32
         MIB's training: AdamW (no weight decay) at a constant rate on the cross-entropy of the
         causal model's label at the answer position.
@@ -292,7 +324,8 @@ def causal_variable_localization(
     Raises
     ------
     ParameterError
-        Unknown featurizers or sites, pairs of the wrong type, a bad temperature.
+        Unknown featurizers, sites or heads, both ``layers`` and ``heads``, pairs of the wrong type, a bad
+        temperature.
     DataError
         Token ids outside the vocabulary, or fewer than two pairs left after filtering.
 
@@ -308,7 +341,12 @@ def causal_variable_localization(
     lay = _layout(model)
     n_layers, vocab = len(lay.layers), int(model.get_input_embeddings().num_embeddings)
     train, test = _check_pairs(train, "train", vocab), _check_pairs(test, "test", vocab)
-    method_list, sites = _methods(methods), _layers(layers, n_layers)
+    method_list = _methods(methods)
+    if heads is not None and layers is not None:
+        raise ParameterError(
+            "give layers (residual-stream sites) or heads (attention-head sites), not both.", argument="heads"
+        )
+    sites: list[Any] = _layers(layers, n_layers) if heads is None else _heads(heads, n_layers, lay.n_heads)
     temp = tuple(np.asarray(temperature, dtype=float).reshape(-1))
     if len(temp) != 2 or not np.all(np.isfinite(temp)) or min(temp) <= 0:
         raise ParameterError(
@@ -366,13 +404,15 @@ def causal_variable_localization(
                 n_feat[i, j] = module.n_selected(n_f)
     finally:
         model.train(was_training)
+    is_head = heads is not None
     return CausalVariableLocalization(
         train.variable or test.variable,
         method_list,
-        np.asarray(sites),
+        np.asarray([s[0] for s in sites] if is_head else sites),
         iia,
         train_iia,
         n_feat,
         len(train),
         len(test),
+        np.asarray([s[1] for s in sites]) if is_head else None,
     )
