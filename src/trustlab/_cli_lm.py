@@ -42,6 +42,7 @@ _FLAGS = {
     "pairs": "--pairs",
     "task": "--pairs",
     "method": "--methods",
+    "heads": "--heads",
 }
 
 
@@ -366,7 +367,10 @@ def circuit_cmd(
     ] = None,
     methods: Annotated[
         str,
-        typer.Option(help="Comma-separated: activation-patching, eap, eap-ig, edge-pruning, ugs, random."),
+        typer.Option(
+            help="Comma-separated: activation-patching, eap, eap-ig, eap-ig-activations, "
+            "information-flow-routes, edge-pruning, ugs, random."
+        ),
     ] = "activation-patching,eap,eap-ig,random",
     ablation: Annotated[
         str, typer.Option(help="How edges off a circuit are ablated: patching, mean or optimal.")
@@ -397,6 +401,19 @@ def circuit_cmd(
     typer.echo(f"{label}, {scores.graph.n_edges} edges: " + "; ".join(parts))
 
 
+def _head_sites(heads: str | None) -> str | list[tuple[int, int]] | None:
+    """``--heads``: None, ``all`` or ``LAYER.HEAD`` pairs (range checks are the library's)."""
+    if heads is None or heads.strip() == "all":
+        return None if heads is None else "all"
+    try:
+        return [(int(a), int(b)) for a, b in (p.strip().split(".") for p in heads.split(",") if p.strip())]
+    except ValueError as exc:
+        raise ParameterError(
+            f"--heads must be 'all' or comma-separated LAYER.HEAD pairs such as 0.1,1.0; got {heads!r}.",
+            argument="heads",
+        ) from exc
+
+
 @lm_app.command("variable")
 def variable_cmd(
     name_or_dir: Annotated[str, typer.Argument(metavar="NAME_OR_DIR", help="A sorting model.")],
@@ -406,6 +423,13 @@ def variable_cmd(
     ] = "full,das,dbm,dbm-pca,dbm-sae,random",
     n: Annotated[int, typer.Option(help="Training pairs (as many test pairs).")] = 256,
     seed: Annotated[int, typer.Option(help="Seeds the pairs (test: seed + 1) and the featurizers.")] = 0,
+    heads: Annotated[
+        str | None,
+        typer.Option(
+            help="Attention-head sites instead of the residual stream: 'all', or comma-separated "
+            "LAYER.HEAD pairs (e.g. 0.1,1.0)."
+        ),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Write IIA per featurizer and site to this JSON file.")
     ] = None,
@@ -430,7 +454,9 @@ def variable_cmd(
         test = sorting_pairs(n, variable=variable, seed=seed + 1, **kw)
         method_list = _methods([m.strip() for m in methods.split(",") if m.strip()])
         model, _, label = load_any(name_or_dir)
-        res = causal_variable_localization(model, train, test, methods=method_list, random_state=seed)
+        res = causal_variable_localization(
+            model, train, test, methods=method_list, random_state=seed, heads=_head_sites(heads)
+        )
         if out is not None:
             out.write_text(json.dumps(res.to_frame().to_dict(orient="records"), indent=2), encoding="utf-8")
     except TrustlabError as exc:

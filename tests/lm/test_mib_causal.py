@@ -245,7 +245,15 @@ def test_cli_variable_prints_best_iia_and_rejects_bad_input(tmp_path) -> None:
     assert "variable min, best IIA over 3 sites: full 1.000; random" in res.output
     rows = json.loads(out.read_text())
     assert len(rows) == 6 and {r["method"] for r in rows} == {"full", "random"}
-    for bad in (["--variable", "max"], ["--methods", "das,pca"], ["--n", "1"]):
+    res = runner.invoke(app, [*args[:4], "full", "--n", "48", "--heads", "0.1,1.0"])
+    assert res.exit_code == 0 and "best IIA over 2 sites: full" in res.output, res.output
+    for bad in (
+        ["--variable", "max"],
+        ["--methods", "das,pca"],
+        ["--n", "1"],
+        ["--heads", "x"],
+        ["--heads", "9.9"],
+    ):
         res = runner.invoke(app, ["lm", "variable", "micro-llama-sorting", *bad])
         assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     res = runner.invoke(app, ["lm", "variable", "tiny-llama-lcg"])
