@@ -197,18 +197,10 @@ def _ablation_rows(label: str, model: object, task: object, held_out: object, re
 
 
 def _siit_rows(task: object, held_out: object, seeds: tuple[int, ...]) -> list[dict]:
-    from trustlab.lm.mib import circuit_faithfulness, edge_auroc, edge_scores, siit_sorting_model
+    from trustlab.lm.mib import METHODS, circuit_faithfulness, edge_auroc, edge_scores, siit_sorting_model
 
     same_token = {"input->a0.h0<q>", "input->m1", "input->logits"}
-    methods = (
-        "activation-patching",
-        "eap",
-        "eap-ig",
-        "eap-ig-activations",
-        "information-flow-routes",
-        "edge-pruning",
-        "ugs",
-    )
+    methods = tuple(m for m in METHODS if m != "random")  # random is its own row
     per: dict[str, list[tuple[float, float]]] = {m: [] for m in methods}
     faith, rand = [], []
     for seed in seeds:
