@@ -65,6 +65,10 @@ from trustlab.theory.positional_attention import (
     algorithmic_task,
     simulate_value_generalization,
 )
+from trustlab.theory.positional_learnability import (
+    PositionalSampleComplexity,
+    simulate_positional_sample_complexity,
+)
 from trustlab.theory.pretraining import (
     SampleComplexity,
     SampleComplexitySimulation,
@@ -128,6 +132,7 @@ __all__: list[str] = [
     "NullOracleSimulation",
     "ParityFeatureBound",
     "ParityFeatureSimulation",
+    "PositionalSampleComplexity",
     "PositionalTransformerRegressor",
     "SampleComplexity",
     "SampleComplexitySimulation",
@@ -179,6 +184,7 @@ __all__: list[str] = [
     "simulate_looped",
     "simulate_null_oracle",
     "simulate_parity_features",
+    "simulate_positional_sample_complexity",
     "simulate_powerlaw_extension",
     "simulate_sample_complexity",
     "simulate_sampler",
