@@ -478,7 +478,8 @@ def simulate_value_generalization(
 
     References
     ----------
-    A. Back de Luca et al., ICML 2025 (value generalisation, Figure 2 per the authors' README).
+    A. Back de Luca et al., ICML 2025: value generalisation, Figure 4 (train on ``[-2, 2]``, test on
+    ``[-2c, 2c]``; Figure 2 of the arXiv v1), as summarised and in the authors' code.
 
     Examples
     --------
