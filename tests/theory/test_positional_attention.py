@@ -134,6 +134,20 @@ def test_bad_input() -> None:
             simulate_positional_sample_complexity("sum", sizes, length=4)
     with pytest.raises(TrustlabError, match="estimator_params"):
         simulate_positional_sample_complexity("sum", [8, 16], length=4, estimator_params={"random_state": 1})
+    with pytest.raises(TrustlabError, match="epochs"):
+        simulate_positional_sample_complexity(
+            "sum", [8, 16], length=4, epochs=2, estimator_params={"steps": 5}
+        )
+
+
+def test_sample_complexity_epochs_protocol_scales_the_steps() -> None:
+    tiny = {"width": 8, "mlp_hidden": 8, "n_layers": 1, "batch_size": 16}
+    r = simulate_positional_sample_complexity(
+        "sum", [8, 128], length=4, n_test=8, epochs=1.5, estimator_params=tiny
+    )
+    np.testing.assert_array_equal(r.n_steps, [2, 12])  # ceil(1.5 * m / min(16, m))
+    assert r.test_mse.shape == r.train_mse.shape == (2, 1, 2) and r.decrease_se.shape == (2, 1, 1)
+    assert np.all(np.isfinite(r.gap))
 
 
 @pytest.mark.claims

@@ -48,6 +48,8 @@ class PositionalSampleComplexity:
     decrease_se : numpy.ndarray
         ``(2, n_seeds, n_sizes - 1)``: standard error of the paired per-sequence difference of the
         test squared error between consecutive sizes (the sample-size tolerance of a decrease).
+    n_steps : numpy.ndarray
+        Adam steps of each size's fits.
 
     See Also
     --------
@@ -59,6 +61,7 @@ class PositionalSampleComplexity:
     test_mse: np.ndarray
     train_mse: np.ndarray
     decrease_se: np.ndarray
+    n_steps: np.ndarray
 
     @property
     def gap(self) -> np.ndarray:
@@ -74,6 +77,7 @@ class PositionalSampleComplexity:
         "n_test": [Interval(numbers.Integral, 2, None, closed="left")],
         "train_bound": [Interval(numbers.Real, 0, None, closed="neither")],
         "n_seeds": [_INT1],
+        "epochs": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
         "estimator_params": [dict, None],
     }
@@ -86,6 +90,7 @@ def simulate_positional_sample_complexity(
     n_test: int = 1000,
     train_bound: float = 2.0,
     n_seeds: int = 1,
+    epochs: float | None = None,
     random_state: int = 0,
     estimator_params: dict[str, Any] | None = None,
 ) -> PositionalSampleComplexity:
@@ -93,7 +98,8 @@ def simulate_positional_sample_complexity(
 
     Per seed, one pool of ``max(n_train)`` sequences in ``[-b, b]`` is drawn and each size trains
     on its first ``m`` sequences (nested sets); every fit gets the same step budget
-    (``estimator_params``), and all sizes share one in-distribution test set.
+    (``estimator_params``) unless ``epochs`` is given, and all sizes share one in-distribution
+    test set.
 
     Parameters
     ----------
@@ -105,6 +111,10 @@ def simulate_positional_sample_complexity(
     n_test : int, default 1000
     train_bound : float, default 2
     n_seeds : int, default 1
+    epochs : float, optional
+        Train each size for this many passes over its data, ``ceil(epochs * m / batch)`` steps (the
+        authors' protocol: larger sets then also get more steps); then ``estimator_params`` must
+        not set ``steps``. By default every size gets the same steps.
     random_state : int, default 0
     estimator_params : dict, optional
         Passed to :class:`~trustlab.theory.PositionalTransformerRegressor`.
@@ -141,6 +151,14 @@ def simulate_positional_sample_complexity(
             "estimator_params sets attention/random_state; they are set per run, remove them.",
             argument="estimator_params",
         )
+    if epochs is not None and "steps" in params:
+        raise ParameterError("give epochs or estimator_params['steps'], not both.", argument="epochs")
+    default = PositionalTransformerRegressor()
+    batch = int(params.get("batch_size", default.batch_size))
+    if epochs is None:
+        n_steps = np.full(len(sizes), int(params.get("steps", default.steps)))
+    else:
+        n_steps = np.array([max(1, math.ceil(epochs * m / min(batch, m))) for m in sizes])
     b = float(train_bound)
     test = np.zeros((2, n_seeds, len(sizes)))
     train = np.zeros_like(test)
@@ -152,11 +170,12 @@ def simulate_positional_sample_complexity(
         for k, kind in enumerate(("positional", "standard")):
             sq = []
             for j, m in enumerate(sizes):
-                reg = PositionalTransformerRegressor(kind, random_state=seed, **params).fit(x[:m], y[:m])
+                fit_params = {**params, "steps": int(n_steps[j])}
+                reg = PositionalTransformerRegressor(kind, random_state=seed, **fit_params).fit(x[:m], y[:m])
                 sq.append(((reg.predict(xt) - yt) ** 2).mean(axis=1))
                 test[k, s, j] = sq[-1].mean()
                 train[k, s, j] = ((reg.predict(x[:m]) - y[:m]) ** 2).mean()
             for j in range(len(sizes) - 1):
                 diff = sq[j] - sq[j + 1]
                 dse[k, s, j] = diff.std(ddof=1) / math.sqrt(len(diff))
-    return PositionalSampleComplexity(task, sizes, test, train, dse)
+    return PositionalSampleComplexity(task, sizes, test, train, dse, n_steps)
