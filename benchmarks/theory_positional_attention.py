@@ -80,12 +80,14 @@ def run(quick: bool = False) -> dict:
         PositionalTransformerRegressor(kind, **short).fit(x, y)
         cpu[kind] = time.process_time() - t
     return {
-        "title": f"Positional vs standard attention, n = {length}, trained on [-2, 2], {n_seeds} seeds ({params})",
+        "title": f"Positional vs standard attention, n = {length}, trained on [-2, 2], "
+        f"{n_seeds} seeds ({params})",
         "rows": rows,
         "cpu_s_per_step": {k: v / 50 for k, v in cpu.items()},
         "notes": [
             f"MSE over {n_test} test sequences per scale and seed; mean +- SE over {n_seeds} training seeds "
-            "(each seed draws its own training and test sets); paper_c: the paper's scale factor (range [-2c, 2c]).",
+            "(each seed draws its own training and test sets); paper_c: the paper's scale factor "
+            "(range [-2c, 2c]).",
             f"one training step costs {cpu['positional'] / 50 * 1e3:.0f} ms (positional) vs "
             f"{cpu['standard'] / 50 * 1e3:.0f} ms (standard) of one-thread CPU: the standard model "
             "recomputes its attention matrices from every input.",
