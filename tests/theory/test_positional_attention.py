@@ -13,6 +13,7 @@ from trustlab.errors import TrustlabError
 from trustlab.theory import (
     PositionalTransformerRegressor,
     algorithmic_task,
+    simulate_positional_sample_complexity,
     simulate_value_generalization,
 )
 
@@ -87,6 +88,11 @@ def test_positional_attention_matrices_do_not_depend_on_the_input() -> None:
     np.testing.assert_allclose(w_pos.sum(axis=-1), 1.0, atol=1e-6)
     np.testing.assert_allclose(w_pos[:, 0], w_pos[:, 1])  # same matrices for every input
     assert not np.allclose(w_std[:, 0], w_std[:, 1])  # standard attention reads the values
+    # the fit runs on one torch thread and restores the caller's setting
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    PositionalTransformerRegressor("positional", **{**params, "steps": 1}).fit(x, y)
+    assert torch.get_num_threads() == threads
     # deterministic for a seed, and clone keeps the parameters
     again = clone(pos).fit(x, y)
     np.testing.assert_allclose(again.predict(x), pos.predict(x), atol=1e-6)
@@ -123,6 +129,40 @@ def test_bad_input() -> None:
         simulate_value_generalization("sum", [1, 4], length=4)
     with pytest.raises(TrustlabError, match="estimator_params"):
         simulate_value_generalization("sum", [2], length=4, estimator_params={"attention": "standard"})
+    for sizes in ([100, 50], [100], [0, 10], [1.5, 3.0]):
+        with pytest.raises(TrustlabError, match="n_train"):
+            simulate_positional_sample_complexity("sum", sizes, length=4)
+    with pytest.raises(TrustlabError, match="estimator_params"):
+        simulate_positional_sample_complexity("sum", [8, 16], length=4, estimator_params={"random_state": 1})
+    with pytest.raises(TrustlabError, match="epochs"):
+        simulate_positional_sample_complexity(
+            "sum", [8, 16], length=4, epochs=2, estimator_params={"steps": 5}
+        )
+
+
+def test_sample_complexity_epochs_protocol_scales_the_steps() -> None:
+    tiny = {"width": 8, "mlp_hidden": 8, "n_layers": 1, "batch_size": 16}
+    r = simulate_positional_sample_complexity(
+        "sum", [8, 128], length=4, n_test=8, epochs=1.5, estimator_params=tiny
+    )
+    np.testing.assert_array_equal(r.n_steps, [2, 12])  # ceil(1.5 * m / min(16, m))
+    assert r.test_mse.shape == r.train_mse.shape == (2, 1, 2) and r.decrease_se.shape == (2, 1, 1)
+    assert np.all(np.isfinite(r.gap))
+
+
+@pytest.mark.claims
+def test_claim_in_distribution_error_falls_with_training_set_size() -> None:
+    """Paper, Figure 2 (learnability, Theorem 6.1): in distribution, both models' test error
+    falls as the training set grows. Cumulative sum, n = 4, 16 vs 1000 nested training sequences,
+    one step budget (100 Adam steps, batch 64): the decrease exceeds 3 paired SEs for both.
+    """
+    params = {**FAST, "steps": 100}
+    r = simulate_positional_sample_complexity(
+        "sum", [16, 1000], length=4, n_test=500, estimator_params=params
+    )
+    drop = r.test_mse[:, 0, 0] - r.test_mse[:, 0, 1]
+    assert np.all(drop > 3 * r.decrease_se[:, 0, 0]), (r.test_mse, r.decrease_se)
+    assert r.gap.shape == (2, 1, 2)
 
 
 @pytest.mark.slow

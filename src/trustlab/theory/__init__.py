@@ -96,6 +96,10 @@ from trustlab.theory.positional_attention import (
     algorithmic_task,
     simulate_value_generalization,
 )
+from trustlab.theory.positional_learnability import (
+    PositionalSampleComplexity,
+    simulate_positional_sample_complexity,
+)
 from trustlab.theory.pretraining import (
     SampleComplexity,
     SampleComplexitySimulation,
@@ -165,6 +169,7 @@ __all__: list[str] = [
     "ParityFeatureBound",
     "ParityFeatureSimulation",
     "PatternDynamics",
+    "PositionalSampleComplexity",
     "PositionalTransformerRegressor",
     "PreconditionedGDRisk",
     "ProportionalLimit",
@@ -231,6 +236,7 @@ __all__: list[str] = [
     "simulate_null_oracle",
     "simulate_parity_features",
     "simulate_pattern_dynamics",
+    "simulate_positional_sample_complexity",
     "simulate_powerlaw_extension",
     "simulate_preconditioned_gd",
     "simulate_sample_complexity",

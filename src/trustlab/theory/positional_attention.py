@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
+from trustlab._threads import one_thread
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError, NotFittedError, ParameterError
 
@@ -332,9 +333,7 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
         yt = torch.tensor(t, dtype=torch.float32)
         gen = torch.Generator().manual_seed(self.random_state)
         loss = torch.zeros(())
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # tiny matrices: one thread is fastest, and spares busy cores
-        try:
+        with one_thread():  # tiny matrices: one thread is fastest, and spares busy cores
             for _ in range(self.steps):
                 idx = torch.randint(0, len(xt), (min(self.batch_size, len(xt)),), generator=gen)
                 loss = ((net(xt[idx]) - yt[idx]) ** 2).mean()
@@ -342,8 +341,6 @@ class PositionalTransformerRegressor(ParamsValidationMixin, RegressorMixin, Base
                 loss.backward()
                 opt.step()
                 sched.step()
-        finally:
-            torch.set_num_threads(threads)
         net.eval()
         self.model_, self.n_positions_, self.loss_ = net, n, float(loss.detach())
         return self
@@ -481,7 +478,8 @@ def simulate_value_generalization(
 
     References
     ----------
-    A. Back de Luca et al., ICML 2025 (value generalisation, Figure 2 per the authors' README).
+    A. Back de Luca et al., ICML 2025: value generalisation, Figure 4 (train on ``[-2, 2]``, test on
+    ``[-2c, 2c]``; Figure 2 of the arXiv v1), as summarised and in the authors' code.
 
     Examples
     --------
