@@ -199,6 +199,8 @@ def test_cooccurrence_generator_is_the_co_occurrence_count(corpus) -> None:
         ),
         (np.ones((3, 4)), {"keywords": [0], "vocabulary": list("abc")}, DataError, "vocabulary"),
         (np.ones((3, 4)), {"keywords": [0], "topic_word": np.zeros((2, 4))}, DataError, "topic_word"),
+        (np.ones((3, 4)), {"topic_word": np.zeros(4)}, DataError, "topic_word"),
+        (np.ones((3, 4)), {"topic_word": np.zeros((0, 4))}, DataError, "topic_word"),
         (np.ones((3, 4)), {"min_df": 9}, DataError, "min_df"),
         (np.ones((3, 4)), {"keywords": [0], "algorithm": "gibbs"}, ParameterError, "algorithm"),
     ],
