@@ -71,6 +71,39 @@ def test_claim_anchored_topics_name_the_true_topics(corpus, fitted) -> None:
         assert len(true_top & ours) >= 6
 
 
+def _gibbs_fit(corpus, alpha: float, optim: int):
+    """Collapsed Gibbs LDA (tomotopy, 100 sweeps): its log topics and (document, word, topic) tokens."""
+    tp = pytest.importorskip("tomotopy")
+    model = tp.LDAModel(k=K, alpha=alpha, eta=0.01, seed=0)
+    model.optim_interval = optim
+    for row in corpus.counts:
+        model.add_doc([corpus.vocabulary[w] for w in np.repeat(np.arange(row.size), row)])
+    model.train(100, workers=1)
+    vocab = np.array([corpus.vocabulary.index(v) for v in model.used_vocabs])
+    phi = np.full((K, corpus.counts.shape[1]), 1e-12)
+    for k in range(K):
+        phi[k, vocab] = model.get_topic_word_dist(k)
+    d = np.concatenate([np.full(len(doc.words), i) for i, doc in enumerate(model.docs)])
+    w = np.concatenate([vocab[np.asarray(doc.words)] for doc in model.docs])
+    z = np.concatenate([np.asarray(doc.topics) for doc in model.docs])
+    return np.log(np.maximum(phi, 1e-12)), d, w, z
+
+
+@pytest.mark.claims
+@pytest.mark.parametrize(("alpha", "optim"), [(1.0, 0), (0.1, 0), (0.1, 10)])
+def test_claim_higher_log_posterior_than_gibbs_with_its_topics_and_sparsity(corpus, alpha, optim) -> None:
+    """The paper's Experiment 1 (Gibbs, Gibbs-Sparse, Gibbs-Bayes): with the topics a Gibbs LDA
+    fit learned and the same number of (document, topic) links as its token assignment uses,
+    E-LDA's assignment has a higher log posterior ``sum log phi[z, w]`` than Gibbs's own."""
+    logphi, d, w, z = _gibbs_fit(corpus, alpha, optim)
+    gibbs = logphi[z, w].sum()
+    kappa = np.unique(d * K + z).size / D
+    for alg in ("greedy", "threshold"):
+        model = ExemplarLDA(topic_word=logphi, topics_per_document=kappa, algorithm=alg).fit(corpus.counts)
+        assert len(model.edges_) <= round(kappa * D)
+        assert model.objective_ > gibbs + 0.01 * abs(gibbs)  # measured margin: 2-3% of |value|
+
+
 def test_greedy_is_exactly_greedy_and_near_the_brute_force_optimum() -> None:
     rng = np.random.default_rng(3)
     for _ in range(5):
@@ -127,6 +160,17 @@ def test_all_words_as_candidates_dataframe_and_known_topics(corpus) -> None:
     ).fit(corpus.counts)
     assert (known.doc_topic_.argmax(1) == corpus.doc_topic.argmax(1)).mean() > 0.9
     assert clone(known).fit(corpus.counts).objective_ == known.objective_
+    unanchored = ExemplarLDA(topic_word=known.topic_word_[::-1], topics_per_document=1.0).fit(corpus.counts)
+    assert unanchored.topic_names_ == [f"topic{k}" for k in range(K)]
+    np.testing.assert_allclose(unanchored.doc_topic_, known.doc_topic_[:, ::-1])
+
+
+def test_cooccurrence_generator_is_the_co_occurrence_count(corpus) -> None:
+    model = ExemplarLDA(keywords=[0, 1], topic_generator="cooccurrence", smoothing=0.5).fit(
+        corpus.counts[:100]
+    )
+    b = corpus.counts[:100] > 0
+    np.testing.assert_allclose(model.topic_word_, (b[:, :2].T.astype(float) @ b) + 0.5)
 
 
 @pytest.mark.parametrize(
@@ -155,6 +199,8 @@ def test_all_words_as_candidates_dataframe_and_known_topics(corpus) -> None:
         ),
         (np.ones((3, 4)), {"keywords": [0], "vocabulary": list("abc")}, DataError, "vocabulary"),
         (np.ones((3, 4)), {"keywords": [0], "topic_word": np.zeros((2, 4))}, DataError, "topic_word"),
+        (np.ones((3, 4)), {"topic_word": np.zeros(4)}, DataError, "topic_word"),
+        (np.ones((3, 4)), {"topic_word": np.zeros((0, 4))}, DataError, "topic_word"),
         (np.ones((3, 4)), {"min_df": 9}, DataError, "min_df"),
         (np.ones((3, 4)), {"keywords": [0], "algorithm": "gibbs"}, ParameterError, "algorithm"),
     ],

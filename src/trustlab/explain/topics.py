@@ -27,7 +27,7 @@ from trustlab.explain._topics_core import doc_topic_fractions, greedy, per_docum
 
 __all__ = ["AnchoredCorpus", "ExemplarLDA", "make_anchored_lda_corpus"]
 
-GENERATORS = ("raw_umass", "umass")
+GENERATORS = ("raw_umass", "umass", "cooccurrence")
 
 
 def _check_counts(X: Any, name: str = "X") -> tuple[sparse.csr_matrix, list[str] | None]:
@@ -56,6 +56,10 @@ def _generate(x: sparse.csr_matrix, topics: np.ndarray, generator: str, smoothin
     if generator == "raw_umass":
         phi = co + smoothing
         return np.log(phi / phi.sum(axis=1, keepdims=True))
+    if generator == "cooccurrence":
+        # the paper's Co-occurrence generator phi_t(v) ∝ exp(|D_tv| + eps), in the author's code
+        # (FREQSCALE_DOTPROD) without the per-topic normaliser: log weights are the counts themselves
+        return co + smoothing
     return np.log(co + smoothing) - np.log(co[np.arange(topics.size), topics])[:, None]
 
 
@@ -75,10 +79,16 @@ class ExemplarLDA(ParamsValidationMixin, TransformerMixin, BaseEstimator):
         column indices), one topic each; None: every word with document frequency >= ``min_df``.
     topics_per_document : float, default 2.0
         Mean topics per document (the paper's kappa), in ``[1, n_candidate_topics]``.
-    topic_generator : {"raw_umass", "umass"}, default "raw_umass"
-        How a keyword's topic is built from document co-occurrence (docs/explain/topics.md).
-    topic_word : array-like of shape (n_keywords, n_words) or None, default None
-        Known topics (log-probabilities, one row per keyword) instead of a generator.
+    topic_generator : {"raw_umass", "umass", "cooccurrence"}, default "raw_umass"
+        How a keyword's topic is built from document co-occurrence (docs/explain/topics.md):
+        ``"raw_umass"`` the normalised co-occurrence profile (the author's ``LOG_DOTPROD``, the
+        formula of the paper's Exp-UMass), ``"umass"`` the UMass conditional, ``"cooccurrence"``
+        the paper's Co-occurrence weights ``exp(|D_tv| + eps)`` left unnormalised as in the
+        author's code.
+    topic_word : array-like of shape (n_topics, n_words) or None, default None
+        Known topics (log-probabilities) instead of a generator: one row per keyword, or, with
+        ``keywords=None``, any number of rows (named ``topic0``, ``topic1``, ...), e.g. the topics
+        of a fitted LDA model (the paper's experiment with fixed topics).
     algorithm : {"greedy", "threshold"}, default "greedy"
         Lazy greedy (``1 - 1/e``) or parallel descending thresholds (``1 - 1/e - eps``).
     eps : float, default 0.1
@@ -101,7 +111,8 @@ class ExemplarLDA(ParamsValidationMixin, TransformerMixin, BaseEstimator):
     doc_topic_ : ndarray of shape (n_documents, n_topics)
         Fraction of each document's words assigned to each topic.
     objective_ : float
-        The objective (relative to no topic at all) of the solution.
+        The objective ``f`` of the solution: the sum over tokens of the log-probability of each
+        token under its assigned topic (the paper's log posterior with the topics fixed).
     n_rounds_ : int
         Adaptive rounds used (sequential steps whose queries depend on earlier answers).
 
@@ -217,7 +228,10 @@ class ExemplarLDA(ParamsValidationMixin, TransformerMixin, BaseEstimator):
                 argument="vocabulary",
             )
         names = names if names is not None else [str(i) for i in range(x.shape[1])]
-        ids = self._topic_ids(x, names)
+        unanchored = self.topic_word is not None and self.keywords is None
+        shape = np.shape(self.topic_word)
+        n_rows = shape[0] if len(shape) == 2 and shape[0] > 0 else 1  # else the shape check fails
+        ids = np.full(n_rows, -1) if unanchored else self._topic_ids(x, names)
         absent = ids[np.diff(sparse.csc_matrix(x).indptr)[ids] == 0]
         if absent.size and self.topic_word is None:
             raise DataError(
@@ -233,15 +247,16 @@ class ExemplarLDA(ParamsValidationMixin, TransformerMixin, BaseEstimator):
                 or np.isnan(logphi).any()
             ):
                 raise DataError(
-                    f"topic_word must be ({ids.size}, {x.shape[1]}) log-probabilities (one row per keyword, "
-                    f"one column per word, no NaN or +inf); got shape {logphi.shape}.",
+                    f"topic_word must be ({ids.size}, {x.shape[1]}) log-probabilities (one row per "
+                    f"{'topic' if unanchored else 'keyword'}, one column per word, no NaN or +inf); got "
+                    f"shape {logphi.shape}.",
                     argument="topic_word",
                 )
             logphi = np.maximum(logphi, np.log(1e-99))
         else:
             logphi = _generate(x, ids, self.topic_generator, self.smoothing)
         self.topic_ids_ = ids
-        self.topic_names_ = [names[i] for i in ids]
+        self.topic_names_ = [f"topic{i}" for i in range(ids.size)] if unanchored else [names[i] for i in ids]
         self.topic_word_ = logphi
         self.n_features_in_ = x.shape[1]
         self._infer_into_self(x)
