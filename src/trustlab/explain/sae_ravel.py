@@ -159,20 +159,32 @@ def _check_inputs(
     for name, value in (("answer", answer), ("attribute", attribute), ("entity_pos", entity_pos)):
         arr = np.asarray(value)
         if arr.ndim != 1 or arr.shape[0] != n:
-            raise DataError(f"{name} must be 1-D with one entry per prompt ({n}), got shape {arr.shape}.", argument=name)
+            raise DataError(
+                f"{name} must be 1-D with one entry per prompt ({n}), got shape {arr.shape}.", argument=name
+            )
         out.append(arr)
     ans, attr, pos = out
     for name, arr in (("answer", ans), ("entity_pos", pos)):
         if not np.issubdtype(arr.dtype, np.integer):
-            raise DataError(f"{name} must hold integers (token ids / positions), got {arr.dtype}.", argument=name)
+            raise DataError(
+                f"{name} must hold integers (token ids / positions), got {arr.dtype}.", argument=name
+            )
     if pos.min() < 0 or pos.max() >= length:
-        raise DataError(f"entity_pos must lie in [0, {length}) (the entity's last token), got {pos.min()}..{pos.max()}.", argument="entity_pos")
+        raise DataError(
+            f"entity_pos must lie in [0, {length}) (the entity's last token), got {pos.min()}..{pos.max()}.",
+            argument="entity_pos",
+        )
     if np.unique(attr).size < 2:
-        raise DataError("attribute must name at least two attributes (RAVEL isolates one from the others).", argument="attribute")
+        raise DataError(
+            "attribute must name at least two attributes (RAVEL isolates one from the others).",
+            argument="attribute",
+        )
     return ids, ans, attr, pos
 
 
-def _pairs(rng: np.random.Generator, idx: np.ndarray, ans: np.ndarray, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(
+    rng: np.random.Generator, idx: np.ndarray, ans: np.ndarray, n_pairs: int
+) -> tuple[np.ndarray, np.ndarray]:
     """SAEBench's ``get_prompt_pairs`` within one attribute: base prompts and a source of another value."""
     base = rng.choice(idx, min(n_pairs, idx.size), replace=False)
     keep, source = [], []
@@ -187,13 +199,21 @@ def _pairs(rng: np.random.Generator, idx: np.ndarray, ans: np.ndarray, n_pairs: 
 class _Intervention:
     """Runs the model with the base prompts' entity vectors replaced by decoded, mixed latents."""
 
-    def __init__(self, model: Any, hook_point: str, ids: np.ndarray, pos: np.ndarray, Z: np.ndarray, sae: Any, X: np.ndarray, add_error: bool) -> None:
+    def __init__(
+        self,
+        model: Any,
+        hook_point: str,
+        ids: np.ndarray,
+        pos: np.ndarray,
+        Z: np.ndarray,
+        sae: Any,
+        X: np.ndarray,
+        add_error: bool,
+    ) -> None:
         from trustlab.lm.hooks import _layout, _parse
 
         self.lay = _layout(model)
-        _, self.block, kind = _parse([hook_point], len(self.lay.layers))[0]
-        if kind not in _EDITABLE:
-            raise ParameterError(f"hook_point must be one of blocks.{{i}}.{{{', '.join(_EDITABLE)}}}, got {hook_point!r}.", argument="hook_point")
+        self.block = _parse([hook_point], len(self.lay.layers))[0][1]
         self.model, self.name = model, hook_point
         dtype = next(model.parameters()).dtype
         self.ids, self.pos = torch.as_tensor(ids), torch.as_tensor(pos)
@@ -252,7 +272,7 @@ def ravel(
     epochs: int = 2,
     lr: float = 1e-3,
     temperature: tuple[float, float] = (1.0, 1e-4),
-    batch_size: int = 32,
+    batch_size: int = 8,
     add_error: bool = False,
     random_state: int = 42,
 ) -> RavelResult:
@@ -297,9 +317,9 @@ def ravel(
         Adam's learning rate for the mask (SAEBench: 1e-3).
     temperature : tuple of float, default=(1.0, 1e-4)
         Start and end of the annealed temperature (SAEBench's table 7).
-    batch_size : int, default=32
-        Pairs per step (SAEBench's batch is model-dependent; the last partial batch of the
-        training pairs is dropped, as there).
+    batch_size : int, default=8
+        Pairs per step (SAEBench's for Gemma-2-2B: its LLM batch 32 divided by 4; the last
+        partial batch of the training pairs is dropped, as there).
     add_error : bool, default=False
         Add the base's SAE reconstruction error back (SAEBench omits it for RAVEL).
     random_state : int, default=42
@@ -326,12 +346,59 @@ def ravel(
     >>> # X: activations at blocks.0.resid_post on the entity tokens; sae = SparseAutoencoder(...).fit(X)
     >>> r = ravel(model, sae, "blocks.0.resid_post", c.prompts, c.answer, c.attribute, c.entity_pos)  # doctest: +SKIP
     """
-    from trustlab.lm.hooks import run_with_hooks
+    from trustlab._threads import one_thread
+
+    with one_thread():
+        return _ravel(
+            model,
+            sae,
+            hook_point,
+            prompts,
+            answer,
+            attribute,
+            entity_pos,
+            n_pairs,
+            train_fraction,
+            epochs,
+            lr,
+            temperature,
+            batch_size,
+            add_error,
+            random_state,
+        )
+
+
+def _ravel(
+    model: Any,
+    sae: Any,
+    hook_point: str,
+    prompts: Any,
+    answer: Any,
+    attribute: Any,
+    entity_pos: Any,
+    n_pairs: int,
+    train_fraction: float,
+    epochs: int,
+    lr: float,
+    temperature: Any,
+    batch_size: int,
+    add_error: bool,
+    random_state: int,
+) -> RavelResult:
+    from trustlab.lm.hooks import _layout, _parse, run_with_hooks
 
     _check_sae(sae)
+    if _parse([hook_point], len(_layout(model).layers))[0][2] not in _EDITABLE:
+        raise ParameterError(
+            f"hook_point must be one of blocks.{{i}}.{{{', '.join(_EDITABLE)}}}, got {hook_point!r}.",
+            argument="hook_point",
+        )
     t0, t1 = (float(t) for t in temperature) if np.size(temperature) == 2 else (0.0, 0.0)
     if not (t0 > 0 and t1 > 0):
-        raise ParameterError(f"temperature must be two positive numbers (start, end), got {temperature!r}.", argument="temperature")
+        raise ParameterError(
+            f"temperature must be two positive numbers (start, end), got {temperature!r}.",
+            argument="temperature",
+        )
     ids, ans, attr, pos = _check_inputs(prompts, answer, attribute, entity_pos)
     acts = run_with_hooks(model, ids, [hook_point])
     pred = acts["logits"][:, -1].argmax(-1).cpu().numpy()
@@ -347,7 +414,10 @@ def ravel(
         iso = [_pairs(rng, known[attr[known] == o], ans, n_pairs) for o in names if o != a]
         ib, is_ = np.concatenate([p[0] for p in iso]), np.concatenate([p[1] for p in iso])
         if cb.size < 2 or ib.size < 2:
-            raise DataError(f"attribute {a!r}: too few known prompts with differing answers to pair; the model must know the attribute for at least two values.", argument="attribute")
+            raise DataError(
+                f"attribute {a!r}: too few known prompts with differing answers to pair; the model must know the attribute for at least two values.",
+                argument="attribute",
+            )
         order = rng.permutation(ib.size)[: cb.size]
         base = np.concatenate([cb, ib[order]])
         source = np.concatenate([cs, is_[order]])
@@ -356,20 +426,55 @@ def ravel(
         perm = rng.permutation(base.size)
         base, source, target, cause = base[perm], source[perm], target[perm], cause[perm]
         n_train = int(base.size * train_fraction)
-        mask = _train_mask(run, base[:n_train], source[:n_train], target[:n_train], Z.shape[1], epochs, lr, (t0, t1), batch_size)
+        mask = _train_mask(
+            run,
+            base[:n_train],
+            source[:n_train],
+            target[:n_train],
+            Z.shape[1],
+            epochs,
+            lr,
+            (t0, t1),
+            batch_size,
+        )
         hard = (mask > 0).to(run.Z.dtype)
         with torch.no_grad():
-            logits = torch.cat([run.logits(base[i : i + 256], source[i : i + 256], hard) for i in range(n_train, base.size, 256)])
+            logits = torch.cat(
+                [
+                    run.logits(base[i : i + 256], source[i : i + 256], hard)
+                    for i in range(n_train, base.size, 256)
+                ]
+            )
         ok = logits.argmax(-1).cpu().numpy() == target[n_train:]
         c = cause[n_train:]
         cause_score = float(ok[c].mean()) if c.any() else 0.0
         iso_score = float(ok[~c].mean()) if (~c).any() else 0.0
-        rows.append({"attribute": a, "cause": cause_score, "isolation": iso_score, "disentanglement": (cause_score + iso_score) / 2, "n_cause": int(c.sum()), "n_isolation": int((~c).sum()), "n_selected": int(hard.sum())})
+        rows.append(
+            {
+                "attribute": a,
+                "cause": cause_score,
+                "isolation": iso_score,
+                "disentanglement": (cause_score + iso_score) / 2,
+                "n_cause": int(c.sum()),
+                "n_isolation": int((~c).sum()),
+                "n_selected": int(hard.sum()),
+            }
+        )
         masks[a], correct[a], is_cause[a] = hard.cpu().numpy().astype(bool), ok, c
     return RavelResult(pd.DataFrame(rows).set_index("attribute"), masks, correct, is_cause, int(known.size))
 
 
-def _train_mask(run: _Intervention, base: np.ndarray, source: np.ndarray, target: np.ndarray, n_latents: int, epochs: int, lr: float, temps: tuple[float, float], batch_size: int) -> torch.Tensor:
+def _train_mask(
+    run: _Intervention,
+    base: np.ndarray,
+    source: np.ndarray,
+    target: np.ndarray,
+    n_latents: int,
+    epochs: int,
+    lr: float,
+    temps: tuple[float, float],
+    batch_size: int,
+) -> torch.Tensor:
     """SAEBench's MDBM training: a sigmoid mask annealed to binary, Adam on the cross-entropy."""
     n_batches = max(1, base.size // batch_size)
     mask = torch.zeros(n_latents, dtype=run.Z.dtype, requires_grad=True)
