@@ -343,8 +343,9 @@ def ravel(
     >>> from trustlab.explain.ravel_lab import load_ravel_lab
     >>> from trustlab.explain.sae import SparseAutoencoder
     >>> model, c = load_ravel_lab()  # doctest: +SKIP
-    >>> # X: activations at blocks.0.resid_post on the entity tokens; sae = SparseAutoencoder(...).fit(X)
-    >>> r = ravel(model, sae, "blocks.0.resid_post", c.prompts, c.answer, c.attribute, c.entity_pos)  # doctest: +SKIP
+    >>> # sae: a SparseAutoencoder fitted on the model's blocks.0.resid_pre activations
+    >>> r = ravel(model, sae, "blocks.0.resid_pre", c.prompts, c.answer, c.attribute,
+    ...           c.entity_pos)  # doctest: +SKIP
     """
     from trustlab._threads import one_thread
 
@@ -415,7 +416,8 @@ def _ravel(
         ib, is_ = np.concatenate([p[0] for p in iso]), np.concatenate([p[1] for p in iso])
         if cb.size < 2 or ib.size < 2:
             raise DataError(
-                f"attribute {a!r}: too few known prompts with differing answers to pair; the model must know the attribute for at least two values.",
+                f"attribute {a!r}: too few known prompts with differing answers to pair; the model "
+                "must know the attribute for at least two values.",
                 argument="attribute",
             )
         order = rng.permutation(ib.size)[: cb.size]
