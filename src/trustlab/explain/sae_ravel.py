@@ -66,6 +66,9 @@ class RavelResult:
         Per held-out pair: cause (True) or isolation (False).
     n_known : int
         Prompts the model answers right without intervention (SAEBench keeps only those).
+    pairs : dict of str to pandas.DataFrame
+        The held-out pairs of each attribute: ``base`` and ``source`` (row indices into
+        ``prompts``) and ``target`` (the token the intervened model should predict).
 
     See Also
     --------
@@ -77,6 +80,7 @@ class RavelResult:
     correct: dict[str, np.ndarray]
     is_cause: dict[str, np.ndarray]
     n_known: int
+    pairs: dict[str, pd.DataFrame]
 
     @property
     def cause(self) -> float:
@@ -408,7 +412,7 @@ def _ravel(
     Z = np.asarray(sae.transform(X), dtype=float)
     run = _Intervention(model, hook_point, ids, pos, Z, sae, X, add_error)
     names = list(dict.fromkeys(attr.tolist()))
-    rows, masks, correct, is_cause = [], {}, {}, {}
+    rows, masks, correct, is_cause, pairs = [], {}, {}, {}, {}
     for a in names:
         rng = np.random.default_rng(random_state)
         cb, cs = _pairs(rng, known[attr[known] == a], ans, n_pairs)
@@ -463,7 +467,11 @@ def _ravel(
             }
         )
         masks[a], correct[a], is_cause[a] = hard.cpu().numpy().astype(bool), ok, c
-    return RavelResult(pd.DataFrame(rows).set_index("attribute"), masks, correct, is_cause, int(known.size))
+        held = slice(n_train, None)
+        pairs[a] = pd.DataFrame({"base": base[held], "source": source[held], "target": target[held]})
+    return RavelResult(
+        pd.DataFrame(rows).set_index("attribute"), masks, correct, is_cause, int(known.size), pairs
+    )
 
 
 def _train_mask(
