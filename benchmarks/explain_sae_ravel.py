@@ -49,7 +49,7 @@ def run(quick: bool = False) -> dict:
     import torch
 
     from trustlab._threads import one_thread
-    from trustlab.explain.ravel_lab import load_ravel_lab
+    from trustlab.explain.ravel_lab import AttributeDictionary, load_ravel_lab
     from trustlab.explain.sae import SparseAutoencoder
     from trustlab.explain.sae_ravel import RandomBasisControl, ravel
     from trustlab.lm import run_with_hooks
@@ -66,7 +66,9 @@ def run(quick: bool = False) -> dict:
     with one_thread():
         for arch in archs:
             t = time.process_time()
-            if arch == "control":
+            if arch == "attribute":
+                sae = AttributeDictionary(model, c)
+            elif arch == "control":
                 sae = RandomBasisControl(X_all)
             else:
                 sae = SparseAutoencoder(

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from trustlab.errors import DataError, ParameterError  # noqa: E402
-from trustlab.explain.ravel_lab import make_entity_corpus  # noqa: E402
+from trustlab.explain.ravel_lab import AttributeDictionary, make_entity_corpus  # noqa: E402
 from trustlab.explain.sae_ravel import RandomBasisControl, _Intervention, ravel  # noqa: E402
 from trustlab.lm import ModelConfig, build_model, run_with_hooks  # noqa: E402
 
@@ -89,3 +89,14 @@ def test_ravel_scores_and_errors(tiny) -> None:
         ravel(model, ctl, hp, c.prompts.astype(float), ans, c.attribute, c.entity_pos)
     with pytest.raises(ParameterError, match="temperature"):
         ravel(model, ctl, hp, *args, temperature=(1.0, 0.0))
+
+
+def test_attribute_dictionary_codes_the_planted_attributes(tiny) -> None:
+    model, c, _, _ = tiny
+    ref = AttributeDictionary(model, c)
+    E = model.get_input_embeddings().weight.detach().double().numpy()[c.entity_tokens]
+    Z = ref.transform(E)
+    assert np.allclose(Z @ ref.W_dec_ + ref.b_dec_, E)  # exact decoding
+    assert np.array_equal(Z[:, :4].argmax(1), c.values["country"])  # one-hot country, then language
+    assert np.array_equal(Z[:, 4:7].argmax(1), c.values["language"])
+    assert 0 <= ref.r2_ <= 1

@@ -46,7 +46,7 @@ from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
 
-__all__ = ["EntityCorpus", "load_ravel_lab", "make_entity_corpus"]
+__all__ = ["AttributeDictionary", "EntityCorpus", "load_ravel_lab", "make_entity_corpus"]
 
 ATTRIBUTES = ("country", "continent", "language")
 _LEN = 6  # BOS + four slots + arrow; the answer is token 6
@@ -293,3 +293,64 @@ def load_ravel_lab(*, cache_dir: str | Path | None = None) -> tuple[Any, EntityC
     (tmp / "done").write_text("ok\n")
     publish(tmp, path)
     return model.eval(), corpus
+
+
+class AttributeDictionary:
+    """A reference dictionary aligned with the planted attributes, for RAVEL at the embedding.
+
+    At ``blocks.0.resid_pre`` the entity token's vector is its embedding ``e``. Least squares
+    fits ``e - mu ~ C[country] + L[language]`` over the entities; the dictionary's first
+    latents are the one-hot country and language codes (decoder rows ``C`` and ``L``), the
+    rest code the remainder ``r = e - mu - C[country] - L[language]`` along a random
+    orthonormal basis as ``ReLU(Q^T r)`` and ``ReLU(-Q^T r)``. Decoding is exact. The encoder
+    reads the attributes of the nearest entity embedding, so it is meant for the entity
+    tokens' embeddings only: the disentangled upper reference for :func:`~trustlab.explain.sae_ravel.ravel`.
+    Continent is not a separate latent (the planted continent is a function of the country).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The lab model (:func:`load_ravel_lab`).
+    corpus : EntityCorpus
+        Its corpus.
+    random_state : int, default=0
+        Seeds the basis of the remainder.
+
+    Attributes
+    ----------
+    W_dec_ : ndarray of shape (n_countries + n_languages + 2 d, d)
+    b_dec_ : ndarray of shape (d,)
+    r2_ : float
+        Share of the entity embeddings' variance the attribute codes explain.
+    """
+
+    def __init__(self, model: Any, corpus: EntityCorpus, random_state: int = 0) -> None:
+        emb = model.get_input_embeddings().weight.detach().double().cpu().numpy()[corpus.entity_tokens]
+        self._emb, self.b_dec_ = emb, emb.mean(0)
+        n_c, n_l = corpus.value_tokens["country"].size, corpus.value_tokens["language"].size
+        self._codes = np.concatenate(
+            [np.eye(n_c)[corpus.values["country"]], np.eye(n_l)[corpus.values["language"]]], 1
+        )
+        coef = np.linalg.lstsq(self._codes, emb - self.b_dec_, rcond=None)[0]
+        resid = emb - self.b_dec_ - self._codes @ coef
+        self.r2_ = float(1 - (resid**2).sum() / ((emb - self.b_dec_) ** 2).sum())
+        d = emb.shape[1]
+        self._q = np.linalg.qr(np.random.default_rng(random_state).normal(size=(d, d)))[0]
+        self.W_dec_ = np.concatenate([coef, self._q.T, -self._q.T])
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Latents of entity embeddings.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, d)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_latents)
+        """
+        X = np.asarray(X, dtype=float)
+        nearest = ((X[:, None] - self._emb[None]) ** 2).sum(-1).argmin(1)
+        codes = self._codes[nearest]
+        r = (X - self.b_dec_ - codes @ self.W_dec_[: codes.shape[1]]) @ self._q
+        return np.concatenate([codes, np.maximum(r, 0.0), np.maximum(-r, 0.0)], 1)
