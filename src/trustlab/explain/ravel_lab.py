@@ -172,7 +172,7 @@ def make_entity_corpus(
     --------
     >>> c = make_entity_corpus(16, seed=0)
     >>> c.prompts.shape, c.vocab_size
-    ((768, 6), 49)
+    ((768, 6), 50)
     >>> bool((c.values["continent"] == c.values["country"] // 2).all())
     True
     """
