@@ -230,7 +230,7 @@ class _Intervention:
     def logits(self, base: np.ndarray, source: np.ndarray, mask: torch.Tensor) -> torch.Tensor:
         from trustlab.lm.hooks import _block_hooks
 
-        b, s = torch.as_tensor(base), torch.as_tensor(source)
+        b, s = torch.tensor(np.asarray(base)), torch.tensor(np.asarray(source))
         mixed = (1 - mask) * self.Z[b] + mask * self.Z[s]
         new = mixed @ self.D + self.b
         if self.err is not None:
