@@ -80,6 +80,10 @@ class EntityCorpus:
         Token id of each value of each attribute.
     vocab_size : int
         Number of token ids.
+
+    See Also
+    --------
+    make_entity_corpus
     """
 
     prompts: np.ndarray
@@ -322,6 +326,16 @@ class AttributeDictionary:
     b_dec_ : ndarray of shape (d,)
     r2_ : float
         Share of the entity embeddings' variance the attribute codes explain.
+
+    Examples
+    --------
+    >>> from trustlab.lm import ModelConfig, build_model
+    >>> c = make_entity_corpus(16)
+    >>> m = build_model(ModelConfig("gpt2", vocab_size=c.vocab_size, d_model=16, n_layers=1, n_heads=2))
+    >>> ref = AttributeDictionary(m, c)
+    >>> E = m.get_input_embeddings().weight.detach().double().numpy()[c.entity_tokens]
+    >>> bool(np.allclose(ref.transform(E) @ ref.W_dec_ + ref.b_dec_, E))
+    True
     """
 
     def __init__(self, model: Any, corpus: EntityCorpus, random_state: int = 0) -> None:
