@@ -205,7 +205,7 @@ class _Relabelled:
         return self.sae.transform(X)[:, self.perm]
 
 
-@pytest.mark.slow  # trains the RAVEL lab on first use (10 s) and 15 SAEs, 18 RAVEL runs: ~2-3 min CPU
+@pytest.mark.slow  # trains the RAVEL lab on first use (10 s), 15 SAEs and 21 RAVEL runs: ~3 min CPU
 @pytest.mark.claims
 def test_claim_ravel_on_planted_entities() -> None:
     """SAEBench's RAVEL on a model that knows planted city attributes (docs/explain/sae-metrics.md).
@@ -218,6 +218,7 @@ def test_claim_ravel_on_planted_entities() -> None:
     the best other architecture by more than 3 SE). The SE of a difference is the larger of
     the seed spread (three seeds, paired) and the binomial error of the held-out pairs.
     """
+    from trustlab._threads import one_thread
     from trustlab.explain.ravel_lab import AttributeDictionary, load_ravel_lab
     from trustlab.explain.sae_ravel import RandomBasisControl, ravel
     from trustlab.lm import run_with_hooks
@@ -228,25 +229,27 @@ def test_claim_ravel_on_planted_entities() -> None:
     X_all = acts.reshape(-1, acts.shape[-1])
     scores: dict[str, list[float]] = {}
     n_pairs = []
-    for seed in range(3):
-        for name in ("attribute", "control", "untrained", "topk", "batchtopk", "matryoshka", "relu"):
-            if name == "attribute":
-                sae = AttributeDictionary(model, c, random_state=seed)
-            elif name == "control":
-                sae = RandomBasisControl(X_all, random_state=seed)
-            else:
-                sae = SparseAutoencoder(
-                    128,
-                    architecture="topk" if name == "untrained" else name,
-                    k=4,
-                    n_steps=1 if name == "untrained" else 1500,
-                    batch_size=512,
-                    random_state=seed,
-                ).fit(X_all)
-            r = ravel(model, sae, hook, c.prompts, c.answer, c.attribute, c.entity_pos, random_state=seed)
-            scores.setdefault(name, []).append(r.score)
-            n_pairs.append(int(r.scores[["n_cause", "n_isolation"]].to_numpy().sum()))
+    with one_thread():
+        for seed in range(3):
+            for name in ("attribute", "control", "untrained", "topk", "batchtopk", "matryoshka", "relu"):
+                if name == "attribute":
+                    sae = AttributeDictionary(model, c, random_state=seed)
+                elif name == "control":
+                    sae = RandomBasisControl(X_all, random_state=seed)
+                else:
+                    sae = SparseAutoencoder(
+                        128,
+                        architecture="topk" if name == "untrained" else name,
+                        k=4,
+                        n_steps=1 if name == "untrained" else 1500,
+                        batch_size=512,
+                        random_state=seed,
+                    ).fit(X_all)
+                r = ravel(model, sae, hook, c.prompts, c.answer, c.attribute, c.entity_pos, random_state=seed)
+                scores.setdefault(name, []).append(r.score)
+                n_pairs.append(int(r.scores[["n_cause", "n_isolation"]].to_numpy().sum()))
     s = {k: np.asarray(v) for k, v in scores.items()}
+    print({k: (round(float(v.mean()), 3), round(float(v.std(ddof=1) / np.sqrt(3)), 3)) for k, v in s.items()})
     binom = 2 * 0.5 / np.sqrt(3 * min(n_pairs))  # two means, worst-case p = 0.5, 3 seeds pooled
 
     def se(a: str, b: str) -> float:
