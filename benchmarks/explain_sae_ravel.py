@@ -1,7 +1,8 @@
 """SAEBench's RAVEL metric (row 002-19): cost, and agreement with a direct per-pair evaluation.
 
-No pip peer: ``sae-bench`` is not in this project's package index and its requirements
-(``sae_lens``, ``transformer_lens``) pin a torch other than trustlab's, so the reference here is
+No pip peer: ``sae-bench`` is not in this project's package index, and its pyproject pins
+``numpy < 2.0`` (trustlab runs numpy 2) and pulls ``sae_lens``, ``transformer_lens``, ``openai``
+and ``datasets < 4``, so the reference here is
 a direct re-implementation of the scoring step: each held-out pair run alone through
 ``trustlab.lm.run_with_hooks``, its base entity vector replaced by
 ``W_dec where(mask, f(x_source), f(x_base)) + b_dec`` computed in NumPy float64, and the
