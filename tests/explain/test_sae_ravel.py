@@ -81,6 +81,8 @@ def test_ravel_scores_and_errors(tiny) -> None:
         ravel(model, object(), hp, *args)
     with pytest.raises(ParameterError, match="hook_point"):
         ravel(model, ctl, "blocks.0.attn.q", *args)
+    with pytest.raises(ParameterError, match="hook_point"):
+        ravel(model, ctl, "blocks.7.resid_post", *args)
     with pytest.raises(DataError, match="entity_pos"):
         ravel(model, ctl, hp, c.prompts, ans, c.attribute, c.entity_pos + 6)
     with pytest.raises(DataError, match="attribute"):

@@ -393,7 +393,11 @@ def _ravel(
     from trustlab.lm.hooks import _layout, _parse, run_with_hooks
 
     _check_sae(sae)
-    if _parse([hook_point], len(_layout(model).layers))[0][2] not in _EDITABLE:
+    try:
+        kind = _parse([hook_point], len(_layout(model).layers))[0][2]
+    except ParameterError as err:
+        raise ParameterError(f"hook_point: {err}", argument="hook_point") from err
+    if kind not in _EDITABLE:
         raise ParameterError(
             f"hook_point must be one of blocks.{{i}}.{{{', '.join(_EDITABLE)}}}, got {hook_point!r}.",
             argument="hook_point",
