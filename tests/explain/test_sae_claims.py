@@ -205,7 +205,7 @@ class _Relabelled:
         return self.sae.transform(X)[:, self.perm]
 
 
-@pytest.mark.slow  # trains the RAVEL lab on first use (10 s), 15 SAEs and 21 RAVEL runs: ~3 min CPU
+@pytest.mark.slow  # trains the RAVEL lab on first use (10 s), 15 SAEs and 21 RAVEL runs: 127 s CPU
 @pytest.mark.claims
 def test_claim_ravel_on_planted_entities() -> None:
     """SAEBench's RAVEL on a model that knows planted city attributes (docs/explain/sae-metrics.md).
