@@ -227,6 +227,8 @@ def test_claim_ravel_on_planted_entities() -> None:
     model, c = load_ravel_lab()
     acts = run_with_hooks(model, c.prompts, [hook])[hook].double().numpy()
     X_all = acts.reshape(-1, acts.shape[-1])
+    knows = run_with_hooks(model, c.prompts, [])["logits"][:, -1].argmax(-1).numpy() == c.answer
+    assert knows[c.heldout].mean() == 1.0 and knows.mean() == 1.0  # held-out templates included
     scores: dict[str, list[float]] = {}
     n_pairs = []
     with one_thread():
