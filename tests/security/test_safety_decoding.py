@@ -310,22 +310,30 @@ def _equivalence_cases(model, head):
     s = instruction_set(60, seed=5)
     mixed = np.concatenate([s.prompts[s.harmful][:12], s.prompts[~s.harmful][:12]])
     kw = {"refusal_ids": V.refusal_ids, "skip_ids": V.skip_ids, "eos_id": EOS}
+    pre = {"prefill_ids": [SURE], "max_new_tokens": 12}
     runs = {
         "base": (model, None, mixed, {"max_new_tokens": 12}),
-        "prefill": (model, head, mixed, {"prefill_ids": [SURE], "max_new_tokens": 12}),
+        "prefill": (model, head, mixed, pre),
         "tau1": (model, head, mixed, {"max_new_tokens": 16, "tau": 1, "r1": 5, "r2": 15, "threshold": 0.3}),
         "no-eos": (model, head, mixed, {"max_new_tokens": 16, "eos_id": None}),
-        "sample": (model, head, mixed, {"prefill_ids": [SURE], "max_new_tokens": 12, "temperature": 1.0, "seed": 3}),
+        "sample": (model, head, mixed, {**pre, "temperature": 1.0, "seed": 3}),
         "visible": (model, vis, mixed, {"max_new_tokens": 16}),
-        "visible-prefill": (model, vis, mixed, {"prefill_ids": [SURE], "max_new_tokens": 12, "schedule": "every"}),
+        "visible-prefill": (model, vis, mixed, {**pre, "schedule": "every"}),
         "implicit": (model, vis, mixed, {"max_new_tokens": 8, "strategic_decoding": False}),
     }  # fmt: skip
     for schedule in ("annealing", "every", "periodic", "first"):
-        runs[f"benign-{schedule}"] = (model, head, mixed, {"max_new_tokens": 16, "schedule": schedule, "period": 3})
+        runs[f"benign-{schedule}"] = (
+            model,
+            head,
+            mixed,
+            {"max_new_tokens": 16, "schedule": schedule, "period": 3},
+        )
     out = {name: safe_generate(m, h, p, **{**kw, **k}) for name, (m, h, p, k) in runs.items()}
     rng = np.random.default_rng(0)
     for arch in ("llama", "gpt2"):
-        m = build_model(ModelConfig(arch, vocab_size=32, d_model=32, n_layers=2, n_heads=2, max_len=64), seed=1)
+        m = build_model(
+            ModelConfig(arch, vocab_size=32, d_model=32, n_layers=2, n_heads=2, max_len=64), seed=1
+        )
         g = torch.Generator().manual_seed(0)
         for p in m.parameters():
             if p.ndim == 2:
@@ -337,11 +345,15 @@ def _equivalence_cases(model, head):
         pr = rng.integers(0, 32, (8, 6))
         every = {"refusal_ids": [1, 2], "max_new_tokens": 20, "schedule": "every"}
         out[f"{arch}-every"] = safe_generate(m, h, pr, **every)
-        out[f"{arch}-anneal"] = safe_generate(m, h, pr, refusal_ids=[1, 2], max_new_tokens=20, tau=2, skip_ids=[0, 3])
+        out[f"{arch}-anneal"] = safe_generate(
+            m, h, pr, refusal_ids=[1, 2], max_new_tokens=20, tau=2, skip_ids=[0, 3]
+        )
         out[f"{arch}-visible"] = safe_generate(m, hv, pr, refusal_ids=[1, 2], max_new_tokens=20, eos_id=5)
         m.set_attn_implementation("eager")
         out[f"{arch}-eager"] = safe_generate(m, h, pr, **every)
-        out[f"{arch}-eager-visible"] = safe_generate(m, hv, pr, refusal_ids=[1, 2], max_new_tokens=20, eos_id=5)
+        out[f"{arch}-eager-visible"] = safe_generate(
+            m, hv, pr, refusal_ids=[1, 2], max_new_tokens=20, eos_id=5
+        )
     return out
 
 
@@ -354,33 +366,48 @@ def _digest(res):
 # Recorded with the implementation of commit 33d8e4b (a separate [CLS] pass per check, the visible
 # [CLS] in a pass of its own): sha256 of the tokens, refused_at, n_checks.
 REFERENCE = {
-    'base': ('45d77e13d3086c46', [-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 0),
-    'prefill': ('e2fe0aaea79d1d2e', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 3),
-    'tau1': ('8d751f2e0d4496cc', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, -1, -1, -1, -1, 1, -1, -1, 1, -1, 1, -1], 4),
-    'no-eos': ('7007e519fac7fb74', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 6),
-    'sample': ('e2fe0aaea79d1d2e', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 3),
-    'visible': ('dbe8015a27f3685b', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 5),
-    'visible-prefill': ('e2fe0aaea79d1d2e', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 4),
-    'implicit': ('88043a7fb8a6cb37', [-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 0),
-    'benign-annealing': ('dbe8015a27f3685b', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 4),
-    'benign-every': ('dbe8015a27f3685b', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 5),
-    'benign-periodic': ('dbe8015a27f3685b', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 2),
-    'benign-first': ('dbe8015a27f3685b', [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1], 1),
-    'llama-every': ('b4d1fd961a35e477', [0, 0, 3, 5, 4, 3, 3, 0], 6),
-    'llama-anneal': ('463888837c45ef42', [0, 0, 2, 5, 3, 2, 2, 0], 6),
-    'llama-visible': ('f378b763dd2c930c', [0, 0, 3, 0, 18, 3, 3, 0], 9),
-    'llama-eager': ('b4d1fd961a35e477', [0, 0, 3, 5, 4, 3, 3, 0], 6),
-    'llama-eager-visible': ('f378b763dd2c930c', [0, 0, 3, 0, 18, 3, 3, 0], 9),
-    'gpt2-every': ('0af0175e6594d0bf', [0, 0, 0, -1, 0, 3, 0, 3], 20),
-    'gpt2-anneal': ('615e027ef636655e', [0, 0, 0, 2, 0, 2, 0, 2], 3),
-    'gpt2-visible': ('039e3107cea00a29', [0, 0, 0, -1, 0, 3, 0, -1], 4),
-    'gpt2-eager': ('0af0175e6594d0bf', [0, 0, 0, -1, 0, 3, 0, 3], 20),
-    'gpt2-eager-visible': ('039e3107cea00a29', [0, 0, 0, -1, 0, 3, 0, -1], 4),
-}  # fmt: skip
+    "base": (
+        "45d77e13d3086c46",
+        "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1",
+        0,
+    ),
+    "prefill": ("e2fe0aaea79d1d2e", "1 1 1 1 1 1 1 1 1 1 1 1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 3),
+    "tau1": ("8d751f2e0d4496cc", "0 0 0 0 0 0 0 0 0 0 0 0 1 -1 -1 -1 -1 1 -1 -1 1 -1 1 -1", 4),
+    "no-eos": ("7007e519fac7fb74", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 6),
+    "sample": ("e2fe0aaea79d1d2e", "1 1 1 1 1 1 1 1 1 1 1 1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 3),
+    "visible": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 5),
+    "visible-prefill": ("e2fe0aaea79d1d2e", "1 1 1 1 1 1 1 1 1 1 1 1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 4),
+    "implicit": (
+        "88043a7fb8a6cb37",
+        "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1",
+        0,
+    ),
+    "benign-annealing": (
+        "dbe8015a27f3685b",
+        "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1",
+        4,
+    ),
+    "benign-every": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 5),
+    "benign-periodic": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 2),
+    "benign-first": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 1),
+    "llama-every": ("b4d1fd961a35e477", "0 0 3 5 4 3 3 0", 6),
+    "llama-anneal": ("463888837c45ef42", "0 0 2 5 3 2 2 0", 6),
+    "llama-visible": ("f378b763dd2c930c", "0 0 3 0 18 3 3 0", 9),
+    "llama-eager": ("b4d1fd961a35e477", "0 0 3 5 4 3 3 0", 6),
+    "llama-eager-visible": ("f378b763dd2c930c", "0 0 3 0 18 3 3 0", 9),
+    "gpt2-every": ("0af0175e6594d0bf", "0 0 0 -1 0 3 0 3", 20),
+    "gpt2-anneal": ("615e027ef636655e", "0 0 0 2 0 2 0 2", 3),
+    "gpt2-visible": ("039e3107cea00a29", "0 0 0 -1 0 3 0 -1", 4),
+    "gpt2-eager": ("0af0175e6594d0bf", "0 0 0 -1 0 3 0 3", 20),
+    "gpt2-eager-visible": ("039e3107cea00a29", "0 0 0 -1 0 3 0 -1", 4),
+}
 
 
 def test_decoding_reproduces_the_reference_tokens_and_refusals(lab):
-    got = {k: (_digest(r), r.refused_at.tolist(), r.n_checks) for k, r in _equivalence_cases(*lab).items()}
+    got = {
+        k: (_digest(r), " ".join(map(str, r.refused_at)), r.n_checks)
+        for k, r in _equivalence_cases(*lab).items()
+    }
     assert got == REFERENCE
 
 
@@ -407,7 +434,7 @@ def test_checks_in_their_own_passes_give_the_same_decisions(lab, monkeypatch):
         res = [safe_generate(model, h, s.prompts, threshold=0.3, **kw) for h in (head, _visible(head))]
         runs.append((res, np.concatenate(seen)))
     (fused, p_fused), (plain, p_plain) = runs
-    for a, b in zip(fused, plain):
+    for a, b in zip(fused, plain, strict=True):
         assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.refused_at, b.refused_at)
         assert a.n_checks == b.n_checks
     assert p_fused.shape == p_plain.shape and (p_fused > 0.3).any() and (p_fused < 0.3).any()

@@ -8,8 +8,12 @@ takes two tokens, the new one (ordinary causal attention, it does not see ``[CLS
 ``[CLS]`` (its rule window and itself), through a 4-D attention mask, and ``[CLS]`` is cropped
 from the cache afterwards. A check then costs a second row in a pass that runs anyway instead of
 a pass of its own (on the CPU about a quarter of a decoding step instead of one). The first
-check rides in the prompt's pass the same way. Models whose attention implementation takes no
-4-D mask from us (anything but ``sdpa`` and ``eager``) run the check as a pass of its own.
+check rides in the prompt's pass the same way, and so does a visible ``[CLS]``
+(``cls_visible_``): one extra row of the prompt's pass, kept in the cache, instead of the three
+passes of ``start_visible``. Models whose attention implementation takes no 4-D mask from us
+(anything but ``sdpa`` and ``eager``) run each check, and the visible ``[CLS]``, in passes of
+their own, as before. Only rounding differs between the two (float32: the ``[CLS]``
+probabilities by < 1e-5); tokens and verdicts are tested equal to the pass-per-check loop.
 """
 
 from __future__ import annotations
@@ -75,8 +79,7 @@ def _cls(head: Any, hidden: Any) -> Any:
 
 
 def _embed(model: Any, head: Any, ids: Any, *, cls_at: tuple[int, ...] = (), cls_last: bool = False) -> Any:
-    """Token embeddings of ``ids`` with the ``[CLS]`` embedding inserted before the columns
-    ``cls_at`` and, with ``cls_last``, appended."""
+    """Token embeddings of ``ids``, the ``[CLS]`` embedding before the columns ``cls_at`` and last."""
     import torch
 
     emb = model.get_input_embeddings()(ids)
@@ -121,12 +124,12 @@ def decode(
     if visible and _fusable(model):  # one pass: query, persistent [CLS] before its end marker, rest
         ok = ~np.isin(tokens[:, : lp - 1].cpu().numpy(), getattr(head, "cls_skip_ids_", ()))
         ok[~ok.any(axis=1)] = True
-        rows = {lp - 1: torch.as_tensor(ok, device=device)}
+        cls_rows = {lp - 1: torch.as_tensor(ok, device=device)}
         if fuse:  # and the first check
-            rows[length + 1] = window(tokens)
+            cls_rows[length + 1] = window(tokens)
         pos = torch.cat([torch.arange(lp, device=device), torch.arange(lp - 1, length + fuse, device=device)])
         embeds = _embed(model, head, tokens, cls_at=(lp - 1,), cls_last=fuse)
-        cache, logits, hidden = _pass(model, head, None, embeds, pos.expand(n, -1), rows, kw)
+        cache, logits, hidden = _pass(model, head, None, embeds, pos.expand(n, -1), cls_rows, kw)
         pending = _cls(head, hidden[:, -1]) if fuse else None
     elif visible:  # the persistent [CLS] before the query's end marker (joint_safety_finetune)
         cache = start_visible(model, head, tokens[:, :lp], getattr(head, "cls_skip_ids_", ()))
@@ -148,7 +151,11 @@ def decode(
         if check:
             rows = mon.due(g)
             if rows.any():
-                z = pending if pending is not None else head.cls_logits(cache, window(tokens), tokens.shape[1])
+                z = (
+                    pending
+                    if pending is not None
+                    else head.cls_logits(cache, window(tokens), tokens.shape[1])
+                )
                 mon.update(g, rows, torch.sigmoid(z).cpu().numpy())
         pending = None
         forced = mon.forced()
@@ -169,9 +176,13 @@ def decode(
             if mon.due(g + 1).any():
                 embeds = _embed(model, head, nxt, cls_last=True)
                 km = window(tokens)
-                cache, logits, hidden = _pass(model, head, cache, embeds, torch.cat([pos, pos + 1], 1), {1: km}, kw)
+                cache, logits, hidden = _pass(
+                    model, head, cache, embeds, torch.cat([pos, pos + 1], 1), {1: km}, kw
+                )
                 pending = _cls(head, hidden[:, -1])
                 continue
-        out = model(input_ids=nxt, use_cache=True, **({"position_ids": pos} if visible else {}), **{kw: cache})
+        out = model(
+            input_ids=nxt, use_cache=True, **({"position_ids": pos} if visible else {}), **{kw: cache}
+        )
         cache, logits = _out_cache(out), out.logits[:, -1]
     return tokens

@@ -28,8 +28,8 @@ import numpy as np
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
-from trustlab.security._safety_rules import _check_context, _Monitor, _rules
 from trustlab.security._safety_loop import decode
+from trustlab.security._safety_rules import _check_context, _Monitor, _rules
 from trustlab.security._safety_visible import _cache_kw, _out_cache
 
 __all__ = ["SafeGeneration", "SafetyHead", "safe_generate", "safety_logits_processor"]
@@ -343,7 +343,8 @@ class SafeGeneration:
     refused_at : ndarray of int64, shape (n,)
         Response position (prefill included) where the refusal was inserted; -1 where none was.
     n_checks : int
-        Batched ``[CLS]`` evaluations run (the decoding overhead, in forward passes of one token).
+        Batched ``[CLS]`` evaluations run (each one ``[CLS]`` row per sequence, riding in a
+        decoding pass; a pass of its own where the attention implementation is not sdpa or eager).
     prompt_length : int
         Length of the prompts.
 
