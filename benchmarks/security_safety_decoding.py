@@ -141,7 +141,7 @@ def run(quick: bool = False) -> dict:
             "overhead_vs_base: median over paired, interleaved repeats of safe / plain - 1 in CPU time "
             "(1 thread; iqr of the pairs), plain = the same KV-cached greedy loop without the head; "
             "overhead_wall: the same in wall time. security_safety_overhead has more pairs and the parts.",
-            "checks_per_token: batched [CLS] passes (one token each) per generated token.",
+            "checks_per_token: batched [CLS] checks (one [CLS] row per sequence each) per generated token.",
             "The processor row is relative to model.generate without it; it re-encodes the sequence "
             "per check.",
             "Safety rows: refusal = the refusal opening before EOS; harmful = a harmful answer word "
