@@ -349,6 +349,9 @@ def _equivalence_cases(model, head):
             m, h, pr, refusal_ids=[1, 2], max_new_tokens=20, tau=2, skip_ids=[0, 3]
         )
         out[f"{arch}-visible"] = safe_generate(m, hv, pr, refusal_ids=[1, 2], max_new_tokens=20, eos_id=5)
+        out[f"{arch}-sample"] = safe_generate(
+            m, h, pr, refusal_ids=[1, 2], max_new_tokens=20, temperature=3.0, seed=7, tau=2, eos_id=9
+        )
         m.set_attn_implementation("eager")
         out[f"{arch}-eager"] = safe_generate(m, h, pr, **every)
         out[f"{arch}-eager-visible"] = safe_generate(
@@ -364,7 +367,7 @@ def _digest(res):
 
 
 # Recorded with the implementation of commit 33d8e4b (a separate [CLS] pass per check, the visible
-# [CLS] in a pass of its own): sha256 of the tokens, refused_at, n_checks.
+# [CLS] in passes of its own): sha256 of the tokens, refused_at, n_checks.
 REFERENCE = {
     "base": (
         "45d77e13d3086c46",
@@ -395,6 +398,8 @@ REFERENCE = {
     "llama-visible": ("f378b763dd2c930c", "0 0 3 0 18 3 3 0", 9),
     "llama-eager": ("b4d1fd961a35e477", "0 0 3 5 4 3 3 0", 6),
     "llama-eager-visible": ("f378b763dd2c930c", "0 0 3 0 18 3 3 0", 9),
+    "llama-sample": ("0e1f9e8631f485b3", "0 0 2 2 -1 2 -1 0", 9),
+    "gpt2-sample": ("2a3170fcf94af45c", "0 0 0 2 0 2 0 2", 3),
     "gpt2-every": ("0af0175e6594d0bf", "0 0 0 -1 0 3 0 3", 20),
     "gpt2-anneal": ("615e027ef636655e", "0 0 0 2 0 2 0 2", 3),
     "gpt2-visible": ("039e3107cea00a29", "0 0 0 -1 0 3 0 -1", 4),
