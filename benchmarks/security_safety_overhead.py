@@ -158,7 +158,7 @@ def run(quick: bool = False) -> dict:
             kw = {"refusal_ids": [1, 2], "max_new_tokens": n_new, "threshold": 0.999}
             for label, h in (("hidden", head), ("visible", vis)):
                 for passes in ("riding", "separate"):
-                    _safety_loop._fusable = fusable if passes == "riding" else (lambda m: False)
+                    _safety_loop._fusable = fusable if passes == "riding" else (lambda m, n: False)
                     res = safe_generate(model, h, prompts, **kw)
                     cpu, wall = paired(
                         lambda kw=kw: safe_generate(model, None, prompts, **kw),

@@ -434,7 +434,7 @@ def test_checks_in_their_own_passes_give_the_same_decisions(lab, monkeypatch):
     monkeypatch.setattr(_safety_rules._Monitor, "update", record)
     runs = []
     for fused in (True, False):
-        monkeypatch.setattr(_safety_loop, "_fusable", lambda m, fused=fused: fused)
+        monkeypatch.setattr(_safety_loop, "_fusable", lambda m, n, fused=fused: fused)
         seen.clear()
         res = [safe_generate(model, h, s.prompts, threshold=0.3, **kw) for h in (head, _visible(head))]
         runs.append((res, np.concatenate(seen)))
@@ -452,3 +452,21 @@ def _visible(head):
     vis = copy.copy(head)
     vis.cls_visible_, vis.cls_skip_ids_ = True, tuple(V.skip_ids)
     return vis
+
+
+def test_checks_ride_only_where_our_mask_is_the_models(lab):
+    """A sliding window or attention chunk the sequence reaches, or another attention
+    implementation, keeps the checks in passes of their own."""
+    import copy
+
+    from trustlab.security._safety_loop import _fusable
+
+    model = copy.deepcopy(lab[0])
+    assert _fusable(model, 40)
+    model.config.sliding_window = 16
+    assert _fusable(model, 15) and not _fusable(model, 16)
+    model.config.sliding_window, model.config.attention_chunk_size = None, 8
+    assert not _fusable(model, 40)
+    model.config.attention_chunk_size = None
+    model.config._attn_implementation = "flash_attention_2"
+    assert not _fusable(model, 40)

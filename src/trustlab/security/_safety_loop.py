@@ -11,8 +11,9 @@ a pass of its own (on the CPU about a quarter of a decoding step instead of one)
 check rides in the prompt's pass the same way, and so does a visible ``[CLS]``
 (``cls_visible_``): one extra row of the prompt's pass, kept in the cache, instead of the three
 passes of ``start_visible``. Models whose attention implementation takes no 4-D mask from us
-(anything but ``sdpa`` and ``eager``) run each check, and the visible ``[CLS]``, in passes of
-their own, as before. Only rounding differs between the two (float32: the ``[CLS]``
+(anything but ``sdpa`` and ``eager``), or whose sliding window or attention chunk the sequence
+reaches (our mask would override theirs), run each check, and the visible ``[CLS]``, in passes
+of their own, as before. Only rounding differs between the two (float32: the ``[CLS]``
 probabilities by < 1e-5); tokens and verdicts are tested equal to the pass-per-check loop.
 """
 
@@ -26,8 +27,16 @@ import numpy as np
 from trustlab.security._safety_visible import _cache_kw, _out_cache, start_visible
 
 
-def _fusable(model: Any) -> bool:
-    return getattr(model.config, "_attn_implementation", None) in ("sdpa", "eager")
+def _fusable(model: Any, length: int) -> bool:
+    """Whether our 4-D mask is the model's mask for sequences up to ``length`` tokens."""
+    cfg = model.config
+    if getattr(cfg, "_attn_implementation", None) not in ("sdpa", "eager"):
+        return False
+    for name in ("sliding_window", "attention_chunk_size"):  # a mask we would override
+        w = getattr(cfg, name, None)
+        if isinstance(w, int) and not isinstance(w, bool) and 0 < w <= length:
+            return False
+    return True
 
 
 def _as_mask(model: Any, allowed: Any, dtype: Any) -> Any:
@@ -113,7 +122,8 @@ def decode(
     n, lp = tokens.shape[0], mon.rules.prompt_length
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     kw = _cache_kw(model)
-    fuse = check and _fusable(model)
+    total = tokens.shape[1] + max_new_tokens + 2  # the tokens and two [CLS] at most
+    fuse = check and _fusable(model, total)
 
     def window(toks: Any) -> Any:
         mask = mon.key_mask(toks.cpu().numpy())
@@ -121,7 +131,7 @@ def decode(
 
     pending = None  # [CLS] logits of the check due at this step, computed in the last pass
     length = tokens.shape[1]
-    if visible and _fusable(model):  # one pass: query, persistent [CLS] before its end marker, rest
+    if visible and _fusable(model, total):  # one pass: query, persistent [CLS] before its end marker, rest
         ok = ~np.isin(tokens[:, : lp - 1].cpu().numpy(), getattr(head, "cls_skip_ids_", ()))
         ok[~ok.any(axis=1)] = True
         cls_rows = {lp - 1: torch.as_tensor(ok, device=device)}
