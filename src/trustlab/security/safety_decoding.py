@@ -344,7 +344,7 @@ class SafeGeneration:
         Response position (prefill included) where the refusal was inserted; -1 where none was.
     n_checks : int
         Batched ``[CLS]`` evaluations run (each one ``[CLS]`` row per sequence, riding in a
-        decoding pass; a pass of its own where the attention implementation is not sdpa or eager).
+        decoding pass; a pass of its own where the model's attention takes no 4-D mask from us).
     prompt_length : int
         Length of the prompts.
 
