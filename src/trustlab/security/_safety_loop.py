@@ -7,7 +7,7 @@ the ``[CLS]`` token of the next check rides in the same forward pass as that tok
 takes two tokens, the new one (ordinary causal attention, it does not see ``[CLS]``) and
 ``[CLS]`` (its rule window and itself), through a 4-D attention mask, and ``[CLS]`` is cropped
 from the cache afterwards. A check then costs a second row in a pass that runs anyway instead of
-a pass of its own (on the CPU about a quarter of a decoding step instead of one). The first
+a pass of its own (on the CPU about 0.3 of a decoding step instead of 1.1). The first
 check rides in the prompt's pass the same way, and so does a visible ``[CLS]``
 (``cls_visible_``): one extra row of the prompt's pass, kept in the cache, instead of the three
 passes of ``start_visible``. Models whose attention implementation takes no 4-D mask from us
