@@ -2,9 +2,10 @@
 
 Two parts, on the language-model lab's models (no download):
 
-1. **Decoding overhead** (the paper's "< 0.2x"): wall time per generated token of
+1. **Decoding overhead** (the paper's "< 0.2x"): paired, interleaved CPU-time ratios of
    ``safe_generate`` with the safety head under each re-classification schedule (first step
-   only, periodic every 10, annealing, every step) against the same loop without the head
+   only, periodic every 10, annealing, every step; annealing with the ``[CLS]`` visible too)
+   against the same loop without the head
    (``head=None``: plain greedy decoding with a KV cache), and ``model.generate`` with the
    ``LogitsProcessor`` (which re-encodes the sequence at each check). Timed on an untrained
    4-block Llama (width 256, vocabulary 2,048) at 16, 64 and 128 new tokens, batch 8; the
@@ -18,19 +19,10 @@ Two parts, on the language-model lab's models (no download):
 from __future__ import annotations
 
 import copy
-import statistics
-import time
 
 import numpy as np
 
-
-def _time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+from benchmarks.security_safety_overhead import paired
 
 
 def _rates(res, vocab, eos):
@@ -72,33 +64,25 @@ def run(quick: bool = False) -> dict:
     lengths = (16, 64) if quick else (16, 64, 128)
     for n_new in lengths:
         kw = {"refusal_ids": [1, 2], "max_new_tokens": n_new, "threshold": 0.999}
-        base = _time(lambda kw=kw: safe_generate(model, None, prompts, **kw), repeats)
-        rows.append({"case": f"{n_new} tokens, base decoding", "ms_per_token": round(1e3 * base / n_new, 3)})
-        for schedule in ("first", "periodic", "annealing", "every"):
-            res = safe_generate(model, head, prompts, schedule=schedule, **kw)
-            t = _time(
-                lambda s=schedule, kw=kw: safe_generate(model, head, prompts, schedule=s, **kw), repeats
+        vis = copy.copy(head)  # the same head with a persistent [CLS] in the cache: cls_visible's cost
+        vis.cls_visible_, vis.cls_skip_ids_ = True, ()
+        cases = [(s, head, s) for s in ("first", "periodic", "annealing", "every")]
+        for name, h, schedule in [*cases, ("annealing, [CLS] visible", vis, "annealing")]:
+            res = safe_generate(model, h, prompts, schedule=schedule, **kw)
+            cpu, wall = paired(
+                lambda kw=kw: safe_generate(model, None, prompts, **kw),
+                lambda s=schedule, kw=kw, h=h: safe_generate(model, h, prompts, schedule=s, **kw),
+                repeats,
             )
             rows.append(
                 {
-                    "case": f"{n_new} tokens, head, {schedule}",
-                    "ms_per_token": round(1e3 * t / n_new, 3),
-                    "overhead_vs_base": round(t / base - 1, 3),
+                    "case": f"{n_new} tokens, head, {name}",
+                    "overhead_vs_base": round(float(np.median(cpu)), 3),
+                    "iqr": "{:.3f} .. {:.3f}".format(*np.percentile(cpu, [25, 75])),
+                    "overhead_wall": round(float(np.median(wall)), 3),
                     "checks_per_token": round(res.n_checks / n_new, 3),
                 }
             )
-        vis = copy.copy(head)  # the same head with a persistent [CLS] in the cache: cls_visible's cost
-        vis.cls_visible_, vis.cls_skip_ids_ = True, ()
-        res = safe_generate(model, vis, prompts, **kw)
-        t = _time(lambda kw=kw, vis=vis: safe_generate(model, vis, prompts, **kw), repeats)
-        rows.append(
-            {
-                "case": f"{n_new} tokens, head, annealing, [CLS] visible",
-                "ms_per_token": round(1e3 * t / n_new, 3),
-                "overhead_vs_base": round(t / base - 1, 3),
-                "checks_per_token": round(res.n_checks / n_new, 3),
-            }
-        )
         if n_new <= 64:
             ids = torch.as_tensor(prompts)
 
@@ -108,15 +92,17 @@ def run(quick: bool = False) -> dict:
                     ids, max_new_tokens=n_new, do_sample=False, pad_token_id=0, logits_processor=procs
                 )
 
-            hf = _time(gen, repeats)
-            hf_proc = _time(
-                lambda: gen(safety_logits_processor(head, 12, refusal_ids=[1, 2], threshold=0.999)), repeats
+            cpu, wall = paired(
+                gen,
+                lambda: gen(safety_logits_processor(head, 12, refusal_ids=[1, 2], threshold=0.999)),
+                repeats,
             )
             rows.append(
                 {
                     "case": f"{n_new} tokens, model.generate + LogitsProcessor (annealing)",
-                    "ms_per_token": round(1e3 * hf_proc / n_new, 3),
-                    "overhead_vs_base": round(hf_proc / hf - 1, 3),
+                    "overhead_vs_base": round(float(np.median(cpu)), 3),
+                    "iqr": "{:.3f} .. {:.3f}".format(*np.percentile(cpu, [25, 75])),
+                    "overhead_wall": round(float(np.median(wall)), 3),
                 }
             )
 
@@ -152,9 +138,10 @@ def run(quick: bool = False) -> dict:
         "title": "Safety-aware decoding: overhead vs base decoding, refusal under attacks",
         "rows": rows,
         "notes": [
-            "overhead_vs_base: extra wall time over the same KV-cached greedy loop without the head "
-            "(1 thread).",
-            "checks_per_token: batched [CLS] passes (one token each) per generated token.",
+            "overhead_vs_base: median over paired, interleaved repeats of safe / plain - 1 in CPU time "
+            "(1 thread; iqr of the pairs), plain = the same KV-cached greedy loop without the head; "
+            "overhead_wall: the same in wall time. security_safety_overhead has more pairs and the parts.",
+            "checks_per_token: batched [CLS] checks (one [CLS] row per sequence each) per generated token.",
             "The processor row is relative to model.generate without it; it re-encodes the sequence "
             "per check.",
             "Safety rows: refusal = the refusal opening before EOS; harmful = a harmful answer word "

@@ -293,3 +293,180 @@ def test_cli_safety(lab):
     assert res.exit_code == 2 and "--schedule" in res.output and len(res.output.strip().splitlines()) <= 2
     res = runner.invoke(app, ["lm", "safety", "--n", "1"])
     assert res.exit_code == 2 and "--n" in res.output
+
+
+# -- the decoding loop keeps the decisions of the implementation before session 15 ---------
+def _equivalence_cases(model, head):
+    """Fixed decoding runs: the lab model (every schedule, prefill, sampling, a visible [CLS],
+    EOS or not) and O(1)-weight Llama / GPT-2 models, sdpa and eager, whose verdicts flip."""
+    import copy
+
+    import torch
+
+    from trustlab.lm import ModelConfig, build_model
+
+    vis = copy.copy(head)
+    vis.cls_visible_, vis.cls_skip_ids_ = True, tuple(V.skip_ids)
+    s = instruction_set(60, seed=5)
+    mixed = np.concatenate([s.prompts[s.harmful][:12], s.prompts[~s.harmful][:12]])
+    kw = {"refusal_ids": V.refusal_ids, "skip_ids": V.skip_ids, "eos_id": EOS}
+    pre = {"prefill_ids": [SURE], "max_new_tokens": 12}
+    runs = {
+        "base": (model, None, mixed, {"max_new_tokens": 12}),
+        "prefill": (model, head, mixed, pre),
+        "tau1": (model, head, mixed, {"max_new_tokens": 16, "tau": 1, "r1": 5, "r2": 15, "threshold": 0.3}),
+        "no-eos": (model, head, mixed, {"max_new_tokens": 16, "eos_id": None}),
+        "sample": (model, head, mixed, {**pre, "temperature": 1.0, "seed": 3}),
+        "visible": (model, vis, mixed, {"max_new_tokens": 16}),
+        "visible-prefill": (model, vis, mixed, {**pre, "schedule": "every"}),
+        "implicit": (model, vis, mixed, {"max_new_tokens": 8, "strategic_decoding": False}),
+    }  # fmt: skip
+    for schedule in ("annealing", "every", "periodic", "first"):
+        runs[f"benign-{schedule}"] = (
+            model,
+            head,
+            mixed,
+            {"max_new_tokens": 16, "schedule": schedule, "period": 3},
+        )
+    out = {name: safe_generate(m, h, p, **{**kw, **k}) for name, (m, h, p, k) in runs.items()}
+    rng = np.random.default_rng(0)
+    for arch in ("llama", "gpt2"):
+        m = build_model(
+            ModelConfig(arch, vocab_size=32, d_model=32, n_layers=2, n_heads=2, max_len=64), seed=1
+        )
+        g = torch.Generator().manual_seed(0)
+        for p in m.parameters():
+            if p.ndim == 2:
+                p.data.normal_(0, 0.3, generator=g)
+        x = rng.integers(0, 32, (32, 6))
+        h = SafetyHead(m, steps=20, lr=0.1).fit(x, (x[:, 2] < 16).astype(int))
+        hv = copy.copy(h)
+        hv.cls_visible_, hv.cls_skip_ids_ = True, (0,)
+        pr = rng.integers(0, 32, (8, 6))
+        every = {"refusal_ids": [1, 2], "max_new_tokens": 20, "schedule": "every"}
+        out[f"{arch}-every"] = safe_generate(m, h, pr, **every)
+        out[f"{arch}-anneal"] = safe_generate(
+            m, h, pr, refusal_ids=[1, 2], max_new_tokens=20, tau=2, skip_ids=[0, 3]
+        )
+        out[f"{arch}-visible"] = safe_generate(m, hv, pr, refusal_ids=[1, 2], max_new_tokens=20, eos_id=5)
+        out[f"{arch}-sample"] = safe_generate(
+            m, h, pr, refusal_ids=[1, 2], max_new_tokens=20, temperature=3.0, seed=7, tau=2, eos_id=9
+        )
+        m.set_attn_implementation("eager")
+        out[f"{arch}-eager"] = safe_generate(m, h, pr, **every)
+        out[f"{arch}-eager-visible"] = safe_generate(
+            m, hv, pr, refusal_ids=[1, 2], max_new_tokens=20, eos_id=5
+        )
+    return out
+
+
+def _digest(res):
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(res.tokens, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+# Recorded with the implementation of commit 33d8e4b (a separate [CLS] pass per check, the visible
+# [CLS] in passes of its own): sha256 of the tokens, refused_at, n_checks.
+REFERENCE = {
+    "base": (
+        "45d77e13d3086c46",
+        "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1",
+        0,
+    ),
+    "prefill": ("e2fe0aaea79d1d2e", "1 1 1 1 1 1 1 1 1 1 1 1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 3),
+    "tau1": ("8d751f2e0d4496cc", "0 0 0 0 0 0 0 0 0 0 0 0 1 -1 -1 -1 -1 1 -1 -1 1 -1 1 -1", 4),
+    "no-eos": ("7007e519fac7fb74", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 6),
+    "sample": ("e2fe0aaea79d1d2e", "1 1 1 1 1 1 1 1 1 1 1 1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 3),
+    "visible": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 5),
+    "visible-prefill": ("e2fe0aaea79d1d2e", "1 1 1 1 1 1 1 1 1 1 1 1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 4),
+    "implicit": (
+        "88043a7fb8a6cb37",
+        "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1",
+        0,
+    ),
+    "benign-annealing": (
+        "dbe8015a27f3685b",
+        "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1",
+        4,
+    ),
+    "benign-every": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 5),
+    "benign-periodic": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 2),
+    "benign-first": ("dbe8015a27f3685b", "0 0 0 0 0 0 0 0 0 0 0 0 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1 -1", 1),
+    "llama-every": ("b4d1fd961a35e477", "0 0 3 5 4 3 3 0", 6),
+    "llama-anneal": ("463888837c45ef42", "0 0 2 5 3 2 2 0", 6),
+    "llama-visible": ("f378b763dd2c930c", "0 0 3 0 18 3 3 0", 9),
+    "llama-eager": ("b4d1fd961a35e477", "0 0 3 5 4 3 3 0", 6),
+    "llama-eager-visible": ("f378b763dd2c930c", "0 0 3 0 18 3 3 0", 9),
+    "llama-sample": ("0e1f9e8631f485b3", "0 0 2 2 -1 2 -1 0", 9),
+    "gpt2-sample": ("2a3170fcf94af45c", "0 0 0 2 0 2 0 2", 3),
+    "gpt2-every": ("0af0175e6594d0bf", "0 0 0 -1 0 3 0 3", 20),
+    "gpt2-anneal": ("615e027ef636655e", "0 0 0 2 0 2 0 2", 3),
+    "gpt2-visible": ("039e3107cea00a29", "0 0 0 -1 0 3 0 -1", 4),
+    "gpt2-eager": ("0af0175e6594d0bf", "0 0 0 -1 0 3 0 3", 20),
+    "gpt2-eager-visible": ("039e3107cea00a29", "0 0 0 -1 0 3 0 -1", 4),
+}
+
+
+def test_decoding_reproduces_the_reference_tokens_and_refusals(lab):
+    got = {
+        k: (_digest(r), " ".join(map(str, r.refused_at)), r.n_checks)
+        for k, r in _equivalence_cases(*lab).items()
+    }
+    assert got == REFERENCE
+
+
+def test_checks_in_their_own_passes_give_the_same_decisions(lab, monkeypatch):
+    """The unfused path (attention implementations without a 4-D mask) decides as the fused one,
+    and the [CLS] probabilities agree to float32 rounding."""
+    from trustlab.security import _safety_loop, _safety_rules
+
+    model, head = lab
+    s = instruction_set(40, seed=3)
+    kw = {"refusal_ids": V.refusal_ids, "skip_ids": V.skip_ids, "eos_id": EOS, "max_new_tokens": 12, "tau": 1}
+    seen: list[np.ndarray] = []
+    update = _safety_rules._Monitor.update
+
+    def record(self, g, rows, prob):
+        seen.append(np.asarray(prob, dtype=np.float64).copy())
+        return update(self, g, rows, prob)
+
+    monkeypatch.setattr(_safety_rules._Monitor, "update", record)
+    runs = []
+    for fused in (True, False):
+        monkeypatch.setattr(_safety_loop, "_fusable", lambda m, n, fused=fused: fused)
+        seen.clear()
+        res = [safe_generate(model, h, s.prompts, threshold=0.3, **kw) for h in (head, _visible(head))]
+        runs.append((res, np.concatenate(seen)))
+    (fused, p_fused), (plain, p_plain) = runs
+    for a, b in zip(fused, plain, strict=True):
+        assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.refused_at, b.refused_at)
+        assert a.n_checks == b.n_checks
+    assert p_fused.shape == p_plain.shape and (p_fused > 0.3).any() and (p_fused < 0.3).any()
+    np.testing.assert_allclose(p_fused, p_plain, atol=1e-5)
+
+
+def _visible(head):
+    import copy
+
+    vis = copy.copy(head)
+    vis.cls_visible_, vis.cls_skip_ids_ = True, tuple(V.skip_ids)
+    return vis
+
+
+def test_checks_ride_only_where_our_mask_is_the_models(lab):
+    """A sliding window or attention chunk the sequence reaches, or another attention
+    implementation, keeps the checks in passes of their own."""
+    import copy
+
+    from trustlab.security._safety_loop import _fusable
+
+    model = copy.deepcopy(lab[0])
+    assert _fusable(model, 40)
+    model.config.sliding_window = 16
+    assert _fusable(model, 15) and not _fusable(model, 16)
+    model.config.sliding_window, model.config.attention_chunk_size = None, 8
+    assert not _fusable(model, 40)
+    model.config.attention_chunk_size = None
+    model.config._attn_implementation = "flash_attention_2"
+    assert not _fusable(model, 40)

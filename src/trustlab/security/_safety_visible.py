@@ -8,8 +8,9 @@ marker, a template token Rule 4 skips anyway): it reads the query (Rule 1 before
 token, Rule 4's tokens masked), it shares the marker's position id, and every later token, the
 marker and the response, attends to it through the ordinary causal mask. Nothing it reads lies
 after a token that sees it, so the language-model loss cannot learn from the future through it.
-Training and decoding run the same three passes: the prefix with a cache, ``[CLS]`` on that cache
-(kept), the rest on the cache.
+Training runs three passes: the prefix with a cache, ``[CLS]`` on that cache (kept), the rest on
+the cache; decoding runs the same as one pass with a 4-D mask (``_safety_loop``), or these three
+where the attention implementation takes no 4-D mask.
 """
 
 from __future__ import annotations

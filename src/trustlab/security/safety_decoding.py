@@ -28,8 +28,9 @@ import numpy as np
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import check_token_ids
 from trustlab.errors import DataError, ModelError, NotFittedError, ParameterError
+from trustlab.security._safety_loop import decode
 from trustlab.security._safety_rules import _check_context, _Monitor, _rules
-from trustlab.security._safety_visible import _cache_kw, _out_cache, start_visible
+from trustlab.security._safety_visible import _cache_kw, _out_cache
 
 __all__ = ["SafeGeneration", "SafetyHead", "safe_generate", "safety_logits_processor"]
 
@@ -342,7 +343,8 @@ class SafeGeneration:
     refused_at : ndarray of int64, shape (n,)
         Response position (prefill included) where the refusal was inserted; -1 where none was.
     n_checks : int
-        Batched ``[CLS]`` evaluations run (the decoding overhead, in forward passes of one token).
+        Batched ``[CLS]`` evaluations run (each one ``[CLS]`` row per sequence, riding in a
+        decoding pass; a pass of its own where the model's attention takes no 4-D mask from us).
     prompt_length : int
         Length of the prompts.
 
@@ -493,51 +495,15 @@ def safe_generate(
     if visible and lp < 2:
         raise DataError("a head with a visible [CLS] needs prompts of >= 2 tokens.", argument="prompt_ids")
     mon = _Monitor(n, rules)
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    kw = _cache_kw(model)
-    tokens = torch.as_tensor(ids, device=device)
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            if visible:  # the persistent [CLS] before the query's end marker (joint_safety_finetune)
-                cache = start_visible(model, head, tokens[:, :lp], getattr(head, "cls_skip_ids_", ()))
-                pos = torch.arange(lp - 1, tokens.shape[1], device=device).expand(n, -1)
-                out = model(input_ids=tokens[:, lp - 1 :], position_ids=pos, use_cache=True, **{kw: cache})
-            else:
-                out = model(input_ids=tokens, use_cache=True)
-            cache = _out_cache(out)
-            for step in range(max_new_tokens):
-                g = tokens.shape[1] - rules.prompt_length
-                if step:
-                    mon.ended(tokens[:, -1].cpu().numpy())
-                if head is not None and strategic_decoding:
-                    rows = mon.due(g)
-                    if rows.any():
-                        mask = mon.key_mask(tokens.cpu().numpy())
-                        km = torch.as_tensor(
-                            np.insert(mask, lp - 1, False, axis=1) if visible else mask, device=device
-                        )
-                        prob = torch.sigmoid(head.cls_logits(cache, km, tokens.shape[1])).cpu().numpy()
-                        mon.update(g, rows, prob)
-                forced = mon.forced()
-                scores = out.logits[:, -1].float()
-                if temperature > 0:
-                    probs = torch.softmax(scores / float(temperature), -1).cpu()
-                    nxt = torch.multinomial(probs, 1, generator=gen).to(device)[:, 0]
-                else:
-                    nxt = scores.argmax(-1)
-                f = torch.as_tensor(forced, device=device)
-                nxt = torch.where(f >= 0, f, nxt)[:, None]
-                tokens = torch.cat([tokens, nxt], dim=1)
-                if step + 1 < max_new_tokens:
-                    at = (
-                        {"position_ids": torch.full((n, 1), tokens.shape[1] - 1, device=device)}
-                        if visible
-                        else {}
-                    )
-                    out = model(input_ids=nxt, use_cache=True, **at, **{kw: cache})
-                    cache = _out_cache(out)
+            tokens = decode(
+                model, head, torch.as_tensor(ids, device=device), mon, max_new_tokens=max_new_tokens,
+                visible=visible, check=head is not None and strategic_decoding,
+                temperature=float(temperature), seed=seed,
+            )  # fmt: skip
     finally:
         model.train(was_training)
     return SafeGeneration(tokens.cpu().numpy(), mon.refused_at, mon.checks, rules.prompt_length)
