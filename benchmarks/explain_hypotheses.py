@@ -103,11 +103,15 @@ def _paired(rows: list[dict]) -> list[dict]:
             base = [r for r in rows if r["method"] == m and r["embedding"] in (emb, "(word counts)")]
             if emb == "MiniLM" and m.startswith("tomotopy"):
                 continue
-            for label, keep in (("seeds 0-4", range(5)), ("all seeds", None)):
+            done = set()
+            for keep in (range(5), None):
                 pairs = [(sae[(emb, r["seed"])], r) for r in base
                          if (emb, r["seed"]) in sae and (keep is None or r["seed"] in keep)]  # fmt: skip
-                if len(pairs) < 2:
+                seeds = tuple(a["seed"] for a, _ in pairs)
+                if len(pairs) < 2 or seeds in done:
                     continue
+                done.add(seeds)
+                label = f"seeds {min(seeds)}-{max(seeds)}"
                 d_f1 = [a["recovery_f1"] - b["recovery_f1"] for a, b in pairs]
                 d_sig = [a["n_significant"] - b["n_significant"] for a, b in pairs]
                 d_rec = [a["n_recovered"] - b["n_recovered"] for a, b in pairs]
