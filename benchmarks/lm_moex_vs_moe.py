@@ -8,7 +8,8 @@ the standard router's ``n_experts x d_model`` weights), so each seed gives one p
 difference. Printed: per seed, and the mean +- standard error of the paired difference
 (MoE-X minus MoE) of held-out loss, BSP coverage, BSP reconstruction and the active share.
 Two shapes: the default (4 experts, top-2, expert width 64) and 8 experts top-2 (the paper's
-expert count) at the same expert width.
+expert count) at the same expert width. Also the paper's Table 3 ablation ``"relu-moe"`` (ReLU
+experts, learned router) minus the standard MoE.
 """
 
 from __future__ import annotations
@@ -41,30 +42,43 @@ def run(quick: bool = False) -> dict:
             tcfg = TrainConfig(steps=steps, batch_size=32, lr=1e-2, warmup=10, seed=seed)
             with one_thread():
                 r = compare_moe_variants(
-                    ["moex", "moe"], seeds=[seed], model_config=cfg, train_config=tcfg
+                    ["moex", "moe", "relu-moe"], seeds=[seed], model_config=cfg, train_config=tcfg
                 )
             per_seed.append(r)
             res = r
         assert res is not None
         for metric in ("loss", "coverage", "reconstruction", "active"):
-            x = np.array([getattr(r, metric)[0, 0] for r in per_seed])
-            y = np.array([getattr(r, metric)[1, 0] for r in per_seed])
+            x, y, z = (np.array([getattr(r, metric)[i, 0] for r in per_seed]) for i in range(3))
             mean, se = _paired(x, y)
+            mean_relu, se_relu = _paired(z, y)
             rows.append(
                 {
                     "shape": name,
                     "metric": metric,
-                    "MoE-X per seed": " / ".join(f"{v:.3f}" for v in x),
-                    "MoE per seed": " / ".join(f"{v:.3f}" for v in y),
-                    "diff mean": mean,
-                    "diff SE": se,
+                    "MoE-X": float(x.mean()),
+                    "MoE": float(y.mean()),
+                    "ReLU MoE": float(z.mean()),
+                    "MoE-X - MoE": mean,
+                    "SE": se,
+                    "ReLU MoE - MoE": mean_relu,
+                    "SE ": se_relu,
                 }
             )
-        tables[f"{name}: routing score vs L0 r (MoE-X / MoE)"] = [
+            tables.setdefault(f"{name}: per seed (MoE-X / MoE / ReLU MoE)", []).append(
+                {
+                    "metric": metric,
+                    **{
+                        f"seed {s}": f"{a:.3f} / {b:.3f} / {c:.3f}"
+                        for s, a, b, c in zip(seeds, x, y, z, strict=True)
+                    },
+                }
+            )
+        tables[f"{name}: routing score vs L0 r"] = [
             {
                 "seed": s,
                 "MoE-X": float(r.routing_correlation[0, 0]),
                 "MoE": float(r.routing_correlation[1, 0]),
+                "ReLU MoE": float(r.routing_correlation[2, 0]),
             }
             for s, r in zip(seeds, per_seed, strict=True)
         ]
