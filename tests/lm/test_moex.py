@@ -74,7 +74,8 @@ def test_relu_moe_ablation_has_relu_experts_and_a_learned_router(ids):
     h = torch.relu(torch.einsum("nd,ewd->new", x, block.enc))
     _, weights, index = block.gate(x, block.enc)
     gate = torch.zeros(5, 4).scatter_(1, index, weights)
-    torch.testing.assert_close(block(x[None])[0], torch.einsum("new,edw->nd", h * gate[:, :, None], block.dec))
+    want = torch.einsum("new,edw->nd", h * gate[:, :, None], block.dec)
+    torch.testing.assert_close(block(x[None])[0], want)
 
 
 def test_variants_train_and_route(ids):

@@ -150,9 +150,7 @@ def compare_moe_variants(
     """
     names = tuple(variants)
     if not names or any(v not in _VARIANTS for v in names):
-        raise ParameterError(
-            f"variants must be drawn from {_VARIANTS}, got {names!r}.", argument="variants"
-        )
+        raise ParameterError(f"variants must be drawn from {_VARIANTS}, got {names!r}.", argument="variants")
     seed_list = [int(s) for s in np.asarray(seeds).ravel()]
     if not seed_list or min(seed_list) < 0:
         raise ParameterError("seeds must be one or more non-negative integers.", argument="seeds")
