@@ -66,6 +66,18 @@ def test_dense_variant_is_one_gelu_mlp(ids):
     torch.testing.assert_close(block(x[None])[0], want)
 
 
+def test_relu_moe_ablation_has_relu_experts_and_a_learned_router(ids):
+    # The paper's Table 3 ablation: ReLU experts, the standard top-k router.
+    block = build_moe_variant(CFG, "relu-moe", seed=1).model.layers[0].mlp
+    assert block.gate.weight is not None and block.act is torch.nn.functional.relu
+    x = torch.randn(5, 16)
+    h = torch.relu(torch.einsum("nd,ewd->new", x, block.enc))
+    _, weights, index = block.gate(x, block.enc)
+    gate = torch.zeros(5, 4).scatter_(1, index, weights)
+    want = torch.einsum("new,edw->nd", h * gate[:, :, None], block.dec)
+    torch.testing.assert_close(block(x[None])[0], want)
+
+
 def test_variants_train_and_route(ids):
     data = incontext_tasks(64, 6, 2, n_values=10)
     for variant in ("moex", "moe", "dense"):

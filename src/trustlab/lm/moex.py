@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 MOE_VARIANTS = ("moex", "moe", "dense")
+# The paper's Table 3 ablation: ReLU experts with the learned top-k router (no sparsity routing).
+_VARIANTS = (*MOE_VARIANTS, "relu-moe")
 
 
 def sparsity_scores(x: torch.Tensor, enc: torch.Tensor) -> torch.Tensor:
@@ -196,7 +198,7 @@ def _aux_loss(blocks: list[MoEXBlock]) -> torch.Tensor:
 @validate_params(
     {
         "config": [ModelConfig],
-        "variant": [Options(set(MOE_VARIANTS))],
+        "variant": [Options(set(_VARIANTS))],
         "seed": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 )
@@ -208,9 +210,10 @@ def build_moe_variant(config: ModelConfig, variant: str = "moex", *, seed: int =
     config : ModelConfig
         ``arch="mixtral"``; ``d_ff`` is each expert's width ``D`` (default ``4 d_model / top_k``
         so that the active hidden width is ``4 d_model``), ``n_experts`` and ``top_k`` as usual.
-    variant : {"moex", "moe", "dense"}, default="moex"
+    variant : {"moex", "moe", "dense", "relu-moe"}, default="moex"
         ``"moex"``: ReLU experts, sparsity-aware routing. ``"moe"``: GELU experts, learned softmax
         top-k router. ``"dense"``: one GELU MLP of width ``top_k * D`` (equal active parameters).
+        ``"relu-moe"``: ReLU experts with the learned router (the paper's Table 3 ablation).
     seed : int, default=0
         Seeds the weights.
 
@@ -244,7 +247,7 @@ def build_moe_variant(config: ModelConfig, variant: str = "moex", *, seed: int =
                     width,
                     config.n_experts,
                     config.top_k,
-                    "relu" if variant == "moex" else "gelu",
+                    "relu" if variant in ("moex", "relu-moe") else "gelu",
                     variant == "moex",
                 )
             layer.mlp = block

@@ -30,6 +30,7 @@ from trustlab.errors import ParameterError
 from trustlab.lm.corpora import TokenData, incontext_tasks
 from trustlab.lm.models import ModelConfig
 from trustlab.lm.moex import (
+    _VARIANTS,
     MOE_VARIANTS,
     bsp_coverage,
     bsp_reconstruction,
@@ -120,8 +121,9 @@ def compare_moe_variants(
 
     Parameters
     ----------
-    variants : sequence of {"moex", "moe", "dense"}, default all three
-        The variants to compare.
+    variants : sequence of {"moex", "moe", "dense", "relu-moe"}, default ("moex", "moe", "dense")
+        The variants to compare (``"relu-moe"``: the paper's Table 3 ablation, ReLU experts
+        with a learned router).
     seeds : array-like of int, default (0,)
         One model per seed (weights and batch order; the data is the same for all).
     n_tasks, n_values, n_pairs : int, default 4, 8, 6
@@ -147,10 +149,8 @@ def compare_moe_variants(
     >>> res.reconstruction.mean(axis=1)  # doctest: +SKIP
     """
     names = tuple(variants)
-    if not names or any(v not in MOE_VARIANTS for v in names):
-        raise ParameterError(
-            f"variants must be drawn from {MOE_VARIANTS}, got {names!r}.", argument="variants"
-        )
+    if not names or any(v not in _VARIANTS for v in names):
+        raise ParameterError(f"variants must be drawn from {_VARIANTS}, got {names!r}.", argument="variants")
     seed_list = [int(s) for s in np.asarray(seeds).ravel()]
     if not seed_list or min(seed_list) < 0:
         raise ParameterError("seeds must be one or more non-negative integers.", argument="seeds")
