@@ -43,6 +43,7 @@ _FLAGS = {
     "task": "--pairs",
     "method": "--methods",
     "heads": "--heads",
+    "variants": "--variants",
 }
 
 
@@ -302,6 +303,13 @@ def moex_cmd(
     out: Annotated[str, typer.Option(help="New or empty folder for comparison.json.")] = "moex",
     steps: Annotated[int, typer.Option(help="Training steps per model.")] = 300,
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one model per variant and seed.")] = "0",
+    variants: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: moex, moe, dense, relu-moe (ReLU experts with a learned router, "
+            "the paper's ablation)."
+        ),
+    ] = "moex,moe,dense",
 ) -> None:
     """Train MoE-X, a standard MoE and a dense MLP on in-context tasks; loss and BSP interpretability."""
     try:
@@ -318,7 +326,8 @@ def moex_cmd(
         from trustlab.lm.moex_compare import compare_moe_variants
 
         tcfg = TrainConfig(steps=steps, batch_size=32, lr=1e-2, warmup=min(10, steps - 1))
-        res = compare_moe_variants(seeds=seed_list, train_config=tcfg)
+        variant_list = tuple(v.strip() for v in variants.split(",") if v.strip())
+        res = compare_moe_variants(variant_list, seeds=seed_list, train_config=tcfg)
         path.mkdir(parents=True, exist_ok=True)
         (path / "comparison.json").write_text(json.dumps(_jsonable(res), indent=2), encoding="utf-8")
     except TrustlabError as exc:

@@ -172,3 +172,5 @@ def test_cli_bad_seeds_exit_2(tmp_path):
 
     res = CliRunner().invoke(app, ["lm", "moex", "--out", str(tmp_path / "m"), "--seeds", "a,b"])
     assert res.exit_code == 2 and "--seeds" in res.output
+    res = CliRunner().invoke(app, ["lm", "moex", "--out", str(tmp_path / "v"), "--variants", "moex,switch"])
+    assert res.exit_code == 2 and res.output.startswith("error (--variants)"), res.output
