@@ -90,3 +90,25 @@ def test_mlp_schedules_follow_the_bounds_ordering() -> None:
     assert run.best_gamma[c] == run.best_gamma.min()
     opt = [schedule_bound(schedule(n, 2000)).optimal_gamma for n in SCHEDULES]
     assert opt[c] == min(opt) and opt[SCHEDULES.index("cosine")] == max(opt)
+
+
+@pytest.mark.claims
+def test_bound_reproduces_the_cooldown_length_dependence_and_ranks_cosine_with_wsd() -> None:
+    # The paper's cooldown-length simulation (authors' scripts/cooldown_length.py: T = 400,
+    # D = G = 1, linear cooldown to 0 = our "cooldown" shape): the tuned bound falls as the
+    # cooldown lengthens, with diminishing returns, and the tuned base rate rises. Against cosine
+    # to 0 (scripts/schedule_comparison.py) a 20 % cooldown is within 10 % of cosine and ~40 %
+    # matches it: the bound ranks the two level, it does not predict WSD-20 % beating cosine.
+    # Deterministic (no sampling), so the thresholds are the computed values with margin.
+    fracs = [0.05, 0.1, 0.2, 0.4, 0.6, 0.8]
+    tuned = [schedule_bound(schedule("cooldown", 400, cooldown=f)) for f in fracs]
+    values = np.array([b.optimal_value for b in tuned])
+    rates = np.array([b.optimal_gamma for b in tuned])
+    assert np.all(np.diff(values) < 0) and np.all(np.diff(rates) > 0)
+    # diminishing returns: the bound falls 12x faster per unit of cooldown from 5 to 20 % than from 40 to 80 %
+    assert (values[0] - values[2]) / 0.15 > 5 * (values[3] - values[5]) / 0.4
+    cosine = schedule_bound(schedule("cosine", 400)).optimal_value
+    ratio = values / cosine
+    assert 1.02 < ratio[2] < 1.10  # 20 % cooldown: 1.057
+    assert 0.98 < ratio[3] < 1.02  # 40 %: 1.004
+    assert schedule_bound(schedule("wsd", 400)).optimal_value / cosine > 1.0  # 1 - sqrt, 20 %: 1.037
