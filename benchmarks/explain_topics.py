@@ -65,10 +65,13 @@ def _elda_cells(model, counts: sparse.csr_matrix) -> sparse.csr_matrix:
     return sparse.csr_matrix((vals.argmax(1) + 1.0, counts.indices, counts.indptr), shape=counts.shape)
 
 
-def _tomotopy(corpus, seeded: bool, iterations: int):
+def _tomotopy_fit(corpus, *, seeded: bool, iterations: int, alpha: float = 0.1, seed: int = 0, optim=None):
+    """Gibbs LDA (tomotopy, one worker) on the corpus: model, training seconds, token (d, w, z)."""
     import tomotopy as tp
 
-    model = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=0)
+    model = tp.LDAModel(k=K, alpha=alpha, eta=0.01, seed=seed)
+    if optim is not None:
+        model.optim_interval = optim
     if seeded:
         for k, word in enumerate(corpus.anchors):
             model.set_word_prior(word, [1.0 if j == k else 0.0 for j in range(K)])
@@ -87,15 +90,16 @@ def _tomotopy(corpus, seeded: bool, iterations: int):
     elapsed = time.perf_counter() - t
     index = {w: i for i, w in enumerate(corpus.vocabulary)}
     vocab = np.array([index[v] for v in model.used_vocabs])
+    d = np.concatenate([np.full(len(doc.words), i) for i, doc in enumerate(model.docs)])
+    w = np.concatenate([vocab[np.asarray(doc.words)] for doc in model.docs])
+    z = np.concatenate([np.asarray(doc.topics) for doc in model.docs])
+    return model, elapsed, vocab, (d, w, z)
+
+
+def _tomotopy(corpus, seeded: bool, iterations: int):
+    model, elapsed, _, tokens = _tomotopy_fit(corpus, seeded=seeded, iterations=iterations)
     doc_topic = np.array([doc.get_topic_dist() for doc in model.docs])
-    ds, ws, zs = [], [], []
-    for d, doc in enumerate(model.docs):
-        words = np.asarray(doc.words)
-        ds.append(np.full(words.size, d))
-        ws.append(vocab[words])
-        zs.append(np.asarray(doc.topics))
-    d, w, z = np.concatenate(ds), np.concatenate(ws), np.concatenate(zs)
-    return elapsed, doc_topic, (d, w, z)
+    return elapsed, doc_topic, tokens
 
 
 def _umass(binary: sparse.csc_matrix, top: np.ndarray) -> float:

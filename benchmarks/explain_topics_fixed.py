@@ -22,7 +22,7 @@ import time
 import numpy as np
 from scipy import sparse
 
-from benchmarks.explain_topics import K, _elda_cells, _scores
+from benchmarks.explain_topics import K, _elda_cells, _scores, _tomotopy_fit
 
 GIBBS = (
     ("Gibbs (alpha 1)", 1.0, 0),
@@ -32,35 +32,14 @@ GIBBS = (
 
 
 def _gibbs(corpus, alpha: float, optim: int, seed: int, seeded: bool = False):
-    import tomotopy as tp
-
-    model = tp.LDAModel(k=K, alpha=alpha, eta=0.01, seed=seed)
-    model.optim_interval = optim
-    if seeded:
-        for k, word in enumerate(corpus.anchors):
-            model.set_word_prior(word, [1.0 if j == k else 0.0 for j in range(K)])
-    x = sparse.csr_matrix(corpus.counts)
-    for d in range(x.shape[0]):
-        lo, hi = x.indptr[d], x.indptr[d + 1]
-        words = [
-            corpus.vocabulary[w]
-            for w, c in zip(x.indices[lo:hi], x.data[lo:hi], strict=True)
-            for _ in range(c)
-        ]
-        model.add_doc(words)
-    t = time.perf_counter()
-    model.train(100, workers=1)
-    elapsed = time.perf_counter() - t
-    index = {w: i for i, w in enumerate(corpus.vocabulary)}
-    vocab = np.array([index[v] for v in model.used_vocabs])
-    phi = np.full((K, x.shape[1]), 1e-12)
+    model, elapsed, vocab, tokens = _tomotopy_fit(
+        corpus, seeded=seeded, iterations=100, alpha=alpha, seed=seed, optim=optim
+    )
+    phi = np.full((K, corpus.counts.shape[1]), 1e-12)
     for k in range(K):
         phi[k, vocab] = model.get_topic_word_dist(k)
-    d = np.concatenate([np.full(len(doc.words), i) for i, doc in enumerate(model.docs)])
-    w = np.concatenate([vocab[np.asarray(doc.words)] for doc in model.docs])
-    z = np.concatenate([np.asarray(doc.topics) for doc in model.docs])
     theta = np.array([doc.get_topic_dist() for doc in model.docs])
-    return elapsed, np.log(np.maximum(phi, 1e-12)), (d, w, z), theta
+    return elapsed, np.log(np.maximum(phi, 1e-12)), tokens, theta
 
 
 def _fixed_topic_rows(corpus, seed: int, configs) -> list[dict]:

@@ -20,6 +20,16 @@ def _check_sae(sae: Any) -> Any:
     return sae
 
 
+def random_rotation(d: int, random_state: int) -> np.ndarray:
+    """A seeded random orthonormal ``(d, d)`` matrix (QR of a Gaussian matrix)."""
+    return np.linalg.qr(np.random.default_rng(random_state).normal(size=(d, d)))[0]
+
+
+def signed_codes(r: np.ndarray) -> np.ndarray:
+    """``[ReLU(r), ReLU(-r)]``: non-negative latents that decode exactly with rows ``Q^T, -Q^T``."""
+    return np.concatenate([np.maximum(r, 0.0), np.maximum(-r, 0.0)], axis=1)
+
+
 def _unit_rows(W: np.ndarray) -> np.ndarray:
     return W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12)
 

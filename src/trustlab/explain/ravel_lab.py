@@ -45,6 +45,7 @@ import numpy as np
 from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ParameterError
+from trustlab.explain._sae_common import random_rotation, signed_codes
 
 __all__ = ["AttributeDictionary", "EntityCorpus", "load_ravel_lab", "make_entity_corpus"]
 
@@ -349,7 +350,7 @@ class AttributeDictionary:
         resid = emb - self.b_dec_ - self._codes @ coef
         self.r2_ = float(1 - (resid**2).sum() / ((emb - self.b_dec_) ** 2).sum())
         d = emb.shape[1]
-        self._q = np.linalg.qr(np.random.default_rng(random_state).normal(size=(d, d)))[0]
+        self._q = random_rotation(d, random_state)
         self.W_dec_ = np.concatenate([coef, self._q.T, -self._q.T])
 
     def transform(self, X: Any) -> np.ndarray:
@@ -367,4 +368,4 @@ class AttributeDictionary:
         nearest = ((X[:, None] - self._emb[None]) ** 2).sum(-1).argmin(1)
         codes = self._codes[nearest]
         r = (X - self.b_dec_ - codes @ self.W_dec_[: codes.shape[1]]) @ self._q
-        return np.concatenate([codes, np.maximum(r, 0.0), np.maximum(-r, 0.0)], 1)
+        return np.concatenate([codes, signed_codes(r)], 1)

@@ -40,7 +40,7 @@ import torch
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, ParameterError
-from trustlab.explain._sae_common import _check_sae
+from trustlab.explain._sae_common import _check_sae, random_rotation, signed_codes
 
 __all__ = ["RandomBasisControl", "RavelResult", "ravel"]
 
@@ -129,9 +129,9 @@ class RandomBasisControl:
 
     def __init__(self, X: Any, random_state: int = 0) -> None:
         X = check_numeric_array(X, "X", ndim=2)
-        q, _ = np.linalg.qr(np.random.default_rng(random_state).normal(size=(X.shape[1],) * 2))
+        self._q = random_rotation(X.shape[1], random_state)
         self.b_dec_ = X.mean(0)
-        self.W_dec_ = np.concatenate([q.T, -q.T])
+        self.W_dec_ = np.concatenate([self._q.T, -self._q.T])
 
     def transform(self, X: Any) -> np.ndarray:
         """Latents of each row.
@@ -145,7 +145,7 @@ class RandomBasisControl:
         ndarray of shape (n_samples, 2 d)
         """
         X = check_numeric_array(X, "X", ndim=2)
-        return np.maximum((X - self.b_dec_) @ self.W_dec_.T, 0.0)
+        return signed_codes((X - self.b_dec_) @ self._q)
 
 
 def _check_inputs(

@@ -48,12 +48,15 @@ def _as_mask(model: Any, allowed: Any, dtype: Any) -> Any:
     return allowed
 
 
-def _pass(model: Any, head: Any, cache: Any, embeds: Any, positions: Any, cls_rows: dict, kw: str) -> Any:
+def _pass(
+    model: Any, head: Any, cache: Any, embeds: Any, positions: Any, cls_rows: dict, kw: str, keep: bool
+) -> Any:
     """One pass of ``embeds`` (n, m, d) on ``cache``: causal, except the ``[CLS]`` rows.
 
     ``cls_rows`` maps a row index to the boolean key mask (n, past + index) of the ``[CLS]`` at
     that row (it also attends to itself). If the last row is a ``[CLS]`` it is cropped from the
-    cache, and the logits are those of the row before it. Returns the cache, the logits of the
+    cache, and the logits are those of the row before it (only that row's when ``keep``: the
+    model takes ``logits_to_keep``). Returns the cache, the logits of the
     last token (n, vocab) and the hidden states at layer ``head.layer`` of every row.
     """
     import torch
@@ -66,7 +69,7 @@ def _pass(model: Any, head: Any, cache: Any, embeds: Any, positions: Any, cls_ro
         allowed[:, row, : past + row] = key_mask
     last = m - 2 if m - 1 in cls_rows else m - 1
     extra: dict[str, Any] = {kw: cache} if cache is not None else {}
-    if "logits_to_keep" in inspect.signature(model.forward).parameters:
+    if keep:
         extra["logits_to_keep"] = torch.tensor([last], device=device)  # no vocabulary head on [CLS]
     out = model(
         inputs_embeds=embeds,
@@ -122,6 +125,7 @@ def decode(
     n, lp = tokens.shape[0], mon.rules.prompt_length
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     kw = _cache_kw(model)
+    keep = "logits_to_keep" in inspect.signature(model.forward).parameters  # once, not per step
     total = tokens.shape[1] + max_new_tokens + 2  # the tokens and two [CLS] at most
     fuse = check and _fusable(model, total)
 
@@ -139,7 +143,7 @@ def decode(
             cls_rows[length + 1] = window(tokens)
         pos = torch.cat([torch.arange(lp, device=device), torch.arange(lp - 1, length + fuse, device=device)])
         embeds = _embed(model, head, tokens, cls_at=(lp - 1,), cls_last=fuse)
-        cache, logits, hidden = _pass(model, head, None, embeds, pos.expand(n, -1), cls_rows, kw)
+        cache, logits, hidden = _pass(model, head, None, embeds, pos.expand(n, -1), cls_rows, kw, keep)
         pending = _cls(head, hidden[:, -1]) if fuse else None
     elif visible:  # the persistent [CLS] before the query's end marker (joint_safety_finetune)
         cache = start_visible(model, head, tokens[:, :lp], getattr(head, "cls_skip_ids_", ()))
@@ -149,7 +153,7 @@ def decode(
     elif fuse:  # the first check rides in the prompt's pass
         pos = torch.arange(length + 1, device=device).expand(n, -1)
         embeds = _embed(model, head, tokens, cls_last=True)
-        cache, logits, hidden = _pass(model, head, None, embeds, pos, {length: window(tokens)}, kw)
+        cache, logits, hidden = _pass(model, head, None, embeds, pos, {length: window(tokens)}, kw, keep)
         pending = _cls(head, hidden[:, -1])
     else:
         out = model(input_ids=tokens, use_cache=True)
@@ -187,7 +191,7 @@ def decode(
                 embeds = _embed(model, head, nxt, cls_last=True)
                 km = window(tokens)
                 cache, logits, hidden = _pass(
-                    model, head, cache, embeds, torch.cat([pos, pos + 1], 1), {1: km}, kw
+                    model, head, cache, embeds, torch.cat([pos, pos + 1], 1), {1: km}, kw, keep
                 )
                 pending = _cls(head, hidden[:, -1])
                 continue
