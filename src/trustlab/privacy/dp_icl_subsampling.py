@@ -36,6 +36,7 @@ privacy accounting of subsampled mechanisms under composition". 2024.
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 
@@ -270,20 +271,23 @@ def subsampled_sigma(
     >>> subsampled_epsilon(s, 1e-5, n=30, sample_size=5, n_steps=24, sensitivity=1.5) <= 2.0
     True
     """
-    from trustlab.privacy.calibration import analytic_gaussian_sigma
-
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     steps, sensitivity = check_positive_int(n_steps, "n_steps"), check_positive(sensitivity, "sensitivity")
     n, size = _check_sizes(n, sample_size)
-    q = size / n
+    return _calibrate(epsilon, delta, size / n, steps, sensitivity)
+
+
+@functools.lru_cache(maxsize=256)  # a pure function of public parameters
+def _calibrate(epsilon: float, delta: float, q: float, steps: int, sensitivity: float) -> float:
+    from trustlab.privacy.calibration import analytic_gaussian_sigma
 
     def ok(s: float) -> bool:
         return _pld_epsilon(s, sensitivity, q, steps, delta) <= epsilon
 
     hi = analytic_gaussian_sigma(epsilon, delta, math.sqrt(steps) * sensitivity) * (1 + 1e-6)
-    lo = hi * max(q, 1e-3) / 4
+    lo = hi * max(q, 1e-3)  # many steps: sigma shrinks about like q (small sigmas cost the most)
     while ok(lo) and lo > 1e-6:  # bracket: lo infeasible
-        hi, lo = lo, lo / 4
+        hi, lo = lo, lo / 2
     for _ in range(40):  # at q = 1 the PLD's pessimistic rounding can put hi just above epsilon
         if ok(hi):
             break
