@@ -336,7 +336,8 @@ def generate_dp_demonstrations(
     By default the private demonstrations are split in their given order into ``M =
     len(private) // shots`` fixed disjoint subsets; with ``n_subsets=M`` every token draws fresh
     subsets instead (Algorithm 3: ``M * shots`` demonstrations without replacement from a CSPRNG,
-    amplified by subsampling; see :mod:`trustlab.privacy.dp_icl_subsampling`). Synthetic demonstration ``j`` starts with ``label_prompts[j]``;
+    amplified by subsampling; see :mod:`trustlab.privacy.dp_icl_subsampling`).
+    Synthetic demonstration ``j`` starts with ``label_prompts[j]``;
     each of its tokens is :func:`private_token` applied to the ``M`` subsets' next-token
     distributions (``method="baseline"``: renormalised within the public top-``k``;
     ``method="pta"``: :func:`pta_distribution` with the public prompt and the demonstration
@@ -399,8 +400,8 @@ def generate_dp_demonstrations(
     Raises
     ------
     ParameterError
-        Bad epsilon/delta/top_k/top_p/alpha/method/shots/base_probability/n_subsets, fewer private demonstrations than
-        ``shots``, or prompts longer than the model's context.
+        Bad epsilon/delta/top_k/top_p/alpha/method/shots/base_probability/n_subsets, fewer
+        private demonstrations than ``shots`` (or ``n_subsets * shots``), or prompts longer than the model's context.
     DataError
         Token ids that are not integers in the model's vocabulary.
 
@@ -463,7 +464,12 @@ def generate_dp_demonstrations(
         sigma = dp_icl_sigma(epsilon, delta, n_steps, k_eff)
     else:  # Algorithm 3: amplification by subsampling without replacement, PLD-calibrated
         sigma = subsampled_sigma(
-            epsilon, delta, n=len(demos), sample_size=m * shots, n_steps=n_steps, sensitivity=step_sensitivity(k_eff)
+            epsilon,
+            delta,
+            n=len(demos),
+            sample_size=m * shots,
+            n_steps=n_steps,
+            sensitivity=step_sensitivity(k_eff),
         )
 
     def prompts(subsets: list[list[int]]) -> list[list[int]]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import math
 import secrets
+from typing import Any
 
 import numpy as np
 
@@ -106,7 +107,7 @@ def draw_subsets(n: int, n_subsets: int, shots: int) -> list[list[int]]:
     return [picked[i * k : (i + 1) * k] for i in range(m)]
 
 
-def _step_pld(sigma: float, sensitivity: float, q: float) -> object:
+def _step_pld(sigma: float, sensitivity: float, q: float) -> Any:
     """The dominating per-token PLD of ``C_q(G)`` (symmetric), as a dp-accounting PLD."""
     from dp_accounting.pld import pld_pmf
     from dp_accounting.pld import privacy_loss_distribution as pld
@@ -200,7 +201,9 @@ def subsampled_epsilon(
     raise ParameterError(f"method must be one of {_METHODS}, got {method!r}.", argument="method")
 
 
-def poisson_subsampled_epsilon(sigma: float, delta: float, *, q: float, n_steps: int, sensitivity: float) -> float:
+def poisson_subsampled_epsilon(
+    sigma: float, delta: float, *, q: float, n_steps: int, sensitivity: float
+) -> float:
     """The paper's figure: Poisson-subsampled Gaussian, add/remove neighbours (Gopi et al.'s PRVs).
 
     dp-accounting's PLD of ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma / sensitivity))``
