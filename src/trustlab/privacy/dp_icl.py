@@ -401,7 +401,8 @@ def generate_dp_demonstrations(
     ------
     ParameterError
         Bad epsilon/delta/top_k/top_p/alpha/method/shots/base_probability/n_subsets, fewer
-        private demonstrations than ``shots`` (or ``n_subsets * shots``), or prompts longer than the model's context.
+        private demonstrations than ``shots`` (or ``n_subsets * shots``), or prompts longer than
+        the model's context.
     DataError
         Token ids that are not integers in the model's vocabulary.
 
