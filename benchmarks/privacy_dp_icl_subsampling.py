@@ -82,6 +82,18 @@ def run(quick: bool = False) -> dict:
                     "se": float(d.std(ddof=1) / math.sqrt(d.size)),
                 }
             )
+    for eps in epsilons:  # equal compute: 5 forward passes per token either way
+        d = np.subtract(
+            ok[f"Algorithm 3, M=5 of 30 per token, eps={eps:g}"],
+            ok[f"fixed, 5 subsets (first 5 demonstrations), eps={eps:g}"],
+        )
+        rows.append(
+            {
+                "case": f"Algorithm 3 M=5 minus fixed 5 subsets, eps={eps:g}",
+                "accuracy": float(d.mean()),
+                "se": float(d.std(ddof=1) / math.sqrt(d.size)),
+            }
+        )
     sens = step_sensitivity(k)
     sigmas = []
     for eps in epsilons:
