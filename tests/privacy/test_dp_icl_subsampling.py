@@ -64,7 +64,7 @@ def test_claim_exact_subsampled_accounting():
     assert sigma < 0.35 * dp_icl_sigma(2.0, 1e-5, 8, 2)
     assert acc.spent_epsilon == pytest.approx(2.0) and acc.spent_delta == pytest.approx(1e-5)
     with pytest.raises(BudgetExceededError):  # nothing left: refused before any noise is drawn
-        _release([[2]] * 10, accountant=acc)
+        _release([[2]] * 10, n_subsets=None, accountant=acc)
 
 
 @pytest.mark.parametrize(
