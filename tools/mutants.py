@@ -422,6 +422,20 @@ MUTANTS: list[Mutant] = [
         ("tests/privacy/test_dp_icl.py::test_top_p_candidates_come_from_the_public_distribution_only",),
     ),
     Mutant(
+        "dp_icl Algorithm 3: noise calibrated for a 4x smaller sampling rate than drawn",
+        "src/trustlab/privacy/dp_icl_subsampling.py",
+        "    return _calibrate(epsilon, delta, size / n, steps, sensitivity)",
+        "    return _calibrate(epsilon, delta, size / (4 * n), steps, sensitivity)",
+        ("tests/privacy/test_dp_icl_subsampling.py::test_claim_exact_subsampled_accounting",),
+    ),
+    Mutant(
+        "dp_icl Algorithm 3: subsets drawn from a seeded RNG (the draw is not secret)",
+        "src/trustlab/privacy/dp_icl_subsampling.py",
+        "    picked = secrets.SystemRandom().sample(range(n), size)",
+        '    picked = __import__("random").Random(0).sample(range(n), size)',
+        ("tests/privacy/test_dp_icl_subsampling.py::test_subsets_come_from_the_os_csprng_not_a_seed",),
+    ),
+    Mutant(
         "dp_icl_text: every label given the whole budget (no split over the labels)",
         "src/trustlab/privacy/dp_icl_text.py",
         "    share_eps, share_delta = epsilon / len(names), delta / len(names)",

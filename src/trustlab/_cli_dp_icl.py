@@ -37,6 +37,7 @@ _FLAGS = {
     "base_probability": "--no-base-probability",
     "alpha": "--alpha",
     "method": "--method",
+    "n_subsets": "--subsets",
 }
 
 
@@ -94,6 +95,10 @@ def dp_icl(
         bool,
         typer.Option("--base-probability/--no-base-probability", help="PTA's p_base (off: ablation PA3)."),
     ] = True,
+    subsets: Annotated[
+        int | None,
+        typer.Option(help="Algorithm 3: M subsets drawn afresh per token (amplification by subsampling)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """DP synthetic demonstrations (PTA, ICML 2025; Tang et al., ICLR 2024): docs/privacy/dp-icl.md."""
@@ -125,6 +130,7 @@ def dp_icl(
             alpha=alpha,
             method=method,
             base_probability=base_probability,
+            n_subsets=subsets,
             accountant=acc,
         )
     except TrustlabError as exc:

@@ -119,6 +119,11 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
     res = runner.invoke(app, [*base, str(data), *opts, "--top-p", "0.9", "--no-base-probability", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["privacy"]["spent_epsilon"] == pytest.approx(2.0)
+    res = runner.invoke(app, [*base, str(data), *opts, "--subsets", "1", "--json"])  # Algorithm 3
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)["privacy"]
+    assert info["spent_epsilon"] == pytest.approx(2.0)
+    assert [r["sampling_rate"] for r in info["per_label"]] == [0.5, 0.5]  # 1 of each label's 2 texts
     res = runner.invoke(app, [*base, str(csv_data), *opts, "--method", "baseline"])
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines()[-1].startswith("privacy spent: epsilon=2")
@@ -131,6 +136,7 @@ def test_cli_prints_demonstrations_and_privacy_and_exits_2_on_bad_input(lm_dir, 
         ([*base, str(data), *opts, "--method", "greedy"], "--method"),
         ([*base, str(data), *opts, "--shots", "3"], "--shots"),
         ([*base, str(data), *opts, "--top-p", "2"], "--top-p"),
+        ([*base, str(data), *opts, "--subsets", "3"], "--subsets"),
         ([*base, str(data), *opts, "--method", "baseline", "--no-base-probability"], "--no-base-probability"),
     ]:
         res = runner.invoke(app, args)

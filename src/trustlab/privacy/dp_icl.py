@@ -28,6 +28,7 @@ from trustlab._validation import check_delta, check_epsilon, check_positive_int,
 from trustlab.errors import DataError, ParameterError
 from trustlab.privacy.accounting import Accountant, charge
 from trustlab.privacy.calibration import analytic_gaussian_sigma
+from trustlab.privacy.dp_icl_subsampling import SUBSAMPLING_NEIGHBOURS, draw_subsets, subsampled_sigma
 from trustlab.privacy.release import Release
 from trustlab.privacy.samplers import add_gaussian, grid_slack
 
@@ -327,12 +328,16 @@ def generate_dp_demonstrations(
     method: str = "pta",
     base_probability: bool = True,
     eos_id: int | None = None,
+    n_subsets: int | None = None,
     accountant: Accountant | None = None,
 ) -> Release:
     """Generate ``(epsilon, delta)``-DP synthetic demonstrations (Tang et al. 2024; PTA, 2025).
 
-    The private demonstrations are split in their given order into ``M = len(private) //
-    shots`` disjoint subsets. Synthetic demonstration ``j`` starts with ``label_prompts[j]``;
+    By default the private demonstrations are split in their given order into ``M =
+    len(private) // shots`` fixed disjoint subsets; with ``n_subsets=M`` every token draws fresh
+    subsets instead (Algorithm 3: ``M * shots`` demonstrations without replacement from a CSPRNG,
+    amplified by subsampling; see :mod:`trustlab.privacy.dp_icl_subsampling`).
+    Synthetic demonstration ``j`` starts with ``label_prompts[j]``;
     each of its tokens is :func:`private_token` applied to the ``M`` subsets' next-token
     distributions (``method="baseline"``: renormalised within the public top-``k``;
     ``method="pta"``: :func:`pta_distribution` with the public prompt and the demonstration
@@ -375,6 +380,12 @@ def generate_dp_demonstrations(
         vocabulary (the paper's ablation PA3, "PTA w.o. Base Prob."). The cost is unchanged.
     eos_id : int, optional
         A demonstration ends after this token (its remaining steps are still charged).
+    n_subsets : int, optional
+        ``M`` for Algorithm 3's random draw: per token, ``M * shots`` private demonstrations are
+        drawn without replacement (``secrets``, unseeded) and split into ``M`` subsets; the noise
+        is calibrated by the subsampled-Gaussian PLD with rate ``q = M * shots / len(private)``
+        (replace-one neighbours) and the release is ``measure="approximate"``. Default ``None``:
+        the fixed partition of all demonstrations, Gaussian-DP composition.
     accountant : Accountant, optional
         Checked before any noise is drawn, then charged.
 
@@ -383,13 +394,15 @@ def generate_dp_demonstrations(
     Release
         ``value``: list of synthetic demonstrations (token-id lists, label prompt included);
         Gaussian measure with ``sensitivity = sqrt(n_steps) * (sqrt(2) + slack)`` and
-        ``noise_scale`` the per-token noise std.
+        ``noise_scale`` the per-token noise std (with ``n_subsets``: approximate measure,
+        ``noise_scale`` the per-token std, ``parameters["sampling_rate"]`` the rate ``q``).
 
     Raises
     ------
     ParameterError
-        Bad epsilon/delta/top_k/top_p/alpha/method/shots/base_probability, fewer private demonstrations than
-        ``shots``, or prompts longer than the model's context.
+        Bad epsilon/delta/top_k/top_p/alpha/method/shots/base_probability/n_subsets, fewer
+        private demonstrations than ``shots`` (or ``n_subsets * shots``), or prompts longer than
+        the model's context.
     DataError
         Token ids that are not integers in the model's vocabulary.
 
@@ -425,7 +438,13 @@ def generate_dp_demonstrations(
     )
     instr, delim = _ids(instruction, "instruction", vocab_size), _ids(delimiter, "delimiter", vocab_size)
     demos = [_ids(d, "private", vocab_size)[:cap] for d in private]
-    m = len(demos) // shots
+    m = len(demos) // shots if n_subsets is None else check_positive_int(n_subsets, "n_subsets")
+    if m * shots > len(demos):
+        raise ParameterError(
+            f"n_subsets * shots = {m * shots} exceeds the {len(demos)} private demonstrations; "
+            "lower n_subsets or shots.",
+            argument="n_subsets",
+        )
     if m < 1:
         raise ParameterError(
             f"private holds {len(demos)} demonstrations, fewer than shots={shots}; lower shots.",
@@ -442,14 +461,29 @@ def generate_dp_demonstrations(
     n_steps = n_demo * max_tokens
     k_eff = top_k if vocab_size is None else min(top_k, vocab_size)
     sens = math.sqrt(n_steps) * step_sensitivity(k_eff)
-    sigma = dp_icl_sigma(epsilon, delta, n_steps, k_eff)
-    prefixes = [instr + [t for d in demos[i * shots : (i + 1) * shots] for t in d + delim] for i in range(m)]
+    if n_subsets is None:
+        sigma = dp_icl_sigma(epsilon, delta, n_steps, k_eff)
+    else:  # Algorithm 3: amplification by subsampling without replacement, PLD-calibrated
+        sigma = subsampled_sigma(
+            epsilon,
+            delta,
+            n=len(demos),
+            sample_size=m * shots,
+            n_steps=n_steps,
+            sensitivity=step_sensitivity(k_eff),
+        )
+
+    def prompts(subsets: list[list[int]]) -> list[list[int]]:
+        return [instr + [t for i in sub for t in demos[i] + delim] for sub in subsets]
+
+    fixed = prompts([list(range(i * shots, (i + 1) * shots)) for i in range(m)])
 
     def draw() -> list[list[int]]:
         out: list[list[int]] = []
         for j in range(n_demo):
             gen = list(labels[j % len(labels)])
             for _ in range(max_tokens):
+                prefixes = fixed if n_subsets is None else prompts(draw_subsets(len(demos), m, shots))
                 probs = fn([instr + gen, gen] + [pre + gen for pre in prefixes])
                 p_pub, p_base, p_priv = probs[0], probs[1], probs[2:]
                 vocab = public_vocabulary(p_pub, top_k, top_p)  # public prompt only
@@ -470,12 +504,14 @@ def generate_dp_demonstrations(
             out.append(gen)
         return out
 
+    sampled = n_subsets is not None
     plan = Release(
         None,
         epsilon,
         delta,
         mechanism=f"DP synthetic demonstrations ({'PTA' if method == 'pta' else 'Tang et al.'}): "
-        "Gaussian noisy argmax over the public top-k, per token",
+        "Gaussian noisy argmax over the public top-k, per token"
+        + (", fresh subsets drawn without replacement per token (Algorithm 3)" if sampled else ""),
         parameters={
             "method": method,
             "n_subsets": m,
@@ -491,11 +527,15 @@ def generate_dp_demonstrations(
             "sigma_per_token": sigma,
             "grid": f"2**{GRID_K}",
             "clipping": "each subset's distribution projected onto {x >= 0, sum x <= 1}",
-            "neighbouring": _NEIGHBOURS,
+            "neighbouring": SUBSAMPLING_NEIGHBOURS if sampled else _NEIGHBOURS,
+            "sampling": "M*N without replacement per token, secrets.SystemRandom" if sampled else "none",
+            "n_private": len(demos),
+            "sampling_rate": m * shots / len(demos) if sampled else 1.0,
+            "accounting": "PLD of the subsampled Gaussian (C_q), replace-one" if sampled else "Gaussian DP",
         },
         description="synthetic in-context demonstrations (token ids)",
-        measure="gaussian",
-        sensitivity=sens,
+        measure="approximate" if sampled else "gaussian",
+        sensitivity=None if sampled else sens,
         noise_scale=sigma,
     )
     return charge(accountant, plan, draw)

@@ -78,6 +78,7 @@ class TextDemonstrations:
                         "sigma_per_token": r.noise_scale,
                         "n_subsets": r.parameters["n_subsets"],
                         "n_steps": r.parameters["n_steps"],
+                        "sampling_rate": r.parameters["sampling_rate"],
                     }
                     for r in self.releases
                 ],
@@ -109,6 +110,7 @@ def dp_text_demonstrations(
     method: str = "pta",
     base_probability: bool = True,
     separator: str = "\n",
+    n_subsets: int | None = None,
     accountant: Accountant | None = None,
 ) -> TextDemonstrations:
     """``(epsilon, delta)``-DP synthetic demonstrations of each label from private labelled texts.
@@ -142,6 +144,11 @@ def dp_text_demonstrations(
         ``False``: PTA without ``p_base`` (ablation PA3); ``method="pta"`` only.
     separator : str, default newline
         Ends each private demonstration; a generated one stops at it when it is one token.
+    n_subsets : int, optional
+        Algorithm 3: per token, ``n_subsets * shots`` of the label's texts drawn without
+        replacement (CSPRNG) into ``n_subsets`` subsets, with the subsampled-Gaussian PLD
+        accounting (replace-one; :mod:`trustlab.privacy.dp_icl_subsampling`). Default: fixed
+        subsets of all the label's texts.
     accountant : Accountant, optional
         Charged once per label, ``(epsilon / L, delta / L)`` each, before its noise is drawn.
 
@@ -179,6 +186,12 @@ def dp_text_demonstrations(
         raise ParameterError(  # checked for every label before any label's release is drawn
             f"a label holds {fewest} texts, fewer than shots={shots}; lower shots.", argument="shots"
         )
+    if n_subsets is not None and fewest < check_positive_int(n_subsets, "n_subsets") * shots:
+        raise ParameterError(
+            f"a label holds {fewest} texts, fewer than n_subsets * shots = {n_subsets * shots}; "
+            "lower n_subsets or shots.",
+            argument="n_subsets",
+        )
     sep = _encode(tokenizer, separator)
     eos = sep[0] if len(sep) == 1 else None
     share_eps, share_delta = epsilon / len(names), delta / len(names)
@@ -207,6 +220,7 @@ def dp_text_demonstrations(
             method=method,
             base_probability=base_probability,
             eos_id=eos,
+            n_subsets=n_subsets,
             accountant=accountant,
         )
         releases.append(rel)
