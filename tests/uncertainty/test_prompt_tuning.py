@@ -213,6 +213,33 @@ def test_shipped_weights_are_what_the_default_recipe_trains(model: Any) -> None:
         np.testing.assert_allclose(v.numpy(), w.numpy(), rtol=1e-2, atol=1e-3, err_msg=k)
 
 
+def test_kgcoop_plus_dor_is_the_sum_of_the_two_penalties(model: Any, task: Any) -> None:
+    # KgCoOp + DOR (the paper's Table 1 combination): each weight at 0 leaves the other tuner exactly
+    def ctx(**kw: Any) -> np.ndarray:
+        return _tuner(model, task, n_steps=3, lr=0.05, **kw).fit(
+            task.X_shots, task.y_shots, class_names=task.base_names
+        ).context_
+
+    np.testing.assert_allclose(ctx(method="kgcoop+dor", kgcoop_weight=0.0), ctx(method="dor"), atol=1e-6)
+    np.testing.assert_allclose(
+        ctx(method="kgcoop+dor", reg_weight=0.0, kgcoop_weight=8.0), ctx(method="kgcoop"), atol=1e-6
+    )
+    assert not np.allclose(ctx(method="kgcoop+dor"), ctx(method="dor"), atol=1e-4)
+
+
+def test_zero_shot_anchor_is_zs_template_not_the_context_words(model: Any, task: Any) -> None:
+    # the regularisers hold the tuned features to the hand-written prompt's (KgCoOp's anchor), which
+    # need not be the words the context starts from: the pool is ranked with zs_template's features
+    def pool(ctx_init: str, zs_template: Any) -> list[str]:
+        tuner = PromptTuner(model, ctx_init=ctx_init, zs_template=zs_template, n_steps=1, outlier_top_k=7,
+                            outlier_words=outlier_vocabulary(task.base_names))
+        return tuner.fit(task.X_shots, task.y_shots, class_names=task.base_names).outlier_pool_
+
+    weak = "apple river cloud table"
+    assert pool(weak, CTX + " {}") == pool(CTX, None)
+    assert pool(weak, None) != pool(CTX, None)
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 
 
@@ -233,6 +260,8 @@ def test_shipped_weights_are_what_the_default_recipe_trains(model: Any) -> None:
         ({"n_steps": 0}, "n_steps"),
         ({"lr": -1.0}, "lr"),
         ({"reg_weight": -1.0}, "reg_weight"),
+        ({"kgcoop_weight": -1.0}, "kgcoop_weight"),
+        ({"zs_template": "a photo of the digit"}, "zs_template"),
         ({"n_threads": 0}, "n_threads"),
         ({"ctx_init": ""}, "ctx_init"),
         ({"model": "clip"}, "model"),
