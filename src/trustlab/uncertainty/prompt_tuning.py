@@ -410,7 +410,9 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
     def _zero_shot_features(self, model: Any, names: Sequence[str], argument: str) -> Any:
         template = f"{self.ctx_init} {{}}" if self.zs_template is None else self.zs_template
         if "{}" not in template:
-            raise ParameterError("zs_template must contain '{}' where the label goes.", argument="zs_template")
+            raise ParameterError(
+                "zs_template must contain '{}' where the label goes.", argument="zs_template"
+            )
         ids, eot = prompt_tokens(model, [template.format(c) for c in names], argument)
         return encode_prompts(model, ids, eot)
 
