@@ -213,6 +213,41 @@ def test_shipped_weights_are_what_the_default_recipe_trains(model: Any) -> None:
         np.testing.assert_allclose(v.numpy(), w.numpy(), rtol=1e-2, atol=1e-3, err_msg=k)
 
 
+def test_kgcoop_plus_dor_is_the_sum_of_the_two_penalties(model: Any, task: Any) -> None:
+    # KgCoOp + DOR (the paper's Table 1 combination): each weight at 0 leaves the other tuner exactly
+    def ctx(**kw: Any) -> np.ndarray:
+        return (
+            _tuner(model, task, n_steps=3, lr=0.05, **kw)
+            .fit(task.X_shots, task.y_shots, class_names=task.base_names)
+            .context_
+        )
+
+    np.testing.assert_allclose(ctx(method="kgcoop+dor", kgcoop_weight=0.0), ctx(method="dor"), atol=1e-6)
+    np.testing.assert_allclose(
+        ctx(method="kgcoop+dor", reg_weight=0.0, kgcoop_weight=8.0), ctx(method="kgcoop"), atol=1e-6
+    )
+    assert not np.allclose(ctx(method="kgcoop+dor"), ctx(method="dor"), atol=1e-4)
+
+
+def test_zero_shot_anchor_is_zs_template_not_the_context_words(model: Any, task: Any) -> None:
+    # the regularisers hold the tuned features to the hand-written prompt's (KgCoOp's anchor), which
+    # need not be the words the context starts from: the pool is ranked with zs_template's features
+    def pool(ctx_init: str, zs_template: Any) -> list[str]:
+        tuner = PromptTuner(
+            model,
+            ctx_init=ctx_init,
+            zs_template=zs_template,
+            n_steps=1,
+            outlier_top_k=7,
+            outlier_words=outlier_vocabulary(task.base_names),
+        )
+        return tuner.fit(task.X_shots, task.y_shots, class_names=task.base_names).outlier_pool_
+
+    weak = "apple river cloud table"
+    assert pool(weak, CTX + " {}") == pool(CTX, None)
+    assert pool(weak, None) != pool(CTX, None)
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 
 
@@ -233,6 +268,8 @@ def test_shipped_weights_are_what_the_default_recipe_trains(model: Any) -> None:
         ({"n_steps": 0}, "n_steps"),
         ({"lr": -1.0}, "lr"),
         ({"reg_weight": -1.0}, "reg_weight"),
+        ({"kgcoop_weight": -1.0}, "kgcoop_weight"),
+        ({"zs_template": "a photo of the digit"}, "zs_template"),
         ({"n_threads": 0}, "n_threads"),
         ({"ctx_init": ""}, "ctx_init"),
         ({"model": "clip"}, "model"),
@@ -290,6 +327,9 @@ def test_bad_other_input(model: Any, task: Any) -> None:
     assert err3.value.argument == "model"
     with pytest.raises(ParameterError):
         digit_task(base=(0, 1), new=(1, 2))
+    with pytest.raises(ParameterError) as err4:
+        digit_task(corner_mark=1.5)
+    assert err4.value.argument == "corner_mark"
     with pytest.raises(ParameterError):
         tiny_clip("default")  # type: ignore[arg-type]
 
@@ -334,6 +374,106 @@ def test_coop_overconfident_on_new_classes_and_dor_fixes_it(model: Any) -> None:
     assert mean["coop"] - mean["zs"] > tol, mean
     assert mean["coop"] - mean["dor"] > tol, mean
     assert np.mean(base_acc["dor"]) > np.mean(base_acc["coop"]) - tol
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # 12 seeds x 3 tuners x 200 steps on 80 shots: ~30 s of CPU (56 s on a loaded machine)
+def test_at_16_shots_dor_ece_is_at_or_below_the_better_baseline_on_base_and_new_classes(model: Any) -> None:
+    """The issue's bar in one setting: DOR's base and new ECE at or below min(CoOp, KgCoOp).
+
+    The paper's 16 shots per base class, the lab's prompt (the model's own template, as CLIP's
+    "a photo of a"; zero-shot calibrated on both sides: ECE 0.024 and 0.024), the paper's
+    ``lambda = 8``. 12 seeds (shots, test noise, outliers); 1,084 base and 1,076 new test images
+    per seed. Measured (means over seeds): base ECE CoOp 0.024, KgCoOp 0.024, DOR 0.016; new ECE
+    CoOp 0.035, KgCoOp 0.024, DOR 0.022. Base: DOR below each baseline beyond 2.5 standard errors
+    of the paired per-seed differences (measured 3.3). New: DOR below CoOp beyond 3 standard
+    errors and not above KgCoOp (measured -0.0027 +- 0.0010). Not the paper's mechanism for the
+    base side: CoOp gains no base accuracy over zero-shot here (0.860 vs 0.874).
+    """
+    ece: dict[str, list[tuple[float, float]]] = {"coop": [], "kgcoop": [], "dor": []}
+    for seed in range(12):
+        t = digit_task(shots=16, n_draws=4, random_state=seed)
+        for method in ece:
+            tuner = PromptTuner(
+                model,
+                method=method,
+                ctx_init=CTX,
+                n_steps=200,
+                lr=0.02,
+                random_state=seed,
+                outlier_words=outlier_vocabulary(t.base_names),
+            )
+            tuner.fit(t.X_shots, t.y_shots, class_names=t.base_names)
+            base = top_label_calibration(t.y_base, tuner.predict_proba(t.X_base)).ece
+            new = top_label_calibration(t.y_new, tuner.predict_proba(t.X_new, t.new_names)).ece
+            ece[method].append((base, new))
+    e = {k: np.array(v) for k, v in ece.items()}
+
+    def below(a: np.ndarray, b: np.ndarray, n_se: float) -> bool:  # mean(a - b) < -n_se standard errors
+        d = a - b
+        return bool(d.mean() < -n_se * d.std(ddof=1) / np.sqrt(len(d)))
+
+    assert below(e["dor"][:, 0], e["coop"][:, 0], 2.5) and below(e["dor"][:, 0], e["kgcoop"][:, 0], 2.5)
+    assert below(e["dor"][:, 1], e["coop"][:, 1], 3.0)
+    assert below(e["dor"][:, 1], e["kgcoop"][:, 1], 0.0)
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # 12 seeds x 3 tuners x 200 steps on 80 shots: ~35 s of CPU (62 s on a loaded machine)
+def test_with_a_downstream_artefact_dor_keeps_coops_base_gain_and_zero_shot_new_class_ece(model: Any) -> None:
+    """The paper's setting in small: tuning gains base accuracy from a zero-shot calibrated on both sides.
+
+    Every image carries a corner mark (brightness +0.6 on the top-left 3x3 pixels) the tiny CLIP
+    never saw: zero-shot base accuracy 0.825 at confidence 0.836, new 0.799 at 0.798. 16 shots,
+    the lab's prompt, ``lambda = 8``, 12 seeds, 542 base and 538 new test images per seed.
+    Measured: base accuracy zero-shot 0.825, CoOp 0.851, KgCoOp 0.841, DOR 0.852; new-class ECE
+    0.032, 0.061, 0.030, 0.033; base ECE 0.030, 0.041, 0.028, 0.034. Each comparison is asserted
+    beyond 3 standard errors of the paired per-seed differences (2 for DOR's base ECE below CoOp's:
+    measured 2.7), and a difference asserted absent is within 3 times the sampling floor
+    sqrt(0.25 / n / 12). Not asserted (not reproduced): DOR's base ECE at or below KgCoOp's
+    (+0.006 +- 0.004).
+    """
+    keys = ("zs", "coop", "kgcoop", "dor")
+    r: dict[str, list[tuple[float, float, float]]] = {k: [] for k in keys}  # base acc, base ECE, new ECE
+    n = 0
+    for seed in range(12):
+        t = digit_task(shots=16, n_draws=2, corner_mark=0.6, random_state=seed)
+        n = len(t.y_new)
+        zb = top_label_calibration(
+            t.y_base, zero_shot_proba(model, t.X_base, t.base_names, template=CTX + " {}")
+        )
+        zn = top_label_calibration(
+            t.y_new, zero_shot_proba(model, t.X_new, t.new_names, template=CTX + " {}")
+        )
+        r["zs"].append((zb.accuracy, zb.ece, zn.ece))
+        for method in keys[1:]:
+            tuner = PromptTuner(
+                model,
+                method=method,
+                ctx_init=CTX,
+                n_steps=200,
+                lr=0.02,
+                random_state=seed,
+                outlier_words=outlier_vocabulary(t.base_names),
+            )
+            tuner.fit(t.X_shots, t.y_shots, class_names=t.base_names)
+            b = top_label_calibration(t.y_base, tuner.predict_proba(t.X_base))
+            nn = top_label_calibration(t.y_new, tuner.predict_proba(t.X_new, t.new_names))
+            r[method].append((b.accuracy, b.ece, nn.ece))
+    a = {k: np.array(v) for k, v in r.items()}
+    floor = 3 * np.sqrt(0.25 / n / 12)
+
+    def above(x: np.ndarray, y: np.ndarray, n_se: float = 3.0) -> bool:
+        d = x - y
+        return bool(d.mean() > n_se * d.std(ddof=1) / np.sqrt(len(d)))
+
+    assert above(a["coop"][:, 0], a["zs"][:, 0])  # tuning gains base accuracy (0.825 -> 0.851)
+    assert above(a["coop"][:, 2], a["zs"][:, 2])  # CoOp over-confident on new classes (0.032 -> 0.061)
+    assert above(a["coop"][:, 2], a["dor"][:, 2])  # DOR brings it back (0.033)
+    assert abs(np.mean(a["dor"][:, 2] - a["zs"][:, 2])) < floor
+    assert above(a["dor"][:, 0], a["kgcoop"][:, 0])  # DOR keeps more base accuracy than KgCoOp
+    assert np.mean(a["dor"][:, 0] - a["coop"][:, 0]) > -floor  # ... all of CoOp's
+    assert above(a["coop"][:, 1], a["dor"][:, 1], 2.0)  # base ECE below CoOp's (0.034 vs 0.041)
 
 
 WEAK_CTX = "apple river cloud table"  # four words no pre-training caption used: a poor hand-written prompt

@@ -42,8 +42,9 @@ __all__ = [
     "zero_shot_proba",
 ]
 
-METHODS = ("coop", "kgcoop", "dor")
-"""The tuners :class:`PromptTuner` runs: plain CoOp, CoOp + KgCoOp's penalty, CoOp + DOR."""
+METHODS = ("coop", "kgcoop", "dor", "kgcoop+dor")
+"""The tuners :class:`PromptTuner` runs: plain CoOp, CoOp + KgCoOp's penalty, CoOp + DOR, and
+KgCoOp + DOR (both penalties, as the paper's Table 1 combines them)."""
 
 
 @dataclass(frozen=True)
@@ -282,19 +283,28 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
     ``method="dor"`` adds ``reg_weight * (1 - mean cos)`` between the tuned and zero-shot text
     features of ``n_outliers`` words drawn afresh each step from the top ``outlier_top_k`` of
     ``outlier_words`` (minus the base class names) ranked by mean zero-shot similarity to the
-    base classes.
+    base classes; ``method="kgcoop+dor"`` adds both (KgCoOp's at ``kgcoop_weight``). The
+    zero-shot features are those of the hand-written prompt ``zs_template`` (KgCoOp's and the
+    paper's anchor), which need not be the words the context starts from.
 
     Parameters
     ----------
     model : DualEncoder or object with the same attributes
         The frozen dual encoder (:class:`DualEncoder`; e.g. :func:`trustlab.vision.tiny_clip.tiny_clip`).
-    method : {"dor", "coop", "kgcoop"}, default="dor"
+    method : {"dor", "coop", "kgcoop", "kgcoop+dor"}, default="dor"
         The tuner.
     ctx_init : str, default="a photo of a"
-        The hand-written prompt whose words become the context (CoOp's initialisation); the
-        zero-shot prompt of a class is ``f"{ctx_init} {name}"``.
+        The hand-written prompt whose words become the context (CoOp's initialisation).
+    zs_template : str, optional
+        The zero-shot prompt, with ``{}`` for the label, whose text features the regularisers
+        hold the tuned ones to (KgCoOp's hand-crafted prompt, the paper's zero-shot CLIP; the
+        outlier pool is ranked with it too). Default ``ctx_init + " {}"``.
     reg_weight : float, default=8.0
-        The paper's lambda (8 for CoOp + DOR; KgCoOp's own default is 8 too). Unused by "coop".
+        The paper's lambda (8 for CoOp + DOR, 2 for DOR added to the other tuners; KgCoOp's own
+        default is 8): the weight of KgCoOp's penalty for "kgcoop", of DOR's for "dor" and
+        "kgcoop+dor". Unused by "coop".
+    kgcoop_weight : float, default=8.0
+        KgCoOp's weight within "kgcoop+dor" (KgCoOp's default); unused by the other methods.
     outlier_words : sequence of str, optional
         DOR's vocabulary (WordNet nouns in the paper); required for ``method="dor"``.
     outlier_top_k : int, default=5000
@@ -343,7 +353,9 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "method": [Options(METHODS)],
         "ctx_init": [str],
+        "zs_template": [None, str],
         "reg_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "kgcoop_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "outlier_words": [None, list, tuple, np.ndarray],
         "outlier_top_k": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_outliers": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -359,7 +371,9 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         *,
         method: str = "dor",
         ctx_init: str = "a photo of a",
+        zs_template: str | None = None,
         reg_weight: float = 8.0,
+        kgcoop_weight: float = 8.0,
         outlier_words: Sequence[str] | None = None,
         outlier_top_k: int = 5000,
         n_outliers: int = 16,
@@ -371,7 +385,9 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         self.model = model
         self.method = method
         self.ctx_init = ctx_init
+        self.zs_template = zs_template
         self.reg_weight = reg_weight
+        self.kgcoop_weight = kgcoop_weight
         self.outlier_words = outlier_words
         self.outlier_top_k = outlier_top_k
         self.n_outliers = n_outliers
@@ -391,6 +407,15 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         ids, eot = prompt_tokens(model, [f"{self.ctx_init} {c}" for c in names], "class_names")
         return encode_prompts(model, ids, eot, context=context)
 
+    def _zero_shot_features(self, model: Any, names: Sequence[str], argument: str) -> Any:
+        template = f"{self.ctx_init} {{}}" if self.zs_template is None else self.zs_template
+        if "{}" not in template:
+            raise ParameterError(
+                "zs_template must contain '{}' where the label goes.", argument="zs_template"
+            )
+        ids, eot = prompt_tokens(model, [template.format(c) for c in names], argument)
+        return encode_prompts(model, ids, eot)
+
     def _outlier_pool(self, model: Any, names: list[str], base_zs: Any) -> tuple[list[str], Any]:
         if self.outlier_words is None:
             raise ParameterError(
@@ -405,8 +430,7 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
                 "outlier_words must hold non-empty labels that are not the base class names.",
                 argument="outlier_words",
             )
-        ids, eot = prompt_tokens(model, [f"{self.ctx_init} {w}" for w in words], "outlier_words")
-        zs = encode_prompts(model, ids, eot)
+        zs = self._zero_shot_features(model, words, "outlier_words")
         order = np.argsort(-(zs @ base_zs.T).mean(1).numpy(), kind="stable")[: int(self.outlier_top_k)]
         return [words[i] for i in order], zs[order.copy()]
 
@@ -446,10 +470,10 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
             n_ctx, init_ids = self._context_slots(model)
             start = int(model.n_prefix)
             init = model.token_embedding(torch.as_tensor(init_ids))[0, start : start + n_ctx].detach().clone()
-            base_zs = self._tuned_features(model, None, names)
+            base_zs = self._zero_shot_features(model, names, "class_names")
             pool: list[str] = []
             pool_zs: Any = None
-            if self.method == "dor":
+            if self.method.endswith("dor"):
                 pool, pool_zs = self._outlier_pool(model, names, base_zs)
         target = torch.as_tensor(yy.astype(np.int64))
         context = init.float().requires_grad_(True)
@@ -459,9 +483,10 @@ class PromptTuner(ParamsValidationMixin, BaseEstimator):
         for _ in range(int(self.n_steps)):
             ft = self._tuned_features(model, context, names)
             loss = torch.nn.functional.cross_entropy(scale * fi @ ft.T, target)
-            if self.method == "kgcoop":
-                loss = loss + float(self.reg_weight) * ((ft - base_zs) ** 2).sum(1).mean()
-            elif self.method == "dor":
+            if self.method.startswith("kgcoop"):
+                kg = float(self.reg_weight if self.method == "kgcoop" else self.kgcoop_weight)
+                loss = loss + kg * ((ft - base_zs) ** 2).sum(1).mean()
+            if self.method.endswith("dor"):
                 pick = rng.choice(len(pool), min(int(self.n_outliers), len(pool)), replace=False)
                 fo = self._tuned_features(model, context, [pool[i] for i in pick])
                 cos = (fo * pool_zs[torch.as_tensor(pick)]).sum(1)

@@ -390,6 +390,7 @@ def digit_task(
     shots: int = 16,
     noise: float = 0.5,
     n_draws: int = 2,
+    corner_mark: float = 0.0,
     random_state: int = 0,
 ) -> DigitTask:
     """The base-to-new split of the paper's protocol on the lab's digits.
@@ -404,6 +405,10 @@ def digit_task(
         Pixel noise (the tiny CLIP's training noise).
     n_draws : int, default=2
         Noise draws of each of the 540 held-out digits (more test images, same digits).
+    corner_mark : float, default=0.0
+        Brightness added (then clipped to [0, 1]) to the top-left 3x3 pixels of every image,
+        shots and test alike: a downstream artefact the tiny CLIP never saw in pre-training, the
+        lab's stand-in for a domain where the hand-written prompt is not the best one (0: none).
     random_state : int, default=0
         Seeds the shots and the noise.
 
@@ -422,11 +427,16 @@ def digit_task(
         raise ParameterError("base and new must be disjoint, non-empty sets of digits 0-9.", argument="base")
     if int(shots) < 1 or int(n_draws) < 1 or not 0 <= float(noise) < 1:
         raise ParameterError("shots and n_draws must be >= 1 and noise in [0, 1).", argument="shots")
+    if not 0 <= float(corner_mark) <= 1:
+        raise ParameterError("corner_mark must be in [0, 1].", argument="corner_mark")
     rng = np.random.default_rng(random_state)
     X_tr, X_te, y_tr, y_te = digits_split(random_state=0)
 
     def noisy(X: np.ndarray) -> np.ndarray:
-        return np.clip(X + noise * rng.standard_normal(X.shape), 0, 1).astype(np.float32)
+        out = np.clip(X + noise * rng.standard_normal(X.shape), 0, 1)
+        if corner_mark:
+            out[..., :3, :3] = np.clip(out[..., :3, :3] + float(corner_mark), 0, 1)
+        return out.astype(np.float32)
 
     idx = np.concatenate([rng.choice(np.flatnonzero(y_tr == c), shots, replace=False) for c in base_l])
     X_shots, y_shots = noisy(X_tr[idx]), np.searchsorted(np.sort(base_l), y_tr[idx])
