@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from trustlab.errors import DataError, ModelError, ParameterError
-from trustlab.lm import ModelConfig, build_model, lcg_sequences
+from trustlab.lm import ModelConfig, TrainConfig, build_model, lcg_sequences, lcg_split, train_model
 from trustlab.lm.corpora import TokenData
 from trustlab.lm.lcg_moduli import unseen_moduli_task
 from trustlab.lm.lcg_radix import radix_accuracy, radix_decode, radix_digits, radix_encode
@@ -81,3 +81,29 @@ def test_accuracy_counts_a_number_only_when_every_digit_is_right():
     assert perfect.hits.shape == (3, 6) and perfect.hits.all() and perfect.band(1) == (1.0, 0.0)
     high_wrong = radix_accuracy(_Oracle(16, 2, wrong=[1]), enc, 2, batch_size=2)
     assert not high_wrong.hits.any() and np.all(high_wrong.digit_accuracy == [[1.0, 0.0]] * 6)
+
+
+@pytest.mark.slow  # one model of 1000 steps on 48-token sequences: about 70 s CPU
+@pytest.mark.claims
+def test_claim_low_digit_predicted_before_high_digit_slow():
+    # Fixed modulus m = 256 written as 2 hex digits (lowest first), trained on 6144 of the 8192 full-period
+    # pairs, tested on 512 held-out pairs. The paper's digit-wise picture: the lowest digit x mod 16 has
+    # period 16, so once the context holds 16 numbers it is read off 16 numbers back; the high digit needs
+    # (a, c).
+    # Tolerances: 3 standard errors over the 512 test sequences.
+    train, test = lcg_split(256, 0.25)
+    tr = radix_encode(lcg_sequences(train, 256, 24), 16)
+    te = radix_encode(lcg_sequences(test[:512], 256, 24, seed=1), 16)
+    model = build_model(ModelConfig("llama", vocab_size=16, d_model=64, n_layers=2, n_heads=4, max_len=48))
+    train_model(model, tr, TrainConfig(steps=1000, batch_size=64, lr=3e-3, warmup=50, weight_decay=0.1))
+    res = radix_accuracy(model, te, 2)
+    n = res.hits.shape[0]
+    low_late, high_late = res.digit_hits[:, 15:, 0].mean(axis=1), res.digit_hits[:, 15:, 1].mean(axis=1)
+    gap = low_late - high_late  # paired per sequence
+    assert low_late.mean() >= 0.95, res.digit_accuracy
+    assert gap.mean() > 3 * gap.std(ddof=1) / np.sqrt(n), res.digit_accuracy
+    low_early = res.digit_hits[:, :8, 0].mean(axis=1)  # 1 to 8 numbers of context: look-back 16 not yet there
+    rise = low_late - low_early
+    assert rise.mean() > 3 * rise.std(ddof=1) / np.sqrt(n), res.digit_accuracy
+    late, late_se = res.band(16)
+    assert late > 1 / 256 + 3 * late_se, late  # whole numbers above chance
