@@ -47,12 +47,11 @@ def test_errors_name_the_argument():
         radix_encode(data, 1)
     enc = radix_encode(data, 16)
     with pytest.raises(ModelError, match="vocabulary"):
-        radix_accuracy(
-            build_model(ModelConfig("gpt2", vocab_size=8, d_model=8, n_layers=1, n_heads=2)), enc, 3
-        )
-    model = build_model(ModelConfig("gpt2", vocab_size=16, d_model=8, n_layers=1, n_heads=2))
+        radix_accuracy(_Oracle(8, 3), enc, 3)
+    with pytest.raises(ModelError, match="causal LM"):
+        radix_accuracy(object(), enc, 3)
     with pytest.raises(ParameterError, match="n_digits"):
-        radix_accuracy(model, enc, 4)
+        radix_accuracy(_Oracle(16, 4), enc, 4)
 
 
 class _Oracle(torch.nn.Module):
