@@ -51,7 +51,7 @@ def freeform_masks(
     --------
     >>> m = freeform_masks(3)
     >>> m.shape, [int(k) for k in m.sum(axis=(1, 2, 3))]
-    ((3, 1, 8, 8), [16, 13, 14])
+    ((3, 1, 8, 8), [18, 15, 16])
     """
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ParameterError(f"n must be a positive integer (masks); got {n!r}.", argument="n")
@@ -138,13 +138,9 @@ def inpaint_inputs(X0: Any, masks: Any, *, random_state: Any = 0) -> np.ndarray:
     """
     x0 = check_images(X0, "X0")
     m = check_images(masks, "masks")
-    if (
-        x0.ndim != 4
-        or m.ndim != 4
-        or m.shape[1] != 1
-        or m.shape[2:] != x0.shape[2:]
-        or len(m) not in (1, len(x0))
-    ):
+    if x0.ndim != 4:
+        raise DataError(f"X0 must be (n, C, H, W) images; got shape {x0.shape}.", argument="X0")
+    if m.ndim != 4 or m.shape[1] != 1 or m.shape[2:] != x0.shape[2:] or len(m) not in (1, len(x0)):
         raise DataError(
             f"masks must be (n, 1, H, W) or (1, 1, H, W) matching X0 {x0.shape}; got {m.shape}.",
             argument="masks",

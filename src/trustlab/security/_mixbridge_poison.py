@@ -250,8 +250,8 @@ def poison_rate_pairs(pairs: Any, rate: float, *, random_state: Any = 0) -> Pois
     --------
     >>> X = np.zeros((1000, 1, 4, 4), dtype=np.float32)
     >>> p = poison_rate_pairs(poison_pairs(X, X, [np.ones((2, 1, 4, 4))] * 2), 0.1)
-    >>> len(p.X0), round(float((p.task > 0).mean()), 2)
-    (1000, 0.1)
+    >>> len(p.X0), int((p.task > 0).sum())  # about 100 poisoned
+    (1000, 89)
     """
     if not isinstance(pairs, PoisonedPairs):
         raise ParameterError(
