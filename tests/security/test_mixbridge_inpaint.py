@@ -23,8 +23,60 @@ from trustlab.security.mixbridge_lab import (  # noqa: E402
     inpaint_inputs,
 )
 
+N_EVAL = 150
 
-@settings(max_examples=20, deadline=None)
+
+@pytest.fixture(scope="module")
+def reports():
+    """The shipped inpainting single bridge and MixBridge on 150 held-out digits per task (nfe 5)."""
+    r = compare_digits_models(N_EVAL, task="inpaint", nfe=5, random_state=0)
+    return r["single bridge"], r["MixBridge"]
+
+
+@pytest.mark.claims
+def test_claim_inpainting_mixbridge_keeps_the_backdoors_the_single_bridge_loses(reports):
+    # Paper, Tables 1-2 (ImageNet inpainting): the single bridge trained on the benign task and three
+    # heterogeneous triggers loses attack success; MixBridge keeps it. Each ASR is a share of
+    # n = 150 outputs: the standard error of a difference is <= sqrt(2 * 0.25 / 150) = 0.058; over the
+    # three triggers (450 outputs) <= 0.033. We ask 3 of them for the mean and for zeros and inverted
+    # threes (the diamonds' gap is 0.17 here, 2.9 SE: not asked).
+    single, mix = reports
+    se1, se3 = math.sqrt(2 * 0.25 / N_EVAL), math.sqrt(2 * 0.25 / (3 * N_EVAL))
+    assert np.mean(mix.attack_success) - np.mean(single.attack_success) > 3 * se3
+    for k in (0, 1):
+        assert mix.attack_success[k] - single.attack_success[k] > 3 * se1, k
+    assert min(mix.attack_success) > 0.5
+    # utility: the benign MSE is *not* better here (0.038 vs 0.037): only ask it is within 15%
+    assert mix.benign_mse < 1.15 * single.benign_mse
+    # stealth: weight spread on triggered inputs (entropy > 0.2 nats of log 4 = 1.39)
+    assert single.router_entropy is None and min(mix.router_entropy[1:]) > 0.2
+
+
+@pytest.mark.slow  # imports the whole CLI and samples both models twice (~5 s CPU)
+def test_cli_inpaint_task_matches_the_library():
+    import json
+
+    from typer.testing import CliRunner
+
+    from trustlab.cli import app
+
+    res = CliRunner().invoke(
+        app, ["backdoor", "mixbridge", "--task", "inpaint", "--n", "12", "--nfe", "1", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    direct = compare_digits_models(12, task="inpaint", nfe=1)
+    assert out["task"] == "inpaint"
+    for name in ("single bridge", "MixBridge"):
+        assert out["models"][name]["attack_success"] == list(direct[name].attack_success)
+        assert out["models"][name]["benign_mse"] == direct[name].benign_mse
+    res = CliRunner().invoke(app, ["backdoor", "mixbridge", "--task", "inpaint", "--n", "12", "--nfe", "1"])
+    assert res.exit_code == 0 and "inpainting" in res.output
+    bad = CliRunner().invoke(app, ["backdoor", "mixbridge", "--task", "deblur"])
+    assert bad.exit_code == 2 and "--task" in bad.output and len(bad.output.strip().splitlines()) == 1
+
+
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**31), h=st.integers(4, 12), w=st.integers(4, 12))
 def test_freeform_masks_cover_20_to_30_percent(seed, h, w):
     m = freeform_masks(5, (h, w), random_state=seed)

@@ -74,14 +74,15 @@ def freeform_masks(
     for m in out[:, 0]:
         target = int(rng.integers(lo, hi + 1))
         y, x, d = int(rng.integers(h)), int(rng.integers(w)), int(rng.integers(4))
-        m[y, x] = 1
-        while m.sum() < target:
+        m[y, x], count = 1, 1
+        while count < target:
             if rng.random() < 0.1:
                 y, x = int(rng.integers(h)), int(rng.integers(w))
             else:
                 if rng.random() > 0.7:
                     d = int(rng.integers(4))
                 y, x = min(max(y + moves[d][0], 0), h - 1), min(max(x + moves[d][1], 0), w - 1)
+            count += int(m[y, x] == 0)
             m[y, x] = 1
     return out
 
