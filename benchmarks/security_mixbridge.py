@@ -10,7 +10,8 @@ FID-like distance of the benign outputs to the clean digits, per trigger attack 
 tiny-CLIP image tower, :mod:`trustlab.security.mixbridge_metrics`), router entropy. Every
 network is retrained per seed (3 seeds; ``--quick``: 1 seed, fewer steps); rows give mean ±
 standard error over seeds (``summary``: the same as numbers, ``*_se`` the standard errors).
-Times are CPU training seconds on one thread.
+Times are CPU training seconds on one thread. The paper's second task (inpainting) and the
+poison-rate sweep: ``security_mixbridge_inpaint``, which reuses this file's training and scoring.
 """
 
 from __future__ import annotations
