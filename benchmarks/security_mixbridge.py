@@ -10,7 +10,8 @@ FID-like distance of the benign outputs to the clean digits, per trigger attack 
 tiny-CLIP image tower, :mod:`trustlab.security.mixbridge_metrics`), router entropy. Every
 network is retrained per seed (3 seeds; ``--quick``: 1 seed, fewer steps); rows give mean ±
 standard error over seeds (``summary``: the same as numbers, ``*_se`` the standard errors).
-Times are CPU training seconds on one thread.
+Times are CPU training seconds on one thread. The paper's second task (inpainting) and the
+poison-rate sweep: ``security_mixbridge_inpaint``, which reuses this file's training and scoring.
 """
 
 from __future__ import annotations
@@ -21,13 +22,9 @@ import time
 SEEDS = (0, 1, 2)
 
 
-def _one_seed(seed: int, steps: int, X0, X1, targets, Xv0, Xv1) -> list[dict]:
-    from trustlab.security.mixbridge import (
-        MixBridge,
-        evaluate_bridge_backdoor,
-        merge_bridges,
-        train_router,
-    )
+def _train_models(seed: int, steps: int, X0, X1, targets) -> dict:
+    """The single bridge, MixBridge (WRS 1) and a no-WRS merge of the same experts, for one seed."""
+    from trustlab.security.mixbridge import MixBridge, merge_bridges, train_router
     from trustlab.vision.bridge import train_bridge
     from trustlab.vision.classifiers import make_classifier
     from trustlab.vision.diffusion import make_unet
@@ -47,28 +44,48 @@ def _one_seed(seed: int, steps: int, X0, X1, targets, Xv0, Xv1) -> list[dict]:
         make_classifier("cnn", width=8, n_classes=pairs.n_tasks), pairs, steps=200, random_state=seed
     )
     no_wrs = merge_bridges(attack.experts_, router, pairs, steps=50, wrs=0.0, random_state=100 + seed)
+    return {
+        "models": [
+            ("single bridge", single, t_single),
+            ("MixBridge (WRS 1)", attack.model_, t_mix),
+            ("MixBridge (no WRS)", no_wrs, float("nan")),
+        ],
+        "attack": attack,
+        "router": router,
+        "pairs": pairs,
+    }
 
-    rows = []
-    for name, model, secs in (
-        ("single bridge", single, t_single),
-        ("MixBridge (WRS 1)", attack.model_, t_mix),
-        ("MixBridge (no WRS)", no_wrs, float("nan")),
+
+def _score(name: str, model, secs: float, seed: int, Xv0, Xv1, targets, holes=None) -> dict:
+    """One model's row: benign MSE and FID-like, per-trigger ASR / backdoor MSE / similarity, entropy.
+
+    With ``holes`` (inpainting masks of the held-out inputs) also the benign MSE inside the holes.
+    """
+    from trustlab.security.mixbridge import evaluate_bridge_backdoor
+    from trustlab.vision.bridge import bridge_sample
+
+    r = evaluate_bridge_backdoor(model, Xv0, Xv1, targets, nfe=10, random_state=seed, features="lab")
+    row: dict = {"model": name, "seed": seed, "benign_mse": r.benign_mse, "benign_fid": r.benign_fid}
+    if holes is not None:  # the same draw as the report's benign outputs (same sampler seed)
+        out = bridge_sample(model, Xv1, nfe=10, random_state=seed)
+        row["hole_mse"] = float((((out - Xv0) ** 2) * holes).sum() / (holes.sum() * Xv0.shape[1]))
+    assert r.target_similarity is not None
+    for k, (a, m, c) in enumerate(
+        zip(r.attack_success, r.backdoor_mse, r.target_similarity, strict=True), start=1
     ):
-        r = evaluate_bridge_backdoor(model, Xv0, Xv1, targets, nfe=10, random_state=seed, features="lab")
-        row: dict = {"model": name, "seed": seed, "benign_mse": r.benign_mse, "benign_fid": r.benign_fid}
-        assert r.target_similarity is not None
-        for k, (a, m, c) in enumerate(
-            zip(r.attack_success, r.backdoor_mse, r.target_similarity, strict=True), start=1
-        ):
-            row[f"asr_{k}"] = a
-            row[f"bd_mse_{k}"] = m
-            row[f"sim_{k}"] = c
-        row["entropy_triggers"] = (
-            sum(r.router_entropy[1:]) / (len(r.router_entropy) - 1) if r.router_entropy else float("nan")
-        )
-        row["train_cpu_s"] = secs
-        rows.append(row)
-    return rows
+        row[f"asr_{k}"] = a
+        row[f"bd_mse_{k}"] = m
+        row[f"sim_{k}"] = c
+    row["entropy_triggers"] = (
+        sum(r.router_entropy[1:]) / (len(r.router_entropy) - 1) if r.router_entropy else float("nan")
+    )
+    row["train_cpu_s"] = secs
+    return row
+
+
+def _one_seed(seed: int, steps: int, X0, X1, targets, Xv0, Xv1) -> list[dict]:
+    trained = _train_models(seed, steps, X0, X1, targets)
+    return [_score(name, m, secs, seed, Xv0, Xv1, targets) for name, m, secs in trained["models"]]
 
 
 def _mean_se(values: list[float]) -> tuple[float, float]:
@@ -80,24 +97,8 @@ def _mean_se(values: list[float]) -> tuple[float, float]:
     return m, math.sqrt(var / n)
 
 
-def run(quick: bool = False) -> dict:
-    import torch
-
-    from trustlab.security.mixbridge_lab import digits_backdoor_targets, digits_sr_pairs
-    from trustlab.security.mixbridge_metrics import fid_like
-
-    torch.set_num_threads(1)
-    steps = 100 if quick else 300
-    n_eval = 100 if quick else 300
-    seeds = SEEDS[:1] if quick else SEEDS
-    X0, X1 = digits_sr_pairs("train", 600)
-    targets = digits_backdoor_targets()
-    Xv0, Xv1 = digits_sr_pairs("test", n_eval)
-
-    per_seed: list[dict] = []
-    for seed in seeds:
-        per_seed += _one_seed(seed, steps, X0, X1, targets, Xv0, Xv1)
-
+def _summarise(per_seed: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Mean and standard error over seeds per model (``summary``) and the formatted table rows."""
     summary, rows = [], []
     for name in dict.fromkeys(r["model"] for r in per_seed):
         mine = [r for r in per_seed if r["model"] == name]
@@ -118,6 +119,7 @@ def run(quick: bool = False) -> dict:
             {
                 "model": name,
                 "benign MSE": fmt(["benign_mse"], 3),
+                **({"hole MSE": fmt(["hole_mse"], 3)} if "hole_mse" in stats else {}),
                 "benign FID-like": fmt(["benign_fid"], 2),
                 "ASR per trigger": fmt([f"asr_{k}" for k in k3], 2),
                 "backdoor MSE": fmt([f"bd_mse_{k}" for k in k3], 3),
@@ -125,6 +127,28 @@ def run(quick: bool = False) -> dict:
                 "trigger entropy": fmt(["entropy_triggers"], 2),
             }
         )
+    return summary, rows
+
+
+def run(quick: bool = False) -> dict:
+    import torch
+
+    from trustlab.security.mixbridge_lab import digits_backdoor_targets, digits_sr_pairs
+    from trustlab.security.mixbridge_metrics import fid_like
+
+    torch.set_num_threads(1)
+    steps = 100 if quick else 300
+    n_eval = 100 if quick else 300
+    seeds = SEEDS[:1] if quick else SEEDS
+    X0, X1 = digits_sr_pairs("train", 600)
+    targets = digits_backdoor_targets()
+    Xv0, Xv1 = digits_sr_pairs("test", n_eval)
+
+    per_seed: list[dict] = []
+    for seed in seeds:
+        per_seed += _one_seed(seed, steps, X0, X1, targets, Xv0, Xv1)
+
+    summary, rows = _summarise(per_seed)
     half = n_eval // 2
     t_ratio = [
         mix["train_cpu_s"] / one["train_cpu_s"]

@@ -79,12 +79,22 @@ def complications(
     )
 
 
-_MIX_FLAGS = {"n": "--n", "nfe": "--nfe", "random_state": "--seed", "cache_dir": "--cache-dir"}
+_MIX_FLAGS = {
+    "n": "--n",
+    "task": "--task",
+    "nfe": "--nfe",
+    "random_state": "--seed",
+    "cache_dir": "--cache-dir",
+}
+_TASK_LINE = {"sr": "2x super-resolution", "inpaint": "inpainting of free-form holes (20-30%)"}
 
 
 @backdoor_app.command()
 def mixbridge(
     n: Annotated[int, typer.Option(help="Held-out digits per task (2-540).")] = 150,
+    task: Annotated[
+        str, typer.Option(help="Benign task: sr (2x super-resolution) or inpaint (free-form holes, 20-30%).")
+    ] = "sr",
     nfe: Annotated[int, typer.Option(help="Bridge sampling steps.")] = 5,
     seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
     cache_dir: Annotated[
@@ -97,13 +107,15 @@ def mixbridge(
 ) -> None:
     """Single backdoored bridge vs MixBridge on the lab's digits (Qin et al., ICML 2025).
 
+    The benign task is 2x super-resolution (``--task sr``) or inpainting (``--task inpaint``).
+
     Prints per-trigger ASR and backdoor MSE, benign MSE, the FID-like distance, the target
     similarity and the router entropy of each model.
     """
     try:
         from trustlab.security.mixbridge_lab import compare_digits_models
 
-        reports = compare_digits_models(n, nfe=nfe, random_state=seed, cache_dir=cache_dir)
+        reports = compare_digits_models(n, task=task, nfe=nfe, random_state=seed, cache_dir=cache_dir)
     except TrustlabError as exc:
         fail(exc, _MIX_FLAGS)
     if as_json:
@@ -119,13 +131,16 @@ def mixbridge(
             }
             for name, r in reports.items()
         }
-        typer.echo(json.dumps({"n": n, "nfe": nfe, "seed": seed, "models": rows}, indent=2))
+        typer.echo(json.dumps({"n": n, "task": task, "nfe": nfe, "seed": seed, "models": rows}, indent=2))
         return
 
     def cells(values: tuple[float, ...] | None, fmt: str = ".2f") -> str:
         return "-" if values is None else "/".join(f"{v:{fmt}}" for v in values)
 
-    typer.echo(f"{n} held-out digits per task, nfe {nfe}; triggers: zeros / inverted threes / diamonds")
+    typer.echo(
+        f"{n} held-out digits per task, {_TASK_LINE[task]}, nfe {nfe}; "
+        "triggers: zeros / inverted threes / diamonds"
+    )
     typer.echo(
         f"{'model':<14} {'ASR':<15} {'backdoor MSE':<18} {'benign MSE':>10} {'FID-like':>9} "
         f"{'target sim':<17} router entropy"

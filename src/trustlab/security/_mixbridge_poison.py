@@ -221,3 +221,51 @@ def poison_pairs(
         np.concatenate(tasks),
         cs,
     )
+
+
+@validate_params({"rate": [Interval(numbers.Real, 0, 1, closed="neither")]})
+def poison_rate_pairs(pairs: Any, rate: float, *, random_state: Any = 0) -> PoisonedPairs:
+    """One task per clean pair, poisoned with probability ``rate`` (the paper's poison-rate sweep).
+
+    The authors' per-sample rule (their ``backdoor`` and ``train_combination`` loops) draws for
+    each training pair ``r ~ U(0, 1)``: benign if ``r < 1/4``, else one of the three triggers,
+    a poison rate of 75%; the paper varies that rate from 10% to 90%. Here each clean pair ``i``
+    keeps its benign version with probability ``1 - rate`` and else the version of a trigger
+    drawn uniformly, so the result holds one pair per clean image.
+
+    Parameters
+    ----------
+    pairs : PoisonedPairs
+        From :func:`poison_pairs` (every clean pair once per task).
+    rate : float in (0, 1)
+        Probability that a pair is poisoned.
+    random_state : None, int or numpy.random.Generator, default=0
+
+    Returns
+    -------
+    PoisonedPairs
+        ``len(pairs.X0) / pairs.n_tasks`` pairs.
+
+    Examples
+    --------
+    >>> X = np.zeros((1000, 1, 4, 4), dtype=np.float32)
+    >>> p = poison_rate_pairs(poison_pairs(X, X, [np.ones((2, 1, 4, 4))] * 2), 0.1)
+    >>> len(p.X0), int((p.task > 0).sum())  # about 100 poisoned
+    (1000, 89)
+    """
+    if not isinstance(pairs, PoisonedPairs):
+        raise ParameterError(
+            f"pairs must be PoisonedPairs (poison_pairs); got {type(pairs).__name__}.", argument="pairs"
+        )
+    counts = np.bincount(pairs.task, minlength=pairs.n_tasks)
+    n = len(pairs.X0) // pairs.n_tasks
+    if (counts != n).any() or (pairs.task != np.repeat(np.arange(pairs.n_tasks), n)).any():
+        raise DataError(
+            "pairs must hold every clean pair once per task in task order (as poison_pairs builds them).",
+            argument="pairs",
+        )
+    rng = np.random.default_rng(random_state)
+    k = pairs.n_tasks - 1
+    task = np.where(rng.random(n) < rate, 1 + rng.integers(k, size=n), 0)
+    idx = task * n + np.arange(n)
+    return PoisonedPairs(pairs.X0[idx], pairs.X1[idx], pairs.task[idx], pairs.corners)

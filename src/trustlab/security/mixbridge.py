@@ -36,6 +36,7 @@ from trustlab.security._mixbridge_poison import (
     _target_sets,
     nearest_targets,
     poison_pairs,
+    poison_rate_pairs,
     stamp_trigger,
 )
 from trustlab.security.mixbridge_metrics import fid_like, lab_features, target_similarity
@@ -52,6 +53,7 @@ __all__ = [
     "merge_bridges",
     "nearest_targets",
     "poison_pairs",
+    "poison_rate_pairs",
     "stamp_trigger",
     "train_router",
     "wrs_penalty",

@@ -1,11 +1,14 @@
-"""MixBridge's small lab: a digit super-resolution bridge, three heterogeneous backdoors, trained models.
+"""MixBridge's small lab: digit super-resolution and inpainting bridges, three heterogeneous backdoors.
 
-The benign task is 2x super-resolution of scikit-learn's 8x8 digits (the paper's CelebA task
-is 4x super-resolution, I2SB's ``sr4x-pool``: average-pool, then nearest upsampling). The
+The paper's two benign tasks on scikit-learn's 8x8 digits: 2x super-resolution (the paper's
+CelebA task is 4x super-resolution, I2SB's ``sr4x-pool``: average-pool, then nearest
+upsampling) and inpainting of free-form holes covering 20-30% of the image (the paper's
+ImageNet task, I2SB's ``inpaint-freeform2030``: the hole filled with Gaussian noise). The
 three triggers' targets are heterogeneous, as the paper's (fake faces, NSFW, anime): ten
-zeros, ten *inverted* threes (bright background) and ten synthetic diamonds. The default
-recipe's models (one single bridge trained on everything, and MixBridge) ship with trustlab
-(float16, ``trustlab/vision/mixbridge_digits.npz``); other recipes are trained into a cache.
+zeros, ten *inverted* threes (bright background) and ten synthetic diamonds. Each task's
+default recipe's models (one single bridge trained on everything, and MixBridge) ship with
+trustlab (float16, ``trustlab/vision/mixbridge_digits.npz`` and
+``mixbridge_inpaint_digits.npz``); other recipes are trained into a cache.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 
 from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab.errors import ParameterError
+from trustlab.security._mixbridge_inpaint import MASKS, center_mask, freeform_masks, inpaint_inputs
 from trustlab.security.mixbridge import (
     BridgeBackdoorReport,
     MixBridge,
@@ -31,16 +35,23 @@ from trustlab.vision.classifiers import digits_split, make_classifier, require_t
 from trustlab.vision.diffusion import make_unet
 
 __all__ = [
+    "MASKS",
+    "TASKS",
     "MixBridgeDigitsRecipe",
+    "center_mask",
     "compare_digits_models",
     "digits_backdoor_targets",
+    "digits_inpaint_pairs",
     "digits_models",
     "digits_sr_pairs",
+    "freeform_masks",
+    "inpaint_inputs",
     "sr_inputs",
     "train_digits_models",
 ]
 
-_SHIPPED = "mixbridge_digits.npz"
+TASKS = ("sr", "inpaint")
+"""The lab's benign tasks: 2x super-resolution and free-form inpainting (the paper's two)."""
 
 
 def sr_inputs(X0: np.ndarray, factor: int = 2) -> np.ndarray:
@@ -103,6 +114,68 @@ def digits_sr_pairs(split: str = "train", n: int | None = None) -> tuple[np.ndar
     return X0, sr_inputs(X0)
 
 
+def digits_inpaint_pairs(
+    split: str = "train",
+    n: int | None = None,
+    *,
+    mask: str = "freeform",
+    draws: int = 1,
+    random_state: Any = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(X0, X1, masks)``: clean digits, their noise-filled inpainting inputs and the holes.
+
+    Parameters
+    ----------
+    split : {"train", "test"}, default="train"
+        Which part of :func:`digits_split` (``random_state=0``).
+    n : int, optional
+        Keep the first ``n`` digits (all by default).
+    mask : {"freeform", "center"}, default="freeform"
+        :func:`freeform_masks` (20-30% of the image, the paper's) or :func:`center_mask`.
+    draws : int, default=1
+        Masks and noise drawn per digit (rows ``j * n .. (j + 1) * n - 1`` hold draw ``j``):
+        I2SB draws a fresh mask and noise for every training batch.
+    random_state : None, int or numpy.random.Generator, default=0
+        Seeds masks and noise.
+
+    Returns
+    -------
+    X0 : numpy.ndarray of shape (draws * n, 1, 8, 8)
+    X1 : numpy.ndarray of float32, shape (draws * n, 1, 8, 8)
+    masks : numpy.ndarray of float32, shape (draws * n, 1, 8, 8)
+
+    Examples
+    --------
+    >>> X0, X1, M = digits_inpaint_pairs("train", 4, draws=2)
+    >>> X0.shape, X1.shape, bool(((X0 == X1) | (M == 1)).all())
+    ((8, 1, 8, 8), (8, 1, 8, 8), True)
+    """
+    if split not in ("train", "test"):
+        raise ParameterError(f"split must be 'train' or 'test'; got {split!r}.", argument="split")
+    if mask not in MASKS:
+        raise ParameterError(f"mask must be one of {MASKS}; got {mask!r}.", argument="mask")
+    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
+        raise ParameterError(f"draws must be a positive integer; got {draws!r}.", argument="draws")
+    X_tr, X_te, _, _ = digits_split(random_state=0)
+    X0 = np.concatenate([(X_tr if split == "train" else X_te)[:n]] * int(draws))
+    rng = np.random.default_rng(random_state)
+    M = (
+        freeform_masks(len(X0), X0.shape[2:], random_state=rng)
+        if mask == "freeform"
+        else np.repeat(center_mask(X0.shape[2:]), len(X0), axis=0)
+    )
+    return X0, inpaint_inputs(X0, M, random_state=rng), M
+
+
+def _task_pairs(
+    task: str, split: str, n: int | None, *, draws: int = 1, random_state: Any = 0
+) -> tuple[Any, Any]:
+    """``(X0, X1)`` of one benign task (:data:`TASKS`)."""
+    if task == "sr":
+        return digits_sr_pairs(split, n)
+    return digits_inpaint_pairs(split, n, draws=draws, random_state=random_state)[:2]
+
+
 def digits_backdoor_targets(n_per_trigger: int = 10) -> list[np.ndarray]:
     """Three heterogeneous target sets: zeros, inverted threes, diamonds (``n_per_trigger`` each).
 
@@ -155,7 +228,12 @@ class MixBridgeDigitsRecipe:
     batch_size : int, default=64
         Minibatch size.
     seed : int, default=0
-        Seeds initialisation and training.
+        Seeds initialisation and training (and the inpainting task's masks and noise).
+    task : {"sr", "inpaint"}, default="sr"
+        The benign task (:data:`TASKS`): 2x super-resolution (:func:`digits_sr_pairs`) or
+        free-form inpainting (:func:`digits_inpaint_pairs`).
+    mask_draws : int, default=4
+        Inpainting only: masks and noise drawn per training digit (I2SB redraws them per batch).
 
     Examples
     --------
@@ -174,16 +252,35 @@ class MixBridgeDigitsRecipe:
     wrs: float = 1.0
     batch_size: int = 64
     seed: int = 0
+    task: str = "sr"
+    mask_draws: int = 4
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ParameterError(f"task must be one of {TASKS}; got {self.task!r}.", argument="task")
+        if isinstance(self.mask_draws, bool) or not isinstance(self.mask_draws, int) or self.mask_draws < 1:
+            raise ParameterError(
+                f"mask_draws must be a positive integer; got {self.mask_draws!r}.", argument="mask_draws"
+            )
 
     def fingerprint(self) -> str:
-        """12 hex digits of every field.
+        """12 hex digits of every field (the super-resolution recipes' as before the task field).
 
         Returns
         -------
         str
             A digest of the recipe, used to name its cache file.
         """
-        return spec_digest(asdict(self))
+        spec = asdict(self)
+        if self.task == "sr":
+            del spec["task"], spec["mask_draws"]
+        return spec_digest(spec)
+
+
+_SHIPPED = {
+    MixBridgeDigitsRecipe(): "mixbridge_digits.npz",
+    MixBridgeDigitsRecipe(task="inpaint"): "mixbridge_inpaint_digits.npz",
+}
 
 
 def train_digits_models(recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
@@ -208,7 +305,9 @@ def train_digits_models(recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
     >>> type(mix).__name__  # doctest: +SKIP
     'MixtureOfBridges'
     """
-    X0, X1 = digits_sr_pairs("train", recipe.n_train)
+    X0, X1 = _task_pairs(
+        recipe.task, "train", recipe.n_train, draws=recipe.mask_draws, random_state=recipe.seed
+    )
     targets = digits_backdoor_targets()
     net = make_unet(channels=recipe.channels, seed=recipe.seed)
     attack = MixBridge(
@@ -265,15 +364,16 @@ def _from_arrays(arrays: Any, recipe: MixBridgeDigitsRecipe) -> tuple[Any, Any]:
 def digits_models(
     recipe: MixBridgeDigitsRecipe | None = None, cache_dir: str | Path | None = None
 ) -> tuple[Any, Any]:
-    """``(single, mixbridge)`` for ``recipe``: shipped for the default, else trained once into a cache.
+    """``(single, mixbridge)`` for ``recipe``: shipped for each task's default, else trained into a cache.
 
     Parameters
     ----------
     recipe : MixBridgeDigitsRecipe, optional
-        Default ``MixBridgeDigitsRecipe()``, whose models ship with trustlab (float16).
+        Default ``MixBridgeDigitsRecipe()``; its models and those of
+        ``MixBridgeDigitsRecipe(task="inpaint")`` ship with trustlab (float16).
     cache_dir : str or Path, optional
         Cache for other recipes (default ``$TRUSTLAB_CACHE/security`` or
-        ``~/.cache/trustlab/security``); given with the default recipe, the models are
+        ``~/.cache/trustlab/security``); given with a shipped recipe, the models are
         trained into it rather than read from the package.
 
     Returns
@@ -292,11 +392,12 @@ def digits_models(
         raise ParameterError(
             f"recipe must be a MixBridgeDigitsRecipe; got {type(r).__name__}.", argument="recipe"
         )
-    if r == MixBridgeDigitsRecipe() and cache_dir is None:
-        raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
+    if r in _SHIPPED and cache_dir is None:
+        raw = resources.files("trustlab.vision").joinpath(_SHIPPED[r]).read_bytes()
         with np.load(io.BytesIO(raw)) as f:
             return _from_arrays({k: f[k] for k in f.files}, r)
-    path = cache_root(cache_dir, "security") / f"mixbridge-digits-{r.fingerprint()}.npz"
+    stem = "mixbridge-digits" if r.task == "sr" else f"mixbridge-{r.task}-digits"
+    path = cache_root(cache_dir, "security") / f"{stem}-{r.fingerprint()}.npz"
     if not path.is_file():
         save_npz(path, _to_arrays(*train_digits_models(r)))
     with np.load(path) as f:
@@ -306,21 +407,25 @@ def digits_models(
 def compare_digits_models(
     n: int = 150,
     *,
+    task: str = "sr",
     nfe: int = 5,
     random_state: int = 0,
     cache_dir: str | Path | None = None,
 ) -> dict[str, BridgeBackdoorReport]:
-    """Score the default recipe's single bridge and MixBridge on held-out digits, feature metrics included.
+    """Score a task's default single bridge and MixBridge on held-out digits, feature metrics included.
 
     The paper's comparison (Tables 1-2) on the lab: :func:`digits_models` (shipped, or trained
-    into ``cache_dir``), :func:`digits_sr_pairs` ``("test", n)`` and
-    :func:`digits_backdoor_targets`, each model scored by
+    into ``cache_dir``) of ``MixBridgeDigitsRecipe(task=task)``, the held-out pairs
+    (:func:`digits_sr_pairs` ``("test", n)`` or :func:`digits_inpaint_pairs` ``("test", n,
+    random_state=1)``) and :func:`digits_backdoor_targets`, each model scored by
     :func:`~trustlab.security.mixbridge.evaluate_bridge_backdoor` with ``features="lab"``.
 
     Parameters
     ----------
     n : int, default=150
         Held-out digits per task, 2 to 540 (the FID-like covariance wants many more than 64).
+    task : {"sr", "inpaint"}, default="sr"
+        The benign task (:data:`TASKS`).
     nfe : int, default=5
         Sampling steps.
     random_state : int, default=0
@@ -350,8 +455,10 @@ def compare_digits_models(
         raise ParameterError(
             f"random_state must be a non-negative integer; got {random_state!r}.", argument="random_state"
         )
-    single, mix = digits_models(cache_dir=cache_dir)
-    X0, X1 = digits_sr_pairs("test", int(n))
+    if task not in TASKS:
+        raise ParameterError(f"task must be one of {TASKS}; got {task!r}.", argument="task")
+    single, mix = digits_models(MixBridgeDigitsRecipe(task=task), cache_dir=cache_dir)
+    X0, X1 = _task_pairs(task, "test", int(n), random_state=1)
     targets = digits_backdoor_targets()
     return {
         name: evaluate_bridge_backdoor(
@@ -361,6 +468,6 @@ def compare_digits_models(
     }
 
 
-def ship_default(path: str | Path) -> None:  # pragma: no cover - run once by a maintainer
-    """Train the default recipe and write the package-data file (float16)."""
-    np.savez_compressed(Path(path), **_to_arrays(*train_digits_models(MixBridgeDigitsRecipe())))  # type: ignore[arg-type]
+def ship_default(path: str | Path, task: str = "sr") -> None:  # pragma: no cover - run once by a maintainer
+    """Train a task's default recipe and write its package-data file (float16)."""
+    np.savez_compressed(Path(path), **_to_arrays(*train_digits_models(MixBridgeDigitsRecipe(task=task))))  # type: ignore[arg-type]
