@@ -36,6 +36,7 @@ from trustlab.security.mixbridge import (
     evaluate_bridge_backdoor,
     merge_bridges,
     poison_pairs,
+    poison_rate_pairs,
     stamp_trigger,
     train_router,
 )
@@ -123,6 +124,7 @@ __all__ += [
     "evaluate_bridge_backdoor",
     "merge_bridges",
     "poison_pairs",
+    "poison_rate_pairs",
     "stamp_trigger",
     "train_router",
 ]
