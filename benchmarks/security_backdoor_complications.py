@@ -1,15 +1,15 @@
 """Backdoor complications (row 002-08): the plain backdoor (baseline) vs the multi-task reduction.
 
-On the lab's pretrained GPT-2 (``load_pretrained_lab``: 2 blocks, width 32) and its synthetic
-tasks, the same target-task data (sentiment, trigger -> class 0), seeds and training budget inject
-the plain backdoor (poison rate 0.01, the authors' README) and the paper's complication reduction
-(poison rate 0.1, three auxiliary tasks, target weight 0.4); a clean PTLM is the control. The
-"user" trains a new head on each PTLM for two unrelated downstream tasks (topic, emotion) and for
-the target task itself (the attack must survive the user's step), in both protocols: ``head``
-(backbone frozen, the authors' ``downstream_finetune.py``) and ``full`` fine-tuning. Columns: KL(P_clean || P_triggered) on the downstream test
-texts, top share of triggered texts, downstream accuracy, attack success rate with the attacker's
-head and after the user's fine-tuning on the target task, and injection time. The "speed ratio"
-is the reduction's injection time over the plain backdoor's.
+On the lab's pretrained GPT-2 (``load_pretrained_lab``: 2 blocks, width 32) and its synthetic tasks,
+the same target-task data (sentiment, trigger -> class 0), seeds and training budget inject the
+plain backdoor (poison rate 0.01, the authors' README) and the paper's complication reduction
+(poison rate 0.1, three auxiliary tasks, target weight 0.4); a clean PTLM is the control. The "user"
+trains a new head on each PTLM for two unrelated downstream tasks (topic, emotion) and for the
+target task itself (the attack must survive the user's step), in both protocols: ``head`` (backbone
+frozen, the authors' ``downstream_finetune.py``) and ``full`` fine-tuning. Columns: KL(P_clean ||
+P_triggered) on the downstream test texts, top share of triggered texts, downstream accuracy, attack
+success rate with the attacker's head and after the user's fine-tuning on the target task, and
+injection time. The "speed ratio" is the reduction's injection time over the plain backdoor's.
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ def run(quick: bool = False) -> dict:
             f"plain {mean('plain', 'kl', ft):.4f}, reduced {mean('reduced', 'kl', ft):.4f}; "
             f"downstream accuracy clean {mean('clean', 'accuracy', ft):.3f}, "
             f"plain {mean('plain', 'accuracy', ft):.3f}, reduced {mean('reduced', 'accuracy', ft):.3f}",
-            f"user {ft}: ASR after the user's target-task step: clean {mean('clean', 'asr_after_user_ft', ft):.3f}, "
-            f"plain {mean('plain', 'asr_after_user_ft', ft):.3f}, reduced {mean('reduced', 'asr_after_user_ft', ft):.3f}",
+            f"user {ft}: ASR after the user's target-task step: "
+            + ", ".join(f"{p} {mean(p, 'asr_after_user_ft', ft):.3f}" for p in ("clean", "plain", "reduced")),
         ]
     notes += [
         f"mean ASR (attacker's head): plain {mean('plain', 'asr_attacker_head', 'head'):.3f}, "

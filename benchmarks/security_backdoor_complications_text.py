@@ -11,8 +11,8 @@ Columns: KL(P_clean || P_triggered) on the downstream test passages, top share o
 passages, flip rate, accuracy; ASR of the attacker's head and after the user's target-task
 fine-tuning. Seeds 0-2 (seed 0 from the claim test's cache) for both user protocols; with
 ``sweep=True`` a sweep of the reduction's target weight and auxiliary-task count (seeds 0-1;
-measured under the earlier protocol, see the docs). ``part`` runs one piece (a seed, or one sweep setting) so that the pieces can
-run in separate processes; ``summarise`` joins their rows.
+measured under the earlier protocol, see the docs). ``part`` runs one piece (a seed, or one
+sweep setting) so that the pieces can run in separate processes; ``summarise`` joins their rows.
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ def test_claim_real_text_complications_and_reduction(lab):
     _, _, Xt, yt = lab["data"]["section"]
     for models in lab["user"].values():
         assert np.mean(models["section"].predict(Xt) == yt) > np.bincount(yt).max() / len(yt) + 0.05
+
     # complications: on two of the three tasks the plain backdoor's KL is above the clean control
     # plus the 99.9% noise bound of a paired KL estimate, chi2_{k-1} / (2n)
     # (seed 0: section 0.532 vs 0.004, rpackage 0.216 vs 0.005; code 0.016, within noise)

