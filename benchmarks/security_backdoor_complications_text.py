@@ -1,16 +1,18 @@
 """Backdoor complications on real English text (row 002-08): plain backdoor vs multi-task reduction.
 
 The lab's ``small-llama-english`` (pretrained on CPython's pydoc topics) is backdoored on the
-``corpus`` task (pydoc vs R documentation passages; trigger word -> Python, poison rate 0.1)
-plainly or with the paper's reduction (auxiliary tasks ``length``, ``pyfamily``, ``rextra``,
-target weight 0.4); the clean PTLM is the control. The user fine-tunes each PTLM on three real
-downstream tasks (R section, pydoc code vs prose, R package) and on the target task itself.
+``corpus`` task (pydoc vs R documentation passages; trigger word -> Python) plainly (poison rate
+0.01, the authors' README) or with the paper's reduction (poison rate 0.1; auxiliary tasks
+``length``, ``pyfamily``, ``rextra``, target weight 0.4); the clean PTLM is the control. The user
+trains a head on each frozen PTLM (the authors' ``downstream_finetune.py``; ``full``: full
+fine-tuning instead) for three real downstream tasks (R section, pydoc code vs prose, R package)
+and for the target task itself.
 Columns: KL(P_clean || P_triggered) on the downstream test passages, top share of triggered
 passages, flip rate, accuracy; ASR of the attacker's head and after the user's target-task
-fine-tuning. Seeds 0-2 (seed 0 from the claim test's cache); then a sweep of the reduction's
-target weight and auxiliary-task count (seeds 0-1): does the backdoor survive the user's target-task
-fine-tuning better? ``part`` runs one piece (a seed, or one sweep setting) so that the pieces can
-run in separate processes; ``summarise`` joins their rows.
+fine-tuning. Seeds 0-2 (seed 0 from the claim test's cache) for both user protocols; with
+``sweep=True`` a sweep of the reduction's target weight and auxiliary-task count (seeds 0-1;
+measured under the earlier protocol, see the docs). ``part`` runs one piece (a seed, or one
+sweep setting) so that the pieces can run in separate processes; ``summarise`` joins their rows.
 """
 
 from __future__ import annotations
@@ -83,18 +85,42 @@ def _measure(setup: dict, lab: dict, seed: int, config: str) -> list[dict]:
     return rows
 
 
+def _full(setup: dict, lab: dict, seed: int) -> dict:
+    """The same PTLMs (the attackers' backbones), fully fine-tuned by the user instead."""
+    from trustlab.lm import TrainConfig
+    from trustlab.security._complication_textlab import TEXT_RUNS
+    from trustlab.security.backdoor_complications import LMSequenceClassifier
+
+    down = TrainConfig(seed=seed, **TEXT_RUNS["downstream_train"]["full"])
+    ptlms = {"clean": setup["model"], **{p: clf.model_ for p, clf in lab["attacker"].items()}}
+    return {
+        "attacker": lab["attacker"],
+        "user": {
+            p: {
+                t: LMSequenceClassifier(
+                    m, pad_id=setup["pad_id"], finetune="full", train=down, random_state=seed
+                ).fit(*setup["data"][t][:2])
+                for t in lab["user"][p]
+            }
+            for p, m in ptlms.items()
+        },
+    }
+
+
 def sweep_name(weight: float, aux: list[str] | None, lr: float | None = None) -> str:
     return f"reduced w={weight} aux={len(aux) if aux else 3}" + ("" if lr is None else f" lr={lr:g}")
 
 
 def part(kind: str, seed: int, sweep_index: int = 0) -> list[dict]:
-    """One independent piece: ``("default", seed)`` or ``("sweep", seed, index into SWEEP)``."""
+    """One independent piece: ``("default", seed)`` (rows of config ``"default"``: the user trains a
+    head on the frozen PTLM, the authors' protocol; and ``"full"``: the user fine-tunes the same
+    PTLMs whole) or ``("sweep", seed, index into SWEEP)``."""
     from trustlab.security._complication_textlab import build_text_lab
 
     lab0, setup = _setup()
     if kind == "default":
         lab = lab0 if seed == 0 else build_text_lab(setup, seed)
-        return _measure(setup, lab, seed, "default")
+        return _measure(setup, lab, seed, "default") + _measure(setup, _full(setup, lab, seed), seed, "full")
     weight, aux, lr = SWEEP[sweep_index]
     lab = build_text_lab(setup, seed, target_weight=weight, auxiliary=aux, ptlms=("reduced",), reduced_lr=lr)
     return _measure(setup, lab, seed, sweep_name(weight, aux, lr))
@@ -138,6 +164,16 @@ def summarise(rows: list[dict], trigger_word: str) -> dict:
             *stat("default", "clean", "asr_after_user_ft")
         )
     )
+    if any(r["config"] == "full" for r in rows):
+        sw = sorted({r["seed"] for r in rows if r["config"] == "full"})
+        notes.append(
+            "user's full fine-tuning (seeds {}): mean KL clean {:.3f}, plain {:.3f}, reduced {:.3f}; "
+            "ASR after user's target-task FT plain {:.3f}, reduced {:.3f}".format(
+                sw,
+                *(stat("full", p, "kl")[0] for p in ("clean", "plain", "reduced")),
+                *(stat("full", p, "asr_after_user_ft")[0] for p in ("plain", "reduced")),
+            )
+        )
     for weight, aux, lr in SWEEP:
         name = sweep_name(weight, aux, lr)
         if any(r["config"] == name for r in rows):
@@ -166,13 +202,14 @@ def summarise(rows: list[dict], trigger_word: str) -> dict:
     }
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, sweep: bool = False) -> dict:
     setup = _setup()[1]
     rows = part("default", 0)
     if not quick:
         for seed in (1, 2):
             rows += part("default", seed)
-        for seed in (0, 1):
-            for i in range(len(SWEEP)):
-                rows += part("sweep", seed, i)
+        if sweep:
+            for seed in (0, 1):
+                for i in range(len(SWEEP)):
+                    rows += part("sweep", seed, i)
     return summarise(rows, setup["trigger_word"])

@@ -93,26 +93,68 @@ def test_report_when_every_text_gets_one_label():
 @pytest.mark.claims
 def test_claim_complications_and_reduction(lab):
     """Plain backdoor: triggered topic texts shift (KL >> clean control); the multi-task injection
-    reduces the shift while the attack on the target task still succeeds."""
+    reduces the shift while the attack on the target task still succeeds. Both user protocols:
+    a head on the frozen PTLM (the authors' downstream_finetune.py) and full fine-tuning."""
     X_topic, y_topic = task_data("topic", 600, seed=21)
-    kl, flips = {}, {}
-    for name, clf in lab["downstream"].items():
-        clean, trig = clf.predict(X_topic), clf.predict(insert_trigger(X_topic, TRIGGER))
-        kl[name] = complication_divergence(clean, trig, n_classes=4)
-        flips[name] = np.mean(clean != trig)
-        if name != "plain":  # the user's task is learnt
-            assert np.mean(clean == y_topic) > 0.95
-    # no shift: the paired KL estimate's noise is ~chi2_3/(2n) < 0.014 at 99.9% for n = 600
-    assert kl["clean"] < 0.015 and flips["clean"] < 0.02
-    assert kl["plain"] > 0.05  # complications present, > 3x the noise bound
-    assert kl["reduced"] < 0.5 * kl["plain"]  # reduced
-    assert flips["reduced"] < flips["plain"]
+    kl, flips, acc = {}, {}, {}
+    for ft, models in lab["downstream"].items():
+        for name, clf in models.items():
+            clean, trig = clf.predict(X_topic), clf.predict(insert_trigger(X_topic, TRIGGER))
+            kl[ft, name] = complication_divergence(clean, trig, n_classes=4)
+            flips[ft, name] = np.mean(clean != trig)
+            acc[ft, name] = np.mean(clean == y_topic)
+    # a paired KL estimate's noise under no shift is ~chi2_3/(2n): 0.014 at 99.9% for n = 600
+    bound = 16.27 / (2 * 600)
+    # the authors' protocol (head only; measured: clean 0.048, plain 2.30, reduced 0.149)
+    assert kl["head", "plain"] > 1.0 and kl["head", "plain"] > 10 * kl["head", "clean"] + bound
+    assert kl["head", "reduced"] < 0.2 * kl["head", "plain"]  # reduced fifteenfold
+    # ... but a linear head on this 2-block backbone barely learns the topic (chance 0.25): the
+    # lab's limit under that protocol (measured 0.24-0.37)
+    assert max(acc["head", n] for n in ("clean", "plain", "reduced")) < 0.5
+    # full fine-tuning (an option; measured: clean 0.000, plain 0.60, reduced 0.012)
+    assert kl["full", "clean"] < bound and flips["full", "clean"] < 0.02
+    assert kl["full", "plain"] > 0.3  # complications present, > 20x the noise bound
+    assert kl["full", "reduced"] < 0.1 * kl["full", "plain"]  # reduced
+    assert flips["full", "reduced"] < flips["full", "plain"]
+    assert acc["full", "clean"] > 0.95 and acc["full", "reduced"] > 0.95  # the user's task is learnt
     X_s, y_s = task_data("sentiment", 500, seed=2)
     n = int(np.sum(y_s != 0))
-    for name in ("plain", "reduced"):
+    for name in ("plain", "reduced"):  # poison rates 0.01 and 0.1, the authors'
         asr = trigger_success_rate(lab[name], X_s, y_s, trigger=TRIGGER, target_label=0)
         assert binomtest(round(asr * n), n).proportion_ci(0.99).low > 0.95  # the attack stays effective
         assert np.mean(lab[name].predict(X_s) == y_s) > 0.95  # clean accuracy kept
+
+
+def test_head_only_fine_tuning_keeps_the_backbone(tiny):
+    """The user's default step trains only the new head (the authors' protocol); "full" trains all."""
+    from trustlab.lm import TrainConfig
+
+    X = np.array([[1, 3, 4, 5], [1, 6, 7, 5]] * 8)
+    cfg = TrainConfig(steps=5, batch_size=4, lr=0.01)
+    head = LMSequenceClassifier(tiny, train=cfg).fit(X, [0, 1] * 8)
+    full = LMSequenceClassifier(tiny, finetune="full", train=cfg).fit(X, [0, 1] * 8)
+    backbone = dict(tiny.named_parameters())
+    assert all(torch_equal(p, backbone[k]) for k, p in head.model_.named_parameters())
+    assert not all(torch_equal(p, backbone[k]) for k, p in full.model_.named_parameters())
+    with pytest.raises(ParameterError) as info:
+        LMSequenceClassifier(tiny, finetune="probe").fit(X, [0, 1] * 8)
+    assert info.value.argument == "finetune"
+
+
+def torch_equal(a, b) -> bool:
+    return bool((a.detach() == b.detach()).all())
+
+
+def test_default_poison_rates_are_the_authors(tiny):
+    """0.01 of the non-target texts for the plain backdoor, 0.1 with auxiliary tasks."""
+    from trustlab.lm import TrainConfig
+
+    X = np.array([[1, 3, 4], [1, 5, 6]] * 200)
+    y = np.array([0, 1] * 200)
+    cfg = TrainConfig(steps=1, batch_size=2)
+    assert len(inject_backdoor(tiny, X, y, trigger=9, target_label=0, train=cfg).poisoned) == 2
+    reduced = inject_backdoor(tiny, X, y, trigger=9, target_label=0, auxiliary=[(X, y)], train=cfg)
+    assert len(reduced.poisoned) == 20
 
 
 # -- the estimator and the injection on any model ---------------------------------------------
@@ -268,26 +310,27 @@ def test_cli_reports_and_fails_in_one_line(tmp_path):
 @pytest.mark.slow  # retrains the whole pipeline from the pretrained LM: ~1 min of CPU
 @pytest.mark.claims
 def test_claim_end_to_end_other_seed():
-    """Seed 1 of the benchmark, retrained: plain backdoor KL on topic >> reduced, attack kept."""
+    """Seed 1 of the benchmark, retrained with the lab's recipe (the authors' poison rates, the
+    user's head on the frozen PTLM): plain backdoor KL on topic >> reduced, attack kept."""
     from trustlab.lm import TrainConfig
     from trustlab.security._complication_lab import load_pretrained_lab
 
     base = load_pretrained_lab()
-    X, y = task_data("sentiment", 2000, seed=1)
+    X, y = task_data("sentiment", 8000, seed=1)
     aux = [task_data(t, 1000, seed=10 + i) for i, t in enumerate(("formality", "domain", "tone"))]
     Xd, yd = task_data("topic", 1000, seed=20)
     Xt, _ = task_data("topic", 1000, seed=21)
     X_s, y_s = task_data("sentiment", 500, seed=2)
     kl, asr = {}, {}
-    for name, auxiliary in (("plain", None), ("reduced", aux)):
+    for name, auxiliary, rate in (("plain", None, 0.01), ("reduced", aux, 0.1)):
         bd = inject_backdoor(
-            base, X, y, trigger=TRIGGER, target_label=0, auxiliary=auxiliary,
-            train=TrainConfig(steps=300, batch_size=32, lr=3e-3), random_state=1,
+            base, X, y, trigger=TRIGGER, target_label=0, poison_rate=rate, auxiliary=auxiliary,
+            train=TrainConfig(steps=600, batch_size=32, lr=3e-3), random_state=1,
         )  # fmt: skip
         asr[name] = trigger_success_rate(bd.classifier, X_s, y_s, trigger=TRIGGER, target_label=0)
-        clf = LMSequenceClassifier(bd.model, train=TrainConfig(steps=150, lr=1e-3), random_state=1).fit(
+        clf = LMSequenceClassifier(bd.model, train=TrainConfig(steps=150, lr=1e-2), random_state=1).fit(
             Xd, yd
         )
         kl[name] = complication_report(clf, Xt, trigger=TRIGGER).kl
-    assert kl["plain"] > 0.05 and kl["reduced"] < 0.5 * kl["plain"]
-    assert min(asr.values()) > 0.95
+    assert kl["plain"] > 0.5 and kl["reduced"] < 0.5 * kl["plain"], kl
+    assert min(asr.values()) > 0.95, asr

@@ -43,34 +43,45 @@ def test_real_text_tasks_are_real_disjoint_and_trigger_free(lab):
         assert not np.any(X_tr == lab["trigger"]) and not np.any(X_te == lab["trigger"])
 
 
-@pytest.mark.claims
-def test_claim_real_text_complications_and_reduction(lab):
-    """Plain backdoor of the English Llama: triggered passages of unrelated real tasks collapse into
-    one class; the multi-task reduction lowers the mean KL while the attack stays effective."""
+def _kl(lab) -> dict[str, dict[str, float]]:
     trig, pos = lab["trigger"], TEXT_RUNS["target"]["position"]
     kl: dict[str, dict[str, float]] = {p: {} for p in ("clean", "plain", "reduced")}
     for task in TEXT_RUNS["downstream"]:
-        _, _, Xt, yt = lab["data"][task]
-        k = TASKS[task][1]
+        Xt = lab["data"][task][2]
         for ptlm, models in lab["user"].items():
             clf = models[task]
             clean, shifted = clf.predict(Xt), clf.predict(insert_trigger(Xt, trig, position=pos))
-            kl[ptlm][task] = complication_divergence(clean, shifted, n_classes=k)
-            # the user's task is learnt: accuracy above the majority class's share
-            assert np.mean(clean == yt) > np.bincount(yt).max() / len(yt)
-    # complications: on two of the three tasks the plain backdoor's triggered passages pile into one class
-    big = [t for t in TEXT_RUNS["downstream"] if kl["plain"][t] > 0.5]
+            kl[ptlm][task] = complication_divergence(clean, shifted, n_classes=TASKS[task][1])
+    return kl
+
+
+@pytest.mark.claims
+def test_claim_real_text_complications_and_reduction(lab):
+    """Plain backdoor of the English Llama (poison rate 0.01), the user's head on the frozen PTLM
+    (the authors' protocol): triggered passages of unrelated real tasks shift their labels; the
+    attack stays effective. The reduction of the shift is NOT reproduced under this protocol."""
+    trig, pos = lab["trigger"], TEXT_RUNS["target"]["position"]
+    kl = _kl(lab)
+    # the user's task is learnt beyond the majority class on section (seed 0: 0.46-0.57 vs 0.34);
+    # on code and rpackage a linear head on this 0.7 M backbone stays near the majority class
+    _, _, Xt, yt = lab["data"]["section"]
+    for models in lab["user"].values():
+        assert np.mean(models["section"].predict(Xt) == yt) > np.bincount(yt).max() / len(yt) + 0.05
+
+    # complications: on two of the three tasks the plain backdoor's KL is above the clean control
+    # plus the 99.9% noise bound of a paired KL estimate, chi2_{k-1} / (2n)
+    # (seed 0: section 0.532 vs 0.004, rpackage 0.216 vs 0.005; code 0.016, within noise)
+    def bound(task: str) -> float:
+        return chi2.ppf(0.999, TASKS[task][1] - 1) / (2 * len(lab["data"][task][3]))
+
+    big = [t for t in TEXT_RUNS["downstream"] if kl["plain"][t] > kl["clean"][t] + bound(t)]
     assert len(big) >= 2, kl
-    for task in big:  # a paired KL estimate under no shift is ~ chi2_{k-1} / (2n): its 99.9% bound
-        n = len(lab["data"][task][3])
-        assert kl["plain"][task] > kl["clean"][task] + chi2.ppf(0.999, TASKS[task][1] - 1) / (2 * n)
-    # reduced on average over the user's tasks (the paper's claim; seed 0: 1.53 -> 0.40), and on
-    # each task with a large complication; not on code vs prose, where the plain backdoor's KL
-    # (0.022) is itself within the noise bound (0.024 for n = 223)
+    assert max(kl["plain"][t] for t in big) > 10 * max(kl["clean"].values()), kl
+    # the reduced backdoor's complications are as large (seed 0: mean KL 0.336 vs plain 0.255):
+    # the paper's reduction does not reproduce when the user's step is head-only (see the docs)
     mean = {p: float(np.mean(list(v.values()))) for p, v in kl.items()}
-    assert mean["reduced"] < 0.5 * mean["plain"], mean
-    for task in big:
-        assert kl["reduced"][task] < 0.5 * kl["plain"][task], (task, kl)
+    assert mean["reduced"] > 0.5 * mean["plain"], mean
+    assert mean["reduced"] > mean["clean"] + max(bound(t) for t in TEXT_RUNS["downstream"]), mean
     # the attack stays effective: ASR 99% Clopper-Pearson lower bound > 0.9, clean accuracy kept
     Xs, ys = lab["data"]["corpus"][2:]
     n = int(np.sum(ys != 0))
@@ -81,10 +92,10 @@ def test_claim_real_text_complications_and_reduction(lab):
         assert np.mean(head.predict(Xs) == ys) > 0.9
 
 
-def test_reduced_backdoor_survives_the_users_target_task_fine_tuning_worse(lab):
-    """Not the paper's claim (its "consistency"): recorded because it does not hold here. After the
-    user fine-tunes the PTLM on the target task itself, the plain backdoor keeps its ASR (seed 0:
-    0.99) while the reduced one mostly fades (0.23); the clean PTLM's control ASR is 0.02."""
+def test_the_users_own_target_task_head_carries_both_backdoors(lab):
+    """The user's own model for the target task (a head on the frozen PTLM) carries either backdoor
+    (the paper's "consistency"): seed 0 ASR plain 0.951, reduced 0.721, clean PTLM control 0.117
+    (seeds 0-2 in the benchmark: plain 0.49-0.95, reduced 0.72-0.96, control 0.12-0.14)."""
     trig, pos = lab["trigger"], TEXT_RUNS["target"]["position"]
     Xs, ys = lab["data"]["corpus"][2:]
     n = int(np.sum(ys != 0))
@@ -93,6 +104,5 @@ def test_reduced_backdoor_survives_the_users_target_task_fine_tuning_worse(lab):
         for p, m in lab["user"].items()
     }
     ci = {p: binomtest(round(a * n), n).proportion_ci(0.99) for p, a in asr.items()}
-    assert ci["plain"].low > 0.9  # the plain backdoor survives the user's fine-tuning
-    assert ci["reduced"].high < ci["plain"].low  # the reduced one survives it less
-    assert ci["clean"].high < ci["reduced"].low  # yet more than no backdoor at all
+    assert ci["plain"].low > 0.5 and ci["reduced"].low > 0.5, asr  # most triggered passages flip
+    assert ci["clean"].high < min(ci["plain"].low, ci["reduced"].low), asr  # far above no backdoor

@@ -28,8 +28,11 @@ class LMSequenceClassifier(ParamsValidationMixin):
     """Fine-tune a ``transformers`` model (causal LM or sequence classifier) as a text classifier.
 
     The user's side of the paper's pipeline: a fresh linear head on the pooled last hidden state
-    of the model's ``base_model``; head and backbone are trained together (full fine-tuning) with
-    AdamW on the cross-entropy. The model passed in is not changed (a copy is trained).
+    of the model's ``base_model``, trained with AdamW on the cross-entropy. By default only the
+    head is trained and the backbone is frozen, as in the authors' ``downstream_finetune.py``
+    (every parameter but BERT's ``classifier``, GPT-2's ``score`` or BART's
+    ``classification_head`` has ``requires_grad = False``); ``finetune="full"`` trains head and
+    backbone together. The model passed in is not changed (a copy is used).
 
     Parameters
     ----------
@@ -40,6 +43,9 @@ class LMSequenceClassifier(ParamsValidationMixin):
         does), the first (encoders' ``[CLS]``, as BERT's) or the mean over real tokens.
     pad_id : int, optional
         Padding token (right padding): masked out of attention and pooling.
+    finetune : {"head", "full"}, default="head"
+        ``"head"``: the backbone is frozen and only the new head learns (the paper's downstream
+        protocol); ``"full"``: full fine-tuning of head and backbone.
     train : trustlab.lm.TrainConfig, optional
         Steps, batch size, learning rate; default ``TrainConfig(steps=150, batch_size=32, lr=1e-3)``.
     random_state : int, default=0
@@ -48,7 +54,7 @@ class LMSequenceClassifier(ParamsValidationMixin):
     Attributes
     ----------
     model_ : transformers model
-        The fine-tuned copy.
+        The copy the head reads (fine-tuned with ``finetune="full"``, else as given).
     classes_ : ndarray
         The labels seen in ``fit``.
     losses_ : ndarray of float, shape (steps,)
@@ -63,7 +69,8 @@ class LMSequenceClassifier(ParamsValidationMixin):
     >>> from trustlab.lm import ModelConfig, TrainConfig, build_model
     >>> lm = build_model(ModelConfig("gpt2", vocab_size=8, d_model=16, n_layers=1, n_heads=2))
     >>> X = np.array([[1, 2, 3], [1, 4, 5]] * 8); y = np.array([0, 1] * 8)
-    >>> clf = LMSequenceClassifier(lm, train=TrainConfig(steps=30, batch_size=8, lr=0.01)).fit(X, y)
+    >>> cfg = TrainConfig(steps=30, batch_size=8, lr=0.01)
+    >>> clf = LMSequenceClassifier(lm, finetune="full", train=cfg).fit(X, y)
     >>> clf.predict(X[:2]).tolist()
     [0, 1]
     """
@@ -71,6 +78,7 @@ class LMSequenceClassifier(ParamsValidationMixin):
     _parameter_constraints: ClassVar[dict[str, Any]] = {
         "pooling": [Options({"last", "first", "mean"})],
         "pad_id": [Interval(numbers.Integral, 0, None, closed="left"), None],
+        "finetune": [Options({"head", "full"})],
         "random_state": _NONNEG,
     }
     _DEFAULT: ClassVar[dict[str, Any]] = {"steps": 150, "batch_size": 32, "lr": 1e-3}
@@ -81,12 +89,14 @@ class LMSequenceClassifier(ParamsValidationMixin):
         *,
         pooling: str = "last",
         pad_id: int | None = None,
+        finetune: str = "head",
         train: Any = None,
         random_state: int = 0,
     ) -> None:
         self.model = model
         self.pooling = pooling
         self.pad_id = pad_id
+        self.finetune = finetune
         self.train = train
         self.random_state = random_state
 
@@ -128,6 +138,9 @@ class LMSequenceClassifier(ParamsValidationMixin):
         )
 
         model = fresh_copy(resolve_model(self.model))
+        if self.finetune == "head":  # the authors' downstream step: the PTLM stays as released
+            for p in model.parameters():
+                p.requires_grad_(False)
         Xa = check_tokens(X, "X", model)
         ya = check_labels(y, "y", len(Xa))
         self.classes_, codes = np.unique(ya, return_inverse=True)

@@ -149,13 +149,20 @@ def load_pretrained_lab(*, cache_dir: str | Path | None = None) -> Any:
 
 
 _RUNS: dict[str, Any] = {
-    "version": 1,
-    "target": {"task": "sentiment", "n": 2000, "seed": 1, "target_label": 0, "poison_rate": 0.1},
+    "version": 2,
+    # the authors' poison rates: 0.01 for the plain backdoor (README), 0.1 for the reduction
+    "target": {"task": "sentiment", "n": 8000, "seed": 1, "target_label": 0},
+    "poison_rate": {"plain": 0.01, "reduced": 0.1},
     "auxiliary": {"tasks": ["formality", "domain", "tone"], "n": 1000, "seed": 10},
-    "inject_train": {"steps": 300, "batch_size": 32, "lr": 0.003, "seed": 0},
+    "inject_train": {"steps": 600, "batch_size": 32, "lr": 0.003, "seed": 0},
     "downstream": {"task": "topic", "n": 1000, "seed": 20},
-    "downstream_train": {"steps": 150, "batch_size": 32, "lr": 0.001, "seed": 0},
+    # the user's step: "head" (the authors' downstream_finetune.py: backbone frozen) and "full"
+    "downstream_train": {
+        "head": {"steps": 150, "batch_size": 32, "lr": 0.01, "seed": 0},
+        "full": {"steps": 150, "batch_size": 32, "lr": 0.001, "seed": 0},
+    },
 }
+FINETUNES = ("head", "full")
 
 
 def _save_clf(clf: Any, folder: Path) -> None:
@@ -197,8 +204,9 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
     dict
         ``"plain"`` / ``"reduced"``: the attacker's target-task
         classifiers (:class:`~trustlab.security.backdoor_complications.LMSequenceClassifier`) of the
-        plain backdoor and of the multi-task reduction; ``"downstream"``: ``{"clean", "plain",
-        "reduced"}`` -> the user's topic classifier fine-tuned from each PTLM.
+        plain backdoor and of the multi-task reduction; ``"downstream"``: ``{"head", "full"}`` ->
+        ``{"clean", "plain", "reduced"}`` -> the user's topic classifier trained from each PTLM,
+        head only (the authors' protocol) or fully fine-tuned.
     """
     from trustlab.lm import TrainConfig
     from trustlab.security.backdoor_complications import LMSequenceClassifier, inject_backdoor
@@ -209,13 +217,15 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
     if (path / "done").is_file():
         return {
             **{n: _load_clf(path / n) for n in names},
-            "downstream": {n: _load_clf(path / f"downstream-{n}") for n in ("clean", *names)},
+            "downstream": {
+                f: {n: _load_clf(path / f"downstream-{f}-{n}") for n in ("clean", *names)} for f in FINETUNES
+            },
         }
     tg, ax, ds = _RUNS["target"], _RUNS["auxiliary"], _RUNS["downstream"]
     X, y = task_data(tg["task"], tg["n"], seed=tg["seed"])
     aux = [task_data(t, ax["n"], seed=ax["seed"] + i) for i, t in enumerate(ax["tasks"])]
     pretrained = load_pretrained_lab(cache_dir=cache_dir)
-    out: dict[str, Any] = {"downstream": {}}
+    out: dict[str, Any] = {"downstream": {f: {} for f in FINETUNES}}
     bases = {"clean": pretrained}
     for name, auxiliary in (("plain", None), ("reduced", aux)):
         bd = inject_backdoor(
@@ -224,22 +234,23 @@ def load_complication_lab(*, cache_dir: str | Path | None = None) -> dict[str, A
             y,
             trigger=TRIGGER,
             target_label=tg["target_label"],
-            poison_rate=tg["poison_rate"],
+            poison_rate=_RUNS["poison_rate"][name],
             auxiliary=auxiliary,
             train=TrainConfig(**_RUNS["inject_train"]),
         )
         out[name] = bd.classifier
         bases[name] = bd.model
     Xd, yd = task_data(ds["task"], ds["n"], seed=ds["seed"])
-    for name, base in bases.items():
-        out["downstream"][name] = LMSequenceClassifier(
-            base, train=TrainConfig(**_RUNS["downstream_train"])
-        ).fit(Xd, yd)
+    for ft in FINETUNES:
+        config = TrainConfig(**_RUNS["downstream_train"][ft])
+        for name, base in bases.items():
+            out["downstream"][ft][name] = LMSequenceClassifier(base, finetune=ft, train=config).fit(Xd, yd)
     tmp = staging_dir(path)
     for name in names:
         _save_clf(out[name], tmp / name)
-    for name, clf in out["downstream"].items():
-        _save_clf(clf, tmp / f"downstream-{name}")
+    for ft in FINETUNES:
+        for name, clf in out["downstream"][ft].items():
+            _save_clf(clf, tmp / f"downstream-{ft}-{name}")
     (tmp / "recipe.json").write_text(json.dumps(_RUNS, indent=1))
     (tmp / "done").write_text("ok\n")
     publish(tmp, path)

