@@ -336,7 +336,7 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Binary groups ``(n, m, T)`` of real tokens and their scales ``c`` ``(n, m)``."""
         net, T = self.net_, ids.shape[1]
-        tokens = self._table[ids]
+        tokens = self._table[torch.where(mask.bool(), ids, self.mask_token_id)]  # padding: mask token
         e = tokens @ net.embed_w + net.embed_b + net.pos[:T]
         q = e[:, net.keep] @ net.gen_q
         k = e @ net.gen_k
