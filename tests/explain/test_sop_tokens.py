@@ -62,7 +62,11 @@ def test_embedding_hook_is_the_authors_masking() -> None:
         emb = bert.get_input_embeddings()(torch.as_tensor(ids))
         k = torch.as_tensor(keep, dtype=emb.dtype).unsqueeze(-1)
         emb = emb * k + bert.get_input_embeddings().weight[0] * (1 - k)
-        ref = bert(inputs_embeds=emb, attention_mask=torch.as_tensor(mask), token_type_ids=torch.zeros_like(torch.as_tensor(ids)))
+        ref = bert(
+            inputs_embeds=emb,
+            attention_mask=torch.as_tensor(mask),
+            token_type_ids=torch.zeros_like(torch.as_tensor(ids)),
+        )
         pooled = bert.bert(inputs_embeds=emb, attention_mask=torch.as_tensor(mask)).pooler_output
     np.testing.assert_allclose(z.numpy(), ref.logits.numpy(), atol=1e-5)
     np.testing.assert_allclose(feats.numpy(), pooled.numpy(), atol=1e-5)  # the classifier's input
@@ -212,7 +216,7 @@ def test_claim_on_real_text_sop_keeps_accuracy_and_finds_the_pair_but_is_not_mor
     ids, mask, y, span = _planted_pair(1200, 24, tok, seed=0)
     tr, te = slice(0, 800), slice(800, 1200)
     with one_thread():
-        clf = LMSequenceClassifier(model, pad_id=0, train=TrainConfig(steps=600, batch_size=32, lr=3e-3))
+        clf = LMSequenceClassifier(model, pad_id=0, train=TrainConfig(steps=600, batch_size=32, lr=1e-3))
         clf.fit(ids[tr], y[tr])
         sop = SumOfPartsTokens(clf, n_epochs=3, learning_rate=1e-2, random_state=0)
         sop.fit(ids[tr], y[tr], attention_mask=mask[tr])

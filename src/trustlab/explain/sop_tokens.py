@@ -42,12 +42,14 @@ from trustlab.errors import DataError, ModelError, NotFittedError
 from trustlab.explain._sop_core import SOPNet, find_head
 from trustlab.explain.sop import SOPExplanation
 
-__all__ = ["SumOfPartsTokens", "TokenBackbone", "check_token_batch"]
+__all__ = ["SumOfPartsTokens"]
 
 _CHUNK = 512  # sequences per backbone call
 
 
-def check_token_batch(input_ids: Any, attention_mask: Any, vocab: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def check_token_batch(
+    input_ids: Any, attention_mask: Any, vocab: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Token ids ``(n, T)`` and a 0/1 attention mask of the same shape, each row with a real token.
 
     Parameters
@@ -71,15 +73,21 @@ def check_token_batch(input_ids: Any, attention_mask: Any, vocab: int | None = N
     try:
         ids = np.asarray(input_ids)
     except Exception as exc:  # ragged lists
-        raise DataError(f"input_ids must be a rectangular (n, T) array ({exc}); pad the texts.", argument="input_ids") from None
+        raise DataError(
+            f"input_ids must be a rectangular (n, T) array ({exc}); pad the texts.", argument="input_ids"
+        ) from None
     if ids.dtype == object or ids.ndim != 2 or ids.shape[0] == 0 or ids.shape[1] == 0:
         raise DataError(
-            f"input_ids must be a non-empty 2-D array (n_texts, n_tokens) of token ids; got shape {ids.shape}. "
-            "Pad the texts to one length.",
+            "input_ids must be a non-empty 2-D array (n_texts, n_tokens) of token ids; got shape "
+            f"{ids.shape}. Pad the texts to one length.",
             argument="input_ids",
         )
     if not np.issubdtype(ids.dtype, np.integer):
-        if not np.issubdtype(ids.dtype, np.number) or not np.all(np.isfinite(ids)) or np.any(ids != np.round(ids)):
+        if (
+            not np.issubdtype(ids.dtype, np.number)
+            or not np.all(np.isfinite(ids))
+            or np.any(ids != np.round(ids))
+        ):
             raise DataError("input_ids must hold integer token ids.", argument="input_ids")
     ids = ids.astype(np.int64)
     if ids.min() < 0 or (vocab is not None and ids.max() >= vocab):
@@ -93,7 +101,9 @@ def check_token_batch(input_ids: Any, attention_mask: Any, vocab: int | None = N
             argument="attention_mask",
         )
     if not (mask.dtype == bool or (np.issubdtype(mask.dtype, np.number) and np.isin(mask, (0, 1)).all())):
-        raise DataError("attention_mask must hold 0/1 (or booleans): 1 for a real token.", argument="attention_mask")
+        raise DataError(
+            "attention_mask must hold 0/1 (or booleans): 1 for a real token.", argument="attention_mask"
+        )
     mask = mask.astype(np.int64)
     if np.any(mask.sum(1) == 0):
         raise DataError(
@@ -127,8 +137,9 @@ class TokenBackbone:
             name, mod = find_head(backbone, head)
             if mod is None:
                 raise ModelError(
-                    "backbone must end in an nn.Linear classification head (a *ForSequenceClassification "
-                    f"model), or name it with head=...; found none{'' if head is None else f' named {head!r}'}.",
+                    "backbone must end in an nn.Linear classification head (a *ForSequenceClassification"
+                    " model), or name it with head=...; found none"
+                    f"{'' if head is None else f' named {head!r}'}.",
                     argument="head" if head is not None else "backbone",
                 )
             self.model, self.head_name, self.head, self.multihead = backbone, name, mod, False
@@ -141,12 +152,16 @@ class TokenBackbone:
         self.embedding = self.model.get_input_embeddings()
         self.vocab = int(self.embedding.num_embeddings)
         if not 0 <= int(mask_token_id) < self.vocab:
-            raise DataError(f"mask_token_id must lie in [0, {self.vocab}); got {mask_token_id}.", argument="mask_token_id")
+            raise DataError(
+                f"mask_token_id must lie in [0, {self.vocab}); got {mask_token_id}.", argument="mask_token_id"
+            )
         self.mask_token_id = int(mask_token_id)
         self.model.eval()
 
     @contextmanager
-    def _hooks(self, keep: torch.Tensor | None, store: list[Any], grad_store: list[Any] | None) -> Iterator[None]:
+    def _hooks(
+        self, keep: torch.Tensor | None, store: list[Any], grad_store: list[Any] | None
+    ) -> Iterator[None]:
         def on_embed(_m: Any, inp: Any, out: torch.Tensor) -> torch.Tensor:
             if keep is not None:
                 k = keep.to(out.dtype).unsqueeze(-1)
@@ -180,8 +195,8 @@ class TokenBackbone:
         logits = out.logits if hasattr(out, "logits") else out[0]
         if logits.dim() != 2:
             raise ModelError(
-                f"backbone returns logits of shape {tuple(logits.shape)}, not (n, n_classes): give a sequence "
-                "classifier (e.g. AutoModelForSequenceClassification), not a language-model head.",
+                f"backbone returns logits of shape {tuple(logits.shape)}, not (n, n_classes): give a "
+                "sequence classifier (e.g. AutoModelForSequenceClassification), not a language-model head.",
                 argument="backbone",
             )
         return logits
@@ -277,7 +292,8 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
     >>> bert = transformers.BertForSequenceClassification(cfg)
     >>> ids = np.random.default_rng(0).integers(1, 30, size=(16, 10))
     >>> mask = np.ones_like(ids); mask[:, 8:] = 0
-    >>> sop = SumOfPartsTokens(bert, n_groups=4, n_epochs=1).fit(ids, (ids[:, 0] > 15).astype(int), attention_mask=mask)
+    >>> y = (ids[:, 0] > 15).astype(int)
+    >>> sop = SumOfPartsTokens(bert, n_groups=4, n_epochs=1).fit(ids, y, attention_mask=mask)
     >>> e = sop.explain(ids[:2], attention_mask=mask[:2])
     >>> e.masks.shape, int(e.masks[0, 0].sum()), bool(e.masks[:, :, 8:].any())
     ((2, 4, 10), 1, False)
@@ -393,11 +409,22 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         self._bb = TokenBackbone(self.backbone, self.head, self.mask_token_id)
         ids, mask = check_token_batch(input_ids, attention_mask, self._bb.vocab)
         yv = np.asarray(y)
-        if yv.ndim != 1 or len(yv) != len(ids) or not np.issubdtype(yv.dtype, np.number) or np.any(yv != np.round(yv)) or yv.min() < 0:
-            raise DataError(f"y must hold {len(ids)} integer class labels >= 0 (one per text); got shape {yv.shape}.", argument="y")
+        if (
+            yv.ndim != 1
+            or len(yv) != len(ids)
+            or not np.issubdtype(yv.dtype, np.number)
+            or np.any(yv != np.round(yv))
+            or yv.min() < 0
+        ):
+            raise DataError(
+                f"y must hold {len(ids)} integer class labels >= 0 (one per text); got shape {yv.shape}.",
+                argument="y",
+            )
         width = int(self._bb.head.out_features)
         if yv.max() >= width:
-            raise DataError(f"y holds class {int(yv.max())} but the backbone has {width} logits.", argument="y")
+            raise DataError(
+                f"y holds class {int(yv.max())} but the backbone has {width} logits.", argument="y"
+            )
         self.classes_, self.n_classes_, self.head_ = np.arange(width), width, self._bb.head_name
         self.n_tokens_ = ids.shape[1]
         n_cand = min(int(self.n_candidates), self.n_tokens_)
@@ -429,7 +456,9 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
                 out = self._forward(It[idx], Mt[idx])[-1]
                 loss = torch.nn.functional.cross_entropy(out, yt[idx])
                 grads = torch.autograd.grad(loss, params, allow_unused=True)
-                opt.step([torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)])
+                opt.step(
+                    [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)]
+                )
                 losses.append(float(loss.detach()))
         self.losses_ = np.asarray(losses)
         return self
@@ -441,21 +470,26 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         ids, mask = check_token_batch(input_ids, attention_mask, self._bb.vocab)
         if ids.shape[1] != self.n_tokens_:
             raise DataError(
-                f"input_ids must have {self.n_tokens_} tokens per text (as in fit); got {ids.shape[1]}. Pad or cut.",
+                f"input_ids must have {self.n_tokens_} tokens per text (as in fit); got {ids.shape[1]}. "
+                "Pad or cut.",
                 argument="input_ids",
             )
         return torch.as_tensor(ids), torch.as_tensor(mask)
 
-    def _batched(self, ids: torch.Tensor, mask: torch.Tensor, keep: Any = None, **kw: Any) -> list[tuple[torch.Tensor, ...]]:
+    def _batched(
+        self, ids: torch.Tensor, mask: torch.Tensor, keep: Any = None, **kw: Any
+    ) -> list[tuple[torch.Tensor, ...]]:
         step = max(1, _CHUNK // self.n_groups_)
         with torch.no_grad():
             return [
-                self._forward(ids[s : s + step], mask[s : s + step], None if keep is None else keep[s : s + step], **kw)
+                self._forward(
+                    ids[s : s + step], mask[s : s + step], None if keep is None else keep[s : s + step], **kw
+                )
                 for s in range(0, len(ids), step)
             ]
 
     def explain(self, input_ids: Any, *, attention_mask: Any = None) -> SOPExplanation:
-        """Groups ``(n, m, T)``, selector weights and group scores (see :class:`~trustlab.explain.sop.SOPExplanation`).
+        """Groups ``(n, m, T)``, selector weights and group scores (an :class:`~.sop.SOPExplanation`).
 
         Parameters
         ----------
@@ -480,7 +514,12 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         )
 
     def decision_function(
-        self, input_ids: Any, *, attention_mask: Any = None, keep: Any = None, group_fraction: float | None = None
+        self,
+        input_ids: Any,
+        *,
+        attention_mask: Any = None,
+        keep: Any = None,
+        group_fraction: float | None = None,
     ) -> np.ndarray:
         """SOP's logits ``(n, n_classes)``.
 
@@ -508,8 +547,12 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
             kt = torch.as_tensor(kv.astype(np.int64))
             if bool(((kt * mask).sum(1) == 0).any()):
                 raise DataError("keep removes every real token of a row; keep at least one.", argument="keep")
-        if group_fraction is not None and not (isinstance(group_fraction, numbers.Real) and 0 < group_fraction <= 1):
-            raise DataError(f"group_fraction must lie in (0, 1]; got {group_fraction!r}.", argument="group_fraction")
+        if group_fraction is not None and not (
+            isinstance(group_fraction, numbers.Real) and 0 < group_fraction <= 1
+        ):
+            raise DataError(
+                f"group_fraction must lie in (0, 1]; got {group_fraction!r}.", argument="group_fraction"
+            )
         parts = self._batched(ids, mask, kt, fraction=group_fraction)
         return torch.cat([p[-1] for p in parts]).numpy().astype(np.float64)
 

@@ -46,7 +46,9 @@ FRACTIONS = tuple(np.round(np.linspace(0.1, 1.0, 10), 2))
 def _fractions(fractions: Any) -> np.ndarray:
     f = np.asarray(FRACTIONS if fractions is None else fractions, dtype=float)
     if f.ndim != 1 or len(f) == 0 or np.any(f <= 0) or np.any(f > 1):
-        raise DataError(f"fractions must be a 1-D grid of shares in (0, 1]; got {fractions!r}.", argument="fractions")
+        raise DataError(
+            f"fractions must be a 1-D grid of shares in (0, 1]; got {fractions!r}.", argument="fractions"
+        )
     return f
 
 
@@ -55,7 +57,9 @@ def _target(target: Any, logits: np.ndarray) -> np.ndarray:
         return logits.argmax(1)
     t = np.broadcast_to(np.asarray(target), (len(logits),)).astype(np.int64)
     if t.min() < 0 or t.max() >= logits.shape[1]:
-        raise DataError(f"target must hold classes in [0, {logits.shape[1] - 1}]; got {target!r}.", argument="target")
+        raise DataError(
+            f"target must hold classes in [0, {logits.shape[1] - 1}]; got {target!r}.", argument="target"
+        )
     return t
 
 
@@ -233,7 +237,10 @@ def token_insertion_deletion(
     ids, mask = check_token_batch(input_ids, attention_mask, vocab)
     A = np.asarray(attributions, dtype=float)
     if A.shape != ids.shape or not np.all(np.isfinite(A)):
-        raise DataError(f"attributions must be finite, of the shape of input_ids {ids.shape}; got {A.shape}.", argument="attributions")
+        raise DataError(
+            f"attributions must be finite, of the shape of input_ids {ids.shape}; got {A.shape}.",
+            argument="attributions",
+        )
     f = _fractions(fractions)
     n, T = ids.shape
     n_real = mask.sum(1)
@@ -282,8 +289,10 @@ class SOPInsertionOverK:
     deletion_current: np.ndarray
 
 
-def sop_insertion_over_k(sop: SumOfPartsTokens, input_ids: Any, *, attention_mask: Any = None, fractions: Any = None) -> SOPInsertionOverK:
-    """The paper's insertion for SOP: rerun SOP with group fraction ``k`` on a grid (``text_ins_del.py``).
+def sop_insertion_over_k(
+    sop: SumOfPartsTokens, input_ids: Any, *, attention_mask: Any = None, fractions: Any = None
+) -> SOPInsertionOverK:
+    """The authors' insertion for SOP: rerun SOP with group fraction ``k`` on a grid.
 
     At each ``k`` the generator keeps the top ``max(1, int(k * n_real))`` tokens of each
     attention row (deletion: the bottom ones) and SOP predicts from those groups; nothing is
@@ -328,5 +337,7 @@ def sop_insertion_over_k(sop: SumOfPartsTokens, input_ids: Any, *, attention_mas
     n = len(t)
     P_ins, P_del = np.stack(curves[False], 1), np.stack(curves[True], 1)  # (n, s, C)
     ins, dele = P_ins[np.arange(n), :, t], P_del[np.arange(n), :, t]
-    ins_c, del_c = P_ins.max(-1), np.take_along_axis(P_del, P_del.argmax(-1)[..., None], -1)[..., 0]
-    return SOPInsertionOverK(f, ins, dele, ins_c, del_c, ins.mean(1), dele.mean(1), ins_c.mean(1), del_c.mean(1))
+    ins_c, del_c = P_ins.max(-1), P_del.max(-1)
+    return SOPInsertionOverK(
+        f, ins, dele, ins_c, del_c, ins.mean(1), dele.mean(1), ins_c.mean(1), del_c.mean(1)
+    )
