@@ -197,18 +197,18 @@ def _top2_is_span(A: np.ndarray, mask: np.ndarray, span: np.ndarray) -> np.ndarr
 
 @pytest.mark.slow  # ~3 CPU minutes: fine-tunes the lab LM (600 steps) and SOP (3 epochs)
 @pytest.mark.claims
-def test_claim_on_real_text_sop_keeps_accuracy_and_finds_the_pair_but_is_not_more_faithful() -> None:
+def test_claim_on_real_text_sop_loses_accuracy_and_is_not_more_faithful_than_occlusion() -> None:
     """small-llama-english fine-tuned as a classifier (LMSequenceClassifier, last-token head) on
     pydoc sentences with a planted "not defined" pair; SOP wraps it with token-id groups.
 
-    Measured (seed 0; 800 train / 400 test texts; 100 texts for the maps):
-    backbone 1.000, SOP 0.922; group scores sum to the logit (< 1e-5); the two top tokens of
-    SOP's map are exactly the pair in 58.7% of texts vs occlusion 51.3% and gradient x input
-    0.7% (150 texts); IoU of the 20% region with the pair SOP 0.46 vs gradient x input 0.14.
-    Faithfulness by the authors' insertion and deletion: SOP's own map on SOP 0.77 / 0.58, the
-    varying-k variant 0.82 / 0.43, occlusion on the backbone 0.996 / 0.56: SOP is *not* more
-    faithful than the best post-hoc baseline here (not reproduced)."""
-    from trustlab.explain.sop_purity import region_purity, sop_region, top_feature_region
+    Measured (seed 0; 800 train / 400 test texts; maps on 100 texts): backbone 1.000, SOP 0.675
+    (3 epochs, lr 1e-2; 0.65-0.68 at 6 epochs, another seed or lr 3e-2); group scores sum to the
+    logit (2e-7). The paper's claims do not reproduce here: SOP loses a third of the accuracy,
+    and occlusion on the backbone puts the pair on top in 50% of texts (96% of adjacent pairs)
+    vs SOP 7%; insertion / deletion (authors' text metric) occlusion 0.994 / 0.446, SOP's own
+    map on SOP 0.694 / 0.514, SOP rerun over k 0.688 / 0.358. SOP's map still ranks tokens
+    better than chance (random on SOP 0.645 / 0.631)."""
+    from trustlab.explain.sop_purity import region_purity, top_feature_region
     from trustlab.lm import TrainConfig, load_shipped
     from trustlab.security.backdoor_complications import LMSequenceClassifier
 
@@ -225,7 +225,6 @@ def test_claim_on_real_text_sop_keeps_accuracy_and_finds_the_pair_but_is_not_mor
         m = slice(800, 900)
         e = sop.explain(ids[m], attention_mask=mask[m])
         fa = e.feature_attributions()
-        gxi = token_gradient_x_input(clf, ids[m], attention_mask=mask[m])
         occ = token_occlusion(clf, ids[m], attention_mask=mask[m])
         f_sop = token_insertion_deletion(sop, ids[m], fa, attention_mask=mask[m])
         f_occ = token_insertion_deletion(clf, ids[m], occ, attention_mask=mask[m])
@@ -233,24 +232,20 @@ def test_claim_on_real_text_sop_keeps_accuracy_and_finds_the_pair_but_is_not_mor
         f_rand = token_insertion_deletion(sop, ids[m], rand, attention_mask=mask[m])
         over_k = sop_insertion_over_k(sop, ids[m], attention_mask=mask[m])
     se = lambda p, n: np.sqrt(max(p * (1 - p), 1 / n) / n)  # noqa: E731
-    # accuracy: SOP keeps most of the backbone's, not all of it
+    paired = lambda d: d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d))  # noqa: E731
     assert acc_b > 0.97
-    assert acc_s > 0.85, acc_s
+    np.testing.assert_allclose(e.group_scores.sum(1), e.logits, atol=1e-5)  # faithful by construction
+    # SOP learns the task (above chance) but keeps far less than the backbone's accuracy
+    assert acc_s > 0.5 + 3 * se(0.5, 400), acc_s
     assert acc_b - acc_s > 3 * np.hypot(se(acc_s, 400), se(acc_b, 400)), (acc_b, acc_s)
-    np.testing.assert_allclose(e.group_scores.sum(1), e.logits, atol=1e-5)
-    # localisation of the planted pair (paired over the same 100 texts)
-    hit_sop, hit_gxi = _top2_is_span(fa, mask[m], span[m]), _top2_is_span(gxi, mask[m], span[m])
-    d = hit_sop - hit_gxi
-    assert d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d)), (hit_sop.mean(), hit_gxi.mean())
-    iou_sop = region_purity(sop_region(e), span[m]).iou
-    iou_gxi = region_purity(top_feature_region(np.where(mask[m] > 0, gxi, -1e9)), span[m]).iou
-    d = iou_sop - iou_gxi
-    assert d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d)), (iou_sop.mean(), iou_gxi.mean())
-    # faithfulness: SOP's map ranks tokens better than chance on SOP itself ...
-    d = (f_sop.insertion - f_sop.deletion) - (f_rand.insertion - f_rand.deletion)
-    assert d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d)), d.mean()
-    d = over_k.insertion - over_k.deletion
-    assert d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d)), d.mean()
-    # ... but not better than occlusion on the backbone (the paper's claim is not reproduced)
-    d = f_occ.insertion - np.maximum(f_sop.insertion, over_k.insertion)
-    assert d.mean() > 3 * d.std(ddof=1) / np.sqrt(len(d)), d.mean()
+    # SOP's map and SOP over k rank tokens better than chance on SOP itself ...
+    assert paired((f_sop.insertion - f_sop.deletion) - (f_rand.insertion - f_rand.deletion))
+    assert paired(over_k.insertion - over_k.deletion)
+    iou_sop = region_purity(top_feature_region(np.where(mask[m] > 0, fa, -1e9)), span[m]).iou
+    iou_rand = region_purity(top_feature_region(np.where(mask[m] > 0, rand, -1e9)), span[m]).iou
+    assert paired(iou_sop - iou_rand)
+    # ... but occlusion on the backbone is more faithful and finds the pair more often (not reproduced)
+    assert paired(f_occ.insertion - np.maximum(f_sop.insertion, over_k.insertion))
+    assert paired(f_sop.deletion - f_occ.deletion)
+    hit_sop, hit_occ = _top2_is_span(fa, mask[m], span[m]), _top2_is_span(occ, mask[m], span[m])
+    assert paired(hit_occ - hit_sop), (hit_occ.mean(), hit_sop.mean())
