@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import copy
 import functools
+import io
 import numbers
 from dataclasses import asdict, dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ import numpy as np
 from trustlab._cache import cache_root, save_npz, spec_digest
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import ModelError, ParameterError
-from trustlab.vision.classifiers import check_model, require_torch
+from trustlab.vision.classifiers import check_labels, check_model, require_torch
 from trustlab.vision.diffusion import DDPMSchedule, _denoising_loop, _to_model_space
 from trustlab.vision.diffusion_digits import (
     DigitsDDPMRecipe,
@@ -47,10 +49,16 @@ from trustlab.vision.diffusion_digits import (
     digits_ddpm_pair,
     digits_finetune_images,
 )
+from trustlab.vision.diffusion_digits_conditional import (
+    ConditionalDigitsPairRecipe,
+    conditional_digits_finetune_images,
+    digits_conditional_ddpm_pair,
+)
 
 __all__ = [
     "LoRARecipe",
     "add_lora",
+    "digits_conditional_lora_ddpm_pair",
     "digits_lora_ddpm_pair",
     "lora_parameters",
     "merge_lora",
@@ -148,7 +156,8 @@ def add_lora(model: Any, *, rank: int = 4, alpha: float | None = None, seed: int
     names = _targets(model, int(rank))
     if not names:
         raise ModelError(
-            f"model has no Linear or Conv2d layer wider than rank={rank}; pass a smaller rank.", argument="model"
+            f"model has no Linear or Conv2d layer wider than rank={rank}; pass a smaller rank.",
+            argument="model",
         )
     out = copy.deepcopy(model)
     out.requires_grad_(False)
@@ -230,6 +239,7 @@ def merge_lora(model: Any) -> Any:
 def train_lora_ddpm(
     model: Any,
     X: Any,
+    y: Any = None,
     *,
     steps: int = 800,
     lr: float = 3e-3,
@@ -248,6 +258,9 @@ def train_lora_ddpm(
         Made by :func:`add_lora`.
     X : array-like of shape (n, C, H, W)
         Images in [0, 1].
+    y : array-like of shape (n,), optional
+        Class labels ("prompts") of a conditional model ``model(x, t, class_labels=y)``, passed
+        at every step without dropout (DreamBooth fine-tunes with the prompt every step).
     steps, batch_size : int, default=(800, 64)
         Adam steps and minibatch size (capped at ``n``).
     lr : float, default=3e-3
@@ -277,10 +290,18 @@ def train_lora_ddpm(
         raise ModelError("model has no LoRA adapters; wrap it with add_lora first.", argument="model")
     x0 = _to_model_space(X, "X")
     acp = torch.as_tensor((schedule or DDPMSchedule()).alphas_cumprod, dtype=torch.float32)
+    labels = None
+    if y is not None:
+        n_classes = int(getattr(model, "n_classes", 0))
+        if n_classes < 1:
+            raise ParameterError("y is given but model has no int n_classes; pass y=None.", argument="y")
+        labels = torch.as_tensor(check_labels(y, len(x0), n_classes, "y"))
 
     def loss(idx: Any, t: Any, noise: Any, gen: Any) -> Any:
         a = acp[t][:, None, None, None]
-        return torch.nn.functional.mse_loss(model(a.sqrt() * x0[idx] + (1 - a).sqrt() * noise, t), noise)
+        kwargs = {} if labels is None else {"class_labels": labels[idx]}
+        out = model(a.sqrt() * x0[idx] + (1 - a).sqrt() * noise, t, **kwargs)
+        return torch.nn.functional.mse_loss(out, noise)
 
     return _denoising_loop(model, x0, len(acp), loss, steps, lr, batch_size, random_state, params=params)
 
@@ -318,16 +339,7 @@ class LoRARecipe:
     seed: int = 0
 
 
-def _train_lora(base: Any, r: DigitsDDPMRecipe, lr: LoRARecipe) -> Any:
-    net = add_lora(base, rank=lr.rank, alpha=lr.alpha, seed=lr.seed)
-    return train_lora_ddpm(
-        net,
-        digits_finetune_images(r),
-        steps=lr.steps,
-        lr=lr.lr,
-        batch_size=r.batch_size,
-        random_state=r.seed + 1,
-    )
+_SHIPPED = "ddpm_digits_lora.npz"
 
 
 def _adapter_arrays(model: Any) -> dict[str, np.ndarray]:
@@ -340,15 +352,35 @@ def _adapter_arrays(model: Any) -> dict[str, np.ndarray]:
     }
 
 
-def _load_adapters(base: Any, arrays: Any, lr: LoRARecipe) -> Any:
+def _cached_adapters(
+    base: Any, key: str, lr: LoRARecipe, train: Any, cache_dir: str | Path | None, merged: bool
+) -> Any:
+    """The adapters stored under ``key``: shipped, cached, or trained by ``train()`` and cached."""
     torch = require_torch()
+    raw = resources.files("trustlab.vision").joinpath(_SHIPPED).read_bytes()
+    with np.load(io.BytesIO(raw)) as f:
+        arrays = {k.split("/", 1)[1]: f[k] for k in f.files if k.startswith(key + "/")}
+    if not arrays:
+        path = cache_root(cache_dir, "vision") / f"ddpm-lora-{key}.npz"
+        if not path.is_file():
+            save_npz(path, _adapter_arrays(train()))
+        with np.load(path) as f:
+            arrays = {k: f[k] for k in f.files}
     net = add_lora(base, rank=lr.rank, alpha=lr.alpha, seed=lr.seed)
     with torch.no_grad():
-        for key in arrays.files:
-            name, part = key.rsplit("/", 1)
-            w = torch.as_tensor(np.asarray(arrays[key], dtype=np.float32))
-            getattr(net.get_submodule(name), part).weight.copy_(w)
-    return net.eval()
+        for k, w in arrays.items():
+            name, part = k.rsplit("/", 1)
+            getattr(net.get_submodule(name), part).weight.copy_(torch.as_tensor(w.astype(np.float32)))
+    return merge_lora(net).eval() if merged else net.eval()
+
+
+def _check_lora(lora: Any) -> LoRARecipe:
+    lr = LoRARecipe() if lora is None else lora
+    if not isinstance(lr, LoRARecipe):
+        raise ParameterError(f"lora must be a LoRARecipe; got {type(lr).__name__}.", argument="lora")
+    if lr.rank < 1 or lr.alpha <= 0 or lr.steps < 1 or lr.lr <= 0:
+        raise ParameterError("lora: rank, alpha, steps and lr must be positive.", argument="lora")
+    return lr
 
 
 def digits_lora_ddpm_pair(
@@ -362,9 +394,10 @@ def digits_lora_ddpm_pair(
 
     The pretrained model is :func:`~trustlab.vision.digits_ddpm_pair` ``(recipe)``'s (shipped
     or cached); the adapters are trained on :func:`~trustlab.vision.digits_finetune_images`
-    ``(recipe)`` (the same 8 images as the full fine-tune) on first use, about 15 s on one CPU
-    thread, and kept in ``cache_dir`` (default ``$TRUSTLAB_CACHE/vision`` or
-    ``~/.cache/trustlab/vision``) as float16 adapter weights (a few KB) under a hash of both
+    ``(recipe)`` (the same 8 images as the full fine-tune). The default recipe's adapters
+    (rank 4 and rank 8) ship with trustlab; any other pair is trained on first use (6-9 s on
+    one CPU thread) and kept in ``cache_dir`` (default ``$TRUSTLAB_CACHE/vision`` or
+    ``~/.cache/trustlab/vision``) as float16 adapter weights (30-50 KB) under a hash of both
     recipes; they are loaded back as float32, so a model is the same just trained or read.
 
     Parameters
@@ -387,18 +420,92 @@ def digits_lora_ddpm_pair(
 
     Examples
     --------
-    >>> pre, ft = digits_lora_ddpm_pair()  # doctest: +SKIP
+    >>> from trustlab.vision.diffusion import ddim_sample
+    >>> pre, ft = digits_lora_ddpm_pair()
+    >>> ddim_sample(ft, 2, num_inference_steps=5).shape
+    (2, 1, 8, 8)
     """
     r = _check_recipe(recipe)
-    lr = LoRARecipe() if lora is None else lora
-    if not isinstance(lr, LoRARecipe):
-        raise ParameterError(f"lora must be a LoRARecipe; got {type(lr).__name__}.", argument="lora")
-    pre, _ = digits_ddpm_pair(r, cache_dir=cache_dir)
-    path = cache_root(cache_dir, "vision") / (
-        f"ddpm-lora-{spec_digest({'base': r.pretrain_fingerprint(), 'images': [r.finetune_class, r.n_finetune, r.seed, r.batch_size], 'lora': asdict(lr)})}.npz"
+    lr = _check_lora(lora)
+    pre = _pretrained(r, cache_dir)
+    key = spec_digest(
+        {
+            "base": r.pretrain_fingerprint(),
+            "images": [r.finetune_class, r.n_finetune, r.seed, r.batch_size],
+            "lora": asdict(lr),
+        }
     )
-    if not path.is_file():
-        save_npz(path, _adapter_arrays(_train_lora(pre, r, lr)))
-    with np.load(path) as f:
-        ft = _load_adapters(pre, f, lr)
-    return pre, (merge_lora(ft).eval() if merged else ft)
+
+    def train() -> Any:
+        net = add_lora(pre, rank=lr.rank, alpha=lr.alpha, seed=lr.seed)
+        imgs = digits_finetune_images(r)
+        return train_lora_ddpm(
+            net, imgs, steps=lr.steps, lr=lr.lr, batch_size=r.batch_size, random_state=r.seed + 1
+        )
+
+    return pre, _cached_adapters(pre, key, lr, train, cache_dir, merged)
+
+
+def _pretrained(r: DigitsDDPMRecipe, cache_dir: str | Path | None) -> Any:
+    """The recipe's pretrained model (shipped when its pretraining is the default's)."""
+    if r.pretrain_fingerprint() == DigitsDDPMRecipe().pretrain_fingerprint():
+        return digits_ddpm_pair(cache_dir=cache_dir)[0]  # shipped
+    return digits_ddpm_pair(r, cache_dir=cache_dir)[0]
+
+
+def digits_conditional_lora_ddpm_pair(
+    recipe: ConditionalDigitsPairRecipe | None = None,
+    lora: LoRARecipe | None = None,
+    *,
+    merged: bool = True,
+    cache_dir: str | Path | None = None,
+) -> tuple[Any, Any]:
+    """The lab's class-conditional pretrained DDPM and a LoRA fine-tune of it with the prompt.
+
+    DreamBooth-LoRA at 8x8: the adapters (on the UNet's conv and linear layers; the class
+    embedding, like DreamBooth-LoRA's text encoder, stays frozen) are trained on
+    :func:`~trustlab.vision.diffusion_digits_conditional.conditional_digits_finetune_images`
+    ``(recipe)`` with the label ``recipe.finetune_class`` at every step, trained on first use
+    (~8 s) into the cache as for :func:`digits_lora_ddpm_pair`.
+
+    Parameters
+    ----------
+    recipe : ConditionalDigitsPairRecipe, optional
+        The base model (shipped for the default), the class and the images.
+    lora : LoRARecipe, optional
+        Default :class:`LoRARecipe()`.
+    merged : bool, default=True
+        Merge the adapters into the base architecture.
+    cache_dir : str or Path, optional
+        Where trained adapters are kept.
+
+    Returns
+    -------
+    pretrained, finetuned : torch.nn.Module
+        ``model(x, t, class_labels=y)`` noise predictors in eval mode.
+
+    Examples
+    --------
+    >>> pre, ft = digits_conditional_lora_ddpm_pair()  # doctest: +SKIP
+    """
+    from trustlab.vision.diffusion_digits_conditional import _check as _check_cond
+
+    r = _check_cond(recipe)
+    lr = _check_lora(lora)
+    pre = digits_conditional_ddpm_pair(
+        r if r.pretrain_fingerprint() != ConditionalDigitsPairRecipe().pretrain_fingerprint() else None,
+        cache_dir=cache_dir,
+    )[0]
+    key = spec_digest(
+        {"conditional": True, "base": r.pretrain_fingerprint(), "recipe": asdict(r), "lora": asdict(lr)}
+    )
+
+    def train() -> Any:
+        net = add_lora(pre, rank=lr.rank, alpha=lr.alpha, seed=lr.seed)
+        imgs = conditional_digits_finetune_images(r)
+        labels = np.full(len(imgs), r.finetune_class)
+        return train_lora_ddpm(
+            net, imgs, labels, steps=lr.steps, lr=lr.lr, batch_size=r.batch_size, random_state=r.seed + 1
+        )
+
+    return pre, _cached_adapters(pre, key, lr, train, cache_dir, merged)
