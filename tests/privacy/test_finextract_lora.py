@@ -178,6 +178,57 @@ def test_claim_guidance_concentrates_generations_on_a_rank8_lora_finetune():
     assert g_x.sum() >= d_x.sum()
 
 
+_SPLITS = [((0, 1, 2, 3, 4, 5), c) for c in (6, 7, 8, 9)] + [((4, 5, 6, 7, 8, 9), c) for c in (0, 1, 2, 3)]
+
+
+@pytest.mark.slow  # 8 conditional LoRA fine-tunes (~7 s each, cached once), 5 arms x N = 160 x 50 steps
+@pytest.mark.claims
+def test_claim_conditional_lora_finetunes():
+    """The conditional pairs of test_finextract_conditional.py, LoRA rank 4 with the prompt; N = 160, 50 steps.
+
+    Measured over 8 pairs x 8 images (1,280 shared starts): plain prompted samples copy a
+    fine-tuning image 20/1280 times (LoRA) vs 443/1280 (full fine-tune; 425 vs 2 discordant);
+    the paper's LoRA setting (w' = 5, k = 0, empty-prompt base) 2/1280 copies, 0/64 extracted;
+    the paper's baseline (the LoRA model's CFG, scale 3) 21/1280, 1/64; w' = 2 (k = 0) 87/1280
+    (82 vs 16 discordant vs CFG, p = 4e-12), 3/64. Asserted: LoRA memorises less than full
+    (p < 1e-6); w' = 5 extracts at most 3/64 (one-sided 95% Clopper-Pearson bound of 0/64 is
+    2.9/64) and copies no more than CFG (p > 0.05); w' = 2 copies more than CFG (p < 1e-6).
+    """
+    from trustlab.privacy.finextract_conditional import finextract_conditional
+    from trustlab.vision.diffusion_digits_conditional import (
+        ConditionalDigitsPairRecipe,
+        conditional_digits_finetune_images,
+        digits_conditional_ddpm_pair,
+    )
+    from trustlab.vision.diffusion_lora import digits_conditional_lora_ddpm_pair
+
+    arms = {"plain": [], "full": [], "cfg": [], "w5": [], "w2": []}
+    w5_hits = []
+    for pretrain_classes, c in _SPLITS:
+        recipe = ConditionalDigitsPairRecipe(pretrain_classes=pretrain_classes, finetune_class=c)
+        pre, lora = digits_conditional_lora_ddpm_pair(recipe)
+        full = digits_conditional_ddpm_pair(recipe)[1]
+        secret = conditional_digits_finetune_images(recipe)
+        kw = dict(prompt=c, n_generations=160, num_inference_steps=50, random_state=0)
+        plain = dict(guidance_scale=1.0, correction=0.0)
+        runs = {
+            "plain": finextract_conditional(lora, None, 8, **plain, **kw),
+            "full": finextract_conditional(full, None, 8, **plain, **kw),
+            "cfg": finextract_conditional(lora, None, 8, **kw),
+            "w5": finextract_conditional(lora, pre, 8, guidance_scale=5.0, correction=0.0, **kw),
+            "w2": finextract_conditional(lora, pre, 8, guidance_scale=2.0, correction=0.0, **kw),
+        }
+        for name, res in runs.items():
+            arms[name].append(_copies(res.generations, secret))
+        w5_hits.append(extraction_score(runs["w5"].candidates, secret).extracted)
+    cp = {k: np.concatenate(v) for k, v in arms.items()}
+    hits = np.concatenate(w5_hits)
+    print({k: int(v.sum()) for k, v in cp.items()}, "w5 extracted", int(hits.sum()))
+    assert _one_sided_paired_p(cp["full"], cp["plain"]) < 1e-6
+    assert hits.sum() <= 3 and _one_sided_paired_p(cp["w5"], cp["cfg"]) > 0.05
+    assert _one_sided_paired_p(cp["w2"], cp["cfg"]) < 1e-6
+
+
 @pytest.mark.slow  # one LoRA training, ~7 s
 def test_shipped_adapters_equal_a_fresh_training():
     from trustlab.vision.diffusion_lora import _adapter_arrays
