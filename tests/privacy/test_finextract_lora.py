@@ -184,7 +184,7 @@ _SPLITS = [((0, 1, 2, 3, 4, 5), c) for c in (6, 7, 8, 9)] + [((4, 5, 6, 7, 8, 9)
 @pytest.mark.slow  # 8 conditional LoRA fine-tunes (~7 s each, cached once), 5 arms x N = 160 x 50 steps
 @pytest.mark.claims
 def test_claim_conditional_lora_finetunes():
-    """The conditional pairs of test_finextract_conditional.py, LoRA rank 4 with the prompt; N = 160, 50 steps.
+    """The conditional pairs of test_finextract_conditional.py, LoRA rank 4, with the prompt; N = 160.
 
     Measured over 8 pairs x 8 images (1,280 shared starts): plain prompted samples copy a
     fine-tuning image 20/1280 times (LoRA) vs 443/1280 (full fine-tune; 425 vs 2 discordant);
