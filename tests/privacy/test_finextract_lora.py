@@ -7,6 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from trustlab._threads import one_thread  # noqa: E402
 from trustlab.errors import ModelError, ParameterError  # noqa: E402
 from trustlab.privacy.finextract import DIGITS_THRESHOLD, extraction_score, finextract  # noqa: E402
 from trustlab.vision import DigitsDDPMRecipe, digits_ddpm_pair, digits_finetune_images, make_unet  # noqa: E402
@@ -18,6 +19,13 @@ from trustlab.vision.diffusion_lora import (  # noqa: E402
     merge_lora,
     train_lora_ddpm,
 )
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models: one torch thread (several threads beside a busy process cost 10x CPU)."""
+    with one_thread():
+        yield
 
 
 def _randomise_b(net, seed=0):
