@@ -237,7 +237,7 @@ def test_claim_conditional_lora_finetunes():
     assert _one_sided_paired_p(cp["w2"], cp["cfg"]) < 1e-6
 
 
-@pytest.mark.slow  # 8 conditional rank-8 LoRA fine-tunes (~7 s each, cached once), 2 arms x N = 160 x 50 steps
+@pytest.mark.slow  # 8 conditional rank-8 LoRA fine-tunes (~7 s each, cached once), 2 arms x N = 160
 @pytest.mark.claims
 def test_claim_conditional_rank8_lora_finextract_beats_cfg():
     """Rank 8 (alpha 8) conditional LoRA fine-tunes of the 8 pairs; FineXtract w' = 2, k = 0 vs CFG 3.
