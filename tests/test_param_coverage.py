@@ -120,6 +120,12 @@ EXEMPT: dict[str, str] = {
     "torch_generator": "a seed only, checked by make_generator",
     "check_point_clouds": "takes only arrays, checked by the vision lab's input checks",
     "digits_ddpm_pair": "a DigitsDDPMRecipe (checked by _check_recipe, naming recipe) and a path",
+    "digits_lora_ddpm_pair": "a DigitsDDPMRecipe and a LoRARecipe (checked by _check_recipe / "
+    "_check_lora, naming recipe / lora), a bool and a path",
+    "digits_conditional_lora_ddpm_pair": "a pair recipe and a LoRARecipe (type- and value-checked, "
+    "naming recipe / lora), a bool and a path",
+    "lora_parameters": "takes only a torch model (a ModelError names it when it has no adapters)",
+    "merge_lora": "takes only a torch model (a ModelError names it when it has no adapters)",
     "digits_finetune_images": "a DigitsDDPMRecipe only, checked by _check_recipe (naming recipe)",
     "train_digits_ddpm_pair": "a DigitsDDPMRecipe only, checked by _check_recipe (naming recipe)",
     "digits_conditional_ddpm": "a ConditionalDDPMRecipe (type-checked, naming recipe) and a path",

@@ -288,4 +288,6 @@ def test_lora_recipe_is_part_of_the_cache_key(tmp_path):
     _, a = digits_lora_ddpm_pair(rec, LoRARecipe(steps=2), cache_dir=tmp_path)
     _, b = digits_lora_ddpm_pair(rec, LoRARecipe(steps=2, seed=1), merged=False, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("ddpm-lora-*.npz"))) == 2
-    assert lora_parameters(b) and not lora_parameters(a)
+    assert lora_parameters(b)
+    with pytest.raises(ModelError, match="no LoRA adapters"):  # merged: the base architecture
+        lora_parameters(a)

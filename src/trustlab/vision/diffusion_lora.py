@@ -189,8 +189,17 @@ def lora_parameters(model: Any) -> list[Any]:
     >>> len(lora_parameters(add_lora(make_unet(channels=8), rank=2))) % 2
     0
     """
+    return [p for m in _adapters(model) for p in (m.lora_A.weight, m.lora_B.weight)]
+
+
+def _adapters(model: Any) -> list[Any]:
+    """The adapter modules of ``model``; a ModelError names it when there are none."""
+    torch = require_torch()
     cls = _lora_class()
-    return [p for m in model.modules() if isinstance(m, cls) for p in (m.lora_A.weight, m.lora_B.weight)]
+    found = [m for m in model.modules() if isinstance(m, cls)] if isinstance(model, torch.nn.Module) else []
+    if not found:
+        raise ModelError("model has no LoRA adapters; pass a model made by add_lora.", argument="model")
+    return found
 
 
 def merge_lora(model: Any) -> Any:
@@ -219,8 +228,7 @@ def merge_lora(model: Any) -> Any:
     """
     torch = require_torch()
     cls = _lora_class()
-    if not any(isinstance(m, cls) for m in model.modules()):
-        raise ModelError("model has no LoRA adapters; pass a model made by add_lora.", argument="model")
+    _adapters(model)
     out = copy.deepcopy(model)
     with torch.no_grad():
         for name, mod in list(out.named_modules()):
