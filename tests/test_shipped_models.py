@@ -64,9 +64,10 @@ MIN_AGREEMENT = 0.95
 MAX_GAP = {"accuracy": 0.05, "attack": 0.05, "flip": 0.1, "nll": 0.05}
 # The downstream classifiers of the plain-backdoored PTLM are chaotic: a fresh training on
 # another machine agreed with the shipped one on 0.81 (head-only) and 0.33 (full fine-tuning) of
-# the probes, topic accuracy 0.28 vs 0.24 and 0.30 vs 0.51, with trigger flip rates 0.455 vs 0.5075
-# and 0.57 vs 0.53 (fresh vs shipped). What the recipe is for is the flip rate (clean PTLM: 0.19 and 0.0), so only
-# it is compared there (a swapped-in clean or reduced classifier differs by 0.20 to 0.53).
+# the probes, topic accuracy 0.28 vs 0.24 and 0.30 vs 0.51, with trigger flip rates 0.455 vs
+# 0.5075 and 0.57 vs 0.53 (fresh vs shipped). What the recipe is for is the flip rate (clean
+# PTLM: 0.19 and 0.0), so only it is compared there (a swapped-in clean or reduced classifier
+# differs by 0.20 to 0.53).
 CHAOTIC = {"runs/downstream-head-plain": ("flip",), "runs/downstream-full-plain": ("flip",)}
 
 
@@ -153,7 +154,10 @@ def probes(cache_dir: Path | None) -> dict[str, tuple[np.ndarray, dict[str, floa
     Xt = insert_trigger(X, comp.TRIGGER, position=1)
     for name in ("plain", "reduced"):  # the attacker's classifiers: clean accuracy, attack success
         a, b = lab[name].predict(X), lab[name].predict(Xt)
-        out[f"runs/{name}"] = (np.concatenate([a, b]), {"accuracy": float((a == y).mean()), "attack": float((b == 0).mean())})
+        out[f"runs/{name}"] = (
+            np.concatenate([a, b]),
+            {"accuracy": float((a == y).mean()), "attack": float((b == 0).mean())},
+        )
     X, y = comp.task_data("topic", 400, seed=PROBE_SEED)
     Xt = insert_trigger(X, comp.TRIGGER, position=1)
     for ft, clfs in lab["downstream"].items():  # the user's: topic accuracy, trigger flip rate
@@ -162,7 +166,9 @@ def probes(cache_dir: Path | None) -> dict[str, tuple[np.ndarray, dict[str, floa
             figures = {"accuracy": float((a == y).mean()), "flip": float((a != b).mean())}
             out[f"runs/downstream-{ft}-{name}"] = (np.concatenate([a, b]), figures)
     d = massive._LAB["data"]
-    data = massive.contextual_parametric_task(400, n_symbols=d["n_symbols"], length=d["length"], seed=PROBE_SEED)
+    data = massive.contextual_parametric_task(
+        400, n_symbols=d["n_symbols"], length=d["length"], seed=PROBE_SEED
+    )
     out["massive-llama"] = _lm_probe(massive.load_massive_lab(cache_dir=cache_dir), data)
     model, head = sd.load_instruction_lab(cache_dir=cache_dir)
     out["safety/model"] = _safety_probe(model)
@@ -257,7 +263,8 @@ def test_shipped_models_equal_a_fresh_training_on_their_machine(folder, request)
     here = machine_fingerprint()
     record = json.loads((SHIPPED / folder / "provenance.json").read_text())
     if here not in record["reproduced_on"]:
-        pytest.skip(f"{folder}: byte equality holds on {record['reproduced_on'] or 'no recorded machine'}; here {here}")
+        recorded = record["reproduced_on"] or "no recorded machine"
+        pytest.skip(f"{folder}: byte equality holds on {recorded}; here {here}")
     root = request.getfixturevalue("fresh")
     files = [rel for rel in _weight_files() if rel.parts[0] == folder]
     assert files
