@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cache_root", "publish", "save_npz", "spec_digest", "staging_dir", "trained_dir"]
+__all__ = [
+    "cache_root",
+    "machine_fingerprint",
+    "publish",
+    "save_npz",
+    "spec_digest",
+    "staging_dir",
+    "trained_dir",
+]
 
 
 def cache_root(cache_dir: str | Path | None, area: str) -> Path:
@@ -46,8 +54,9 @@ def trained_dir(cache_dir: str | Path | None, area: str, name: str) -> Path:
     """The folder of the models of recipe ``name``: shipped with trustlab, else in the cache.
 
     The default recipes of the tests' and examples' lab models ship in ``trustlab/_models/<name>``
-    (their training is deterministic on one torch thread: a fresh training writes the same files,
-    tests/test_shipped_models.py); any other recipe,
+    (their training is deterministic on one torch thread and one machine: a fresh training on a
+    machine of the same :func:`machine_fingerprint` writes the same files, and on any machine a
+    model that behaves like the shipped one, tests/test_shipped_models.py); any other recipe,
     or an explicit ``cache_dir``, lives in :func:`cache_root`, where it is trained on first use.
 
     Parameters
@@ -98,3 +107,40 @@ def save_npz(path: Path, arrays: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
     np.savez_compressed(tmp, **arrays)
     tmp.replace(path)
+
+
+def machine_fingerprint() -> dict[str, Any]:
+    """What decides a training's float results on this machine, for the shipped models' provenance.
+
+    Training is deterministic for a seed on one machine, but the CPU kernels torch picks (AVX2 or
+    AVX-512, oneDNN / MKL paths), the library versions and the thread count change the rounding,
+    and training amplifies it. A shipped folder's ``provenance.json`` lists the fingerprints of
+    the machines on which a fresh training was measured byte-equal to it.
+
+    Returns
+    -------
+    dict
+        ``torch``, ``transformers`` and ``numpy`` versions, ``cpu_capability``
+        (``torch.backends.cpu.get_cpu_capability()``), ``cpu`` (the processor's model name),
+        ``machine`` (the architecture) and ``torch_threads``.
+    """
+    import platform
+
+    import torch
+    import transformers
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": np.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu": cpu,
+        "machine": platform.machine(),
+        "torch_threads": torch.get_num_threads(),
+    }
