@@ -239,6 +239,26 @@ def test_right_padding_is_ignored_by_last_token_pooling(tiny):
     )
 
 
+def test_final_pooling_reads_the_final_padded_position(tiny):
+    """``pooling="final"``: the authors' GPT-2 readout (the final position of a right-padded text,
+    pads masked as keys); ``"last"`` reads the last real token."""
+    import torch
+
+    from trustlab.lm import TrainConfig
+    from trustlab.security._complication_torch import MultiHead
+
+    X = torch.as_tensor([[1, 2, 3, 0, 0], [1, 4, 5, 6, 0]])
+    final = MultiHead(tiny, [2], pooling="final", pad_id=0, seed=0).eval()
+    last = MultiHead(tiny, [2], pooling="last", pad_id=0, seed=0).eval()
+    with torch.no_grad():
+        h = tiny.base_model(input_ids=X, attention_mask=(X != 0).long()).last_hidden_state
+        np.testing.assert_allclose(final.features(X), h[:, -1], atol=1e-6)
+        np.testing.assert_allclose(last.features(X), h[[0, 1], [2, 3]], atol=1e-6)
+        assert not torch.allclose(final.features(X), last.features(X))
+    clf = LMSequenceClassifier(tiny, pooling="final", pad_id=0, train=TrainConfig(steps=2, batch_size=2))
+    assert clf.fit(X.numpy(), [0, 1]).predict_proba(X.numpy()).shape == (2, 2)
+
+
 # -- bad input ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("kwargs", "argument"),
