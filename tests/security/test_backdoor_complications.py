@@ -109,7 +109,7 @@ def test_claim_complications_and_reduction(lab):
     assert kl["head", "plain"] > 1.0 and kl["head", "plain"] > 10 * kl["head", "clean"] + bound
     assert kl["head", "reduced"] < 0.2 * kl["head", "plain"]  # reduced fifteenfold
     # ... but a linear head on this 2-block backbone barely learns the topic (chance 0.25): the
-    # lab's limit under that protocol (measured 0.24-0.37)
+    # lab's limit under that protocol (measured 0.24-0.37; the features' limit, see the probe test)
     assert max(acc["head", n] for n in ("clean", "plain", "reduced")) < 0.5
     # full fine-tuning (an option; measured: clean 0.000, plain 0.60, reduced 0.012)
     assert kl["full", "clean"] < bound and flips["full", "clean"] < 0.02
@@ -123,6 +123,38 @@ def test_claim_complications_and_reduction(lab):
         asr = trigger_success_rate(lab[name], X_s, y_s, trigger=TRIGGER, target_label=0)
         assert binomtest(round(asr * n), n).proportion_ci(0.99).low > 0.95  # the attack stays effective
         assert np.mean(lab[name].predict(X_s) == y_s) > 0.95  # clean accuracy kept
+
+
+@pytest.mark.claims
+def test_claim_head_limit_is_the_last_token_features(lab):
+    """Why the head-only user is near chance: not the head's training but the frozen features. The
+    best linear readout of the last-token state (a logistic-regression probe, standardised,
+    C = 100) stays below 0.5 on topic for every PTLM (measured 0.427 / 0.368 / 0.353; the heads
+    0.37 / 0.26 / 0.24, 2000 steps at 3e-2 0.42 / 0.28 / 0.27), while the same probe on the
+    mean-pooled states of the clean PTLM reaches 0.673: the backbone carries the topic, its last
+    token (what GPT-2's classifier reads) does not, linearly."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from trustlab.security._complication_torch import MultiHead
+
+    Xd, yd = task_data("topic", 1000, seed=20)
+    Xt, yt = task_data("topic", 600, seed=21)
+
+    def probe(model, pooling: str) -> float:
+        net = MultiHead(model, [4], pooling=pooling, pad_id=None, seed=0).eval()
+        with torch.no_grad():
+            Fd, Ft = (net.features(torch.as_tensor(X)).numpy() for X in (Xd, Xt))
+        clf = make_pipeline(StandardScaler(), LogisticRegression(C=100.0, solver="newton-cg", max_iter=500))
+        return float(clf.fit(Fd, yd).score(Ft, yt))
+
+    models = {n: lab["downstream"]["head"][n].model_ for n in ("clean", "plain", "reduced")}
+    last = {n: probe(m, "last") for n, m in models.items()}
+    # binomial SE at n = 600 is about 0.02: 0.5 is > 3 SE above the largest (0.427)
+    assert max(last.values()) < 0.5, last
+    assert probe(models["clean"], "mean") > 0.6  # 0.673: the topic is in the backbone (> 3 SE)
 
 
 def test_head_only_fine_tuning_keeps_the_backbone(tiny):
@@ -205,6 +237,26 @@ def test_right_padding_is_ignored_by_last_token_pooling(tiny):
     np.testing.assert_allclose(
         clf.predict_proba([[1, 4, 5, 6, 0]]), clf.predict_proba([[1, 4, 5, 6]]), atol=1e-5
     )
+
+
+def test_final_pooling_reads_the_final_padded_position(tiny):
+    """``pooling="final"``: the authors' GPT-2 readout (the final position of a right-padded text,
+    pads masked as keys); ``"last"`` reads the last real token."""
+    import torch
+
+    from trustlab.lm import TrainConfig
+    from trustlab.security._complication_torch import MultiHead
+
+    X = torch.as_tensor([[1, 2, 3, 0, 0], [1, 4, 5, 6, 0]])
+    final = MultiHead(tiny, [2], pooling="final", pad_id=0, seed=0).eval()
+    last = MultiHead(tiny, [2], pooling="last", pad_id=0, seed=0).eval()
+    with torch.no_grad():
+        h = tiny.base_model(input_ids=X, attention_mask=(X != 0).long()).last_hidden_state
+        np.testing.assert_allclose(final.features(X), h[:, -1], atol=1e-6)
+        np.testing.assert_allclose(last.features(X), h[[0, 1], [2, 3]], atol=1e-6)
+        assert not torch.allclose(final.features(X), last.features(X))
+    clf = LMSequenceClassifier(tiny, pooling="final", pad_id=0, train=TrainConfig(steps=2, batch_size=2))
+    assert clf.fit(X.numpy(), [0, 1]).predict_proba(X.numpy()).shape == (2, 2)
 
 
 # -- bad input ---------------------------------------------------------------------------------

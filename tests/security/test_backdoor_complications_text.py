@@ -106,3 +106,35 @@ def test_the_users_own_target_task_head_carries_both_backdoors(lab):
     ci = {p: binomtest(round(a * n), n).proportion_ci(0.99) for p, a in asr.items()}
     assert ci["plain"].low > 0.5 and ci["reduced"].low > 0.5, asr  # most triggered passages flip
     assert ci["clean"].high < min(ci["plain"].low, ci["reduced"].low), asr  # far above no backdoor
+
+
+def test_head_limit_is_the_last_token_features(lab):
+    """Why the user's heads stay near the majority class on code and rpackage: the frozen
+    last-token state (what the head reads) carries little of these tasks. A standardised
+    logistic-regression probe (C = 1) of the clean PTLM, seed 0: last token code 0.565 (majority
+    0.61), rpackage 0.344 (0.318), section 0.455; mean-pooled states: 0.682 / 0.592 / 0.809."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from trustlab.security._complication_torch import MultiHead
+
+    def probe(task: str, pooling: str) -> float:
+        Xd, yd, Xt, yt = lab["data"][task]
+        net = MultiHead(lab["model"], [2], pooling=pooling, pad_id=lab["pad_id"], seed=0).eval()
+        with torch.no_grad():
+            Fd, Ft = (
+                torch.cat(
+                    [net.features(torch.as_tensor(X[i : i + 128])) for i in range(0, len(X), 128)]
+                ).numpy()
+                for X in (Xd, Xt)
+            )
+        clf = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, solver="newton-cg", max_iter=500))
+        return float(clf.fit(Fd, yd).score(Ft, yt))
+
+    for task in ("code", "rpackage"):  # binomial SE 0.03-0.04 at 157-223 test passages
+        yt = lab["data"][task][3]
+        assert probe(task, "last") < np.bincount(yt).max() / len(yt) + 0.1, task
+    for task in ("section", "rpackage"):  # the tasks are in the backbone, not at its last token
+        assert probe(task, "mean") > probe(task, "last") + 0.15, task

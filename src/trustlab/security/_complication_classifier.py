@@ -38,9 +38,12 @@ class LMSequenceClassifier(ParamsValidationMixin):
     ----------
     model : transformers model or str or Path
         A causal LM (GPT-2, Llama, ...) or a sequence classifier, or its local checkpoint folder.
-    pooling : {"last", "first", "mean"}, default="last"
+    pooling : {"last", "first", "mean", "final"}, default="last"
         Hidden state read by the head: the last real token (decoders, as GPT-2's classifier
-        does), the first (encoders' ``[CLS]``, as BERT's) or the mean over real tokens.
+        does), the first (encoders' ``[CLS]``, as BERT's), the mean over real tokens, or the
+        final position even when it is padding (``"final"``: what the authors' GPT-2 runs read,
+        where ``pad_token_id`` is set to the end-of-text id while texts are right-padded to
+        ``max_seq_length`` with an added ``[PAD]``; pad the texts, the pads stay masked as keys).
     pad_id : int, optional
         Padding token (right padding): masked out of attention and pooling.
     finetune : {"head", "full"}, default="head"
@@ -76,7 +79,7 @@ class LMSequenceClassifier(ParamsValidationMixin):
     """
 
     _parameter_constraints: ClassVar[dict[str, Any]] = {
-        "pooling": [Options({"last", "first", "mean"})],
+        "pooling": [Options({"last", "first", "mean", "final"})],
         "pad_id": [Interval(numbers.Integral, 0, None, closed="left"), None],
         "finetune": [Options({"head", "full"})],
         "random_state": _NONNEG,

@@ -151,6 +151,8 @@ class MultiHead(torch.nn.Module):
         h = out[0] if isinstance(out, tuple) else out.last_hidden_state
         if self.pooling == "first":
             return h[:, 0]
+        if self.pooling == "final":  # the final position, padding or not (pads masked as keys)
+            return h[:, -1]
         if mask is None:
             return h[:, -1] if self.pooling == "last" else h.mean(1)
         m = mask.to(h.dtype)
