@@ -198,8 +198,9 @@ def _top2_is_span(A: np.ndarray, mask: np.ndarray, span: np.ndarray) -> np.ndarr
 @pytest.mark.slow  # ~3 CPU minutes: fine-tunes the lab LM (600 steps) and SOP (3 epochs)
 @pytest.mark.claims
 def test_claim_on_real_text_sop_loses_accuracy_and_is_not_more_faithful_than_occlusion() -> None:
-    """small-llama-english fine-tuned as a classifier (LMSequenceClassifier, last-token head) on
-    pydoc sentences with a planted "not defined" pair; SOP wraps it with token-id groups.
+    """small-llama-english fully fine-tuned as a classifier (LMSequenceClassifier, last-token
+    head; the head-only default leaves this backbone at chance, 0.475) on pydoc sentences with a
+    planted "not defined" pair; SOP wraps it with token-id groups.
 
     Measured (seed 0; 800 train / 400 test texts; maps on 100 texts): backbone 1.000, SOP 0.675
     (3 epochs, lr 1e-2; 0.65-0.68 at 6 epochs, another seed or lr 3e-2); group scores sum to the
@@ -216,8 +217,9 @@ def test_claim_on_real_text_sop_loses_accuracy_and_is_not_more_faithful_than_occ
     ids, mask, y, span = _planted_pair(1200, 24, tok, seed=0)
     tr, te = slice(0, 800), slice(800, 1200)
     with one_thread():
-        cfg = TrainConfig(steps=600, batch_size=32, lr=1e-3)  # measured with full fine-tuning
-        clf = LMSequenceClassifier(model, pad_id=0, finetune="full", train=cfg)
+        clf = LMSequenceClassifier(
+            model, pad_id=0, finetune="full", train=TrainConfig(steps=600, batch_size=32, lr=1e-3)
+        )
         clf.fit(ids[tr], y[tr])
         sop = SumOfPartsTokens(clf, n_epochs=3, learning_rate=1e-2, random_state=0)
         sop.fit(ids[tr], y[tr], attention_mask=mask[tr])
@@ -250,3 +252,63 @@ def test_claim_on_real_text_sop_loses_accuracy_and_is_not_more_faithful_than_occ
     # (deletion: SOP 0.514 vs occlusion 0.446, within 3 paired SEs: no claim either way)
     hit_sop, hit_occ = _top2_is_span(fa, mask[m], span[m]), _top2_is_span(occ, mask[m], span[m])
     assert paired(hit_occ - hit_sop), (hit_occ.mean(), hit_sop.mean())
+
+
+def _toy_classifier(steps: int) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
+    """Tiny Llama fine-tuned on texts whose label is one evidence token (2 or 3) at a random place."""
+    from trustlab.lm import ModelConfig, TrainConfig, build_model
+    from trustlab.security.backdoor_complications import LMSequenceClassifier
+
+    rng = np.random.default_rng(0)
+    n, T = 128, 8
+    X = rng.integers(4, 12, size=(n, T))
+    y = (rng.random(n) < 0.5).astype(np.int64)
+    pos = rng.integers(0, T, n)
+    X[np.arange(n), pos] = np.where(y == 1, 2, 3)
+    keep = np.zeros_like(X)
+    keep[np.arange(n), pos] = 1  # only the evidence token left
+    lm = build_model(ModelConfig("llama", vocab_size=12, d_model=16, n_layers=1, n_heads=2))
+    cfg = TrainConfig(steps=steps, batch_size=32, lr=1e-2)
+    return LMSequenceClassifier(lm, finetune="full", train=cfg).fit(X, y), X, y, keep
+
+
+def test_masking_aware_finetuning_copies_and_checks_its_inputs() -> None:
+    from trustlab.explain.sop_tokens_masking import finetune_with_token_masking
+
+    with one_thread():
+        clf, X, y, _ = _toy_classifier(steps=2)
+        before = {k: v.clone() for k, v in clf.net_.state_dict().items()}
+        tuned = finetune_with_token_masking(clf, X, y, steps=3, batch_size=8)
+    assert all(torch.equal(v, clf.net_.state_dict()[k]) for k, v in before.items())  # a copy is trained
+    assert not all(torch.equal(v, tuned.net_.state_dict()[k]) for k, v in before.items())
+    assert tuned.losses_.shape == (3,) and np.isfinite(tuned.losses_).all()
+    with pytest.raises(ModelError, match="classifier"):
+        finetune_with_token_masking(clf.model_, X, y)
+    with pytest.raises(TrustlabError, match="max_fraction"):
+        finetune_with_token_masking(clf, X, y, max_fraction=1.5)
+    with pytest.raises(TrustlabError, match="steps"):
+        finetune_with_token_masking(clf, X, y, steps=0)
+    with pytest.raises(DataError, match="y must"):
+        finetune_with_token_masking(clf, X, y + 5)
+    with pytest.raises(DataError, match="attention_mask"):
+        finetune_with_token_masking(clf, X, y, attention_mask=X[:, :3])
+
+
+def test_masking_aware_finetuning_teaches_the_backbone_masked_texts() -> None:
+    """A clean fine-tune reads texts with all but the evidence token masked at chance; after
+    finetune_with_token_masking it reads them."""
+    from trustlab.explain.sop_tokens_masking import finetune_with_token_masking
+
+    with one_thread():
+        clf, X, y, keep = _toy_classifier(steps=60)
+        tuned = finetune_with_token_masking(clf, X, y, steps=60, learning_rate=1e-2)
+
+        def masked_accuracy(c: object) -> float:
+            bb = TokenBackbone(c, None, 0)
+            with torch.no_grad():
+                z, _ = bb.run(torch.as_tensor(X), torch.ones_like(torch.as_tensor(X)), torch.as_tensor(keep))
+            return float(np.mean(z.numpy().argmax(1) == y))
+
+        acc_clean, acc_tuned = masked_accuracy(clf), masked_accuracy(tuned)
+        assert np.mean(tuned.predict(X) == y) > 0.9  # clean texts still read
+    assert acc_tuned - acc_clean > 6 * np.sqrt(0.25 / len(y)), (acc_clean, acc_tuned)
