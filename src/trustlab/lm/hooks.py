@@ -356,10 +356,12 @@ def run_with_hooks(
     want_pattern = any("attn.pattern" in k for k in by_layer.values())
     previous = getattr(model.config, "_attn_implementation", None)
     was_training = model.training
+    needs_eval = any(m.training for m in model.modules())
     try:
         if want_pattern and previous != "eager":
             model.set_attn_implementation("eager")
-        model.eval()
+        if needs_eval:  # transformers' train()/eval() cost ~1 ms: only when a module trains
+            model.eval()
         for i, kinds in sorted(by_layer.items()):
             handles += _block_hooks(i, kinds, lay, store, edits)
         device = next(model.parameters()).device
@@ -369,7 +371,8 @@ def run_with_hooks(
             h.remove()
         if want_pattern and previous not in (None, "eager"):
             model.set_attn_implementation(previous)
-        model.train(was_training)
+        if needs_eval:
+            model.train(was_training)
     result = {name: store[name] for name in names}
     result["logits"] = out.logits.detach()
     for name, value in result.items():
