@@ -395,8 +395,7 @@ class UnseenModuliAccuracy:
         -------
         mean, stderr : float
         """
-        per_seq = self.hits[:, start - 1 : None if stop is None else stop - 1].mean(axis=1)
-        return float(per_seq.mean()), float(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))
+        return _band_accuracy(self.hits, start, stop)
 
 
 def _bigram(train: TokenData, test: TokenData, start: int) -> float:
@@ -470,3 +469,13 @@ def unseen_moduli_accuracy(model: Any, task: UnseenModuliTask, divisors: Any = N
         bigram_baseline=_bigram(task.train, task.test, half),
         n_sequences=n,
     )
+
+
+def _band_accuracy(hits: np.ndarray, start: int, stop: int | None = None) -> tuple[float, float]:
+    """Mean of ``hits`` (sequences x positions) over positions ``start .. stop - 1`` (1-based), and its SE.
+
+    The standard error is over sequences (each sequence's mean over the band); shared by the
+    unseen-modulus and radix results.
+    """
+    per_seq = hits[:, start - 1 : None if stop is None else stop - 1].mean(axis=1)
+    return float(per_seq.mean()), float(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))

@@ -38,6 +38,7 @@ import torch
 from trustlab._param_validation import Interval, validate_params
 from trustlab.errors import DataError, ModelError, ParameterError
 from trustlab.lm.corpora import TokenData
+from trustlab.lm.lcg_moduli import _band_accuracy
 
 __all__ = ["RadixAccuracy", "radix_accuracy", "radix_decode", "radix_digits", "radix_encode"]
 
@@ -190,8 +191,7 @@ class RadixAccuracy:
         mean, stderr : float
             The standard error is over sequences (each sequence's mean over the band).
         """
-        per_seq = self.hits[:, start - 1 : None if stop is None else stop - 1].mean(axis=1)
-        return float(per_seq.mean()), float(per_seq.std(ddof=1) / np.sqrt(len(per_seq)))
+        return _band_accuracy(self.hits, start, stop)
 
 
 @validate_params({"data": [TokenData], "n_digits": [_DIGITS]})
