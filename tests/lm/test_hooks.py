@@ -168,3 +168,25 @@ def test_a_users_qwen2_model_with_grouped_query_attention():
     assert out["blocks.1.attn.q"].shape == (2, 4, 7, 4)
     assert out["blocks.1.attn.k"].shape == out["blocks.1.attn.v"].shape == (2, 1, 7, 4)
     torch.testing.assert_close(out["blocks.1.logit_lens"], out["logits"])
+
+
+def test_a_training_model_runs_in_eval_mode_and_stays_in_training_mode():
+    # run_with_hooks switches to eval mode only when a module is training (transformers' train()
+    # and eval() cost about a millisecond): dropout must still be off during the pass, also when only
+    # a submodule trains under an eval root, and the root's mode comes back (as it always did, a
+    # mixed state is then set to the root's mode).
+    import transformers
+
+    cfg = transformers.GPT2Config(
+        vocab_size=20, n_embd=16, n_layer=2, n_head=2, n_positions=16, resid_pdrop=0.5, embd_pdrop=0.5
+    )
+    m = transformers.GPT2LMHeadModel(cfg).train()
+    a = run_with_hooks(m, IDS, ["blocks.1.resid_post"])
+    b = run_with_hooks(m, IDS, ["blocks.1.resid_post"])
+    assert torch.equal(a["blocks.1.resid_post"], b["blocks.1.resid_post"])  # no dropout
+    assert m.training and all(mod.training for mod in m.modules())
+    m.eval()
+    m.transformer.drop.train()  # a mixed state: only the embedding dropout trains
+    c = run_with_hooks(m, IDS, ["blocks.1.resid_post"])
+    assert torch.equal(a["blocks.1.resid_post"], c["blocks.1.resid_post"])
+    assert not m.training
