@@ -39,6 +39,7 @@ from trustlab._adam import Adam
 from trustlab._param_validation import Interval, ParamsValidationMixin
 from trustlab._validation import make_generator
 from trustlab.errors import DataError, ModelError, NotFittedError
+from trustlab.explain._hierarchy_core import softmax
 from trustlab.explain._sop_core import SOPNet, find_head
 from trustlab.explain.sop import SOPExplanation
 
@@ -568,9 +569,7 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n, n_classes)
         """
-        z = self.decision_function(input_ids, attention_mask=attention_mask)
-        z = np.exp(z - z.max(1, keepdims=True))
-        return z / z.sum(1, keepdims=True)
+        return softmax(self.decision_function(input_ids, attention_mask=attention_mask))
 
     def predict(self, input_ids: Any, *, attention_mask: Any = None) -> np.ndarray:
         """Predicted classes (argmax of :meth:`decision_function`).

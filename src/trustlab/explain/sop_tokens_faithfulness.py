@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from trustlab.errors import DataError
+from trustlab.explain._hierarchy_core import softmax
 from trustlab.explain.sop_tokens import SumOfPartsTokens, TokenBackbone, check_token_batch
 
 __all__ = [
@@ -63,18 +64,13 @@ def _target(target: Any, logits: np.ndarray) -> np.ndarray:
     return t
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = np.exp(z - z.max(-1, keepdims=True))
-    return z / z.sum(-1, keepdims=True)
-
-
 def _proba(model: Any, ids: np.ndarray, mask: np.ndarray, keep: np.ndarray, mask_token_id: int) -> np.ndarray:
     if isinstance(model, SumOfPartsTokens):
-        return _softmax(model.decision_function(ids, attention_mask=mask, keep=keep))
+        return softmax(model.decision_function(ids, attention_mask=mask, keep=keep))
     bb = TokenBackbone(model, None, mask_token_id)
     with torch.no_grad():
         z, _ = bb.run(torch.as_tensor(ids), torch.as_tensor(mask), torch.as_tensor(keep))
-    return _softmax(z.numpy().astype(np.float64))
+    return softmax(z.numpy().astype(np.float64))
 
 
 def token_gradient_x_input(
@@ -333,7 +329,7 @@ def sop_insertion_over_k(
     for deletion in (False, True):
         for k in f:
             parts = sop._batched(ids, mask, fraction=float(k), deletion=deletion)
-            curves[deletion].append(_softmax(torch.cat([p[-1] for p in parts]).numpy().astype(np.float64)))
+            curves[deletion].append(softmax(torch.cat([p[-1] for p in parts]).numpy().astype(np.float64)))
     n = len(t)
     P_ins, P_del = np.stack(curves[False], 1), np.stack(curves[True], 1)  # (n, s, C)
     ins, dele = P_ins[np.arange(n), :, t], P_del[np.arange(n), :, t]
