@@ -197,7 +197,22 @@ def guided_eps(
     """
 
     def call(x: Any, t: Any, y: Any) -> Any:
-        out = model(x, t) if y is None else model(x, t, class_labels=y)
+        try:
+            out = model(x, t) if y is None else model(x, t, class_labels=y)
+        except TypeError as exc:
+            if y is None or "class_labels" not in str(exc):
+                raise
+            raise ModelError(
+                f"model does not take class_labels ({exc}); pass conditional=False for an "
+                "unconditional denoiser.",
+                argument="conditional",
+            ) from exc
+        except RuntimeError as exc:  # a torch shape error: the noise does not fit the model
+            raise DataError(
+                f"X does not fit the model's input ({exc}); pass starting noise of the shape the model "
+                "generates, (n, C, H, W).",
+                argument="X",
+            ) from exc
         return getattr(out, "sample", out)
 
     def eps(x: Any, t: Any) -> Any:
