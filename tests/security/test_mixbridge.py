@@ -235,6 +235,43 @@ def test_mixbridge_fits_and_translates_on_a_tiny_budget():
         MixBridge(make_unet(channels=2)).transform(X1)
 
 
+class _UsersBridgeNet(torch.nn.Module):
+    """A user's own bridge network net(x, t) (not the lab's UNet): two convs and a step feature."""
+
+    def __init__(self, out_channels: int = 1) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.step = torch.nn.Linear(1, 4)
+        self.out = torch.nn.Conv2d(4, out_channels, 3, padding=1)
+
+    def forward(self, x, t):
+        return self.out(torch.relu(self.inp(x) + self.step(t.float()[:, None] / 1000)[:, :, None, None]))
+
+
+def _users_router(n_tasks: int, side: int = 6) -> torch.nn.Module:
+    torch.manual_seed(1)
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(side * side, n_tasks))
+
+
+def test_a_users_own_bridge_and_router_on_other_images_are_accepted():
+    """Any net(x, t) and any router, on 6x6 images the lab's default router does not read."""
+    rng = np.random.default_rng(0)
+    X0 = rng.random((8, 1, 6, 6)).astype(np.float32)
+    attack = MixBridge(
+        _UsersBridgeNet(), router=_users_router(3), expert_steps=2, router_steps=2, merge_steps=1, batch_size=4
+    ).fit(X0, X0[::-1], [X0[:2], X0[2:4]])
+    assert [type(e).__name__ for e in attack.experts_] == ["_UsersBridgeNet"] * 3
+    out = attack.transform(stamp_trigger(X0[:2], corner="top_right"), nfe=2)
+    assert out.shape == (2, 1, 6, 6) and 0 <= out.min() <= out.max() <= 1
+    report = evaluate_bridge_backdoor(attack.model_, X0[:4], X0[:4], [X0[:2], X0[2:4]], nfe=2)
+    assert report.n == 4 and len(report.attack_success) == 2 and report.router_entropy is not None
+
+
+def _rgb(X):
+    return np.repeat(X, 3, axis=1)
+
+
 @pytest.mark.parametrize(
     ("call", "argument"),
     [
@@ -277,6 +314,21 @@ def test_mixbridge_fits_and_translates_on_a_tiny_budget():
         (lambda X: compare_digits_models(541), "n"),
         (lambda X: compare_digits_models(5, nfe=0), "nfe"),
         (lambda X: compare_digits_models(5, random_state=-1), "random_state"),
+        # images of the wrong shape for a user's network or router: named, not a torch traceback
+        (lambda X: bridge_sample(_UsersBridgeNet(), _rgb(X), nfe=2), "X1"),
+        (lambda X: train_bridge(_UsersBridgeNet(), _rgb(X), _rgb(X), steps=1), "X0"),
+        (lambda X: MixBridge(_UsersBridgeNet(), expert_steps=1).fit(_rgb(X), _rgb(X), [_rgb(X)]), "X0"),
+        (lambda X: evaluate_bridge_backdoor(_UsersBridgeNet(), _rgb(X), _rgb(X), [_rgb(X)], nfe=2), "X1"),
+        (lambda X: train_bridge(_UsersBridgeNet(out_channels=2), X, X, steps=1), "model"),
+        (lambda X: bridge_sample(torch.nn.Conv2d(1, 1, 1), X, nfe=2), "model"),  # no step argument
+        (lambda X: train_router(_users_router(5, side=8), poison_pairs(X, X, [X, X])), "router"),
+        (lambda X: train_router(_users_router(3, side=6), poison_pairs(X, X, [X, X])), "router"),
+        (
+            lambda X: MixBridge(
+                _UsersBridgeNet(), router=_users_router(2, side=8), expert_steps=1, router_steps=1
+            ).fit(X, X, [X, X]),
+            "router",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):
