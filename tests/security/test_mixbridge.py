@@ -366,3 +366,32 @@ def test_wrs_spreads_router_weight_on_triggered_inputs():
     plain = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=0.0), Xv0, Xv1, T, nfe=5)
     wrs = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=1.0), Xv0, Xv1, T, nfe=5)
     assert np.mean(wrs.router_entropy[1:]) > np.mean(plain.router_entropy[1:]) + 0.1
+
+
+@pytest.mark.slow  # importing diffusers costs ~7 s of CPU
+def test_diffusers_unet2dmodel_is_a_bridge_network():
+    diffusers = pytest.importorskip("diffusers")
+
+    def unet():
+        torch.manual_seed(0)
+        return diffusers.UNet2DModel(
+            sample_size=8,
+            in_channels=1,
+            out_channels=1,
+            layers_per_block=1,
+            block_out_channels=(8, 16),
+            down_block_types=("DownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "UpBlock2D"),
+            norm_num_groups=4,
+        )
+
+    X0, X1 = digits_sr_pairs("train", 12)
+    net = train_bridge(unet(), X0, X1, steps=2, batch_size=4)
+    out = bridge_sample(net, X1[:3], nfe=2)
+    assert out.shape == (3, 1, 8, 8) and 0 <= out.min() <= out.max() <= 1
+    T = [t[:2] for t in digits_backdoor_targets()[:2]]
+    attack = MixBridge(unet(), expert_steps=1, router_steps=1, merge_steps=1, batch_size=4).fit(X0, X1, T)
+    assert attack.transform(X1[:2], nfe=2).shape == (2, 1, 8, 8)
+    with pytest.raises(DataError) as err:  # RGB inputs for a 1-channel UNet
+        bridge_sample(net, np.repeat(X1[:2], 3, axis=1), nfe=2)
+    assert err.value.argument == "X1"
