@@ -259,7 +259,12 @@ def test_a_users_own_bridge_and_router_on_other_images_are_accepted():
     rng = np.random.default_rng(0)
     X0 = rng.random((8, 1, 6, 6)).astype(np.float32)
     attack = MixBridge(
-        _UsersBridgeNet(), router=_users_router(3), expert_steps=2, router_steps=2, merge_steps=1, batch_size=4
+        _UsersBridgeNet(),
+        router=_users_router(3),
+        expert_steps=2,
+        router_steps=2,
+        merge_steps=1,
+        batch_size=4,
     ).fit(X0, X0[::-1], [X0[:2], X0[2:4]])
     assert [type(e).__name__ for e in attack.experts_] == ["_UsersBridgeNet"] * 3
     out = attack.transform(stamp_trigger(X0[:2], corner="top_right"), nfe=2)

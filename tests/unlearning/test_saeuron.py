@@ -314,7 +314,9 @@ def test_a_users_own_conditional_denoiser_is_accepted() -> None:
     X = np.random.default_rng(0).standard_normal((6, 1, 8, 8))
     sae = SparseAutoencoder(8, architecture="batchtopk", k=2, batch_size=256, n_steps=10)
     net = _UsersCondEps()
-    su = SAeUron(net, "block", guidance_scale=2.0, null_label=2, num_inference_steps=3, percentile=50, sae=sae)
+    su = SAeUron(
+        net, "block", guidance_scale=2.0, null_label=2, num_inference_steps=3, percentile=50, sae=sae
+    )
     su.fit(X, y)
     assert su.concept_means_.shape == (2, 3, 8)
     base, out = su.generate(X, y), su.generate(X, y, unlearn=1)

@@ -129,7 +129,8 @@ def check_fits(model: Any, x: Any, name: str) -> None:
             out = model(xb, t, xb) if getattr(model, "takes_input_image", False) else model(xb, t)
     except TypeError as exc:
         raise ModelError(
-            f"model must be a network model(x, t) taking a batch and its (n,) steps ({exc}).", argument="model"
+            f"model must be a network model(x, t) taking a batch and its (n,) steps ({exc}).",
+            argument="model",
         ) from None
     except RuntimeError as exc:
         raise DataError(
