@@ -337,6 +337,13 @@ def test_bad_inputs(fitted: SAeUron) -> None:
         SAeUron(net, "nope").fit(X, y)
     with pytest.raises(TrustlabError, match="model"):
         SAeUron(lambda x, t: x, "mid").fit(X, y)
+
+    class Pipeline:  # a diffusers pipeline's layout: the denoiser is its .unet
+        unet, scheduler = net, None
+
+    with pytest.raises(TrustlabError, match=r"pipeline\.unet") as err:
+        SAeUron(Pipeline(), "mid").fit(X, y)
+    assert err.value.argument == "model"
     with pytest.raises(TrustlabError, match="X"):
         SAeUron(net, "mid").fit(np.zeros((4, 64)), y)
     with pytest.raises(TrustlabError, match="X"):

@@ -21,6 +21,12 @@ from trustlab.errors import DataError, ModelError, ParameterError
 
 def resolve_hook(model: Any, hook: Any) -> Any:
     """The submodule named by ``hook`` (a dotted name of ``model.named_modules()`` or a module)."""
+    if hasattr(model, "unet") and hasattr(model, "scheduler") and not isinstance(model, torch.nn.Module):
+        raise ModelError(
+            "model is a diffusers pipeline; pass its denoiser, model=pipeline.unet (SAeUron hooks the "
+            "denoiser's blocks), with schedule=DDPMSchedule(...) matching pipeline.scheduler's betas.",
+            argument="model",
+        )
     if not isinstance(model, torch.nn.Module):
         raise ModelError(
             f"model must be a torch.nn.Module noise predictor (e.g. a diffusers UNet2DModel); "
