@@ -261,7 +261,7 @@ def test_bad_models_and_images():
     assert err.value.argument == "y"
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(low=st.floats(-300, -1e-3), high=st.floats(1.001, 300), flip=st.booleans())
 def test_pixels_outside_0_1_are_refused_with_the_fix(low, high, flip):
     X = np.zeros((2, 1, 8, 8))
