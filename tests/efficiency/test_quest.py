@@ -199,6 +199,40 @@ def test_bad_models_and_images(data):
     assert err.value.argument == "y"
 
 
+def _users_cnn():
+    """A user's own classifier, not the lab's: a plain nn.Sequential CNN with a bias-free conv."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1, bias=False),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(4, 4, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(256, 16),
+        torch.nn.ReLU(),
+        torch.nn.Linear(16, 10),
+    )
+
+
+def test_a_users_own_sequential_cnn_is_quantized_and_trained(data):
+    X_tr, X_te, y_tr, _ = data
+    base = _users_cnn()
+    before = [p.detach().clone() for p in base.parameters()]
+    q = quantize_model(base, bits=2)  # first conv and last Linear kept (keep_first_last)
+    wrapped = [type(m.layer).__name__ for m in q.modules() if type(m).__name__ == "QuantizedLayer"]
+    assert wrapped == ["Conv2d", "Linear"]
+    qat = QuantizationAwareTraining(base, bits=2, epochs=1, batch_size=32).fit(X_tr[:96], y_tr[:96])
+    assert qat.predict(X_te[:5]).shape == (5,)
+    assert all(torch.equal(a, b) for a, b in zip(before, base.parameters(), strict=True))  # copy trained
+    assert -1.0 <= gradient_alignment(qat.model_, X_te[:32], qat.predict(X_te[:32])) <= 1.0
+    with pytest.raises(DataError) as err:  # flat vectors to a CNN: named, not a torch traceback
+        gradient_alignment(qat.model_, X_te[:4].reshape(4, 64), [0, 1, 2, 3])
+    assert err.value.argument == "X"
+    with pytest.raises(DataError) as err:  # label 12 for 10 logits
+        gradient_alignment(qat.model_, X_te[:2], [0, 12])
+    assert err.value.argument == "y"
+
+
 def _discordant(a, b, X, y):
     """(images a gets right and b wrong, the reverse): the paired comparison on one test set."""
     from trustlab.vision import predict

@@ -247,6 +247,28 @@ def test_bad_models_and_images():
         SAFEPruning(make_classifier("mlp", width=2)).fit(np.full((2, 1, 8, 8), np.nan), [0, 1])
     with pytest.raises(NotFittedError):
         SAFEPruning(make_classifier("mlp", width=2)).predict(np.zeros((1, 1, 8, 8)))
+    cnn = make_classifier("cnn", width=2)
+    for call in (  # images of the wrong shape for the model: DataError naming X, not a torch traceback
+        lambda: SAFEPruning(cnn, epochs=1).fit(np.zeros((4, 64)), [0, 1, 0, 1]),
+        lambda: SAFEPruning(cnn, epochs=1).fit(np.zeros((4, 1, 4, 4)), [0, 1, 0, 1]),
+        lambda: sharpness(cnn, np.zeros((4, 64)), [0, 1, 0, 1]),
+    ):
+        with pytest.raises(DataError, match="shape the model takes") as err:
+            call()
+        assert err.value.argument == "X"
+    with pytest.raises(DataError) as err:  # label 10 for 10 logits
+        sharpness(cnn, np.zeros((2, 1, 8, 8)), [0, 10])
+    assert err.value.argument == "y"
+
+
+@settings(max_examples=5, deadline=None)
+@given(low=st.floats(-300, -1e-3), high=st.floats(1.001, 300), flip=st.booleans())
+def test_pixels_outside_0_1_are_refused_with_the_fix(low, high, flip):
+    X = np.zeros((2, 1, 8, 8))
+    X[1, 0, 0, 0] = low if flip else high
+    with pytest.raises(DataError, match="Scale the images") as err:
+        SAFEPruning(make_classifier("mlp", width=2), epochs=1).fit(X, [0, 1])
+    assert err.value.argument == "X"
 
 
 def _noisy(y: np.ndarray, share: float, seed: int) -> np.ndarray:

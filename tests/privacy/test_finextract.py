@@ -209,6 +209,34 @@ def test_diffusers_pipelines_are_accepted():
     assert res.candidates.shape == (2, 1, 8, 8)
 
 
+class _UsersEps(torch.nn.Module):
+    """A user's own noise predictor eps(x, t) (not the lab's UNet): two convs and a time feature."""
+
+    def __init__(self, width: int = 8, seed: int = 0) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        self.inp = torch.nn.Conv2d(1, width, 3, padding=1)
+        self.time = torch.nn.Linear(1, width)
+        self.out = torch.nn.Conv2d(width, 1, 3, padding=1)
+
+    def forward(self, x, t):
+        h = self.inp(x) + self.time(t.float().reshape(-1, 1) / 1000)[:, :, None, None]
+        return self.out(torch.relu(h))
+
+
+def test_a_users_own_torch_denoiser_is_accepted():
+    ft, pre = _UsersEps(seed=1), _UsersEps(seed=0)
+    res = finextract(ft, pre, 2, n_generations=6, num_inference_steps=3)
+    assert res.candidates.shape == (2, 1, 8, 8) and 0 <= res.candidates.min() <= res.candidates.max() <= 1
+    same = model_guided_sample(ft, ft, 3, num_inference_steps=3, random_state=0)  # w' on equal models
+    np.testing.assert_allclose(same, ddim_sample(ft, 3, num_inference_steps=3, random_state=0), atol=1e-5)
+    with pytest.raises(ModelError, match="architecture differs") as err:  # another width than the base
+        finextract(ft, _UsersEps(width=4), 2, n_generations=4, num_inference_steps=2)
+    assert err.value.argument == "pretrained"
+    with pytest.raises(ModelError, match="shape") as err:  # RGB noise for a 1-channel model
+        model_guided_sample(ft, pre, 2, shape=(3, 8, 8), num_inference_steps=2)
+
+
 def test_bad_inputs(tiny, pair):
     ft, pre = tiny
     with pytest.raises(ModelError, match="finetuned"):

@@ -235,6 +235,48 @@ def test_mixbridge_fits_and_translates_on_a_tiny_budget():
         MixBridge(make_unet(channels=2)).transform(X1)
 
 
+class _UsersBridgeNet(torch.nn.Module):
+    """A user's own bridge network net(x, t) (not the lab's UNet): two convs and a step feature."""
+
+    def __init__(self, out_channels: int = 1) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.step = torch.nn.Linear(1, 4)
+        self.out = torch.nn.Conv2d(4, out_channels, 3, padding=1)
+
+    def forward(self, x, t):
+        return self.out(torch.relu(self.inp(x) + self.step(t.float()[:, None] / 1000)[:, :, None, None]))
+
+
+def _users_router(n_tasks: int, side: int = 6) -> torch.nn.Module:
+    torch.manual_seed(1)
+    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(side * side, n_tasks))
+
+
+def test_a_users_own_bridge_and_router_on_other_images_are_accepted():
+    """Any net(x, t) and any router, on 6x6 images the lab's default router does not read."""
+    rng = np.random.default_rng(0)
+    X0 = rng.random((8, 1, 6, 6)).astype(np.float32)
+    attack = MixBridge(
+        _UsersBridgeNet(),
+        router=_users_router(3),
+        expert_steps=2,
+        router_steps=2,
+        merge_steps=1,
+        batch_size=4,
+    ).fit(X0, X0[::-1], [X0[:2], X0[2:4]])
+    assert [type(e).__name__ for e in attack.experts_] == ["_UsersBridgeNet"] * 3
+    out = attack.transform(stamp_trigger(X0[:2], corner="top_right"), nfe=2)
+    assert out.shape == (2, 1, 6, 6) and 0 <= out.min() <= out.max() <= 1
+    report = evaluate_bridge_backdoor(attack.model_, X0[:4], X0[:4], [X0[:2], X0[2:4]], nfe=2)
+    assert report.n == 4 and len(report.attack_success) == 2 and report.router_entropy is not None
+
+
+def _rgb(X):
+    return np.repeat(X, 3, axis=1)
+
+
 @pytest.mark.parametrize(
     ("call", "argument"),
     [
@@ -277,6 +319,21 @@ def test_mixbridge_fits_and_translates_on_a_tiny_budget():
         (lambda X: compare_digits_models(541), "n"),
         (lambda X: compare_digits_models(5, nfe=0), "nfe"),
         (lambda X: compare_digits_models(5, random_state=-1), "random_state"),
+        # images of the wrong shape for a user's network or router: named, not a torch traceback
+        (lambda X: bridge_sample(_UsersBridgeNet(), _rgb(X), nfe=2), "X1"),
+        (lambda X: train_bridge(_UsersBridgeNet(), _rgb(X), _rgb(X), steps=1), "X0"),
+        (lambda X: MixBridge(_UsersBridgeNet(), expert_steps=1).fit(_rgb(X), _rgb(X), [_rgb(X)]), "X0"),
+        (lambda X: evaluate_bridge_backdoor(_UsersBridgeNet(), _rgb(X), _rgb(X), [_rgb(X)], nfe=2), "X1"),
+        (lambda X: train_bridge(_UsersBridgeNet(out_channels=2), X, X, steps=1), "model"),
+        (lambda X: bridge_sample(torch.nn.Conv2d(1, 1, 1), X, nfe=2), "model"),  # no step argument
+        (lambda X: train_router(_users_router(5, side=8), poison_pairs(X, X, [X, X])), "router"),
+        (lambda X: train_router(_users_router(3, side=6), poison_pairs(X, X, [X, X])), "router"),
+        (
+            lambda X: MixBridge(
+                _UsersBridgeNet(), router=_users_router(2, side=8), expert_steps=1, router_steps=1
+            ).fit(X, X, [X, X]),
+            "router",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):
@@ -314,3 +371,32 @@ def test_wrs_spreads_router_weight_on_triggered_inputs():
     plain = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=0.0), Xv0, Xv1, T, nfe=5)
     wrs = evaluate_bridge_backdoor(merge_bridges(experts, router, p, steps=50, wrs=1.0), Xv0, Xv1, T, nfe=5)
     assert np.mean(wrs.router_entropy[1:]) > np.mean(plain.router_entropy[1:]) + 0.1
+
+
+@pytest.mark.slow  # importing diffusers costs ~7 s of CPU
+def test_diffusers_unet2dmodel_is_a_bridge_network():
+    diffusers = pytest.importorskip("diffusers")
+
+    def unet():
+        torch.manual_seed(0)
+        return diffusers.UNet2DModel(
+            sample_size=8,
+            in_channels=1,
+            out_channels=1,
+            layers_per_block=1,
+            block_out_channels=(8, 16),
+            down_block_types=("DownBlock2D", "DownBlock2D"),
+            up_block_types=("UpBlock2D", "UpBlock2D"),
+            norm_num_groups=4,
+        )
+
+    X0, X1 = digits_sr_pairs("train", 12)
+    net = train_bridge(unet(), X0, X1, steps=2, batch_size=4)
+    out = bridge_sample(net, X1[:3], nfe=2)
+    assert out.shape == (3, 1, 8, 8) and 0 <= out.min() <= out.max() <= 1
+    T = [t[:2] for t in digits_backdoor_targets()[:2]]
+    attack = MixBridge(unet(), expert_steps=1, router_steps=1, merge_steps=1, batch_size=4).fit(X0, X1, T)
+    assert attack.transform(X1[:2], nfe=2).shape == (2, 1, 8, 8)
+    with pytest.raises(DataError) as err:  # RGB inputs for a 1-channel UNet
+        bridge_sample(net, np.repeat(X1[:2], 3, axis=1), nfe=2)
+    assert err.value.argument == "X1"

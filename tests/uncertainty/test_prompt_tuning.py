@@ -158,6 +158,10 @@ def test_a_users_own_embedding_bag_dual_encoder() -> None:
     assert tuner.context_.shape == (3, 8)
     p = tuner.predict_proba(X, class_names=["cow", "hen", "cat"])
     assert p.shape == (12, 3) and np.allclose(p.sum(1), 1)
+    bounded = DualEncoder(image, emb, lambda e, eot: proj(e.mean(1)), tokenize, 10.0, pixel_range=(-1.0, 1.0))
+    with pytest.raises(DataError, match=r"Scale the images") as err:  # Gaussian features leave [-1, 1]
+        PromptTuner(bounded, n_steps=1, ctx_init="a photo of").fit(X, y, class_names=["cat", "dog"])
+    assert err.value.argument == "X"
 
 
 def test_top_label_calibration_reuses_trustlab_ece() -> None:
@@ -256,6 +260,7 @@ def test_zero_shot_anchor_is_zs_template_not_the_context_words(model: Any, task:
     [
         ({"X": "nan"}, "X"),
         ({"X": "flat"}, "X"),
+        ({"X": "8-bit"}, "X"),
         ({"y": "range"}, "y"),
         ({"y": "short"}, "y"),
         ({"class_names": "zero"}, "class_names"),
@@ -289,6 +294,8 @@ def test_bad_fit_input(model: Any, task: Any, change: dict, argument: str) -> No
             X = X.copy()
             if value == "nan":
                 X[0, 0, 0, 0] = np.nan
+            elif value == "8-bit":
+                X = X * 255.0  # the tiny CLIP reads [0, 1] (its pixel_range)
             else:
                 X = X.reshape(len(X), 4, 16)  # the tower's Linear(64) still fits: use a wrong width
                 X = X[:, :, :5]

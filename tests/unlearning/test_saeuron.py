@@ -293,6 +293,42 @@ def test_unconditional_model_and_module_hook(tmp_path) -> None:
     np.testing.assert_array_equal(back.generate(X[:2], unlearn=[0, 2]), su.generate(X[:2], unlearn=[0, 2]))
 
 
+class _UsersCondEps(torch.nn.Module):
+    """A user's own class-conditional eps(x, t, class_labels=y) (not the lab's UNet); class 2 is null."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.inp = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.block = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.out = torch.nn.Conv2d(8, 1, 3, padding=1)
+        self.label = torch.nn.Embedding(3, 8)
+
+    def forward(self, x, t, class_labels=None):
+        h = torch.relu(self.inp(x)) + self.label(class_labels)[:, :, None, None]
+        return self.out(torch.relu(self.block(h)))
+
+
+def test_a_users_own_conditional_denoiser_is_accepted() -> None:
+    y = np.array([0, 1, 0, 1, 0, 1])
+    X = np.random.default_rng(0).standard_normal((6, 1, 8, 8))
+    sae = SparseAutoencoder(8, architecture="batchtopk", k=2, batch_size=256, n_steps=10)
+    net = _UsersCondEps()
+    su = SAeUron(
+        net, "block", guidance_scale=2.0, null_label=2, num_inference_steps=3, percentile=50, sae=sae
+    )
+    su.fit(X, y)
+    assert su.concept_means_.shape == (2, 3, 8)
+    base, out = su.generate(X, y), su.generate(X, y, unlearn=1)
+    assert out.shape == (6, 1, 8, 8) and np.abs(out - base).max() > 0
+    with pytest.raises(TrustlabError, match="does not fit") as err:  # RGB noise for a 1-channel model
+        su.generate(np.zeros((2, 3, 8, 8)), y[:2], unlearn=1)
+    assert err.value.argument == "X"
+    with pytest.raises(TrustlabError, match="conditional=False") as err2:  # no class_labels argument
+        SAeUron(digits_ddpm_pair()[0], "mid", num_inference_steps=2, sae=sae).fit(X, y)
+    assert err2.value.argument == "conditional"
+
+
 def test_bad_inputs(fitted: SAeUron) -> None:
     net = digits_conditional_ddpm()
     X = np.zeros((4, 1, 8, 8))
@@ -301,6 +337,13 @@ def test_bad_inputs(fitted: SAeUron) -> None:
         SAeUron(net, "nope").fit(X, y)
     with pytest.raises(TrustlabError, match="model"):
         SAeUron(lambda x, t: x, "mid").fit(X, y)
+
+    class Pipeline:  # a diffusers pipeline's layout: the denoiser is its .unet
+        unet, scheduler = net, None
+
+    with pytest.raises(TrustlabError, match=r"pipeline\.unet") as err:
+        SAeUron(Pipeline(), "mid").fit(X, y)
+    assert err.value.argument == "model"
     with pytest.raises(TrustlabError, match="X"):
         SAeUron(net, "mid").fit(np.zeros((4, 64)), y)
     with pytest.raises(TrustlabError, match="X"):

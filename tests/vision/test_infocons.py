@@ -233,3 +233,6 @@ def test_malformed_clouds_are_rejected(shape):
         return
     with pytest.raises(TrustlabError, match="X"):
         critical_point_scores(_TINY, X)
+    with pytest.raises(TrustlabError, match="X") as err:  # empty clouds or batches: before any training
+        InfoCons(_TINY, epochs=1).fit(X)
+    assert err.value.argument == "X"

@@ -28,6 +28,7 @@ from trustlab.efficiency._quantizers import lsq_init, lsq_quantize, quest_quanti
 from trustlab.efficiency._trained import TrainedModelMixin
 from trustlab.errors import ModelError, ParameterError
 from trustlab.vision.classifiers import (
+    _logits_width,
     check_images,
     check_labels,
     check_model,
@@ -282,12 +283,12 @@ def gradient_alignment(model: Any, X: Any, y: Any) -> float:
     if not weights:
         raise ModelError("model has no quantized layer; pass a model from quantize_model.", argument="model")
     Xt = torch.as_tensor(check_images(X))
-    yt = torch.as_tensor(check_labels(y, len(Xt)))
     grads = []
     was_training = model.training
     model.eval()
     try:
-        with one_thread():
+        with one_thread():  # labels checked against the logits of one image, in eval mode
+            yt = torch.as_tensor(check_labels(y, len(Xt), _logits_width(model, Xt)))
             for enabled in (True, False):
                 set_quantization(model, enabled)
                 loss = torch.nn.functional.cross_entropy(model(Xt), yt)

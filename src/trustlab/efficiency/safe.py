@@ -39,6 +39,7 @@ from trustlab.efficiency._projection import project as _project
 from trustlab.efficiency._trained import TrainedModelMixin
 from trustlab.errors import ModelError
 from trustlab.vision.classifiers import (
+    _logits_width,
     check_images,
     check_labels,
     check_model,
@@ -159,7 +160,6 @@ def sharpness(model: Any, X: Any, y: Any, *, n_iter: int = 20, random_state: Any
     torch = require_torch()
     check_model(model)
     Xt = torch.as_tensor(check_images(X))
-    yt = torch.as_tensor(check_labels(y, len(Xt)))
     params = [p for p in model.parameters() if p.requires_grad]
     weight_ids = {id(w) for w in prunable_weights(model)}
     masks = [(p != 0).to(p.dtype) if id(p) in weight_ids else torch.ones_like(p) for p in params]
@@ -167,7 +167,8 @@ def sharpness(model: Any, X: Any, y: Any, *, n_iter: int = 20, random_state: Any
     was_training = model.training
     model.eval()
     try:
-        with one_thread():
+        with one_thread():  # labels checked against the logits of one image, in eval mode
+            yt = torch.as_tensor(check_labels(y, len(Xt), _logits_width(model, Xt)))
             loss = torch.nn.functional.cross_entropy(model(Xt), yt)
             grads = torch.autograd.grad(loss, params, create_graph=True)
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from trustlab._param_validation import Interval, validate_params
-from trustlab.errors import ParameterError
+from trustlab.errors import ModelError, ParameterError
 from trustlab.security._mixbridge_poison import PoisonedPairs
-from trustlab.vision.bridge import I2SBSchedule, bridge_loss, check_pairs
+from trustlab.vision.bridge import I2SBSchedule, bridge_loss, check_fits, check_pairs
 from trustlab.vision.classifiers import check_model, one_thread, require_torch, torch_generator
 from trustlab.vision.diffusion import _denoising_loop
 
@@ -82,6 +82,30 @@ def MixtureOfBridges(experts: Sequence[Any], router: Any) -> Any:
     return _mixture_class()(list(experts), router)
 
 
+def _check_router(router: Any, x1: Any, n_tasks: int) -> None:
+    """The router maps one input image in [0, 1] to ``n_tasks`` logits (ModelError naming ``router``)."""
+    torch = require_torch()
+    was_training = router.training
+    router.eval()
+    try:
+        with torch.no_grad():
+            out = router(torch.as_tensor(x1[:1]))
+    except RuntimeError as exc:
+        raise ModelError(
+            f"router failed on an input image of shape {tuple(x1.shape[1:])} ({exc}); pass a router that "
+            "reads the images.",
+            argument="router",
+        ) from None
+    finally:
+        router.train(was_training)
+    if tuple(out.shape) != (1, n_tasks):
+        raise ModelError(
+            f"router must return {n_tasks} logits per image (benign + one per trigger); got output shape "
+            f"{tuple(out.shape)} for one image.",
+            argument="router",
+        )
+
+
 def _check_pairs_obj(pairs: Any) -> PoisonedPairs:
     if not isinstance(pairs, PoisonedPairs):
         raise ParameterError(
@@ -133,6 +157,7 @@ def train_router(
     torch = require_torch()
     check_model(router, "router")
     p = _check_pairs_obj(pairs)
+    _check_router(router, p.X1, p.n_tasks)
     x1, y = torch.as_tensor(p.X1), torch.as_tensor(p.task)
     gen = torch_generator(random_state)
     opt = torch.optim.Adam(router.parameters(), lr=float(lr))
@@ -243,8 +268,10 @@ def merge_bridges(
             argument="experts",
         )
     model = MixtureOfBridges([copy.deepcopy(e) for e in experts], copy.deepcopy(router))
+    _check_router(model.router, p.X1, p.n_tasks)
     sched = schedule or I2SBSchedule()
     x0, x1 = check_pairs(p.X0, p.X1)
+    check_fits(model, x1, "pairs")
     params = list(model.parameters()) if train_experts else list(model.router.parameters())
 
     def loss(idx: Any, t: Any, noise: Any, gen: Any) -> Any:

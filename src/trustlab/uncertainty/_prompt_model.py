@@ -60,6 +60,13 @@ def encode_images(model: Any, X: Any) -> Any:
     arr = check_numeric_array(X, "X", dtype=np.float32)
     if arr.ndim < 2:
         raise DataError(f"X must be a batch of images (n, ...), got shape {arr.shape}.", argument="X")
+    bounds = getattr(model, "pixel_range", None)
+    if bounds is not None and (arr.min() < bounds[0] or arr.max() > bounds[1]):
+        raise DataError(
+            f"X must hold pixels in [{bounds[0]}, {bounds[1]}] (model.pixel_range); got "
+            f"[{arr.min():.3g}, {arr.max():.3g}]. Scale the images first (e.g. divide 8-bit images by 255).",
+            argument="X",
+        )
     try:
         out = model.image_encoder(torch.as_tensor(arr))
     except TrustlabError:

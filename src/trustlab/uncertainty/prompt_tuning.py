@@ -70,6 +70,9 @@ class DualEncoder:
     n_prefix : int, default=1
         Tokens before the first word (CLIP's ``<sos>``); the context replaces the tokens right
         after them.
+    pixel_range : (float, float) or None, default=None
+        The value range the image encoder was trained on (the lab's tiny CLIP: ``(0, 1)``);
+        images outside it are refused (``DataError`` naming ``X``). None: any values.
 
     Examples
     --------
@@ -86,6 +89,7 @@ class DualEncoder:
     tokenize: Callable[[Sequence[str]], tuple[Any, Any]]
     logit_scale: float
     n_prefix: int = 1
+    pixel_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

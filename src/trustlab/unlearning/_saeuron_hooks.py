@@ -21,6 +21,12 @@ from trustlab.errors import DataError, ModelError, ParameterError
 
 def resolve_hook(model: Any, hook: Any) -> Any:
     """The submodule named by ``hook`` (a dotted name of ``model.named_modules()`` or a module)."""
+    if hasattr(model, "unet") and hasattr(model, "scheduler") and not isinstance(model, torch.nn.Module):
+        raise ModelError(
+            "model is a diffusers pipeline; pass its denoiser, model=pipeline.unet (SAeUron hooks the "
+            "denoiser's blocks), with schedule=DDPMSchedule(...) matching pipeline.scheduler's betas.",
+            argument="model",
+        )
     if not isinstance(model, torch.nn.Module):
         raise ModelError(
             f"model must be a torch.nn.Module noise predictor (e.g. a diffusers UNet2DModel); "
@@ -197,7 +203,22 @@ def guided_eps(
     """
 
     def call(x: Any, t: Any, y: Any) -> Any:
-        out = model(x, t) if y is None else model(x, t, class_labels=y)
+        try:
+            out = model(x, t) if y is None else model(x, t, class_labels=y)
+        except TypeError as exc:
+            if y is None or "class_labels" not in str(exc):
+                raise
+            raise ModelError(
+                f"model does not take class_labels ({exc}); pass conditional=False for an "
+                "unconditional denoiser.",
+                argument="conditional",
+            ) from exc
+        except RuntimeError as exc:  # a torch shape error: the noise does not fit the model
+            raise DataError(
+                f"X does not fit the model's input ({exc}); pass starting noise of the shape the model "
+                "generates, (n, C, H, W).",
+                argument="X",
+            ) from exc
         return getattr(out, "sample", out)
 
     def eps(x: Any, t: Any) -> Any:

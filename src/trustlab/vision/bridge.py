@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
-from trustlab.errors import DataError
+from trustlab.errors import DataError, ModelError
 from trustlab.vision.classifiers import check_model, one_thread, require_torch, torch_generator
 from trustlab.vision.diffusion import _denoising_loop, _to_model_space
 
@@ -112,6 +112,42 @@ def check_pairs(X0: Any, X1: Any) -> tuple[Any, Any]:
     return x0, x1
 
 
+def check_fits(model: Any, x: Any, name: str) -> None:
+    """Run ``model`` once on ``x[:1]`` at step 0 (eval mode, no gradients) to name a mismatch.
+
+    A torch error there (channels, size) is a :class:`DataError` naming ``name``; a model that
+    does not take ``(x, t)`` or returns an output not shaped like its input is a
+    :class:`ModelError` naming ``model``.
+    """
+    torch = require_torch()
+    was_training = getattr(model, "training", False)
+    if hasattr(model, "eval"):
+        model.eval()
+    try:
+        with torch.no_grad():
+            xb, t = x[:1], torch.zeros(1, dtype=torch.long)
+            out = model(xb, t, xb) if getattr(model, "takes_input_image", False) else model(xb, t)
+    except TypeError as exc:
+        raise ModelError(
+            f"model must be a network model(x, t) taking a batch and its (n,) steps ({exc}).",
+            argument="model",
+        ) from None
+    except RuntimeError as exc:
+        raise DataError(
+            f"{name} does not fit the network's input ({exc}); pass images of the shape it takes.",
+            argument=name,
+        ) from None
+    finally:
+        if hasattr(model, "train"):
+            model.train(was_training)
+    shape = tuple(getattr(out, "sample", out).shape)
+    if shape[1:] != tuple(xb.shape[1:]):  # per image: a batch-specific oracle may broadcast
+        raise ModelError(
+            f"model must return images shaped like its input, {tuple(xb.shape[1:])}; got {shape[1:]}.",
+            argument="model",
+        )
+
+
 @functools.lru_cache(maxsize=4)
 def _loss_coefficients(schedule: I2SBSchedule) -> tuple[Any, ...]:
     """``(mu0, mu1, sigma, std_fwd)`` of every step as float32 tensors, built once per schedule."""
@@ -177,6 +213,7 @@ def train_bridge(
     """
     check_model(model)
     x0, x1 = check_pairs(X0, X1)
+    check_fits(model, x1, "X0")
     sched = schedule or I2SBSchedule()
 
     def loss(idx: Any, t: Any, noise: Any, gen: Any) -> Any:
@@ -252,6 +289,7 @@ def bridge_sample(
             f"model must be a torch module net(x, t); got {type(model).__name__}.", argument="model"
         )
     x1 = _to_model_space(X1, "X1")
+    check_fits(model, x1, "X1")
     sched = schedule or I2SBSchedule()
     if nfe >= sched.interval:
         raise DataError(

@@ -111,6 +111,7 @@ def _build(n_words: int, width: int, embed_dim: int, seed: int) -> Any:
         """Image tower, text tower and logit scale (see the module docstring)."""
 
         n_prefix = 1
+        pixel_range = (0.0, 1.0)  # digits and shapes, as digits_split scales them
 
         def __init__(self) -> None:
             super().__init__()
