@@ -107,3 +107,31 @@ def test_a_hook_point_the_model_lacks_names_hook_point(encoder, name: str) -> No
         with pytest.raises(ParameterError) as info:
             call(*args)
         assert info.value.argument == "hook_point" and "named_modules" in str(info.value)
+
+
+def _word_ids(texts, padding=True, truncation=True, max_length=16, return_tensors="pt"):
+    """A toy tokenizer for the random BERT: word -> id by CRC32 (1..29), padded with 0."""
+    import zlib
+
+    rows = [[1 + zlib.crc32(w.encode()) % 29 for w in t.split()][:max_length] for t in texts]
+    n = max(map(len, rows))
+    ids = torch.tensor([r + [0] * (n - len(r)) for r in rows])
+    return {"input_ids": ids, "attention_mask": (ids > 0).long()}
+
+
+def test_hypothesaes_reads_a_users_model_at_a_hook_point(encoder) -> None:
+    from trustlab.explain.hypotheses import HypotheSAEs, make_planted_corpus, module_encoder
+    from trustlab.explain.sae import SparseAutoencoder
+
+    model, _ = encoder
+    encode = module_encoder(model, _word_ids, "encoder.layer.0")
+    texts = ["oven flour bake", "racket serve", "bank loan rate interest"]
+    enc = _word_ids(texts)
+    with torch.no_grad():
+        out = model(**enc).last_hidden_state
+    mean = (out * enc["attention_mask"][..., None]).sum(1) / enc["attention_mask"].sum(1, keepdim=True)
+    np.testing.assert_allclose(encode(texts), (mean / mean.norm(dim=1, keepdim=True)).numpy(), atol=1e-5)
+    corpus = make_planted_corpus(200, random_state=0)
+    sae = SparseAutoencoder(16, architecture="topk", k=2, batch_size=50, n_steps=20, learning_rate=1e-2)
+    hs = HypotheSAEs(sae, n_hypotheses=2, encoder=encode).fit(corpus.texts, corpus.y)
+    assert len(hs.hypotheses_) == 2 and hs.sae_.n_features_in_ == 16
