@@ -97,7 +97,9 @@ def forward_with_edit(
         from trustlab.lm.hooks import run_with_hooks
 
         if "input_ids" not in kwargs:
-            raise DataError("a trustlab.lm hook point needs token ids (inputs['input_ids']).", argument="inputs")
+            raise DataError(
+                "a trustlab.lm hook point needs token ids (inputs['input_ids']).", argument="inputs"
+            )
 
         edits = {hook_point: edit} if edit is not None else None
         return run_with_hooks(model, kwargs["input_ids"], [], edits=edits)["logits"]
