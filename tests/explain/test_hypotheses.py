@@ -226,9 +226,14 @@ def test_cli_explain_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
     corpus = make_planted_corpus(300, random_state=4)
     path = tmp_path / "docs.csv"
-    pd.DataFrame({"text": corpus.texts, "label": np.where(corpus.y == 1, "yes", "no")}).to_csv(
-        path, index=False
-    )
+    pd.DataFrame(
+        {
+            "text": corpus.texts,
+            "label": np.where(corpus.y == 1, "yes", "no"),
+            "same": 1,  # a target with one value
+            "marks": ["-- !", *corpus.texts[1:]],  # one text empty after tokenisation
+        }
+    ).to_csv(path, index=False)
     args = ["explain", "hypotheses", str(path), "--text-column", "text", "--target", "label"]
     fast = ["--encoder", "words", "--n-hypotheses", "3", "--latents", "24", "--k", "3", "--steps", "30"]
     with pytest.raises(SystemExit) as stop:
@@ -242,6 +247,10 @@ def test_cli_explain_hypotheses(tmp_path: Path, capsys: pytest.CaptureFixture[st
         (["--holdout", "1.5"], "--holdout"),
         (["--encoder", "bert"], "--encoder"),
         (["--k", "99"], "--k"),
+        (["--k", "0"], "--k"),
+        (["--latents", "0"], "--latents"),
+        (["--target", "same"], "--target"),
+        (["--text-column", "marks"], "--text-column"),
     ):
         with pytest.raises(SystemExit) as stop:
             main([*args, *fast, *bad])

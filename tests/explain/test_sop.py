@@ -199,6 +199,9 @@ def test_bad_input_names_the_argument() -> None:
         SumOfParts(net).fit(X, np.arange(8) + 5)
     with pytest.raises(DataError, match="y"):
         SumOfParts(net).fit(X, y[:3])
+    with pytest.raises(DataError, match="single class") as info:
+        SumOfParts(net).fit(X, np.ones(8, dtype=int))
+    assert info.value.argument == "y"
     with pytest.raises(DataError, match="X"):
         SumOfParts(net).fit(np.zeros((8, 5), dtype=np.float32), y)
     for kw, arg in [

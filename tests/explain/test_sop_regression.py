@@ -79,6 +79,9 @@ def test_several_outputs_and_bad_input() -> None:
         SumOfPartsRegressor(_mlp(4, 2), n_epochs=1).fit(X, Y[:5])
     with pytest.raises(DataError, match="y"):
         SumOfPartsRegressor(_mlp(4, 2), n_epochs=1).fit(X, np.full((30, 2), np.nan))
+    with pytest.raises(DataError, match="single value") as info:
+        SumOfPartsRegressor(_mlp(4, 2), n_epochs=1).fit(X, np.c_[Y[:, 0], np.ones(30)])
+    assert info.value.argument == "y"
 
 
 @pytest.mark.claims

@@ -135,6 +135,8 @@ def test_bad_inputs_raise_trustlab_errors() -> None:
         SumOfPartsTokens(bert, n_epochs=1).fit(ids, y[:-1])
     with pytest.raises(DataError, match="y holds class"):
         SumOfPartsTokens(bert, n_epochs=1).fit(ids, y * 5)
+    with pytest.raises(DataError, match="single class"):
+        SumOfPartsTokens(bert, n_epochs=1).fit(ids, np.zeros(len(y), dtype=int))
     with pytest.raises(ModelError, match="backbone"):
         SumOfPartsTokens(torch.nn.Linear(3, 2), n_epochs=1).fit(ids, y)
     with pytest.raises(DataError, match="mask_token_id"):

@@ -259,6 +259,86 @@ def minilm_encoder(batch_size: int = 64) -> Callable[[Sequence[str]], np.ndarray
     return encode
 
 
+def module_encoder(
+    model: Any, tokenizer: Any, hook_point: str, *, max_length: int = 128, batch_size: int = 32
+) -> Callable[[Sequence[str]], np.ndarray]:
+    """Text embeddings from any local torch model: its activations at a hook point, mean-pooled.
+
+    For a user's own ``transformers`` model (an encoder, a causal LM): each text is tokenised,
+    the activations at ``hook_point`` are read for its real tokens
+    (:func:`~trustlab.explain.sae_data.collect_activations`) and averaged, and the mean is scaled
+    to unit norm (as :func:`minilm_encoder`'s sentence embeddings are). A hook point whose
+    output has one row per text (a pooler) is used as is, scaled to unit norm.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model (eval mode is set during the passes).
+    tokenizer : callable
+        ``tokenizer(texts, padding=True, truncation=True, max_length=..., return_tensors="pt")``
+        returning ``input_ids`` and ``attention_mask`` (a ``transformers`` tokenizer).
+    hook_point : str
+        A submodule name (``model.named_modules()``) or a ``trustlab.lm`` hook point.
+    max_length : int, default=128
+        Tokens kept per text.
+    batch_size : int, default=32
+        Texts per forward pass.
+
+    Returns
+    -------
+    callable
+        ``encode(texts) -> ndarray of shape (len(texts), width)``.
+
+    Raises
+    ------
+    ParameterError
+        At the first call, when ``hook_point`` is not a hook point of the model.
+
+    Examples
+    --------
+    >>> import torch
+    >>> class Toy(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.emb = torch.nn.Embedding(50, 4)
+    ...     def forward(self, input_ids, attention_mask=None):
+    ...         return self.emb(input_ids)
+    >>> def tok(texts, **kw):  # a toy tokenizer: word lengths as ids, padded with 0
+    ...     ids = [[len(w) for w in t.split()] for t in texts]
+    ...     n = max(map(len, ids))
+    ...     return {"input_ids": torch.tensor([r + [0] * (n - len(r)) for r in ids]),
+    ...             "attention_mask": torch.tensor([[1] * len(r) + [0] * (n - len(r)) for r in ids])}
+    >>> encode = module_encoder(Toy(), tok, "emb")
+    >>> encode(["a cat sat", "the dog"]).shape
+    (2, 4)
+    """
+    from trustlab.explain.sae_data import collect_activations
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        enc = dict(
+            tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        )
+        acts = np.asarray(
+            collect_activations(model, enc, hook_point, batch_size=batch_size), dtype=np.float64
+        )
+        if len(acts) != len(texts):  # one row per real token: average each text's rows
+            mask = enc.get("attention_mask")
+            counts = (
+                np.asarray(mask).astype(bool).sum(1)
+                if mask is not None
+                else np.full(len(texts), len(acts) // max(1, len(texts)))
+            )
+            if np.any(counts == 0):
+                raise DataError(
+                    "a text has no token after tokenisation; drop it or give it words.", argument="texts"
+                )
+            acts = np.add.reduceat(acts, np.r_[0, np.cumsum(counts)[:-1]]) / counts[:, None]
+        return acts / np.maximum(np.linalg.norm(acts, axis=1, keepdims=True), 1e-12)
+
+    return encode
+
+
 # ------------------------------------------------------------ planted corpus
 # Four domains of four fine topics; each topic has six specific words, each domain three shared ones.
 _DOMAINS: dict[str, tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {

@@ -52,6 +52,7 @@ from trustlab.explain._hypo_text import (
     label_latent,
     make_vectorizer,
     minilm_encoder,
+    module_encoder,
     planted_corpus,
     topic_names,
     word_vector_encoder,
@@ -66,6 +67,7 @@ __all__ = [
     "PlantedCorpus",
     "make_planted_corpus",
     "minilm_encoder",
+    "module_encoder",
     "recovery_f1",
     "select_latents",
     "word_vector_encoder",
@@ -186,7 +188,7 @@ class HypotheSAEs(ParamsValidationMixin, BaseEstimator):
         ``annotator(label, texts) -> array of 0/1``: whether each text shows the concept.
     encoder : callable, optional
         ``encoder(texts) -> ndarray (n, d)``; used when ``embeddings`` is not passed
-        (e.g. :func:`minilm_encoder`).
+        (e.g. :func:`minilm_encoder`, or :func:`module_encoder` for a user's own model).
     random_state : int, Generator or None, default=0
         Seeds the default SAE and the interpreter's random contrast texts.
 

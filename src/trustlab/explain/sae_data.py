@@ -20,15 +20,20 @@ References
 
 from __future__ import annotations
 
+import hashlib
 import numbers
+import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import make_generator
-from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.errors import DataError, ParameterError
+from trustlab.explain._sae_hooks import model_inputs, resolve_hook_point
 
 __all__ = [
     "BiosCorpus",
@@ -178,6 +183,7 @@ def collect_activations(
     *,
     attention_mask: Any = None,
     batch_size: int = 32,
+    cache_dir: str | Path | None = None,
 ) -> np.ndarray:
     """Activations of a torch model at a hook point, one row per token (or per example).
 
@@ -196,11 +202,18 @@ def collect_activations(
         Rows at padded positions are dropped (taken from ``inputs["attention_mask"]`` when given).
     batch_size : int, default=32
         Examples per forward pass.
+    cache_dir : str or Path, optional
+        Stream the activations batch by batch into a ``.npy`` file in this folder (created) and
+        return it as a read-only NumPy memmap; the file is named by the hook point and a digest
+        of the model's weights, the inputs and the mask, so a later call with the same ones reads
+        it without running the model. Point it at a cache folder (e.g.
+        ``$TRUSTLAB_CACHE/activations``), never at a repository. ``None``: in memory, nothing written.
 
     Returns
     -------
     ndarray of shape (n_rows, width)
-        ``float32`` activations; ``(batch, seq, width)`` outputs are flattened to tokens.
+        ``float32`` activations; ``(batch, seq, width)`` outputs are flattened to tokens (a
+        read-only ``numpy.memmap`` when ``cache_dir`` is given).
 
     Raises
     ------
@@ -220,60 +233,78 @@ def collect_activations(
     >>> collect_activations(m, {"input_ids": ids, "attention_mask": mask}, "model.layers.0.mlp").shape
     (24, 16)
     """
-    import torch
-
-    if not isinstance(model, torch.nn.Module):
-        raise ModelError(f"model must be a torch.nn.Module, got {type(model).__name__}.", argument="model")
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
         raise ParameterError(f"batch_size must be a positive int, got {batch_size!r}.", argument="batch_size")
-    kwargs = dict(inputs) if isinstance(inputs, dict) else {"input_ids": torch.as_tensor(np.asarray(inputs))}
+    module = resolve_hook_point(model, hook_point)
+    kwargs = model_inputs(inputs)
     if attention_mask is None and "attention_mask" in kwargs:
         attention_mask = kwargs["attention_mask"]
-    first = next(iter(kwargs.values()))
-    n = int(first.shape[0])
-    modules = dict(model.named_modules())
-    lm_names: list[str] = []
-    if hook_point not in modules and hasattr(model, "config"):
-        try:
-            from trustlab.lm.hooks import hook_points
-
-            lm_names = hook_points(model)
-        except (ImportError, ModelError):
-            lm_names = []
-    if hook_point not in modules and hook_point not in lm_names:
-        some = [m for m in modules if m][:6] + lm_names[:3]
-        raise ParameterError(
-            f"hook_point {hook_point!r} is not a submodule of the model nor a trustlab.lm hook point; "
-            f"valid names include {', '.join(map(repr, some))} (see model.named_modules()).",
-            argument="hook_point",
+    mask = None if attention_mask is None else np.asarray(attention_mask).astype(bool)
+    n = int(next(iter(kwargs.values())).shape[0])
+    path = None
+    if cache_dir is not None:
+        path = (
+            Path(cache_dir)
+            / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', hook_point)[:60]}-{_digest(model, kwargs, mask)}.npy"
         )
-    chunks = []
+        if path.is_file():
+            return np.load(path, mmap_mode="r")
+    chunks: list[np.ndarray] = []
+    out: Any = None
+    tmp = Path()
+    row = 0
     for start in range(0, n, batch_size):
         part = {key: val[start : start + batch_size] for key, val in kwargs.items()}
-        if hook_point in modules:
-            chunks.append(_module_output(model, modules[hook_point], part))
+        if module is not None:
+            act = _module_output(model, module, part).numpy()
         else:
             from trustlab.lm.hooks import run_with_hooks
 
-            chunks.append(run_with_hooks(model, part["input_ids"], [hook_point])[hook_point].float().cpu())
-    acts = torch.cat(chunks).float().numpy()
-    if acts.ndim == 3:
-        if attention_mask is not None:
-            mask = np.asarray(attention_mask).astype(bool)
-            if mask.shape != acts.shape[:2]:
+            act = run_with_hooks(model, part["input_ids"], [hook_point])[hook_point].float().cpu().numpy()
+        seq = act.shape[1] if act.ndim == 3 else 0  # 0: one row per example
+        if seq and mask is not None:
+            if mask.shape != (n, seq):
                 raise DataError(
-                    f"attention_mask has shape {mask.shape}, but the activations are {acts.shape[:2]}.",
+                    f"attention_mask has shape {mask.shape}, but the activations are {(n, act.shape[1])}.",
                     argument="attention_mask",
                 )
-            acts = acts[mask]
-        else:
-            acts = acts.reshape(-1, acts.shape[-1])
-    if not np.all(np.isfinite(acts)):
-        raise DataError(
-            f"the activations at {hook_point!r} hold NaN or inf; check the model's weights and dtype.",
-            argument="model",
-        )
-    return acts
+            act = act[mask[start : start + act.shape[0]]]
+        elif seq:
+            act = act.reshape(-1, act.shape[-1])
+        if not np.all(np.isfinite(act)):
+            raise DataError(
+                f"the activations at {hook_point!r} hold NaN or inf; check the model's weights and dtype.",
+                argument="model",
+            )
+        if path is None:
+            chunks.append(act)
+            continue
+        if out is None:  # the file's shape is known from the first batch
+            rows = (int(mask.sum()) if mask is not None else n * seq) if seq else n
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, *act.shape[1:]))
+        out[row : row + len(act)] = act
+        row += len(act)
+    if path is None:
+        return np.concatenate(chunks).astype(np.float32, copy=False)
+    out.flush()
+    del out
+    os.replace(tmp, path)
+    return np.load(path, mmap_mode="r")
+
+
+def _digest(model: Any, kwargs: dict[str, Any], mask: Any) -> str:
+    """SHA-256 (first 16 hex digits) of the model's class and weights, the inputs and the mask."""
+    import torch
+
+    h = hashlib.sha256(type(model).__qualname__.encode())
+    items = [*model.state_dict().items(), *sorted(kwargs.items())]
+    for name, value in [*items, *([("mask", mask)] if mask is not None else [])]:
+        t = value.detach().cpu() if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 def _module_output(model: Any, module: Any, kwargs: dict[str, Any]) -> Any:

@@ -1,14 +1,15 @@
 """SAEBench metrics that apply at small scale.
 
-Sparsity-fidelity, dead latents, loss recovered, k-sparse probing, feature absorption,
+Sparsity-fidelity, dead latents, loss (or embedding) recovered, k-sparse probing, feature absorption,
 targeted probe perturbation, spurious correlation removal (:func:`spurious_correlation_removal`,
 implemented in ``_sae_scr``) and feature recovery against planted ground truth.
 
 Every function takes a fitted :class:`~trustlab.explain.sae.SparseAutoencoder` (or anything with
 ``transform``, ``W_dec_`` and ``b_dec_``) and activations as arrays; :func:`loss_recovered` also
-takes a ``transformers`` causal LM and a ``trustlab.lm`` hook point. Metrics that need an LLM
-judge (automated interpretability) or large labelled corpora and a capable model (unlearning,
-RAVEL) are not here; see docs/explain/sae-metrics.md.
+takes a ``transformers`` causal LM and a hook point (a ``trustlab.lm`` name or a submodule name),
+:func:`embedding_recovered` any torch model (a sentence encoder) and a submodule name. Metrics
+that need an LLM judge (automated interpretability) or large labelled corpora and a capable
+model (unlearning) are not here (RAVEL is in ``sae_ravel``); see docs/explain/sae-metrics.md.
 
 References
 ----------
@@ -41,12 +42,14 @@ from trustlab.explain._sae_common import (
     _unit_rows,
     binary_labels,
 )
+from trustlab.explain._sae_hooks import embedding_recovered, forward_with_edit, resolve_hook_point, sae_splice
 from trustlab.explain._sae_scr import SCRResult, spurious_correlation_removal
 
 __all__ = [
     "AbsorptionResult",
     "SCRResult",
     "core_metrics",
+    "embedding_recovered",
     "feature_absorption",
     "feature_recovery",
     "k_sparse_probing",
@@ -400,16 +403,19 @@ def loss_recovered(model: Any, input_ids: Any, hook_point: str, sae: Any) -> dic
 
     ``score = (H_zero - H_sae) / (H_zero - H_orig)`` with ``H_orig`` the model's next-token loss,
     ``H_sae`` the loss with the activation at ``hook_point`` replaced by its reconstruction, and
-    ``H_zero`` with it zero-ablated (SAEBench section 3.2.1).
+    ``H_zero`` with it zero-ablated (SAEBench section 3.2.1). For a model without a next-token
+    loss (a sentence encoder), see :func:`embedding_recovered`.
 
     Parameters
     ----------
     model : transformers causal LM
-        Any decoder-only model ``trustlab.lm`` hooks into.
+        Any model whose output has ``logits`` over the vocabulary (a ``transformers`` causal LM).
     input_ids : array-like of int, shape (batch, seq)
         Evaluation tokens.
     hook_point : str
-        A ``trustlab.lm`` hook point whose value is ``(batch, seq, d)`` (e.g. ``blocks.0.resid_post``).
+        A ``trustlab.lm`` hook point whose value is ``(batch, seq, d)`` (e.g. ``blocks.0.resid_post``),
+        or the name of a submodule (``model.named_modules()``, e.g. ``model.layers.0``; its output,
+        or the first element of a tuple output, is replaced).
     sae : SparseAutoencoder
         Fitted on activations from that point.
 
@@ -417,6 +423,11 @@ def loss_recovered(model: Any, input_ids: Any, hook_point: str, sae: Any) -> dic
     -------
     dict
         ``ce_orig``, ``ce_sae``, ``ce_zero`` and ``score``.
+
+    Raises
+    ------
+    ParameterError
+        ``hook_point`` is not a hook point of the model (the message lists some that are).
 
     Examples
     --------
@@ -433,9 +444,8 @@ def loss_recovered(model: Any, input_ids: Any, hook_point: str, sae: Any) -> dic
     """
     import torch
 
-    from trustlab.lm.hooks import run_with_hooks
-
     sae = _check_sae(sae)
+    module = resolve_hook_point(model, hook_point)
     ids = torch.as_tensor(np.asarray(input_ids)).long()
     if ids.ndim != 2 or ids.shape[1] < 2:
         raise DataError(
@@ -443,22 +453,18 @@ def loss_recovered(model: Any, input_ids: Any, hook_point: str, sae: Any) -> dic
             argument="input_ids",
         )
 
-    def ce(edits: dict | None) -> float:
-        logits = run_with_hooks(model, ids, [], edits=edits)["logits"]
+    def ce(edit: Any) -> float:
+        out = forward_with_edit(model, {"input_ids": ids}, hook_point, module, edit)
+        logits = out if isinstance(out, torch.Tensor) else out.logits
         return float(
             torch.nn.functional.cross_entropy(
                 logits[:, :-1].reshape(-1, logits.shape[-1]).float(), ids[:, 1:].reshape(-1)
             )
         )
 
-    def replace(x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, x.shape[-1]).detach().cpu().numpy().astype(np.float64)
-        rec = sae.transform(flat) @ sae.W_dec_ + sae.b_dec_
-        return torch.as_tensor(rec, dtype=x.dtype).reshape(x.shape)
-
     h_orig = ce(None)
-    h_sae = ce({hook_point: replace})
-    h_zero = ce({hook_point: torch.zeros_like})
+    h_sae = ce(sae_splice(sae))
+    h_zero = ce(torch.zeros_like)
     denom = h_zero - h_orig
     return {
         "ce_orig": h_orig,

@@ -414,6 +414,8 @@ class SumOfParts(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
                 f"y must hold {n} integer class labels >= 0 (one per row of X); got shape {arr.shape}.",
                 argument="y",
             )
+        if np.unique(arr).size < 2:
+            raise DataError("y has a single class; pass labels of at least two classes.", argument="y")
         return arr.astype(np.int64)
 
     def _train(self, Xt: torch.Tensor, yt: torch.Tensor, gen: torch.Generator) -> np.ndarray:

@@ -125,6 +125,8 @@ class SumOfPartsRegressor(RegressorMixin, SumOfParts):
                 f"got shape {arr.shape}.",
                 argument="y",
             )
+        if np.any(np.ptp(arr.reshape(n, -1), axis=0) == 0):
+            raise DataError("y has a column with a single value; pass targets that vary.", argument="y")
         self._one_output = arr.ndim == 1
         return arr.reshape(n, -1).astype(np.float32)
 

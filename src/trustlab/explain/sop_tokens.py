@@ -421,6 +421,8 @@ class SumOfPartsTokens(ParamsValidationMixin, ClassifierMixin, BaseEstimator):
                 f"y must hold {len(ids)} integer class labels >= 0 (one per text); got shape {yv.shape}.",
                 argument="y",
             )
+        if np.unique(yv).size < 2:
+            raise DataError("y has a single class; pass labels of at least two classes.", argument="y")
         width = int(self._bb.head.out_features)
         if yv.max() >= width:
             raise DataError(
