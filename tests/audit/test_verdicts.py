@@ -195,7 +195,8 @@ def test_report_json_and_html_show_four_states(raw_report, raw_html, tmp_path):
 def test_private_report_says_in_one_line_what_it_leaves_out(private_report, private_html):
     """Issue 26 §2: sections that release nothing in private mode are one line, not headings."""
     left = {i["name"]: i for i in private_report.to_dict()["not_in_report"]}
-    for name in ("Targeting", "Uncertainty", "Unlearning", "Robustness", "multicalibration (Fairness)"):
+    names = ("Targeting", "Uncertainty", "Unlearning", "Robustness", "multicalibration (Fairness)")
+    for name in (*names, "Explain", "Error analysis"):  # the last two are never run (raw_only)
         assert left[name]["why"] == "private" and left[name]["reason"].startswith("Left out in private mode")
     screening = left["column screening (leakage, copies, identifiers, free text)"]
     assert "did not run" in screening["reason"] and private_report.meta["screening"]["ran"] is False
@@ -204,6 +205,7 @@ def test_private_report_says_in_one_line_what_it_leaves_out(private_report, priv
     line = summary[summary.index("Not in this report") :]
     line = line[: line.index("</p>")]
     assert "Targeting, Uncertainty, Unlearning, Robustness" in line and "private mode" in line
+    assert "Explain" in line and "HypotheSAEs" in left["Explain"]["reason"]
     for name in ("targeting", "uncertainty", "unlearning", "robustness"):
         assert f'href="#{name}"' not in html and f'id="{name}"' not in html, name
     assert 'id="fairness"' in html and 'href="#fairness"' in html

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from trustlab.audit.section import AuditContext, Section, SectionResult
 from trustlab.privacy.accounting import Accountant
 
-__all__ = ["compute_sections", "section_budgets"]
+__all__ = ["compute_sections", "left_out_in_private", "section_budgets"]
 
 
 def section_budgets(sections: Sequence[Section], accountant: Accountant | None) -> dict[str, Accountant]:
@@ -77,3 +77,34 @@ def compute_sections(
         if acc.remaining_epsilon > 1e-9 * acc.total_epsilon:
             raise RuntimeError(f"internal error: budget '{key}' left {acc.remaining_epsilon} unspent")
     return results
+
+
+def left_out_in_private(sections: Sequence[Section], ctx: AuditContext) -> list[dict[str, str]]:
+    """The ``raw_only`` sections a private audit leaves out, each with its reason.
+
+    Decided from the mode and the sections' classes only, never from the rows; the report's
+    "not in this report" line lists them (:func:`trustlab.audit.summary.not_in_report`).
+
+    Parameters
+    ----------
+    sections : sequence of Section
+        Every section the audit was asked for, before :meth:`Section.applies` filtered them.
+    ctx : AuditContext
+        The audit's context.
+
+    Returns
+    -------
+    list of dict
+        ``name`` (the section's title) and ``reason`` (a sentence); empty outside private mode.
+    """
+    if not ctx.private:
+        return []
+    generic = (
+        "Left out in private mode: {title} reads individual rows and trustlab has no differentially "
+        "private release of it yet; nothing was spent on this section."
+    )
+    return [
+        {"name": s.title, "reason": s.private_reason or generic.format(title=s.title)}
+        for s in sections
+        if s.raw_only
+    ]

@@ -18,7 +18,7 @@ from trustlab.audit._fit import TRAINING_SHARE, fit_model, fits_model, positive_
 from trustlab.audit._meta import PRIVACY_SCOPE, private_meta, run_meta
 from trustlab.audit._prepare import MIN_ROWS, Prepared, prepare
 from trustlab.audit._public_screening import screen_names, screening_meta
-from trustlab.audit._run import compute_sections, section_budgets
+from trustlab.audit._run import compute_sections, left_out_in_private, section_budgets
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
 from trustlab.audit.screening import screen_columns
@@ -441,7 +441,8 @@ class Audit:
         ctx = self.context(
             data, target=target, sensitive=sensitive, progress=step, training_budget=training_budget
         )
-        sections = [s for s in (self.sections or default_sections()) if s.applies(ctx)]
+        asked = list(self.sections or default_sections())
+        sections = [s for s in asked if s.applies(ctx)]
         budgets = section_budgets(sections, accountant)
         results, skill = mark_vacuous(compute_sections(sections, ctx, budgets, step))
         meta = run_meta(
@@ -465,5 +466,6 @@ class Audit:
         }
         if self.private:
             meta |= private_meta(ctx.schema, trained_privately=training_budget is not None, delta=self.delta)
+            meta["private_left_out"] = left_out_in_private(asked, ctx)
         ledger = accountant.ledger() if accountant is not None else []
         return AuditReport(meta=meta, results=results, sections=sections, ledger=ledger)

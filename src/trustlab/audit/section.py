@@ -370,6 +370,9 @@ class Section(ABC):
     budget_key: str | None = None
     budget_weight: float = 1.0
     raw_only: bool = False
+    #: Why a ``raw_only`` section is left out of a private report (the report's "not in this
+    #: report" line); a generic sentence when empty.
+    private_reason: str = ""
 
     @property
     def key(self) -> str:

@@ -378,7 +378,8 @@ _WHY = {
 def not_in_report(results: Sequence[SectionResult], meta: dict[str, Any]) -> list[dict[str, str]]:
     """What this report does not hold, and why: the report's "not in this report" line.
 
-    Sections that computed nothing (:func:`collapsed`: every section that reads
+    Sections a private audit does not run (``meta["private_left_out"]``: the ``raw_only``
+    ones), sections that computed nothing (:func:`collapsed`: every section that reads
     individual rows, in private mode), parts a section left out (its ``left_out``
     figure, e.g. multicalibration in private mode), sections a distributed run leaves
     out (``meta["scale"]["sections_left_out"]``) and the column screening when it did
@@ -405,7 +406,10 @@ def not_in_report(results: Sequence[SectionResult], meta: dict[str, Any]) -> lis
     [{'name': 'Error analysis', 'why': 'private', 'reason': 'Left out: rows.'}]
     """
     mode = "private" if meta.get("private") else "other"
-    out = []
+    out = [
+        {"name": str(item["name"]), "why": "private", "reason": str(item["reason"])}
+        for item in meta.get("private_left_out") or []
+    ]
     for r in results:
         if collapsed(r):
             out.append({"name": r.title, "why": mode, "reason": r.notes[0] if r.notes else ""})

@@ -208,6 +208,10 @@ class ErrorAnalysisSection(Section):
     title = "Error analysis"
     budget_weight = 0.0
     raw_only = True  # the tree reads individual rows
+    private_reason = (
+        "Left out in private mode: the error-analysis tree is grown on individual held-out rows and "
+        "trustlab has no differentially private release of it; nothing was spent on this section."
+    )
 
     def compute(self, ctx: AuditContext, budget: Any = None) -> SectionResult:
         """Fit the slice tree on one half of the held-out rows and measure its slices on the other.

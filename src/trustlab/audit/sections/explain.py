@@ -135,6 +135,11 @@ class ExplainSection(Section):
     title = "Explain"
     budget_weight = 0.5
     raw_only = True  # explanations are not released under DP yet
+    private_reason = (
+        "Left out in private mode: the explanations (FastPD importance and PD curves, the recourse "
+        "check, the text-column hypotheses of HypotheSAEs) read individual rows and trustlab has no "
+        "differentially private release of them yet; nothing was spent on this section."
+    )
 
     def __init__(
         self,
