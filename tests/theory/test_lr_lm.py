@@ -28,6 +28,10 @@ def test_bound_terms_show_the_cooldown_drop() -> None:
 
 
 def test_bad_input() -> None:
+    for shape in ([1.0, -0.5, 1.0], [1.0, 0.5, 0.0]):  # negative or zero rate multipliers
+        with pytest.raises(TrustlabError, match="shape must be positive") as info:
+            bound_terms(shape, 0.1, [2])
+        assert info.value.argument == "shape"
     with pytest.raises(TrustlabError, match="checkpoints"):
         bound_terms(schedule("cosine", 10), 0.1, [1, 5])
     with pytest.raises(TrustlabError, match="gamma"):
