@@ -165,6 +165,12 @@ def simulate_contamination(
     ----------
     Zhang, A. K., Klyman, K., Mai, Y., Levine, Y., Zhang, Y., Bommasani, R. & Liang, P. (2025).
     Language model developers should report train-test overlap. ICML (position paper).
+
+    Examples
+    --------
+    >>> sim = simulate_contamination(n_test=50, n_train=5, train_length=200, random_state=0)
+    >>> sim.detected_rate == sim.predicted_rate == 0.2, sim.missed, sim.false_positives
+    (True, 0, 0)
     """
     if test_length < n:
         raise ParameterError(

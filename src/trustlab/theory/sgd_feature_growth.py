@@ -31,8 +31,8 @@ from trustlab.theory.sgd_random_features import (
     _UNIT_OPEN,
     BSGDResources,
     _check_k,
-    _one_blas_thread,
     _cube,
+    _one_blas_thread,
     _relu_features,
     bsgd_sq_resources,
 )
