@@ -159,12 +159,16 @@ def test_cli_reads_training_files_and_exits_2_with_one_line_on_bad_input(tmp_pat
     rows = (tmp_path / "m.csv").read_text().splitlines()
     assert rows[0].startswith("instance,n_ngrams,n_overlapping,binary") and len(rows) == len(test) + 1
     (tmp_path / "binary.bin").write_bytes(b"\xff\xfe\x00\x00")
+    (tmp_path / "empty.txt").write_text(" \n")
+    good_test = ["--test", str(tmp_path / "test.jsonl")]
     for bad, flag in [
-        ([str(tmp_path / "missing.txt")], "TRAIN"),
-        ([str(tmp_path / "binary.bin")], "TRAIN"),
-        ([*map(str, paths), "--n", "0"], "--n"),
+        ([str(tmp_path / "missing.txt"), *good_test], "TRAIN"),
+        ([str(tmp_path / "binary.bin"), *good_test], "TRAIN"),
+        ([*map(str, paths), "--n", "0", *good_test], "--n"),
+        ([str(tmp_path / "empty.txt"), *good_test], "TRAIN"),  # an empty corpus
+        ([*map(str, paths), "--test", str(tmp_path / "empty.txt")], "--test"),
     ]:
-        res = runner.invoke(app, ["overlap", *bad, "--test", str(tmp_path / "test.jsonl")])
+        res = runner.invoke(app, ["overlap", *bad])
         assert res.exit_code == 2, res.output
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error ({flag})"), res.stderr

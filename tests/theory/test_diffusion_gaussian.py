@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
+from trustlab import theory
 from trustlab.errors import DataError, ParameterError, TrustlabError
 from trustlab.theory import (
     SCHEMES,
@@ -279,3 +280,21 @@ def test_entry_points_raise_only_trustlab_errors(cov, steps, eps, scheme) -> Non
             continue
         w2 = out.w2 if hasattr(out, "w2") else float(np.sum(out))
         assert np.isfinite(w2)
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("n_steps", lambda v: theory.sampler_covariance([1.0, 2.0], "heun", v)),
+        ("n_steps", lambda v: theory.simulate_sampler([1.0, 2.0], "heun", v, n_samples=20)),
+        ("n_samples", lambda v: theory.simulate_sampler([1.0, 2.0], "heun", 3, n_samples=v)),
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

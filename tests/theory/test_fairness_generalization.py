@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trustlab.errors import ParameterError
+from trustlab import theory
+from trustlab.errors import ParameterError, TrustlabError
 from trustlab.fairness.bounds import fairness_loss
 from trustlab.theory.fairness_generalization import (
     _fit,
@@ -111,3 +114,22 @@ def test_bad_input(kwargs, argument) -> None:
     with pytest.raises(ParameterError) as info:
         simulate_fairness_generalization(**kwargs)
     assert info.value.argument == argument
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        *[
+            (name, lambda v, name=name: theory.simulate_fairness_generalization(**{name: v}))
+            for name in ("n_per_cell", "n_thresholds", "n_datasets", "n_supersamples", "n_masks")
+        ],
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

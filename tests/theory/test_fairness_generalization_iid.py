@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustlab.errors import ParameterError
+from trustlab import theory
+from trustlab.errors import ParameterError, TrustlabError
 from trustlab.fairness.bounds import fairness_loss, random_group_fairness_bound, random_group_variance_proxy
 from trustlab.theory.fairness_generalization_iid import (
     iid_population_fairness_risk,
@@ -162,3 +163,23 @@ def test_bad_input(call, argument) -> None:
     with pytest.raises(ParameterError) as info:
         call()
     assert info.value.argument == argument
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("n_samples", lambda v: theory.iid_population_fairness_risk([0.4, 0.6], v, 0.3)),
+        *[
+            (name, lambda v, name=name: theory.simulate_iid_fairness_generalization(**{name: v}))
+            for name in ("n_samples", "n_thresholds", "n_datasets", "n_supersamples", "n_masks", "n_fresh")
+        ],
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory import default_target, estimate_moduli, looped_rate, simulate_looped
 from trustlab.theory.looped_transformers import flow_target
@@ -106,3 +109,30 @@ def test_bad_input() -> None:
         simulate_looped([1, 2], dim=3, steps=1)
     with pytest.raises(TrustlabError, match="x"):
         flow_target(np.zeros((2, 3, 3)))
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("loops", lambda v: theory.looped_rate(v, 2, 2)),
+        ("tokens", lambda v: theory.looped_rate(10, v, 2)),
+        ("dim", lambda v: theory.looped_rate(10, 2, v)),
+        ("tokens", lambda v: theory.estimate_moduli(theory.default_target, v, 2, [0.1], n_samples=10)),
+        ("dim", lambda v: theory.estimate_moduli(theory.default_target, 2, v, [0.1], n_samples=10)),
+        ("n_samples", lambda v: theory.estimate_moduli(theory.default_target, 2, 2, [0.1], n_samples=v)),
+        ("n_steps", lambda v: theory.flow_target(np.zeros((1, 2, 2)), n_steps=v)),
+        ("loops", lambda v: theory.simulate_looped([v], steps=1)),
+        *[
+            (name, lambda v, name=name: theory.simulate_looped([1], **{"steps": 1, name: v}))
+            for name in ("tokens", "dim", "width", "steps", "batch_size", "n_seeds", "n_test")
+        ],
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory.lr_extension import simulate_powerlaw_extension
 
@@ -46,3 +49,21 @@ def test_bad_input(kwargs, argument) -> None:
     with pytest.raises(TrustlabError) as info:
         simulate_powerlaw_extension(**kwargs)
     assert info.value.argument == argument
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("steps", lambda v: theory.simulate_powerlaw_extension((v, 10), [0.1], n_seeds=1)),
+        ("dimension", lambda v: theory.simulate_powerlaw_extension((5, 10), [0.1], dimension=v)),
+        ("n_seeds", lambda v: theory.simulate_powerlaw_extension((5, 10), [0.1], n_seeds=v)),
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

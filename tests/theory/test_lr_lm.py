@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory import lm_schedule_study, schedule, schedule_bound
 from trustlab.theory.lr_lm import bound_terms
@@ -28,6 +31,10 @@ def test_bound_terms_show_the_cooldown_drop() -> None:
 
 
 def test_bad_input() -> None:
+    for shape in ([1.0, -0.5, 1.0], [1.0, 0.5, 0.0]):  # negative or zero rate multipliers
+        with pytest.raises(TrustlabError, match="shape must be positive") as info:
+            bound_terms(shape, 0.1, [2])
+        assert info.value.argument == "shape"
     with pytest.raises(TrustlabError, match="checkpoints"):
         bound_terms(schedule("cosine", 10), 0.1, [1, 5])
     with pytest.raises(TrustlabError, match="gamma"):
@@ -69,3 +76,23 @@ def test_wsd_cooldown_drop_and_its_gain_over_constant_match_the_fitted_bound() -
     # a larger base rate gives a larger cooldown drop, measured and predicted
     drops = np.array([st.drop("wsd", 0.8, float(g)) for g in st.gammas])
     assert np.all(np.diff(drops[:, 0]) > 0) and np.all(np.diff(drops[:, 1]) > 0)
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("steps", lambda v: theory.lm_schedule_study([1e-3], steps=v)),
+        *[
+            (name, lambda v, name=name: theory.lm_schedule_study([1e-3], steps=10, **{name: v}))
+            for name in ("n_checkpoints", "d_model", "n_layers", "seq_len", "batch_size", "n_eval")
+        ],
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

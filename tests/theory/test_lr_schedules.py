@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory import LR_SCHEDULES as SCHEDULES
 from trustlab.theory import schedule, schedule_bound, simulate_schedules
@@ -112,3 +115,27 @@ def test_bound_reproduces_the_cooldown_length_dependence_and_ranks_cosine_with_w
     assert 1.02 < ratio[2] < 1.10  # 20 % cooldown: 1.057
     assert 0.98 < ratio[3] < 1.02  # 40 %: 1.004
     assert schedule_bound(schedule("wsd", 400)).optimal_value / cosine > 1.0  # 1 - sqrt, 20 %: 1.037
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("steps", lambda v: theory.schedule("cosine", v)),
+        ("steps", lambda v: theory.simulate_schedules(v, [0.1], n_runs=2)),
+        ("dimension", lambda v: theory.simulate_schedules(10, [0.1], dimension=v, n_runs=2)),
+        ("n_runs", lambda v: theory.simulate_schedules(10, [0.1], n_runs=v)),
+        ("steps", lambda v: theory.train_mlp_schedules(v, [0.1])),
+        ("width", lambda v: theory.train_mlp_schedules(5, [0.1], width=v)),
+        ("dimension", lambda v: theory.train_mlp_schedules(5, [0.1], dimension=v)),
+        ("batch_size", lambda v: theory.train_mlp_schedules(5, [0.1], batch_size=v)),
+        ("n_seeds", lambda v: theory.train_mlp_schedules(5, [0.1], n_seeds=v)),
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import ks_2samp
 
+from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory import (
     information_exponent,
@@ -157,3 +160,26 @@ def test_spike_trap_random_start_grows_faster_than_pretrained_start() -> None:
     # closed form (diffusion limit, mean first passage): the median lies within a factor 4 of it
     med, pred = cold.median_samples, cold.predicted_samples
     assert np.all((med > pred / 4) & (med < pred))
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("dimension", lambda v: theory.sample_complexity(HE3, v)),
+        ("dimension", lambda v: theory.spiked_sample_complexity(HE3, v)),
+        ("dimensions", lambda v: theory.simulate_sample_complexity(HE3, [v, 8])),
+        ("n_runs", lambda v: theory.simulate_sample_complexity(HE3, [4, 8], n_runs=v)),
+        ("n_bootstrap", lambda v: theory.simulate_sample_complexity(HE3, [4, 8], n_bootstrap=v)),
+        ("dimensions", lambda v: theory.simulate_spiked_sample_complexity(HE3, [v, 8])),
+        ("n_runs", lambda v: theory.simulate_spiked_sample_complexity(HE3, [4, 8], n_runs=v)),
+        ("n_bootstrap", lambda v: theory.simulate_spiked_sample_complexity(HE3, [4, 8], n_bootstrap=v)),
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trustlab import theory
 from trustlab.errors import ParameterError, TrustlabError
 from trustlab.theory import (
     TriangleNet,
@@ -153,3 +154,30 @@ def test_entry_points_raise_only_trustlab_errors(x, depth, peaks, s0) -> None:
         assert np.all(theorem_scales(s0, peaks) > 0)
     except TrustlabError:
         pass
+
+
+X01 = np.linspace(0.0, 1.0, 20)
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("depth", lambda v: theory.fit_triangle_net(X01, X01**2, depth=v)),
+        ("max_nfev", lambda v: theory.fit_triangle_net(X01, X01**2, max_nfev=v)),
+        ("depth", lambda v: theory.fit_random_relu(X01, X01**2, depth=v)),
+        ("width", lambda v: theory.fit_random_relu(X01, X01**2, width=v)),
+        ("max_nfev", lambda v: theory.fit_random_relu(X01, X01**2, max_nfev=v)),
+        *[
+            (name, lambda v, name=name: theory.simulate_convex_fit(**{name: v}))
+            for name in ("depth", "n_points", "n_runs", "max_nfev")
+        ],
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

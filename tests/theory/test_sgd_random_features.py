@@ -11,7 +11,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory import (
     bsgd_sq_resources,
@@ -150,3 +153,41 @@ def test_claim_feature_count_plateaus_across_sgd_seeds() -> None:
         assert np.all(plateau >= bound)
         assert plateau.max() - plateau.min() <= 0.05 * plateau.max()
         assert np.all(2 * g.features_needed[:3] < plateau.min())  # T <= 100: not yet learned
+
+
+@pytest.mark.parametrize(
+    ("argument", "call"),
+    [
+        ("steps", lambda v: theory.bsgd_sq_resources(v, 10, 0.25)),
+        ("n_params", lambda v: theory.bsgd_sq_resources(10, v, 0.25)),
+        ("batch_size", lambda v: theory.bsgd_sq_resources(10, 10, 0.25, batch_size=v)),
+        ("n_bits", lambda v: theory.parity_feature_bound(v, 2, 4)),
+        ("k", lambda v: theory.parity_feature_bound(6, v, 4)),
+        ("n_features", lambda v: theory.parity_feature_bound(6, 2, v)),
+        ("n_bits", lambda v: theory.simulate_parity_features(v, 2, [4])),
+        ("k", lambda v: theory.simulate_parity_features(6, v, [4])),
+        ("n_features", lambda v: theory.simulate_parity_features(6, 2, [v])),
+        ("n_draws", lambda v: theory.simulate_parity_features(6, 2, [4], n_draws=v)),
+        *[
+            (name, lambda v, name=name: theory.simulate_bsgd_queries(6, 2, **{name: v}))
+            for name in ("width", "steps", "batch_size", "n_runs")
+        ],
+        *[
+            (name, lambda v, name=name: theory.simulate_null_oracle(6, 2, **{name: v}))
+            for name in ("width", "steps")
+        ],
+        ("steps", lambda v: theory.simulate_feature_growth(6, 2, (v, 4))),
+        *[
+            (name, lambda v, name=name: theory.simulate_feature_growth(6, 2, (2, 4), **{name: v}))
+            for name in ("width", "batch_size", "max_features", "n_draws", "n_bootstrap")
+        ],
+    ],
+    ids=lambda c: c if isinstance(c, str) else "",
+)
+@settings(max_examples=3, deadline=None)
+@given(bad=st.integers(max_value=0))
+def test_non_positive_sizes_name_the_argument(argument: str, call, bad: int) -> None:
+    """Issue 34: a non-positive dimension, step or sample count raises a TrustlabError naming it."""
+    with pytest.raises(TrustlabError) as info:
+        call(bad)
+    assert info.value.argument == argument and argument in str(info.value)

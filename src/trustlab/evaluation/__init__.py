@@ -1,5 +1,6 @@
 """trustlab.evaluation: model similarity (CAPA, error consistency), ranking-based harm, train-test overlap."""
 
+from trustlab.evaluation.contamination import ContaminationSimulation, simulate_contamination
 from trustlab.evaluation.overlap import OverlapReport, train_test_overlap
 from trustlab.evaluation.ranking import (
     HarmRanking,
@@ -13,6 +14,7 @@ from trustlab.evaluation.similarity import capa, capa_matrix, error_consistency
 from trustlab.evaluation.substring_overlap import SubstringOverlapReport, exact_substring_overlap
 
 __all__: list[str] = [
+    "ContaminationSimulation",
     "HarmRanking",
     "OverlapReport",
     "RankingScores",
@@ -25,5 +27,6 @@ __all__: list[str] = [
     "harm_ranking",
     "hodgerank_scores",
     "rank_centrality_scores",
+    "simulate_contamination",
     "train_test_overlap",
 ]

@@ -71,7 +71,11 @@ def bound_terms(shape: Any, gamma: float, checkpoints: Any) -> tuple[np.ndarray,
     """
     s = check_numeric_array(shape, "shape", ndim=1, min_rows=2)
     if np.any(s <= 0):
-        raise DataError("shape must be positive at every step.", argument="shape")
+        raise DataError(
+            f"shape must be positive at every step (rate multipliers), got a minimum of {s.min():g}; "
+            "end a cooldown at a small positive rate instead of 0.",
+            argument="shape",
+        )
     ts = np.asarray(checkpoints, dtype=int)
     if ts.ndim != 1 or np.any(ts < 2) or np.any(ts > len(s)):
         raise DataError(

@@ -32,6 +32,7 @@ from trustlab.theory.sgd_random_features import (
     BSGDResources,
     _check_k,
     _cube,
+    _one_blas_thread,
     _relu_features,
     bsgd_sq_resources,
 )
@@ -128,6 +129,7 @@ class BSGDQuerySimulation:
         "random_state": ["random_state"],
     }
 )
+@_one_blas_thread
 def simulate_bsgd_queries(
     n_bits: int = 8,
     k: int = 3,
@@ -270,6 +272,7 @@ class NullOracleSimulation:
         "random_state": ["random_state"],
     }
 )
+@_one_blas_thread
 def simulate_null_oracle(
     n_bits: int = 8,
     k: int = 3,
@@ -433,6 +436,7 @@ def _fit(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
         "random_state": ["random_state"],
     }
 )
+@_one_blas_thread
 def simulate_feature_growth(
     n_bits: int = 8,
     k: int = 3,
