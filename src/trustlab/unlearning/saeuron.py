@@ -509,9 +509,10 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         Parameters
         ----------
         path : str or Path
-        model : torch.nn.Module
-            The denoiser it was fitted on: same parameter names and shapes, and (with
-            ``check_weights``) the same weights, else :class:`~trustlab.errors.ModelError`.
+        model : torch.nn.Module or diffusers pipeline
+            The denoiser (or pipeline) it was fitted on: same parameter names and shapes, the
+            same noise schedule and (with ``check_weights``) the same weights, else
+            :class:`~trustlab.errors.ModelError`.
         check_weights : bool, default=True
             ``False``: accept other weights of the same architecture (e.g. a fine-tuned copy).
 
