@@ -338,10 +338,10 @@ def test_bad_inputs(fitted: SAeUron) -> None:
     with pytest.raises(TrustlabError, match="model"):
         SAeUron(lambda x, t: x, "mid").fit(X, y)
 
-    class Pipeline:  # a diffusers pipeline's layout: the denoiser is its .unet
+    class Pipeline:  # a diffusers pipeline's layout, but a scheduler without a schedule
         unet, scheduler = net, None
 
-    with pytest.raises(TrustlabError, match=r"pipeline\.unet") as err:
+    with pytest.raises(TrustlabError, match="alphas_cumprod nor betas") as err:
         SAeUron(Pipeline(), "mid").fit(X, y)
     assert err.value.argument == "model"
     with pytest.raises(TrustlabError, match="X"):

@@ -79,7 +79,9 @@ def _per_cloud_precision(s: np.ndarray, part: np.ndarray) -> np.ndarray:
 def test_claim_infocons_subsets_are_more_faithful_than_cp_and_pcsam(net, held_out, scores, faith):
     """Paper's headline (critical-point dropping): at equal size, dropping InfoCons' subset
     changes the prediction far more often than dropping CP's or PCSAM's, and the subset
-    lands on the planted part. Gaps must exceed 3 paired standard errors over 200 clouds."""
+    lands on the planted part. Gaps must exceed 3 paired standard errors over 200 clouds.
+    The issue's "prediction kept with the subset" is not asserted: measured here it is below a
+    random subset's (see test_keep_favours_max_pool_critical_points_on_pointnet)."""
     X, y, part = held_out
     assert (point_cloud_logits(net, X).argmax(1).numpy() == y).mean() > 0.9  # the model reads the part
     for base in ("cp", "pcsam"):
@@ -98,13 +100,24 @@ def test_claim_infocons_subsets_are_more_faithful_than_cp_and_pcsam(net, held_ou
     assert rand.drop > 0.85 > faith["infocons"].drop + 0.4
 
 
-def test_keep_favours_max_pool_critical_points_on_pointnet(faith):
+def test_keep_favours_max_pool_critical_points_on_pointnet(net, held_out, faith):
     """Recorded, not the paper's claim: keeping only CP's subset reproduces PointNet's pooled
     feature, so CP keeps every prediction; keeping only the part (InfoCons' subset, or the
-    planted truth) drops the body the model also reads, and keeps about half."""
+    planted truth) drops the body the model also reads, and keeps about half: *fewer* than a
+    random subset of the same size (16 points spread over part and body keep 0.70 of the
+    predictions, mean of 10 draws; InfoCons 0.505, paired gap 0.198 +- 0.043 over 200 clouds).
+    "Prediction kept with the subset" does not reproduce here; the docs say so."""
     cp, ic, truth = faith["cp"], faith["infocons"], faith["truth"]
     assert cp.keep > 0.95
     assert abs(ic.keep - truth.keep) < 0.15 and ic.keep < cp.keep
+    X, _, part = held_out
+    draws = [
+        subset_faithfulness(net, X, np.random.default_rng(r).random(part.shape), K, random_state=r).kept
+        for r in range(10)
+    ]
+    random_keep = np.mean(draws, axis=0)  # per cloud: share of 10 random subsets that keep it
+    gap, se = _paired_gap(random_keep, ic.kept)
+    assert gap > 3 * se, (random_keep.mean(), ic.keep)
 
 
 def test_scores_shape_range_and_concepts(fitted, held_out):

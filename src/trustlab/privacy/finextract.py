@@ -42,6 +42,7 @@ from trustlab.privacy._finextract_cluster import (
     cluster_generations,
     extraction_score,
 )
+from trustlab.vision._pipeline import is_pipeline, pipeline_parts
 from trustlab.vision.classifiers import require_torch
 from trustlab.vision.diffusion import DDPMSchedule, _ddim_images
 
@@ -102,33 +103,25 @@ class _Denoiser:
 
 def _denoiser(obj: Any, name: str) -> _Denoiser:
     torch = require_torch()
-    if hasattr(obj, "unet") and hasattr(obj, "scheduler"):  # a diffusers pipeline
-        unet, sched = obj.unet, obj.scheduler
-        pred = getattr(getattr(sched, "config", None), "prediction_type", "epsilon")
-        if pred != "epsilon":
-            raise ModelError(
-                f"{name}: its scheduler predicts {pred!r}; FineXtract needs an epsilon-predicting model.",
-                argument=name,
-            )
-        cfg = unet.config
-        size = cfg.sample_size if isinstance(cfg.sample_size, tuple | list) else (cfg.sample_size,) * 2
-        return _Denoiser(
-            eps=lambda x, t: unet(x, t).sample,
-            module=unet,
-            alphas_cumprod=np.asarray(sched.alphas_cumprod, dtype=np.float64),
-            shape=(int(cfg.in_channels), int(size[0]), int(size[1])),
+    # a diffusers pipeline: its .unet, and its .scheduler's alphas_cumprod (shared reader)
+    parts = pipeline_parts(obj, name, "FineXtract") if is_pipeline(obj) else None
+    module = parts.unet if parts is not None else obj
+    if parts is None and not isinstance(module, torch.nn.Module):
+        raise ModelError(
+            f"{name} must be a torch.nn.Module eps(x, t) or a diffusers pipeline with .unet and "
+            f".scheduler; got {type(obj).__name__}.",
+            argument=name,
         )
-    if isinstance(obj, torch.nn.Module):
 
-        def eps(x: Any, t: Any) -> Any:
-            out = obj(x, t)
-            return getattr(out, "sample", out)
+    def eps(x: Any, t: Any) -> Any:
+        out = module(x, t)
+        return getattr(out, "sample", out)
 
-        return _Denoiser(eps=eps, module=obj, alphas_cumprod=None, shape=None)
-    raise ModelError(
-        f"{name} must be a torch.nn.Module eps(x, t) or a diffusers pipeline with .unet and .scheduler; "
-        f"got {type(obj).__name__}.",
-        argument=name,
+    return _Denoiser(
+        eps=eps,
+        module=module,
+        alphas_cumprod=None if parts is None else parts.alphas_cumprod,
+        shape=None if parts is None else parts.shape,
     )
 
 

@@ -1,4 +1,4 @@
-"""SAeUron's torch side: the DDIM sampler with guidance, activation capture and the SAE hook.
+"""SAeUron's torch side: the model, the DDIM sampler with guidance, capture and the SAE hook.
 
 Private helpers of :mod:`trustlab.unlearning.saeuron`. The hook point's output is read as a
 set of *patches*: ``(n, C, H, W)`` feature maps give ``n H W`` rows of ``C`` numbers (the
@@ -17,20 +17,39 @@ import numpy as np
 import torch
 
 from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.vision._pipeline import is_pipeline, pipeline_parts
+from trustlab.vision.diffusion import DDPMSchedule
+
+
+def resolve_model(model: Any, schedule: Any) -> tuple[Any, np.ndarray, bool]:
+    """The denoiser, its schedule's ``alphas_cumprod`` and whether ``model`` was a pipeline.
+
+    A ``diffusers`` pipeline (``.unet`` and ``.scheduler``) gives its ``.unet`` and its
+    scheduler's schedule (read as FineXtract reads it); a ``schedule`` given beside it must
+    match. Any other ``model`` is taken as the denoiser, with ``schedule`` (default
+    :class:`~trustlab.vision.DDPMSchedule`).
+    """
+    if not is_pipeline(model):
+        return model, (schedule or DDPMSchedule()).alphas_cumprod, False
+    parts = pipeline_parts(model, "model", "SAeUron")
+    acp = parts.alphas_cumprod
+    if schedule is not None:
+        mine = schedule.alphas_cumprod
+        if mine.shape != acp.shape or not np.allclose(mine, acp, rtol=1e-5, atol=1e-7):
+            raise ParameterError(
+                "schedule differs from the pipeline's scheduler (its alphas_cumprod); leave "
+                "schedule=None to use the pipeline's own.",
+                argument="schedule",
+            )
+    return parts.unet, acp, True
 
 
 def resolve_hook(model: Any, hook: Any) -> Any:
     """The submodule named by ``hook`` (a dotted name of ``model.named_modules()`` or a module)."""
-    if hasattr(model, "unet") and hasattr(model, "scheduler") and not isinstance(model, torch.nn.Module):
-        raise ModelError(
-            "model is a diffusers pipeline; pass its denoiser, model=pipeline.unet (SAeUron hooks the "
-            "denoiser's blocks), with schedule=DDPMSchedule(...) matching pipeline.scheduler's betas.",
-            argument="model",
-        )
     if not isinstance(model, torch.nn.Module):
         raise ModelError(
-            f"model must be a torch.nn.Module noise predictor (e.g. a diffusers UNet2DModel); "
-            f"got {type(model).__name__}.",
+            f"model must be a torch.nn.Module noise predictor (e.g. a diffusers UNet2DModel) or a "
+            f"diffusers pipeline whose .unet is one; got {type(model).__name__}.",
             argument="model",
         )
     if isinstance(hook, torch.nn.Module):

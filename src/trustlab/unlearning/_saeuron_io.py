@@ -8,7 +8,8 @@ The folder holds
   their fitted precision (float64), so a loaded model generates bit for bit what the saved
   one did;
 - ``saeuron.json``: the format tag, SAeUron's parameters (the hook as its module name, the
-  schedule's fields, the SAE template's parameters), the SAE's own parameters and threshold,
+  schedule's fields, or ``null`` when a pipeline's scheduler gave it, and a digest of its
+  ``alphas_cumprod``, the SAE template's parameters), the SAE's own parameters and threshold,
   the concepts (``classes_``), the fitted DDIM timesteps, the per-concept sweep
   (``concept_params_``), the SHA-256 of the tensors file (a changed byte is caught) and a
   fingerprint of the denoiser (its parameters' names and shapes, and a hash of their values)
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from trustlab.errors import DataError, MissingDependencyError, ModelError, NotFittedError, ParameterError
+from trustlab.vision.diffusion import DDPMSchedule
 
 FORMAT = "trustlab.unlearning.SAeUron/1"
 CONFIG, TENSORS = "saeuron.json", "saeuron.safetensors"
@@ -64,6 +66,11 @@ def model_fingerprint(model: Any) -> dict[str, str]:
     return {"layout": layout.hexdigest(), "weights": values.hexdigest()}
 
 
+def schedule_digest(alphas_cumprod: Any) -> str:
+    """SHA-256 of a schedule's ``alphas_cumprod`` rounded to float32 (a changed schedule is caught)."""
+    return hashlib.sha256(np.ascontiguousarray(alphas_cumprod, dtype=np.float32).tobytes()).hexdigest()
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -77,7 +84,7 @@ def _jsonable(value: Any) -> Any:
 def _hook_name(su: Any) -> str:
     if isinstance(su.hook, str):
         return su.hook
-    for name, module in su.model.named_modules():
+    for name, module in su.denoiser_.named_modules():
         if module is su.module_:
             return name
     raise ParameterError("hook must be a submodule of model to be saved.", argument="hook")
@@ -106,13 +113,14 @@ def save(su: Any, path: Any) -> Path:
     }
     tensors["concept_means_"] = np.ascontiguousarray(su.concept_means_, dtype=np.float64)
     tensors["counts_"] = np.ascontiguousarray(su.counts_, dtype=np.int64)
-    sched = su.schedule_
+    sched = su.schedule or (None if su.from_pipeline_ else DDPMSchedule())
     config = {
         "format": FORMAT,
         "hook": _hook_name(su),
         "params": {k: _jsonable(getattr(su, k)) for k in _PARAMS},
         "random_state": _seed(su.random_state),
-        "schedule": [sched.num_train_timesteps, sched.beta_start, sched.beta_end],
+        "schedule": None if sched is None else [sched.num_train_timesteps, sched.beta_start, sched.beta_end],
+        "alphas_cumprod": schedule_digest(su.alphas_cumprod_),
         "sae_template": None
         if su.sae is None
         else {**su.sae.get_params(), "random_state": _seed(su.sae.random_state)},
@@ -124,7 +132,7 @@ def save(su: Any, path: Any) -> Path:
         "classes_": {"dtype": su.classes_.dtype.str, "values": su.classes_.tolist()},
         "timesteps_": [int(t) for t in su.timesteps_],
         "concept_params_": [[_jsonable(c), float(p), float(m)] for c, (p, m) in su.concept_params_.items()],
-        "model": model_fingerprint(su.model),
+        "model": model_fingerprint(su.denoiser_),
     }
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -179,6 +187,10 @@ def check_model(config: dict[str, Any], model: Any, *, check_weights: bool) -> N
     """Raise unless ``model`` has the saved layout (and, if asked, the saved weights)."""
     import torch
 
+    from trustlab.vision._pipeline import is_pipeline
+
+    if is_pipeline(model):
+        model = model.unet
     if not isinstance(model, torch.nn.Module):
         raise ModelError(
             f"model must be the torch denoiser the SAeUron was fitted on; got {type(model).__name__}.",
@@ -203,7 +215,6 @@ def load(cls: Any, path: Any, model: Any, *, check_weights: bool) -> Any:
     """A fitted ``cls`` (SAeUron) on ``model`` from the folder ``path``."""
     from trustlab.explain.sae import SparseAutoencoder
     from trustlab.unlearning import _saeuron_hooks as hk
-    from trustlab.vision.diffusion import DDPMSchedule
 
     config, tensors = read(path)
     folder = Path(path)
@@ -213,7 +224,7 @@ def load(cls: Any, path: Any, model: Any, *, check_weights: bool) -> Any:
         su = cls(
             model,
             config["hook"],
-            schedule=DDPMSchedule(*config["schedule"]),
+            schedule=None if config["schedule"] is None else DDPMSchedule(*config["schedule"]),
             sae=None if template is None else SparseAutoencoder(**template),
             random_state=config["random_state"],
             **config["params"],
@@ -242,6 +253,14 @@ def load(cls: Any, path: Any, model: Any, *, check_weights: bool) -> Any:
     )
     if not shapes_ok:
         raise _corrupt(folder, "its arrays' shapes do not fit together")
+    if config.get("alphas_cumprod", schedule_digest(su.alphas_cumprod_)) != schedule_digest(
+        su.alphas_cumprod_
+    ):
+        raise ModelError(
+            "model: its noise schedule differs from the one this SAeUron was fitted with; load it onto "
+            "the same pipeline (or the denoiser with the saved schedule).",
+            argument="model",
+        )
     if list(map(int, su.timesteps_)) != list(timesteps):
         raise _corrupt(folder, "its timesteps differ from its num_inference_steps and schedule")
     su.sae_ = sae

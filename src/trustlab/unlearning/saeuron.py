@@ -17,7 +17,8 @@ concept), and ``x - x_hat`` the SAE's reconstruction error, kept. One SAE serves
 of concepts: their selected features are united.
 
 :class:`SAeUron` takes any torch noise predictor ``model(x, t)`` or ``model(x, t,
-class_labels=y)`` (``diffusers``' ``UNet2DModel`` included) and a hook point, reuses
+class_labels=y)`` (``diffusers``' ``UNet2DModel`` included), or a ``diffusers`` pipeline
+(its ``.unet`` and its scheduler's schedule), and a hook point, reuses
 :class:`~trustlab.explain.sae.SparseAutoencoder` (BatchTopK) and saves to safetensors + JSON.
 
 References
@@ -45,6 +46,7 @@ from trustlab.errors import DataError, ParameterError
 from trustlab.explain.sae import SparseAutoencoder
 from trustlab.unlearning import _saeuron_hooks as hk
 from trustlab.unlearning import _saeuron_io as _io
+from trustlab.unlearning import _saeuron_sweep as _sweep
 from trustlab.unlearning._saeuron_scores import (
     feature_scores,
     frechet_distance,
@@ -62,10 +64,13 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
 
     Parameters
     ----------
-    model : torch.nn.Module
+    model : torch.nn.Module or diffusers pipeline
         Noise predictor: ``model(x, t)`` (unconditional) or ``model(x, t, class_labels=y)``
         (``conditional=True``); ``diffusers``' ``UNet2DModel`` (whose output's ``.sample``
-        is read) fits both.
+        is read) fits both. A pipeline (any object with ``.unet`` and ``.scheduler``, e.g.
+        ``DDPMPipeline`` or ``DDIMPipeline``) gives its ``.unet`` as the denoiser and its
+        scheduler's ``alphas_cumprod`` (else ``betas``) as the schedule; its scheduler must
+        predict epsilon.
     hook : str or torch.nn.Module
         The block whose output the SAE reads and rewrites (a name from
         ``model.named_modules()``): the paper's up-path cross-attention block of SD; ``"mid"``
@@ -83,7 +88,8 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
     num_inference_steps : int, default=20
         DDIM steps; the SAE is trained and the scores computed on each of them.
     schedule : DDPMSchedule, optional
-        The model's training schedule; default :class:`~trustlab.vision.DDPMSchedule`.
+        The model's training schedule; default :class:`~trustlab.vision.DDPMSchedule`, or a
+        pipeline's own scheduler (a schedule given beside a pipeline must match it).
     sae : SparseAutoencoder, optional
         Template (cloned, then fitted). Default: the paper's BatchTopK SAE, expansion 16,
         ``k = min(32, max(1, d // 8))``, learning rate 4e-4, batch 4096, 2,000 steps.
@@ -107,6 +113,12 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
     Attributes
     ----------
     sae_ : SparseAutoencoder
+    denoiser_ : torch.nn.Module
+        The noise predictor hooked and sampled: ``model``, or a pipeline's ``.unet``.
+    alphas_cumprod_ : ndarray of float64
+        The schedule DDIM samples with (``schedule``'s, or the pipeline scheduler's).
+    from_pipeline_ : bool
+        Whether ``model`` was a pipeline.
     classes_ : ndarray
         The concepts (sorted labels of ``y``).
     timesteps_ : ndarray of int
@@ -190,17 +202,17 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
     # ------------------------------------------------------------------ helpers
     def _setup(self) -> None:
         self._validate_params()
-        self.module_ = hk.resolve_hook(self.model, self.hook)
-        sched = self.schedule or DDPMSchedule()
-        if self.num_inference_steps > sched.num_train_timesteps:
+        self.denoiser_, acp, self.from_pipeline_ = hk.resolve_model(self.model, self.schedule)
+        self.module_ = hk.resolve_hook(self.denoiser_, self.hook)
+        if self.num_inference_steps > len(acp):
             raise ParameterError(
-                f"num_inference_steps must be at most the schedule's {sched.num_train_timesteps}; "
+                f"num_inference_steps must be at most the schedule's {len(acp)}; "
                 f"got {self.num_inference_steps}.",
                 argument="num_inference_steps",
             )
-        self.schedule_ = sched
-        self.timesteps_ = ddim_timesteps(sched.num_train_timesteps, int(self.num_inference_steps))
-        null = self.null_label if self.null_label is not None else getattr(self.model, "n_classes", None)
+        self.alphas_cumprod_ = acp
+        self.timesteps_ = ddim_timesteps(len(acp), int(self.num_inference_steps))
+        null = self.null_label if self.null_label is not None else getattr(self.denoiser_, "n_classes", None)
         if self.conditional and self.guidance_scale != 1.0 and null is None:
             raise ParameterError(
                 "guidance needs an unconditional class: pass null_label (or guidance_scale=1).",
@@ -221,9 +233,9 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         return torch.as_tensor(arr.astype(np.int64))
 
     def _sample(self, x: Any, labels: Any) -> Any:
-        eps = hk.guided_eps(self.model, labels, float(self.guidance_scale), self.null_)
+        eps = hk.guided_eps(self.denoiser_, labels, float(self.guidance_scale), self.null_)
         with one_thread(), torch.no_grad():
-            return ddim_loop(eps, x, self.schedule_.alphas_cumprod, self.timesteps_)
+            return ddim_loop(eps, x, self.alphas_cumprod_, self.timesteps_)
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: Any) -> SAeUron:
@@ -386,55 +398,18 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
             One row per concept and grid point: ``concept, percentile, multiplier, UA, IRA,
             score, chosen``.
         """
-        check_is_fitted(self, "concept_means_")
-        if not callable(judge):
-            raise ParameterError(
-                "judge must be a callable images -> labels (a classifier).", argument="judge"
-            )
-        x = hk.check_noise(X)
-        ref = np.asarray(y)
-        if ref.shape != (x.shape[0],):
-            raise DataError(
-                f"y must hold {x.shape[0]} reference labels; got shape {ref.shape}.", argument="y"
-            )
-        grid = [(float(p), float(m)) for p in percentiles for m in multipliers]
-        if not grid:
-            raise ParameterError("percentiles and multipliers must not be empty.", argument="percentiles")
-        rows = []
-        for concept in self._concepts(list(self.classes_) if concepts is None else concepts):
-            on = ref == concept
-            if not on.any() or on.all():
-                raise DataError(f"y must hold rows of concept {concept!r} and of others.", argument="y")
-            best, best_score = grid[0], -np.inf
-            for pct, gamma in grid:
-                pred = np.asarray(
-                    judge(self.generate(x, ref, unlearn=[concept], percentile=pct, multiplier=gamma))
-                )
-                ua = float(np.mean(pred[on] != concept))
-                ira = float(np.mean(pred[~on] == ref[~on]))
-                rows.append(
-                    {"concept": concept, "percentile": pct, "multiplier": gamma, "UA": ua, "IRA": ira}
-                )
-                if (ua + ira) / 2 > best_score:
-                    best, best_score = (pct, gamma), (ua + ira) / 2
-            self.concept_params_[concept] = best
-        out = pd.DataFrame(rows)
-        out["score"] = (out["UA"] + out["IRA"]) / 2
-        out["chosen"] = [
-            self.concept_params_[c] == (p, m)
-            for c, p, m in zip(out.concept, out.percentile, out.multiplier, strict=True)
-        ]
-        return out
+        return _sweep.sweep(self, X, y, judge, percentiles, multipliers, concepts)
 
     # ------------------------------------------------------------------ intervention
     @contextlib.contextmanager
     def unlearning(
         self, unlearn: Any, *, percentile: float | None = None, multiplier: float | None = None
     ) -> Iterator[hk.Intervention]:
-        """Install the intervention on :attr:`model` for the block (any sampler may run inside).
+        """Install the intervention on :attr:`denoiser_`'s block (any sampler may run inside).
 
         The hook maps the model's current timestep to the nearest fitted step, so a
-        ``diffusers`` scheduler or pipeline with the same DDIM timesteps runs unchanged.
+        ``diffusers`` scheduler or pipeline with the same DDIM timesteps runs unchanged
+        (e.g. ``with su.unlearning(3): pipeline(num_inference_steps=...)``).
 
         Parameters
         ----------
@@ -449,7 +424,7 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
             Its ``n_scaled`` counts the (patch, feature) pairs scaled so far.
         """
         plan = self._plan(unlearn, percentile, multiplier)
-        with hk.timestep_tracker(self.model) as tracker:
+        with hk.timestep_tracker(self.denoiser_) as tracker:
             hook = hk.Intervention(
                 self._tsae,
                 self.timesteps_,
@@ -534,9 +509,10 @@ class SAeUron(ParamsValidationMixin, BaseEstimator):
         Parameters
         ----------
         path : str or Path
-        model : torch.nn.Module
-            The denoiser it was fitted on: same parameter names and shapes, and (with
-            ``check_weights``) the same weights, else :class:`~trustlab.errors.ModelError`.
+        model : torch.nn.Module or diffusers pipeline
+            The denoiser (or pipeline) it was fitted on: same parameter names and shapes, the
+            same noise schedule and (with ``check_weights``) the same weights, else
+            :class:`~trustlab.errors.ModelError`.
         check_weights : bool, default=True
             ``False``: accept other weights of the same architecture (e.g. a fine-tuned copy).
 

@@ -234,7 +234,7 @@ def mean_difference_ablation(su: Any, directions: Any, alpha: float) -> Iterator
         (torch.as_tensor(v, dtype=torch.float32), torch.as_tensor(m, dtype=torch.float32))
         for v, m in directions
     ]
-    with hk.timestep_tracker(su.model) as tracker:
+    with hk.timestep_tracker(su.denoiser_) as tracker:
 
         def hook(module: Any, args: Any, out: Any) -> Any:
             act, put_back = hk.split_output(out)
