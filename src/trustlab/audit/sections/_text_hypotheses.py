@@ -175,7 +175,7 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
         )
         used = "kept as a model feature as asked" if col in ctx.features else "left out of the model"
         notes.append(
-            f"Column {col!r} was {SOURCES[source]} ({used}; median {words:.0f} words per value): "
+            f"Column {col!r} was {SOURCES[source]} ({used}; median {words:.0f} word{'' if words == 1 else 's'} per value): "
             f"HypotheSAEs (Movva et al., ICML 2025) found {test.n_significant} of {len(hyps)} hypotheses "
             f"about {ctx.target} significant on {te.size:,} held-out rows "
             f"({test.model}, Bonferroni {test.threshold:.3g}); embeddings: {encoder_name}. Labels are the "
