@@ -65,7 +65,7 @@ def text_columns(ctx: AuditContext) -> list[tuple[str, float, str]]:
     schema = getattr(ctx, "schema", None)
     declared = [str(c) for c in ctx.data.columns if schema is not None and schema.kind(str(c)) == "text"]
     flagged = [f["column"] for f in ctx.column_flags if f.get("kind") in ("free_text", "row_id")]
-    out = []
+    out: list[tuple[str, float, str]] = []
     for col, source in [(c, "declared") for c in declared] + [(c, "detected") for c in flagged]:
         if col not in ctx.data.columns or col in (ctx.target, *ctx.sensitive) or col in [o[0] for o in out]:
             continue
