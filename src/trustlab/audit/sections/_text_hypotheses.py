@@ -174,8 +174,9 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
             }
         )
         used = "kept as a model feature as asked" if col in ctx.features else "left out of the model"
+        unit = "word" if words == 1 else "words"
         notes.append(
-            f"Column {col!r} was {SOURCES[source]} ({used}; median {words:.0f} word{'' if words == 1 else 's'} per value): "
+            f"Column {col!r} was {SOURCES[source]} ({used}; median {words:.0f} {unit} per value): "
             f"HypotheSAEs (Movva et al., ICML 2025) found {test.n_significant} of {len(hyps)} hypotheses "
             f"about {ctx.target} significant on {te.size:,} held-out rows "
             f"({test.model}, Bonferroni {test.threshold:.3g}); embeddings: {encoder_name}. Labels are the "
