@@ -37,6 +37,16 @@ from trustlab.errors import DataError
         (b'{"columns": {"x": {"bounds": [0, 1], "colour": "red"}}}', "unknown key"),
         (b'{"columns": {"x": {"bounds": [0, 1], "actionable": "sometimes"}}}', "actionable"),
         (b'{"columns": {"x": {"bounds": [0, 1], "description": 3}}}', "must be text"),
+        (b'{"columns": {"x": {"text": true, "bounds": [0, 1]}}}', "exactly one of"),
+        (b'{"columns": {"x": {"text": true, "categories": ["a"]}}}', "exactly one of"),
+        (b'{"columns": {"x": {"text": false}}}', "'text' must be true"),
+        (b'{"columns": {"x": {"text": "yes"}}}', "'text' must be true"),
+        (
+            b'{"columns": {"x": {"text": true, "actionable": "no"}}}',
+            "'actionable' does not apply.*'x'|'x'.*'actionable' does not apply",
+        ),
+        (b'{"columns": {"x": {"text": true, "integer": false}}}', "'integer' does not apply"),
+        (b'{"columns": {"x": {"text": true, "review": 3}}}', "must be text"),
         (b'{"source": 3, "columns": {}}', "source"),
         (b'{"privacy": {"epsilon": -1}, "columns": {}}', "privacy"),
     ],
@@ -83,3 +93,28 @@ def test_conform_never_raises_on_odd_cells():
     assert out["a"].tolist()[:1] == [0.5] and out["a"].iloc[5] == 1.0
     assert out["a"].iloc[1:5].isna().all()
     assert out["c"].tolist()[:3] == ["x", 1, 1] and out["c"].iloc[3:].isna().all()
+
+
+def test_text_column_round_trip_and_conform(tmp_path):
+    """``{"text": true}``: kind "text", no bounds or categories, round trips through JSON; conform keeps
+    strings (others and cells over MAX_CELL_CHARS missing) in an object column whatever the rows hold."""
+    from trustlab.datasets._cells import MAX_CELL_CHARS
+
+    raw = {"columns": {"note": {"text": True, "description": "call notes", "review": "ok"}}}
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(raw), encoding="utf-8")
+    schema = Schema.from_json(p)
+    spec = schema.columns["note"]
+    assert (spec.kind, spec.text, spec.description, spec.review) == ("text", True, "call notes", "ok")
+    assert (
+        schema.kind("note") == "text" and schema.bounds("note") is None and schema.categories("note") is None
+    )
+    assert schema.to_dict()["columns"] == raw["columns"]
+    assert Schema.from_dict(schema.to_dict()) == schema
+    long = "w " * MAX_CELL_CHARS
+    frame = pd.DataFrame({"note": ["late again", 3, None, b"bytes", long, ""], "n": range(6)})
+    out = schema.conform(frame)
+    assert out["note"].dtype == object and out["n"].dtype == frame["n"].dtype
+    assert out["note"].iloc[0] == "late again" and out["note"].iloc[5] == ""
+    assert out["note"].iloc[1:5].isna().all()
+    assert str(schema.conform(pd.DataFrame({"note": [1.0, 2.0]}))["note"].dtype) == "object"

@@ -12,12 +12,12 @@ screened).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trustlab.audit.screening import MAX_ROWS, ColumnFlag, Screening, decide_flags
 
-__all__ = ["screen_names", "screening_meta"]
+__all__ = ["screen_declared_text", "screen_names", "screening_meta"]
 
 
 _COPY_NAME = re.compile(r"^(?P<base>.+)\.(?P<n>[0-9]+)$")
@@ -73,6 +73,55 @@ def screen_names(
         elif base in {str(s) for s in sensitive}:
             flags.append(ColumnFlag(str(col), "sensitive_copy", why, base))
     return decide_flags(flags, features, keep, use_sensitive)
+
+
+def screen_declared_text(
+    screen: Callable[[list[Any]], Screening],
+    features: Sequence[Any],
+    schema: Any,
+    *,
+    keep: Sequence[Any] = (),
+    use_sensitive: bool = False,
+) -> Screening:
+    """Leave the schema's text columns (``"text": true``) out of the model; screen the other features.
+
+    A declared text column is flagged ``declared_text`` (a public fact: the schema) and left
+    out of the features unless ``keep`` names it; ``screen`` (the rows' screening in raw
+    mode, :func:`screen_names` in private mode) sees only the other features, so a declared
+    text column is never flagged twice.
+
+    Parameters
+    ----------
+    screen : callable
+        ``screen(features) -> Screening`` on the features that are not declared text.
+    features : sequence
+        The model's candidate features.
+    schema : Schema or None
+        The public schema.
+    keep : sequence
+        Columns to keep as features (still flagged).
+    use_sensitive : bool
+        Passed to :func:`~trustlab.audit.screening.decide_flags`.
+
+    Returns
+    -------
+    Screening
+        The declared text flags first, then ``screen``'s; the kept features in their order.
+
+    Examples
+    --------
+    >>> from trustlab.datasets import Schema
+    >>> s = Schema.from_dict({"columns": {"note": {"text": True}}})
+    >>> out = screen_declared_text(lambda f: Screening(list(f)), ["age", "note"], s)
+    >>> out.features, out.dropped
+    (['age'], ['note'])
+    """
+    text = [str(c) for c in features if schema is not None and schema.kind(str(c)) == "text"]
+    flags = [ColumnFlag(c, "declared_text", f"'text': true in the schema, {schema.source}") for c in text]
+    found = screen([c for c in features if str(c) not in text])
+    declared = decide_flags(flags, features, keep, use_sensitive)
+    kept = {str(c) for c in found.features} | {f.column for f in declared.flags if not f.dropped}
+    return Screening([c for c in features if str(c) in kept], declared.flags + found.flags)
 
 
 def screening_meta(*, private: bool, rows: int | None = None, sample: bool = False) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing_extensions import override
 from trustlab._validation import check_binary_target
 from trustlab.audit._audit_inputs import check_values, column_name, column_names
 from trustlab.audit._meta import run_meta
-from trustlab.audit._public_screening import screening_meta
+from trustlab.audit._public_screening import screen_declared_text, screening_meta
 from trustlab.audit._scale_explain import BACKGROUND_ROWS, HeldoutExplain, explain_section, explain_statistic
 from trustlab.audit._scale_stats import (
     BIN,
@@ -231,15 +231,22 @@ def run_scaled(
             argument="data",
         )
     # the column screening runs on the sample (stated in the report: meta["screening"])
-    screening = screen_columns(
-        sample,
-        y_sample,
-        target=target,
-        sensitive=sens,
-        features=features,
+    keep = column_names(runner.keep, "keep")
+    screening = screen_declared_text(  # the schema's text columns are no features
+        lambda rest: screen_columns(
+            sample,
+            y_sample,
+            target=target,
+            sensitive=sens,
+            features=rest,
+            use_sensitive=runner.use_sensitive,
+            keep=keep,
+            seed=seed,
+        ),
+        features,
+        runner.schema,
+        keep=keep,
         use_sensitive=runner.use_sensitive,
-        keep=column_names(runner.keep, "keep"),
-        seed=seed,
     )
     features, flags = screening.features, [f.to_dict() for f in screening.flags]
     if not features:

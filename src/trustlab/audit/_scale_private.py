@@ -33,7 +33,7 @@ import pandas as pd
 from typing_extensions import override
 
 from trustlab.audit._audit_inputs import column_name, column_names, model_frame
-from trustlab.audit._public_screening import screen_names, screening_meta
+from trustlab.audit._public_screening import screen_declared_text, screen_names, screening_meta
 from trustlab.audit._scale_threads import native_threads
 from trustlab.audit.prediction_table import (
     N_BOOT,
@@ -285,12 +285,15 @@ def run_scaled_private(
     # the in-process checks of public facts, on an empty table with the files' columns
     prep = runner._prepare(arrow.empty_table().to_pandas(), target, sensitive)
     schema, sens = prep.schema, prep.sensitive
-    names = screen_names(  # public facts only: the column names (as in process)
+    keep = column_names(runner.keep, "keep")
+    names = screen_declared_text(  # public facts only: the schema and the column names (as in process)
+        lambda rest: screen_names(
+            rest, target=target, sensitive=sens, use_sensitive=runner.use_sensitive, keep=keep
+        ),
         prep.features,
-        target=target,
-        sensitive=sens,
+        schema,
+        keep=keep,
         use_sensitive=runner.use_sensitive,
-        keep=column_names(runner.keep, "keep"),
     )
     features, flags = names.features, [f.to_dict() for f in names.flags]
     if not features:

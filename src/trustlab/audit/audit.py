@@ -17,11 +17,11 @@ from trustlab.audit._entity_inputs import check_group, check_held_out, check_kee
 from trustlab.audit._fit import TRAINING_SHARE, fit_model, fits_model, positive_proba
 from trustlab.audit._meta import PRIVACY_SCOPE, private_meta, run_meta
 from trustlab.audit._prepare import MIN_ROWS, Prepared, prepare
-from trustlab.audit._public_screening import screen_names, screening_meta
+from trustlab.audit._public_screening import screen_declared_text, screen_names, screening_meta
 from trustlab.audit._run import compute_sections, left_out_in_private, section_budgets
 from trustlab.audit.registry import default_sections
 from trustlab.audit.report import AuditReport
-from trustlab.audit.screening import screen_columns
+from trustlab.audit.screening import Screening, screen_columns
 from trustlab.audit.section import AuditContext, Section
 from trustlab.audit.split import (
     DEFAULT_SAMPLE_ROWS,
@@ -346,28 +346,34 @@ class Audit:
         Private mode reads no row here (whether a column leaks is a fact about the rows):
         ``group`` is taken out of the features, and the features whose names copy the
         target's or a sensitive column's (:func:`~trustlab.audit._public_screening.screen_names`).
+        In both modes the schema's text columns are left out
+        (:func:`~trustlab.audit._public_screening.screen_declared_text`).
         """
         keep = column_names(self.keep, "keep")
         check_group(list(prep.raw.columns), self.group, target, prep.sensitive)
         check_keep(list(prep.raw.columns), keep)
         features = [c for c in prep.features if c != self.group]
-        flags: list[dict[str, Any]] = []
-        if not self.private:
-            labelled = prep.labelled
-            screening = screen_columns(
-                prep.raw.loc[labelled],
-                prep.y[labelled],
-                target=target,
-                sensitive=prep.sensitive,
-                features=features,
-                use_sensitive=self.use_sensitive,
-                keep=keep,
-                seed=self.random_state,
+        labelled = prep.labelled
+
+        def screen(rest: list[Any]) -> Screening:
+            if not self.private:
+                return screen_columns(
+                    prep.raw.loc[labelled],
+                    prep.y[labelled],
+                    target=target,
+                    sensitive=prep.sensitive,
+                    features=rest,
+                    use_sensitive=self.use_sensitive,
+                    keep=keep,
+                    seed=self.random_state,
+                )
+            return screen_names(  # public facts only: the column names
+                rest, target=target, sensitive=prep.sensitive, use_sensitive=self.use_sensitive, keep=keep
             )
-        else:  # public facts only: the column names
-            screening = screen_names(
-                features, target=target, sensitive=prep.sensitive, use_sensitive=self.use_sensitive, keep=keep
-            )
+
+        screening = screen_declared_text(
+            screen, features, prep.schema, keep=keep, use_sensitive=self.use_sensitive
+        )
         features, flags = screening.features, [f.to_dict() for f in screening.flags]
         if not features:
             raise DataError(

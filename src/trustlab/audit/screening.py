@@ -105,6 +105,10 @@ KINDS = {
     "row_id": "is a row identifier (a different value on every row)",
     "entity_id": "identifies an entity observed on several rows (a panel)",
     "free_text": f"holds free text or too many categories (more than {MAX_TEXT_LEVELS} distinct text values)",
+    "declared_text": (
+        "is declared as text in the schema, so it is no model feature (a raw audit's Explain section "
+        "reads it for hypotheses about the target)"
+    ),
 }
 """What each kind of flag means, in words."""
 

@@ -52,6 +52,7 @@ _FLAG_ACTION = {
         "left out of the model, which would otherwise use {r} while the report says it does not"
     ),
     "row_id": "left out of the model (an identifier predicts nothing about new rows); --keep {c} keeps it",
+    "declared_text": "left out of the model as the schema declares it text",
     "free_text": (
         "left out of the model (one-hot encoding so many levels makes the fit slow, and a value seen "
         "once predicts nothing about new rows); group its values into fewer categories, or keep it "
@@ -219,6 +220,8 @@ def _flag_findings(meta: dict[str, Any]) -> list[dict[str, Any]]:
                 f"declare '{c}' as the group: --group {c} (Audit(group='{c}')); '{c}' was left out "
                 "of the model"
             )
+        elif f["kind"] == "declared_text" and f.get("dropped"):
+            continue  # the schema's declaration, not a finding (stated in the Data section)
         else:
             text = f"'{c}' {f['meaning']} ({f['detail']})."
             action = _FLAG_ACTION[f["kind"]].format(c=c, r=r)

@@ -9,8 +9,6 @@ private data on the user's behalf.
 from __future__ import annotations
 
 import json
-import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,20 +17,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trustlab.datasets._cells import cell_text, hashable, is_missing, to_float
+from trustlab.datasets._cells import MAX_CELL_CHARS, cell_text, hashable, is_missing, to_float
+from trustlab.datasets._schema_checks import (
+    ACTIONABLE,
+    MAX_SCHEMA_BYTES,
+    column_fields,
+    privacy_spent,
+    reject_constant,
+    rows,
+)
 from trustlab.errors import DataError
 
 __all__ = ["ACTIONABLE", "ColumnSpec", "Schema"]
 
-#: How a person may change a column, for recourse checks: ``"any"`` direction,
-#: ``"increase"`` only, ``"decrease"`` only, or ``"no"`` (immutable: a code, a past
-#: event, a fact about the place rather than the person).
-ACTIONABLE = ("any", "increase", "decrease", "no")
-
 
 @dataclass(frozen=True)
 class ColumnSpec:
-    """Public facts about one column: numeric with ``bounds``, or categorical with ``categories``.
+    """Public facts about one column: numeric (``bounds``), categorical (``categories``) or ``text``.
 
     Built by :meth:`Schema.from_dict`, which checks every field; the constructor itself
     checks nothing.
@@ -45,7 +46,10 @@ class ColumnSpec:
         Public ``(lower, upper)`` of a numeric column; None for a categorical one.
     categories : tuple or None
         The public category set of a categorical column, in declared order; None for a
-        numeric one.
+        numeric or text one.
+    text : bool
+        A free-text column (``"text": true``): kept as strings, never a model feature; the
+        audit's Explain section reads it for hypotheses about the target (raw mode).
     description : str
         Free text about the column ("" when none).
     actionable : str or None
@@ -65,6 +69,8 @@ class ColumnSpec:
     'numeric'
     >>> ColumnSpec("sex", categories=("f", "m")).kind
     'categorical'
+    >>> ColumnSpec("note", text=True).kind
+    'text'
     """
 
     name: str
@@ -74,10 +80,13 @@ class ColumnSpec:
     actionable: str | None = None
     integer: bool | None = None
     review: str = ""
+    text: bool = False
 
     @property
     def kind(self) -> str:
-        """``"numeric"`` when the column has ``bounds``, else ``"categorical"``."""
+        """``"text"`` for a text column, ``"numeric"`` when it has ``bounds``, else ``"categorical"``."""
+        if self.text:
+            return "text"
         return "numeric" if self.bounds is not None else "categorical"
 
 
@@ -166,6 +175,28 @@ class Schema:
         spec = self.columns.get(name)
         return spec.categories if spec is not None else None
 
+    def kind(self, name: str) -> str | None:
+        """The declared kind of a column: ``"numeric"``, ``"categorical"``, ``"text"``, or None.
+
+        Parameters
+        ----------
+        name : str
+            The column name.
+
+        Returns
+        -------
+        str or None
+            :attr:`ColumnSpec.kind` of the column; None when it is undeclared.
+
+        Examples
+        --------
+        >>> s = Schema.from_dict({"columns": {"note": {"text": True}}})
+        >>> s.kind("note"), s.kind("age")
+        ('text', None)
+        """
+        spec = self.columns.get(name)
+        return spec.kind if spec is not None else None
+
     def actionable(self, name: str) -> str | None:
         """How a person may change the column (one of :data:`ACTIONABLE`), or None if undeclared.
 
@@ -198,8 +229,11 @@ class Schema:
         ``categories`` becomes a pandas ``category`` column over exactly the declared
         categories, in declared order; a value that is not one of them (compared as
         itself, then as text, so ``1``, ``1.0`` and ``"1"`` all match a declared ``1``)
-        becomes missing. The result's dtypes depend on the schema alone, never on the
-        values: the private audit's structure comes from here.
+        becomes missing. A ``text`` column becomes an ``object`` column of strings; a cell
+        that is not a string, or longer than
+        :data:`~trustlab.datasets._cells.MAX_CELL_CHARS` characters, becomes missing. The
+        result's dtypes depend on the schema alone, never on the values: the private
+        audit's structure comes from here.
 
         Parameters
         ----------
@@ -220,6 +254,9 @@ class Schema:
         >>> out = s.conform(df)
         >>> out["age"].tolist(), out["sex"].tolist(), [str(t) for t in out.dtypes]
         ([20.0, nan, 99.0], ['f', nan, nan], ['float64', 'category', 'int64'])
+        >>> t = Schema.from_dict({"columns": {"note": {"text": True}}})
+        >>> t.conform(pd.DataFrame({"note": ["late again", 3, None]}))["note"].tolist()
+        ['late again', nan, nan]
         """
         out = frame.copy()
         for name in frame.columns:
@@ -227,7 +264,11 @@ class Schema:
             if spec is None:
                 continue
             col = frame[name]
-            if spec.bounds is not None:
+            if spec.text:
+                obj = col.astype(object)
+                ok = obj.map(lambda v: isinstance(v, str) and len(v) <= MAX_CELL_CHARS).astype(bool)
+                out[name] = pd.Series(obj.where(ok, np.nan), index=col.index, dtype=object)
+            elif spec.bounds is not None:
                 out[name] = np.clip(to_float(col), *spec.bounds)
             else:
                 cats = list(spec.categories or ())
@@ -246,9 +287,10 @@ class Schema:
         """Build a schema from ``{"columns": {name: {"bounds": [lo, hi]} | {"categories": [...]}}}``.
 
         Each column gives exactly one of ``bounds`` (two finite numbers, ``lo < hi``, within
-        ``+-1e270``) or ``categories`` (a non-empty list of distinct strings, numbers or
-        booleans), and optionally ``description`` (text), ``actionable`` (one of
-        :data:`ACTIONABLE`), ``integer`` (a boolean, with ``bounds``) and ``review`` (text).
+        ``+-1e270``), ``categories`` (a non-empty list of distinct strings, numbers or
+        booleans) or ``"text": true`` (free text: never a model feature), and optionally
+        ``description`` (text), ``actionable`` (one of :data:`ACTIONABLE`; not with
+        ``text``), ``integer`` (a boolean, with ``bounds``) and ``review`` (text).
         A top-level ``privacy`` object (``{"epsilon": e, "delta": d}``) records the budget
         a draft spent reading the data (:func:`trustlab.datasets.draft_schema`), a
         top-level ``source`` (text) overrides the ``source`` argument, and a top-level
@@ -278,6 +320,8 @@ class Schema:
         >>> spec = s.columns["age"]
         >>> spec.kind, spec.bounds, spec.integer
         ('numeric', (18.0, 99.0), True)
+        >>> Schema.from_dict({"columns": {"note": {"text": True}}}).columns["note"].kind
+        'text'
         """
         cols = raw.get("columns") if isinstance(raw, Mapping) else None
         if not isinstance(cols, Mapping):
@@ -288,12 +332,12 @@ class Schema:
             )
         specs: dict[str, ColumnSpec] = {}
         for name, spec in cols.items():
-            specs[name] = _column_spec(name, spec)
+            specs[name] = ColumnSpec(name, **column_fields(name, spec))
         src = raw.get("source", source)
         if not isinstance(src, str):
             raise DataError(f'schema "source" must be text, got {type(src).__name__}.', argument="schema")
-        epsilon, delta = _privacy_spent(raw.get("privacy"))
-        return cls(specs, source=src, epsilon_spent=epsilon, delta_spent=delta, rows=_rows(raw.get("rows")))
+        epsilon, delta = privacy_spent(raw.get("privacy"))
+        return cls(specs, source=src, epsilon_spent=epsilon, delta_spent=delta, rows=rows(raw.get("rows")))
 
     @classmethod
     def from_json(cls, path: str | Path) -> Schema:
@@ -339,14 +383,14 @@ class Schema:
                 argument="schema",
             )
         try:
-            if p.stat().st_size > _MAX_SCHEMA_BYTES:
+            if p.stat().st_size > MAX_SCHEMA_BYTES:
                 raise DataError(
-                    f"schema file {p.name!r} is larger than {_MAX_SCHEMA_BYTES // 2**20} MiB; "
+                    f"schema file {p.name!r} is larger than {MAX_SCHEMA_BYTES // 2**20} MiB; "
                     "a schema lists columns, not data.",
                     argument="schema",
                 )
             text = p.read_bytes().decode("utf-8-sig")
-            raw = json.loads(text, parse_constant=_reject_constant)
+            raw = json.loads(text, parse_constant=reject_constant)
         except UnicodeDecodeError:
             raise DataError(
                 f"schema file {p.name!r} is not UTF-8 text; save it as UTF-8 JSON.", argument="schema"
@@ -385,14 +429,18 @@ class Schema:
         {'age': {'bounds': [18.0, 99.0]}, 'sex': {'categories': ['f', 'm']}}
         >>> Schema.from_dict(s.to_dict()) == s
         True
+        >>> Schema.from_dict({"columns": {"note": {"text": True}}}).to_dict()["columns"]
+        {'note': {'text': True}}
         """
         out: dict[str, Any] = {}
         for name, spec in self.columns.items():
-            entry: dict[str, Any] = (
-                {"bounds": list(spec.bounds)}
-                if spec.bounds is not None
-                else {"categories": list(spec.categories or ())}
-            )
+            entry: dict[str, Any]
+            if spec.text:
+                entry = {"text": True}
+            elif spec.bounds is not None:
+                entry = {"bounds": list(spec.bounds)}
+            else:
+                entry = {"categories": list(spec.categories or ())}
             if spec.integer is not None:
                 entry["integer"] = spec.integer
             if spec.description:
@@ -408,158 +456,6 @@ class Schema:
         if self.rows is not None:
             result["rows"] = self.rows
         return result
-
-
-_MAX_SCHEMA_BYTES = 16 * 2**20
-_MAX_ABS_BOUND = 1e270  # trustlab.privacy.bounds.MAX_ABS_BOUND (not imported: keeps this module light)
-_KEYS = {"bounds", "categories", "description", "actionable", "integer", "review"}
-
-
-def _reject_constant(name: str) -> Any:
-    raise DataError(
-        f"schema holds {name}, which JSON does not allow; write a finite number.", argument="schema"
-    )
-
-
-def _column_spec(name: Any, spec: Any) -> ColumnSpec:
-    """One column's entry of a schema, checked; every problem names the column."""
-    where = f"schema column {name!r}"
-    if not isinstance(spec, Mapping):
-        raise DataError(
-            f'{where} must be an object such as {{"bounds": [0, 120]}} or {{"categories": ["f", "m"]}}, '
-            f"got {type(spec).__name__}.",
-            argument="schema",
-        )
-    unknown = sorted(map(str, set(spec) - _KEYS))
-    if unknown:
-        raise DataError(f"{where} has unknown key(s) {unknown}; allowed: {sorted(_KEYS)}.", argument="schema")
-    if ("bounds" in spec) == ("categories" in spec):
-        raise DataError(
-            f"{where} must give exactly one of 'bounds' (numeric) or 'categories' (categorical).",
-            argument="schema",
-        )
-    actionable = spec.get("actionable")
-    if actionable is not None and (not isinstance(actionable, str) or actionable not in ACTIONABLE):
-        raise DataError(
-            f"schema 'actionable' of {name!r} must be one of {list(ACTIONABLE)}, got {actionable!r}.",
-            argument="schema",
-        )
-    texts = {}
-    for key in ("description", "review"):
-        value = spec.get(key, "")
-        if not isinstance(value, str):
-            raise DataError(f"{where}: {key!r} must be text, got {type(value).__name__}.", argument="schema")
-        texts[key] = value
-    integer = spec.get("integer")
-    if integer is not None and (not isinstance(integer, bool) or "bounds" not in spec):
-        raise DataError(
-            f"{where}: 'integer' must be true or false, and only with 'bounds'.", argument="schema"
-        )
-    if "bounds" in spec:
-        return ColumnSpec(
-            name,
-            bounds=_bounds(spec["bounds"], where),
-            description=texts["description"],
-            actionable=actionable,
-            integer=integer,
-            review=texts["review"],
-        )
-    return ColumnSpec(
-        name,
-        categories=_categories(spec["categories"], where),
-        description=texts["description"],
-        actionable=actionable,
-        review=texts["review"],
-    )
-
-
-def _bounds(value: Any, where: str) -> tuple[float, float]:
-    if value is None:
-        raise DataError(
-            f"{where}: 'bounds' is not filled in; write [lower, upper] from public knowledge "
-            "(or estimate them with `trustlab schema DATA --epsilon E`), or delete the entry.",
-            argument="schema",
-        )
-    ok = (
-        isinstance(value, list | tuple)
-        and len(value) == 2
-        and all(isinstance(b, numbers.Real) and not isinstance(b, bool) for b in value)
-    )
-    if not ok:
-        raise DataError(
-            f"{where}: 'bounds' must be [lower, upper], two numbers; got {value!r}.", argument="schema"
-        )
-    lower, upper = float(value[0]), float(value[1])
-    if not (math.isfinite(lower) and math.isfinite(upper)) or max(abs(lower), abs(upper)) > _MAX_ABS_BOUND:
-        raise DataError(
-            f"{where}: 'bounds' must be finite and within +-{_MAX_ABS_BOUND:g}; got {value!r}; "
-            "rescale the column.",
-            argument="schema",
-        )
-    if not lower < upper or not (upper - lower) / 2**40 >= np.finfo(float).tiny:
-        raise DataError(
-            f"{where}: 'bounds' need lower < upper (and not vanishingly close); got {value!r}.",
-            argument="schema",
-        )
-    return lower, upper
-
-
-def _categories(value: Any, where: str) -> tuple[Any, ...]:
-    if not isinstance(value, list | tuple) or not value:
-        raise DataError(
-            f"{where}: 'categories' must be a non-empty list of the column's public values "
-            f'(e.g. ["f", "m"]); got {value!r}. Fill it in from public knowledge, or delete the entry.',
-            argument="schema",
-        )
-    seen_text: dict[str, Any] = {}
-    for c in value:
-        if isinstance(c, float) and not math.isfinite(c):
-            raise DataError(f"{where}: categories must be finite; got {c!r}.", argument="schema")
-        if not isinstance(c, str | bool | numbers.Real) or isinstance(c, complex):
-            raise DataError(
-                f"{where}: each category must be a string, number or boolean; got {c!r}. Missing "
-                "values need no category (the audit counts them separately).",
-                argument="schema",
-            )
-        clash = seen_text.get(str(c))
-        if clash is None:
-            clash = next((o for o in seen_text.values() if o == c), None)
-        if clash is not None or str(c) in seen_text:
-            raise DataError(
-                f"{where}: categories {clash!r} and {c!r} are the same value; list each once.",
-                argument="schema",
-            )
-        seen_text[str(c)] = c
-    return tuple(value)
-
-
-def _privacy_spent(value: Any) -> tuple[float, float]:
-    """``(epsilon, delta)`` a draft spent, from the schema's ``privacy`` object (zeros if none)."""
-    if value is None:
-        return 0.0, 0.0
-    if not isinstance(value, Mapping):
-        raise DataError('schema "privacy" must be an object {"epsilon": e, "delta": d}.', argument="schema")
-    out = []
-    for key in ("epsilon", "delta"):
-        v = value.get(key, 0.0)
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0 <= float(v) < math.inf):
-            raise DataError(
-                f'schema "privacy" {key!r} must be a finite number >= 0; got {v!r}.', argument="schema"
-            )
-        out.append(float(v))
-    return out[0], out[1]
-
-
-def _rows(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= int(value) <= 10**15:
-        raise DataError(
-            f'schema "rows" must be a positive whole number (a public estimate of the row count), '
-            f"got {value!r}; remove it if no public estimate exists.",
-            argument="schema",
-        )
-    return int(value)
 
 
 def _category(v: Any, exact: dict[Any, Any], text: dict[str, Any]) -> Any:

@@ -10,6 +10,7 @@ import numpy as np
 from trustlab.audit.html import checks_list, fmt, notes_list, table
 from trustlab.audit.plots import PALETTE, figure_to_svg, new_figure, new_grid
 from trustlab.audit.section import SectionResult
+from trustlab.audit.sections._text_hypotheses import SOURCES
 
 __all__ = ["render_explain", "render_recourse"]
 
@@ -131,7 +132,9 @@ def _text_hypotheses(t: dict[str, Any]) -> str:
         ["hypothesis (distinguishing n-grams)", "coefficient", "p-value", "significant", "share of texts"],
         rows,
         caption=(
-            f"Hypotheses about the outcome from the text column {t['column']!r} (HypotheSAEs; "
+            f"Hypotheses about the outcome from the text column {t['column']!r}"
+            + (f", {SOURCES[t['source']]}" if t.get("source") in SOURCES else "")
+            + " (HypotheSAEs; "
             f"tested on {t['n_test']:,} held-out rows, significant below {t['threshold']:.3g})"
         ),
     )

@@ -1,8 +1,10 @@
 """Hypotheses about the target from a free-text column (HypotheSAEs), for the Explain section.
 
-A column the screening left out of the model as free text or as a row identifier, whose
-values are text of several words (median at least :data:`MIN_WORDS` words), is read as
-free text. For each such column (at most :data:`MAX_COLUMNS`), HypotheSAEs [1]_ trains a
+A column is read as free text when the schema declares it (``"text": true``: whatever its
+word count; it is no model feature), or when the column screening left it out of the model as
+free text or as a row identifier and its values are text of several words (median at least
+:data:`MIN_WORDS` words); the report says which. For each such column (at most
+:data:`MAX_COLUMNS`, declared ones first), HypotheSAEs [1]_ trains a
 TopK sparse autoencoder on the training rows' text embeddings, selects the latents that
 predict the target, labels each by the n-grams that distinguish its top texts, and tests
 every label on the held-out rows in one joint regression (Bonferroni at 0.1). Embeddings
@@ -26,42 +28,57 @@ from trustlab.errors import MissingDependencyError, TrustlabError
 if TYPE_CHECKING:
     from trustlab.audit.section import AuditContext
 
-__all__ = ["MAX_COLUMNS", "MIN_WORDS", "text_columns", "text_hypotheses"]
+__all__ = ["MAX_COLUMNS", "MIN_WORDS", "SOURCES", "text_columns", "text_hypotheses"]
 
 MIN_WORDS = 3
 """Median words per value from which a screened-out text column is read as free text."""
 MAX_COLUMNS = 2
-"""Free-text columns analysed at most (in the data's column order)."""
+"""Free-text columns analysed at most (declared ones first, each kind in the data's column order)."""
+SOURCES = {
+    "declared": "declared as text in the schema",
+    "detected": "detected as free text by the column screening",
+}
+"""How a column came to be read as text, in the report's words."""
 _MAX_TRAIN, _MAX_TEST = 4000, 2000
 _N_HYPOTHESES = 10
 _ALPHA = 0.1
 
 
-def text_columns(ctx: AuditContext) -> list[tuple[str, float]]:
-    """The screened-out columns that hold free text, with their median word count.
+def text_columns(ctx: AuditContext) -> list[tuple[str, float, str]]:
+    """The columns read as free text, with their median word count and how they were found.
 
     Parameters
     ----------
     ctx : AuditContext
-        The audit's context (its ``column_flags`` and ``data``).
+        The audit's context (its ``schema``, ``column_flags`` and ``data``).
 
     Returns
     -------
-    list of (str, float)
-        At most :data:`MAX_COLUMNS` columns flagged ``free_text`` or ``row_id`` whose values
-        are strings with a median of at least :data:`MIN_WORDS` words.
+    list of (str, float, str)
+        At most :data:`MAX_COLUMNS` columns (never the target or a sensitive column), each
+        with the median words of its text values and ``"declared"`` or ``"detected"``
+        (:data:`SOURCES`): first the columns the schema declares as text that hold some
+        text (whatever their word count; cells that are not strings are not read), then
+        the columns flagged ``free_text`` or ``row_id`` whose values are all strings with a
+        median of at least :data:`MIN_WORDS` words.
     """
+    schema = getattr(ctx, "schema", None)
+    declared = [str(c) for c in ctx.data.columns if schema is not None and schema.kind(str(c)) == "text"]
     flagged = [f["column"] for f in ctx.column_flags if f.get("kind") in ("free_text", "row_id")]
-    out = []
-    for col in flagged:
-        if col not in ctx.data.columns or col in (ctx.target, *ctx.sensitive):
+    out: list[tuple[str, float, str]] = []
+    for col, source in [(c, "declared") for c in declared] + [(c, "detected") for c in flagged]:
+        if col not in ctx.data.columns or col in (ctx.target, *ctx.sensitive) or col in [o[0] for o in out]:
             continue
         values = ctx.data[col].dropna()
-        if values.empty or not values.map(lambda v: isinstance(v, str)).all():
+        strings = values.map(lambda v: isinstance(v, str)).astype(bool)
+        if source == "detected" and not strings.all():
+            continue
+        values = values[strings].astype(str)
+        if values.empty:
             continue
         words = float(np.median(values.str.split().str.len()))
-        if words >= MIN_WORDS:
-            out.append((str(col), words))
+        if source == "declared" or words >= MIN_WORDS:
+            out.append((str(col), words, source))
     return out[:MAX_COLUMNS]
 
 
@@ -102,7 +119,8 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
     Returns
     -------
     (list of dict, list of str)
-        One entry per analysed column (``column``, ``encoder``, ``n_train``, ``n_test``,
+        One entry per analysed column (``column``, ``source``: ``"declared"`` or ``"detected"``,
+        ``median_words``, ``encoder``, ``n_train``, ``n_test``,
         ``threshold``, ``hypotheses``: label, coefficient, p-value, significant, prevalence),
         and the notes: which columns were read as text and why any was not analysed.
     """
@@ -116,9 +134,9 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
     y = np.asarray(ctx.y, dtype=float)  # the outcome as 0/1
     results: list[dict[str, Any]] = []
     notes = []
-    for col, words in columns:
+    for col, words, source in columns:
         texts = ctx.data[col]
-        keep = texts.notna().to_numpy() & texts.astype(str).str.strip().astype(bool).to_numpy()
+        keep = texts.map(lambda v: isinstance(v, str) and bool(v.strip())).to_numpy(dtype=bool)
         tr = _rows(ctx.train_index, keep, _MAX_TRAIN, rng)
         te = _rows(ctx.test_index, keep, _MAX_TEST, rng)
         small = tr.size < 10_000  # the authors' sizes: 64 latents, k 4 for ~1k texts; 256, 8 for ~10k
@@ -131,7 +149,7 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
             model.fit(train_texts, y[tr], embeddings=encode(train_texts))
             test = model.score_hypotheses(test_texts, y[te], alpha=_ALPHA)
         except TrustlabError as exc:
-            notes.append(f"Column {col!r} holds free text, but no hypotheses about it: {exc}")
+            notes.append(f"Column {col!r} ({SOURCES[source]}) holds text, but no hypotheses about it: {exc}")
             continue
         table = test.table
         hyps = [
@@ -145,6 +163,7 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
         results.append(
             {
                 "column": col,
+                "source": source,
                 "median_words": words,
                 "encoder": encoder_name,
                 "n_train": int(tr.size),
@@ -154,10 +173,12 @@ def text_hypotheses(ctx: AuditContext, encoder: Any = None) -> tuple[list[dict[s
                 "hypotheses": hyps,
             }
         )
+        used = "kept as a model feature as asked" if col in ctx.features else "left out of the model"
+        unit = "word" if words == 1 else "words"
         notes.append(
-            f"Column {col!r} was left out of the model and read as free text (median {words:.0f} words "
-            f"per value): HypotheSAEs (Movva et al., ICML 2025) found {test.n_significant} of {len(hyps)} "
-            f"hypotheses about {ctx.target} significant on {te.size:,} held-out rows "
+            f"Column {col!r} was {SOURCES[source]} ({used}; median {words:.0f} {unit} per value): "
+            f"HypotheSAEs (Movva et al., ICML 2025) found {test.n_significant} of {len(hyps)} hypotheses "
+            f"about {ctx.target} significant on {te.size:,} held-out rows "
             f"({test.model}, Bonferroni {test.threshold:.3g}); embeddings: {encoder_name}. Labels are the "
             "n-grams that distinguish each latent's top texts (no language model offline): a hypothesis "
             "is an association in these rows, not a cause."

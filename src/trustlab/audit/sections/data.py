@@ -111,8 +111,8 @@ class DataSection(TwoModeSection):
     ) -> SectionResult:
         """The private figures from exact statistics (:func:`private_statistics`, or merged ones)."""
         schema = ctx.schema
-        declared = [c for c in all_columns if c in schema]
-        skipped = [str(c) for c in all_columns if c not in schema]
+        declared = [c for c in all_columns if _described(schema, c)]  # text columns: not released
+        skipped = [str(c) for c in all_columns if not _described(schema, c)]
         shares = budget.split({"rows": 1.0} | {f"col:{c}": 1.0 for c in declared})
         n_release = shares["rows"].record(
             dp_count(int(st["rows"]), shares["rows"].remaining_epsilon, description="Data: row count")
@@ -308,7 +308,7 @@ def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str,
     """
     st: dict[str, Any] = {"rows": len(frame)}
     for c in columns:
-        if c not in schema:
+        if not _described(schema, c):
             continue
         bounds = schema.bounds(c)
         if bounds is not None:
@@ -319,6 +319,11 @@ def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str,
             cats = list(schema.categories(c) or ())
             st[f"hist:{c}"] = np.bincount(category_codes(frame[c], cats), minlength=len(cats) + 1)
     return st
+
+
+def _described(schema: Any, column: Any) -> bool:
+    """Whether the schema declares the column's bounds or categories (not a text column)."""
+    return column in schema and (schema.bounds(column) is not None or schema.categories(column) is not None)
 
 
 _Z2 = 2.241402727604947  # normal quantile for two-sided 95% with Bonferroni over 2

@@ -116,9 +116,10 @@ class ExplainSection(Section):
         Columns to treat as immutable or one-directional, on top of the defaults
         (categorical and sensitive columns immutable).
     text_hypotheses : bool, default True
-        For each free-text column the screening left out of the model (at most two), test
-        HypotheSAEs hypotheses about the target on the held-out rows
-        (:mod:`trustlab.audit.sections._text_hypotheses`).
+        For each free-text column (at most two: those the schema declares as text, then those
+        the column screening left out of the model as free text), test HypotheSAEs
+        hypotheses about the target on the held-out rows; the report says whether each was
+        declared or detected (:mod:`trustlab.audit.sections._text_hypotheses`).
     text_encoder : callable, optional
         ``text_encoder(texts) -> ndarray (n, d)``: the text embeddings HypotheSAEs reads.
         Default: all-MiniLM-L6-v2 when ``trustlab[text]`` is installed, else fixed random word
