@@ -83,10 +83,15 @@ def test_patching_matrix_is_paired_with_the_unpatched_loss(tiny):
     p = sparse_regression_prompts(80, n_dims=8, rank=2, n_points=6, seed=4)
     v = sparse_regression_prompts(80, n_dims=8, rank=2, n_points=6, seed=5)
     for mode in ("add", "replace"):
-        delta, se, base = basis_patching(tiny, p, v, layer=1, n_demos=2, mode=mode)
-        assert delta.shape == se.shape == (4, 4) and (se > 0).all()
+        pt = basis_patching(tiny, p, v, layer=1, n_demos=2, mode=mode)
+        assert pt.delta.shape == pt.se.shape == (4, 4) and (pt.se > 0).all() and pt.contrast_se > 0
         # The unpatched query loss is the loss curve at that position (same prompts, same pass).
-        np.testing.assert_allclose(base, basis_losses(tiny, p)[:, 2], rtol=1e-5)
+        np.testing.assert_allclose(pt.base, basis_losses(tiny, p)[:, 2], rtol=1e-5)
+        # The contrast is the mean over bases of diagonal minus off-diagonal (equal group sizes
+        # aside, the per-prompt mean weighs bases by their prompt counts).
+        w = np.bincount(p.basis, minlength=4) / len(p.basis)
+        off = (pt.delta.sum(axis=1) - np.diag(pt.delta)) / 3
+        assert pt.contrast == pytest.approx(float((w * (np.diag(pt.delta) - off)).sum()))
     with pytest.raises(ParameterError, match="layer"):
         basis_patching(tiny, p, v, layer=2, n_demos=2)
     with pytest.raises(ParameterError, match="mode"):
@@ -103,15 +108,27 @@ def test_training_is_deterministic_and_keeps_checkpoints():
     assert all(torch.equal(a[1][1][k], b[1][1][k]) for k in a[1][1])
     assert not torch.equal(a[0][1]["read_in.weight"], a[1][1]["read_in.weight"])
     with pytest.raises(ParameterError, match="checkpoints"):
-        train_regression(RegressionTransformer(4, 4, n_layers=1, width=8, n_heads=2), rank=1, steps=2, checkpoints=[3])
+        train_regression(
+            RegressionTransformer(4, 4, n_layers=1, width=8, n_heads=2), rank=1, steps=2, checkpoints=[3]
+        )
 
 
 def test_formation_reuses_task_decodability():
     res = regression_task_vector_formation(
-        n_dims=4, rank=1, n_points=4, n_layers=2, width=16, n_heads=2, steps=3, batch_size=8,
-        checkpoints=[0, 3], n_per_basis=12,
+        n_dims=4,
+        rank=1,
+        n_points=4,
+        n_layers=2,
+        width=16,
+        n_heads=2,
+        steps=3,
+        batch_size=8,
+        checkpoints=[0, 3],
+        n_per_basis=12,
     )
-    assert res.loss.shape == (2, 4) and res.patch_delta.shape == (2, 4, 4) and res.decodability.shape == (2, 2)
+    assert (
+        res.loss.shape == (2, 4) and res.patch_delta.shape == (2, 4, 4) and res.decodability.shape == (2, 2)
+    )
     from trustlab.lm.task_vectors_regression import _balanced
 
     test = _balanced(12, 10_000, n_dims=4, rank=1, n_bases=4, n_points=4, noise=0.1)

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import copy
 import numbers
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,10 +38,22 @@ import torch
 
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._threads import one_thread
-from trustlab.errors import DataError, ModelError, ParameterError
+from trustlab.errors import DataError, ParameterError
+from trustlab.lm._tv_regression_model import (
+    _INT0,
+    _INT1,
+    RegressionPrompts,
+    RegressionTransformer,
+    _block_hooks,
+    _check_model,
+    _check_prompts,
+    _tensors,
+    sparse_regression_prompts,
+)
 from trustlab.lm.task_vectors import _pearson, task_decodability
 
 __all__ = [
+    "BasisPatching",
     "RegressionPrompts",
     "RegressionTaskVectors",
     "RegressionTransformer",
@@ -54,254 +64,6 @@ __all__ = [
     "sparse_regression_prompts",
     "train_regression",
 ]
-
-_INT1 = Interval(numbers.Integral, 1, None, closed="left")
-_INT0 = Interval(numbers.Integral, 0, None, closed="left")
-
-
-@dataclass(frozen=True)
-class RegressionPrompts:
-    """Prompts of the mixture of sparse linear regressions (:func:`sparse_regression_prompts`).
-
-    Attributes
-    ----------
-    xs : ndarray of float32, shape (n, n_points, n_dims)
-        The inputs ``x_i``.
-    ys : ndarray of float32, shape (n, n_points)
-        The outputs ``y_i = w . x_i + eps_i``.
-    basis : ndarray of int, shape (n,)
-        The latent basis of each prompt.
-    weights : ndarray of float, shape (n, n_dims)
-        The weights ``w`` (zero outside the basis's coordinates).
-    rank : int
-        Coordinates per basis.
-    n_bases : int
-        Number of bases.
-    """
-
-    xs: np.ndarray
-    ys: np.ndarray
-    basis: np.ndarray
-    weights: np.ndarray
-    rank: int
-    n_bases: int
-
-
-@validate_params(
-    {
-        "n": [_INT1],
-        "n_dims": [_INT1],
-        "rank": [_INT1],
-        "n_bases": [_INT1],
-        "n_points": [_INT1],
-        "noise": [Interval(numbers.Real, 0, None, closed="left")],
-        "basis": [None, _INT0],
-        "seed": [_INT0],
-    }
-)
-def sparse_regression_prompts(
-    n: int,
-    *,
-    n_dims: int = 16,
-    rank: int = 4,
-    n_bases: int = 4,
-    n_points: int = 20,
-    noise: float = 0.1,
-    basis: int | None = None,
-    seed: int = 0,
-) -> RegressionPrompts:
-    """Draw prompts of the paper's mixture of sparse linear regressions (its section 3.3, App. D.2).
-
-    Basis ``b`` is the coordinate set ``{b * rank, ..., (b + 1) * rank - 1}``: the bases do not
-    overlap and are orthogonal. Per prompt: a basis uniformly (or ``basis``), ``w ~ N(0, I_rank)``
-    on its coordinates (zero elsewhere), ``x_i ~ N(0, I_D)`` and ``y_i = w . x_i + eps_i`` with
-    ``eps_i ~ N(0, noise^2)``.
-
-    Parameters
-    ----------
-    n : int
-        Prompts.
-    n_dims : int, default=16
-        ``D`` (the paper's 16).
-    rank : int, default=4
-        Coordinates per basis (the paper's 4); ``n_bases * rank`` must not exceed ``n_dims``.
-    n_bases : int, default=4
-        Latent bases (the paper's 4).
-    n_points : int, default=20
-        ``(x, y)`` pairs per prompt (the paper's 20).
-    noise : float, default=0.1
-        Standard deviation of ``eps`` (the paper's variance 0.01).
-    basis : int, optional
-        Draw every prompt from this basis.
-    seed : int, default=0
-        Seeds the draw.
-
-    Returns
-    -------
-    RegressionPrompts
-        The prompts.
-
-    Examples
-    --------
-    >>> p = sparse_regression_prompts(3, n_dims=8, rank=2, n_points=5, seed=1)
-    >>> p.xs.shape, p.ys.shape, bool((p.weights[np.arange(3), 2 * p.basis] != 0).all())
-    ((3, 5, 8), (3, 5), True)
-    """
-    if n_bases * rank > n_dims:
-        raise ParameterError(
-            f"n_bases * rank ({n_bases} x {rank}) must not exceed n_dims ({n_dims}); the bases "
-            "are disjoint coordinate sets. Raise n_dims or lower rank.",
-            argument="n_dims",
-        )
-    if basis is not None and basis >= n_bases:
-        raise ParameterError(f"basis must be below n_bases ({n_bases}), got {basis}.", argument="basis")
-    rng = np.random.default_rng(seed)
-    b = rng.integers(0, n_bases, n) if basis is None else np.full(n, basis)
-    xs = rng.standard_normal((n, n_points, n_dims))
-    w = np.zeros((n, n_dims))
-    cols = b[:, None] * rank + np.arange(rank)[None, :]
-    w[np.arange(n)[:, None], cols] = rng.standard_normal((n, rank))
-    ys = np.einsum("nkd,nd->nk", xs, w) + noise * rng.standard_normal((n, n_points))
-    return RegressionPrompts(xs.astype(np.float32), ys.astype(np.float32), b, w, rank, n_bases)
-
-
-class RegressionTransformer(torch.nn.Module):
-    """A GPT-2 on continuous tokens (Garg et al. [2]_), the paper's synthetic model [1]_.
-
-    ``x`` tokens are ``x_i``, ``y`` tokens ``(y_i, 0, ..., 0)`` (with ``mark_y``, one more
-    coordinate, 1 on ``y`` tokens and 0 on ``x`` tokens); a linear read-in maps them to the width,
-    ``transformers.GPT2Model`` (dropout 0) runs on ``inputs_embeds``, and a linear read-out of the
-    last hidden state at each ``x_i`` predicts ``y_i``.
-
-    Parameters
-    ----------
-    n_dims : int, default=16
-        ``D``.
-    n_points : int, default=20
-        Longest prompt in pairs (positions ``2 * n_points``).
-    n_layers : int, default=12
-        Blocks (the paper's 12).
-    width : int, default=256
-        Embedding width (the paper's 256; its section 3.3 says 128).
-    n_heads : int, default=8
-        Attention heads (the paper's 8).
-    mark_y : bool, default=False
-        Add the ``y``-token indicator coordinate (not in Garg et al. or the paper).
-    seed : int, default=0
-        Seeds the initial weights.
-
-    Examples
-    --------
-    >>> m = RegressionTransformer(4, 3, n_layers=1, width=8, n_heads=2)
-    >>> p = sparse_regression_prompts(2, n_dims=4, rank=1, n_points=3)
-    >>> tuple(m(torch.tensor(p.xs), torch.tensor(p.ys)).shape)
-    (2, 3)
-    """
-
-    def __init__(
-        self,
-        n_dims: int = 16,
-        n_points: int = 20,
-        *,
-        n_layers: int = 12,
-        width: int = 256,
-        n_heads: int = 8,
-        mark_y: bool = False,
-        seed: int = 0,
-    ) -> None:
-        from transformers import GPT2Config, GPT2Model
-
-        super().__init__()
-        if width % n_heads:
-            raise ParameterError(f"width ({width}) must be a multiple of n_heads ({n_heads}).", argument="width")
-        self.n_dims, self.n_points, self.mark_y = n_dims, n_points, mark_y
-        cfg = GPT2Config(
-            n_positions=2 * n_points,
-            n_embd=width,
-            n_layer=n_layers,
-            n_head=n_heads,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            use_cache=False,
-        )
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self.read_in = torch.nn.Linear(n_dims + int(mark_y), width)
-            self.backbone = GPT2Model(cfg)
-            self.read_out = torch.nn.Linear(width, 1)
-
-    @property
-    def blocks(self) -> Any:
-        """The transformer blocks (``backbone.h``), whose outputs are the residual stream."""
-        return self.backbone.h
-
-    def tokens(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """Interleave ``x`` and ``y`` tokens: shape ``(n, 2 * n_points, n_dims [+ 1])``."""
-        n, k, d = xs.shape
-        z = xs.new_zeros(n, 2 * k, d + int(self.mark_y))
-        z[:, 0::2, :d] = xs
-        z[:, 1::2, 0] = ys
-        if self.mark_y:
-            z[:, 1::2, d] = 1.0
-        return z
-
-    def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
-        """Predictions of every ``y_i`` from the prefix up to ``x_i``: shape ``(n, n_points)``."""
-        if xs.ndim != 3 or xs.shape[2] != self.n_dims or xs.shape[1] > self.n_points or ys.shape != xs.shape[:2]:
-            raise DataError(
-                f"xs must be (n, <= {self.n_points}, {self.n_dims}) and ys (n, k); got "
-                f"{tuple(xs.shape)} and {tuple(ys.shape)}.",
-                argument="xs",
-            )
-        hidden = self.backbone(inputs_embeds=self.read_in(self.tokens(xs, ys))).last_hidden_state
-        return self.read_out(hidden[:, 0::2]).squeeze(-1)
-
-
-def _check_model(model: Any) -> None:
-    if not isinstance(model, RegressionTransformer):
-        raise ModelError(
-            f"model must be a RegressionTransformer, got {type(model).__name__}.", argument="model"
-        )
-
-
-def _check_prompts(model: RegressionTransformer, prompts: Any) -> None:
-    if not isinstance(prompts, RegressionPrompts):
-        raise DataError(
-            "prompts must be RegressionPrompts (from sparse_regression_prompts).", argument="prompts"
-        )
-    if prompts.xs.shape[2] != model.n_dims or prompts.xs.shape[1] > model.n_points:
-        raise DataError(
-            f"prompts have {prompts.xs.shape[1]} points of dimension {prompts.xs.shape[2]}; the model "
-            f"takes at most {model.n_points} of dimension {model.n_dims}.",
-            argument="prompts",
-        )
-
-
-def _tensors(prompts: RegressionPrompts) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.from_numpy(prompts.xs), torch.from_numpy(prompts.ys)
-
-
-@contextmanager
-def _block_hooks(model: RegressionTransformer, record: dict[int, torch.Tensor], patch: Any = None) -> Iterator[None]:
-    """Record each block's output (the residual stream); ``patch(layer, hidden)`` may edit it."""
-
-    def hook(layer: int) -> Any:
-        def fn(module: Any, args: Any, out: Any) -> Any:
-            hidden = out[0] if isinstance(out, tuple) else out
-            if patch is not None:
-                hidden = patch(layer, hidden)
-            record[layer] = hidden.detach()
-            return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
-
-        return fn
-
-    handles = [blk.register_forward_hook(hook(i)) for i, blk in enumerate(model.blocks)]
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 @validate_params({"position": [Options({"y", "query"})], "n_demos": [None, _INT0]})
@@ -341,12 +103,16 @@ def regression_representations(
     if position == "y":
         d = k if n_demos is None else n_demos
         if not 1 <= d <= k:
-            raise ParameterError(f"n_demos must lie in [1, {k}] for position 'y', got {d}.", argument="n_demos")
+            raise ParameterError(
+                f"n_demos must lie in [1, {k}] for position 'y', got {d}.", argument="n_demos"
+            )
         pos = 2 * d - 1
     else:
         d = k - 1 if n_demos is None else n_demos
         if not 0 <= d <= k - 1:
-            raise ParameterError(f"n_demos must lie in [0, {k - 1}] for position 'query', got {d}.", argument="n_demos")
+            raise ParameterError(
+                f"n_demos must lie in [0, {k - 1}] for position 'query', got {d}.", argument="n_demos"
+            )
         pos = 2 * d
     record: dict[int, torch.Tensor] = {}
     xs, ys = _tensors(prompts)
@@ -385,10 +151,41 @@ def basis_losses(model: Any, prompts: Any) -> np.ndarray:
     return np.stack([err[prompts.basis == b].mean(axis=0) for b in range(prompts.n_bases)]) / prompts.rank
 
 
+@dataclass(frozen=True)
+class BasisPatching:
+    """The paper's Fig. 7 matrix (:func:`basis_patching`).
+
+    Attributes
+    ----------
+    delta : ndarray of float, shape (n_bases, n_bases)
+        ``delta[j, i]``: mean change of the query loss of basis ``j``'s prompts when basis ``i``'s
+        vector is patched in (the diagonal is self-patching).
+    se : ndarray of float, shape (n_bases, n_bases)
+        Standard error of each mean (over prompts).
+    base : ndarray of float, shape (n_bases,)
+        Unpatched query loss per basis.
+    contrast : float
+        Mean over prompts of (own basis's change minus the mean change of the other bases):
+        negative when self-patching helps more than cross-patching.
+    contrast_se : float
+        Its standard error (paired over prompts).
+
+    See Also
+    --------
+    basis_patching
+    """
+
+    delta: np.ndarray
+    se: np.ndarray
+    base: np.ndarray
+    contrast: float
+    contrast_se: float
+
+
 @validate_params({"layer": [_INT0], "n_demos": [_INT0], "mode": [Options({"add", "replace"})]})
 def basis_patching(
     model: Any, prompts: Any, vectors: Any, *, layer: int, n_demos: int, mode: str = "add"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> BasisPatching:
     """The paper's Fig. 7: the loss change when a basis's mean representation is patched in [1]_.
 
     The mean residual stream after block ``layer`` at the query ``x`` token after ``n_demos``
@@ -415,20 +212,15 @@ def basis_patching(
 
     Returns
     -------
-    delta : ndarray of float, shape (n_bases, n_bases)
-        ``delta[j, i]``: mean loss change on prompts of basis ``j`` with basis ``i``'s vector
-        (the diagonal is self-patching).
-    se : ndarray of float, shape (n_bases, n_bases)
-        Standard error of each mean (paired over prompts).
-    base : ndarray of float, shape (n_bases,)
-        Unpatched query loss per basis.
+    BasisPatching
+        The loss-change matrix, its standard errors and the self-minus-cross contrast.
 
     Examples
     --------
     >>> m = RegressionTransformer(4, 3, n_layers=2, width=8, n_heads=2)
     >>> p = sparse_regression_prompts(40, n_dims=4, rank=1, n_points=3)
     >>> v = sparse_regression_prompts(40, n_dims=4, rank=1, n_points=3, seed=1)
-    >>> basis_patching(m, p, v, layer=0, n_demos=1)[0].shape
+    >>> basis_patching(m, p, v, layer=0, n_demos=1).delta.shape
     (4, 4)
     """
     _check_model(model)
@@ -437,12 +229,16 @@ def basis_patching(
     if layer >= len(model.blocks):
         raise ParameterError(f"layer must be below {len(model.blocks)}, got {layer}.", argument="layer")
     if n_demos >= prompts.xs.shape[1]:
-        raise ParameterError(f"n_demos must be below {prompts.xs.shape[1]}, got {n_demos}.", argument="n_demos")
+        raise ParameterError(
+            f"n_demos must be below {prompts.xs.shape[1]}, got {n_demos}.", argument="n_demos"
+        )
     nb = prompts.n_bases
     if any((z == b).sum() < 2 for z in (prompts.basis, vectors.basis) for b in range(nb)):
         raise DataError("prompts and vectors need at least 2 prompts of every basis.", argument="prompts")
     reps = regression_representations(model, vectors, position="query", n_demos=n_demos)[layer]
-    means = torch.tensor(np.stack([reps[vectors.basis == b].mean(axis=0) for b in range(nb)]), dtype=torch.float32)
+    means = torch.tensor(
+        np.stack([reps[vectors.basis == b].mean(axis=0) for b in range(nb)]), dtype=torch.float32
+    )
     xs, ys = _tensors(prompts)
     pos, k = 2 * n_demos, n_demos
 
@@ -459,14 +255,19 @@ def basis_patching(
         return ((pred - ys[:, k]) ** 2).numpy().astype(float) / prompts.rank
 
     base_err = query_err(None)
-    delta, se = np.zeros((nb, nb)), np.zeros((nb, nb))
-    for i in range(nb):
-        diff = query_err(means[i]) - base_err
-        for j in range(nb):
-            d = diff[prompts.basis == j]
-            delta[j, i], se[j, i] = d.mean(), d.std(ddof=1) / np.sqrt(len(d))
-    base = np.array([base_err[prompts.basis == j].mean() for j in range(nb)])
-    return delta, se, base
+    diff = np.stack([query_err(means[i]) - base_err for i in range(nb)], axis=1)  # (n, nb)
+    z = prompts.basis
+    delta = np.stack([diff[z == j].mean(axis=0) for j in range(nb)])
+    se = np.stack([diff[z == j].std(axis=0, ddof=1) / np.sqrt((z == j).sum()) for j in range(nb)])
+    own = diff[np.arange(len(z)), z]
+    per_prompt = own - (diff.sum(axis=1) - own) / (nb - 1)
+    return BasisPatching(
+        delta=delta,
+        se=se,
+        base=np.array([base_err[z == j].mean() for j in range(nb)]),
+        contrast=float(per_prompt.mean()),
+        contrast_se=float(per_prompt.std(ddof=1) / np.sqrt(len(z))),
+    )
 
 
 @validate_params(
@@ -589,12 +390,18 @@ class RegressionTaskVectors:
         prompts with basis ``i``'s vector, and its standard error.
     patch_base : ndarray of float, shape (c, n_bases)
         Unpatched query loss per basis.
+    patch_contrast, patch_contrast_se : ndarray of float, shape (c,)
+        :attr:`BasisPatching.contrast` (self minus cross) and its standard error per checkpoint.
     chance_td : float
         ``1 / n_bases``.
     n_per_basis : int
         Test prompts per basis.
     model : RegressionTransformer
         The trained model (last checkpoint).
+
+    See Also
+    --------
+    regression_task_vector_formation
     """
 
     steps: np.ndarray
@@ -611,6 +418,8 @@ class RegressionTaskVectors:
     patch_delta: np.ndarray
     patch_se: np.ndarray
     patch_base: np.ndarray
+    patch_contrast: np.ndarray
+    patch_contrast_se: np.ndarray
     chance_td: float
     n_per_basis: int
     model: Any
@@ -623,7 +432,9 @@ def _half_way(curve: np.ndarray, rising: bool) -> int:
 
 
 def _balanced(n_per_basis: int, seed: int, **kw: Any) -> RegressionPrompts:
-    parts = [sparse_regression_prompts(n_per_basis, basis=b, seed=seed + b, **kw) for b in range(kw["n_bases"])]
+    parts = [
+        sparse_regression_prompts(n_per_basis, basis=b, seed=seed + b, **kw) for b in range(kw["n_bases"])
+    ]
     return RegressionPrompts(
         np.concatenate([p.xs for p in parts]),
         np.concatenate([p.ys for p in parts]),
@@ -728,8 +539,15 @@ def regression_task_vector_formation(
         n_dims, n_points, n_layers=n_layers, width=width, n_heads=n_heads, mark_y=mark_y, seed=seed
     )
     kept = train_regression(
-        model, rank=rank, n_bases=n_bases, noise=noise, steps=steps, batch_size=batch_size, lr=lr,
-        checkpoints=cks, seed=seed,
+        model,
+        rank=rank,
+        n_bases=n_bases,
+        noise=noise,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        checkpoints=cks,
+        seed=seed,
     )
     kw = {"n_dims": n_dims, "rank": rank, "n_bases": n_bases, "n_points": n_points, "noise": noise}
     test = _balanced(n_per_basis, 10_000 + 100 * seed, **kw)
@@ -741,16 +559,17 @@ def regression_task_vector_formation(
             probe.load_state_dict(state)
             reps = regression_representations(probe, test, position=position)
             tds = [task_decodability(r, test.basis, k=k) for r in reps]
-            delta, se, base = basis_patching(probe, test, vecs, layer=layer, n_demos=demos, mode=patch_mode)
+            pt = basis_patching(probe, test, vecs, layer=layer, n_demos=demos, mode=patch_mode)
             curve = basis_losses(probe, test)
             rows.append(
                 {
                     "curve": curve,
                     "td": np.array([t[0] for t in tds]),
                     "btd": np.stack([t[1] for t in tds]),
-                    "delta": delta,
-                    "se": se,
-                    "base": base,
+                    "delta": pt.delta,
+                    "se": pt.se,
+                    "base": pt.base,
+                    "contrast": np.array([pt.contrast, pt.contrast_se]),
                 }
             )
     get = {key: np.stack([r[key] for r in rows]) for key in rows[0]}
@@ -772,6 +591,8 @@ def regression_task_vector_formation(
         patch_delta=get["delta"],
         patch_se=get["se"],
         patch_base=get["base"],
+        patch_contrast=get["contrast"][:, 0],
+        patch_contrast_se=get["contrast"][:, 1],
         chance_td=1.0 / n_bases,
         n_per_basis=n_per_basis,
         model=model,
