@@ -1,12 +1,9 @@
 """Task vectors in the paper's own synthetic setting: a mixture of sparse linear regressions [1]_.
 
-Section 3.3 and appendices C-D of the paper: prompts ``x1 y1 x2 y2 ... xK yK`` of continuous
-tokens (Garg et al. [2]_: an ``x`` token is ``x_i`` in ``R^D``, a ``y`` token is ``y_i`` padded with
-zeros), ``x ~ N(0, I_D)``, ``y = w . x + eps``, ``eps ~ N(0, 0.01)``; the weights ``w ~ N(0, I)``
-are non-zero only on the coordinates of a latent *basis* ``B_b``, one of ``n_bases``
-non-overlapping (hence orthogonal) sets of ``rank`` coordinates, drawn uniformly per prompt. A
-GPT-2 (``transformers.GPT2Model`` on ``inputs_embeds``, linear read-in and read-out) is trained
-with the MSE of its prediction of each ``y_i`` at the token ``x_i``. Over the checkpoints:
+The paper's section 3.3 and appendices C-D: prompts ``x1 y1 ... xK yK`` of continuous tokens
+(Garg et al. [2]_), ``y = w . x + eps``, ``w`` non-zero only on a latent *basis*, one of
+``n_bases`` disjoint coordinate sets (:func:`sparse_regression_prompts`); a GPT-2 on
+``inputs_embeds`` trained with the MSE of each ``y_i`` predicted at ``x_i``. Per checkpoint:
 
 - **task decoding / ICL performance**: the test MSE per basis (normalised by ``rank``, the
   variance of ``w . x``, so that predicting 0 scores about 1);
@@ -270,14 +267,13 @@ def basis_patching(
     )
 
 
+_POS = Interval(numbers.Real, 0, None, closed="neither")
+_NONNEG = Interval(numbers.Real, 0, None, closed="left")
+
+
 @validate_params(
-    {
-        "steps": [_INT0],
-        "batch_size": [_INT1],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "noise": [Interval(numbers.Real, 0, None, closed="left")],
-        "seed": [_INT0],
-    }
+    {"rank": [_INT1], "n_bases": [_INT1], "steps": [_INT0], "batch_size": [_INT1]}
+    | {"lr": [_POS], "noise": [_NONNEG], "seed": [_INT0]}
 )
 def train_regression(
     model: Any,
@@ -445,15 +441,20 @@ def _balanced(n_per_basis: int, seed: int, **kw: Any) -> RegressionPrompts:
     )
 
 
+_SIZES = ("n_dims", "rank", "n_bases", "n_points", "n_layers", "width", "n_heads", "steps", "batch_size", "k")
+
+
 @validate_params(
-    {
+    {name: [_INT1] for name in _SIZES}
+    | {"lr": [_POS], "noise": [_NONNEG], "seed": [_INT0]}
+    | {
         "n_per_basis": [Interval(numbers.Integral, 2, None, closed="left")],
-        "k": [_INT1],
         "position": [Options({"y", "query"})],
+    }
+    | {
         "patch_layer": [None, _INT0],
         "patch_demos": [None, _INT0],
         "patch_mode": [Options({"add", "replace"})],
-        "seed": [_INT0],
     }
 )
 def regression_task_vector_formation(
