@@ -96,6 +96,9 @@ def test_patching_matrix_is_paired_with_the_unpatched_loss(tiny):
         basis_patching(tiny, p, v, layer=2, n_demos=2)
     with pytest.raises(ParameterError, match="mode"):
         basis_patching(tiny, p, v, layer=0, n_demos=2, mode="swap")
+    one = sparse_regression_prompts(10, n_dims=8, rank=2, n_bases=1, n_points=6)
+    with pytest.raises(DataError, match="2 bases"):
+        basis_patching(tiny, one, one, layer=0, n_demos=2)
 
 
 def test_training_is_deterministic_and_keeps_checkpoints():

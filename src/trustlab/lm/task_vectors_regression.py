@@ -230,8 +230,8 @@ def basis_patching(
             f"n_demos must be below {prompts.xs.shape[1]}, got {n_demos}.", argument="n_demos"
         )
     nb = prompts.n_bases
-    if any((z == b).sum() < 2 for z in (prompts.basis, vectors.basis) for b in range(nb)):
-        raise DataError("prompts and vectors need at least 2 prompts of every basis.", argument="prompts")
+    if nb < 2 or any((z == b).sum() < 2 for z in (prompts.basis, vectors.basis) for b in range(nb)):
+        raise DataError("need >= 2 bases, >= 2 prompts of each in prompts and vectors.", argument="prompts")
     reps = regression_representations(model, vectors, position="query", n_demos=n_demos)[layer]
     means = torch.tensor(
         np.stack([reps[vectors.basis == b].mean(axis=0) for b in range(nb)]), dtype=torch.float32
