@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         cpus.append(cpu)
         if r == 0:
             native = _native_train_fvu(sae, X)
-            np.savez(args.out, **_export(sae, scale, args.arch))
+            np.savez(args.out, allow_pickle=False, **_export(sae, scale, args.arch))
     print(
         json.dumps(
             {

@@ -77,7 +77,7 @@ def _evaluate(w: dict, arch: str, test: np.ndarray, prefixes: list[int]) -> dict
     args = (w["W_enc"], w["b_enc"], w["b_dec_in"], test)
     own = _encode(*args, "row_topk" if arch == "topk" else "threshold", K, w["threshold"])
     at_k = own if arch == "topk" else _encode(*args, "batch_topk", K, 0.0)
-    out = {
+    out: dict[str, float | str] = {
         "l0": round(float((own > 0).sum(1).mean()), 2),
         "fvu": round(_fvu(test, own @ w["W_dec"] + w["b_dec"]), 4),
         "fvu_l0k": round(_fvu(test, at_k @ w["W_dec"] + w["b_dec"]), 4),
@@ -89,7 +89,7 @@ def _evaluate(w: dict, arch: str, test: np.ndarray, prefixes: list[int]) -> dict
     return out
 
 
-def _trustlab(arch: str, train: np.ndarray, n_steps: int, repeats: int):
+def _trustlab(arch: str, train: np.ndarray, n_steps: int, repeats: int, seed: int = 0):
     import torch
 
     from trustlab.explain.sae import SparseAutoencoder
@@ -102,7 +102,7 @@ def _trustlab(arch: str, train: np.ndarray, n_steps: int, repeats: int):
             wall, cpu = time.perf_counter(), time.process_time()
             sae = SparseAutoencoder(
                 N_LATENTS, architecture=arch, k=K, batch_size=BATCH, n_steps=n_steps, learning_rate=LR,
-                random_state=0,
+                random_state=seed,
             ).fit(train)  # fmt: skip
             walls.append(time.perf_counter() - wall)
             cpus.append(time.process_time() - cpu)
@@ -116,12 +116,15 @@ def _trustlab(arch: str, train: np.ndarray, n_steps: int, repeats: int):
     return walls, cpus, weights, sae.prefixes_
 
 
-def _saelens(py: Path, arch: str, train_path: Path, n_steps: int, repeats: int, prefixes: list[int]):
+def _saelens(
+    py: Path, arch: str, train_path: Path, n_steps: int, repeats: int, prefixes: list[int], seed: int = 0
+):
     out = train_path.parent / f"saelens_{arch}.npz"
     cmd = [
         str(py), str(HELPER), "--train", str(train_path), "--arch", arch, "--n-latents", str(N_LATENTS),
         "--k", str(K), "--batch-size", str(BATCH), "--n-steps", str(n_steps), "--lr", str(LR),
         "--prefixes", ",".join(map(str, prefixes)), "--repeats", str(repeats), "--out", str(out),
+        "--seed", str(seed),
     ]  # fmt: skip
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HOME": str(Path.home())}
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
