@@ -22,8 +22,10 @@ L0 and FVU under each library's own inference rule (TopK: row top-k; trustlab's 
 Matryoshka: the threshold calibrated on the training rows to mean L0 = k; SAELens's: its EMA
 ``topk_threshold``, saved as a JumpReLU threshold); ``fvu_l0k``: FVU with the held-out L0 exactly
 k (top ``k * n`` activations of the held-out rows), the equal-L0 comparison; Matryoshka also
-the FVU of each nested prefix. Both sides are evaluated by the same numpy code from their weights;
-SAELens's exported weights are checked against its own encode/decode on the training rows.
+the FVU of each nested prefix. Full mode adds seeds 1 and 2 (one fit each side) and a table of
+``fvu_l0k`` over the three seeds, trustlab minus SAELens paired by seed. Both sides are
+evaluated by the same numpy code from their weights; SAELens's exported weights are checked
+against its own encode/decode on the training rows.
 """
 
 from __future__ import annotations
@@ -145,10 +147,34 @@ def _rates(walls: list[float], cpus: list[float], rows: int) -> dict:
     }
 
 
+def _pair(arch, seed, repeats, n_steps, train_path, train32, test, py, notes) -> tuple[dict, dict | None]:
+    """One arch and seed on both sides: trustlab's row and SAELens's (None if skipped or failed)."""
+    walls, cpus, w, prefixes = _trustlab(arch, train32, n_steps, repeats, seed=seed)
+    ours = {"model": arch, "library": "trustlab", **_rates(walls, cpus, n_steps * BATCH)}
+    ours |= _evaluate(w, arch, test, prefixes)
+    if py is None:
+        return ours, None
+    info, res = _saelens(py, arch, train_path, n_steps, repeats, prefixes, seed=seed)
+    if info is None:
+        notes.append(f"SAELens {arch} (seed {seed}) failed: {res}")
+        return ours, None
+    assert isinstance(res, dict)
+    rule = "row_topk" if arch == "topk" else "batch_topk"
+    z = _encode(res["W_enc"], res["b_enc"], res["b_dec_in"], train32, rule, K, 0.0)
+    check = _fvu(train32, z @ res["W_dec"] + res["b_dec"])
+    if abs(check - info["fvu_native_train"]) > 1e-3:
+        notes.append(f"SAELens {arch}: exported weights give FVU {check:.4f} on the training rows, "
+                     f"its own encode/decode {info['fvu_native_train']:.4f}")  # fmt: skip
+    theirs = {"model": arch, "library": f"SAELens {info['sae_lens']}"}
+    theirs |= _rates(info["fit_s"], info["cpu_s"], n_steps * BATCH) | _evaluate(res, arch, test, prefixes)
+    return ours, theirs
+
+
 def run(quick: bool = False) -> dict:
     from benchmarks.explain_sae import _minilm_activations
 
     n_steps, repeats = (300, 3) if quick else (600, 3)
+    extra_seeds = () if quick else (1, 2)  # full mode: FVU at L0 = k over seeds 0-2 (one fit each)
     acts = _minilm_activations(40 if quick else 79)
     if acts is None:
         return {"title": "trustlab SAE vs SAELens", "rows": [], "notes": ["MiniLM not installed; skipped"]}
@@ -166,39 +192,51 @@ def run(quick: bool = False) -> dict:
             "SAELens side skipped: no SAELens venv. Build it with `bash tools/saelens_venv.sh` "
             "(or point $SAELENS_PYTHON at a python with sae-lens 6.x and CPU torch)."
         )
-    rows = []
+    rows, by_seed = [], []
     with tempfile.TemporaryDirectory(prefix="trustlab_saelens_") as tmp:
         train_path = Path(tmp) / "train.npy"
         np.save(train_path, train.astype(np.float32))  # what both sides train on (float32)
         train32 = np.load(train_path).astype(np.float64)
         for arch in ARCHS:
-            walls, cpus, w, prefixes = _trustlab(arch, train32, n_steps, repeats)
-            ours = {"model": arch, "library": "trustlab", **_rates(walls, cpus, n_steps * BATCH)}
-            rows.append(ours | _evaluate(w, arch, test, prefixes))
-            if py is None:
+            ours, theirs = _pair(arch, 0, repeats, n_steps, train_path, train32, test, py, notes)
+            rows += [ours] if theirs is None else [ours, theirs]
+            if theirs is None:
                 continue
-            info, res = _saelens(py, arch, train_path, n_steps, repeats, prefixes)
-            if info is None:
-                notes.append(f"SAELens {arch} failed: {res}")
-                continue
-            assert isinstance(res, dict)
-            rule = "row_topk" if arch == "topk" else "batch_topk"
-            z = _encode(res["W_enc"], res["b_enc"], res["b_dec_in"], train32, rule, K, 0.0)
-            check = _fvu(train32, z @ res["W_dec"] + res["b_dec"])
-            if abs(check - info["fvu_native_train"]) > 1e-3:
-                notes.append(f"SAELens {arch}: exported weights give FVU {check:.4f} on the training rows, "
-                             f"its own encode/decode {info['fvu_native_train']:.4f}")  # fmt: skip
-            theirs = {"model": arch, "library": f"SAELens {info['sae_lens']}"}
-            theirs |= _rates(info["fit_s"], info["cpu_s"], n_steps * BATCH)
-            rows.append(theirs | _evaluate(res, arch, test, prefixes))
+            by_seed.append((arch, ours["fvu_l0k"], theirs["fvu_l0k"]))
             ratio = ours["rows_per_cpu_s"] / theirs["rows_per_cpu_s"]
             notes.append(
                 f"{arch}: trustlab / SAELens training rows per CPU second = {ratio:.2f} "
                 f"(wall: {ours['rows_per_s'] / theirs['rows_per_s']:.2f})"
             )
+        for seed in extra_seeds if py is not None else ():
+            for arch in ARCHS:
+                ours, theirs = _pair(arch, seed, 1, n_steps, train_path, train32, test, py, notes)
+                if theirs is not None:
+                    by_seed.append((arch, ours["fvu_l0k"], theirs["fvu_l0k"]))
+    tables = {}
+    if extra_seeds and by_seed:
+        seeds_rows = []
+        for arch in ARCHS:
+            a = np.array([(o, t) for name, o, t in by_seed if name == arch])
+            diff = a[:, 0] - a[:, 1]
+            seeds_rows.append(
+                {
+                    "model": arch,
+                    "seeds": len(a),
+                    "trustlab_fvu_l0k": round(float(a[:, 0].mean()), 4),
+                    "saelens_fvu_l0k": round(float(a[:, 1].mean()), 4),
+                    "diff": round(float(diff.mean()), 4),
+                    "diff_se": round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 4)
+                    if len(diff) > 1
+                    else None,
+                    "per_seed_diff": " ".join(f"{d:+.4f}" for d in diff),
+                }
+            )
+        tables["held-out FVU at L0 = k over seeds (trustlab minus SAELens, paired by seed)"] = seeds_rows
     notes.append(f"main python {sys.version.split()[0]}; SAELens python {py}" if py else "")
     return {
         "title": "trustlab SparseAutoencoder vs SAELens on MiniLM layer-3 tokens (768 latents, k = 16)",
         "rows": rows,
+        "tables": tables,
         "notes": [n for n in notes if n],
     }
