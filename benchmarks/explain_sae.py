@@ -1,6 +1,6 @@
 """Matryoshka vs BatchTopK vs TopK vs ReLU SAEs (rows 003-11, 002-19), beside scikit-learn's
-``MiniBatchDictionaryLearning`` (the nearest installed peer; SAELens is not installed beside the
-pinned torch), on the same activations.
+``MiniBatchDictionaryLearning``, on the same activations (SAELens, in its own virtual
+environment, is compared in ``explain_sae_vs_saelens``).
 
 Data: (1) the planted hierarchical model (4 parents x 3 children, d = 20; 3,000 train / 2,000
 test rows), where absorption is measured against the true parent directions; (2) MiniLM
@@ -73,7 +73,6 @@ def _compare(name, train, test, n_latents, k, steps, lr, planted=None) -> list[d
 
     rows = []
     for arch in ("matryoshka", "batchtopk", "topk", "relu"):
-        kw = {"l1_coefficient": 5.0} if arch == "relu" else {}
         t = time.perf_counter()
         sae = SparseAutoencoder(
             n_latents,
@@ -83,7 +82,7 @@ def _compare(name, train, test, n_latents, k, steps, lr, planted=None) -> list[d
             n_steps=steps,
             learning_rate=lr,
             random_state=0,
-            **kw,
+            l1_coefficient=5.0,  # ReLU's L1 weight (the default; unused by the others)
         ).fit(train)
         fit_s = time.perf_counter() - t
         core = core_metrics(sae, test)
