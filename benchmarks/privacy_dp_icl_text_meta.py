@@ -11,11 +11,11 @@ Part 1, in-context learning on held-out classes: binary tasks (a random pair of 
 of one family, random held-out label words), 0, 1, 2, 4 real demonstrations per label, 10
 queries per task, the per-label noisy-channel classifier; the base ``small-llama-english`` as a
 reference. Part 2, DP-ICL on the family the model learns (held-out R datasets' CSV rows): per
-paired repeat a pair of held-out datasets, 20 private rows and 5 queries per label, 2 synthetic
-demonstrations per label (12 tokens, ``top_k = 10``, ``delta = 1e-4``, subsets of one row) by
-Tang et al.'s baseline and by PTA (``alpha`` = 2) at eps 1, 2, 4, 8, the same private set for
-every arm; zero-shot and 2 real rows per label as references. Label signal of the synthetic
-demonstrations: the share that the classifier with 4 *other* real rows per label assigns to
+paired repeat a pair of held-out datasets (with at least 49 rows), 40 private rows and 5 queries
+per label, 1 synthetic demonstration per label (12 tokens, ``top_k = 10``, ``delta = 1e-4``,
+subsets of one row) by Tang et al.'s baseline and by PTA (``alpha`` = 2) at eps 1, 2, 4, 8, the
+same private set for every arm; zero-shot and 1 real row per label as references. Label signal
+of the synthetic demonstrations: the share that the classifier with 4 *other* real rows per label assigns to
 their own label (0.5 = none).
 """
 
@@ -62,13 +62,13 @@ def icl_curve(model, tok, held, words, *, n_tasks, shots=(0, 1, 2, 4), seed=1) -
     return acc
 
 
-def dp_arm(model, tok, held, words, *, repeats, n_private=20, n_per_label=2, seed=3) -> dict:
+def dp_arm(model, tok, held, words, *, repeats, n_private=40, n_per_label=1, seed=3) -> dict:
     """Paired DP-ICL repeats on pairs of held-out classes."""
     from trustlab.privacy.dp_icl_meta import channel_accuracy
     from trustlab.privacy.dp_icl_text import dp_text_demonstrations
 
     rng = np.random.default_rng(seed)
-    names = sorted(held)
+    names = sorted(c for c in held if len(held[c]) >= n_private + 9)  # + 5 queries + 4 judges
     acc: dict[str, list[float]] = {}
     for _ in range(repeats):
         pair = rng.choice(len(names), 2, replace=False)
@@ -116,14 +116,14 @@ def run(quick: bool = False) -> dict:
     _, held = meta_tasks(tok)
     _, words = label_words(tok)
     rows = []
-    n_tasks = 6 if quick else 40
+    n_tasks = 6 if quick else 20
     for family in sorted(held):
         for name, lm in (("meta-trained", model), ("small-llama-english", base)):
             for case, v in icl_curve(lm, tok, held[family], words, n_tasks=n_tasks).items():
                 rows.append({"model": name, "task": f"held-out {family}", "case": case,
                              "accuracy": float(np.mean(v)), "se": _se(v)})  # fmt: skip
     t = time.process_time()
-    dp = dp_arm(model, tok, held["csv"], words, repeats=4 if quick else 60)
+    dp = dp_arm(model, tok, held["csv"], words, repeats=4 if quick else 40)
     for case, v in dp.items():
         rows.append({"model": "meta-trained", "task": "held-out csv, DP-ICL", "case": case,
                      "accuracy": float(np.mean(v)), "se": _se(v)})  # fmt: skip

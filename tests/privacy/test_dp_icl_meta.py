@@ -1,0 +1,48 @@
+"""Real-text in-context learning for DP-ICL: MetaICL episodes, the channel classifier (row 002-10)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trustlab.errors import DataError, ParameterError
+
+TEXTS = ["the cat sat on the mat", "a dog ran in the park", "x = f(1, 2)", "1,2,3,4,5"]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    pytest.importorskip("transformers")
+    from trustlab.lm import ModelConfig, build_model, train_tokenizer
+
+    tok = train_tokenizer(TEXTS * 3 + ["red blue green pink"], vocab_size=300)
+    model = build_model(ModelConfig("llama", vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, max_len=160))
+    return model.eval(), tok
+
+
+def test_episodes_put_the_loss_on_texts_only(tiny):
+    from trustlab.privacy.dp_icl_meta import meta_episodes
+
+    _, tok = tiny
+    classes = {"a": {"prose": TEXTS[:2] * 5, "code": [TEXTS[2]] * 10, "csv": [TEXTS[3]] * 10}}
+    data = meta_episodes(tok, classes, ["red", "blue", "green", "pink"], 4, seed=0)
+    assert data.tokens.shape == (4, 160)
+    colon = tok(":", add_special_tokens=False)["input_ids"][0]
+    assert not data.loss_mask[data.tokens == colon].any()  # label words and colons are context
+    assert data.loss_mask.sum(axis=1).min() > 0
+    with pytest.raises(ParameterError, match="words"):
+        meta_episodes(tok, classes, ["red"], 1)
+
+
+def test_channel_classifier_checks_inputs_and_scores_every_label(tiny):
+    from trustlab.privacy.dp_icl_meta import channel_accuracy, channel_scores
+
+    model, tok = tiny
+    sc = channel_scores(model, tok, [("red", TEXTS[0])], TEXTS[1], ["red", "blue"])
+    assert sc.shape == (2,) and np.all(sc < 0)
+    acc = channel_accuracy(model, tok, [], [("red", TEXTS[0])], ["red", "blue"], np.random.default_rng(0))
+    assert acc in (0.0, 1.0)
+    with pytest.raises(DataError, match="queries"):
+        channel_accuracy(model, tok, [], [], ["red", "blue"], np.random.default_rng(0))
+    with pytest.raises(DataError, match="demonstrations"):
+        channel_scores(model, tok, [("red", TEXTS[0])] * 40, TEXTS[1], ["red", "blue"])
