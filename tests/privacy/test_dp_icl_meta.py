@@ -16,7 +16,9 @@ def tiny():
     from trustlab.lm import ModelConfig, build_model, train_tokenizer
 
     tok = train_tokenizer(TEXTS * 3 + ["red blue green pink"], vocab_size=300)
-    model = build_model(ModelConfig("llama", vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, max_len=160))
+    model = build_model(
+        ModelConfig("llama", vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, max_len=160)
+    )
     return model.eval(), tok
 
 
@@ -46,3 +48,37 @@ def test_channel_classifier_checks_inputs_and_scores_every_label(tiny):
         channel_accuracy(model, tok, [], [], ["red", "blue"], np.random.default_rng(0))
     with pytest.raises(DataError, match="demonstrations"):
         channel_scores(model, tok, [("red", TEXTS[0])] * 40, TEXTS[1], ["red", "blue"])
+
+
+def _pairs(held, words, n, rng, need):
+    names = sorted(c for c in held if len(held[c]) >= need)
+    for _ in range(n):
+        pair = rng.choice(len(names), 2, replace=False)
+        labs = [str(w) for w in rng.choice(words, 2, replace=False)]
+        yield (
+            labs,
+            {
+                y: [held[names[i]][j] for j in rng.permutation(len(held[names[i]]))]
+                for y, i in zip(labs, pair, strict=True)
+            },
+        )
+
+
+@pytest.mark.claims
+@pytest.mark.slow  # trains the meta-trained model into the cache on first use (about 6 min of one core)
+def test_claim_meta_trained_lm_reads_held_out_csv_labels_from_one_demonstration():
+    pytest.importorskip("transformers")
+    from trustlab.privacy.dp_icl_meta import channel_accuracy, label_words, meta_icl_model, meta_tasks
+
+    model, tok = meta_icl_model()
+    _, held = meta_tasks(tok)
+    _, words = label_words(tok)
+    rng = np.random.default_rng(1)
+    zero, one = [], []
+    for labs, per in _pairs(held["csv"], words, 20, rng, 30):
+        queries = [(y, per[y][-1 - q]) for y in labs for q in range(5)]
+        zero.append(channel_accuracy(model, tok, [], queries, labs, rng))
+        one.append(channel_accuracy(model, tok, [(y, per[y][0]) for y in labs], queries, labs, rng))
+    # measured (benchmarks/privacy_dp_icl_text_meta.py): ONE_REAL over ZERO; 20 tasks x 10 queries
+    assert np.mean(one) - np.mean(zero) > 0.25
+    assert np.mean(one) > 0.8
