@@ -127,6 +127,10 @@ def run(quick: bool = False) -> dict:
     for case, v in dp.items():
         rows.append({"model": "meta-trained", "task": "held-out csv, DP-ICL", "case": case,
                      "accuracy": float(np.mean(v)), "se": _se(v)})  # fmt: skip
+    pooled = np.mean([dp[f"PTA minus baseline (paired), eps={e:g}"] for e in EPSILONS], axis=0)
+    rows.append({"model": "meta-trained", "task": "held-out csv, DP-ICL",
+                 "case": "PTA minus baseline (paired), mean over eps 1-8",
+                 "accuracy": float(pooled.mean()), "se": _se(pooled)})  # fmt: skip
     notes.append(f"DP arm: {time.process_time() - t:.0f} s CPU")
     notes.append(f"{n_tasks} binary tasks x 10 queries per ICL row; chance 0.5; held-out label words")
     return {"title": "DP-ICL on real text with a MetaICL-trained lab LM", "rows": rows, "notes": notes}
