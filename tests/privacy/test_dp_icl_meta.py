@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from trustlab._threads import one_thread
 from trustlab.errors import DataError, ParameterError
 
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "x = f(1, 2)", "1,2,3,4,5"]
@@ -68,18 +69,25 @@ def _pairs(held, words, n, rng, need):
 @pytest.mark.slow  # trains the meta-trained model into the cache on first use (about 6 min of one core)
 def test_claim_meta_trained_lm_reads_held_out_csv_labels_from_one_demonstration():
     pytest.importorskip("transformers")
-    from trustlab.privacy.dp_icl_meta import channel_accuracy, label_words, meta_icl_model, meta_tasks
+    from trustlab.privacy.dp_icl_meta import label_words, meta_icl_model, meta_tasks
 
     model, tok = meta_icl_model()
     _, held = meta_tasks(tok)
     _, words = label_words(tok)
+    with one_thread():
+        _one_demonstration(model, tok, held, words)
+
+
+def _one_demonstration(model, tok, held, words):
+    from trustlab.privacy.dp_icl_meta import channel_accuracy
+
     rng = np.random.default_rng(1)
     zero, one = [], []
     for labs, per in _pairs(held["csv"], words, 20, rng, 30):
         queries = [(y, per[y][-1 - q]) for y in labs for q in range(5)]
         zero.append(channel_accuracy(model, tok, [], queries, labs, rng))
         one.append(channel_accuracy(model, tok, [(y, per[y][0]) for y in labs], queries, labs, rng))
-    # measured (benchmarks/privacy_dp_icl_text_meta.py): ONE_REAL over ZERO; 20 tasks x 10 queries
+    # measured (benchmarks/privacy_dp_icl_text_meta.py, 20 tasks x 10 queries): 0.96 over 0.56 (SE 0.03-0.05)
     assert np.mean(one) - np.mean(zero) > 0.25
     assert np.mean(one) > 0.8
 
@@ -94,6 +102,11 @@ def test_claim_pta_beats_the_baseline_on_held_out_csv_rows_at_equal_epsilon():
     model, tok = meta_icl_model()
     _, held = meta_tasks(tok)
     _, words = label_words(tok)
+    with one_thread():
+        _pta_vs_baseline(model, tok, held, words, channel_accuracy, dp_text_demonstrations)
+
+
+def _pta_vs_baseline(model, tok, held, words, channel_accuracy, dp_text_demonstrations):
     rng = np.random.default_rng(5)  # drives the data only; the DP noise is unseeded (CSPRNG)
     zero, acc = [], {}
     for labs, per in _pairs(held["csv"], words, 40, rng, 49):
@@ -111,7 +124,7 @@ def test_claim_pta_beats_the_baseline_on_held_out_csv_rows_at_equal_epsilon():
                 acc.setdefault((method, eps), []).append(hit)
     diff = np.mean([np.subtract(acc["pta", e], acc["baseline", e]) for e in (1.0, 2.0, 4.0, 8.0)], axis=0)
     se = diff.std(ddof=1) / np.sqrt(diff.size)
-    # measured (benchmarks/privacy_dp_icl_text_meta.py, 80 paired repeats): PTA minus baseline
-    # averaged over eps 1-8 POOLED +- POOLED_SE; here 40 repeats: SE about 0.03
+    # measured (docs/privacy/dp-icl.md, 80 paired repeats): PTA minus baseline averaged over
+    # eps 1-8 about +0.06 +- 0.015; here 40 repeats, SE about 0.02: the mean is > 0 at ~2.7 SE
     assert diff.mean() > 0.0, (diff.mean(), se)
     assert np.mean(acc["pta", 4.0]) > np.mean(zero) + 0.15  # measured 0.82 vs 0.50 (SE 0.04)
