@@ -123,7 +123,7 @@ def run(quick: bool = False) -> dict:
                 rows.append({"model": name, "task": f"held-out {family}", "case": case,
                              "accuracy": float(np.mean(v)), "se": _se(v)})  # fmt: skip
     t = time.process_time()
-    dp = dp_arm(model, tok, held["csv"], words, repeats=4 if quick else 40)
+    dp = dp_arm(model, tok, held["csv"], words, repeats=4 if quick else 80)
     for case, v in dp.items():
         rows.append({"model": "meta-trained", "task": "held-out csv, DP-ICL", "case": case,
                      "accuracy": float(np.mean(v)), "se": _se(v)})  # fmt: skip
