@@ -323,7 +323,7 @@ def private_statistics(frame: Any, schema: Any, columns: list[Any]) -> dict[str,
 
 def _described(schema: Any, column: Any) -> bool:
     """Whether the schema declares the column's bounds or categories (not a text column)."""
-    return column in schema and (schema.bounds(column) is not None or schema.categories(column) is not None)
+    return schema.kind(column) in ("numeric", "categorical")
 
 
 _Z2 = 2.241402727604947  # normal quantile for two-sided 95% with Bonferroni over 2
