@@ -286,9 +286,18 @@ MUTANTS: list[Mutant] = [
     Mutant(
         "audit screening: private mode screens the rows (which columns the model uses leaks)",
         "src/trustlab/audit/audit.py",
-        "        if not self.private:\n            labelled = prep.labelled",
-        "        if True:\n            labelled = prep.labelled",
+        "            if not self.private:\n                return screen_columns(",
+        "            if True:\n                return screen_columns(",
         ("tests/audit/test_leakage.py::test_private_mode_screens_the_names_only_and_says_so",),
+    ),
+    Mutant(
+        "audit screening: a declared text column ignored (private mode then fits on its values)",
+        "src/trustlab/audit/_public_screening.py",
+        'text = [str(c) for c in features if schema is not None and schema.kind(str(c)) == "text"]',
+        "text: list[str] = []",
+        (
+            "tests/audit/test_text_hypotheses.py::test_private_audit_with_declared_text_column_runs_and_leaves_it_out",
+        ),
     ),
     Mutant(
         "loader: private mode drops Unnamed: 0 by its values (a data-dependent column)",
