@@ -122,6 +122,9 @@ def test_short_text_is_undecidable_not_a_guess():
     result = wm.extract([3, 5, 7, 2], start=2)
     assert result.message is None and not result.decided
     assert (result.bits == -1).any()
+    for ids, start in (([], 0), ([3], 0), ([3, 5, 6], 5)):  # empty, prompt only, start past the end
+        empty = wm.extract(ids, start=start)
+        assert empty.message is None and not empty.decided and empty.n_scored == 0 and empty.p_value == 1.0
 
 
 def test_reweight_is_a_distribution_and_delta_bounds_hold():

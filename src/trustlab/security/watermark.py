@@ -102,6 +102,8 @@ def _check_message(message: Any, n_bits: int) -> np.ndarray:
 
 def _check_ids(token_ids: Any, vocab_size: int) -> np.ndarray:
     ids = np.asarray(token_ids)
+    if ids.ndim == 1 and ids.size == 0:  # an empty text: too short to decode (undecidable), not bad input
+        ids = ids.astype(np.int64)
     if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
         raise DataError(
             "token_ids must be a 1-D sequence of integer token ids; pass one text's ids (e.g. ids[0]).",
