@@ -240,6 +240,17 @@ def test_bad_input(lab, tiny_llama):
     assert issubclass(ParameterError, TrustlabError)
 
 
+def test_tokenizer_larger_than_the_model_vocabulary(tiny_llama):
+    from trustlab.lm import number_tokenizer
+
+    model, _ = tiny_llama  # 11 embedding rows; this tokenizer also knows the words 11-20
+    with pytest.raises(DataError, match="does not match the model") as info:
+        NeologismLearner(model, number_tokenizer(20), token="<len>", n_epochs=1).fit(
+            ["15 <len>"], ["3"], ["4"]
+        )
+    assert info.value.argument == "tokenizer"
+
+
 def test_bad_input_after_fit(fitted):
     learner, _ = fitted
     with pytest.raises(DataError, match="embedding") as info:

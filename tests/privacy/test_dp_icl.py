@@ -247,6 +247,12 @@ def test_bad_model_and_context_and_vocabulary(tiny_lm):
     with pytest.raises(DataError) as info:
         generate_dp_demonstrations(tiny_lm, [[99]], epsilon=1.0, delta=1e-5, label_prompts=[[0]])
     assert info.value.argument == "private"
+    for eos in (99, -1, 1.5):
+        with pytest.raises(DataError) as info:
+            generate_dp_demonstrations(
+                tiny_lm, [[1]], epsilon=1.0, delta=1e-5, label_prompts=[[0]], eos_id=eos
+            )
+        assert info.value.argument == "eos_id"
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from trustlab.errors import DataError, ParameterError, TrustlabError
 from trustlab.security.watermark import BiMark, MPACBaseline, generate_watermarked
@@ -120,6 +122,9 @@ def test_short_text_is_undecidable_not_a_guess():
     result = wm.extract([3, 5, 7, 2], start=2)
     assert result.message is None and not result.decided
     assert (result.bits == -1).any()
+    for ids, start in (([], 0), ([3], 0), ([3, 5, 6], 5)):  # empty, prompt only, start past the end
+        empty = wm.extract(ids, start=start)
+        assert empty.message is None and not empty.decided and empty.n_scored == 0 and empty.p_value == 1.0
 
 
 def test_reweight_is_a_distribution_and_delta_bounds_hold():
@@ -138,6 +143,8 @@ def test_reweight_is_a_distribution_and_delta_bounds_hold():
         (lambda: BiMark(13, key=1, n_bits=8).reweight(np.full(13, 1 / 13), [1, 2], "101"), "message"),
         (lambda: BiMark(13, key=1, n_bits=8).processor("10x"), "message"),
         (lambda: BiMark(13, key=-1), "key"),
+        (lambda: BiMark(13, key=b""), "key"),
+        (lambda: BiMark(13, key=2**128), "key"),  # longer than the 16-byte int key
         (lambda: BiMark(13, key=1, delta=1.5), "delta"),
         (lambda: BiMark(13, key=1, n_layers=65), "n_layers"),
         (lambda: BiMark(13, key=1).extract([1, 2, 40]), "token_ids"),
@@ -150,6 +157,18 @@ def test_bad_input_names_the_argument(call, argument):
     with pytest.raises(TrustlabError) as err:
         call()
     assert err.value.argument == argument
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(n_bits=st.integers(1, 12), length=st.integers(0, 16), data=st.data())
+def test_message_of_the_wrong_length_names_message(n_bits, length, data):
+    assume(length != n_bits)
+    bits = "".join(data.draw(st.sampled_from("01")) for _ in range(length))
+    wm = BiMark(13, key=3, n_bits=n_bits)
+    for call in (lambda: wm.processor(bits), lambda: wm.reweight(np.full(13, 1 / 13), [1, 2], bits)):
+        with pytest.raises(TrustlabError) as err:
+            call()
+        assert err.value.argument == "message" and str(n_bits) in str(err.value)
 
 
 def test_vocabulary_mismatch_with_the_model(random_lm):

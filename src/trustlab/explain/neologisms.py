@@ -275,8 +275,8 @@ class NeologismLearner(ParamsValidationMixin, BaseEstimator):
         neo = ids == self.token_id_
         if int(ids.max()) >= self._vocab and bool((ids[~neo] >= self._vocab).any()):
             raise DataError(
-                "the tokenizer produced ids outside the model's vocabulary: tokenizer does not match "
-                "the model.",
+                f"the tokenizer produced ids outside the model's vocabulary of {self._vocab}: tokenizer "
+                "does not match the model; pass the tokenizer the model was trained with.",
                 argument="tokenizer",
             )
         return ids.masked_fill(neo, 0), neo, resp

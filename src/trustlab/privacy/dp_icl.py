@@ -437,6 +437,8 @@ def generate_dp_demonstrations(
         n_demonstrations if n_demonstrations is not None else len(labels), "n_demonstrations"
     )
     instr, delim = _ids(instruction, "instruction", vocab_size), _ids(delimiter, "delimiter", vocab_size)
+    if eos_id is not None:  # an id outside the vocabulary would never stop a demonstration
+        _ids([eos_id], "eos_id", vocab_size)
     demos = [_ids(d, "private", vocab_size)[:cap] for d in private]
     m = len(demos) // shots if n_subsets is None else check_positive_int(n_subsets, "n_subsets")
     if m * shots > len(demos):

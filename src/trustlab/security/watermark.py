@@ -36,10 +36,11 @@ def _key_bytes(key: Any) -> bytes:
         return bytes(key)
     if isinstance(key, str) and key:
         return key.encode()
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and key >= 0:
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 0 <= key < 2**128:
         return int(key).to_bytes(16, "little", signed=False)
     raise ParameterError(
-        f"key must be a non-empty bytes/str or a non-negative int, got {key!r}; pass a secret key.",
+        f"key must be a non-empty bytes/str or an int in [0, 2**128) (16 bytes), got {key!r}; pass a "
+        "secret key (a longer secret as bytes or str).",
         argument="key",
     )
 
@@ -89,9 +90,11 @@ def _check_message(message: Any, n_bits: int) -> np.ndarray:
         except (TypeError, ValueError):
             bits = np.array([-1])
     if bits.size != n_bits or not np.isin(bits, (0, 1)).all():
+        valid = bits.size > 0 and bool(np.isin(bits, (0, 1)).all())
+        other = f" or build the watermark with n_bits={bits.size}" if valid else ""
         raise ParameterError(
             f"message must be {n_bits} bits (a '0'/'1' string or 0/1 array), got {message!r}; "
-            f"pass exactly n_bits={n_bits} bits or build the watermark with n_bits={bits.size}.",
+            f"pass exactly n_bits={n_bits} bits{other}.",
             argument="message",
         )
     return bits
@@ -99,6 +102,8 @@ def _check_message(message: Any, n_bits: int) -> np.ndarray:
 
 def _check_ids(token_ids: Any, vocab_size: int) -> np.ndarray:
     ids = np.asarray(token_ids)
+    if ids.ndim == 1 and ids.size == 0:  # an empty text: too short to decode (undecidable), not bad input
+        ids = ids.astype(np.int64)
     if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
         raise DataError(
             "token_ids must be a 1-D sequence of integer token ids; pass one text's ids (e.g. ids[0]).",
