@@ -98,6 +98,7 @@ _FLAGS = {
     "out": "--out",
     "use_sensitive": "--use-sensitive",
     "categorical": "--categorical",
+    "text": "--text",
     "alpha": "--alpha",
     "mitigate": "--mitigate",
     "dask": "--dask",
@@ -133,6 +134,7 @@ _HELP = {
     "schema_epsilon": "Estimate bounds and categories from the rows under this privacy budget "
     "(default: estimate nothing, leave them for you to fill in).",
     "categorical": "Columns to treat as categorical whatever their type, comma-separated.",
+    "text": "Columns of free text (notes), comma-separated: drafted as text, never read.",
 }
 
 
@@ -437,6 +439,7 @@ def schema(
         float, typer.Option(help="Total delta of the category discovery (with --epsilon).")
     ] = 1e-6,
     categorical: Annotated[str | None, typer.Option(help=_HELP["categorical"])] = None,
+    text: Annotated[str | None, typer.Option(help=_HELP["text"])] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Draft the public schema a private audit needs (--schema); review and complete it by hand.
@@ -459,10 +462,14 @@ def schema(
         # only names and kinds, or DP estimates (then the header alone decides the columns)
         frame = load_table(data, allow_empty=True, private=epsilon is not None)
         draft = draft_schema(
-            frame, epsilon=epsilon, delta=delta, categorical=_split(categorical), source=data.name
+            frame,
+            epsilon=epsilon,
+            delta=delta,
+            categorical=_split(categorical),
+            text=_split(text),
+            source=data.name,
         )
-        text = json.dumps(draft, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        _write_text_atomically(out, text)
+        _write_text_atomically(out, json.dumps(draft, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     except TrustlabError as exc:
         _fail(exc)
     cols = draft["columns"]

@@ -136,3 +136,13 @@ def test_no_rows_is_not_an_error_where_privacy_applies(tmp_path, capsys):
     code, _, err = _main(capsys, "audit", data, "--target", "label", "--sensitive", "group",
                          "--out", tmp_path / "r2")  # fmt: skip
     assert code == 2 and "no rows" in err  # raw mode may say so
+
+
+def test_text_columns_are_drafted_as_text(data, capsys):
+    d, path = data
+    out = d / "text.json"
+    code, _, err = _main(capsys, "schema", path, "--out", out, "--text", "race")
+    assert code == 0, err
+    assert json.loads(out.read_text())["columns"]["race"]["text"] is True
+    code, _, err = _main(capsys, "schema", path, "--out", d / "bad.json", "--text", "nope")
+    assert code == 2 and err.startswith("error (--text)") and len(err.strip().splitlines()) == 1

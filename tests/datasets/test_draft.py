@@ -183,3 +183,27 @@ def test_degenerate_tables_never_raise_with_epsilon():
         Schema.from_dict(
             {"columns": {k: v for k, v in draft["columns"].items() if v.get("categories", 0) is not None}}
         )
+
+
+def test_declared_text_columns_are_drafted_as_text_and_cost_nothing(table):
+    t = table.head(400).assign(note=[f"note {i}" for i in range(400)])
+    draft = draft_schema(t, epsilon=1.0, categorical=["whi"], text=["note"])
+    # the same releases as without the note: the text column is never read
+    assert "9 releases" in draft["privacy"]["composition"]
+    entry = draft["columns"]["note"]
+    assert entry["text"] is True and "never a model feature" in entry["review"]
+    assert Schema.from_dict({"columns": {"note": entry}}).kind("note") == "text"
+    assert draft_schema(t, text="note")["columns"]["note"]["text"] is True  # one name as a string
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"text": ["nope"]}, "text names unknown column"),
+        ({"text": ["race"], "categorical": ["race"]}, "both categorical and text"),
+    ],
+)
+def test_bad_text_columns(table, kwargs, match):
+    with pytest.raises(ParameterError, match=match) as err:
+        draft_schema(table.head(50), **kwargs)
+    assert err.value.argument == "text"

@@ -176,6 +176,19 @@ def _nice(x: float, up: bool) -> float:
     return float(f"{y:.3g}")
 
 
+def _named_columns(frame: pd.DataFrame, names: Iterable[Any], argument: str) -> list[Any]:
+    """``names`` as a list (one string is one name), refused when it names unknown columns."""
+    listed = [names] if isinstance(names, str) else list(names)
+    unknown = [c for c in listed if c not in frame.columns]
+    if unknown:
+        raise ParameterError(
+            f"{argument} names unknown column(s) {unknown}; the data has: "
+            f"{', '.join(map(str, frame.columns[:30]))}.",
+            argument=argument,
+        )
+    return listed
+
+
 def _kinds(frame: pd.DataFrame, categorical: Iterable[Any]) -> dict[Any, str]:
     """``numeric``, ``integer``, ``boolean`` or ``categorical`` for each column, from its dtype."""
     forced = set(categorical)
@@ -202,6 +215,7 @@ def draft_schema(
     epsilon: float | None = None,
     delta: float = DEFAULT_DELTA,
     categorical: Iterable[Any] = (),
+    text: Iterable[Any] = (),
     source: str = "the data",
 ) -> dict[str, Any]:
     """A draft schema (as a JSON-ready dict) for ``frame``, for a person to review and complete.
@@ -222,6 +236,10 @@ def draft_schema(
     categorical : iterable of column names
         Columns to treat as categorical whatever their dtype (e.g. a 0/1 target, a
         numeric code).
+    text : iterable of column names
+        Columns the owner declares free text (notes, descriptions): drafted as
+        ``"text": true``, never a model feature; nothing is read or estimated from them, so
+        they cost no budget. Not a column also named in ``categorical``.
     source : str
         The table's name, quoted in the draft's ``source``.
 
@@ -239,7 +257,8 @@ def draft_schema(
     DataError
         If ``frame`` is not a DataFrame with columns, or has duplicated column names.
     ParameterError
-        For a bad ``epsilon``/``delta``, or ``categorical`` naming unknown columns.
+        For a bad ``epsilon``/``delta``, ``categorical`` or ``text`` naming unknown columns,
+        or a column named in both.
 
     Examples
     --------
@@ -254,13 +273,14 @@ def draft_schema(
     if frame.columns.duplicated().any():
         dup = sorted(map(str, frame.columns[frame.columns.duplicated()]))
         raise DataError(f"data has duplicated column names {dup}.", argument="data")
-    forced = [categorical] if isinstance(categorical, str) else list(categorical)
-    unknown = [c for c in forced if c not in frame.columns]
-    if unknown:
+    forced = _named_columns(frame, categorical, "categorical")
+    texts = _named_columns(frame, text, "text")
+    both = [c for c in texts if c in forced]
+    if both:
         raise ParameterError(
-            f"categorical names unknown column(s) {unknown}; the data has: "
-            f"{', '.join(map(str, frame.columns[:30]))}.",
-            argument="categorical",
+            f"column(s) {both} are named in both categorical and text; a column is one kind: "
+            "remove each from one of the two lists.",
+            argument="text",
         )
     if epsilon is not None:
         epsilon, delta = float(epsilon), float(delta)
@@ -269,6 +289,7 @@ def draft_schema(
                 "delta must be > 0: discovering categories from the data needs a delta.", argument="delta"
             )
     kinds = _kinds(frame, forced)
+    kinds.update({c: "text" for c in texts})
     n_numeric = sum(k in ("numeric", "integer") for k in kinds.values())
     n_categorical = sum(k == "categorical" for k in kinds.values())
     n_releases = (n_numeric + 1 if n_numeric else 0) + n_categorical
@@ -348,6 +369,14 @@ def draft_schema(
 
 
 def _empty_entry(kind: str, kind_note: str) -> dict[str, Any]:
+    if kind == "text":
+        return {
+            "text": True,
+            "review": (
+                "declared free text (text=[...], --text): never a model feature; nothing was read "
+                "from its cells. Delete the entry if the column is not free text."
+            ),
+        }
     if kind == "boolean":
         return {
             "categories": [False, True],
