@@ -200,3 +200,21 @@ def test_public_facts_still_raise(client, files):
     assert info.value.argument == "schema"
     with pytest.raises(DataError, match="has no column"):
         run_scaled(_audit(Schema.from_dict(SCHEMA)), root, target="nope", sensitive=["g"], client=client)
+
+
+def test_declared_text_column_on_dask_as_in_process(client, tmp_path, parquet_parts):
+    """A column the schema declares text is no feature of the DP model on Dask either: same
+    features, ledger and column flags as in process, nothing released about it."""
+    rng = np.random.default_rng(9)
+    df = _table(600, seed=9)
+    df["note"] = [f"visit {i % 7} note {w}" for i, w in enumerate(rng.integers(0, 50, len(df)))]
+    schema = Schema.from_dict({"columns": SCHEMA["columns"] | {"note": {"text": True}}})
+    root = parquet_parts(df, tmp_path)
+    local = _audit(schema).run(df, target="y", sensitive=["g", "h"])
+    dask = run_scaled(_audit(schema), root, target="y", sensitive=["g", "h"], client=client)
+    for report in (local, dask):
+        assert "note" not in report.meta["features"] and "a" in report.meta["features"]
+        assert ("note", "declared_text") in {(f["column"], f["kind"]) for f in report.meta["column_flags"]}
+        assert "note" in report["data"].figures["not_released"]
+    assert dask.meta["features"] == local.meta["features"]
+    assert _ledger(dask) == _ledger(local)
