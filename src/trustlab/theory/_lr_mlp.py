@@ -1,8 +1,8 @@
 """Batched SGD on small teacher-student MLPs, one loss per (schedule, rate, seed); private.
 
 Every student of one call trains at once (batched matrices, one backward pass per step). Seed
-``k`` fixes the student's initial weights and its own stream of fresh training inputs, shared by
-all schedules and rates of that seed (common random numbers), so rate and schedule comparisons
+``k`` fixes its own teacher, the student's initial weights and its own stream of fresh training
+inputs, shared by all schedules and rates of that seed (common random numbers), so rate and schedule comparisons
 within a seed are not blurred by data noise. Used by :func:`trustlab.theory.mlp_extension_study`.
 """
 
@@ -28,11 +28,11 @@ def train_students(
 ) -> np.ndarray:
     """Final excess population loss, ``(len(shapes), len(gammas), n_seeds)``; ``inf`` if diverged.
 
-    ``shapes`` is ``(S, T)``. The teacher ``y = sum_k c_k tanh(<u_k, x>) + noise * N(0, 1)`` has
+    ``shapes`` is ``(S, T)``. Each seed's teacher ``y = sum_k c_k tanh(<u_k, x>) + noise * N(0, 1)`` has
     ``teacher_width`` units with output weights ``c_k ~ k^-decay`` (renormalised to unit norm):
     a long tail of ever weaker features, learnt one after another, so the loss keeps falling
     like a power of ``t`` instead of converging fast. The student is a ``width``-unit tanh MLP
-    trained on the half squared error; the loss is measured on 4096 fresh inputs against the
+    trained on the half squared error; the loss is measured on 2048 fresh inputs per seed against the
     noiseless teacher.
     """
     import torch
@@ -42,7 +42,7 @@ def train_students(
     with one_thread():
         gen = torch.Generator().manual_seed(int(random_state))
         d, h, m = int(dimension), int(width), int(teacher_width)
-        u = torch.randn(d, m, generator=gen) / math.sqrt(d)
+        u = torch.randn(n_seeds, d, m, generator=gen) / math.sqrt(d)  # one teacher per seed
         c = torch.arange(1, m + 1, dtype=torch.float32) ** -float(decay)
         c = (c / c.norm()).view(m, 1)
         n_models = shapes.shape[0] * len(gammas)
@@ -66,8 +66,15 @@ def train_students(
                 w1 -= lr * w1.grad  # type: ignore[operator]
                 w2 -= lr * w2.grad  # type: ignore[operator]
         with torch.no_grad():
-            x = torch.randn(4096, d, generator=gen)
-            pred = torch.tanh(torch.einsum("bd,mkdh->mkbh", x, w1)) @ w2
-            excess = ((pred - torch.tanh(x @ u) @ c) ** 2).mean(dim=(2, 3)) / 2
+            x = torch.randn(n_seeds, 2048, d, generator=gen)
+            target = torch.tanh(x @ u) @ c
+            excess = torch.cat(
+                [
+                    ((torch.tanh(torch.einsum("kbd,mkdh->mkbh", x, w1[i : i + 4])) @ w2[i : i + 4] - target) ** 2)
+                    .mean(dim=(2, 3))
+                    .div(2)
+                    for i in range(0, n_models, 4)
+                ]
+            )
     loss = excess.numpy().astype(float).reshape(shapes.shape[0], len(gammas), n_seeds)
     return np.where(np.isfinite(loss), loss, np.inf)

@@ -348,7 +348,7 @@ def mlp_extension_study(
     >>> st = mlp_extension_study(20, [0.01, 0.03, 0.1], factors=(2,), schedules=("cooldown",),
     ...                          n_seeds=2, n_bootstrap=10)
     >>> st.loss.shape, st.predicted_ratio.round(2).tolist()
-    ((2, 1, 3, 2), [[0.72]])
+    ((2, 1, 3, 2), [[0.71]])
     """
     g = np.geomspace(0.001, 0.064, 13) if gammas is None else check_numeric_array(gammas, "gammas", ndim=1)
     if np.any(g <= 0) or len(g) < 3:
