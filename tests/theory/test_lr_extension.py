@@ -77,14 +77,15 @@ def mlp_study():
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # reason: 4 schedules x 13 rates x 16 seeds of MLP SGD at 500, 1000 and 2000 steps (~25 s CPU)
+@pytest.mark.slow  # reason: 4 schedules x 13 rates x 16 seeds of MLP SGD at 500, 1000 and 2000 steps (~15 s CPU)
 def test_mlp_optimal_rate_falls_on_extension_as_the_bound_predicts(mlp_study) -> None:
     # Issue 34 (1): measured optimal rate (5-point parabola vertex in log gamma, sqrt(2) grid,
-    # 16 seeds) at T = 500 -> 1000 -> 2000, ratio to T, with a paired seed-bootstrap 95 %
-    # interval. Recorded: constant 0.68 [0.60, 0.74] / 0.43 [0.37, 0.49], cooldown (the paper's
-    # linear WSD) 0.74 [0.64, 0.84] / 0.49 [0.38, 0.57], wsd (1 - sqrt) 0.72 [0.63, 0.83] /
-    # 0.51 [0.38, 1.74]; bound 0.68 / 0.46, 0.71 / 0.50, 0.71 / 0.50. Cosine's loss is flat in
-    # the rate at 4T (vertex 1.26 [0.52, 2.88]): the bound's 0.50 is not confirmed there.
+    # 16 seeds, each its own teacher) at T = 500 -> 1000 -> 2000, ratio to T, with a paired seed-
+    # bootstrap 95 % interval. Recorded: constant 0.69 [0.61, 0.77] / 0.43 [0.36, 0.49], cooldown
+    # (the paper's linear WSD) 0.70 [0.58, 0.82] / 0.47 [0.37, 0.56], wsd (1 - sqrt) 0.73
+    # [0.62, 0.89] / 0.50 [0.40, 1.23]; bound 0.68 / 0.46, 0.71 / 0.50, 0.71 / 0.50. The
+    # tolerances are these seed-bootstrap intervals. Not reproduced: cosine, 0.90 [0.72, 1.32] /
+    # 1.36 [0.72, 2.79] (bound 0.71 / 0.50): its best rate does not fall.
     st = mlp_study
     assert st.steps == (500, 1000, 2000)
     for name in ("constant", "cooldown", "wsd"):
@@ -98,18 +99,17 @@ def test_mlp_optimal_rate_falls_on_extension_as_the_bound_predicts(mlp_study) ->
     # pooled over the three schedules the rate halves at 4T (geometric mean; bound 0.49)
     rows = [st.schedules.index(n) for n in ("constant", "cooldown", "wsd")]
     assert 0.38 < float(np.exp(np.log(st.measured_ratio[1, rows]).mean())) < 0.6
-    # cosine at 4T: seed-mean loss within 3 % of its minimum over a 16x range of rates (0.004-0.064)
+    # cosine at 4T: the bound's ratio lies below the whole seed-bootstrap interval
     c = st.schedules.index("cosine")
-    flat = st.loss[2, c].mean(axis=-1)[(st.gammas > 0.0035) & (st.gammas < 0.07)]
-    assert flat.max() < 1.03 * flat.min()
+    assert st.ratio_interval[1, c, 0] > st.predicted_ratio[1, c]
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # reason: shares the ~25 s MLP study above
+@pytest.mark.slow  # reason: shares the MLP study above
 def test_mlp_bound_orders_schedules_and_rates(mlp_study) -> None:
     # Issue 34 (2): Spearman between the bound (L*, D^2, G^2 fitted once by NNLS to all 156
     # points) and the seed-mean final loss over 4 schedules x 13 rates, per horizon. Recorded
-    # 0.87 [0.81, 0.91], 0.87 [0.82, 0.91], 0.76 [0.73, 0.80] (seed bootstrap).
+    # 0.89 [0.82, 0.94], 0.88 [0.83, 0.91], 0.78 [0.73, 0.81] (seed bootstrap).
     st = mlp_study
     assert np.all(st.rank_correlation > 0.7)
     assert np.all(st.rank_interval[:, 0] > 0.6)
