@@ -118,7 +118,7 @@ def continuation_factor(steps: int, factor: float, *, cooldown: float = 0.2) -> 
     lo, hi = 1e-3, 1.0  # gamma* falls as rho rises; at rho = 1 it is below the short run's
     if gap(hi) >= 0:
         return 1.0
-    for _ in range(60):
+    for _ in range(40):
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
     return math.sqrt(lo * hi)
