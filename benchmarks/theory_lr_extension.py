@@ -53,7 +53,7 @@ def run(quick: bool = False) -> dict:
     for i, k in enumerate(cont.factors):
         rows.append(
             {
-                "T": int(round(k * steps)),
+                "T": round(k * steps),
                 "schedule": f"continuation x{k:g} (gamma {cont.gamma:.4f})",
                 "optimal_rho": float(cont.optimal_rho[i]),
                 "rho_lo": float(cont.rho_interval[i, 0]),
@@ -71,6 +71,8 @@ def run(quick: bool = False) -> dict:
         "notes": [
             f"fit L*, D^2, G^2 = {', '.join(f'{v:.4g}' for v in st.fit)} (NNLS, relative error)",
             f"rho grid {np.round(cont.rhos, 3).tolist()}; seed-mean loss per rho: "
-            + "; ".join(f"x{k:g}: {np.round(cont.loss[i].mean(-1), 4).tolist()}" for i, k in enumerate(cont.factors)),
+            + "; ".join(
+                f"x{k:g}: {np.round(cont.loss[i].mean(-1), 4).tolist()}" for i, k in enumerate(cont.factors)
+            ),
         ],
     }

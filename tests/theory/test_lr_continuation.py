@@ -32,7 +32,7 @@ def test_continuation_factor_keeps_the_used_rate_optimal_and_falls_with_the_exte
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # reason: 2 x 10 rate cuts x 16 MLP seeds for 1000 and 2000 SGD steps (~5 s CPU, 15 s loaded)
+@pytest.mark.slow  # reason: 2 x 10 rate cuts x 16 MLP seeds, 1000 and 2000 SGD steps (~5 s CPU)
 def test_cutting_the_rate_on_extension_helps_but_less_than_the_bound_says() -> None:
     # Paper Section 5.1 / Figure 10 on the MLP of mlp_extension_study: short run T = 500 at its
     # measured optimal rate 0.0064 (cooldown schedule), extended 2x and 4x. Recorded (16 seeds,

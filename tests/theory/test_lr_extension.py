@@ -77,7 +77,7 @@ def mlp_study():
 
 
 @pytest.mark.claims
-@pytest.mark.slow  # reason: 4 schedules x 13 rates x 16 seeds of MLP SGD at 500, 1000 and 2000 steps (~15 s CPU)
+@pytest.mark.slow  # reason: 4 schedules x 13 rates x 16 seeds, MLP SGD for 500-2000 steps (~15 s CPU)
 def test_mlp_optimal_rate_falls_on_extension_as_the_bound_predicts(mlp_study) -> None:
     # Issue 34 (1): measured optimal rate (5-point parabola vertex in log gamma, sqrt(2) grid,
     # 16 seeds, each its own teacher) at T = 500 -> 1000 -> 2000, ratio to T, with a paired seed-

@@ -2,8 +2,10 @@
 
 Every student of one call trains at once (batched matrices, one backward pass per step). Seed
 ``k`` fixes its own teacher, the student's initial weights and its own stream of fresh training
-inputs, shared by all schedules and rates of that seed (common random numbers), so rate and schedule comparisons
-within a seed are not blurred by data noise. Used by :func:`trustlab.theory.mlp_extension_study`.
+inputs, shared by all schedules and rates of that seed (common random numbers), so rate and
+schedule comparisons within a seed are not blurred by data noise. Used by
+:func:`trustlab.theory.lr_extension.mlp_extension_study` and
+:func:`trustlab.theory.lr_continuation.mlp_continuation_study`.
 """
 
 from __future__ import annotations
@@ -70,7 +72,13 @@ def train_students(
             target = torch.tanh(x @ u) @ c
             excess = torch.cat(
                 [
-                    ((torch.tanh(torch.einsum("kbd,mkdh->mkbh", x, w1[i : i + 4])) @ w2[i : i + 4] - target) ** 2)
+                    (
+                        (
+                            torch.tanh(torch.einsum("kbd,mkdh->mkbh", x, w1[i : i + 4])) @ w2[i : i + 4]
+                            - target
+                        )
+                        ** 2
+                    )
                     .mean(dim=(2, 3))
                     .div(2)
                     for i in range(0, n_models, 4)

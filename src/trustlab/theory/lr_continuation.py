@@ -265,16 +265,6 @@ def mlp_continuation_study(
     from trustlab.theory._lr_mlp import train_students
     from trustlab.theory.lr_extension import _loss_vertex
 
-    kw = {
-        "n_seeds": int(n_seeds),
-        "width": int(width),
-        "dimension": int(dimension),
-        "batch_size": int(batch_size),
-        "noise": float(noise),
-        "teacher_width": int(teacher_width),
-        "decay": float(decay),
-        "random_state": int(random_state),
-    }
     predicted = np.array([continuation_factor(steps, float(k)) for k in ks])
     loss = np.empty((len(ks), len(r), int(n_seeds)))
     at_pred = np.empty((len(ks), int(n_seeds)))
@@ -282,7 +272,18 @@ def mlp_continuation_study(
     for i, k in enumerate(ks.tolist()):
         cuts = [*r.tolist(), float(predicted[i]), 1.0]
         shapes = np.stack([continuation_schedule(steps, k, c) for c in cuts])
-        out = train_students(shapes, np.array([float(gamma)]), **kw)[:, 0]
+        out = train_students(
+            shapes,
+            np.array([float(gamma)]),
+            n_seeds=int(n_seeds),
+            width=int(width),
+            dimension=int(dimension),
+            batch_size=int(batch_size),
+            noise=float(noise),
+            teacher_width=int(teacher_width),
+            decay=float(decay),
+            random_state=int(random_state),
+        )[:, 0]
         loss[i], at_pred[i], at_one[i] = out[:-2], out[-2], out[-1]
     with np.errstate(invalid="ignore"):
         mean = loss.mean(axis=-1)

@@ -236,8 +236,11 @@ class MLPExtensionStudy:
 
 
 def _loss_vertex(gammas: np.ndarray, loss: np.ndarray) -> tuple[float, bool]:
-    """Vertex of a least-squares parabola in ``log gamma`` through the grid minimum of ``loss``
-    and up to two finite neighbours on each side; ``(rate, at_edge)``."""
+    """``(rate, at_edge)``: vertex of a least-squares parabola in ``log gamma`` near the minimum.
+
+    The parabola goes through the grid minimum of ``loss`` and up to two finite neighbours on
+    each side; at an end of the grid the grid rate is returned with ``at_edge`` true.
+    """
     i = int(np.argmin(loss))
     if i == 0 or i == len(gammas) - 1 or not np.all(np.isfinite(loss[i - 1 : i + 2])):
         return float(gammas[i]), True
@@ -421,7 +424,9 @@ def _analyse(
     coef, _ = nnls(design, np.ones_like(y))
     bound = coef[0] + coef[1] * a + coef[2] * b
     d2, g2 = float(coef[1]), float(coef[2])
-    pred_gamma = np.sqrt(d2 * ab[..., 0] / (g2 * ab[..., 1])) if d2 > 0 and g2 > 0 else np.full((n_h, n_s), np.nan)
+    pred_gamma = (
+        np.sqrt(d2 * ab[..., 0] / (g2 * ab[..., 1])) if d2 > 0 and g2 > 0 else np.full((n_h, n_s), np.nan)
+    )
     rho = np.array([_spearman(bound[h].ravel(), mean[h].ravel()) for h in range(n_h)])
     rng = np.random.default_rng(seed)
     k = loss.shape[-1]
