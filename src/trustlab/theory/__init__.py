@@ -32,7 +32,18 @@ from trustlab.theory.looped_transformers import (
     looped_rate,
     simulate_looped,
 )
-from trustlab.theory.lr_extension import ExtensionSimulation, simulate_powerlaw_extension
+from trustlab.theory.lr_continuation import (
+    MLPContinuationStudy,
+    continuation_factor,
+    continuation_schedule,
+    mlp_continuation_study,
+)
+from trustlab.theory.lr_extension import (
+    ExtensionSimulation,
+    MLPExtensionStudy,
+    mlp_extension_study,
+    simulate_powerlaw_extension,
+)
 from trustlab.theory.lr_lm import LMScheduleStudy, bound_terms, lm_schedule_study
 from trustlab.theory.lr_schedules import (
     SCHEDULES as LR_SCHEDULES,
@@ -162,6 +173,8 @@ __all__: list[str] = [
     "LMScheduleStudy",
     "LoopedRate",
     "LoopedSimulation",
+    "MLPContinuationStudy",
+    "MLPExtensionStudy",
     "MLPScheduleRun",
     "MultiTaskAttention",
     "MultiTaskPattern",
@@ -195,6 +208,8 @@ __all__: list[str] = [
     "bound_terms",
     "bsgd_sq_resources",
     "compare_with_bayes",
+    "continuation_factor",
+    "continuation_schedule",
     "continuous_covariance",
     "count_linear_regions_1d",
     "debiased_gd_predict",
@@ -212,6 +227,8 @@ __all__: list[str] = [
     "lm_schedule_study",
     "looped_rate",
     "manifold_output_weight",
+    "mlp_continuation_study",
+    "mlp_extension_study",
     "multitask_pattern",
     "multitask_prompts",
     "parity_feature_bound",
