@@ -344,7 +344,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         ]
         # unchecked (fallback=False): the nearest overshoot's last point only
         pairs = [(i, p) for i, ps in enumerate(picks) for p in (ps if self.fallback else ps[:1])]
-        paths: dict[int, list[list[list[np.ndarray]]]] = {}
+        paths: dict[int, list[list[np.ndarray]]] = {}
         if pairs:
             overshot = [self.pool_[p] for _, p in pairs]
             found = backtrack(
@@ -422,7 +422,10 @@ def _result(
         "oracle": [HasMethods(["predict"]), callable],
         "graphs": "no_validation",
         "strategy": [Options({"random", "greedy", "irand"})],
-        "max_edits": [Interval(numbers.Integral, 1, None, closed="left"), Interval(numbers.Real, 0, 1, closed="neither")],
+        "max_edits": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0, 1, closed="neither"),
+        ],
         "tries": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "target": "no_validation",
@@ -500,8 +503,8 @@ def forward_perturbation(
         goal = None if targets is None else targets[idx]
         n = len(g)
         iu, ju = np.triu_indices(n, k=1)
-        budget = max_edits if isinstance(max_edits, numbers.Integral) else max(1, int(max_edits * iu.size) - 1)
-        budget = min(int(budget), iu.size)
+        share = not isinstance(max_edits, numbers.Integral)  # iRand's p: a share of the node pairs
+        budget = min(max(1, int(max_edits * iu.size) - 1) if share else int(max_edits), iu.size)
         if strategy == "irand":
             out.append(_irand(oracle, g, y, goal, budget, tries, rng))
             continue
@@ -532,7 +535,7 @@ def forward_perturbation(
 
 
 def _irand(oracle: Any, g: np.ndarray, y: Any, goal: Any, budget: int, tries: int, rng: Any) -> np.ndarray:
-    """iRand on one graph: ``tries`` random ``i``-flip copies for ``i = 1..budget``; the first valid.
+    """The iRand search on one graph: ``tries`` copies with ``i`` flips, ``i = 1..budget``; the first valid.
 
     The copies are drawn in the authors' order and labelled 32 to an oracle call (the same result
     as their one-at-a-time loop, which stops at the first valid copy). Flipped pairs are distinct
