@@ -8,7 +8,8 @@ minimising ``(1 - alpha) * style + alpha * content``: the counterfactual is an i
 between the two. Here the objective is minimised per instance along a decreasing ``alpha`` path
 (the paper amortises it in a trained generator: see docs/explain/graph-counterfactuals.md for
 why and what differs). :func:`forward_perturbation` is the forward baseline (random or greedy
-edge flips). Graphs are dense symmetric 0/1 adjacency matrices or networkx graphs.
+edge flips, or iRand as the authors' benchmark runs it). Graphs are dense symmetric 0/1
+adjacency matrices or networkx graphs.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
 
     1. *overshoots*: ``G'`` is the pool graph of another label (or of ``target``) nearest to
        ``G`` in spectral distance (the authors use the DCE perturber, the nearest instance of
-       another class);
+       another class); with ``n_overshoots = k``, each of the ``k`` nearest;
     2. *backtracks*: edge weights ``W`` on ``G'``'s nodes minimise
        ``(1 - alpha) * mean|spec(L_W) - spec(L_G)| + alpha * BCE(W, A_G')``, started at ``G'``
        and continued along ``alphas`` (decreasing: from the counterfactual content towards the
