@@ -139,6 +139,33 @@ def test_greedy_baseline_needs_probabilities(task):
         forward_perturbation(lambda gs: np.zeros(len(gs)), test[:2], strategy="greedy")
 
 
+def test_irand_tries_growing_edit_counts_and_returns_the_input_when_none_flips(task):
+    clf, _, test, _ = task
+    r = forward_perturbation(clf, test[:8], strategy="irand", max_edits=0.1, tries=3, random_state=0)
+    budget = int(0.1 * 12 * 11 / 2) - 1  # the authors' range(1, int(p * pairs)): 5 flips at most
+    for c, ok, k in zip(r.graphs, r.valid, r.n_edits, strict=True):
+        assert (1 <= k <= budget) if ok else k == 0  # no flip found: the input itself
+        np.testing.assert_array_equal(c, c.T)
+    assert r.valid.any()
+    never = lambda gs: np.zeros(len(gs), dtype=int)  # noqa: E731
+    none = forward_perturbation(never, test[:2], strategy="irand", max_edits=2, random_state=0)
+    assert not none.valid.any() and np.all(none.n_edits == 0)
+    with pytest.raises(ParameterError, match="tries"):
+        forward_perturbation(clf, test[:2], strategy="irand", tries=0)
+    with pytest.raises(ParameterError, match="max_edits"):
+        forward_perturbation(clf, test[:2], strategy="irand", max_edits=1.5)
+
+
+def test_several_overshoots_never_farther_than_the_nearest_overshot_graph(task, results):
+    clf, graphs, test, _ = task
+    wide = GIST(clf, alphas=(0.5, 0.0), steps=10, n_overshoots=3).fit(graphs).explain(test[:8])
+    over = results["overshoot"]
+    assert np.all(wide.valid)
+    assert np.all(wide.spectral_distance <= over.spectral_distance[:8] + 1e-9)  # G' is a candidate
+    with pytest.raises(ParameterError, match="n_overshoots"):
+        GIST(clf, n_overshoots=0).fit(graphs)
+
+
 def test_forward_perturbation_with_a_target(task):
     clf, _, test, _ = task
     edges_mod_3 = lambda gs: np.array([int(g.sum() / 2) % 3 for g in gs])  # noqa: E731
@@ -299,15 +326,19 @@ def test_claim_multiclass_with_a_target_class(seed):
     assert _z_paired(greedy.spectral_distance - gist.spectral_distance) > 2.0
 
 
-@pytest.mark.slow  # five GINs (150 epochs on 169 molecules) and 95 explained inputs: about 15 s of CPU
+@pytest.mark.slow  # five GINs (150 epochs on 169 molecules) and 95 explained inputs: about 45 s of CPU
 @pytest.mark.claims
 def test_claim_on_mutag_molecules():
     """MUTAG (188 molecules, structure only), the paper's 5 folds of 90:10: 95 held-out inputs.
 
-    Reproduced: validity above random forward flips, and backtracking closer than the overshoot.
-    Not reproduced: the smaller spectral distance; GIST's counterfactuals are farther from the
-    input than random flips' and greedy flips', which are about as valid (docs/explain/
-    graph-counterfactuals.md). One-sided tests at z > 2 on the 95 inputs.
+    The comparison as the authors' evaluation makes it: validity, and distances averaged over
+    valid counterfactuals only, against iRand (their random forward baseline: up to 10 % of the
+    node pairs flipped, 3 tries per edit count). Reproduced: validity above iRand and random
+    flips; backtracking closer than the overshoot; the wider search (32 draws, 3 overshoots,
+    chosen on folds 5-9) closer than the default. Not reproduced: the smaller spectral distance.
+    On the inputs where iRand is valid GIST is as close (1.20 vs 1.18), not closer; over valid
+    counterfactuals GIST is farther (2.56 vs 1.18), and greedy flips, as valid, are closer (docs/
+    explain/graph-counterfactuals.md). One-sided tests at z > 2.
     """
     from sklearn.model_selection import StratifiedKFold
 
@@ -316,7 +347,7 @@ def test_claim_on_mutag_molecules():
 
     m = load_mutag()
     folds = list(StratifiedKFold(10, shuffle=True, random_state=0).split(np.zeros(m.n_graphs), m.labels))
-    runs: dict[str, list] = {"gist": [], "over": [], "random": [], "greedy": []}
+    runs: dict[str, list] = {k: [] for k in ("gist", "wide", "over", "irand", "random", "greedy")}
     accuracy = []
     with one_thread():
         for fold, (train, test) in enumerate(folds[:5]):
@@ -324,18 +355,35 @@ def test_claim_on_mutag_molecules():
             clf = GraphGINClassifier(epochs=150, random_state=fold).fit(graphs, m.labels[train])
             accuracy.append(np.mean(clf.predict(inputs) == m.labels[test]))
             runs["gist"].append(GIST(clf, random_state=fold).fit(graphs).explain(inputs))
+            wide = GIST(clf, random_state=fold, n_samples=32, n_overshoots=3)
+            runs["wide"].append(wide.fit(graphs).explain(inputs))
             runs["over"].append(GIST(clf, alphas=(1.0,), steps=1, n_samples=0).fit(graphs).explain(inputs))
+            irand = forward_perturbation(
+                clf, inputs, strategy="irand", max_edits=0.1, tries=3, random_state=fold
+            )
+            runs["irand"].append(irand)
             runs["random"].append(forward_perturbation(clf, inputs, max_edits=5, random_state=fold))
             runs["greedy"].append(forward_perturbation(clf, inputs, strategy="greedy", max_edits=5))
     valid = {k: np.concatenate([r.valid for r in rs]) for k, rs in runs.items()}
     dist = {k: np.concatenate([r.spectral_distance for r in rs]) for k, rs in runs.items()}
     n = valid["gist"].size
     assert n == 95 and np.mean(accuracy) >= 0.8  # the oracle learned something (0.85 measured)
-    assert _z_proportions(valid["gist"].mean(), valid["random"].mean(), n) > 2.0  # 1.00 vs 0.25
-    assert valid["gist"].mean() >= valid["greedy"].mean()  # 1.00 vs 0.98
+    # validity: 1.00 vs iRand 0.35 and random flips 0.25; greedy flips 0.98
+    assert valid["gist"].all() and valid["wide"].all()
+    assert _z_proportions(valid["gist"].mean(), valid["irand"].mean(), n) > 2.0
+    assert _z_proportions(valid["gist"].mean(), valid["random"].mean(), n) > 2.0
+    assert valid["gist"].mean() >= valid["greedy"].mean()
     closer = dist["over"] - dist["gist"]
     assert np.all(closer >= -1e-9) and np.mean(closer > 1e-9) >= 0.25  # 41 % moved
     assert _z_paired(closer) > 2.0  # mean gain 0.20 over the overshoot's 2.89
-    # not reproduced: 2.68 (GIST) vs 1.94 (random flips) vs 1.25 (greedy flips)
-    assert _z_paired(dist["gist"] - dist["random"]) > 2.0
-    assert _z_paired(dist["gist"] - dist["greedy"]) > 2.0
+    assert _z_paired(dist["gist"] - dist["wide"]) > 2.0  # the wider search: 2.68 -> 2.56
+    # not reproduced. At matched validity (the 33 inputs where iRand is valid): 1.20 vs 1.18,
+    # GIST not closer; against greedy flips (93 inputs both valid): 2.47 vs 1.23, GIST farther
+    both = valid["irand"]
+    assert both.sum() >= 20
+    assert _z_paired(dist["irand"][both] - dist["wide"][both]) < 2.0
+    both = valid["greedy"]
+    assert _z_paired(dist["wide"][both] - dist["greedy"][both]) > 2.0
+    # the authors' aggregation (mean over each method's valid counterfactuals): 2.56 vs 1.18
+    a, b = dist["wide"][valid["wide"]], dist["irand"][valid["irand"]]
+    assert (a.mean() - b.mean()) / np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size) > 2.0

@@ -8,7 +8,8 @@ minimising ``(1 - alpha) * style + alpha * content``: the counterfactual is an i
 between the two. Here the objective is minimised per instance along a decreasing ``alpha`` path
 (the paper amortises it in a trained generator: see docs/explain/graph-counterfactuals.md for
 why and what differs). :func:`forward_perturbation` is the forward baseline (random or greedy
-edge flips). Graphs are dense symmetric 0/1 adjacency matrices or networkx graphs.
+edge flips, or iRand as the authors' benchmark runs it). Graphs are dense symmetric 0/1
+adjacency matrices or networkx graphs.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
 
     1. *overshoots*: ``G'`` is the pool graph of another label (or of ``target``) nearest to
        ``G`` in spectral distance (the authors use the DCE perturber, the nearest instance of
-       another class);
+       another class); with ``n_overshoots = k``, each of the ``k`` nearest;
     2. *backtracks*: edge weights ``W`` on ``G'``'s nodes minimise
        ``(1 - alpha) * mean|spec(L_W) - spec(L_G)| + alpha * BCE(W, A_G')``, started at ``G'``
        and continued along ``alphas`` (decreasing: from the counterfactual content towards the
@@ -198,6 +199,10 @@ class GIST(ParamsValidationMixin, BaseEstimator):
     connected : bool, default=False
         Keep only connected candidates (``G'`` is connected, being a pool graph). The paper's
         objective does not ask for it; draws and thresholding may cut a graph apart.
+    n_overshoots : int, default=1
+        Overshot graphs to backtrack from per input: the ``n_overshoots`` pool graphs of the
+        target class nearest in spectrum (the authors' DCE perturber draws one at random from
+        the other class; several draws, each backtracked, and the nearest valid point kept).
 
     Attributes
     ----------
@@ -231,6 +236,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         "n_samples": [Interval(numbers.Integral, 0, None, closed="left")],
         "random_state": [Interval(numbers.Integral, 0, None, closed="left"), None],
         "connected": ["boolean"],
+        "n_overshoots": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -244,6 +250,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         n_samples: int = 8,
         random_state: int | None = None,
         connected: bool = False,
+        n_overshoots: int = 1,
     ) -> None:
         self.oracle = oracle
         self.alphas = alphas
@@ -254,6 +261,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         self.n_samples = n_samples
         self.random_state = random_state
         self.connected = connected
+        self.n_overshoots = n_overshoots
 
     def _check_alphas(self) -> list[float]:
         try:
@@ -302,12 +310,12 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         self._pool_spectra = spectra(pool, max(len(g) for g in pool))
         return self
 
-    def _overshoot(self, spec: np.ndarray, label: Any, target: Any, pool_spec: np.ndarray) -> int | None:
+    def _overshoot(self, spec: np.ndarray, label: Any, target: Any, pool_spec: np.ndarray) -> list[int]:
+        """The ``n_overshoots`` pool graphs of the target class (another class) nearest in spectrum."""
         ok = self.pool_labels_ == target if target is not None else self.pool_labels_ != label
         idx = np.flatnonzero(ok)
-        if idx.size == 0:
-            return None
-        return int(idx[np.argmin(np.linalg.norm(pool_spec[idx] - spec, axis=1))])
+        order = np.argsort(np.linalg.norm(pool_spec[idx] - spec, axis=1), kind="stable")
+        return [int(i) for i in idx[order[: self.n_overshoots]]]
 
     def explain(self, graphs: Any, target: Any = None) -> GraphCounterfactuals:
         """Counterfactuals of ``graphs``: overshoot to another class, then backtrack spectrally.
@@ -335,12 +343,13 @@ class GIST(ParamsValidationMixin, BaseEstimator):
             self._overshoot(specs[i], y, None if targets is None else targets[i], pool_spec)
             for i, y in enumerate(labels)
         ]
-        todo = [i for i, p in enumerate(picks) if p is not None]
+        # unchecked (fallback=False): the nearest overshoot's last point only
+        pairs = [(i, p) for i, ps in enumerate(picks) for p in (ps if self.fallback else ps[:1])]
         paths: dict[int, list[list[np.ndarray]]] = {}
-        if todo:
-            overshot = [self.pool_[picks[i]] for i in todo]  # type: ignore[index]
+        if pairs:
+            overshot = [self.pool_[p] for _, p in pairs]
             found = backtrack(
-                [gs[i] for i in todo],
+                [gs[i] for i, _ in pairs],
                 overshot,
                 alphas,
                 steps=self.steps,
@@ -349,15 +358,17 @@ class GIST(ParamsValidationMixin, BaseEstimator):
                 n_samples=self.n_samples if self.fallback else 0,
                 seed=0 if self.random_state is None else self.random_state,
             )
-            paths = {i: [[o], *path] for i, o, path in zip(todo, overshot, found, strict=True)}
-        if not self.fallback:
-            paths = {i: [path[-1][:1]] for i, path in paths.items()}
+            for (i, _), o, path in zip(pairs, overshot, found, strict=True):
+                paths.setdefault(i, []).extend([[o], *path] if self.fallback else [path[-1][:1]])
+        # paths[i]: for each overshoot in turn, G' then one candidate list per alpha (unchecked: one
+        # list, the last alpha's thresholded optimum); k % per_path is the point on the path
+        per_path = len(alphas) + 1 if self.fallback else 1
         flat = [
-            (i, k, c)
+            (i, k % per_path, c)
             for i, path in paths.items()
             for k, cands in enumerate(path)
             for c in _unique(cands)
-            if c.any() and (k == 0 or not self.connected or reachable(c).all())
+            if c.any() and (k % per_path == 0 or not self.connected or reachable(c).all())
         ]
         cand_labels = oracle_predict(self.oracle, [c for _, _, c in flat]) if flat else np.array([])
         dists = _distances([gs[i] for i, _, _ in flat], [c for _, _, c in flat]) if flat else np.array([])
@@ -365,7 +376,7 @@ class GIST(ParamsValidationMixin, BaseEstimator):
         for (i, k, c), lab, d in zip(flat, cand_labels, dists, strict=True):
             ok = lab == targets[i] if targets is not None else lab != labels[i]
             if not self.fallback:
-                best[i] = (d, len(alphas), c, lab)
+                best[i] = (d, len(alphas), c, lab)  # one candidate per input
             elif ok:
                 if i not in best or d < best[i][0] - 1e-12:
                     best[i] = (d, k, c, lab)
@@ -411,8 +422,12 @@ def _result(
     {
         "oracle": [HasMethods(["predict"]), callable],
         "graphs": "no_validation",
-        "strategy": [Options({"random", "greedy"})],
-        "max_edits": [Interval(numbers.Integral, 1, None, closed="left")],
+        "strategy": [Options({"random", "greedy", "irand"})],
+        "max_edits": [
+            Interval(numbers.Integral, 1, None, closed="left"),
+            Interval(numbers.Real, 0, 1, closed="neither"),
+        ],
+        "tries": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "target": "no_validation",
     }
@@ -422,18 +437,22 @@ def forward_perturbation(
     graphs: Any,
     *,
     strategy: str = "random",
-    max_edits: int = 5,
+    max_edits: int | float = 5,
+    tries: int = 3,
     random_state: Any = None,
     target: Any = None,
 ) -> GraphCounterfactuals:
     """The forward baseline: flip node pairs of each input until the oracle's label changes.
 
-    ``"random"``: flip distinct uniformly random node pairs one at a time (the iRand-style
-    perturber of the graph-counterfactual literature). ``"greedy"``: at each step flip the pair
-    that most lowers the oracle's probability of the input's label, or most raises that of
-    ``target`` (needs ``predict_proba``). Both stop at the first label change (to ``target``
-    when given) or after ``max_edits`` flips (then the last perturbed graph is returned,
-    invalid).
+    ``"random"``: flip distinct uniformly random node pairs one at a time, cumulatively. ``"greedy"``:
+    at each step flip the pair that most lowers the oracle's probability of the input's label,
+    or most raises that of ``target`` (needs ``predict_proba``). Both stop at the first label
+    change (to ``target`` when given) or after ``max_edits`` flips (then the last perturbed
+    graph is returned, invalid). ``"irand"``: iRand, the random forward baseline of the GIST
+    paper's benchmark (the authors' ``IRandExplainer``): for ``i = 1, 2, ..., max_edits`` it
+    makes ``tries`` fresh copies of the input with ``i`` random node pairs flipped and returns
+    the first that the oracle labels as the target; when none does, the input itself (invalid,
+    as the authors' code returns it).
 
     Parameters
     ----------
@@ -441,9 +460,14 @@ def forward_perturbation(
         The graph classifier.
     graphs : list of array-like or networkx graphs
         Connected simple undirected graphs to explain.
-    strategy : {"random", "greedy"}, default="random"
-    max_edits : int, default=5
-        Flips allowed per graph.
+    strategy : {"random", "greedy", "irand"}, default="random"
+    max_edits : int or float in (0, 1), default=5
+        Flips allowed per graph; a float is a share ``p`` of the graph's node pairs, as iRand's
+        ``p`` (the authors' default 0.1): ``int(p * n_pairs) - 1`` flips (at least 1; their loop
+        is ``range(1, int(p * n_pairs))``).
+    tries : int, default=3
+        iRand: random graphs tried at each number of flips (the authors' ``t``; other strategies
+        ignore it).
     random_state : None, int or numpy Generator
         Drives the random flips.
     target : label, array-like of labels, or None, default=None
@@ -460,6 +484,14 @@ def forward_perturbation(
     >>> r = forward_perturbation(has_cycle, [path], max_edits=6, random_state=0)
     >>> r.graphs[0].shape
     (5, 5)
+    >>> bool(forward_perturbation(has_cycle, [path], strategy="irand", random_state=0).valid[0])
+    True
+
+    References
+    ----------
+    .. [1] B. Prenkaj, E. Zaradoukas, G. Kasneci, "Graph Inverse Style Transfer for
+       Counterfactual Explainability", ICML 2025 (iRand: the authors' code,
+       ``src/explainer/search/i_rand.py``).
     """
     gs = check_graphs(graphs)
     if strategy == "greedy" and not hasattr(oracle, "predict_proba"):
@@ -472,9 +504,14 @@ def forward_perturbation(
         goal = None if targets is None else targets[idx]
         n = len(g)
         iu, ju = np.triu_indices(n, k=1)
+        share = not isinstance(max_edits, numbers.Integral)  # iRand's p: a share of the node pairs
+        budget = min(max(1, int(max_edits * iu.size) - 1) if share else int(max_edits), iu.size)
+        if strategy == "irand":
+            out.append(_irand(oracle, g, y, goal, budget, tries, rng))
+            continue
         cur = g.copy()
-        order = rng.permutation(iu.size)[:max_edits] if strategy == "random" else None
-        for step in range(min(max_edits, iu.size)):
+        order = rng.permutation(iu.size)[:budget] if strategy == "random" else None
+        for step in range(budget):
             if order is not None:
                 p = int(order[step])
             else:
@@ -496,6 +533,30 @@ def forward_perturbation(
         out.append(cur)
     new = oracle_predict(oracle, out)
     return _result(gs, out, labels, new, targets, np.full(len(gs), np.nan))
+
+
+def _irand(oracle: Any, g: np.ndarray, y: Any, goal: Any, budget: int, tries: int, rng: Any) -> np.ndarray:
+    """The iRand search on one graph: ``tries`` copies with ``i`` flips, ``i = 1..budget``; the first valid.
+
+    The copies are drawn in the authors' order and labelled 32 to an oracle call (the same result
+    as their one-at-a-time loop, which stops at the first valid copy). Flipped pairs are distinct
+    (the authors draw with replacement, so a pair drawn twice flips back; here ``i`` flips are
+    ``i`` edits).
+    """
+    iu, ju = np.triu_indices(len(g), k=1)
+    sizes = [i for i in range(1, budget + 1) for _ in range(tries)]
+    for start in range(0, len(sizes), 32):  # 32 copies per oracle call, in order
+        cands = []
+        for i in sizes[start : start + 32]:
+            c = g.copy()
+            pick = rng.choice(iu.size, size=i, replace=False)
+            c[iu[pick], ju[pick]] = c[ju[pick], iu[pick]] = 1.0 - c[iu[pick], ju[pick]]
+            cands.append(c)
+        labs = oracle_predict(oracle, cands)
+        ok = labs != y if goal is None else labs == goal
+        if ok.any():
+            return cands[int(np.argmax(ok))]
+    return g.copy()
 
 
 def _class_index(oracle: Any, label: Any) -> int:
