@@ -30,6 +30,7 @@ SEEDS = (0, 1, 2)
 
 def _corpus() -> tuple[sparse.csr_matrix, list[str]]:
     from pydoc_data.topics import topics
+
     from sklearn.feature_extraction.text import CountVectorizer
 
     paragraphs = [
@@ -96,7 +97,10 @@ def _models(x: sparse.csr_matrix, names: list[str], seed: int):
         passes=20,
         random_state=seed,
     )
-    out["gensim online VB LDA (20 passes)"] = (time.perf_counter() - t, np.argsort(-g.get_topics(), 1)[:, :10])
+    out["gensim online VB LDA (20 passes)"] = (
+        time.perf_counter() - t,
+        np.argsort(-g.get_topics(), 1)[:, :10],
+    )
     return out
 
 
@@ -117,7 +121,13 @@ def run(quick: bool = False) -> dict:
     for seed in SEEDS[:1] if quick else SEEDS:
         for name, (secs, ids) in _models(x, names, seed).items():
             per_seed.append(
-                {"method": name, "seed": seed, "time_s": secs, "umass": _umass(binary, ids), "npmi": _npmi(binary, ids)}
+                {
+                    "method": name,
+                    "seed": seed,
+                    "time_s": secs,
+                    "umass": _umass(binary, ids),
+                    "npmi": _npmi(binary, ids),
+                }
             )
     summary = []
     for name in dict.fromkeys(r["method"] for r in per_seed):
@@ -130,7 +140,7 @@ def run(quick: bool = False) -> dict:
         row["time_s"] = float(np.mean([r["time_s"] for r in sel]))
         summary.append(row)
     return {
-        "title": f"Topic coherence, pydoc help-topic paragraphs (D={x.shape[0]}, V={x.shape[1]}), top 10 words",
+        "title": f"Topic coherence, pydoc help paragraphs (D={x.shape[0]}, V={x.shape[1]}), top 10 words",
         "rows": summary,
         "tables": {"Per seed": per_seed},
         "notes": [

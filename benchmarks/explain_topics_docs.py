@@ -174,7 +174,11 @@ def _gensim(corpus, counts: sparse.csr_matrix, passes: int, seed: int, trajector
         t = time.perf_counter()
         model.update(bow, passes=1)
         elapsed += time.perf_counter() - t
-    final = {"method": f"gensim online VB LDA ({passes} passes)", "time_s": elapsed, "rounds": passes * updates}
+    final = {
+        "method": f"gensim online VB LDA ({passes} passes)",
+        "time_s": elapsed,
+        "rounds": passes * updates,
+    }
     final.update(state())
     if trajectory:
         steps.append({"rounds": passes * updates, **{k: final[k] for k in METRICS}})
