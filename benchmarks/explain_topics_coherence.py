@@ -140,7 +140,8 @@ def run(quick: bool = False) -> dict:
         row["time_s"] = float(np.mean([r["time_s"] for r in sel]))
         summary.append(row)
     return {
-        "title": f"Topic coherence, pydoc help paragraphs (D={x.shape[0]}, V={x.shape[1]}), top 10 words",
+        "title": f"Topic coherence, pydoc help-topic paragraphs (D={x.shape[0]}, V={x.shape[1]}), "
+        "top 10 words",
         "rows": summary,
         "tables": {"Per seed": per_seed},
         "notes": [
