@@ -2,7 +2,8 @@
 
 Issue 30: "per-document topic recovery at least as good as tomotopy/gensim LDA". What holds
 (benchmarks/explain_topics_docs.py, 10,000 documents, 3 seeds): the dominant topic of each
-document. What does not: the full topic set and the proportions against seeded Gibbs LDA
+document, and its topic set when E-LDA's budget is Gibbs's sparsity. What does not: the topic
+set at the default budget, and the proportions and tokens, against seeded Gibbs LDA
 (docs/explain/topics.md).
 """
 
@@ -66,9 +67,23 @@ def _gensim(corpus) -> np.ndarray:
     return _aligned(model.get_topics(), gamma / gamma.sum(1, keepdims=True), corpus.topic_word)
 
 
+@pytest.fixture(scope="module")
+def peers(corpus) -> dict[str, np.ndarray]:
+    """Topic proportions of the LDA peers, topics named as the true ones."""
+    return {
+        "tomotopy": _tomotopy(corpus, seeded=False),
+        "tomotopy seeded": _tomotopy(corpus, seeded=True),
+        "gensim": _gensim(corpus),
+    }
+
+
+def _paired_se(diff: np.ndarray) -> float:
+    return float(max(diff.std(ddof=1), 1.0 / D) / np.sqrt(D))
+
+
 @pytest.mark.claims
 @pytest.mark.slow
-def test_claim_dominant_topic_at_least_as_good_as_gibbs_and_online_vb(corpus) -> None:
+def test_claim_dominant_topic_at_least_as_good_as_gibbs_and_online_vb(corpus, peers) -> None:
     """Each document's dominant topic: E-LDA (anchored, 2 topics a document, threshold
     algorithm, no matching) is right at least as often as tomotopy Gibbs LDA (plain, aligned by
     the Hungarian method; and seeded with the anchors) and gensim online VB LDA, within three
@@ -76,12 +91,34 @@ def test_claim_dominant_topic_at_least_as_good_as_gibbs_and_online_vb(corpus) ->
     elda = ExemplarLDA(keywords=corpus.anchors, vocabulary=corpus.vocabulary, algorithm="threshold")
     truth = corpus.doc_topic.argmax(1)
     ours = elda.fit(corpus.counts).doc_topic_.argmax(1) == truth
-    peers = {
-        "tomotopy": _tomotopy(corpus, seeded=False),
-        "tomotopy seeded": _tomotopy(corpus, seeded=True),
-        "gensim": _gensim(corpus),
-    }
     for name, theta in peers.items():
         diff = ours.astype(float) - (theta.argmax(1) == truth)
-        se = max(diff.std(ddof=1), 1.0 / D) / np.sqrt(D)
-        assert diff.mean() >= -3 * se, (name, ours.mean(), diff.mean(), se)
+        assert diff.mean() >= -3 * _paired_se(diff), (name, ours.mean(), diff.mean())
+
+
+@pytest.mark.claims
+@pytest.mark.slow
+def test_claim_topic_sets_as_good_as_gibbs_at_its_sparsity(corpus, peers) -> None:
+    """Each document's set of topics (those producing >= 10% of its words): with the budget
+    kappa taken from seeded Gibbs LDA's sparsity (its mean number of topics with proportion >=
+    10%), as the paper's Experiment 1 takes kappa from Gibbs, the Jaccard overlap of E-LDA's
+    linked topics with the true set is within three paired standard errors of Gibbs's (measured
+    here: kappa 2.01, Jaccard 0.947 vs 0.958, difference -0.011 +- 0.005; on the benchmark's
+    corpus, with 2.18 true topics a document, the default kappa 2 misses more, see the docs)."""
+    true = corpus.doc_topic >= 0.1
+    gibbs = peers["tomotopy seeded"] >= 0.1
+    kappa = float(gibbs.sum(1).mean())
+    elda = ExemplarLDA(
+        keywords=corpus.anchors,
+        vocabulary=corpus.vocabulary,
+        algorithm="threshold",
+        topics_per_document=kappa,
+    ).fit(corpus.counts)
+    linked = np.zeros_like(true)
+    linked[elda.edges_[:, 0], elda.edges_[:, 1]] = True
+
+    def jaccard(sets: np.ndarray) -> np.ndarray:
+        return (sets & true).sum(1) / (sets | true).sum(1)
+
+    diff = jaccard(linked) - jaccard(gibbs)
+    assert diff.mean() >= -3 * _paired_se(diff), (jaccard(linked).mean(), jaccard(gibbs).mean())
