@@ -12,6 +12,8 @@ from trustlab.lm.task_vectors_regression import (
     RegressionTransformer,
     basis_losses,
     basis_patching,
+    decoding_index,
+    regression_baselines,
     regression_representations,
     regression_task_vector_formation,
     sparse_regression_prompts,
@@ -99,6 +101,38 @@ def test_patching_matrix_is_paired_with_the_unpatched_loss(tiny):
     one = sparse_regression_prompts(10, n_dims=8, rank=2, n_bases=1, n_points=6)
     with pytest.raises(DataError, match="2 bases"):
         basis_patching(tiny, one, one, layer=0, n_demos=2)
+
+
+def test_baselines_are_the_three_reference_regressions():
+    p = sparse_regression_prompts(400, n_dims=8, rank=2, n_bases=4, n_points=5, seed=6)
+    b = regression_baselines(p)
+    assert b.shape == (3, 4, 5)
+    # No demonstration: the three predict 0 alike.
+    np.testing.assert_allclose(b[:, :, 0], b[[0], :, 0].repeat(3, axis=0))
+    # One prompt of each basis: the generic and oracle errors by hand (ridge with the mixture's
+    # prior 1/4 per coordinate, and with N(0, I_2) on the true basis), after k = 3 demonstrations.
+    idx = [int(np.flatnonzero(p.basis == j)[0]) for j in range(4)]
+    sub = type(p)(p.xs[idx], p.ys[idx], p.basis[idx], p.weights[idx], 2, 4)
+    got = regression_baselines(sub)[:, :, 3]
+    for j, i in enumerate(idx):
+        x, y, xq, yq = (p.xs[i, :3].astype(float), p.ys[i, :3].astype(float), p.xs[i, 3], p.ys[i, 3])
+        w = np.linalg.solve(x.T @ x + 0.01 * 4 * np.eye(8), x.T @ y)
+        c = slice(2 * j, 2 * j + 2)
+        v = np.linalg.solve(x[:, c].T @ x[:, c] + 0.01 * np.eye(2), x[:, c].T @ y)
+        assert got[0, j] == pytest.approx((xq @ w - yq) ** 2 / 2, rel=1e-5, abs=1e-9)
+        assert got[2, j] == pytest.approx((xq[c] @ v - yq) ** 2 / 2, rel=1e-5, abs=1e-9)
+    # Oracle-basis <= Bayes <= generic once the demonstrations can tell the basis (400 prompts, means).
+    m = b.mean(axis=1)
+    assert (m[2, 2:] < m[1, 2:]).all() and (m[1, 3:] < m[0, 3:] - 0.2).all()
+    # The decoding index places the generic curve at 0 and the Bayes curve at 1.
+    np.testing.assert_allclose(decoding_index(b[0], b), 0.0, atol=1e-12)
+    np.testing.assert_allclose(decoding_index(b[1], b), 1.0)
+    with pytest.raises(DataError, match="curve"):
+        decoding_index(b[0, :, :3], b)
+    with pytest.raises(DataError, match="prompts"):
+        regression_baselines(p.xs)
+    with pytest.raises(ParameterError, match="noise"):
+        regression_baselines(p, noise=0.0)
 
 
 def test_training_is_deterministic_and_keeps_checkpoints():
