@@ -5,8 +5,11 @@ The paper's section 3.3 and appendices C-D: prompts ``x1 y1 ... xK yK`` of conti
 ``n_bases`` disjoint coordinate sets (:func:`sparse_regression_prompts`); a GPT-2 on
 ``inputs_embeds`` trained with the MSE of each ``y_i`` predicted at ``x_i``. Per checkpoint:
 
-- **task decoding / ICL performance**: the test MSE per basis (normalised by ``rank``, the
-  variance of ``w . x``, so that predicting 0 scores about 1);
+- **ICL performance**: the test MSE per basis and number of demonstrations (normalised by
+  ``rank``, the variance of ``w . x``, so that predicting 0 scores about 1);
+- **task decoding** (the paper's basis-conditional algorithm, read off that error curve): where
+  the curve lies between the generic ``D``-dimensional regression and the Bayes-optimal
+  basis-conditional one (:func:`regression_baselines`, :func:`decoding_index`);
 - **task encoding**: task decodability (TD, kNN ``k = 10``, leave-one-out;
   :func:`trustlab.lm.task_vectors.task_decodability`) of the basis from the residual stream after
   each block, at the last ``y`` token (the paper's Fig. 2 representation) or at the query ``x``;
@@ -393,6 +396,7 @@ def regression_task_vector_formation(
     width: int = 256,
     n_heads: int = 8,
     mark_y: bool = False,
+    pair_y: bool = False,
     steps: int = 80_000,
     batch_size: int = 128,
     lr: float = 1e-4,
@@ -415,7 +419,7 @@ def regression_task_vector_formation(
     ----------
     n_dims, rank, n_bases, n_points, noise
         The mixture (:func:`sparse_regression_prompts`).
-    n_layers, width, n_heads, mark_y
+    n_layers, width, n_heads, mark_y, pair_y
         The model (:class:`RegressionTransformer`).
     steps, batch_size, lr
         The training (:func:`train_regression`).
@@ -462,7 +466,14 @@ def regression_task_vector_formation(
             argument="patch_layer" if layer >= n_layers else "patch_demos",
         )
     model = RegressionTransformer(
-        n_dims, n_points, n_layers=n_layers, width=width, n_heads=n_heads, mark_y=mark_y, seed=seed
+        n_dims,
+        n_points,
+        n_layers=n_layers,
+        width=width,
+        n_heads=n_heads,
+        mark_y=mark_y,
+        pair_y=pair_y,
+        seed=seed,
     )
     kept = train_regression(
         model,
