@@ -62,6 +62,13 @@ def test_model_is_causal_and_predicts_at_x_tokens(tiny):
     assert torch.equal(pred[:, :4], pred2[:, :4]) and not torch.equal(pred[:, 4:], pred2[:, 4:])
     with pytest.raises(DataError, match="xs"):
         tiny(xs[:, :, :4], ys)
+    # pair_y: y tokens carry (x_i, y_i); still causal, x tokens unchanged.
+    paired = RegressionTransformer(8, 6, n_layers=2, width=16, n_heads=2, mark_y=True, pair_y=True)
+    tok = paired.tokens(xs, ys)
+    assert tok.shape == (3, 12, 10) and torch.equal(tok[:, 1::2, :8], xs) and torch.equal(tok[:, 1::2, 8], ys)
+    assert (tok[:, 0::2, 8:] == 0).all() and (tok[:, 1::2, 9] == 1).all()
+    with torch.no_grad():
+        assert torch.equal(paired(xs, ys)[:, :4], paired(xs, ys2)[:, :4])
 
 
 def test_representations_and_losses(tiny):
@@ -171,6 +178,9 @@ def test_formation_reuses_task_decodability():
     test = _balanced(12, 10_000, n_dims=4, rank=1, n_bases=4, n_points=4, noise=0.1)
     reps = regression_representations(res.model, test)
     assert res.decodability[-1, 1] == task_decodability(reps[1], test.basis)[0]
+    assert res.baselines.shape == (3, 4, 4) and res.decoding.shape == (2, 4)
+    np.testing.assert_allclose(res.baselines, regression_baselines(test))
+    np.testing.assert_allclose(res.decoding[-1], decoding_index(basis_losses(res.model, test), res.baselines))
 
 
 # The measured run of docs/lm-task-vectors.md at test size: D = 4, rank 1, 4 bases, 8 points, a 3-block
