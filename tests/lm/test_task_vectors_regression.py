@@ -222,6 +222,9 @@ def test_cpu_scale_learns_regression_but_not_the_basis(small_run):
     assert (r.decodability[-1] < r.chance_td + 3 * se).all()
     # and self- and cross-patching change the loss alike (paired contrast within 3 SE of 0).
     assert abs(r.patch_contrast[-1]) < 3 * r.patch_contrast_se[-1]
+    # Task decoding: the error curve does not move from the generic 4-dimensional regression
+    # toward the Bayes-optimal basis-conditional one (the index is far below 0.5 on every basis).
+    assert (r.decoding[-1] < 0.25).all()
 
 
 @pytest.mark.slow
@@ -248,3 +251,8 @@ def test_claim_each_basis_td_rises_with_its_loss_drop(small_run):
     assert (btd[-1] - btd[0] > 3 * np.sqrt(2) * se).all()
     assert (np.abs(r.td_onset - r.loss_onset) <= 1).all()
     assert (r.coupling > 0.5).all()
+    # Decoding: each basis's curve closes over half of the generic-to-Bayes gap at the end, and its
+    # TD tracks that index over the checkpoints; TD predicts the loss over checkpoint x basis pairs.
+    assert (r.decoding[-1] > 0.5).all()
+    assert all(np.corrcoef(btd[:, b], r.decoding[:, b])[0, 1] > 0.5 for b in range(btd.shape[1]))
+    assert r.td_predicts_loss > 0.5
