@@ -230,7 +230,7 @@ def test_cpu_scale_learns_regression_but_not_the_basis(small_run):
 @pytest.mark.slow
 @pytest.mark.claims
 @pytest.mark.xfail(
-    strict=True, reason="not reproduced at CPU scale (docs/lm-task-vectors.md): TD stays at chance"
+    strict=True, reason="not reproduced on CPU (docs/lm-task-vectors.md): TD at chance, decoding index < 0"
 )
 def test_claim_same_basis_patching_lowers_loss_cross_basis_raises_it(small_run):
     r = small_run
@@ -242,7 +242,7 @@ def test_claim_same_basis_patching_lowers_loss_cross_basis_raises_it(small_run):
 @pytest.mark.slow
 @pytest.mark.claims
 @pytest.mark.xfail(
-    strict=True, reason="not reproduced at CPU scale (docs/lm-task-vectors.md): TD stays at chance"
+    strict=True, reason="not reproduced on CPU (docs/lm-task-vectors.md): TD at chance, decoding index < 0"
 )
 def test_claim_each_basis_td_rises_with_its_loss_drop(small_run):
     r = small_run
