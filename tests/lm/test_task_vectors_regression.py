@@ -12,6 +12,8 @@ from trustlab.lm.task_vectors_regression import (
     RegressionTransformer,
     basis_losses,
     basis_patching,
+    decoding_index,
+    regression_baselines,
     regression_representations,
     regression_task_vector_formation,
     sparse_regression_prompts,
@@ -60,6 +62,13 @@ def test_model_is_causal_and_predicts_at_x_tokens(tiny):
     assert torch.equal(pred[:, :4], pred2[:, :4]) and not torch.equal(pred[:, 4:], pred2[:, 4:])
     with pytest.raises(DataError, match="xs"):
         tiny(xs[:, :, :4], ys)
+    # pair_y: y tokens carry (x_i, y_i); still causal, x tokens unchanged.
+    paired = RegressionTransformer(8, 6, n_layers=2, width=16, n_heads=2, mark_y=True, pair_y=True)
+    tok = paired.tokens(xs, ys)
+    assert tok.shape == (3, 12, 10) and torch.equal(tok[:, 1::2, :8], xs) and torch.equal(tok[:, 1::2, 8], ys)
+    assert (tok[:, 0::2, 8:] == 0).all() and (tok[:, 1::2, 9] == 1).all()
+    with torch.no_grad():
+        assert torch.equal(paired(xs, ys)[:, :4], paired(xs, ys2)[:, :4])
 
 
 def test_representations_and_losses(tiny):
@@ -101,6 +110,38 @@ def test_patching_matrix_is_paired_with_the_unpatched_loss(tiny):
         basis_patching(tiny, one, one, layer=0, n_demos=2)
 
 
+def test_baselines_are_the_three_reference_regressions():
+    p = sparse_regression_prompts(400, n_dims=8, rank=2, n_bases=4, n_points=5, seed=6)
+    b = regression_baselines(p)
+    assert b.shape == (3, 4, 5)
+    # No demonstration: the three predict 0 alike.
+    np.testing.assert_allclose(b[:, :, 0], b[[0], :, 0].repeat(3, axis=0))
+    # One prompt of each basis: the generic and oracle errors by hand (ridge with the mixture's
+    # prior 1/4 per coordinate, and with N(0, I_2) on the true basis), after k = 3 demonstrations.
+    idx = [int(np.flatnonzero(p.basis == j)[0]) for j in range(4)]
+    sub = type(p)(p.xs[idx], p.ys[idx], p.basis[idx], p.weights[idx], 2, 4)
+    got = regression_baselines(sub)[:, :, 3]
+    for j, i in enumerate(idx):
+        x, y, xq, yq = (p.xs[i, :3].astype(float), p.ys[i, :3].astype(float), p.xs[i, 3], p.ys[i, 3])
+        w = np.linalg.solve(x.T @ x + 0.01 * 4 * np.eye(8), x.T @ y)
+        c = slice(2 * j, 2 * j + 2)
+        v = np.linalg.solve(x[:, c].T @ x[:, c] + 0.01 * np.eye(2), x[:, c].T @ y)
+        assert got[0, j] == pytest.approx((xq @ w - yq) ** 2 / 2, rel=1e-5, abs=1e-9)
+        assert got[2, j] == pytest.approx((xq[c] @ v - yq) ** 2 / 2, rel=1e-5, abs=1e-9)
+    # Oracle-basis <= Bayes <= generic once the demonstrations can tell the basis (400 prompts, means).
+    m = b.mean(axis=1)
+    assert (m[2, 2:] < m[1, 2:]).all() and (m[1, 3:] < m[0, 3:] - 0.2).all()
+    # The decoding index places the generic curve at 0 and the Bayes curve at 1.
+    np.testing.assert_allclose(decoding_index(b[0], b), 0.0, atol=1e-12)
+    np.testing.assert_allclose(decoding_index(b[1], b), 1.0)
+    with pytest.raises(DataError, match="curve"):
+        decoding_index(b[0, :, :3], b)
+    with pytest.raises(DataError, match="prompts"):
+        regression_baselines(p.xs)
+    with pytest.raises(ParameterError, match="noise"):
+        regression_baselines(p, noise=0.0)
+
+
 def test_training_is_deterministic_and_keeps_checkpoints():
     def run():
         m = RegressionTransformer(4, 4, n_layers=1, width=8, n_heads=2, seed=1)
@@ -137,6 +178,9 @@ def test_formation_reuses_task_decodability():
     test = _balanced(12, 10_000, n_dims=4, rank=1, n_bases=4, n_points=4, noise=0.1)
     reps = regression_representations(res.model, test)
     assert res.decodability[-1, 1] == task_decodability(reps[1], test.basis)[0]
+    assert res.baselines.shape == (3, 4, 4) and res.decoding.shape == (2, 4)
+    np.testing.assert_allclose(res.baselines, regression_baselines(test))
+    np.testing.assert_allclose(res.decoding[-1], decoding_index(basis_losses(res.model, test), res.baselines))
 
 
 # The measured run of docs/lm-task-vectors.md at test size: D = 4, rank 1, 4 bases, 8 points, a 3-block
@@ -178,12 +222,15 @@ def test_cpu_scale_learns_regression_but_not_the_basis(small_run):
     assert (r.decodability[-1] < r.chance_td + 3 * se).all()
     # and self- and cross-patching change the loss alike (paired contrast within 3 SE of 0).
     assert abs(r.patch_contrast[-1]) < 3 * r.patch_contrast_se[-1]
+    # Task decoding: the error curve does not move from the generic 4-dimensional regression
+    # toward the Bayes-optimal basis-conditional one (the index is far below 0.5 on every basis).
+    assert (r.decoding[-1] < 0.25).all()
 
 
 @pytest.mark.slow
 @pytest.mark.claims
 @pytest.mark.xfail(
-    strict=True, reason="not reproduced at CPU scale (docs/lm-task-vectors.md): TD stays at chance"
+    strict=True, reason="not reproduced on CPU (docs/lm-task-vectors.md): TD at chance, decoding index < 0"
 )
 def test_claim_same_basis_patching_lowers_loss_cross_basis_raises_it(small_run):
     r = small_run
@@ -195,7 +242,7 @@ def test_claim_same_basis_patching_lowers_loss_cross_basis_raises_it(small_run):
 @pytest.mark.slow
 @pytest.mark.claims
 @pytest.mark.xfail(
-    strict=True, reason="not reproduced at CPU scale (docs/lm-task-vectors.md): TD stays at chance"
+    strict=True, reason="not reproduced on CPU (docs/lm-task-vectors.md): TD at chance, decoding index < 0"
 )
 def test_claim_each_basis_td_rises_with_its_loss_drop(small_run):
     r = small_run
@@ -204,3 +251,8 @@ def test_claim_each_basis_td_rises_with_its_loss_drop(small_run):
     assert (btd[-1] - btd[0] > 3 * np.sqrt(2) * se).all()
     assert (np.abs(r.td_onset - r.loss_onset) <= 1).all()
     assert (r.coupling > 0.5).all()
+    # Decoding: each basis's curve closes over half of the generic-to-Bayes gap at the end, and its
+    # TD tracks that index over the checkpoints; TD predicts the loss over checkpoint x basis pairs.
+    assert (r.decoding[-1] > 0.5).all()
+    assert all(np.corrcoef(btd[:, b], r.decoding[:, b])[0, 1] > 0.5 for b in range(btd.shape[1]))
+    assert r.td_predicts_loss > 0.5

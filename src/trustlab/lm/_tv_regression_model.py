@@ -155,6 +155,10 @@ class RegressionTransformer(torch.nn.Module):
         Attention heads (the paper's 8).
     mark_y : bool, default=False
         Add the ``y``-token indicator coordinate (not in Garg et al. or the paper).
+    pair_y : bool, default=False
+        ``y`` tokens carry their ``x`` too: ``(x_i, y_i)`` in ``n_dims + 1`` coordinates, ``x``
+        tokens ``(x_i, 0)`` (not in the paper; the pair is otherwise split over two tokens, and
+        joining it spares the model the copy step behind the long loss plateau of this format).
     seed : int, default=0
         Seeds the initial weights.
 
@@ -175,6 +179,7 @@ class RegressionTransformer(torch.nn.Module):
         width: int = 256,
         n_heads: int = 8,
         mark_y: bool = False,
+        pair_y: bool = False,
         seed: int = 0,
     ) -> None:
         from transformers import GPT2Config, GPT2Model
@@ -184,7 +189,7 @@ class RegressionTransformer(torch.nn.Module):
             raise ParameterError(
                 f"width ({width}) must be a multiple of n_heads ({n_heads}).", argument="width"
             )
-        self.n_dims, self.n_points, self.mark_y = n_dims, n_points, mark_y
+        self.n_dims, self.n_points, self.mark_y, self.pair_y = n_dims, n_points, mark_y, pair_y
         cfg = GPT2Config(
             n_positions=2 * n_points,
             n_embd=width,
@@ -197,7 +202,7 @@ class RegressionTransformer(torch.nn.Module):
         )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.read_in = torch.nn.Linear(n_dims + int(mark_y), width)
+            self.read_in = torch.nn.Linear(n_dims + int(pair_y) + int(mark_y), width)
             self.backbone = GPT2Model(cfg)
             self.read_out = torch.nn.Linear(width, 1)
 
@@ -218,15 +223,18 @@ class RegressionTransformer(torch.nn.Module):
 
         Returns
         -------
-        torch.Tensor, shape (n, 2 * k, n_dims [+ 1])
-            ``x1, (y1, 0, ...), x2, ...``.
+        torch.Tensor, shape (n, 2 * k, n_dims [+ 1] [+ 1])
+            ``x1, (y1, 0, ...), x2, ...`` (with ``pair_y``: ``(x1, 0), (x1, y1), (x2, 0), ...``).
         """
         n, k, d = xs.shape
-        z = xs.new_zeros(n, 2 * k, d + int(self.mark_y))
+        p = int(self.pair_y)
+        z = xs.new_zeros(n, 2 * k, d + p + int(self.mark_y))
         z[:, 0::2, :d] = xs
-        z[:, 1::2, 0] = ys
+        if p:
+            z[:, 1::2, :d] = xs
+        z[:, 1::2, d if p else 0] = ys
         if self.mark_y:
-            z[:, 1::2, d] = 1.0
+            z[:, 1::2, d + p] = 1.0
         return z
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:

@@ -5,8 +5,11 @@ The paper's section 3.3 and appendices C-D: prompts ``x1 y1 ... xK yK`` of conti
 ``n_bases`` disjoint coordinate sets (:func:`sparse_regression_prompts`); a GPT-2 on
 ``inputs_embeds`` trained with the MSE of each ``y_i`` predicted at ``x_i``. Per checkpoint:
 
-- **task decoding / ICL performance**: the test MSE per basis (normalised by ``rank``, the
-  variance of ``w . x``, so that predicting 0 scores about 1);
+- **ICL performance**: the test MSE per basis and number of demonstrations (normalised by
+  ``rank``, the variance of ``w . x``, so that predicting 0 scores about 1);
+- **task decoding** (the paper's basis-conditional algorithm, read off that error curve): where
+  the curve lies between the generic ``D``-dimensional regression and the Bayes-optimal
+  basis-conditional one (:func:`regression_baselines`, :func:`decoding_index`);
 - **task encoding**: task decodability (TD, kNN ``k = 10``, leave-one-out;
   :func:`trustlab.lm.task_vectors.task_decodability`) of the basis from the residual stream after
   each block, at the last ``y`` token (the paper's Fig. 2 representation) or at the query ``x``;
@@ -36,6 +39,14 @@ import torch
 from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._threads import one_thread
 from trustlab.errors import DataError, ParameterError
+from trustlab.lm._tv_regression_decoding import (
+    BASELINES,
+    RegressionTaskVectors,
+    _balanced,
+    _half_way,
+    decoding_index,
+    regression_baselines,
+)
 from trustlab.lm._tv_regression_model import (
     _INT0,
     _INT1,
@@ -50,12 +61,15 @@ from trustlab.lm._tv_regression_model import (
 from trustlab.lm.task_vectors import _pearson, task_decodability
 
 __all__ = [
+    "BASELINES",
     "BasisPatching",
     "RegressionPrompts",
     "RegressionTaskVectors",
     "RegressionTransformer",
     "basis_losses",
     "basis_patching",
+    "decoding_index",
+    "regression_baselines",
     "regression_representations",
     "regression_task_vector_formation",
     "sparse_regression_prompts",
@@ -355,92 +369,6 @@ def train_regression(
     return kept
 
 
-@dataclass(frozen=True)
-class RegressionTaskVectors:
-    """Task encoding, per-basis loss and patching over checkpoints (:func:`regression_task_vector_formation`).
-
-    Attributes
-    ----------
-    steps : ndarray of int, shape (c,)
-        Checkpoint steps.
-    loss : ndarray of float, shape (c, n_bases)
-        Test MSE / ``rank`` per basis, averaged over the prompt's positions (the paper's Fig. 2).
-    loss_curve : ndarray of float, shape (c, n_bases, n_points)
-        The same per number of demonstrations.
-    decodability : ndarray of float, shape (c, n_layers)
-        TD of the basis per block.
-    basis_td : ndarray of float, shape (c, n_layers, n_bases)
-        Per basis: the share of its prompts whose basis is recovered.
-    td_layer : int
-        The block whose TD is used for the coupling (the best TD at the last checkpoint).
-    coupling : ndarray of float, shape (n_bases,)
-        Per basis: Pearson correlation over checkpoints of its TD at ``td_layer`` and minus its loss.
-    td_onset, loss_onset : ndarray of int, shape (n_bases,)
-        Per basis: the first checkpoint index where its TD (at ``td_layer``) has covered half of its
-        rise from the first checkpoint to its maximum, and where its loss has covered half of its
-        fall to its minimum.
-    patch_layer, patch_demos : int
-        Block patched and demonstrations before the patched query.
-    patch_delta, patch_se : ndarray of float, shape (c, n_bases, n_bases)
-        :func:`basis_patching` per checkpoint: ``[c, j, i]`` = loss change of basis ``j``'s
-        prompts with basis ``i``'s vector, and its standard error.
-    patch_base : ndarray of float, shape (c, n_bases)
-        Unpatched query loss per basis.
-    patch_contrast, patch_contrast_se : ndarray of float, shape (c,)
-        :attr:`BasisPatching.contrast` (self minus cross) and its standard error per checkpoint.
-    chance_td : float
-        ``1 / n_bases``.
-    n_per_basis : int
-        Test prompts per basis.
-    model : RegressionTransformer
-        The trained model (last checkpoint).
-
-    See Also
-    --------
-    regression_task_vector_formation
-    """
-
-    steps: np.ndarray
-    loss: np.ndarray
-    loss_curve: np.ndarray
-    decodability: np.ndarray
-    basis_td: np.ndarray
-    td_layer: int
-    coupling: np.ndarray
-    td_onset: np.ndarray
-    loss_onset: np.ndarray
-    patch_layer: int
-    patch_demos: int
-    patch_delta: np.ndarray
-    patch_se: np.ndarray
-    patch_base: np.ndarray
-    patch_contrast: np.ndarray
-    patch_contrast_se: np.ndarray
-    chance_td: float
-    n_per_basis: int
-    model: Any
-
-
-def _half_way(curve: np.ndarray, rising: bool) -> int:
-    c = curve if rising else -curve
-    target = c[0] + 0.5 * (c.max() - c[0])
-    return int(np.argmax(c >= target))
-
-
-def _balanced(n_per_basis: int, seed: int, **kw: Any) -> RegressionPrompts:
-    parts = [
-        sparse_regression_prompts(n_per_basis, basis=b, seed=seed + b, **kw) for b in range(kw["n_bases"])
-    ]
-    return RegressionPrompts(
-        np.concatenate([p.xs for p in parts]),
-        np.concatenate([p.ys for p in parts]),
-        np.concatenate([p.basis for p in parts]),
-        np.concatenate([p.weights for p in parts]),
-        kw["rank"],
-        kw["n_bases"],
-    )
-
-
 _SIZES = ("n_dims", "rank", "n_bases", "n_points", "n_layers", "width", "n_heads", "steps", "batch_size", "k")
 
 
@@ -468,6 +396,7 @@ def regression_task_vector_formation(
     width: int = 256,
     n_heads: int = 8,
     mark_y: bool = False,
+    pair_y: bool = False,
     steps: int = 80_000,
     batch_size: int = 128,
     lr: float = 1e-4,
@@ -490,7 +419,7 @@ def regression_task_vector_formation(
     ----------
     n_dims, rank, n_bases, n_points, noise
         The mixture (:func:`sparse_regression_prompts`).
-    n_layers, width, n_heads, mark_y
+    n_layers, width, n_heads, mark_y, pair_y
         The model (:class:`RegressionTransformer`).
     steps, batch_size, lr
         The training (:func:`train_regression`).
@@ -537,7 +466,14 @@ def regression_task_vector_formation(
             argument="patch_layer" if layer >= n_layers else "patch_demos",
         )
     model = RegressionTransformer(
-        n_dims, n_points, n_layers=n_layers, width=width, n_heads=n_heads, mark_y=mark_y, seed=seed
+        n_dims,
+        n_points,
+        n_layers=n_layers,
+        width=width,
+        n_heads=n_heads,
+        mark_y=mark_y,
+        pair_y=pair_y,
+        seed=seed,
     )
     kept = train_regression(
         model,
@@ -553,6 +489,7 @@ def regression_task_vector_formation(
     kw = {"n_dims": n_dims, "rank": rank, "n_bases": n_bases, "n_points": n_points, "noise": noise}
     test = _balanced(n_per_basis, 10_000 + 100 * seed, **kw)
     vecs = _balanced(n_per_basis, 20_000 + 100 * seed, **kw)
+    baselines = regression_baselines(test, noise=max(noise, 1e-3))
     probe = copy.deepcopy(model)
     rows: list[dict[str, Any]] = []
     with one_thread():
@@ -577,6 +514,7 @@ def regression_task_vector_formation(
     loss = get["curve"].mean(axis=2)
     td_layer = int(np.argmax(get["td"][-1]))
     btd = get["btd"][:, td_layer]
+    decoding = np.stack([decoding_index(c, baselines) for c in get["curve"]])
     return RegressionTaskVectors(
         steps=np.array([s for s, _ in kept]),
         loss=loss,
@@ -594,6 +532,9 @@ def regression_task_vector_formation(
         patch_base=get["base"],
         patch_contrast=get["contrast"][:, 0],
         patch_contrast_se=get["contrast"][:, 1],
+        baselines=baselines,
+        decoding=decoding,
+        td_predicts_loss=_pearson(btd.ravel(), -loss.ravel()),
         chance_td=1.0 / n_bases,
         n_per_basis=n_per_basis,
         model=model,
