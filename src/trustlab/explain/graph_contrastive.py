@@ -2,8 +2,10 @@
 
 Y. Lin, H. Cai, J.-Y. Hang, H. Wang, Z. Yang, G. Lyu, "Mitigating Local Cohesion and Global
 Sparseness in Graph Contrastive Learning with Fuzzy Boundaries", ICML 2025.
-:class:`FuzzyBoundaryGCL` learns node embeddings of one graph with GRACE's contrastive loop and,
-switched on by ``fuzzy=True``, the paper's fuzzy-boundary construction and contraction terms;
+:class:`FuzzyBoundaryGCL` learns node embeddings of one graph with GRACE's contrastive loop (or,
+``backbone="gae"``, a pre-trained graph auto-encoder fine-tuned with GRACE's contrastive term,
+the paper's setting) and, switched on by ``fuzzy=True``, the paper's fuzzy-boundary
+construction and contraction terms;
 :func:`cluster_quality` measures what the paper claims they improve (intra-cluster
 compactness, inter-cluster separation, k-means NMI/ARI, linear-probe accuracy);
 :func:`make_community_graph` and :func:`load_karate_communities` are the graphs of the claim
