@@ -47,6 +47,8 @@ class GCLConfig:
     contraction_weight: float
     warmup: int
     seed: int
+    backbone: str = "grace"
+    pretrain: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,23 +93,56 @@ def _propagate(g: Graph, h: torch.Tensor) -> torch.Tensor:
     return torch.sparse.mm(g, h) if g.is_sparse else g @ h
 
 
-def _gcn(g: Graph, x: torch.Tensor, w: list[torch.Tensor], keep: torch.Tensor | None = None) -> torch.Tensor:
+def _gcn(
+    g: Graph,
+    x: torch.Tensor,
+    w: list[torch.Tensor],
+    keep: torch.Tensor | None = None,
+    linear_out: bool = False,
+) -> torch.Tensor:
     """Two GCN layers with ReLU after each (GRACE's encoder): ``relu(S relu(S X W1) W2)``.
 
-    ``keep`` (0/1 per feature column) masks features as ``X diag(keep) W1 = X (keep * W1)``: the
-    same products as masking ``X``, without copying it (and ``X`` may stay sparse).
+    ``linear_out=True`` drops the last ReLU: ``S relu(S X W1) W2``, the encoder of the graph
+    auto-encoder (Kipf & Welling, 2016). ``keep`` (0/1 per feature column) masks features as
+    ``X diag(keep) W1 = X (keep * W1)``: the same products as masking ``X``, without copying it
+    (and ``X`` may stay sparse).
     """
     w0 = w[0] if keep is None else w[0] * keep[:, None]
     h = torch.relu(_propagate(g, _propagate(x, w0)) + w[1])
-    return torch.relu(_propagate(g, h @ w[2]) + w[3])
+    out = _propagate(g, h @ w[2]) + w[3]
+    return out if linear_out else torch.relu(out)
 
 
-def encode(adjacency: sp.csr_matrix, features: np.ndarray, weights: list[np.ndarray]) -> np.ndarray:
+def encode(
+    adjacency: sp.csr_matrix, features: np.ndarray, weights: list[np.ndarray], linear_out: bool = False
+) -> np.ndarray:
     """The trained encoder on a graph (no augmentation): node embeddings ``(n, n_components)``."""
     w = [torch.tensor(v) for v in weights]
     g = _graph(_edges(adjacency), adjacency.shape[0])
     with torch.no_grad():
-        return _gcn(g, torch.tensor(features, dtype=torch.float32), w).numpy().astype(float)
+        x = torch.tensor(features, dtype=torch.float32)
+        return _gcn(g, x, w, linear_out=linear_out).numpy().astype(float)
+
+
+def _reconstruction_target(edges: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """GAE's target ``A + I`` (dense), its positive-class weight and normaliser (Kipf & Welling, 2016).
+
+    ``pos_weight = (n^2 - sum(A + I)) / sum(A + I)`` balances the few edges against the many
+    non-edges, and ``norm = n^2 / (2 (n^2 - sum(A + I)))`` scales the loss, as in the authors' code.
+    """
+    loops = torch.arange(n)
+    rows = torch.cat([edges[0], edges[1], loops])
+    cols = torch.cat([edges[1], edges[0], loops])
+    label = torch.zeros(n, n).index_put_((rows, cols), torch.ones(rows.shape[0]))
+    total, ones = float(n * n), float(rows.shape[0])
+    return label, torch.tensor((total - ones) / ones), total / (2.0 * (total - ones))
+
+
+def _reconstruction_loss(z: torch.Tensor, target: tuple[torch.Tensor, torch.Tensor, float]) -> torch.Tensor:
+    """GAE's loss: weighted binary cross-entropy of ``sigmoid(z z^T)`` against ``A + I``."""
+    label, pos_weight, norm = target
+    logits = z @ z.T
+    return norm * torch.nn.functional.binary_cross_entropy_with_logits(logits, label, pos_weight=pos_weight)
 
 
 def fuzzy_memberships(z: torch.Tensor, centers: torch.Tensor, fuzzifier: float) -> torch.Tensor:
@@ -202,23 +237,39 @@ def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GC
     for fi, fo in dims + proj:
         params += [_init(fi, fo, gen).requires_grad_(), torch.zeros(fo, requires_grad=True)]
     adam = Adam(params, cfg.learning_rate)
+    pre_adam = Adam(params[:4], cfg.learning_rate)
     edges = _edges(adjacency)
     s_full = _graph(edges, n)
     fuzzy = cfg.construction_weight > 0 or cfg.contraction_weight > 0
+    gae = cfg.backbone == "gae"
+    target = _reconstruction_target(edges, n) if gae else None
     centers: torch.Tensor | None = None
     membership: torch.Tensor | None = None
     losses = np.empty(cfg.n_epochs)
     eye = torch.eye(n, dtype=torch.bool)
     for epoch in range(cfg.n_epochs):
+        h_full = _gcn(s_full, x, params, linear_out=gae) if gae or (fuzzy and epoch >= cfg.warmup) else None
+        loss_rec = torch.zeros(())
+        if target is not None and h_full is not None:
+            loss_rec = _reconstruction_loss(h_full, target)
+        if epoch < cfg.pretrain:  # GAE pre-training: reconstruction alone, no views, no contrast
+            grads = torch.autograd.grad(loss_rec, params[:4])
+            if cfg.weight_decay > 0:
+                grads = tuple(
+                    g + cfg.weight_decay * p.detach() for g, p in zip(grads, params[:4], strict=True)
+                )
+            pre_adam.step(grads)  # the encoder alone; fine-tuning starts a fresh Adam (pre-train, then tune)
+            losses[epoch] = float(loss_rec.detach())
+            continue
         s1 = _graph(_drop_edges(edges, cfg.drop_edge[0], gen), n)
         s2 = _graph(_drop_edges(edges, cfg.drop_edge[1], gen), n)
         m1, m2 = _feature_mask(d_in, cfg.mask_feature[0], gen), _feature_mask(d_in, cfg.mask_feature[1], gen)
-        h1, h2 = _gcn(s1, x, params, m1), _gcn(s2, x, params, m2)
+        h1, h2 = _gcn(s1, x, params, m1, gae), _gcn(s2, x, params, m2, gae)
         z1, z2 = _project(h1, params), _project(h2, params)
         weight = co = None
         loss_fuzzy = torch.zeros(())
-        if fuzzy and epoch >= cfg.warmup:
-            h = torch.nn.functional.normalize(_gcn(s_full, x, params), dim=1)
+        if fuzzy and epoch >= cfg.warmup and h_full is not None:
+            h = torch.nn.functional.normalize(h_full, dim=1)
             if centers is None:  # the crisp clusters of the warmed-up (GRACE) embedding
                 centers = torch.tensor(_kmeans_centers(h.detach().numpy(), cfg.n_clusters, cfg.seed))
                 centers = centers.to(torch.float32)
@@ -231,7 +282,7 @@ def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GC
             centers = _fcm_centers(h.detach(), u, cfg.fuzzifier)  # one fuzzy c-means step per epoch
             membership = u
         grace, build = _contrast(z1, z2, cfg.temperature, weight, co if cfg.construction_weight > 0 else None)
-        loss = grace.mean() + loss_fuzzy
+        loss = grace.mean() + loss_fuzzy + loss_rec
         if build is not None:
             loss = loss + cfg.construction_weight * build.mean()
         grads = torch.autograd.grad(loss, params)
@@ -240,7 +291,7 @@ def _train(adjacency: sp.csr_matrix, features: np.ndarray, cfg: GCLConfig) -> GC
         adam.step(grads)
         losses[epoch] = float(loss.detach())
     weights = [p.detach().numpy().copy() for p in params[:4]]
-    embedding = encode(adjacency, features, weights)
+    embedding = encode(adjacency, features, weights, linear_out=gae)
     if centers is not None:
         h = torch.nn.functional.normalize(torch.tensor(embedding, dtype=torch.float32), dim=1)
         membership = fuzzy_memberships(h, centers, cfg.fuzzifier)

@@ -2,8 +2,10 @@
 
 Y. Lin, H. Cai, J.-Y. Hang, H. Wang, Z. Yang, G. Lyu, "Mitigating Local Cohesion and Global
 Sparseness in Graph Contrastive Learning with Fuzzy Boundaries", ICML 2025.
-:class:`FuzzyBoundaryGCL` learns node embeddings of one graph with GRACE's contrastive loop and,
-switched on by ``fuzzy=True``, the paper's fuzzy-boundary construction and contraction terms;
+:class:`FuzzyBoundaryGCL` learns node embeddings of one graph with GRACE's contrastive loop (or,
+``backbone="gae"``, a pre-trained graph auto-encoder fine-tuned with GRACE's contrastive term,
+the paper's setting) and, switched on by ``fuzzy=True``, the paper's fuzzy-boundary
+construction and contraction terms;
 :func:`cluster_quality` measures what the paper claims they improve (intra-cluster
 compactness, inter-cluster separation, k-means NMI/ARI, linear-probe accuracy);
 :func:`make_community_graph` and :func:`load_karate_communities` are the graphs of the claim
@@ -22,7 +24,7 @@ from scipy import sparse
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
-from trustlab._param_validation import Interval, ParamsValidationMixin, validate_params
+from trustlab._param_validation import Interval, Options, ParamsValidationMixin, validate_params
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError, NotFittedError, ParameterError
 from trustlab.explain._gcl_data import load_karate_communities, make_community_graph
@@ -123,7 +125,15 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
     construction_weight, contraction_weight : float, default=1.0, 1.0
         Weights of the two fuzzy-boundary terms.
     warmup : int, default=50
-        GRACE epochs before the fuzzy terms start (the pre-training of the encoder).
+        Pre-training epochs before the fuzzy terms start: GRACE epochs with
+        ``backbone="grace"``; with ``backbone="gae"`` reconstruction-only epochs, for both arms.
+    backbone : {"grace", "gae"}, default="grace"
+        ``"grace"``: the loop above. ``"gae"``: the paper's setting as far as it is known, a
+        pre-trained graph auto-encoder (Kipf & Welling, 2016: GCN encoder with a linear output
+        layer, inner-product decoder, weighted cross-entropy on ``A + I``) pre-trained for
+        ``warmup`` epochs on reconstruction alone, then fine-tuned on reconstruction + the
+        GRACE contrastive term (+ the fuzzy terms with ``fuzzy=True``); ``fuzzy=False`` is the
+        same loop without the fuzzy terms. Reconstruction is dense (``n x n``).
     random_state : None, int or numpy Generator
         Drives the initialisation, the views and k-means.
 
@@ -172,6 +182,7 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
         "construction_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "contraction_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "warmup": [Interval(numbers.Integral, 0, None, closed="left")],
+        "backbone": [Options({"grace", "gae"})],
         "random_state": ["random_state"],
     }
 
@@ -193,6 +204,7 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
         construction_weight: float = 1.0,
         contraction_weight: float = 1.0,
         warmup: int = 50,
+        backbone: str = "grace",
         random_state: Any = None,
     ) -> None:
         self.n_clusters = n_clusters
@@ -211,6 +223,7 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
         self.construction_weight = construction_weight
         self.contraction_weight = contraction_weight
         self.warmup = warmup
+        self.backbone = backbone
         self.random_state = random_state
 
     def fit(self, adjacency: Any, features: Any = None) -> FuzzyBoundaryGCL:
@@ -271,6 +284,8 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
             contraction_weight=float(self.contraction_weight) if on else 0.0,
             warmup=int(self.warmup) if on else int(self.n_epochs),
             seed=int(make_generator(self.random_state).integers(2**31 - 1)),
+            backbone=str(self.backbone),
+            pretrain=int(self.warmup) if self.backbone == "gae" else 0,
         )
         with threadpool_limits(1):
             fitted = train_gcl(a, x, cfg)
@@ -283,6 +298,7 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
         self.n_features_in_ = x.shape[1]
         self.identity_features_ = features is None
         self.n_nodes_ = n
+        self.backbone_ = str(self.backbone)
         return self
 
     def _check_fitted(self) -> None:
@@ -335,7 +351,7 @@ class FuzzyBoundaryGCL(ParamsValidationMixin, BaseEstimator):
         from trustlab.explain._gcl_train import encode
 
         with threadpool_limits(1):
-            return encode(a, x, self.weights_)
+            return encode(a, x, self.weights_, linear_out=self.backbone_ == "gae")
 
     def fit_transform(self, adjacency: Any, features: Any = None) -> np.ndarray:
         """Fit on the graph and return its node embeddings (``fit(adjacency, features).embedding_``).
