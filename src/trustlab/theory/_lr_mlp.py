@@ -11,8 +11,28 @@ schedule comparisons within a seed are not blurred by data noise. Used by
 from __future__ import annotations
 
 import math
+import numbers
+from typing import Any
 
 import numpy as np
+
+from trustlab._param_validation import Interval
+
+_INT1 = Interval(numbers.Integral, 1, None, closed="left")
+_NONNEG = Interval(numbers.Real, 0, None, closed="left")
+
+STUDY_CONSTRAINTS: dict[str, list[Any]] = {
+    "n_seeds": [Interval(numbers.Integral, 2, None, closed="left")],
+    "width": [_INT1],
+    "dimension": [_INT1],
+    "teacher_width": [_INT1],
+    "decay": [_NONNEG],
+    "batch_size": [_INT1],
+    "noise": [_NONNEG],
+    "n_bootstrap": [_INT1],
+    "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
+}
+"""The parameter checks shared by the MLP studies (the teacher-student task and the bootstrap)."""
 
 
 def train_students(

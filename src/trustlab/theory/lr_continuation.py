@@ -22,6 +22,7 @@ import numpy as np
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array
 from trustlab.errors import DataError, MissingDependencyError
+from trustlab.theory._lr_mlp import STUDY_CONSTRAINTS
 from trustlab.theory.lr_schedules import schedule, schedule_bound
 
 __all__ = ["MLPContinuationStudy", "continuation_factor", "continuation_schedule", "mlp_continuation_study"]
@@ -178,16 +179,8 @@ class MLPContinuationStudy:
         "steps": [_STEPS],
         "factors": ["array-like"],
         "rhos": ["array-like", None],
-        "n_seeds": [Interval(numbers.Integral, 2, None, closed="left")],
-        "width": [_INT1],
-        "dimension": [_INT1],
-        "teacher_width": [_INT1],
-        "decay": [Interval(numbers.Real, 0, None, closed="left")],
-        "batch_size": [_INT1],
-        "noise": [Interval(numbers.Real, 0, None, closed="left")],
-        "n_bootstrap": [_INT1],
-        "random_state": [Interval(numbers.Integral, 0, None, closed="left")],
     }
+    | STUDY_CONSTRAINTS
 )
 def mlp_continuation_study(
     gamma: float,
