@@ -116,16 +116,12 @@ def _umass(binary: sparse.csc_matrix, top: np.ndarray) -> float:
     return float(np.mean(scores))
 
 
-def _pydoc_rows(quick: bool) -> list[dict]:
-    """Coherence on a real corpus that ships with Python: the paragraphs of pydoc's help topics."""
+def _pydoc_corpus() -> tuple[sparse.csr_matrix, list[str]]:
+    """The paragraphs (>= 20 words) of pydoc's help topics as counts, and the vocabulary."""
     import re
     from pydoc_data.topics import topics
 
-    import tomotopy as tp
-    from sklearn.decomposition import LatentDirichletAllocation
     from sklearn.feature_extraction.text import CountVectorizer
-
-    from trustlab.explain.topics import ExemplarLDA
 
     paragraphs = [
         p
@@ -135,8 +131,17 @@ def _pydoc_rows(quick: bool) -> list[dict]:
     ]
     cv = CountVectorizer(stop_words="english", min_df=5, max_df=0.3, token_pattern=r"(?u)\b[a-zA-Z]{3,}\b")
     x = cv.fit_transform(paragraphs).astype(float).tocsr()
-    keep = np.flatnonzero(np.diff(x.indptr) > 0)
-    x = x[keep]
+    return x[np.flatnonzero(np.diff(x.indptr) > 0)], [str(w) for w in cv.get_feature_names_out()]
+
+
+def _pydoc_rows(quick: bool) -> list[dict]:
+    """Coherence on a real corpus that ships with Python: the paragraphs of pydoc's help topics."""
+    import tomotopy as tp
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    from trustlab.explain.topics import ExemplarLDA
+
+    x, names = _pydoc_corpus()
     binary = (x > 0).astype(float).tocsc()
     case = f"pydoc help-topic paragraphs D={x.shape[0]} V={x.shape[1]}"
     rows = []
@@ -167,7 +172,6 @@ def _pydoc_rows(quick: bool) -> list[dict]:
         }
     )
     model = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=0)
-    names = cv.get_feature_names_out()
     for d in range(x.shape[0]):
         lo, hi = x.indptr[d], x.indptr[d + 1]
         model.add_doc(

@@ -17,32 +17,14 @@ paper), which favours it.
 
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
 from scipy import sparse
 
-from benchmarks.explain_topics import K, _umass
+from benchmarks.explain_topics import K, _pydoc_corpus, _umass
 
 SEEDS = (0, 1, 2)
-
-
-def _corpus() -> tuple[sparse.csr_matrix, list[str]]:
-    from pydoc_data.topics import topics
-
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    paragraphs = [
-        p
-        for text in topics.values()
-        for p in re.split(r"\n\s*\n", text)
-        if len(re.findall("[a-z]{3,}", p.lower())) >= 20
-    ]
-    cv = CountVectorizer(stop_words="english", min_df=5, max_df=0.3, token_pattern=r"(?u)\b[a-zA-Z]{3,}\b")
-    x = cv.fit_transform(paragraphs).astype(float).tocsr()
-    x = x[np.flatnonzero(np.diff(x.indptr) > 0)]
-    return x, [str(w) for w in cv.get_feature_names_out()]
 
 
 def _npmi(binary: sparse.csc_matrix, top: np.ndarray) -> float:
@@ -107,7 +89,7 @@ def _models(x: sparse.csr_matrix, names: list[str], seed: int):
 def run(quick: bool = False) -> dict:
     from trustlab.explain.topics import ExemplarLDA
 
-    x, names = _corpus()
+    x, names = _pydoc_corpus()
     binary = (x > 0).astype(float).tocsc()
     t = time.perf_counter()
     m = ExemplarLDA(min_df=5, topics_per_document=2.0, algorithm="threshold").fit(x)
