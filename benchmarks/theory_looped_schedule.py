@@ -8,13 +8,36 @@ gated block, scales independent of the loop index), width 8, 600 Adam steps, 5 s
 ``r = 2 ... 64``. The loop counts are trained in two calls of ``simulate_looped``
 (``[4, 8, 16, 32]`` and ``[2, 64]``, each call seeds its loop counts by their position), as in
 the figures of ``docs/theory/looped-transformers.md``. ``--quick``: ``r = 4, 16``, 300 steps.
+``STUDY=flow32`` runs the docs' second study instead: ``flow_target`` at width 16 with 3 seeds
+(``r = 4, 32``) and, independently, 5 seeds with ``random_state=1`` (``r = 2, 32``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
+
+VARIANTS = ("plain", "timestep", "constant")
+
+
+def _rows(sims: list, label: str) -> list[dict]:
+    rows = []
+    for sim in sims:
+        var = sim.target_variance
+        for j, r in enumerate(sim.loops):
+            row: dict = {"run": label, "loops": int(r)}
+            for name in VARIANTS:
+                e = getattr(sim, name)[j]
+                row[name] = float(e.mean() / var)
+                row[name + "_se"] = float(e.std(ddof=1) / var / np.sqrt(e.size))
+            for other in ("constant", "plain"):
+                lr = np.log(sim.timestep[j] / getattr(sim, other)[j])
+                row[f"log_ratio_timestep_{other}"] = float(lr.mean())
+                row[f"log_ratio_timestep_{other}_se"] = float(lr.std(ddof=1) / np.sqrt(lr.size))
+            rows.append(row)
+    return sorted(rows, key=lambda row: row["loops"])
 
 
 def run(quick: bool = False) -> dict:
@@ -24,41 +47,35 @@ def run(quick: bool = False) -> dict:
     from trustlab.theory.looped_transformers import simulate_looped
 
     torch.set_num_threads(1)
-    calls = [[4, 16]] if quick else [[4, 8, 16, 32], [2, 64]]
     steps = 300 if quick else 600
+    study = os.environ.get("STUDY", "commutator")
     t = time.process_time()
-    sims = [simulate_looped(c, target="commutator", width=8, steps=steps, n_seeds=5) for c in calls]
+    if study == "flow32":  # two independent runs, reported apart
+        base = {"target": "flow", "width": 16, "steps": steps}
+        runs = {
+            "A": [simulate_looped([4, 32], n_seeds=3, **base)],
+            "B": [simulate_looped([2, 32], n_seeds=5, random_state=1, **base)],
+        }
+    else:  # one study split in two calls (each call seeds its loop counts by position)
+        base = {"target": "commutator", "width": 8, "steps": steps, "n_seeds": 5}
+        calls = [[4, 16]] if quick else [[4, 8, 16, 32], [2, 64]]
+        runs = {"A": [simulate_looped(c, **base) for c in calls]}
     cpu = time.process_time() - t
-    loops = np.concatenate([s.loops for s in sims])
-    order = np.argsort(loops)
-    variants = ("plain", "timestep", "constant")
-    errs = {v: np.concatenate([getattr(s, v) for s in sims])[order] for v in variants}
-    loops = loops[order]
-    var = sims[0].target_variance
-    rows = []
-    for j, r in enumerate(loops):
-        row: dict = {"loops": int(r)}
-        for name, e in errs.items():
-            row[name] = float(e[j].mean() / var)
-            row[name + "_se"] = float(e[j].std(ddof=1) / var / np.sqrt(e[j].size))
-        for other in ("constant", "plain"):
-            lr = np.log(errs["timestep"][j] / errs[other][j])
-            row[f"log_ratio_timestep_{other}"] = float(lr.mean())
-            row[f"log_ratio_timestep_{other}_se"] = float(lr.std(ddof=1) / np.sqrt(lr.size))
-        rows.append(row)
-    slopes = {k: _slope(np.log(loops), e) for k, e in errs.items()}
-    big = loops >= 16
-    tail = {k: _slope(np.log(loops[big]), e[big]) for k, e in errs.items()} if big.sum() >= 2 else {}
+    rows, notes = [], []
+    for label, sims in runs.items():
+        rows += _rows(sims, label)
+        loops = np.concatenate([s.loops for s in sims])
+        slopes = {v: _slope(np.log(loops), np.concatenate([getattr(s, v) for s in sims])) for v in VARIANTS}
+        notes.append(
+            f"run {label}: slope of log MSE on log r (OLS over (r, seed) points, seeds as replicates): "
+            + ", ".join(f"{k} {a:.3f} +- {b:.3f}" for k, (a, b) in slopes.items())
+        )
     return {
-        "title": "Looped transformers on commutator_target: test MSE / Var(y) "
-        f"(N = 4, d = 2, width 8, {steps} Adam steps, 5 seeds)",
+        "title": f"Looped transformers on {base['target']}: test MSE / Var(y) "
+        f"(N = 4, d = 2, width {base['width']}, {steps} Adam steps)",
         "rows": rows,
-        "slopes": {k: {"slope": v[0], "se": v[1]} for k, v in slopes.items()},
-        "slopes_r_ge_16": {k: {"slope": v[0], "se": v[1]} for k, v in tail.items()},
         "notes": [
-            "slope of log MSE on log r (OLS over (r, seed) points, SE with seeds as replicates): "
-            + ", ".join(f"{k} {a:.3f} +- {b:.3f}" for k, (a, b) in slopes.items()),
-            "r >= 16 only: " + ", ".join(f"{k} {a:.3f} +- {b:.3f}" for k, (a, b) in tail.items()),
+            *notes,
             "log_ratio_timestep_*: mean over seeds of log(MSE_timestep / MSE_other) +- seed SE "
             "(< 0: the timestep encoding helps)",
             f"training CPU time {cpu:.0f} s (torch, 1 thread)",
