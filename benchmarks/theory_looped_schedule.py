@@ -9,7 +9,7 @@ gated block, scales independent of the loop index), width 8, 600 Adam steps, 5 s
 (``[4, 8, 16, 32]`` and ``[2, 64]``, each call seeds its loop counts by their position), as in
 the figures of ``docs/theory/looped-transformers.md``. ``--quick``: ``r = 4, 16``, 300 steps.
 ``STUDY=flow32`` runs the docs' second study instead: ``flow_target`` at width 16 with 3 seeds
-(``r = 4, 32``) and, independently, 5 seeds with ``random_state=1`` (``r = 2, 32``).
+(``r = 4, 32``) and, independently, 5 seeds with ``random_state=1`` and ``2`` (``r = 2, 32``).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def run(quick: bool = False) -> dict:
         runs = {
             "A": [simulate_looped([4, 32], n_seeds=3, **base)],
             "B": [simulate_looped([2, 32], n_seeds=5, random_state=1, **base)],
+            "C": [simulate_looped([2, 32], n_seeds=5, random_state=2, **base)],
         }
     else:  # one study split in two calls (each call seeds its loop counts by position)
         base = {"target": "commutator", "width": 8, "steps": steps, "n_seeds": 5}
