@@ -9,7 +9,8 @@ gated block, scales independent of the loop index), width 8, 600 Adam steps, 5 s
 (``[4, 8, 16, 32]`` and ``[2, 64]``, each call seeds its loop counts by their position), as in
 the figures of ``docs/theory/looped-transformers.md``. ``--quick``: ``r = 4, 16``, 300 steps.
 ``STUDY=flow32`` runs the docs' second study instead: ``flow_target`` at width 16 with 3 seeds
-(``r = 4, 32``) and, independently, 5 seeds with ``random_state=1`` and ``2`` (``r = 2, 32``).
+(``r = 4, 32``), independently 5 seeds with ``random_state=1`` and ``2`` (``r = 2, 32``) and
+8 seeds with ``random_state=3`` (``r = 1, 32``); the log ratios at the largest ``r`` are pooled.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def run(quick: bool = False) -> dict:
             "A": [simulate_looped([4, 32], n_seeds=3, **base)],
             "B": [simulate_looped([2, 32], n_seeds=5, random_state=1, **base)],
             "C": [simulate_looped([2, 32], n_seeds=5, random_state=2, **base)],
+            "D": [simulate_looped([1, 32], n_seeds=8, random_state=3, **base)],
         }
     else:  # one study split in two calls (each call seeds its loop counts by position)
         base = {"target": "commutator", "width": 8, "steps": steps, "n_seeds": 5}
@@ -71,6 +73,12 @@ def run(quick: bool = False) -> dict:
             f"run {label}: slope of log MSE on log r (OLS over (r, seed) points, seeds as replicates): "
             + ", ".join(f"{k} {a:.3f} +- {b:.3f}" for k, (a, b) in slopes.items())
         )
+    top = [max(sims, key=lambda sim: sim.loops[-1]) for sims in runs.values()]
+    pooled = np.concatenate([np.log(s.timestep[-1] / s.constant[-1]) for s in top])
+    notes.append(
+        f"largest r, all runs pooled: log(MSE_timestep / MSE_constant) {pooled.mean():.3f} +- "
+        f"{pooled.std(ddof=1) / np.sqrt(pooled.size):.3f} over {pooled.size} seeds"
+    )
     return {
         "title": f"Looped transformers on {base['target']}: test MSE / Var(y) "
         f"(N = 4, d = 2, width {base['width']}, {steps} Adam steps)",
