@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from trustlab import theory
 from trustlab.errors import TrustlabError
 from trustlab.theory import default_target, estimate_moduli, looped_rate, simulate_looped
-from trustlab.theory.looped_transformers import flow_target
+from trustlab.theory.looped_transformers import commutator_target, flow_target
 
 
 @pytest.mark.claims
@@ -79,6 +79,24 @@ def test_flow_target_is_permutation_equivariant_and_time_dependent() -> None:
     assert not np.allclose(flow_target(x, autonomous=True), y)
     # RK4 has converged: 8x more steps change the map by < 1e-4 (squared error ~1e-11)
     assert np.abs(flow_target(x, n_steps=256) - y).max() < 1e-4
+
+
+def test_commutator_target_is_a_group_commutator() -> None:
+    """Four phases whose averaged field is zero: identity without the push, O(0.1) moves with it."""
+    x = np.random.default_rng(2).uniform(0, 1, (200, 4, 2))
+    perm = np.array([2, 0, 3, 1])
+    y = commutator_target(x)
+    assert y.shape == x.shape
+    assert np.allclose(commutator_target(x[:, perm]), y[:, perm])
+    # rotation by +pi/2 then -pi/2 with no push between them: the identity
+    assert np.allclose(commutator_target(x, gain=0.0), x)
+    assert 0.05 < np.abs(y - x).mean() < 0.5
+    # the pushes are converged RK4: 4x more steps change the map by < 1e-4
+    assert np.abs(commutator_target(x, n_steps=64) - y).max() < 1e-4
+    with pytest.raises(TrustlabError, match="x"):
+        commutator_target(np.zeros((2, 3, 3)))
+    with pytest.raises(TrustlabError, match="gain"):
+        commutator_target(x, gain=-1.0)
 
 
 @pytest.mark.usefixtures("one_torch_thread")

@@ -8,7 +8,8 @@ contextual and token terms come from weight tying, and scaling the feed-forward 
 by ``eta(t)`` (from a timestep encoding) removes that limitation (Lemma 4.1, Theorem 4.2).
 :func:`looped_rate` evaluates the rate, :func:`estimate_moduli` estimates the three moduli of a
 user's function, :func:`simulate_looped` trains small looped transformers (the authors' block,
-with and without the timestep encoding) on :func:`flow_target` or a user's target. The paper's
+with and without the timestep encoding) on :func:`flow_target`, :func:`commutator_target`
+(whose per-step map must change with the step) or a user's target. The paper's
 full text was not readable here: the statements follow public summaries (see
 ``docs/theory/looped-transformers.md``, which records where they disagree).
 """
@@ -27,11 +28,14 @@ from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._threads import one_thread
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError, ParameterError
+from trustlab.theory._looped_schedule import commutator_target
+from trustlab.theory._looped_torch import _forward, _init_params, _slope
 
 __all__ = [
     "LoopedRate",
     "LoopedSimulation",
     "SequenceModuli",
+    "commutator_target",
     "default_target",
     "estimate_moduli",
     "flow_target",
@@ -273,6 +277,8 @@ class LoopedSimulation:
         Least-squares slopes of ``log MSE`` on ``log r`` over all (loop count, seed) pairs.
     plain_slope_se, timestep_slope_se : float
         Their ordinary least-squares standard errors (seeds as replicates).
+    constant_slope, constant_slope_se : float
+        The same for the constant-scale ablation.
 
     See Also
     --------
@@ -288,6 +294,8 @@ class LoopedSimulation:
     plain_slope_se: float
     timestep_slope: float
     timestep_slope_se: float
+    constant_slope: float
+    constant_slope_se: float
 
 
 @validate_params({"x": ["array-like"]})
@@ -389,76 +397,9 @@ _TARGETS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "flow": flow_target,
     "flow_autonomous": lambda x: flow_target(x, autonomous=True),
     "default": default_target,
+    "commutator": commutator_target,
 }
 _VARIANTS = ("plain", "timestep", "constant")
-
-
-def _init_params(torch: Any, s: int, d_in: int, d_out: int, w: int, gen: Any) -> dict[str, list[Any]]:
-    """PyTorch's ``nn.Linear`` initialisation, one independent copy per seed (leading axis ``s``)."""
-
-    def lin(i: int, o: int, zero: bool = False) -> list[Any]:
-        if zero:  # adaLN-Zero, as in the authors' code: gates start at 0, scales at 1
-            return [torch.zeros(s, i, o), torch.zeros(s, o)]
-        b = 1 / math.sqrt(i)
-        return [
-            (torch.rand(s, i, o, generator=gen) * 2 - 1) * b,
-            (torch.rand(s, o, generator=gen) * 2 - 1) * b,
-        ]
-
-    shapes = {"inp": (d_in, w), "qkv": (w, 3 * w), "proj": (w, w), "ff1": (w, 4 * w), "ff2": (4 * w, w)}
-    p = {k: lin(*io) for k, io in (shapes | {"out": (w, d_out), "te1": (w, w), "te2": (w, w)}).items()}
-    p["mod"] = lin(w, 4 * w, zero=True)
-    return {k: [t.requires_grad_() for t in v] for k, v in p.items()}
-
-
-def _linear(torch: Any, p: list[Any], x: Any) -> Any:
-    w, b = p
-    y = torch.bmm(x.reshape(x.shape[0], -1, x.shape[-1]), w) + b[:, None, :]
-    return y.reshape(*x.shape[:-1], w.shape[-1])
-
-
-def _forward(torch: Any, p: dict[str, list[Any]], x: Any, loops: int, variant: str) -> Any:
-    """``s`` independent one-block looped transformers on ``x`` of shape ``(s, batch, N, d)``."""
-    fn = torch.nn.functional
-    s, b, n, _ = x.shape
-    h = _linear(torch, p["inp"], x)
-    w, heads = h.shape[-1], 2
-    dh = w // heads
-
-    def rms(u: Any) -> Any:  # RMSNorm without a gain (the authors' norm1 / norm2)
-        return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + 1e-6)
-
-    if variant != "plain":  # sinusoidal encoding of t -> MLP -> SiLU -> (alpha1, alpha2, gamma1, gamma2)
-        freqs = torch.exp(-math.log(10000.0) * torch.arange(w // 2) / (w // 2))
-        t = torch.arange(loops, dtype=torch.float32) * (variant == "timestep")
-        enc = torch.cat([torch.cos(t[:, None] * freqs), torch.sin(t[:, None] * freqs)], dim=1)
-        te = _linear(torch, p["te2"], fn.silu(_linear(torch, p["te1"], enc.expand(s, loops, w))))
-        mod = _linear(torch, p["mod"], fn.silu(te))[:, :, None, None, :]  # (s, loops, 1, 1, 4w)
-    for k in range(loops):
-        if variant == "plain":
-            a1 = a2 = 1.0
-            z1 = rms(h)
-        else:
-            a1, a2, g1, g2 = mod[:, k].chunk(4, dim=-1)
-            z1 = rms(h) * (1 + g1)
-        q, kk, v = (u.reshape(s, b, n, heads, dh) for u in _linear(torch, p["qkv"], z1).split(w, dim=-1))
-        att = torch.softmax(torch.einsum("sbnhd,sbmhd->sbhnm", q, kk) / math.sqrt(dh), dim=-1)
-        h = h + a1 * _linear(torch, p["proj"], torch.einsum("sbhnm,sbmhd->sbnhd", att, v).reshape(s, b, n, w))
-        z2 = rms(h) if variant == "plain" else rms(h) * (1 + g2)
-        h = h + a2 * _linear(torch, p["ff2"], fn.gelu(_linear(torch, p["ff1"], z2)))
-    return _linear(torch, p["out"], rms(h))
-
-
-def _slope(log_r: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
-    """OLS slope of ``log error`` on ``log r`` over all (r, seed) pairs, with its standard error."""
-    x = np.repeat(log_r, errors.shape[1])
-    y = np.log(errors).reshape(-1)
-    a = np.column_stack([x, np.ones_like(x)])
-    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
-    resid = y - a @ coef
-    dof = max(len(y) - 2, 1)
-    se = math.sqrt(float(resid @ resid) / dof * float(np.linalg.inv(a.T @ a)[0, 0]))
-    return float(coef[0]), se
 
 
 @validate_params(
@@ -510,10 +451,11 @@ def simulate_looped(
     ----------
     loops : array-like of int
         Loop counts ``r`` (>= 1), at least two.
-    target : callable or {"flow", "flow_autonomous", "default"}, default "flow"
+    target : callable or {"flow", "flow_autonomous", "default", "commutator"}, default "flow"
         ``(batch, N, d) -> (batch, N, d_out)``. ``"flow"`` is :func:`flow_target` (``d = 2``),
         ``"flow_autonomous"`` its time-independent control, ``"default"``
-        :func:`default_target`.
+        :func:`default_target`, ``"commutator"`` :func:`commutator_target` (``d = 2``: a map
+        whose per-phase steps differ and whose averaged field is zero).
     tokens, dim, width, steps, batch_size : int
         ``N``, ``d``, model width (even), Adam steps, sequences per step.
     learning_rate : float, default 3e-3
@@ -544,8 +486,8 @@ def simulate_looped(
         raise DataError(f"loops must be integers >= 1, got {rs.tolist()}.", argument="loops")
     if width % 2:
         raise ParameterError(f"width must be even (two attention heads), got {width}.", argument="width")
-    if (target is None or str(target).startswith("flow")) and dim != 2:
-        raise ParameterError(f"the flow targets need dim=2, got dim={dim}.", argument="dim")
+    if (target is None or str(target).startswith(("flow", "commutator"))) and dim != 2:
+        raise ParameterError(f"the flow and commutator targets need dim=2, got dim={dim}.", argument="dim")
     f = _TARGETS[target] if isinstance(target, str) else (flow_target if target is None else target)
     rng = np.random.default_rng(random_state)
     x_test = rng.uniform(0, 1, (n_test, tokens, dim))
@@ -596,5 +538,6 @@ def simulate_looped(
     log_r = np.log(rs)
     ps, pse = _slope(log_r, errs["plain"])
     ts, tse = _slope(log_r, errs["timestep"])
-    out = (errs["plain"], errs["timestep"], errs["constant"], float(y_test.var()), ps, pse, ts, tse)
+    cs, cse = _slope(log_r, errs["constant"])
+    out = (errs["plain"], errs["timestep"], errs["constant"], float(y_test.var()), ps, pse, ts, tse, cs, cse)
     return LoopedSimulation(rs.astype(int), *out)
