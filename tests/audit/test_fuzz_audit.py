@@ -188,9 +188,11 @@ def test_audit_raises_only_trustlab_errors(profile: settings) -> None:
             reports.append(report.meta["private"])
 
     check()
-    # the probe must reach whole runs, not only errors, in both modes
-    # a third of the examples (4 of the fast profile's 12, measured 6; 100 of the slow one's 300)
-    assert len(reports) >= profile.max_examples // 3 and len(set(reports)) == 2, reports
+    # the probe must reach whole runs, not only errors, in both modes. Fast (fixed examples): 4 of
+    # 12 (measured 6). Slow (random): about a third of 300 reach a report (99 and 100+ measured), so
+    # the former bar at 100 failed about half the runs; 60 sits ~5 sd (binomial, p 1/3) below it
+    least = profile.max_examples // 3 if profile.derandomize else profile.max_examples // 5
+    assert len(reports) >= least and len(set(reports)) == 2, reports
 
 
 @pytest.mark.parametrize("profile", PROFILES)
