@@ -500,7 +500,13 @@ def run(mutant: Mutant, workdir: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if any(a.startswith("-") for a in argv):
+        print(__doc__)
+        return 0
     chosen = [m for m in MUTANTS if not argv or any(a in m.name for a in argv)]
+    if not chosen:  # else the control would run every test with no mutant to check
+        print(f"no mutant's name contains any of {argv}; names: {', '.join(m.name for m in MUTANTS)}")
+        return 2
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "tree"
         skip = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".ruff_cache", ".mypy_cache")
