@@ -470,6 +470,20 @@ MUTANTS: list[Mutant] = [
         "hi = 40.0 * z",
         ("tests/privacy/test_amplification.py::test_fractional_quadrature_equals_a_ten_times_finer_grid",),
     ),
+    Mutant(
+        "schema draft: category threshold one lower, so a value held by one row is released too often",
+        "src/trustlab/datasets/draft.py",
+        "return 1 + max(0, math.ceil(need - 1e-12))",
+        "return max(1, math.ceil(need - 1e-12))",
+        ("tests/datasets/test_draft.py::test_threshold_bounds_the_chance_of_releasing_a_single_row",),
+    ),
+    Mutant(
+        "schema draft: a declared text column read as a categorical one (its values released)",
+        "src/trustlab/datasets/draft.py",
+        'kinds.update({c: "text" for c in texts})',
+        "pass",
+        ("tests/datasets/test_draft.py::test_declared_text_columns_are_drafted_as_text_and_cost_nothing",),
+    ),
 ]
 
 
