@@ -135,7 +135,10 @@ def test_declared_short_text_column_gets_hypotheses_and_is_no_feature(declared_r
     assert [found[c]["source"] for c in ("note", "memo")] == ["declared", "detected"]
     assert found["note"]["median_words"] < 3 and found["note"]["hypotheses"]
     labels = {h["label"] for h in found["note"]["hypotheses"] if h["significant"]}
-    assert labels and all(re.search("late|overdue|paid|on time|early", label) for label in labels), labels
+    # every significant hypothesis names a word of the planted notes ("mentions 'time'" is one: which
+    # words the word-vector SAE keeps as features varies with the host's floating point)
+    planted = r"\b(late|again|overdue|paid|early|on|time)\b"
+    assert labels and all(re.search(planted, label) for label in labels), labels
     assert any("'note' was declared as text in the schema (left out of the model" in n for n in res.notes)
     assert any("'memo' was detected as free text by the column screening" in n for n in res.notes)
     assert declared_report.meta["features"] == ["age"]
