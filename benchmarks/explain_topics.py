@@ -65,8 +65,8 @@ def _elda_cells(model, counts: sparse.csr_matrix) -> sparse.csr_matrix:
     return sparse.csr_matrix((vals.argmax(1) + 1.0, counts.indices, counts.indptr), shape=counts.shape)
 
 
-def _tomotopy_fit(corpus, *, seeded: bool, iterations: int, alpha: float = 0.1, seed: int = 0, optim=None):
-    """Gibbs LDA (tomotopy, one worker) on the corpus: model, training seconds, token (d, w, z)."""
+def _tomotopy_model(corpus, *, seeded: bool, alpha: float = 0.1, seed: int = 0, optim=None):
+    """An untrained tomotopy LDA holding the corpus (anchor words as priors when ``seeded``)."""
     import tomotopy as tp
 
     model = tp.LDAModel(k=K, alpha=alpha, eta=0.01, seed=seed)
@@ -78,13 +78,13 @@ def _tomotopy_fit(corpus, *, seeded: bool, iterations: int, alpha: float = 0.1, 
     x = sparse.csr_matrix(corpus.counts)
     for d in range(x.shape[0]):
         lo, hi = x.indptr[d], x.indptr[d + 1]
-        model.add_doc(
-            [
-                corpus.vocabulary[w]
-                for w, c in zip(x.indices[lo:hi], x.data[lo:hi], strict=True)
-                for _ in range(c)
-            ]
-        )
+        model.add_doc([corpus.vocabulary[w] for w in np.repeat(x.indices[lo:hi], x.data[lo:hi])])
+    return model
+
+
+def _tomotopy_fit(corpus, *, seeded: bool, iterations: int, alpha: float = 0.1, seed: int = 0, optim=None):
+    """Gibbs LDA (tomotopy, one worker) on the corpus: model, training seconds, token (d, w, z)."""
+    model = _tomotopy_model(corpus, seeded=seeded, alpha=alpha, seed=seed, optim=optim)
     t = time.perf_counter()
     model.train(iterations, workers=1)
     elapsed = time.perf_counter() - t

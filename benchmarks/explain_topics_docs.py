@@ -36,7 +36,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 
-from benchmarks.explain_topics import K, _elda_cells, _scores
+from benchmarks.explain_topics import K, _elda_cells, _scores, _tomotopy_model
 
 TAU = 0.1
 SEEDS = (0, 1, 2)
@@ -96,21 +96,6 @@ def _elda(
     return {"method": name, "time_s": el, "rounds": m.n_rounds_, **s}
 
 
-def _tomotopy_model(corpus, seeded: bool, seed: int):
-    import tomotopy as tp
-
-    model = tp.LDAModel(k=K, alpha=0.1, eta=0.01, seed=seed)
-    if seeded:
-        for k, word in enumerate(corpus.anchors):
-            model.set_word_prior(word, [1.0 if j == k else 0.0 for j in range(K)])
-    x = sparse.csr_matrix(corpus.counts)
-    for d in range(x.shape[0]):
-        lo, hi = x.indptr[d], x.indptr[d + 1]
-        words = np.repeat(x.indices[lo:hi], x.data[lo:hi])
-        model.add_doc([corpus.vocabulary[w] for w in words])
-    return model
-
-
 def _tomotopy_state(corpus, model, seeded: bool) -> dict:
     index = {w: i for i, w in enumerate(corpus.vocabulary)}
     vocab = np.array([index[v] for v in model.used_vocabs])
@@ -132,7 +117,7 @@ def _tomotopy_state(corpus, model, seeded: bool) -> dict:
 
 
 def _tomotopy(corpus, seeded: bool, seed: int, trajectory: bool) -> tuple[dict, list[dict]]:
-    model = _tomotopy_model(corpus, seeded, seed)
+    model = _tomotopy_model(corpus, seeded=seeded, seed=seed)
     steps, done, elapsed = [], 0, 0.0
     for stop in CHECKPOINTS if trajectory else (100,):
         t = time.perf_counter()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,20 +31,32 @@ def _rotate(z: np.ndarray, angle: float) -> np.ndarray:
     return m + (z - m) @ np.array([[c, -s], [s, c]]).T
 
 
-def _push(z: np.ndarray, gain: float, duration: float, n_steps: int) -> np.ndarray:
-    """RK4 for ``dx_i/dt = gain * tanh(3 u_i)``, ``u_i = x_i - mean_j x_j``, over ``duration``."""
+def token_array(x: Any) -> np.ndarray:
+    """``x`` as a float ``(batch, N, 2)`` array of token positions, or a DataError naming ``x``."""
+    z = np.array(x, dtype=float)
+    if z.ndim != 3 or z.shape[2] != 2:
+        raise DataError(f"x must have shape (batch, N, 2), got {z.shape}.", argument="x")
+    return z
 
-    def field(v: np.ndarray) -> np.ndarray:
-        return gain * np.tanh(3 * (v - v.mean(axis=1, keepdims=True)))
 
+def rk4(
+    field: Callable[[float, np.ndarray], np.ndarray], z: np.ndarray, duration: float, n_steps: int
+) -> np.ndarray:
+    """``n_steps`` classical Runge-Kutta steps of ``dz/dt = field(t, z)`` over ``[0, duration]``."""
     h = duration / n_steps
-    for _ in range(n_steps):
-        k1 = field(z)
-        k2 = field(z + h / 2 * k1)
-        k3 = field(z + h / 2 * k2)
-        k4 = field(z + h * k3)
+    for k in range(n_steps):
+        t = k * h
+        k1 = field(t, z)
+        k2 = field(t + h / 2, z + h / 2 * k1)
+        k3 = field(t + h / 2, z + h / 2 * k2)
+        k4 = field(t + h, z + h * k3)
         z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     return z
+
+
+def _push(z: np.ndarray, gain: float, duration: float, n_steps: int) -> np.ndarray:
+    """RK4 for ``dx_i/dt = gain * tanh(3 u_i)``, ``u_i = x_i - mean_j x_j``, over ``duration``."""
+    return rk4(lambda _t, v: gain * np.tanh(3 * (v - v.mean(axis=1, keepdims=True))), z, duration, n_steps)
 
 
 @validate_params(
@@ -87,8 +101,5 @@ def commutator_target(x: np.ndarray, *, gain: float = 4.0, n_steps: int = 16) ->
     >>> commutator_target(np.random.default_rng(0).uniform(0, 1, (5, 3, 2))).shape
     (5, 3, 2)
     """
-    z = np.array(x, dtype=float)
-    if z.ndim != 3 or z.shape[2] != 2:
-        raise DataError(f"x must have shape (batch, N, 2), got {z.shape}.", argument="x")
-    z = _push(_rotate(z, math.pi / 2), gain, 0.25, n_steps)
+    z = _push(_rotate(token_array(x), math.pi / 2), gain, 0.25, n_steps)
     return _push(_rotate(z, -math.pi / 2), -gain, 0.25, n_steps)

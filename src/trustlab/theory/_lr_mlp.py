@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from trustlab._param_validation import Interval
+from trustlab.errors import MissingDependencyError
 
 _INT1 = Interval(numbers.Integral, 1, None, closed="left")
 _NONNEG = Interval(numbers.Real, 0, None, closed="left")
@@ -57,7 +58,12 @@ def train_students(
     trained on the half squared error; the loss is measured on 2048 fresh inputs per seed against the
     noiseless teacher.
     """
-    import torch
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is in the dev extra
+        raise MissingDependencyError(
+            "the MLP studies of trustlab.theory need torch; install it with `pip install trustlab[torch]`."
+        ) from exc
 
     from trustlab._threads import one_thread
 

@@ -28,7 +28,7 @@ from trustlab._param_validation import Interval, Options, validate_params
 from trustlab._threads import one_thread
 from trustlab._validation import check_numeric_array, make_generator
 from trustlab.errors import DataError, MissingDependencyError, ParameterError
-from trustlab.theory._looped_schedule import commutator_target
+from trustlab.theory._looped_schedule import commutator_target, rk4, token_array
 from trustlab.theory._looped_torch import _forward, _init_params, _slope
 
 __all__ = [
@@ -372,9 +372,6 @@ def flow_target(x: np.ndarray, *, autonomous: bool = False, n_steps: int = 32) -
     >>> y.shape
     (5, 3, 2)
     """
-    z = np.array(x, dtype=float)
-    if z.ndim != 3 or z.shape[2] != 2:
-        raise DataError(f"x must have shape (batch, N, 2), got {z.shape}.", argument="x")
 
     def field(t: float, v: np.ndarray) -> np.ndarray:
         u = v - v.mean(axis=1, keepdims=True)
@@ -382,15 +379,7 @@ def flow_target(x: np.ndarray, *, autonomous: bool = False, n_steps: int = 32) -
             return u @ _FLOW_ROTATION.T + np.tanh(3 * u)
         return 2 * (np.cos(np.pi * t) * u @ _FLOW_ROTATION.T + np.sin(np.pi * t) * np.tanh(3 * u))
 
-    h = 1.0 / n_steps
-    for k in range(n_steps):
-        t = k * h
-        k1 = field(t, z)
-        k2 = field(t + h / 2, z + h / 2 * k1)
-        k3 = field(t + h / 2, z + h / 2 * k2)
-        k4 = field(t + h, z + h * k3)
-        z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return z
+    return rk4(field, token_array(x), 1.0, n_steps)
 
 
 _TARGETS: dict[str, Callable[[np.ndarray], np.ndarray]] = {

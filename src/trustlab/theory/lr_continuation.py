@@ -21,7 +21,7 @@ import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array
-from trustlab.errors import DataError, MissingDependencyError
+from trustlab.errors import DataError
 from trustlab.theory._lr_mlp import STUDY_CONSTRAINTS
 from trustlab.theory.lr_schedules import schedule, schedule_bound
 
@@ -249,12 +249,6 @@ def mlp_continuation_study(
     if np.any(r <= 0) or len(r) < 3:
         raise DataError(f"rhos must be at least 3 cuts, all > 0, got {r.tolist()}.", argument="rhos")
     r = np.sort(r)
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - torch is in the dev extra
-        raise MissingDependencyError(
-            "mlp_continuation_study needs torch; install it with `pip install trustlab[torch]`."
-        ) from exc
     from trustlab.theory._lr_mlp import train_students
     from trustlab.theory.lr_extension import _loss_vertex
 

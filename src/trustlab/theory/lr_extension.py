@@ -21,7 +21,7 @@ import numpy as np
 
 from trustlab._param_validation import Interval, validate_params
 from trustlab._validation import check_numeric_array, make_generator
-from trustlab.errors import DataError, MissingDependencyError
+from trustlab.errors import DataError
 from trustlab.theory._lr_mlp import STUDY_CONSTRAINTS
 from trustlab.theory.lr_schedules import SCHEDULES, schedule, schedule_bound
 
@@ -356,12 +356,6 @@ def mlp_extension_study(
     names = tuple(schedules)
     if not names or any(n not in SCHEDULES for n in names):
         raise DataError(f"schedules must be drawn from {SCHEDULES}, got {names!r}.", argument="schedules")
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - torch is in the dev extra
-        raise MissingDependencyError(
-            "mlp_extension_study needs torch; install it with `pip install trustlab[torch]`."
-        ) from exc
     from trustlab.theory._lr_mlp import train_students
 
     horizons = (int(steps), *(int(k) * int(steps) for k in ks))
